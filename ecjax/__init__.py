@@ -1,0 +1,47 @@
+"""ecjax: evaluate and compare classifiers by expected cost and utility yield, in JAX.
+
+Data flows one way: scores -> (calibration) -> decisions -> counts -> metrics
+-> (posterior draws, sweeps) -> rankings, tables and plots.
+"""
+
+from ecjax import costs
+from ecjax._validate import InputError
+from ecjax.confusion import (
+    JointOutcomeTable,
+    confusion_matrix,
+    data_priors,
+    joint_outcome_table,
+    rates,
+)
+from ecjax.decisions import bayes_decisions, log_posteriors, naive_decision, naive_expected_cost
+from ecjax.metrics import (
+    accuracy,
+    balanced_accuracy,
+    balanced_error_rate,
+    cohen_kappa,
+    error_rate,
+    expected_cost,
+    f1_score,
+    f_beta_score,
+    fowlkes_mallows,
+    general_performance_score,
+    geometric_mean,
+    gps_upm,
+    informedness,
+    markedness,
+    matthews_corrcoef,
+    negative_likelihood_ratio,
+    negative_predictive_value,
+    net_benefit,
+    normalized_expected_cost,
+    positive_likelihood_ratio,
+    precision,
+    recall,
+    sensitivity,
+    specificity,
+    unified_performance_measure,
+    utility_yield,
+)
+from ecjax.scores import bayes_expected_cost, optimal_threshold_expected_cost
+
+__version__ = "0.1.0"

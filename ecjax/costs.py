@@ -1,0 +1,150 @@
+"""Cost and utility matrices: constructors and transforms.
+
+``c[..., i, j]`` is the cost of deciding ``j`` when the true class is ``i``
+(rows = truth, as in Ferrer's papers and scikit-learn).  Utilities are negated
+costs.  Seed 004 writes matrices with rows = decision: its matrices are
+transposed here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import jax.numpy as jnp
+
+from ecjax import _validate as v
+
+
+def zero_one(num_classes: int, abstain: float | None = None):
+    """0-1 costs (``c_ij = 1 - [i = j]``), whose EC is the error rate (seed 000 §4).
+
+    With ``abstain`` a last column (decision ``K``, "abstain") of constant
+    cost ``abstain`` is added (seed 001 App. B).
+    """
+    k = v.as_positive_int(num_classes, "num_classes", minimum=2)
+    c = 1.0 - jnp.eye(k)
+    if abstain is not None:
+        a = float(abstain)
+        if not np.isfinite(a) or a < 0:
+            raise v.InputError(f"`abstain` must be a finite non-negative cost, got {abstain!r}")
+        c = jnp.concatenate([c, jnp.full((k, 1), a)], axis=1)
+    return c
+
+
+def balanced(priors):
+    """Costs ``c_ij = 1 / (K P_i)`` for ``i != j``: their EC is the balanced error rate (seed 000 eq. 12)."""
+    p = v.as_priors(priors)
+    if np.any(np.asarray(p) <= 0):
+        raise v.InputError("`priors` must be strictly positive for balanced costs (1 / (K P_i))")
+    k = p.shape[-1]
+    return (1.0 - jnp.eye(k)) / (k * p[..., :, None])
+
+
+def f_beta(beta: float = 1.0):
+    """Binary costs ``[[0, 1], [beta**2, 0]]`` of the EC behind F-beta (seed 000 eq. 21).
+
+    Class index 1 is the positive class: a miss costs ``beta**2``, a false
+    alarm costs 1.
+    """
+    b = float(beta)
+    if not np.isfinite(b) or b <= 0:
+        raise v.InputError(f"`beta` must be a positive finite number, got {beta!r}")
+    return jnp.array([[0.0, 1.0], [b * b, 0.0]])
+
+
+def net_benefit(threshold_probability: float):
+    """Binary costs ``[[0, p/(1-p)], [1, 0]]`` of the EC behind net benefit (seed 001 App. C).
+
+    ``p`` is the threshold probability at which a clinician is indifferent
+    between treating and not treating.
+    """
+    p = float(threshold_probability)
+    if not 0.0 < p < 1.0:
+        raise v.InputError(f"`threshold_probability` must be in (0, 1), got {threshold_probability!r}")
+    return jnp.array([[0.0, p / (1.0 - p)], [1.0, 0.0]])
+
+
+def utilities_to_costs(utilities):
+    """Costs ``c = -U`` (seed 004: utilities are negated costs)."""
+    return -v.as_matrix(utilities, "utilities")
+
+
+def costs_to_utilities(costs):
+    """Utilities ``U = -c``."""
+    return -v.as_matrix(costs, "costs")
+
+
+def normalize_rows(costs):
+    """``c_ij - min_j c_ij`` (seed 001 §2).
+
+    Leaves Bayes decisions unchanged, and shifts the EC of every system by
+    the same constant ``sum_i P_i min_j c_ij`` for fixed priors, so rankings
+    are unchanged.  The result is non-negative with a zero in each row.
+    """
+    c = v.as_matrix(costs, "costs")
+    return c - c.min(-1, keepdims=True)
+
+
+def rescale_unit(utilities):
+    """Seed 004 eq. 12: ``(U - min U) / (max U - min U)``, into [0, 1].
+
+    Undefined when all entries are equal (the decision is then immaterial):
+    raises :class:`InputError`.
+    """
+    u = v.as_matrix(utilities, "utilities")
+    lo = u.min((-2, -1), keepdims=True)
+    hi = u.max((-2, -1), keepdims=True)
+    if np.any(np.asarray(hi - lo) == 0):
+        raise v.InputError("`utilities` has all entries equal: rescaling (seed 004 eq. 12) is undefined")
+    return (u - lo) / (hi - lo)
+
+
+def utility_from_xy(x, y):
+    """Binary utility matrix from the coordinates ``(x, y)`` of seed 004 eq. 13.
+
+    Rows = true class (transposed from the seed)::
+
+        U = [[1 - max(x, 0),  max(-y, 0)],
+             [max(y, 0),      1 - max(-x, 0)]]
+
+    ``(x, y)`` must lie in the hexagon of seed 004 Fig. 1:
+    ``|x| <= 1``, ``|y| <= 1``, ``|x - y| <= 1`` (the excluded corners are
+    matrices where a wrong decision is worth more than the right one).
+    Broadcasts over ``x`` and ``y``.
+    """
+    x = v.check_finite(v.as_array(x, "x"), "x")
+    y = v.check_finite(v.as_array(y, "y"), "y")
+    if not v._is_tracer(x) and not v._is_tracer(y):
+        xa, ya = np.broadcast_arrays(np.asarray(x, float), np.asarray(y, float))
+        eps = 1e-6
+        if np.any(np.abs(xa) > 1 + eps) or np.any(np.abs(ya) > 1 + eps) or np.any(np.abs(xa - ya) > 1 + eps):
+            raise v.InputError("`x`, `y` must satisfy |x| <= 1, |y| <= 1 and |x - y| <= 1 (seed 004 Fig. 1)")
+    return _utility_from_xy(jnp.asarray(x, float), jnp.asarray(y, float))
+
+
+def _utility_from_xy(x, y):
+    x, y = jnp.broadcast_arrays(x, y)
+    row0 = jnp.stack([1.0 - jnp.maximum(x, 0.0), jnp.maximum(-y, 0.0)], -1)
+    row1 = jnp.stack([jnp.maximum(y, 0.0), 1.0 - jnp.maximum(-x, 0.0)], -1)
+    return jnp.stack([row0, row1], -2)
+
+
+def xy_from_utility(utilities):
+    """Coordinates ``(x, y)`` of seed 004 eq. 13 of binary utility matrices.
+
+    The matrix is first rescaled with eq. 12.  Returns ``(x, y)`` arrays of
+    the batch shape.  A rescaled matrix that is not of the eq. 13 form (for
+    example one with both off-diagonal utilities above the minimum) raises
+    :class:`InputError`; :func:`normalize_rows` applied to the matching costs
+    gives an equivalent matrix for ranking purposes.
+    """
+    u = rescale_unit(v.as_matrix(utilities, "utilities", shape=(2, 2)))
+    x = jnp.where(u[..., 0, 0] < 1.0, 1.0 - u[..., 0, 0], -(1.0 - u[..., 1, 1]))
+    y = jnp.where(u[..., 1, 0] > 0.0, u[..., 1, 0], -u[..., 0, 1])
+    back = _utility_from_xy(x, y)
+    if not np.allclose(np.asarray(back), np.asarray(u), atol=1e-5):
+        raise v.InputError(
+            "`utilities` is not of the form of seed 004 eq. 13 after rescaling "
+            "(exactly one diagonal entry must be the maximum 1, and at most one off-diagonal entry above 0)"
+        )
+    return x, y

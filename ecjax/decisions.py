@@ -1,0 +1,134 @@
+"""Decisions: posteriors from scores, Bayes decisions and the naive decision.
+
+Scores follow DESIGN.md: ``(..., N, K)`` log-posteriors by default, or
+``"logits"`` (log-softmax applied), ``"llr"`` (binary log-likelihood ratio
+``log p(x|1) - log p(x|0)``, shape ``(..., N)``) and ``"log_likelihoods"``
+(combined with priors by Bayes' rule, seed 002 eqs. 45-47).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+from ecjax import _validate as v
+
+
+def log_posteriors_kernel(scores, log_priors, score_type: str):
+    """Kernel: ``(..., N, K)`` log-posteriors from validated scores.
+
+    ``log_priors`` is used only for likelihood-type scores.
+    """
+    if score_type == "log_posteriors":
+        # Already normalized (validated); renormalizing removes float32 round-off.
+        return jax.nn.log_softmax(scores, axis=-1)
+    if score_type == "logits":
+        return jax.nn.log_softmax(scores, axis=-1)
+    if score_type == "log_likelihoods":
+        return jax.nn.log_softmax(scores + log_priors[..., None, :], axis=-1)
+    # llr: log-odds of class 1 = llr + log(P1 / P0), in the log domain via log_sigmoid.
+    log_odds = scores + (log_priors[..., 1] - log_priors[..., 0])[..., None]
+    return jnp.stack([jax.nn.log_sigmoid(-log_odds), jax.nn.log_sigmoid(log_odds)], axis=-1)
+
+
+def _prepare(scores, priors, score_type):
+    """Validate scores and priors; return (scores, log_priors)."""
+    scores = v.as_scores(scores, score_type=score_type)
+    k = 2 if score_type == "llr" else scores.shape[-1]
+    if score_type in ("llr", "log_likelihoods"):
+        if priors is None:
+            raise v.InputError(
+                f"`priors` is required with score_type={score_type!r}: likelihoods become posteriors only given priors"
+            )
+        p = v.as_priors(priors, num_classes=k)
+        with jax.numpy_dtype_promotion("standard"):
+            log_p = jnp.log(p)
+    else:
+        if priors is not None:
+            raise v.InputError(
+                f"`priors` cannot be combined with score_type={score_type!r}: posteriors already contain "
+                "the training priors. To shift them to deployment priors, subtract the log training priors "
+                "and pass the result with score_type=\"log_likelihoods\""
+            )
+        log_p = jnp.zeros(k)
+    return scores, log_p
+
+
+def log_posteriors(scores, *, priors=None, score_type: str = "log_posteriors"):
+    """Log-posteriors ``log P(i | x)`` of shape ``(..., N, K)`` from any score type.
+
+    ``priors`` is required for ``"llr"`` and ``"log_likelihoods"`` and
+    rejected for posterior-type scores (see :func:`bayes_decisions`).
+    """
+    scores, log_p = _prepare(scores, priors, score_type)
+    return log_posteriors_kernel(scores, log_p, score_type)
+
+
+def bayes_decisions_kernel(log_post, costs):
+    """Kernel: ``argmin_j sum_i c_ij P(i | x)`` (seed 001 eq. 7).
+
+    ``log_post`` is ``(..., N, K)``, ``costs`` ``(..., K, D)``; their batch
+    axes broadcast.  Ties go to the lowest decision index.
+    """
+    expected = jnp.matmul(jnp.exp(log_post), costs)
+    return jnp.argmin(expected, axis=-1).astype(jnp.int32)
+
+
+def bayes_decisions(scores, costs, *, priors=None, score_type: str = "log_posteriors"):
+    """Bayes decisions: the decision of least expected cost for each sample.
+
+    ``d(x) = argmin_j sum_i c_ij P(i | x)`` (seed 001 eq. 7); with an
+    abstention column in ``costs`` this is the abstention rule of seed 001
+    App. B.
+
+    Args:
+      scores: ``(..., N, K)`` scores (``(..., N)`` for ``"llr"``).
+      costs: ``(..., K, D)`` cost matrix or matrices; batch axes broadcast
+        with those of ``scores`` (``(B, K, D)`` costs on ``(N, K)`` scores
+        give ``(B, N)`` decisions).
+      priors: ``(K,)`` priors, required for ``"llr"`` and
+        ``"log_likelihoods"``.  Posterior-type scores already carry their
+        training priors, so passing priors with them raises
+        :class:`InputError` rather than being silently ignored.
+      score_type: one of ``"log_posteriors"``, ``"logits"``, ``"llr"``,
+        ``"log_likelihoods"``.
+
+    Returns:
+      ``(..., N)`` int32 decisions in ``[0, D)``; ties go to the lowest index.
+    """
+    scores, log_p = _prepare(scores, priors, score_type)
+    k = log_p.shape[-1]
+    costs = v.as_matrix(costs, "costs", shape=(k, None))
+    try:
+        jnp.broadcast_shapes(scores.shape[: scores.ndim - (1 if score_type == "llr" else 2)], costs.shape[:-2])
+    except ValueError:
+        raise v.InputError(
+            f"batch axes of `scores` {scores.shape} and `costs` {costs.shape} do not broadcast"
+        ) from None
+    return _bayes_decisions_jit(scores, log_p, costs, score_type)
+
+
+@partial(jax.jit, static_argnames=("score_type",))
+def _bayes_decisions_jit(scores, log_p, costs, score_type):
+    return bayes_decisions_kernel(log_posteriors_kernel(scores, log_p, score_type), costs)
+
+
+def naive_expected_cost(costs, priors):
+    """EC of the best naive system, ``min_d sum_i c_id P_i`` (seed 000 eq. 3).
+
+    ``costs`` ``(..., K, D)`` and ``priors`` ``(..., K)`` broadcast.  Kernel
+    (no validation): it is the denominator of every normalized EC.
+    """
+    return jnp.min(jnp.einsum("...i,...ij->...j", priors, costs), axis=-1)
+
+
+def naive_decision(costs, priors):
+    """The best naive decision ``argmin_d sum_i c_id P_i`` (seed 000 eq. 3).
+
+    The decision a system that ignores its input should always make.
+    """
+    costs = v.as_matrix(costs, "costs")
+    priors = v.as_priors(priors, num_classes=costs.shape[-2])
+    return jnp.argmin(jnp.einsum("...i,...ij->...j", priors, costs), axis=-1).astype(jnp.int32)

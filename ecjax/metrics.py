@@ -1,0 +1,415 @@
+"""Metrics from counts: expected cost, utility yield and the classical metrics.
+
+Every function takes a count matrix ``counts`` of shape ``(..., K, D)`` (rows
+= true class, columns = decision; integer or weighted float counts) and
+accepts any leading batch axes (systems, posterior draws, cost matrices: the
+batch axes of ``counts``, ``costs`` and ``priors`` broadcast).  All work under
+``jax.jit`` and ``jax.vmap``.
+
+Undefined values.  Where a classical metric is 0/0 for a valid input
+(precision with no positive decisions, say) it returns ``zero_division``
+(default 0.0, as scikit-learn), never a silent NaN.  Likelihood ratios with a
+zero denominator return ``+inf``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import jax.numpy as jnp
+
+from ecjax import _validate as v
+from ecjax.confusion import class_counts, data_priors, rates
+from ecjax.decisions import naive_expected_cost
+
+AVERAGES = ("binary", "macro", "micro", None)
+
+
+# ----------------------------------------------------------------- validation
+
+def _as_counts(counts, *, square: bool = False):
+    c = v.as_array(counts, "counts", min_ndim=2)
+    if not v._is_tracer(c):
+        a = np.asarray(c)
+        if a.dtype.kind not in "iuf":
+            raise v.InputError(f"`counts` must be numeric, got dtype {a.dtype}")
+        v.check_finite(a, "counts")
+        if np.any(a < 0):
+            raise v.InputError("`counts` must be non-negative")
+        if a.shape[-1] == 0 or a.shape[-2] == 0:
+            raise v.InputError(f"`counts` is empty, got shape {a.shape}")
+        if np.any(a.sum((-2, -1)) == 0):
+            raise v.InputError("`counts` has a matrix with no samples")
+    if square and c.shape[-1] != c.shape[-2]:
+        raise v.InputError(f"`counts` must be square (K, K) for this metric, got shape {tuple(c.shape)}")
+    return jnp.asarray(c)
+
+
+def _resolve_priors(counts, priors):
+    """Data priors by default; deployment priors checked against the counts."""
+    if priors is None:
+        return data_priors(counts)
+    p = v.as_priors(priors, num_classes=counts.shape[-2])
+    if not v._is_tracer(p) and not v._is_tracer(counts):
+        missing = (np.asarray(class_counts(counts)) == 0) & (np.asarray(p) > 0)
+        if np.any(missing):
+            cls = np.nonzero(missing)[-1][0]
+            raise v.InputError(
+                f"class {cls} has no test samples but a non-zero prior in `priors`: its rates are undefined. "
+                "With data priors (priors=None) an absent class simply has weight 0"
+            )
+    return p
+
+
+def _costs_for(counts, costs, name="costs"):
+    return v.as_matrix(costs, name, shape=(counts.shape[-2], counts.shape[-1]))
+
+
+# ------------------------------------------------------------ expected cost
+
+def expected_value(counts, matrix, priors):
+    """Kernel: ``sum_ij m_ij P_i R_ij`` (seed 000 eq. 2; seed 004 eq. 10).
+
+    The one computation behind the expected cost (``m`` = costs) and the
+    utility yield (``m`` = utilities).  No validation.
+    """
+    return jnp.sum(priors[..., :, None] * rates(counts) * matrix, axis=(-2, -1))
+
+
+def expected_cost(counts, costs, *, priors=None):
+    """Expected cost ``EC = sum_i sum_j c_ij P_i R_ij`` (seed 000 eq. 2).
+
+    Args:
+      counts: ``(..., K, D)`` confusion counts.
+      costs: ``(..., K, D)`` cost matrix; ``c_ij`` is the cost of deciding
+        ``j`` for true class ``i``.
+      priors: ``(..., K)`` deployment priors.  Default: the data priors
+        ``P_i = K_i*/N``, with which EC is the average cost per sample (eq. 1)
+        and a class absent from the data has weight 0.  With deployment
+        priors, a class absent from the data but with ``P_i > 0`` raises
+        :class:`InputError` (its rates are unknown).
+
+    Example:
+      >>> float(expected_cost(jnp.array([[3, 1], [2, 4]]), 1 - jnp.eye(2)))
+      0.3
+    """
+    counts = _as_counts(counts)
+    c = _costs_for(counts, costs)
+    return expected_value(counts, c, _resolve_priors(counts, priors))
+
+
+def normalized_expected_cost(counts, costs, *, priors=None):
+    """``NEC = EC / min_d sum_i c_id P_i`` (seed 000 eqs. 3-4).
+
+    The EC divided by the EC of the best naive system (one that always makes
+    the same decision).  NEC >= 1 means the system is no better than a
+    system that ignores its input.  Raises :class:`InputError` when the naive
+    EC is 0 (some decision costs nothing for every class), where the NEC is
+    undefined.
+    """
+    counts = _as_counts(counts)
+    c = _costs_for(counts, costs)
+    p = _resolve_priors(counts, priors)
+    naive = naive_expected_cost(c, p)
+    if not v._is_tracer(naive) and np.any(np.asarray(naive) <= 0):
+        raise v.InputError("the best naive system has zero expected cost for these `costs` and priors: NEC is undefined")
+    return expected_value(counts, c, p) / naive
+
+
+def utility_yield(counts, utilities, *, priors=None):
+    """Utility yield ``sum_ij U_ij P_i R_ij`` (seed 004 eq. 10, rows = true class).
+
+    With data priors this is ``sum_ij U_ij C_ij`` for the confusion matrix
+    ``C`` normalized by the number of samples.  Higher is better; the yield
+    of utilities ``U`` is minus the EC of costs ``-U``.
+    """
+    counts = _as_counts(counts)
+    u = _costs_for(counts, utilities, "utilities")
+    return expected_value(counts, u, _resolve_priors(counts, priors))
+
+
+# --------------------------------------------------------- classical metrics
+
+def _div(num, den, zero_division):
+    den_ok = den != 0
+    return jnp.where(den_ok, num / jnp.where(den_ok, den, 1.0), zero_division)
+
+
+def _one_vs_rest(counts):
+    """Per-class (tp, fp, fn, tn), each ``(..., K)`` float."""
+    c = jnp.asarray(counts, dtype=jnp.result_type(float))
+    tp = jnp.diagonal(c, axis1=-2, axis2=-1)
+    fn = c.sum(-1) - tp
+    fp = c.sum(-2) - tp
+    tn = c.sum((-2, -1))[..., None] - tp - fn - fp
+    return tp, fp, fn, tn
+
+
+def _select(per_class_fn, counts, pos_label, average, zero_division):
+    """Reduce one-vs-rest statistics as scikit-learn's ``average`` does.
+
+    ``per_class_fn(tp, fp, fn, tn, zero_division)`` computes the metric from
+    statistics of shape ``(..., K)`` (or summed, for ``micro``).
+    """
+    v.check_choice(average, "average", AVERAGES)
+    k = counts.shape[-1]
+    stats = _one_vs_rest(counts)
+    if average == "binary":
+        if not isinstance(pos_label, (int, np.integer)) or not 0 <= pos_label < k:
+            raise v.InputError(f"`pos_label` must be a class index in [0, {k}), got {pos_label!r}")
+        return per_class_fn(*(s[..., pos_label] for s in stats), zero_division)
+    if average == "micro":
+        return per_class_fn(*(s.sum(-1) for s in stats), zero_division)
+    per_class = per_class_fn(*stats, zero_division)
+    return per_class if average is None else per_class.mean(-1)
+
+
+def _precision(tp, fp, fn, tn, z):
+    return _div(tp, tp + fp, z)
+
+
+def _recall(tp, fp, fn, tn, z):
+    return _div(tp, tp + fn, z)
+
+
+def _specificity(tp, fp, fn, tn, z):
+    return _div(tn, tn + fp, z)
+
+
+def _npv(tp, fp, fn, tn, z):
+    return _div(tn, tn + fn, z)
+
+
+def _metric(per_class_fn, doc):
+    def metric(counts, *, pos_label=1, average="binary", zero_division=0.0):
+        counts = _as_counts(counts, square=True)
+        return _select(per_class_fn, counts, pos_label, average, zero_division)
+
+    metric.__doc__ = doc + _AVERAGE_DOC
+    return metric
+
+
+_AVERAGE_DOC = """
+
+    Args:
+      counts: ``(..., K, K)`` confusion counts.
+      pos_label: the positive class for ``average="binary"`` (one class
+        against the rest; for K = 2 the usual binary metric).
+      average: ``"binary"`` (class ``pos_label``), ``"macro"`` (mean over
+        classes), ``"micro"`` (pool the one-vs-rest counts), or ``None``
+        (per-class values, shape ``(..., K)``), as in scikit-learn.
+      zero_division: value returned where the metric is 0/0.
+    """
+
+precision = _metric(_precision, "Precision (PPV) ``TP / (TP + FP)`` (seed 000 eq. 14).")
+recall = _metric(_recall, "Recall (sensitivity, TPR) ``TP / (TP + FN)`` (seed 000 eq. 15).")
+specificity = _metric(_specificity, "Specificity (TNR) ``TN / (TN + FP)``.")
+negative_predictive_value = _metric(_npv, "Negative predictive value ``TN / (TN + FN)``.")
+sensitivity = recall
+
+
+def f_beta_score(counts, *, beta=1.0, pos_label=1, average="binary", zero_division=0.0):
+    """F-beta ``(1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP)`` (seed 000 eq. 17).
+
+    Equals ``1 - EC_beta / (b^2 P_2 + R_*2)`` with the costs of
+    :func:`ecjax.costs.f_beta` (seed 000 eq. 22).
+    """
+    counts = _as_counts(counts, square=True)
+    b2 = float(beta) ** 2
+    if not np.isfinite(b2) or b2 <= 0:
+        raise v.InputError(f"`beta` must be a positive finite number, got {beta!r}")
+
+    def fb(tp, fp, fn, tn, z):
+        return _div((1 + b2) * tp, (1 + b2) * tp + b2 * fn + fp, z)
+
+    return _select(fb, counts, pos_label, average, zero_division)
+
+
+def f1_score(counts, *, pos_label=1, average="binary", zero_division=0.0):
+    """F1: :func:`f_beta_score` with ``beta = 1``."""
+    return f_beta_score(counts, beta=1.0, pos_label=pos_label, average=average, zero_division=zero_division)
+
+
+f_beta_score.__doc__ += _AVERAGE_DOC
+
+
+def accuracy(counts):
+    """Fraction of samples whose decision equals their class (seed 000 eq. 5)."""
+    c = _as_counts(counts, square=True)
+    return jnp.trace(c, axis1=-2, axis2=-1) / c.sum((-2, -1))
+
+
+def error_rate(counts):
+    """``1 - accuracy``: the EC of 0-1 costs with data priors (seed 000 eq. 8)."""
+    return 1.0 - accuracy(counts)
+
+
+def balanced_accuracy(counts):
+    """Mean recall over the classes present in the data (seed 000 eq. 9).
+
+    A class with no test samples is left out of the mean (as scikit-learn).
+    """
+    c = _as_counts(counts, square=True)
+    n_i = class_counts(c)
+    present = n_i > 0
+    r = jnp.diagonal(rates(c), axis1=-2, axis2=-1)
+    return jnp.sum(jnp.where(present, r, 0.0), -1) / jnp.sum(present, -1)
+
+
+def balanced_error_rate(counts):
+    """``1 - balanced_accuracy``: the EC of costs ``1/(K P_i)`` (seed 000 eq. 12)."""
+    return 1.0 - balanced_accuracy(counts)
+
+
+def matthews_corrcoef(counts, *, zero_division=0.0):
+    """Matthews correlation coefficient, binary (seed 000 eq. 23) and multiclass.
+
+    Uses Gorodkin's ``R_K``: ``(c N - sum_k p_k t_k) /
+    sqrt((N^2 - sum_k p_k^2)(N^2 - sum_k t_k^2))`` with ``c`` the trace,
+    ``p_k`` decision totals and ``t_k`` class totals; for K = 2 it is eq. 23.
+    Returns ``zero_division`` when a denominator factor is 0 (all samples in
+    one class or one decision), as scikit-learn.
+    """
+    c = jnp.asarray(_as_counts(counts, square=True), dtype=jnp.result_type(float))
+    n = c.sum((-2, -1))
+    correct = jnp.trace(c, axis1=-2, axis2=-1)
+    t = c.sum(-1)
+    p = c.sum(-2)
+    num = correct * n - jnp.sum(p * t, -1)
+    den = jnp.sqrt((n**2 - jnp.sum(p**2, -1)) * (n**2 - jnp.sum(t**2, -1)))
+    return _div(num, den, zero_division)
+
+
+def cohen_kappa(counts, *, zero_division=0.0):
+    """Cohen's kappa ``(p_o - p_e) / (1 - p_e)``, with ``p_e = sum_k p_k t_k / N^2``."""
+    c = jnp.asarray(_as_counts(counts, square=True), dtype=jnp.result_type(float))
+    n = c.sum((-2, -1))
+    p_o = jnp.trace(c, axis1=-2, axis2=-1) / n
+    p_e = jnp.sum(c.sum(-1) * c.sum(-2), -1) / n**2
+    return _div(p_o - p_e, 1.0 - p_e, zero_division)
+
+
+def fowlkes_mallows(counts, *, pos_label=1, average="binary", zero_division=0.0):
+    """Fowlkes-Mallows index ``sqrt(PPV * TPR)`` for the positive class (seed 004 Table 1)."""
+    counts = _as_counts(counts, square=True)
+
+    def fm(tp, fp, fn, tn, z):
+        return jnp.sqrt(_precision(tp, fp, fn, tn, z) * _recall(tp, fp, fn, tn, z))
+
+    return _select(fm, counts, pos_label, average, zero_division)
+
+
+fowlkes_mallows.__doc__ += _AVERAGE_DOC
+
+
+def positive_likelihood_ratio(counts, *, pos_label=1):
+    """``LR+ = TPR / (1 - TNR)`` (seed 000 eq. 32); ``+inf`` when FPR = 0."""
+    tp, fp, fn, tn = (s[..., pos_label] for s in _one_vs_rest(_binary_counts(counts, pos_label)))
+    tpr = tp / (tp + fn)
+    fpr = fp / (fp + tn)
+    return jnp.where(fpr > 0, tpr / jnp.where(fpr > 0, fpr, 1.0), jnp.inf)
+
+
+def negative_likelihood_ratio(counts, *, pos_label=1):
+    """``LR- = (1 - TPR) / TNR``; ``+inf`` when TNR = 0."""
+    tp, fp, fn, tn = (s[..., pos_label] for s in _one_vs_rest(_binary_counts(counts, pos_label)))
+    fnr = fn / (tp + fn)
+    tnr = tn / (tn + fp)
+    return jnp.where(tnr > 0, fnr / jnp.where(tnr > 0, tnr, 1.0), jnp.inf)
+
+
+def _binary_counts(counts, pos_label):
+    """Square counts with both the positive class and the rest present."""
+    c = _as_counts(counts, square=True)
+    k = c.shape[-1]
+    if not isinstance(pos_label, (int, np.integer)) or not 0 <= pos_label < k:
+        raise v.InputError(f"`pos_label` must be a class index in [0, {k}), got {pos_label!r}")
+    if not v._is_tracer(c):
+        n_i = np.asarray(class_counts(c))
+        if np.any(n_i[..., pos_label] == 0) or np.any(n_i.sum(-1) - n_i[..., pos_label] == 0):
+            raise v.InputError("likelihood ratios need test samples of both the positive class and the rest")
+    return c
+
+
+def net_benefit(counts, *, threshold_probability, pos_label=1):
+    """Net benefit ``TP/N - FP/N * p/(1-p)`` at threshold probability ``p`` (seed 001 App. C).
+
+    Equals ``P_pos - EC`` with the costs of :func:`ecjax.costs.net_benefit`.
+    """
+    p = float(threshold_probability)
+    if not 0.0 < p < 1.0:
+        raise v.InputError(f"`threshold_probability` must be in (0, 1), got {threshold_probability!r}")
+    c = _as_counts(counts, square=True)
+    tp, fp, fn, tn = (s[..., pos_label] for s in _one_vs_rest(c))
+    n = tp + fp + fn + tn
+    return tp / n - fp / n * (p / (1.0 - p))
+
+
+def informedness(counts, *, pos_label=1):
+    """Informedness (Youden's J) ``TPR + TNR - 1`` = ``1 - NEC_b`` for balanced costs."""
+    c = _as_counts(counts, square=True)
+    return recall(c, pos_label=pos_label) + specificity(c, pos_label=pos_label) - 1.0
+
+
+def markedness(counts, *, pos_label=1):
+    """Markedness ``PPV + NPV - 1``."""
+    c = _as_counts(counts, square=True)
+    return precision(c, pos_label=pos_label) + negative_predictive_value(c, pos_label=pos_label) - 1.0
+
+
+def geometric_mean(counts):
+    """Geometric mean of the per-class recalls; ``sqrt(TPR * TNR)`` for K = 2."""
+    c = _as_counts(counts, square=True)
+    r = jnp.diagonal(rates(c), axis1=-2, axis2=-1)
+    return jnp.exp(jnp.mean(jnp.log(r), -1))
+
+
+# ------------------------------------------------------------------- GPS/UPM
+
+def general_performance_score(values):
+    """GPS: harmonic mean of performance metrics ``p_1..p_n`` (seed 003 Definition 1).
+
+    Args:
+      values: ``(..., n)`` metric values in [0, 1].
+
+    Returns:
+      ``(gps, sd)``: the harmonic mean ``n / sum_i (1/p_i)`` and its standard
+      deviation (seed 003 Property 3), ``GPS^2 * sqrt(sum_i (1/p_i - mean)^2) / (n - 1)``
+      with the mean taken over ``1/p_i``; this form reproduces the seed's
+      Properties 4 and 5.  GPS is 0 when a metric is 0 (Property 2), and its
+      sd is then 0.
+    """
+    p = v.as_array(values, "values", min_ndim=1)
+    v.check_finite(p, "values")
+    if p.shape[-1] < 2:
+        raise v.InputError(f"`values` needs at least 2 metrics, got shape {tuple(p.shape)}")
+    if not v._is_tracer(p) and np.any(np.asarray(p) < 0):
+        raise v.InputError("`values` must be non-negative")
+    p = jnp.asarray(p, dtype=jnp.result_type(float))
+    n = p.shape[-1]
+    any_zero = jnp.any(p == 0, -1)
+    inv = 1.0 / jnp.where(p == 0, 1.0, p)
+    gps = jnp.where(any_zero, 0.0, n / inv.sum(-1))
+    spread = jnp.sqrt(jnp.sum((inv - inv.mean(-1, keepdims=True)) ** 2, -1))
+    sd = jnp.where(any_zero, 0.0, gps**2 * spread / (n - 1))
+    return gps, sd
+
+
+def unified_performance_measure(counts, *, pos_label=1):
+    """UPM: GPS of (PPV, TPR, TNR, NPV) for the positive class (seed 003 §3.1).
+
+    Returns ``(upm, sd)``.
+    """
+    c = _as_counts(counts, square=True)
+    stats = tuple(s[..., pos_label] for s in _one_vs_rest(c))
+    vals = jnp.stack([f(*stats, 0.0) for f in (_precision, _recall, _specificity, _npv)], -1)
+    return general_performance_score(vals)
+
+
+def gps_upm(counts):
+    """Multiclass GPS of the one-vs-rest UPMs (seed 003 §3.2). Returns ``(gps, sd)``."""
+    c = _as_counts(counts, square=True)
+    stats = _one_vs_rest(c)
+    per_metric = [f(*stats, 0.0) for f in (_precision, _recall, _specificity, _npv)]
+    upm_k, _ = general_performance_score(jnp.stack(per_metric, -1))
+    return general_performance_score(upm_k)
