@@ -1,0 +1,21 @@
+"""CI runs every benchmark at its tiny size: they must run and print their ratio table.
+
+Benchmarks are not timed tests (DESIGN.md): this only checks that each one runs end to end,
+compares ecjax with its anchor and prints a ratio.
+"""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("bench_*.py"))
+
+
+@pytest.mark.parametrize("script", BENCHMARKS, ids=lambda p: p.stem)
+def test_benchmark_runs_tiny(script):
+    proc = subprocess.run([sys.executable, str(script), "--tiny"], capture_output=True, text=True, timeout=600,
+                          cwd=script.parent)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert "x |" in proc.stdout or "ratio" in proc.stdout.lower(), proc.stdout[-2000:]
