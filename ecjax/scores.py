@@ -189,7 +189,6 @@ def optimal_threshold_expected_cost(labels, scores, costs=None, *, priors=None, 
         ec = ec / naive
     return ec, thr
 
-
 # =============================================================================
 # Proper scoring rules, discrimination metrics, ECE and Bayes-risk curves
 # (seed 002 §4).  Appended below the EC functions above; imports that only
@@ -541,9 +540,12 @@ class OperatingPoint(NamedTuple):
 @jax.jit
 def _sp_at_se_kernel(labels, s, target):
     s_sorted, miss, fa, valid = _cuts(labels, s)
+    cut = jnp.arange(miss.shape[0])
     ok = valid & (1.0 - miss >= target)
-    # The highest cut still meeting the sensitivity has the largest specificity.
-    k = jnp.max(jnp.where(ok, jnp.arange(miss.shape[0]), 0))
+    # The highest cut still meeting the sensitivity has the largest specificity;
+    # among cuts with that same specificity take the lowest (largest sensitivity).
+    k_top = jnp.max(jnp.where(ok, cut, 0))
+    k = jnp.min(jnp.where(valid & (fa == fa[k_top]), cut, miss.shape[0]))
     return OperatingPoint(1.0 - fa[k], 1.0 - miss[k], _cut_threshold(s_sorted, k))
 
 
