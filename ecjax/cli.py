@@ -1,9 +1,237 @@
-"""The ``ecjax`` command."""
+"""The ``ecjax`` command.
+
+Exit codes: 0 success; 2 usage or input error (one line on stderr naming the
+file and the problem, no traceback); 1 internal error.  Output files are
+never overwritten without ``--force`` and are written atomically.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+from pathlib import Path
+
+import numpy as np
+
+from ecjax._validate import InputError
+
+JSON_SCHEMA_VERSION = 1
+
+
+# ------------------------------------------------------------------ inputs
+
+def _load_labels(path):
+    from ecjax.io import load_array
+
+    y = load_array(path)
+    if y.ndim != 1:
+        raise InputError(f"{path}: labels must be a vector of N class indices, got shape {y.shape}")
+    if y.dtype.kind == "f" and np.any(y != np.round(y)):
+        raise InputError(f"{path}: labels must be integers")
+    return y.astype(np.int64)
+
+
+def _load_systems(args, n, score_type):
+    """(kind, arrays, names) from --scores or --decisions, every file checked against the labels."""
+    from ecjax.io import load_array
+
+    files = args.scores or args.decisions
+    kind = "scores" if args.scores else "decisions"
+    arrays = []
+    for f in files:
+        a = load_array(f)
+        want = 1 if (kind == "decisions" or score_type == "llr") else 2
+        if a.ndim != want:
+            shape = "(N,)" if want == 1 else "(N, K)"
+            raise InputError(f"{f}: {kind} must have shape {shape}, got {a.shape}")
+        if a.shape[0] != n:
+            raise InputError(f"{f}: has {a.shape[0]} samples but the labels file has {n}")
+        if kind == "scores" and not np.all(np.isfinite(a)):
+            raise InputError(f"{f}: scores contain NaN or inf")
+        arrays.append(a)
+    if kind == "scores" and len({a.shape for a in arrays}) > 1:
+        raise InputError(f"score files have different shapes: {[a.shape for a in arrays]}")
+    names = args.names or [Path(f).stem for f in files]
+    if len(names) != len(files):
+        raise InputError(f"--names gives {len(names)} names for {len(files)} systems")
+    return kind, arrays, names
+
+
+def _cost_spec(args, num_classes):
+    from ecjax.costs import zero_one
+    from ecjax.io import CostSpec, load_cost_spec
+
+    if args.costs is None:
+        c = np.asarray(zero_one(num_classes))
+        names = [str(i) for i in range(num_classes)]
+        return CostSpec(c, names, names, source="0-1 costs (default)")
+    spec = load_cost_spec(args.costs)
+    if spec.costs.shape[0] != num_classes:
+        raise InputError(f"{args.costs}: the matrix has {spec.costs.shape[0]} rows (classes) but the data has {num_classes} classes")
+    return spec
+
+
+def _num_classes(labels, kind, arrays, score_type, spec_path):
+    if kind == "scores":
+        return 2 if score_type == "llr" else arrays[0].shape[1]
+    if spec_path is not None:
+        from ecjax.io import load_cost_spec
+
+        return load_cost_spec(spec_path).costs.shape[0]
+    return int(max(labels.max(), max(a.max() for a in arrays))) + 1
+
+
+# ----------------------------------------------------------------- outputs
+
+def _out_dir(args):
+    if args.out is None:
+        return None
+    d = Path(args.out)
+    if d.exists() and not d.is_dir():
+        raise InputError(f"{d}: --out must be a directory")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _save_figure(fig, out_dir, name, force):
+    import io
+
+    from ecjax.io import write_atomic
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
+    path = write_atomic(out_dir / name, buf.getvalue(), force=force)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return str(path)
+
+
+def _emit(args, record, table_text, out_dir):
+    from ecjax.io import write_atomic
+
+    if out_dir is not None:
+        record.setdefault("files", []).append(str(out_dir / f"{args.command}.json"))
+        write_atomic(out_dir / f"{args.command}.json", json.dumps(record, indent=2), force=args.force)
+    if args.json:
+        print(json.dumps(record, indent=2))
+    else:
+        print(table_text)
+        for f in record.get("files", []):
+            print(f"wrote {f}")
+
+
+def _float_dict(names, values):
+    return {n: float(v) for n, v in zip(names, np.asarray(values).ravel())}
+
+
+# ---------------------------------------------------------------- commands
+
+def cmd_metrics(args):
+    from ecjax.confusion import confusion_matrix
+    from ecjax.decisions import bayes_decisions
+    from ecjax.report import disagreements, format_table, metric_columns, winner
+
+    labels = _load_labels(args.labels)
+    st = args.score_type
+    kind, arrays, names = _load_systems(args, len(labels), st)
+    k = _num_classes(labels, kind, arrays, st, args.costs)
+    if labels.max() >= k:
+        raise InputError(f"{args.labels}: label {labels.max()} is out of range for {k} classes")
+    spec = _cost_spec(args, k)
+    d = spec.costs.shape[1]
+    priors = spec.priors
+    if kind == "scores":
+        llr_priors = None
+        if st in ("llr", "log_likelihoods"):
+            llr_priors = priors if priors is not None else np.bincount(labels, minlength=k) / len(labels)
+        decisions = np.stack([np.asarray(bayes_decisions(s, spec.costs, priors=llr_priors, score_type=st)) for s in arrays])
+    else:
+        decisions = np.stack(arrays)
+        if decisions.max() >= d or decisions.min() < 0:
+            bad = next(f for f, a in zip(args.decisions, arrays) if a.max() >= d or a.min() < 0)
+            raise InputError(f"{bad}: decisions must be in [0, {d}) for the cost matrix's {d} decisions")
+    counts = confusion_matrix(labels, decisions, num_classes=k, num_decisions=d)
+    cols = metric_columns(counts, costs=spec.costs, priors=priors, pos_label=args.pos_label)
+    record = {
+        "schema": JSON_SCHEMA_VERSION,
+        "command": "metrics",
+        "systems": names,
+        "input": kind,
+        "decisions_made_by": "Bayes decisions for the nominal costs" if kind == "scores" else "given",
+        "classes": spec.classes,
+        "decision_names": spec.decisions,
+        "costs": spec.costs.tolist(),
+        "priors": None if priors is None else np.asarray(priors).tolist(),
+        "metrics": {c.name: _float_dict(names, c.values) for c in cols},
+        "best": {c.name: names[winner(c)] for c in cols},
+        "disagree_with_utility_yield": disagreements(cols),
+    }
+    out_dir = _out_dir(args)
+    if kind == "scores" and k == 2 and d == 2:
+        record["optimal_threshold"] = _binary_extras(args, labels, arrays, names, spec, out_dir, record)
+    text = format_table(cols, names)
+    off = record["disagree_with_utility_yield"]
+    if off:
+        text += f"\n! metrics that pick a different winner than the utility yield: {', '.join(off)}"
+    _emit(args, record, text, out_dir)
+    return 0
+
+
+def _binary_extras(args, labels, arrays, names, spec, out_dir, record):
+    """EC at the empirically optimal threshold, and threshold/ROC figures, for binary scores."""
+    from ecjax.costs import normalize_rows
+    from ecjax.scores import optimal_threshold_expected_cost
+
+    st = args.score_type
+    costs = np.asarray(normalize_rows(spec.costs))
+    llr_priors = None
+    if st in ("llr", "log_likelihoods"):
+        llr_priors = spec.priors if spec.priors is not None else np.bincount(labels, minlength=2) / len(labels)
+    result = {}
+    for s, name in zip(arrays, names):
+        nec, thr = optimal_threshold_expected_cost(labels, s, costs, priors=spec.priors if st not in ("llr", "log_likelihoods") else llr_priors,
+                                                   score_type=st, normalize=True)
+        result[name] = {"nec": float(nec), "threshold": float(thr)}
+    if out_dir is not None:
+        from ecjax import plots
+
+        fpr, tpr = [], []
+        for s in arrays:
+            lo = s if st == "llr" else s[:, 1] - s[:, 0]
+            order = np.argsort(-lo)
+            pos = (labels[order] == 1)
+            tpr.append(np.concatenate([[0], np.cumsum(pos) / max(1, pos.sum())]))
+            fpr.append(np.concatenate([[0], np.cumsum(~pos) / max(1, (~pos).sum())]))
+        p = spec.priors if spec.priors is not None else np.bincount(labels, minlength=2) / len(labels)
+        fig = plots.roc_with_iso_utility(fpr, tpr, utilities=-costs, priors=p, names=names)
+        record.setdefault("files", []).append(_save_figure(fig, out_dir, "roc.png", args.force))
+    return result
+
+
+def cmd_demo(args):
+    from ecjax import demo
+
+    demo.run(seed=args.seed)
+    return 0
+
+
+# ------------------------------------------------------------------ parser
+
+def _add_common(p):
+    p.add_argument("--labels", required=True, help="true classes: .npy/.npz/.csv vector of N integers")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--scores", nargs="+", metavar="FILE", help="one (N, K) score file per system")
+    g.add_argument("--decisions", nargs="+", metavar="FILE", help="one (N,) decision file per system")
+    p.add_argument("--score-type", default="log_posteriors",
+                   choices=["log_posteriors", "logits", "llr", "log_likelihoods"], help="type of --scores")
+    p.add_argument("--names", nargs="+", help="system names (default: file stems)")
+    p.add_argument("--costs", metavar="SPEC", help="cost specification, .toml or .json (default: 0-1 costs)")
+    p.add_argument("--json", action="store_true", help="print a JSON record instead of the table")
+    p.add_argument("--out", metavar="DIR", help="write the JSON record and figures into DIR")
+    p.add_argument("--force", action="store_true", help="overwrite existing output files")
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -11,17 +239,29 @@ def _build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the main job on data the package carries or generates")
     demo.add_argument("--seed", type=int, default=0, help="key for the generated screening data (default 0)")
+    m = sub.add_parser("metrics", help="EC, NEC, utility yield and the classical metrics of one or more systems")
+    _add_common(m)
+    m.add_argument("--pos-label", type=int, default=1, help="positive class of the binary metrics (default 1)")
     return parser
 
 
-def main(argv=None) -> int:
-    args = _build_parser().parse_args(argv)
-    if args.command == "demo":
-        from ecjax import demo
+COMMANDS = {"demo": cmd_demo, "metrics": cmd_metrics}
 
-        demo.run(seed=args.seed)
-        return 0
-    return 2
+
+def main(argv=None) -> int:
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except InputError as err:
+        print(f"ecjax {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    except Exception as err:  # noqa: BLE001 - the last line of defence
+        if os.environ.get("ECJAX_DEBUG"):
+            raise
+        print(f"ecjax {args.command}: internal error: {type(err).__name__}: {err} (set ECJAX_DEBUG=1 for a traceback)",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
