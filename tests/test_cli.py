@@ -1,0 +1,123 @@
+"""The `ecjax` command, run in a subprocess: outputs checked against independent computations,
+bad input giving exit code 2 and a one-line message naming the file."""
+
+import json
+import pickle
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+
+def run(*args, cwd):
+    proc = subprocess.run([sys.executable, "-m", "ecjax.cli", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, timeout=300)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.fixture()
+def files(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 300
+    y = rng.integers(0, 2, n)
+    llr_a = 2.0 * (y - 0.5) * 2 + rng.normal(size=n)
+    llr_b = 1.0 * (y - 0.5) * 2 + rng.normal(size=n)
+
+    def logpost(llr):  # equal priors: log-odds = llr
+        return np.stack([-np.logaddexp(0, llr), -np.logaddexp(0, -llr)], 1)
+
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "a.npy", logpost(llr_a))
+    np.save(tmp_path / "b.npy", logpost(llr_b))
+    np.savetxt(tmp_path / "y.csv", y, fmt="%d", header="label", comments="")
+    (tmp_path / "c.toml").write_text('classes = ["neg", "pos"]\ncosts = [[0, 1], [4, 0]]\n')
+    return tmp_path, y, logpost(llr_a), logpost(llr_b)
+
+
+def test_metrics_json_matches_numpy(files):
+    d, y, a, b = files
+    rc, out, err = run("metrics", "--labels", "y.npy", "--scores", "a.npy", "b.npy", "--names", "A", "B",
+                       "--costs", "c.toml", "--json", cwd=d)
+    assert rc == 0, err
+    rec = json.loads(out)
+    assert rec["systems"] == ["A", "B"] and rec["classes"] == ["neg", "pos"]
+    # Independent: Bayes decision for costs [[0,1],[4,0]]: decide pos iff 4 P(pos|x) > P(neg|x).
+    for name, s in (("A", a), ("B", b)):
+        p = np.exp(s)
+        dec = (4 * p[:, 1] > p[:, 0]).astype(int)
+        ec = (np.sum((y == 0) & (dec == 1)) * 1 + np.sum((y == 1) & (dec == 0)) * 4) / len(y)
+        acc = np.mean(dec == y)
+        assert rec["metrics"]["EC"][name] == pytest.approx(ec, rel=1e-5)
+        assert rec["metrics"]["accuracy"][name] == pytest.approx(acc, rel=1e-6)
+        assert rec["metrics"]["utility_yield"][name] == pytest.approx(-ec, rel=1e-5)
+    assert rec["best"]["EC"] == "A"
+
+
+def test_metrics_csv_labels_and_decisions(files):
+    d, y, a, _ = files
+    np.savetxt(d / "dec.csv", a.argmax(1), fmt="%d")
+    rc, out, err = run("metrics", "--labels", "y.csv", "--decisions", "dec.csv", "--json", cwd=d)
+    assert rc == 0, err
+    rec = json.loads(out)
+    assert rec["metrics"]["accuracy"]["dec"] == pytest.approx(np.mean(a.argmax(1) == y))
+
+
+def test_metrics_out_dir_and_force(files):
+    d, *_ = files
+    args = ("metrics", "--labels", "y.npy", "--scores", "a.npy", "b.npy", "--costs", "c.toml", "--out", "res")
+    rc, out, err = run(*args, cwd=d)
+    assert rc == 0, err
+    assert (d / "res" / "metrics.json").is_file() and (d / "res" / "roc.png").is_file()
+    rc, _, err = run(*args, cwd=d)
+    assert rc == 2 and "already exists" in err and len(err.strip().splitlines()) == 1
+    rc, _, err = run(*args, "--force", cwd=d)
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize("case", ["missing", "shape", "dtype", "pickle", "length", "syntax", "matrix", "names",
+                                  "label_range"])
+def test_bad_input_exit_code_2_one_line(files, case):
+    d, y, a, _ = files
+    args = ["metrics", "--labels", "y.npy", "--scores", "a.npy"]
+    expect = None
+    if case == "missing":
+        args[4] = "nope.npy"
+        expect = "nope.npy"
+    elif case == "shape":
+        np.save(d / "s3.npy", np.zeros((len(y), 2, 2)))
+        args[4] = "s3.npy"
+        expect = "s3.npy"
+    elif case == "dtype":
+        np.save(d / "str.npy", np.array(["a"] * len(y)))
+        args[4] = "str.npy"
+        expect = "str.npy"
+    elif case == "pickle":
+        np.save(d / "obj.npy", np.array([{"x": 1}] * len(y), dtype=object), allow_pickle=True)
+        args[4] = "obj.npy"
+        expect = "pickled"
+    elif case == "length":
+        np.save(d / "short.npy", a[:-5])
+        args[4] = "short.npy"
+        expect = "short.npy"
+    elif case == "syntax":
+        (d / "bad.toml").write_text("costs = [[0, 1], [4, 0]\n")
+        args += ["--costs", "bad.toml"]
+        expect = "syntax error"
+    elif case == "matrix":
+        (d / "bad.json").write_text(json.dumps({"costs": [[0, 1, 2], [1, 0, 2], [1, 1, 0]]}))
+        args += ["--costs", "bad.json"]
+        expect = "bad.json"
+    elif case == "names":
+        (d / "names.toml").write_text('classes = ["a", "b", "c"]\ncosts = [[0, 1], [1, 0]]\n')
+        args += ["--costs", "names.toml"]
+        expect = "classes"
+    elif case == "label_range":
+        np.save(d / "y3.npy", np.where(y == 1, 2, 0))
+        args[2] = "y3.npy"
+        expect = "y3.npy"
+    rc, out, err = run(*args, cwd=d)
+    assert rc == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert expect in lines[0], lines[0]
