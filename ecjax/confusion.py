@@ -61,7 +61,9 @@ def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None,
         (systems, draws) broadcast against those of ``labels``, so
         ``labels (N,)`` with ``decisions (M, N)`` gives ``(M, K, D)``.
       num_classes: ``K``; defaults to ``max(labels) + 1``.
-      num_decisions: ``D``; defaults to ``K`` (or ``max(decisions) + 1`` if larger).
+      num_decisions: ``D``; defaults to ``K`` (or ``max(decisions) + 1`` if larger;
+        inside ``jit``/``vmap``, where values are not concrete, to ``K``, and
+        ``num_classes`` is then required).
       weights: optional ``(..., N)`` non-negative sample weights; counts are
         then float sums of weights.
 
@@ -86,9 +88,12 @@ def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None,
             f"leading (batch) axes of `labels` {labels.shape} and `decisions` {decisions.shape} do not broadcast"
         ) from None
     if num_classes is None:
+        if v._is_tracer(labels):
+            raise v.InputError("`num_classes` is required when `labels` are traced (inside jit/vmap)")
         num_classes = int(labels.max()) + 1
     if num_decisions is None:
-        num_decisions = max(num_classes, int(decisions.max()) + 1)
+        # Traced decisions have no concrete maximum: D defaults to K there.
+        num_decisions = num_classes if v._is_tracer(decisions) else max(num_classes, int(decisions.max()) + 1)
     w = None
     if weights is not None:
         w = v.as_array(weights, "weights", min_ndim=1)

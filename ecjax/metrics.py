@@ -14,8 +14,11 @@ zero denominator return ``+inf``.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+import jax
 import jax.numpy as jnp
 
 from ecjax import _validate as v
@@ -45,10 +48,14 @@ def _as_counts(counts, *, square: bool = False):
     return jnp.asarray(c)
 
 
-def _resolve_priors(counts, priors):
-    """Data priors by default; deployment priors checked against the counts."""
+def _resolve_priors(counts, priors, *, compute_data_priors=True):
+    """Data priors by default; deployment priors checked against the counts.
+
+    With ``compute_data_priors=False`` the default is returned as ``None``
+    (for kernels that compute the data priors inside their own ``jit``).
+    """
     if priors is None:
-        return data_priors(counts)
+        return data_priors(counts) if compute_data_priors else None
     p = v.as_priors(priors, num_classes=counts.shape[-2])
     if not v._is_tracer(p) and not v._is_tracer(counts):
         missing = (np.asarray(class_counts(counts)) == 0) & (np.asarray(p) > 0)
@@ -76,6 +83,18 @@ def expected_value(counts, matrix, priors):
     return jnp.sum(priors[..., :, None] * rates(counts) * matrix, axis=(-2, -1))
 
 
+@jax.jit
+def _expected_value_jit(counts, matrix, priors):
+    """``expected_value`` with data priors when ``priors`` is None, in one compiled call."""
+    return expected_value(counts, matrix, data_priors(counts) if priors is None else priors)
+
+
+@jax.jit
+def _normalized_expected_value_jit(counts, matrix, priors):
+    p = data_priors(counts) if priors is None else priors
+    return expected_value(counts, matrix, p) / naive_expected_cost(matrix, p)
+
+
 def expected_cost(counts, costs, *, priors=None):
     """Expected cost ``EC = sum_i sum_j c_ij P_i R_ij`` (seed 000 eq. 2).
 
@@ -95,7 +114,7 @@ def expected_cost(counts, costs, *, priors=None):
     """
     counts = _as_counts(counts)
     c = _costs_for(counts, costs)
-    return expected_value(counts, c, _resolve_priors(counts, priors))
+    return _expected_value_jit(counts, c, _resolve_priors(counts, priors, compute_data_priors=False))
 
 
 def normalized_expected_cost(counts, costs, *, priors=None):
@@ -109,11 +128,17 @@ def normalized_expected_cost(counts, costs, *, priors=None):
     """
     counts = _as_counts(counts)
     c = _costs_for(counts, costs)
-    p = _resolve_priors(counts, priors)
-    naive = naive_expected_cost(c, p)
-    if not v._is_tracer(naive) and np.any(np.asarray(naive) <= 0):
-        raise v.InputError("the best naive system has zero expected cost for these `costs` and priors: NEC is undefined")
-    return expected_value(counts, c, p) / naive
+    p = _resolve_priors(counts, priors, compute_data_priors=False)
+    if not any(v._is_tracer(x) for x in (counts, c, p)):
+        # The check runs in numpy: no JAX dispatch before the one jitted kernel.
+        cn = np.asarray(counts, np.float64)
+        pn = np.asarray(p, np.float64) if p is not None else cn.sum(-1) / cn.sum((-2, -1))[..., None]
+        naive = np.min(np.einsum("...i,...ij->...j", pn, np.asarray(c, np.float64)), axis=-1)
+        if np.any(naive <= 0):
+            raise v.InputError(
+                "the best naive system has zero expected cost for these `costs` and priors: NEC is undefined"
+            )
+    return _normalized_expected_value_jit(counts, c, p)
 
 
 def utility_yield(counts, utilities, *, priors=None):
@@ -125,10 +150,14 @@ def utility_yield(counts, utilities, *, priors=None):
     """
     counts = _as_counts(counts)
     u = _costs_for(counts, utilities, "utilities")
-    return expected_value(counts, u, _resolve_priors(counts, priors))
+    return _expected_value_jit(counts, u, _resolve_priors(counts, priors, compute_data_priors=False))
 
 
 # --------------------------------------------------------- classical metrics
+#
+# Each public function validates its concrete inputs in numpy, then calls one
+# jitted kernel: a first call on a new shape compiles once instead of once per
+# eager operation.
 
 def _div(num, den, zero_division):
     den_ok = den != 0
@@ -145,45 +174,75 @@ def _one_vs_rest(counts):
     return tp, fp, fn, tn
 
 
-def _select(per_class_fn, counts, pos_label, average, zero_division):
-    """Reduce one-vs-rest statistics as scikit-learn's ``average`` does.
-
-    ``per_class_fn(tp, fp, fn, tn, zero_division)`` computes the metric from
-    statistics of shape ``(..., K)`` (or summed, for ``micro``).
-    """
-    v.check_choice(average, "average", AVERAGES)
-    k = counts.shape[-1]
-    stats = _one_vs_rest(counts)
-    if average == "binary":
-        if not isinstance(pos_label, (int, np.integer)) or not 0 <= pos_label < k:
-            raise v.InputError(f"`pos_label` must be a class index in [0, {k}), got {pos_label!r}")
-        return per_class_fn(*(s[..., pos_label] for s in stats), zero_division)
-    if average == "micro":
-        return per_class_fn(*(s.sum(-1) for s in stats), zero_division)
-    per_class = per_class_fn(*stats, zero_division)
-    return per_class if average is None else per_class.mean(-1)
-
-
-def _precision(tp, fp, fn, tn, z):
+def _precision(tp, fp, fn, tn, z, b2=None):
     return _div(tp, tp + fp, z)
 
 
-def _recall(tp, fp, fn, tn, z):
+def _recall(tp, fp, fn, tn, z, b2=None):
     return _div(tp, tp + fn, z)
 
 
-def _specificity(tp, fp, fn, tn, z):
+def _specificity(tp, fp, fn, tn, z, b2=None):
     return _div(tn, tn + fp, z)
 
 
-def _npv(tp, fp, fn, tn, z):
+def _npv(tp, fp, fn, tn, z, b2=None):
     return _div(tn, tn + fn, z)
 
 
-def _metric(per_class_fn, doc):
+def _f_beta(tp, fp, fn, tn, z, b2):
+    return _div((1 + b2) * tp, (1 + b2) * tp + b2 * fn + fp, z)
+
+
+def _fowlkes_mallows(tp, fp, fn, tn, z, b2=None):
+    return jnp.sqrt(_precision(tp, fp, fn, tn, z) * _recall(tp, fp, fn, tn, z))
+
+
+_PER_CLASS = {
+    "precision": _precision,
+    "recall": _recall,
+    "specificity": _specificity,
+    "npv": _npv,
+    "f_beta": _f_beta,
+    "fowlkes_mallows": _fowlkes_mallows,
+}
+
+
+def _check_pos_label(pos_label, k):
+    if isinstance(pos_label, bool) or not isinstance(pos_label, (int, np.integer)) or not 0 <= pos_label < k:
+        raise v.InputError(f"`pos_label` must be a class index in [0, {k}), got {pos_label!r}")
+    return int(pos_label)
+
+
+@partial(jax.jit, static_argnames=("kind", "average"))
+def _select_kernel(counts, pos_label, zero_division, b2, *, kind, average):
+    # pos_label is traced (a dynamic index): one compilation serves every class.
+    fn = _PER_CLASS[kind]
+    stats = _one_vs_rest(counts)
+    if average == "binary":
+        return fn(*(s[..., pos_label] for s in stats), zero_division, b2)
+    if average == "micro":
+        return fn(*(s.sum(-1) for s in stats), zero_division, b2)
+    per_class = fn(*stats, zero_division, b2)
+    return per_class if average is None else per_class.mean(-1)
+
+
+def _select(kind, counts, pos_label, average, zero_division, b2=1.0):
+    """Reduce one-vs-rest statistics as scikit-learn's ``average`` does.
+
+    ``binary``: class ``pos_label`` against the rest; ``micro``: pool the
+    one-vs-rest counts of all classes; ``macro``: mean of the per-class
+    values; ``None``: the per-class values ``(..., K)``.
+    """
+    v.check_choice(average, "average", AVERAGES)
+    pos = _check_pos_label(pos_label, counts.shape[-1]) if average == "binary" else 0
+    return _select_kernel(counts, pos, zero_division, b2, kind=kind, average=average)
+
+
+def _metric(kind, doc):
     def metric(counts, *, pos_label=1, average="binary", zero_division=0.0):
         counts = _as_counts(counts, square=True)
-        return _select(per_class_fn, counts, pos_label, average, zero_division)
+        return _select(kind, counts, pos_label, average, zero_division)
 
     metric.__doc__ = doc + _AVERAGE_DOC
     return metric
@@ -201,11 +260,14 @@ _AVERAGE_DOC = """
       zero_division: value returned where the metric is 0/0.
     """
 
-precision = _metric(_precision, "Precision (PPV) ``TP / (TP + FP)`` (seed 000 eq. 14).")
-recall = _metric(_recall, "Recall (sensitivity, TPR) ``TP / (TP + FN)`` (seed 000 eq. 15).")
-specificity = _metric(_specificity, "Specificity (TNR) ``TN / (TN + FP)``.")
-negative_predictive_value = _metric(_npv, "Negative predictive value ``TN / (TN + FN)``.")
+precision = _metric("precision", "Precision (PPV) ``TP / (TP + FP)`` (seed 000 eq. 14).")
+recall = _metric("recall", "Recall (sensitivity, TPR) ``TP / (TP + FN)`` (seed 000 eq. 15).")
+specificity = _metric("specificity", "Specificity (TNR) ``TN / (TN + FP)``.")
+negative_predictive_value = _metric("npv", "Negative predictive value ``TN / (TN + FN)``.")
 sensitivity = recall
+for _fn, _name in ((precision, "precision"), (recall, "recall"), (specificity, "specificity"),
+                   (negative_predictive_value, "negative_predictive_value")):
+    _fn.__name__ = _fn.__qualname__ = _name
 
 
 def f_beta_score(counts, *, beta=1.0, pos_label=1, average="binary", zero_division=0.0):
@@ -218,11 +280,7 @@ def f_beta_score(counts, *, beta=1.0, pos_label=1, average="binary", zero_divisi
     b2 = float(beta) ** 2
     if not np.isfinite(b2) or b2 <= 0:
         raise v.InputError(f"`beta` must be a positive finite number, got {beta!r}")
-
-    def fb(tp, fp, fn, tn, z):
-        return _div((1 + b2) * tp, (1 + b2) * tp + b2 * fn + fp, z)
-
-    return _select(fb, counts, pos_label, average, zero_division)
+    return _select("f_beta", counts, pos_label, average, zero_division, b2)
 
 
 def f1_score(counts, *, pos_label=1, average="binary", zero_division=0.0):
@@ -233,10 +291,14 @@ def f1_score(counts, *, pos_label=1, average="binary", zero_division=0.0):
 f_beta_score.__doc__ += _AVERAGE_DOC
 
 
+@jax.jit
+def _accuracy_kernel(c):
+    return jnp.trace(c, axis1=-2, axis2=-1) / c.sum((-2, -1))
+
+
 def accuracy(counts):
     """Fraction of samples whose decision equals their class (seed 000 eq. 5)."""
-    c = _as_counts(counts, square=True)
-    return jnp.trace(c, axis1=-2, axis2=-1) / c.sum((-2, -1))
+    return _accuracy_kernel(_as_counts(counts, square=True))
 
 
 def error_rate(counts):
@@ -244,21 +306,36 @@ def error_rate(counts):
     return 1.0 - accuracy(counts)
 
 
+@jax.jit
+def _balanced_accuracy_kernel(c):
+    present = class_counts(c) > 0
+    r = jnp.diagonal(rates(c), axis1=-2, axis2=-1)
+    return jnp.sum(jnp.where(present, r, 0.0), -1) / jnp.sum(present, -1)
+
+
 def balanced_accuracy(counts):
     """Mean recall over the classes present in the data (seed 000 eq. 9).
 
     A class with no test samples is left out of the mean (as scikit-learn).
     """
-    c = _as_counts(counts, square=True)
-    n_i = class_counts(c)
-    present = n_i > 0
-    r = jnp.diagonal(rates(c), axis1=-2, axis2=-1)
-    return jnp.sum(jnp.where(present, r, 0.0), -1) / jnp.sum(present, -1)
+    return _balanced_accuracy_kernel(_as_counts(counts, square=True))
 
 
 def balanced_error_rate(counts):
     """``1 - balanced_accuracy``: the EC of costs ``1/(K P_i)`` (seed 000 eq. 12)."""
     return 1.0 - balanced_accuracy(counts)
+
+
+@jax.jit
+def _mcc_kernel(c, zero_division):
+    c = jnp.asarray(c, dtype=jnp.result_type(float))
+    n = c.sum((-2, -1))
+    correct = jnp.trace(c, axis1=-2, axis2=-1)
+    t = c.sum(-1)
+    p = c.sum(-2)
+    num = correct * n - jnp.sum(p * t, -1)
+    den = jnp.sqrt((n**2 - jnp.sum(p**2, -1)) * (n**2 - jnp.sum(t**2, -1)))
+    return _div(num, den, zero_division)
 
 
 def matthews_corrcoef(counts, *, zero_division=0.0):
@@ -270,101 +347,137 @@ def matthews_corrcoef(counts, *, zero_division=0.0):
     Returns ``zero_division`` when a denominator factor is 0 (all samples in
     one class or one decision), as scikit-learn.
     """
-    c = jnp.asarray(_as_counts(counts, square=True), dtype=jnp.result_type(float))
-    n = c.sum((-2, -1))
-    correct = jnp.trace(c, axis1=-2, axis2=-1)
-    t = c.sum(-1)
-    p = c.sum(-2)
-    num = correct * n - jnp.sum(p * t, -1)
-    den = jnp.sqrt((n**2 - jnp.sum(p**2, -1)) * (n**2 - jnp.sum(t**2, -1)))
-    return _div(num, den, zero_division)
+    return _mcc_kernel(_as_counts(counts, square=True), zero_division)
 
 
-def cohen_kappa(counts, *, zero_division=0.0):
-    """Cohen's kappa ``(p_o - p_e) / (1 - p_e)``, with ``p_e = sum_k p_k t_k / N^2``."""
-    c = jnp.asarray(_as_counts(counts, square=True), dtype=jnp.result_type(float))
+@jax.jit
+def _kappa_kernel(c, zero_division):
+    c = jnp.asarray(c, dtype=jnp.result_type(float))
     n = c.sum((-2, -1))
     p_o = jnp.trace(c, axis1=-2, axis2=-1) / n
     p_e = jnp.sum(c.sum(-1) * c.sum(-2), -1) / n**2
     return _div(p_o - p_e, 1.0 - p_e, zero_division)
 
 
+def cohen_kappa(counts, *, zero_division=0.0):
+    """Cohen's kappa ``(p_o - p_e) / (1 - p_e)``, with ``p_e = sum_k p_k t_k / N^2``."""
+    return _kappa_kernel(_as_counts(counts, square=True), zero_division)
+
+
 def fowlkes_mallows(counts, *, pos_label=1, average="binary", zero_division=0.0):
     """Fowlkes-Mallows index ``sqrt(PPV * TPR)`` for the positive class (seed 004 Table 1)."""
     counts = _as_counts(counts, square=True)
-
-    def fm(tp, fp, fn, tn, z):
-        return jnp.sqrt(_precision(tp, fp, fn, tn, z) * _recall(tp, fp, fn, tn, z))
-
-    return _select(fm, counts, pos_label, average, zero_division)
+    return _select("fowlkes_mallows", counts, pos_label, average, zero_division)
 
 
 fowlkes_mallows.__doc__ += _AVERAGE_DOC
 
 
+@partial(jax.jit, static_argnames=("negative",))
+def _likelihood_ratio_kernel(c, pos_label, *, negative):
+    tp, fp, fn, tn = (s[..., pos_label] for s in _one_vs_rest(c))
+    if negative:
+        num, den = fn / (tp + fn), tn / (tn + fp)   # (1 - TPR) / TNR
+    else:
+        num, den = tp / (tp + fn), fp / (fp + tn)   # TPR / (1 - TNR)
+    return jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), jnp.inf)
+
+
 def positive_likelihood_ratio(counts, *, pos_label=1):
     """``LR+ = TPR / (1 - TNR)`` (seed 000 eq. 32); ``+inf`` when FPR = 0."""
-    tp, fp, fn, tn = (s[..., pos_label] for s in _one_vs_rest(_binary_counts(counts, pos_label)))
-    tpr = tp / (tp + fn)
-    fpr = fp / (fp + tn)
-    return jnp.where(fpr > 0, tpr / jnp.where(fpr > 0, fpr, 1.0), jnp.inf)
+    c, pos = _binary_counts(counts, pos_label)
+    return _likelihood_ratio_kernel(c, pos, negative=False)
 
 
 def negative_likelihood_ratio(counts, *, pos_label=1):
     """``LR- = (1 - TPR) / TNR``; ``+inf`` when TNR = 0."""
-    tp, fp, fn, tn = (s[..., pos_label] for s in _one_vs_rest(_binary_counts(counts, pos_label)))
-    fnr = fn / (tp + fn)
-    tnr = tn / (tn + fp)
-    return jnp.where(tnr > 0, fnr / jnp.where(tnr > 0, tnr, 1.0), jnp.inf)
+    c, pos = _binary_counts(counts, pos_label)
+    return _likelihood_ratio_kernel(c, pos, negative=True)
 
 
 def _binary_counts(counts, pos_label):
     """Square counts with both the positive class and the rest present."""
     c = _as_counts(counts, square=True)
-    k = c.shape[-1]
-    if not isinstance(pos_label, (int, np.integer)) or not 0 <= pos_label < k:
-        raise v.InputError(f"`pos_label` must be a class index in [0, {k}), got {pos_label!r}")
+    pos = _check_pos_label(pos_label, c.shape[-1])
     if not v._is_tracer(c):
-        n_i = np.asarray(class_counts(c))
-        if np.any(n_i[..., pos_label] == 0) or np.any(n_i.sum(-1) - n_i[..., pos_label] == 0):
+        n_i = np.asarray(c).sum(-1)
+        if np.any(n_i[..., pos] == 0) or np.any(n_i.sum(-1) - n_i[..., pos] == 0):
             raise v.InputError("likelihood ratios need test samples of both the positive class and the rest")
-    return c
+    return c, pos
+
+
+@jax.jit
+def _net_benefit_kernel(c, odds, pos_label):
+    tp, fp, fn, tn = (s[..., pos_label] for s in _one_vs_rest(c))
+    n = tp + fp + fn + tn
+    return tp / n - fp / n * odds
 
 
 def net_benefit(counts, *, threshold_probability, pos_label=1):
     """Net benefit ``TP/N - FP/N * p/(1-p)`` at threshold probability ``p`` (seed 001 App. C).
 
-    Equals ``P_pos - EC`` with the costs of :func:`ecjax.costs.net_benefit`.
+    Equals ``P_pos - EC`` with the costs of :func:`ecjax.costs.net_benefit`
+    (seed 002 eqs. 12-15).
     """
     p = float(threshold_probability)
     if not 0.0 < p < 1.0:
         raise v.InputError(f"`threshold_probability` must be in (0, 1), got {threshold_probability!r}")
     c = _as_counts(counts, square=True)
-    tp, fp, fn, tn = (s[..., pos_label] for s in _one_vs_rest(c))
-    n = tp + fp + fn + tn
-    return tp / n - fp / n * (p / (1.0 - p))
+    pos = _check_pos_label(pos_label, c.shape[-1])
+    return _net_benefit_kernel(c, p / (1.0 - p), pos)
+
+
+@partial(jax.jit, static_argnames=("kind",))
+def _youden_kernel(c, pos_label, *, kind):
+    stats = tuple(s[..., pos_label] for s in _one_vs_rest(c))
+    if kind == "informedness":
+        return _recall(*stats, 0.0) + _specificity(*stats, 0.0) - 1.0
+    return _precision(*stats, 0.0) + _npv(*stats, 0.0) - 1.0
 
 
 def informedness(counts, *, pos_label=1):
-    """Informedness (Youden's J) ``TPR + TNR - 1`` = ``1 - NEC_b`` for balanced costs."""
+    """Informedness (Youden's J) ``TPR + TNR - 1`` = ``1 - NEC_b`` for balanced costs.
+
+    A 0/0 rate counts as 0 (as in :func:`recall`).
+    """
     c = _as_counts(counts, square=True)
-    return recall(c, pos_label=pos_label) + specificity(c, pos_label=pos_label) - 1.0
+    return _youden_kernel(c, _check_pos_label(pos_label, c.shape[-1]), kind="informedness")
 
 
 def markedness(counts, *, pos_label=1):
-    """Markedness ``PPV + NPV - 1``."""
+    """Markedness ``PPV + NPV - 1``; a 0/0 predictive value counts as 0."""
     c = _as_counts(counts, square=True)
-    return precision(c, pos_label=pos_label) + negative_predictive_value(c, pos_label=pos_label) - 1.0
+    return _youden_kernel(c, _check_pos_label(pos_label, c.shape[-1]), kind="markedness")
 
 
-def geometric_mean(counts):
-    """Geometric mean of the per-class recalls; ``sqrt(TPR * TNR)`` for K = 2."""
-    c = _as_counts(counts, square=True)
+@jax.jit
+def _geometric_mean_kernel(c):
     r = jnp.diagonal(rates(c), axis1=-2, axis2=-1)
     return jnp.exp(jnp.mean(jnp.log(r), -1))
 
 
+def geometric_mean(counts):
+    """Geometric mean of the per-class recalls; ``sqrt(TPR * TNR)`` for K = 2.
+
+    0 when some class has recall 0 (or no samples).
+    """
+    return _geometric_mean_kernel(_as_counts(counts, square=True))
+
+
 # ------------------------------------------------------------------- GPS/UPM
+
+def _gps_kernel(p):
+    n = p.shape[-1]
+    any_zero = jnp.any(p == 0, -1)
+    inv = 1.0 / jnp.where(p == 0, 1.0, p)
+    gps = jnp.where(any_zero, 0.0, n / inv.sum(-1))
+    spread = jnp.sqrt(jnp.sum((inv - inv.mean(-1, keepdims=True)) ** 2, -1))
+    sd = jnp.where(any_zero, 0.0, gps**2 * spread / (n - 1))
+    return gps, sd
+
+
+_gps_jit = jax.jit(_gps_kernel)
+
 
 def general_performance_score(values):
     """GPS: harmonic mean of performance metrics ``p_1..p_n`` (seed 003 Definition 1).
@@ -385,14 +498,18 @@ def general_performance_score(values):
         raise v.InputError(f"`values` needs at least 2 metrics, got shape {tuple(p.shape)}")
     if not v._is_tracer(p) and np.any(np.asarray(p) < 0):
         raise v.InputError("`values` must be non-negative")
-    p = jnp.asarray(p, dtype=jnp.result_type(float))
-    n = p.shape[-1]
-    any_zero = jnp.any(p == 0, -1)
-    inv = 1.0 / jnp.where(p == 0, 1.0, p)
-    gps = jnp.where(any_zero, 0.0, n / inv.sum(-1))
-    spread = jnp.sqrt(jnp.sum((inv - inv.mean(-1, keepdims=True)) ** 2, -1))
-    sd = jnp.where(any_zero, 0.0, gps**2 * spread / (n - 1))
-    return gps, sd
+    return _gps_jit(jnp.asarray(p, dtype=jnp.result_type(float)))
+
+
+def _upm_values(c):
+    """``(..., K, 4)``: one-vs-rest (PPV, TPR, TNR, NPV) of each class."""
+    stats = _one_vs_rest(c)
+    return jnp.stack([f(*stats, 0.0) for f in (_precision, _recall, _specificity, _npv)], -1)
+
+
+@jax.jit
+def _upm_kernel(c, pos_label):
+    return _gps_kernel(_upm_values(c)[..., pos_label, :])
 
 
 def unified_performance_measure(counts, *, pos_label=1):
@@ -401,15 +518,15 @@ def unified_performance_measure(counts, *, pos_label=1):
     Returns ``(upm, sd)``.
     """
     c = _as_counts(counts, square=True)
-    stats = tuple(s[..., pos_label] for s in _one_vs_rest(c))
-    vals = jnp.stack([f(*stats, 0.0) for f in (_precision, _recall, _specificity, _npv)], -1)
-    return general_performance_score(vals)
+    return _upm_kernel(c, _check_pos_label(pos_label, c.shape[-1]))
+
+
+@jax.jit
+def _gps_upm_kernel(c):
+    upm_k, _ = _gps_kernel(_upm_values(c))
+    return _gps_kernel(upm_k)
 
 
 def gps_upm(counts):
     """Multiclass GPS of the one-vs-rest UPMs (seed 003 §3.2). Returns ``(gps, sd)``."""
-    c = _as_counts(counts, square=True)
-    stats = _one_vs_rest(c)
-    per_metric = [f(*stats, 0.0) for f in (_precision, _recall, _specificity, _npv)]
-    upm_k, _ = general_performance_score(jnp.stack(per_metric, -1))
-    return general_performance_score(upm_k)
+    return _gps_upm_kernel(_as_counts(counts, square=True))

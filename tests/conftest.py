@@ -1,0 +1,50 @@
+"""Shared fixtures: the real classifier outputs in ``../shared/data``.
+
+The data folder lives beside the repository (CI puts it there); it is never
+copied into the repository.  Tests that need it are skipped, with the reason,
+only when the folder is genuinely absent.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+DATA_DIR = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+# Score type of each dataset (``../shared/data/README.md``).
+DATASETS = {
+    "cifar10_resnet-20": "logits",
+    "cifar10_repvgg_a2": "logits",
+    "cifar10_vgg19_bn": "logits",
+    "sst2_gpt2": "log_posteriors",
+    "sst2_gpt2_4shot": "log_posteriors",
+    "pneumoniamnist_resnet50": "log_posteriors",
+}
+
+
+def load_dataset(name: str):
+    """``(targets, scores, score_type)`` of one dataset, loaded without pickle."""
+    folder = DATA_DIR / name
+    if not folder.is_dir():
+        pytest.skip(f"real-score data not found: {folder} is absent (expected ../shared/data beside the repo)")
+    scores = np.load(folder / "scores.npy", allow_pickle=False)
+    targets = np.load(folder / "targets.npy", allow_pickle=False)
+    return targets, scores, DATASETS[name]
+
+
+@pytest.fixture(scope="session")
+def data_dir():
+    """Path of ``../shared/data``; skips when the folder is absent."""
+    if not DATA_DIR.is_dir():
+        pytest.skip(f"real-score data not found: {DATA_DIR} is absent (expected ../shared/data beside the repo)")
+    return DATA_DIR
+
+
+@pytest.fixture(scope="session", params=sorted(DATASETS))
+def dataset(request):
+    """Each dataset of ``../shared/data`` in turn: ``(name, targets, scores, score_type)``."""
+    targets, scores, score_type = load_dataset(request.param)
+    return request.param, targets, scores, score_type

@@ -1,0 +1,307 @@
+"""Bad input raises ``ecjax.InputError`` (a ``ValueError``) naming the argument.
+
+One test per case of issue 2, item 6, each asserting that the message names
+the offending argument.  Where an input is valid but a quantity is degenerate
+(a class absent from the test data with data priors) the value is checked
+against a hand computation instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jax.numpy as jnp
+
+from ecjax import InputError, costs, metrics
+from ecjax.confusion import confusion_matrix, joint_outcome_table
+from ecjax.decisions import bayes_decisions, log_posteriors, naive_decision
+from ecjax.scores import bayes_expected_cost, optimal_threshold_expected_cost
+
+COUNTS = np.array([[3, 1], [2, 4]])
+C01 = np.array([[0.0, 1.0], [1.0, 0.0]])
+LOG_POST = np.log(np.array([[0.7, 0.3], [0.2, 0.8], [0.5, 0.5]]))
+LABELS = np.array([0, 1, 1])
+
+
+def test_input_error_is_value_error():
+    assert issubclass(InputError, ValueError)
+
+
+# ------------------------------------------------------------ labels/decisions
+
+@pytest.mark.parametrize(
+    "labels, decisions, kwargs, name",
+    [
+        ([0, 1, 2], [0, 1, 1], dict(num_classes=2), "labels"),          # label out of range
+        ([0, -1, 1], [0, 1, 1], {}, "labels"),                          # negative label
+        ([0, 1, 1], [0, 1, 3], dict(num_decisions=3), "decisions"),     # decision out of range
+        ([0, 1, 1], [0, -2, 1], {}, "decisions"),
+        ([0, 1.5, 1], [0, 1, 1], {}, "labels"),                         # non-integer
+        ([0, 1, 1], [0.0, 0.25, 1.0], {}, "decisions"),
+        (["a", "b", "a"], [0, 1, 1], {}, "labels"),                     # not numeric
+        ([0, np.nan, 1], [0, 1, 1], {}, "labels"),
+        ([0, 1, 1], [0, 1], {}, "labels"),                              # lengths differ
+        ([], [], {}, "labels"),                                         # empty
+        ([0, 1, 1], [0, 1, 1], dict(num_classes=0), "num_classes"),
+        ([0, 1, 1], [0, 1, 1], dict(num_decisions=2.5), "num_decisions"),
+    ],
+)
+def test_confusion_matrix_bad_labels_or_decisions(labels, decisions, kwargs, name):
+    with pytest.raises(InputError, match=f"`{name}`"):
+        confusion_matrix(labels, decisions, **kwargs)
+
+
+def test_confusion_matrix_bad_weights_and_batch_axes():
+    with pytest.raises(InputError, match="`weights`"):
+        confusion_matrix([0, 1, 1], [0, 1, 1], weights=[1.0, -1.0, 1.0])
+    with pytest.raises(InputError, match="`weights`"):
+        confusion_matrix([0, 1, 1], [0, 1, 1], weights=[1.0, np.inf, 1.0])
+    with pytest.raises(InputError, match="`weights`"):
+        confusion_matrix([0, 1, 1], [0, 1, 1], weights=[1.0, 1.0])
+    with pytest.raises(InputError, match="`labels`.*`decisions`"):
+        confusion_matrix(np.zeros((2, 4), int), np.zeros((3, 4), int))
+
+
+def test_joint_outcome_table_bad_shapes():
+    with pytest.raises(InputError, match="`labels`"):
+        joint_outcome_table(np.zeros((2, 4), int), np.zeros((2, 4), int))
+    with pytest.raises(InputError, match="`decisions`"):
+        joint_outcome_table([0, 1, 1, 0], [0, 1, 1, 0])
+    with pytest.raises(InputError, match="`labels`.*`decisions`"):
+        joint_outcome_table([0, 1, 1], np.zeros((2, 4), int))
+    with pytest.raises(InputError, match="`decisions`"):
+        joint_outcome_table([0, 1, 1], [[0, 1, 5], [0, 0, 0]], num_decisions=2)
+
+
+# ---------------------------------------------------------------- counts/costs
+
+@pytest.mark.parametrize(
+    "counts, name",
+    [
+        (np.array([[3, -1], [2, 4]]), "counts"),           # negative count
+        (np.array([[3, np.nan], [2, 4]]), "counts"),
+        (np.zeros((2, 2), int), "counts"),                 # no samples
+        (np.zeros((0, 2), int), "counts"),                 # empty
+        (np.array([1, 2]), "counts"),                      # not a matrix
+    ],
+)
+def test_bad_counts(counts, name):
+    with pytest.raises(InputError, match=f"`{name}`"):
+        metrics.expected_cost(counts, C01)
+
+
+@pytest.mark.parametrize(
+    "bad_costs",
+    [
+        np.array([[0.0, np.nan], [1.0, 0.0]]),
+        np.array([[0.0, np.inf], [1.0, 0.0]]),
+        np.array([[0.0, 1.0, 0.5], [1.0, 0.0, 0.5]]),     # K x D shape differs from the counts
+        np.ones((3, 2)),
+        np.array([0.0, 1.0]),
+    ],
+)
+def test_bad_costs_for_counts(bad_costs):
+    for fn in (metrics.expected_cost, metrics.normalized_expected_cost):
+        with pytest.raises(InputError, match="`costs`"):
+            fn(COUNTS, bad_costs)
+    with pytest.raises(InputError, match="`utilities`"):
+        metrics.utility_yield(COUNTS, bad_costs)
+
+
+def test_bad_costs_for_scores():
+    with pytest.raises(InputError, match="`costs`"):
+        bayes_decisions(LOG_POST, np.ones((3, 3)))              # K rows differ from the scores
+    with pytest.raises(InputError, match="`costs`"):
+        bayes_decisions(LOG_POST, np.array([[0.0, np.nan], [1.0, 0.0]]))
+    with pytest.raises(InputError, match="`costs`"):
+        bayes_expected_cost(LABELS, LOG_POST, np.ones((3, 2)))
+    with pytest.raises(InputError, match="`costs`"):
+        optimal_threshold_expected_cost(LABELS, LOG_POST, np.ones((2, 3)))
+
+
+def test_nec_undefined_when_a_decision_is_free():
+    free = np.array([[0.0, 1.0], [0.0, 1.0]])  # decision 0 costs nothing for every class
+    with pytest.raises(InputError, match="NEC is undefined"):
+        metrics.normalized_expected_cost(COUNTS, free)
+    with pytest.raises(InputError, match="NEC is undefined"):
+        bayes_expected_cost(LABELS, LOG_POST, free, normalize=True)
+
+
+# ---------------------------------------------------------------------- priors
+
+@pytest.mark.parametrize("priors", [[-0.2, 1.2], [0.3, 0.3], [0.5, 0.6], [0.5, np.nan], [0.2, 0.3, 0.5], [[]]])
+def test_bad_priors(priors):
+    with pytest.raises(InputError, match="`priors`"):
+        metrics.expected_cost(COUNTS, C01, priors=priors)
+    with pytest.raises(InputError, match="`priors`"):
+        bayes_decisions(LOG_POST[:, 1] - LOG_POST[:, 0], C01, priors=priors, score_type="llr")
+
+
+def test_priors_and_score_type_combinations():
+    # Posterior-type scores already carry their priors: passing priors is refused, not ignored.
+    with pytest.raises(InputError, match="`priors`"):
+        bayes_decisions(LOG_POST, C01, priors=[0.5, 0.5])
+    # Likelihood-type scores need priors.
+    with pytest.raises(InputError, match="`priors`"):
+        bayes_decisions(LOG_POST, C01, score_type="log_likelihoods")
+    with pytest.raises(InputError, match="`priors`"):
+        log_posteriors(np.array([0.1, -2.0]), score_type="llr")
+
+
+def test_absent_class_with_deployment_priors_is_an_error():
+    counts = np.array([[3, 1, 0], [2, 4, 0], [0, 0, 0]])   # class 2 has no test samples
+    c = 1.0 - np.eye(3)
+    with pytest.raises(InputError, match="`priors`"):
+        metrics.expected_cost(counts, c, priors=[0.3, 0.3, 0.4])
+    with pytest.raises(InputError, match="`priors`"):
+        metrics.normalized_expected_cost(counts, c, priors=[0.3, 0.3, 0.4])
+    with pytest.raises(InputError, match="`priors`"):
+        bayes_expected_cost([0, 1, 1], np.log(np.full((3, 3), 1 / 3)), c, priors=[0.3, 0.3, 0.4])
+
+
+def test_absent_class_with_data_priors_has_weight_zero():
+    """With data priors an absent class has P_i = 0: EC = sum_i P_i sum_j c_ij R_ij over present classes."""
+    counts = np.array([[3, 1, 0], [2, 4, 0], [0, 0, 0]])
+    c = 1.0 - np.eye(3)
+    # By hand: P = (4/10, 6/10, 0); R_01 = 1/4, R_10 = 2/6: EC = 0.4/4 + 0.6 * 2/6 = 0.3.
+    np.testing.assert_allclose(float(metrics.expected_cost(counts, c)), 0.3, rtol=1e-6)
+    # Naive EC: min_d sum_i c_id P_i = min(0.6, 0.4, 1.0) = 0.4, so NEC = 0.75.
+    np.testing.assert_allclose(float(metrics.normalized_expected_cost(counts, c)), 0.75, rtol=1e-6)
+    # A deployment prior of 0 on the absent class is accepted: 0.5/4 + 0.5 * 2/6.
+    np.testing.assert_allclose(float(metrics.expected_cost(counts, c, priors=[0.5, 0.5, 0.0])),
+                               0.5 / 4 + 0.5 * 2 / 6, rtol=1e-6)
+    # Balanced accuracy leaves the absent class out of the mean: (3/4 + 4/6) / 2.
+    np.testing.assert_allclose(float(metrics.balanced_accuracy(counts)), (3 / 4 + 4 / 6) / 2, rtol=1e-6)
+    # The same through scores: labels never contain class 2.
+    log_post = np.log(np.array([[0.8, 0.1, 0.1], [0.1, 0.8, 0.1], [0.6, 0.3, 0.1], [0.2, 0.7, 0.1]]))
+    # Decisions 0, 1, 0, 1 on labels 0, 1, 1, 1: one error of class 1: EC = P_1 * 1/3 = 0.75/3.
+    np.testing.assert_allclose(float(bayes_expected_cost([0, 1, 1, 1], log_post, c)), 0.25, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------- scores
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_scores(bad):
+    s = LOG_POST.copy()
+    s[1, 0] = bad
+    with pytest.raises(InputError, match="`scores`"):
+        bayes_decisions(s, C01)
+    with pytest.raises(InputError, match="`scores`"):
+        bayes_expected_cost(LABELS, s, C01)
+    with pytest.raises(InputError, match="`scores`"):
+        optimal_threshold_expected_cost(LABELS, s, C01)
+
+
+def test_bad_scores_shapes():
+    with pytest.raises(InputError, match="`scores`"):
+        bayes_decisions(np.zeros((0, 2)), C01)                     # empty
+    with pytest.raises(InputError, match="`scores`"):
+        bayes_decisions(np.zeros((3, 1)), np.zeros((1, 1)))        # a single class
+    with pytest.raises(InputError, match="`scores`"):
+        bayes_decisions(np.array([0.0, 0.0]), C01)                 # not (N, K)
+    with pytest.raises(InputError, match="`labels`.*`scores`"):
+        bayes_expected_cost([0, 1], LOG_POST, C01)                 # N differs
+    with pytest.raises(InputError, match="`labels`"):
+        bayes_expected_cost([0, 1, 2], LOG_POST, C01)              # label >= K
+    with pytest.raises(InputError, match="`labels`"):
+        optimal_threshold_expected_cost([0, 1, 0.5], LOG_POST, C01)
+
+
+def test_unnormalized_log_posteriors_suggest_logits():
+    with pytest.raises(InputError, match="`scores`.*logits"):
+        bayes_decisions(np.array([[2.0, 1.0], [0.0, 3.0]]), C01)
+    # The same numbers are fine as logits.
+    np.testing.assert_array_equal(np.asarray(bayes_decisions(np.array([[2.0, 1.0], [0.0, 3.0]]), C01,
+                                                             score_type="logits")), [0, 1])
+
+
+@pytest.mark.parametrize("score_type", ["posteriors", "log_likelihood_ratios", "LOGITS", None])
+def test_unknown_score_type(score_type):
+    with pytest.raises(InputError, match="`score_type`"):
+        bayes_decisions(LOG_POST, C01, score_type=score_type)
+    with pytest.raises(InputError, match="`score_type`"):
+        log_posteriors(LOG_POST, score_type=score_type)
+    with pytest.raises(InputError, match="`score_type`"):
+        bayes_expected_cost(LABELS, LOG_POST, C01, score_type=score_type)
+
+
+def test_optimal_threshold_needs_binary_scores():
+    s = np.log(np.full((3, 3), 1 / 3))
+    with pytest.raises(InputError, match="binary"):
+        optimal_threshold_expected_cost([0, 1, 2], s, 1 - np.eye(3))
+
+
+# ------------------------------------------------------------- cost matrices
+
+def test_rescale_unit_of_constant_utilities():
+    with pytest.raises(InputError, match="`utilities`"):
+        costs.rescale_unit(np.full((2, 2), 3.0))
+    with pytest.raises(InputError, match="`utilities`"):
+        costs.xy_from_utility(np.full((2, 2), -1.0))
+    with pytest.raises(InputError, match="`utilities`"):
+        costs.rescale_unit(np.stack([np.eye(2), np.ones((2, 2))]))   # one constant matrix in a batch
+
+
+def test_bad_cost_constructor_arguments():
+    with pytest.raises(InputError, match="`num_classes`"):
+        costs.zero_one(1)
+    with pytest.raises(InputError, match="`num_classes`"):
+        costs.zero_one(2.0)
+    with pytest.raises(InputError, match="`abstain`"):
+        costs.zero_one(3, abstain=-0.1)
+    with pytest.raises(InputError, match="`abstain`"):
+        costs.zero_one(3, abstain=np.nan)
+    with pytest.raises(InputError, match="`priors`"):
+        costs.balanced([0.0, 1.0])
+    with pytest.raises(InputError, match="`priors`"):
+        costs.balanced([0.4, 0.4])
+    for beta in (0.0, -1.0, np.inf):
+        with pytest.raises(InputError, match="`beta`"):
+            costs.f_beta(beta)
+    for p in (0.0, 1.0, 1.5):
+        with pytest.raises(InputError, match="`threshold_probability`"):
+            costs.net_benefit(p)
+    with pytest.raises(InputError, match="`x`"):
+        costs.utility_from_xy(np.nan, 0.0)
+    with pytest.raises(InputError, match="`x`, `y`"):
+        costs.utility_from_xy(0.8, -0.8)                                # outside the hexagon (|x - y| > 1)
+    with pytest.raises(InputError, match="`costs`"):
+        costs.normalize_rows(np.array([[0.0, np.inf], [1.0, 0.0]]))
+    with pytest.raises(InputError, match="`costs`"):
+        naive_decision(np.array([[0.0, np.nan], [1.0, 0.0]]), [0.5, 0.5])
+    with pytest.raises(InputError, match="`priors`"):
+        naive_decision(C01, [0.5, 0.6])
+
+
+# --------------------------------------------------------- classical metrics
+
+def test_bad_metric_options():
+    with pytest.raises(InputError, match="`average`"):
+        metrics.precision(COUNTS, average="weighted")
+    with pytest.raises(InputError, match="`pos_label`"):
+        metrics.recall(COUNTS, pos_label=2)
+    with pytest.raises(InputError, match="`pos_label`"):
+        metrics.net_benefit(COUNTS, threshold_probability=0.2, pos_label=5)
+    with pytest.raises(InputError, match="`pos_label`"):
+        metrics.positive_likelihood_ratio(COUNTS, pos_label=-1)
+    with pytest.raises(InputError, match="`beta`"):
+        metrics.f_beta_score(COUNTS, beta=0.0)
+    with pytest.raises(InputError, match="`threshold_probability`"):
+        metrics.net_benefit(COUNTS, threshold_probability=1.0)
+    with pytest.raises(InputError, match="`counts`"):
+        metrics.f1_score(np.ones((2, 3)))                              # needs square counts
+    with pytest.raises(InputError, match="likelihood ratios"):
+        metrics.positive_likelihood_ratio(np.array([[3, 1], [0, 0]]))  # no positive samples
+    with pytest.raises(InputError, match="`values`"):
+        metrics.general_performance_score([0.5])
+    with pytest.raises(InputError, match="`values`"):
+        metrics.general_performance_score([0.5, -0.1])
+    with pytest.raises(InputError, match="`values`"):
+        metrics.general_performance_score([0.5, np.nan])
+
+
+def test_traced_labels_need_num_classes():
+    import jax
+    with pytest.raises(InputError, match="`num_classes`"):
+        jax.jit(lambda y, d: confusion_matrix(y, d))(jnp.array([0, 1]), jnp.array([0, 1]))
