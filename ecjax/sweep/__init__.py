@@ -1,0 +1,39 @@
+"""Sensitivity sweeps at scale: chunked, device-sharded sweeps over costs, priors and utility space.
+
+* :mod:`~ecjax.sweep.grids`: what is swept (cost ratios, effective priors,
+  user matrices, simplex priors, random draws of any sampler, products);
+* :func:`sweep_counts` (decisions given) and :func:`sweep_scores` (Bayes
+  decisions recomputed at every point), :func:`sweep_map` (any point function);
+* :func:`utility_space_map`: winners over the binary utility plane of seed 004 Fig. 1;
+* :func:`roc_convex_hull`, :func:`roc_tangent_winners`: the ROC tangent
+  criterion (seed 004 eqs. 24-25);
+* :func:`metric_reliability`: the Monte Carlo study of seed 004 §4.2 (Figs. 6-7).
+
+Everything runs on :mod:`~ecjax.sweep.engine`: fixed-size chunks (memory
+bounded whatever the number of points), each sharded over all visible devices.
+"""
+
+from ecjax.sweep import engine, grids
+from ecjax.sweep.grids import Axis
+from ecjax.sweep.reliability import METRICS, Estimate, metric_reliability
+from ecjax.sweep.roc import roc_convex_hull, roc_tangent_winners
+from ecjax.sweep.sweeps import SweepResult, sweep_counts, sweep_map, sweep_scores
+from ecjax.sweep.utility_space import UtilitySpaceMap, utility_plane, utility_space_map
+
+__all__ = [
+    "METRICS",
+    "Axis",
+    "Estimate",
+    "SweepResult",
+    "UtilitySpaceMap",
+    "engine",
+    "grids",
+    "metric_reliability",
+    "roc_convex_hull",
+    "roc_tangent_winners",
+    "sweep_counts",
+    "sweep_map",
+    "sweep_scores",
+    "utility_plane",
+    "utility_space_map",
+]

@@ -1,0 +1,154 @@
+"""Input handling shared by the sweeps: swept or fixed matrices and priors, systems' scores."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import jax.numpy as jnp
+
+from ecjax import _validate as v
+from ecjax.decisions import log_posteriors_kernel
+from ecjax.sweep.grids import Axis, _take, product, values
+
+
+def _matrix_source(costs, utilities, k, d):
+    """(kind, fixed matrix or None, axis or None) from exactly one of costs/utilities."""
+    if (costs is None) == (utilities is None):
+        raise v.InputError("give exactly one of `costs` (EC/NEC) or `utilities` (utility yield)")
+    name = "costs" if costs is not None else "utilities"
+    m = costs if costs is not None else utilities
+    if isinstance(m, Axis):
+        first = m.values(np.array([0]))
+        shape = getattr(first, "shape", None)
+        if shape is None or len(shape) != 3 or shape[1] != k or (d is not None and shape[2] != d):
+            want = f"({k}, {'D' if d is None else d})"
+            raise v.InputError(f"the `{name}` axis must produce {want} matrices, got values of shape "
+                               f"{None if shape is None else shape[1:]}")
+        if not np.all(np.isfinite(first)):
+            raise v.InputError(f"`{name}` contains NaN or inf")
+        return name, None, m
+    arr = v.as_matrix(m, name, shape=(k, d))
+    if arr.ndim == 2:
+        return name, arr, None
+    if arr.ndim != 3:
+        raise v.InputError(f"`{name}` must be one ({k}, D) matrix or a (B, {k}, D) grid, got shape {tuple(arr.shape)}")
+    if arr.shape[0] == 0:
+        raise v.InputError(f"`{name}` is an empty grid (B = 0)")
+    return name, None, values(arr, name=name)
+
+
+def _prior_source(priors, k):
+    if priors is None:
+        return None, None
+    if isinstance(priors, Axis):
+        first = np.asarray(priors.values(np.array([0])))
+        if first.ndim != 2 or first.shape[-1] != k:
+            raise v.InputError(f"the `priors` axis must produce ({k},) vectors, got shape {first.shape[1:]}")
+        v.as_priors(first, num_classes=k)
+        return None, priors
+    arr = v.as_array(priors, "priors", min_ndim=1)
+    if arr.ndim == 2 and arr.shape[0] == 0:
+        raise v.InputError("`priors` is an empty grid (B = 0)")
+    p = v.as_priors(arr, num_classes=k)
+    if p.ndim == 1:
+        return p, None
+    if p.ndim != 2:
+        raise v.InputError(f"`priors` must be ({k},) or a (B, {k}) grid, got shape {tuple(p.shape)}")
+    return None, values(p, name="priors")
+
+
+def _check_absent_classes(n_i, fixed_p, p_axis):
+    """A class with no test samples for some system cannot get prior mass (its rates are unknown)."""
+    absent = np.any(np.asarray(n_i) == 0, axis=0)  # (K,)
+    if not absent.any():
+        return
+    cls = int(np.nonzero(absent)[0][0])
+    if fixed_p is not None and np.any(np.asarray(fixed_p)[absent] > 0):
+        raise v.InputError(f"class {cls} has no test samples (for some system) but a non-zero prior in `priors`")
+    if p_axis is not None:
+        if p_axis.fn is _take:
+            pv = np.asarray(p_axis.data)
+            if np.any(pv[:, absent] > 0):
+                raise v.InputError(f"class {cls} has no test samples (for some system) but a non-zero prior "
+                                   "at some point of the `priors` grid")
+        else:
+            raise v.InputError(f"class {cls} has no test samples (for some system): sweeping priors needs samples "
+                               "of every class")
+
+
+def _combined_axis(m_axis, p_axis):
+    """The swept axis and how to split its values: product when both are swept (costs outer)."""
+    if m_axis is not None and p_axis is not None:
+        return product(m_axis, p_axis), "both"
+    if m_axis is not None:
+        return m_axis, "matrix"
+    if p_axis is not None:
+        return p_axis, "priors"
+    return Axis((1,), _no_values, (), (None,)), "none"
+
+
+def _no_values(data, idx):
+    return ()
+
+
+def _split(vals, layout, fixed_m, fixed_p):
+    if layout == "both":
+        m, p = vals
+    elif layout == "matrix":
+        m, p = vals, fixed_p
+    elif layout == "priors":
+        m, p = fixed_m, vals
+    else:
+        m, p = fixed_m, fixed_p
+    return m, p
+
+
+def _systems_scores(labels, scores, score_type):
+    """Validated ``(S, N)`` labels and ``(S, N, K)`` (or ``(S, N)`` llr) scores."""
+    if isinstance(scores, (list, tuple)):
+        try:
+            scores = np.stack([np.asarray(s) for s in scores])
+        except ValueError:
+            raise v.InputError("the systems in `scores` must have the same number of samples") from None
+    scores = v.as_scores(scores, score_type=score_type)
+    base = 1 if score_type == "llr" else 2
+    if scores.ndim == base:
+        scores = scores[None]
+    if scores.ndim != base + 1:
+        raise v.InputError(f"`scores` may have at most one batch axis (systems), got shape {tuple(scores.shape)}")
+    k = 2 if score_type == "llr" else scores.shape[-1]
+    if isinstance(labels, (list, tuple)) and len(labels) and np.ndim(labels[0]) == 1:
+        labels = np.stack([np.asarray(x) for x in labels])
+    labels = v.as_index_array(labels, "labels", upper=k)
+    if labels.ndim == 1:
+        labels = jnp.broadcast_to(labels, (scores.shape[0], labels.shape[0]))
+    if labels.ndim != 2 or labels.shape[0] != scores.shape[0]:
+        raise v.InputError(f"`labels` must be (N,) or (S, N) with S = {scores.shape[0]} systems, got shape "
+                           f"{tuple(labels.shape)}")
+    v.check_same_length("labels", labels, "scores", scores, axis_b=1)
+    return labels, scores, k
+
+
+def _per_class_counts(labels, k):
+    return jnp.stack([jnp.sum(labels == i, -1) for i in range(k)], -1).astype(jnp.int32)  # (S, K)
+
+
+def _log_odds(scores, score_type):
+    if score_type == "llr":
+        return scores
+    if score_type == "log_likelihoods":
+        return scores[..., 1] - scores[..., 0]
+    lp = log_posteriors_kernel(scores, jnp.zeros(2), score_type)
+    return lp[..., 1] - lp[..., 0]
+
+
+def _sorted_by_class(labels, s):
+    """Per system, the log odds of each class sorted ascending and padded with +inf."""
+    labels = np.asarray(labels)
+    s = np.asarray(s, np.float32)
+    out = []
+    for cls in (0, 1):
+        rows = [np.sort(s[i][labels[i] == cls]) for i in range(s.shape[0])]
+        width = max(1, max(len(r) for r in rows))
+        out.append(np.stack([np.concatenate([r, np.full(width - len(r), np.inf, np.float32)]) for r in rows]))
+    return jnp.asarray(out[0]), jnp.asarray(out[1])

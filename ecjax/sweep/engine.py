@@ -1,0 +1,201 @@
+"""The sweep engine: a chunked, device-sharded map-reduce over point indices.
+
+A sweep evaluates a pure per-point function at ``P`` points (cost matrices,
+priors, utility-space coordinates, Monte Carlo blocks...) and reduces the
+results.  Holding all ``P`` outputs at once is neither needed nor possible
+for ``P = 10^8``, so the engine
+
+* walks the points in fixed-size **chunks** (a Python loop over one jitted
+  step, so device memory is bounded by the chunk, whatever ``P``);
+* **shards** each chunk over the devices of a one-axis :class:`jax.sharding.Mesh`
+  with :func:`jax.shard_map` (every device computes its slice of the chunk;
+  the reductions that follow run in the global view, where XLA inserts the
+  all-reduces);
+* carries **streamed reductions** (an accumulator pytree updated by every
+  chunk) and, only when asked, copies the per-point outputs of each chunk to
+  host memory.
+
+Point indices are ``int32``: a sweep has at most ``2^31 - 1`` points.
+Results do not depend on the chunk size or the number of devices: a chunk is
+a contiguous range of point indices and every reduction is exact for
+integers and order-free for min/max (float sums are compensated, so they may
+differ in the last bits).
+
+Multi-host: after ``jax.distributed.initialize()`` :func:`jax.devices`
+returns the devices of every process and the same code runs unchanged; the
+per-point outputs are then gathered with
+:func:`jax.experimental.multihost_utils.process_allgather`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from ecjax import _validate as v
+
+AXIS = "points"
+MAX_POINTS = 2**31 - 1
+
+
+def resolve_devices(devices=None) -> tuple:
+    """The devices to shard over: all visible devices, the first ``n``, or a given list.
+
+    Raises :class:`InputError` when more devices are requested than exist.
+    """
+    available = jax.devices()
+    if devices is None:
+        return tuple(available)
+    if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
+        n = v.as_positive_int(devices, "devices")
+        if n > len(available):
+            raise v.InputError(
+                f"`devices` asks for {n} devices but only {len(available)} are visible to JAX "
+                f"({available[0].platform}); on CPU set XLA_FLAGS=--xla_force_host_platform_device_count=N "
+                "before importing jax to simulate more"
+            )
+        return tuple(available[:n])
+    try:
+        chosen = tuple(devices)
+    except TypeError:
+        raise v.InputError(f"`devices` must be None, a positive int or a sequence of jax devices, got {devices!r}") from None
+    if not chosen:
+        raise v.InputError("`devices` is empty: at least one device is needed")
+    known = {d.id for d in available}
+    for d in chosen:
+        if not isinstance(d, jax.Device) or d.id not in known:
+            raise v.InputError(f"`devices` must hold devices from jax.devices(), got {d!r}")
+    return chosen
+
+
+def make_mesh(devices) -> Mesh:
+    return Mesh(np.asarray(devices, dtype=object), (AXIS,))
+
+
+def plan_chunks(num_points: int, chunk_size, num_devices: int) -> tuple[int, int]:
+    """``(chunk, num_chunks)``: the chunk size actually used and how many chunks.
+
+    The chunk is at most ``chunk_size`` (but no longer than the sweep),
+    rounded up to a multiple of the number of devices so every device gets an
+    equal slice.
+    """
+    chunk_size = v.as_positive_int(chunk_size, "chunk_size")
+    if num_points < 1:
+        raise v.InputError("the sweep has no points: every swept grid must be non-empty")
+    if num_points > MAX_POINTS:
+        raise v.InputError(f"a sweep has at most {MAX_POINTS} points (int32 indices), got {num_points}")
+    chunk = min(chunk_size, num_points)
+    chunk = num_devices * math.ceil(chunk / num_devices)
+    return chunk, math.ceil(num_points / chunk)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Static description of one compiled step (hashable: it is a jit static argument)."""
+
+    local_fn: Callable  # (args, idx_local) -> per-point outputs; runs on each device
+    reduce_fn: Callable  # (acc, outputs, idx, valid) -> acc; global view
+    chunk: int
+    mesh: Mesh
+    collect: bool
+
+
+@partial(jax.jit, static_argnames=("plan",), donate_argnames=("acc",))
+def _step(args, acc, start, num_points, *, plan: Plan):
+    idx = start + jnp.arange(plan.chunk, dtype=jnp.int32)
+    idx = jax.lax.with_sharding_constraint(idx, NamedSharding(plan.mesh, P(AXIS)))
+    out = jax.shard_map(
+        plan.local_fn, mesh=plan.mesh, in_specs=(P(), P(AXIS)), out_specs=P(AXIS), check_vma=False
+    )(args, idx)
+    valid = idx < num_points
+    acc = plan.reduce_fn(acc, out, idx, valid)
+    return acc, (out if plan.collect else None)
+
+
+def _progress_bar(progress, total):
+    if not progress:
+        return None
+    if callable(progress):
+        return progress(total)
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # tqdm is optional
+        import warnings
+
+        warnings.warn("progress=True needs tqdm (pip install tqdm); continuing without a progress bar", stacklevel=3)
+        return None
+    return tqdm(total=total, unit="chunk")
+
+
+def _to_host(x):
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+    return np.asarray(x)
+
+
+def map_reduce(local_fn, reduce_fn, init, num_points: int, *, args: Any = (), chunk_size: int = 2**16,
+               devices=None, progress=False, collect: bool = False):
+    """Map ``local_fn`` over ``num_points`` point indices in chunks; reduce with ``reduce_fn``.
+
+    Args:
+      local_fn: ``(args, idx) -> outputs``: the per-point computation for a
+        vector of point indices ``idx`` (the slice of the chunk held by one
+        device); every output leaf has leading axis ``len(idx)``.  Pure and
+        traceable; it must be hashable (a module-level function or a frozen
+        dataclass) so the compiled step is reused across calls.
+      reduce_fn: ``(acc, outputs, idx, valid) -> acc``: folds one chunk into
+        the accumulator (``valid`` masks the padding of the last chunk).
+      init: the initial accumulator pytree.
+      num_points: ``P``, the number of points.
+      args: arrays every point needs (replicated on every device).
+      chunk_size: points per chunk (memory is bounded by this, not by ``P``).
+      devices: ``None`` (all visible devices), an int ``n`` (the first ``n``)
+        or a sequence of devices.
+      progress: show a progress bar over the chunks (needs ``tqdm``), or a
+        callable ``total -> bar`` with ``update(n)`` and ``close()``.
+      collect: also return the per-point outputs, copied to host memory
+        chunk by chunk (``P``-sized numpy arrays).
+
+    Returns:
+      ``(acc, outputs, info)``: the final accumulator, the per-point outputs
+      (or ``None``) and a dict with ``chunk``, ``num_chunks`` and ``num_devices``.
+    """
+    devs = resolve_devices(devices)
+    chunk, num_chunks = plan_chunks(num_points, chunk_size, len(devs))
+    mesh = make_mesh(devs)
+    plan = Plan(local_fn, reduce_fn, chunk, mesh, bool(collect))
+    replicated = NamedSharding(mesh, P())
+    args = jax.device_put(args, replicated)
+    acc = jax.device_put(init, replicated)
+    n_arr = jnp.asarray(num_points, jnp.int32)
+    host = None
+    bar = _progress_bar(progress, num_chunks)
+    try:
+        for c in range(num_chunks):
+            start = c * chunk
+            acc, out = _step(args, acc, jnp.asarray(start, jnp.int32), n_arr, plan=plan)
+            if collect:
+                stop = min(start + chunk, num_points)
+                leaves, treedef = jax.tree_util.tree_flatten(out)
+                if host is None:
+                    host = [np.empty((num_points,) + leaf.shape[1:], leaf.dtype) for leaf in leaves]
+                for h, leaf in zip(host, leaves):
+                    h[start:stop] = _to_host(leaf)[: stop - start]
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    outputs = jax.tree_util.tree_unflatten(treedef, host) if collect else None
+    return acc, outputs, {"chunk": chunk, "num_chunks": num_chunks, "num_devices": len(devs)}

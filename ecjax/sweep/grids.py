@@ -1,0 +1,296 @@
+"""Sweep axes: what is swept (cost matrices, priors, utility coordinates) and how.
+
+An :class:`Axis` is ``P`` points whose values are computed *from the point
+index* inside the jitted sweep step, so a sweep over ``10^8`` cost ratios
+never materializes ``10^8`` matrices.  Constructors:
+
+* :func:`values`: user-supplied arrays (``(B, K, D)`` matrices, ``(B, K)``
+  priors, or any pytree with a leading axis);
+* :func:`linspace`: evenly (or log-evenly) spaced scalars;
+* :func:`cost_ratios`: binary costs ``[[0, 1], [r, 0]]`` over a range of
+  ratios ``r = c_10 / c_01`` (a miss costs ``r`` false alarms, seed 001 §4.1);
+* :func:`effective_priors`: binary priors ``(1 - p, p)`` (with 0-1 costs the
+  Bayes threshold on the LLR is ``-logit(p)``, seed 002 §4.8.1);
+* :func:`simplex`: a regular lattice of priors on the probability simplex;
+* :func:`random`: draws of any sampler ``sample(key, n) -> (n, ...)`` (for
+  example a utility prior), one independent key per point;
+* :func:`product` (Cartesian product, last axis fastest) and :func:`transform`
+  (apply a per-point function, e.g. build a cost-matrix family).
+
+Every axis function is hashable (a frozen dataclass or a module-level
+function) so compiled sweeps are reused across calls.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from ecjax import _validate as v
+
+
+@dataclass(frozen=True, eq=False)
+class Axis:
+    """``P = prod(shape)`` sweep points computed from their flat indices.
+
+    Attributes:
+      shape: the sweep shape (one entry per swept dimension; C order, last
+        dimension fastest).
+      fn: ``(data, idx) -> values``: values of the points ``idx`` (an int32
+        vector), each leaf with leading axis ``len(idx)``.  Pure, traceable,
+        hashable.
+      data: arrays ``fn`` reads (passed to the jitted step as arguments, not
+        baked in as constants).
+      coords: per-dimension host coordinates for labelling results (a tuple
+        of 1-D arrays, or ``None`` entries where a dimension has none).
+    """
+
+    shape: tuple
+    fn: Callable
+    data: Any = ()
+    coords: tuple = ()
+
+    @property
+    def size(self) -> int:
+        return int(math.prod(self.shape))
+
+    def __call__(self, idx):
+        return self.fn(self.data, idx)
+
+    def values(self, indices=None):
+        """Materialize the values of some (default: all) points on the host."""
+        idx = np.arange(self.size) if indices is None else np.asarray(indices)
+        return jax.tree_util.tree_map(np.asarray, _materialize(self.fn, self.data, jnp.asarray(idx, jnp.int32)))
+
+
+@partial(jax.jit, static_argnames=("fn",))
+def _materialize(fn, data, idx):
+    return fn(data, idx)
+
+
+# ------------------------------------------------------------------ arrays
+
+def _take(data, idx):
+    return jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0, mode="clip"), data)
+
+
+def values(array, *, name: str = "values") -> Axis:
+    """A sweep over user-supplied values: the leading axis of ``array`` is swept.
+
+    ``array`` may be a pytree (a dict of arrays sharing the leading axis).
+    Empty arrays and NaN/inf raise :class:`InputError`.
+    """
+    leaves, treedef = jax.tree_util.tree_flatten(array)
+    if not leaves:
+        raise v.InputError(f"`{name}` is empty")
+    arrs = []
+    for leaf in leaves:
+        a = v.as_array(leaf, name, min_ndim=1)
+        if np.asarray(a).dtype.kind not in "fiub":
+            raise v.InputError(f"`{name}` must be numeric, got dtype {np.asarray(a).dtype}")
+        v.check_finite(a, name)
+        arrs.append(jnp.asarray(a, dtype=jnp.result_type(float) if np.asarray(a).dtype.kind == "f" else None))
+    b = arrs[0].shape[0]
+    if b == 0:
+        raise v.InputError(f"`{name}` is empty: the swept (leading) axis has length 0")
+    if any(a.shape[0] != b for a in arrs):
+        raise v.InputError(f"all leaves of `{name}` must share the leading (swept) axis")
+    return Axis((b,), _take, jax.tree_util.tree_unflatten(treedef, arrs), (None,))
+
+
+# ------------------------------------------------------------------ scalars
+
+@dataclass(frozen=True)
+class _Linspace:
+    num: int
+    log: bool
+
+    def __call__(self, data, idx):
+        lo, hi = data
+        t = idx.astype(lo.dtype) / max(self.num - 1, 1)
+        return jnp.exp(jnp.log(lo) + t * (jnp.log(hi) - jnp.log(lo))) if self.log else lo + t * (hi - lo)
+
+
+def _check_range(lo, hi, num, *, log, name, open_unit=False):
+    num = v.as_positive_int(num, "num")
+    lo_f, hi_f = float(lo), float(hi)
+    if not (np.isfinite(lo_f) and np.isfinite(hi_f)):
+        raise v.InputError(f"`{name}` range must be finite, got ({lo!r}, {hi!r})")
+    if hi_f < lo_f:
+        raise v.InputError(f"`{name}` range must have lo <= hi, got ({lo_f}, {hi_f})")
+    if log and lo_f <= 0:
+        raise v.InputError(f"a log-spaced `{name}` range must be positive, got lo = {lo_f}")
+    if open_unit and not (0.0 < lo_f and hi_f < 1.0):
+        raise v.InputError(f"`{name}` must lie in the open interval (0, 1), got ({lo_f}, {hi_f})")
+    return lo_f, hi_f, num
+
+
+def _linspace_coords(lo, hi, num, log):
+    return np.geomspace(lo, hi, num) if log else np.linspace(lo, hi, num)
+
+
+def linspace(lo, hi, num: int, *, log: bool = False) -> Axis:
+    """``num`` scalars from ``lo`` to ``hi`` (geometrically spaced with ``log=True``)."""
+    lo, hi, num = _check_range(lo, hi, num, log=log, name="linspace")
+    data = (jnp.asarray(lo, jnp.float32), jnp.asarray(hi, jnp.float32))
+    return Axis((num,), _Linspace(num, bool(log)), data, (_linspace_coords(lo, hi, num, log),))
+
+
+@dataclass(frozen=True)
+class _Transform:
+    inner: Callable
+    fn: Callable
+
+    def __call__(self, data, idx):
+        return self.fn(self.inner(data, idx))
+
+
+def transform(axis: Axis, fn: Callable) -> Axis:
+    """An axis whose values are ``fn(values)`` (``fn`` vectorized over the leading axis, hashable).
+
+    Example: a family of 10-class cost matrices ``c(alpha)`` from a
+    :func:`linspace` over ``alpha``.
+    """
+    return Axis(axis.shape, _Transform(axis.fn, fn), axis.data, axis.coords)
+
+
+def _binary_costs_from_ratio(r):
+    """``[[0, 1], [r, 0]]`` (rows = true class): a miss of class 1 costs ``r``."""
+    zero, one = jnp.zeros_like(r), jnp.ones_like(r)
+    return jnp.stack([jnp.stack([zero, one], -1), jnp.stack([r, zero], -1)], -2)
+
+
+def cost_ratios(lo, hi, num: int, *, log: bool = True) -> Axis:
+    """Binary costs ``c = [[0, 1], [r, 0]]`` for ``num`` ratios ``r = c_10 / c_01`` in ``[lo, hi]``.
+
+    ``c_10`` is the cost of deciding 0 for a sample of class 1 (a miss when 1
+    is the positive class); false alarms cost 1.  The Bayes decision is 1
+    when the log posterior odds exceed ``-log r`` (seed 001 eq. 20).
+    """
+    lo, hi, num = _check_range(lo, hi, num, log=log, name="cost_ratios")
+    if lo < 0:
+        raise v.InputError(f"cost ratios must be >= 0, got lo = {lo}")
+    base = linspace(lo, hi, num, log=log)
+    return transform(base, _binary_costs_from_ratio)
+
+
+def _binary_priors(p):
+    return jnp.stack([1.0 - p, p], -1)
+
+
+def effective_priors(lo, hi, num: int, *, logit: bool = True) -> Axis:
+    """Binary priors ``(1 - p, p)`` for ``num`` values of ``p`` in ``[lo, hi]`` inside ``(0, 1)``.
+
+    With ``logit=True`` the points are evenly spaced in ``logit(p)`` (the
+    Bayes threshold on the LLR is ``-logit(p)`` for 0-1 costs), else in ``p``.
+    Sweeping the *effective* prior of a cost matrix (seed 002 §4.8.1) is
+    sweeping these priors with 0-1 costs.
+    """
+    lo, hi, num = _check_range(lo, hi, num, log=False, name="effective_priors", open_unit=True)
+    if logit:
+        lg = linspace(math.log(lo / (1 - lo)), math.log(hi / (1 - hi)), num)
+        axis = transform(lg, _sigmoid_priors)
+        coords = (1.0 / (1.0 + np.exp(-lg.coords[0])),)
+    else:
+        axis = transform(linspace(lo, hi, num), _binary_priors)
+        coords = (np.linspace(lo, hi, num),)
+    return Axis(axis.shape, axis.fn, axis.data, coords)
+
+
+def _sigmoid_priors(t):
+    return _binary_priors(jax.nn.sigmoid(t))
+
+
+def simplex(num_classes: int, resolution: int) -> Axis:
+    """All priors ``(n_1, ..., n_K) / resolution`` with non-negative integers summing to ``resolution``.
+
+    ``C(resolution + K - 1, K - 1)`` points, including the vertices and edges
+    of the simplex (priors with zeros: classes absent from the deployment).
+    """
+    k = v.as_positive_int(num_classes, "num_classes", minimum=2)
+    r = v.as_positive_int(resolution, "resolution")
+    size = math.comb(r + k - 1, k - 1)
+    if size > 10**7:
+        raise v.InputError(f"the simplex lattice has {size} points; lower `resolution` (it is materialized)")
+    pts = _compositions(r, k).astype(np.float64) / r
+    return values(pts, name="priors")
+
+
+def _compositions(total, parts):
+    if parts == 1:
+        return np.array([[total]])
+    out = []
+    for first in range(total, -1, -1):
+        rest = _compositions(total - first, parts - 1)
+        out.append(np.concatenate([np.full((len(rest), 1), first), rest], 1))
+    return np.concatenate(out, 0)
+
+
+# ------------------------------------------------------------------ random
+
+@dataclass(frozen=True)
+class _Random:
+    sample: Callable
+
+    def __call__(self, key, idx):
+        def one(i):
+            out = self.sample(jax.random.fold_in(key, i), 1)
+            return jax.tree_util.tree_map(lambda a: a[0], out)
+
+        return jax.vmap(one)(idx)
+
+
+def random(sample: Callable, key, num: int) -> Axis:
+    """``num`` independent draws of ``sample(key, n) -> (n, ...)`` (e.g. a utility prior).
+
+    Point ``i`` is ``sample(fold_in(key, i), 1)[0]``: the same key gives the
+    same draws whatever the chunk size, the number of devices or the other
+    swept axes.  ``sample`` must be traceable and hashable (a function).
+    """
+    num = v.as_positive_int(num, "num")
+    if not callable(sample):
+        raise v.InputError(f"`sample` must be a callable sample(key, n), got {sample!r}")
+    if not isinstance(key, jax.Array):
+        raise v.InputError("`key` must be a jax.random key (jax.random.key(seed))")
+    return Axis((num,), _Random(sample), key, (None,))
+
+
+# ------------------------------------------------------------------ products
+
+@dataclass(frozen=True)
+class _Product:
+    fns: tuple
+    shapes: tuple
+
+    def __call__(self, data, idx):
+        sizes = [math.prod(s) for s in self.shapes]
+        out = []
+        rem = idx
+        # C order: the last axis varies fastest.
+        strides = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
+        for fn, d, stride, size in zip(self.fns, data, strides, sizes):
+            out.append(fn(d, (rem // stride) % size))
+        return tuple(out)
+
+
+def product(*axes: Axis) -> Axis:
+    """The Cartesian product of axes (C order: the last axis varies fastest).
+
+    Values are tuples, one entry per axis.
+    """
+    if not axes:
+        raise v.InputError("`product` needs at least one axis")
+    for a in axes:
+        if not isinstance(a, Axis):
+            raise v.InputError(f"`product` takes Axis objects, got {type(a).__name__}")
+    shape = tuple(s for a in axes for s in a.shape)
+    coords = tuple(c for a in axes for c in (a.coords or (None,) * len(a.shape)))
+    return Axis(shape, _Product(tuple(a.fn for a in axes), tuple(a.shape for a in axes)),
+                tuple(a.data for a in axes), coords)

@@ -1,0 +1,374 @@
+"""How often does a metric rank two classifiers the wrong way round?  (seed 004 §4.2)
+
+The Monte Carlo study of seed 004 §4.2 (Figs. 6-7), as a reusable function.
+For each of ``num_pairs`` draws:
+
+1. a *true* binary utility matrix ``U`` from a distribution over the set of
+   Fig. 1 (eq. 13 coordinates ``(x, y)``): ``"uniform"`` on the hexagon
+   ``|x|, |y|, |x - y| <= 1``, or ``"gaussian"``: a bivariate Gaussian centred
+   on the identity matrix (``x = y = 0``) with standard deviation 1/3 in
+   ``x`` and ``y``, truncated to the hexagon (item (i));
+2. an *assessed* matrix ``U + e``: each element gets a Gaussian error of
+   standard deviation ``sd`` centred on the true value, truncated so that
+   every utility stays in ``[0, 1]`` and a correct decision keeps a higher
+   utility than a wrong one for each class (item (iii));
+3. a class proportion ``B ~ U(0, 1)`` shared by two classifiers, and for
+   each classifier a true-positive and a true-negative rate, independent on
+   ``[0.5, 1]`` with linearly increasing density (median 0.85, quartiles
+   0.75 and 0.93; item (ii)), giving two normalized confusion matrices;
+4. the sign of the difference of their true utility yields (eq. 10) against
+   the sign of the difference of each metric (accuracy, balanced accuracy,
+   precision, recall, specificity, F1, MCC, Fowlkes-Mallows, the EC of any
+   given cost matrices) and of the assessed yield: opposite signs are a
+   wrongly ranked pair (steps 4-6).
+
+The fraction of wrongly ranked pairs is a binomial proportion; its Monte
+Carlo standard error is ``sqrt(f (1 - f) / num_pairs)``.  The seed prints
+8.7 % for accuracy and 4 % for the utility matrix with errors of sd 0.1
+(uniform true utilities, 10^6 pairs).
+
+Class 0 is the seed's "positive" class (its true-positive rate is
+``C_00 / f_0``), so precision, recall, F1 and Fowlkes-Mallows are computed
+for class 0.  Randomness: pairs come in blocks of :data:`BLOCK`; block ``b``
+uses ``fold_in(key, b)``, so the same key gives the same pairs whatever the
+chunk size or the number of devices.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from ecjax import _validate as v
+from ecjax import metrics as M
+from ecjax.confusion import data_priors
+from ecjax.costs import utility_from_xy
+from ecjax.sweep import engine
+
+BLOCK = 8192  # pairs per random block (the unit of reproducibility)
+GAUSSIAN_SD = 1.0 / 3.0  # seed 004 §4.2 item (i)
+
+METRICS = (
+    "accuracy",
+    "balanced_accuracy",
+    "precision",
+    "recall",
+    "specificity",
+    "f1_score",
+    "matthews_corrcoef",
+    "fowlkes_mallows",
+)
+
+
+class Estimate(NamedTuple):
+    """A Monte Carlo fraction of wrongly ranked pairs and its standard error."""
+
+    fraction: float | np.ndarray
+    standard_error: float | np.ndarray
+
+
+# ------------------------------------------------------------ rejection
+
+def _compact(reject, size):
+    """Positions of the first ``size`` True entries of ``reject`` (``len(reject)`` pads the rest).
+
+    A cumulative count and a binary search: no scatter, which is slow on CPU.
+    """
+    cum = jnp.cumsum(reject, dtype=jnp.int32)
+    return jnp.searchsorted(cum, jnp.arange(1, size + 1, dtype=jnp.int32), side="left").astype(jnp.int32)
+
+
+def _merge(vals, ok, pos, buf_vals, buf_ok):
+    """Write a compacted buffer back: entry ``r`` takes buffer slot ``cum[r] - 1`` if it was compacted."""
+    reject = ~ok
+    slot = jnp.cumsum(reject, dtype=jnp.int32) - 1
+    inside = reject & (slot < pos.shape[0])
+    slot = jnp.clip(slot, 0, pos.shape[0] - 1)
+    take = inside & buf_ok[slot]
+    return jnp.where(take[:, None], buf_vals[slot], vals), ok | take
+
+
+def _fill_rejected(key, vals, ok, propose, accept, buffer_sizes):
+    """Redraw the rows of ``vals`` where ``ok`` is False until every row is accepted.
+
+    Exact rejection sampling with fixed shapes: the rejected rows are
+    compacted into a buffer, redrawn there twice, compacted again into a
+    smaller buffer and redrawn until none is left; rows that did not fit a
+    buffer are picked up by the next round of the outer loop.  Only a few
+    percent of rows are ever rejected, so this costs far less than redrawing
+    every row until the last one is accepted.
+    """
+    n = ok.shape[0]
+    size_a, size_b = buffer_sizes
+
+    def redraw(k, rows, good):
+        cand = propose(k, jnp.minimum(rows, n - 1))
+        return cand, (accept(cand) | (rows >= n)) & ~good
+
+    def outer(state):
+        it, vals, ok = state
+        k = jax.random.fold_in(key, it)
+        rows_a = _compact(~ok, size_a)
+        vals_a = vals[jnp.minimum(rows_a, n - 1)]
+        ok_a = rows_a >= n
+        for r in range(2):
+            cand, take = redraw(jax.random.fold_in(k, r), rows_a, ok_a)
+            vals_a = jnp.where(take[:, None], cand, vals_a)
+            ok_a = ok_a | take
+        pos_b = _compact(~ok_a, size_b)
+        rows_b = jnp.where(pos_b < size_a, rows_a[jnp.minimum(pos_b, size_a - 1)], n)
+
+        def body(state):
+            j, vb, okb = state
+            cand, take = redraw(jax.random.fold_in(k, 2 + j), rows_b, okb)
+            return j + 1, jnp.where(take[:, None], cand, vb), okb | take
+
+        vals_b = vals_a[jnp.minimum(pos_b, size_a - 1)]
+        _, vals_b, ok_b = jax.lax.while_loop(lambda s: ~jnp.all(s[2]), body, (0, vals_b, rows_b >= n))
+        vals_a, ok_a = _merge(vals_a, ok_a, pos_b, vals_b, ok_b & (rows_b < n))
+        vals, ok = _merge(vals, ok, rows_a, vals_a, ok_a & (rows_a < n))
+        return it + 1, vals, ok
+
+    _, vals, _ = jax.lax.while_loop(lambda s: ~jnp.all(s[2]), outer, (0, vals, ok))
+    return vals
+
+
+def _buffers(n):
+    a = max(64, n // 8)
+    return a, max(16, a // 8)
+
+
+# ------------------------------------------------------------ distributions
+
+def _in_hexagon(xy):
+    x, y = xy[..., 0], xy[..., 1]
+    return (jnp.abs(x) <= 1) & (jnp.abs(y) <= 1) & (jnp.abs(x - y) <= 1)
+
+
+def uniform_hexagon(key, n):
+    """``(n, 2)`` points uniform on the hexagon of seed 004 Fig. 1, without rejection.
+
+    The hexagon (area 3) is three unit-area pieces: the squares ``[0, 1]^2``
+    and ``[-1, 0]^2`` and the two triangles ``x <= 0 <= y <= 1 + x`` and
+    ``y <= 0 <= x <= 1 + y``; a uniform ``(u, v)`` on the unit square is
+    mapped measure-preservingly onto the chosen piece.
+    """
+    k1, k2 = jax.random.split(key)
+    u, v_ = jax.random.uniform(k1, (2, n))
+    piece = jax.random.randint(k2, (n,), 0, 3)
+    lower = u + v_ <= 1.0
+    x = jnp.where(piece == 0, u, jnp.where(piece == 1, -u, jnp.where(lower, -u, 1.0 - u)))
+    y = jnp.where(piece == 0, v_, jnp.where(piece == 1, -v_, jnp.where(lower, v_, v_ - 1.0)))
+    return jnp.stack([x, y], -1)
+
+
+def gaussian_hexagon(key, n, sd=GAUSSIAN_SD):
+    """``(n, 2)`` points from ``N(0, sd^2 I)`` truncated to the hexagon (exact rejection)."""
+    k0, k1 = jax.random.split(key)
+    xy = sd * jax.random.normal(k0, (n, 2))
+
+    def propose(k, rows):
+        return sd * jax.random.normal(k, (rows.shape[0], 2))
+
+    return _fill_rejected(k1, xy, _in_hexagon(xy), propose, _in_hexagon, _buffers(n))
+
+
+def _true_utilities(key, n, distribution):
+    if callable(distribution):
+        return distribution(key, n)
+    xy = uniform_hexagon(key, n) if distribution == "uniform" else gaussian_hexagon(key, n)
+    return utility_from_xy(xy[:, 0], xy[:, 1])
+
+
+def perturb_utilities(key, utilities, sd: float):
+    """Assessed utilities ``U + e`` of seed 004 §4.2 item (iii).
+
+    Each element gets an independent Gaussian error of standard deviation
+    ``sd`` truncated to keep it in ``[0, 1]`` (inverse-CDF truncated normal),
+    and each row (true class) is redrawn until its correct decision keeps the
+    higher utility (exact rejection).  ``utilities`` is ``(n, 2, 2)``, rows =
+    true class.
+    """
+    if sd == 0:
+        return utilities
+    n = utilities.shape[0]
+    # Row r = (sample, class i): (correct U_ii, wrong U_i,1-i).
+    correct = jnp.stack([utilities[:, 0, 0], utilities[:, 1, 1]], 1).reshape(-1)
+    wrong = jnp.stack([utilities[:, 0, 1], utilities[:, 1, 0]], 1).reshape(-1)
+    means = jnp.stack([correct, wrong], -1)  # (2n, 2)
+
+    def propose(k, rows):
+        mu = means[rows]
+        z = jax.random.truncated_normal(k, -mu / sd, (1.0 - mu) / sd, mu.shape)
+        return jnp.clip(mu + sd * z, 0.0, 1.0)
+
+    def accept(cand):
+        return cand[:, 0] > cand[:, 1]
+
+    k0, k1 = jax.random.split(key)
+    rows = jnp.arange(2 * n)
+    first = propose(k0, rows)
+    pairs = _fill_rejected(k1, first, accept(first), propose, accept, _buffers(2 * n))
+    c = pairs[:, 0].reshape(n, 2)
+    w = pairs[:, 1].reshape(n, 2)
+    row0 = jnp.stack([c[:, 0], w[:, 0]], -1)
+    row1 = jnp.stack([w[:, 1], c[:, 1]], -1)
+    return jnp.stack([row0, row1], -2)
+
+
+def linear_rates(key, shape):
+    """Rates on ``[0.5, 1]`` with density increasing linearly from 0: ``0.5 + 0.5 sqrt(u)``.
+
+    CDF ``F(r) = (2 r - 1)^2``: median ``0.5 + 0.5 sqrt(0.5) = 0.854``,
+    quartiles 0.75 and 0.933 (seed 004 §4.2 item (ii)).
+    """
+    return 0.5 + 0.5 * jnp.sqrt(jax.random.uniform(key, shape))
+
+
+def confusion_from_rates(proportion, tpr, tnr):
+    """Normalized binary confusion matrices, rows = true class, class 0 positive (seed 004 eq. 21).
+
+    ``[[B t, B (1 - t)], [(1 - B)(1 - s), (1 - B) s]]`` with ``B`` the
+    proportion of class 0, ``t`` its true-positive and ``s`` the true-negative rate.
+    """
+    b = proportion
+    row0 = jnp.stack([b * tpr, b * (1 - tpr)], -1)
+    row1 = jnp.stack([(1 - b) * (1 - tnr), (1 - b) * tnr], -1)
+    return jnp.stack([row0, row1], -2)
+
+
+def _metric_values(cm, extra_costs):
+    """``(n, M)`` metric values (higher = better) of normalized confusion matrices ``(n, 2, 2)``."""
+    vals = [
+        M.accuracy(cm),
+        M.balanced_accuracy(cm),
+        M.precision(cm, pos_label=0),
+        M.recall(cm, pos_label=0),
+        M.specificity(cm, pos_label=0),
+        M.f1_score(cm, pos_label=0),
+        M.matthews_corrcoef(cm),
+        M.fowlkes_mallows(cm, pos_label=0),
+    ]
+    p = data_priors(cm)
+    for c in extra_costs:
+        vals.append(-M.expected_value(cm, c, p))  # lower EC is better
+    return jnp.stack(vals, -1)
+
+
+# ------------------------------------------------------------ the study
+
+@dataclass(frozen=True)
+class _Block:
+    distribution: str | Callable
+    sds: tuple
+    num_extra: int
+
+    def one(self, key, block, num_pairs, extra_costs):
+        kb = jax.random.fold_in(key, block)
+        ku, kp, kr, ke = jax.random.split(kb, 4)
+        # The barrier keeps XLA from recomputing the random draws inside each consumer fusion.
+        u_true = jax.lax.optimization_barrier(_true_utilities(ku, BLOCK, self.distribution))
+        proportion = jax.random.uniform(kp, (BLOCK,))
+        t1, s1, t2, s2 = linear_rates(kr, (4, BLOCK))
+        cm1 = confusion_from_rates(proportion, t1, s1)
+        cm2 = confusion_from_rates(proportion, t2, s2)
+        delta = cm1 - cm2
+        d_true = jnp.sum(u_true * delta, (-2, -1))
+        d_metric = _metric_values(cm1, extra_costs) - _metric_values(cm2, extra_costs)
+        d_assessed = [jnp.sum(perturb_utilities(jax.random.fold_in(ke, e), u_true, sd) * delta, (-2, -1))
+                      for e, sd in enumerate(self.sds)]
+        d_all = jnp.concatenate([d_metric, jnp.stack(d_assessed, -1)], -1)
+        live = block * BLOCK + jnp.arange(BLOCK) < num_pairs
+        wrong = (d_true[:, None] * d_all < 0) & live[:, None]
+        return wrong.sum(0, dtype=jnp.int32)
+
+    def __call__(self, args, blocks):
+        key, num_pairs, extra_costs = args
+        return jax.vmap(lambda b: self.one(key, b, num_pairs, extra_costs))(blocks)
+
+
+def _sum_valid(acc, out, idx, valid):
+    return acc + jnp.sum(jnp.where(valid[:, None], out, 0), 0, dtype=jnp.int32)
+
+
+def metric_reliability(key, *, num_pairs: int, utility_error_sd=0.1, utility_distribution="uniform", costs=None,
+                       chunk_size: int = 16 * BLOCK, devices=None, progress=False) -> dict:
+    """Fraction of pairs of confusion matrices each metric ranks opposite to the true utility yield.
+
+    Seed 004 §4.2 (procedure steps 1-6; Figs. 6-7): see the module docstring.
+
+    Args:
+      key: a ``jax.random`` key.
+      num_pairs: number of Monte Carlo pairs (the seed uses ``10^6``).
+      utility_error_sd: standard deviation of the utility-assessment errors
+        (seed: 0 to 0.3), or a sequence of them: the ``"utility_yield"``
+        entry then holds one fraction per value, on the same pairs (the
+        curve of Fig. 7).
+      utility_distribution: ``"uniform"`` or ``"gaussian"`` over the Fig. 1
+        set (item (i)), or a callable ``sample(key, n) -> (n, 2, 2)`` of true
+        utility matrices in ``[0, 1]`` (rows = true class, correct decisions
+        worth more), e.g. a utility prior.
+      costs: optional ``{name: (2, 2) cost matrix}``: the EC with data
+        priors of each is reported under its name.
+      chunk_size: pairs per chunk (rounded up to whole blocks of
+        :data:`BLOCK` pairs).
+      devices, progress: as in :func:`ecjax.sweep.sweep_counts`.
+
+    Returns:
+      ``{metric name: Estimate(fraction, standard_error)}`` for the names in
+      :data:`METRICS`, then each entry of ``costs``, then ``"utility_yield"``
+      (the assessed utility matrix; arrays when ``utility_error_sd`` is a
+      sequence).
+
+    Example:
+      >>> res = metric_reliability(jax.random.key(0), num_pairs=10**5, utility_error_sd=0.1)
+      >>> round(float(res["accuracy"].fraction), 2)  # seed 004: 8.7 %
+      0.09
+    """
+    num_pairs = v.as_positive_int(num_pairs, "num_pairs")
+    if not isinstance(key, jax.Array):
+        raise v.InputError("`key` must be a jax.random key (jax.random.key(seed))")
+    scalar_sd = np.ndim(utility_error_sd) == 0
+    sds = np.atleast_1d(np.asarray(utility_error_sd, dtype=np.float64))
+    if sds.ndim != 1 or sds.size == 0:
+        raise v.InputError(f"`utility_error_sd` must be a number or a non-empty 1-D sequence, got {utility_error_sd!r}")
+    if not np.all(np.isfinite(sds)) or np.any(sds < 0):
+        raise v.InputError(f"`utility_error_sd` must be finite and >= 0, got {utility_error_sd!r}")
+    if callable(utility_distribution):
+        probe = np.asarray(utility_distribution(jax.random.key(0), 16))
+        if probe.shape != (16, 2, 2) or not np.all(np.isfinite(probe)) or probe.min() < 0 or probe.max() > 1:
+            raise v.InputError("`utility_distribution` must return (n, 2, 2) finite utilities in [0, 1]")
+        if np.any(probe[:, 0, 0] < probe[:, 0, 1]) or np.any(probe[:, 1, 1] < probe[:, 1, 0]):
+            raise v.InputError("`utility_distribution` must give correct decisions at least the utility of wrong ones")
+    else:
+        v.check_choice(utility_distribution, "utility_distribution", ("uniform", "gaussian"))
+    costs = dict(costs or {})
+    names = list(METRICS)
+    extra = []
+    for name, c in costs.items():
+        if name in names or name == "utility_yield":
+            raise v.InputError(f"`costs` name {name!r} clashes with a metric name")
+        extra.append(v.as_matrix(c, f"costs[{name!r}]", shape=(2, 2)))
+        if extra[-1].ndim != 2:
+            raise v.InputError(f"`costs[{name!r}]` must be one (2, 2) matrix")
+        names.append(name)
+    chunk_size = v.as_positive_int(chunk_size, "chunk_size")
+    num_blocks = math.ceil(num_pairs / BLOCK)
+    kernel = _Block(utility_distribution, tuple(float(s) for s in sds), len(extra))
+    args = (key, jnp.asarray(num_pairs, jnp.int32), tuple(extra))
+    init = jnp.zeros((len(names) + len(sds),), jnp.int32)
+    wrong, _, _ = engine.map_reduce(kernel, _sum_valid, init, num_blocks, args=args,
+                                    chunk_size=max(1, math.ceil(chunk_size / BLOCK)), devices=devices,
+                                    progress=progress)
+    frac = np.asarray(wrong, np.float64) / num_pairs
+    se = np.sqrt(frac * (1 - frac) / num_pairs)
+    out = {name: Estimate(float(frac[i]), float(se[i])) for i, name in enumerate(names)}
+    u_frac, u_se = frac[len(names):], se[len(names):]
+    out["utility_yield"] = Estimate(float(u_frac[0]), float(u_se[0])) if scalar_sd else Estimate(u_frac, u_se)
+    return out

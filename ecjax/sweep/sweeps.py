@@ -1,0 +1,638 @@
+"""Sensitivity sweeps: which system wins, where, by how much, and where the order flips.
+
+Two modes (seed 004 §3.3-§4; seed 001 §4.1; seed 002 §4.8.1):
+
+* **decisions given** (:func:`sweep_counts`): each system's confusion counts
+  are fixed and only the weights change, ``EC = sum_ij c_ij P_i R_ij``
+  (seed 000 eq. 2) at every point (a tiny einsum per point);
+* **scores given** (:func:`sweep_scores`): Bayes decisions ``argmin_j sum_i
+  c_ij P(i|x)`` (seed 001 eq. 7) are recomputed at every point, so the
+  decisions follow the costs.  For binary scores and 2 decisions the Bayes
+  decision is a threshold on the log posterior odds, so the per-class scores
+  are sorted once and the counts at any threshold are a binary search:
+  ``O(log N)`` per point instead of ``O(N)``.
+
+Both return a :class:`SweepResult` with, per point and system, the EC, NEC or
+utility yield (seed 004 eq. 10), the winner, the fraction of the swept
+space each system wins and the points where the order of two systems flips.
+The sweep runs on the chunked, sharded engine of :mod:`ecjax.sweep.engine`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from ecjax import _validate as v
+from ecjax.confusion import class_counts, data_priors
+from ecjax.decisions import _prepare, bayes_decisions_kernel, log_posteriors_kernel, naive_expected_cost
+from ecjax.metrics import _as_counts, expected_value
+from ecjax.sweep import engine
+from ecjax.sweep._inputs import (
+    _check_absent_classes,
+    _combined_axis,
+    _log_odds,
+    _matrix_source,
+    _per_class_counts,
+    _prior_source,
+    _sorted_by_class,
+    _split,
+    _systems_scores,
+)
+from ecjax.sweep.grids import Axis
+from ecjax.sweep.roc import TangentPoint, _hull_of_roc, _padded_hulls
+
+DEFAULT_CHUNK = 2**16
+DENSE_CHUNK = 256
+TIE = -2  # winner code where the best value is shared by several systems
+UNDEFINED = -1  # winner code outside the swept space (or where a value is undefined)
+
+
+# ================================================================== results
+
+@dataclass
+class SweepResult:
+    """Outcome of a sweep over ``shape`` points for ``S`` systems.
+
+    Attributes:
+      shape: the sweep shape (C order, last axis fastest).
+      metric: ``"ec"``, ``"nec"``, ``"yield"`` or ``"value"`` (a custom point function).
+      higher_is_better: ``True`` for utility yields.
+      num_points: points where every system's value is defined.
+      win_counts: ``(S,)`` points where each system is strictly the best.
+      win_fraction: ``(S,)`` fraction of the swept space each system wins.
+      tie_count, tie_fraction: points (fraction) where several systems share
+        the best value (typically where all of them make the naive decision).
+      pairwise_wins: ``(S, S)``: ``[a, b]`` = points where ``a`` is strictly better than ``b``.
+      minimum, maximum, mean: ``(S,)`` value ranges over the sweep.
+      flip_counts: ``(S, S)`` symmetric: how often the order of ``a`` and ``b``
+        reverses between consecutive points along the last swept axis (ties
+        are skipped: a flip is a point whose strict order is the reverse of
+        the last strict order before it on the same line).
+      flips: ``{(a, b): flat indices}`` for ``a < b``: the first
+        ``max_flips`` points where a flip happens (use :meth:`flip_points`).
+      values: ``shape + (S,)`` values per point, or ``None`` (``return_values=False``).
+      winners: ``shape`` winner per point (:data:`TIE` = -2 where the best
+        value is shared, :data:`UNDEFINED` = -1 outside the swept space), or ``None``.
+      coords: per-dimension coordinates of the swept axes (``None`` where absent).
+      info: engine details: ``chunk`` (points per chunk actually used),
+        ``num_chunks``, ``num_devices``.
+    """
+
+    shape: tuple
+    metric: str
+    higher_is_better: bool
+    num_points: int
+    win_counts: np.ndarray
+    win_fraction: np.ndarray
+    tie_count: int
+    tie_fraction: float
+    pairwise_wins: np.ndarray
+    minimum: np.ndarray
+    maximum: np.ndarray
+    mean: np.ndarray
+    flip_counts: np.ndarray
+    flips: dict
+    values: np.ndarray | None = None
+    winners: np.ndarray | None = None
+    coords: tuple = ()
+    info: dict = field(default_factory=dict)
+
+    def flip_points(self, a: int, b: int):
+        """Multi-indices (one row per flip) where the order of systems ``a`` and ``b`` reverses."""
+        key = (min(a, b), max(a, b))
+        flat = self.flips[key]
+        return np.stack(np.unravel_index(flat, self.shape), -1) if len(flat) else np.zeros((0, len(self.shape)), int)
+
+
+# ============================================================ reductions
+
+def _pairs(s):
+    ia, ib = np.triu_indices(s, 1)
+    return ia.astype(np.int32), ib.astype(np.int32)
+
+
+def init_accumulator(num_systems: int, max_flips: int):
+    s = num_systems
+    npairs = s * (s - 1) // 2
+    f32 = jnp.float32
+    return {
+        "count": jnp.zeros((), jnp.int32),
+        "undefined": jnp.zeros((), jnp.int32),
+        "first_undefined": jnp.full((), engine.MAX_POINTS, jnp.int32),
+        "wins": jnp.zeros((s,), jnp.int32),
+        "ties": jnp.zeros((), jnp.int32),
+        "beats": jnp.zeros((s, s), jnp.int32),
+        "vmin": jnp.full((s,), jnp.inf, f32),
+        "vmax": jnp.full((s,), -jnp.inf, f32),
+        "vsum": jnp.zeros((s,), f32),
+        "vcomp": jnp.zeros((s,), f32),
+        "last_sign": jnp.zeros((npairs,), jnp.int8),
+        "flip_count": jnp.zeros((npairs,), jnp.int32),
+        "flip_idx": jnp.full((npairs, max_flips), -1, jnp.int32),
+    }
+
+
+def _fill_combine(a, b):
+    """Monoid of "forward fill of the last strict sign, reset at row starts".
+
+    An element ``(s, c)`` maps a carried sign ``x`` to ``s if c else x``;
+    composing two elements keeps the later one when it is constant.
+    """
+    s1, c1 = a
+    s2, c2 = b
+    return jnp.where(c2, s2, s1), c1 | c2
+
+
+@dataclass(frozen=True)
+class StandardReduce:
+    """Streamed reductions of per-point values ``(c, S)``: winners, ranges, pairwise order, flips."""
+
+    num_systems: int
+    higher_is_better: bool
+    row_len: int
+    max_flips: int
+
+    def winners(self, values, ok):
+        """Index of the strictly best system, :data:`TIE` when the best value is shared, -1 where undefined."""
+        best = jnp.max(values, -1) if self.higher_is_better else jnp.min(values, -1)
+        w = jnp.argmax(values, -1) if self.higher_is_better else jnp.argmin(values, -1)
+        shared = jnp.sum(values == best[:, None], -1) > 1
+        return jnp.where(ok, jnp.where(shared, TIE, w.astype(jnp.int32)), UNDEFINED)
+
+    def __call__(self, acc, out, idx, valid):
+        vals, point_ok = out
+        vals = vals.astype(jnp.float32)
+        in_range = valid & point_ok
+        finite = jnp.all(jnp.isfinite(vals), -1)
+        ok = in_range & finite
+        bad = in_range & ~finite
+        s = self.num_systems
+        acc = dict(acc)
+        acc["count"] = acc["count"] + ok.sum(dtype=jnp.int32)
+        acc["undefined"] = acc["undefined"] + bad.sum(dtype=jnp.int32)
+        acc["first_undefined"] = jnp.minimum(acc["first_undefined"],
+                                             jnp.min(jnp.where(bad, idx, engine.MAX_POINTS)))
+        w = self.winners(vals, ok)
+        acc["wins"] = acc["wins"] + jnp.sum(w[:, None] == jnp.arange(s), 0, dtype=jnp.int32)
+        acc["ties"] = acc["ties"] + jnp.sum(w == TIE, dtype=jnp.int32)
+        better = vals[:, :, None] > vals[:, None, :] if self.higher_is_better else vals[:, :, None] < vals[:, None, :]
+        acc["beats"] = acc["beats"] + jnp.sum(better & ok[:, None, None], 0, dtype=jnp.int32)
+        safe = jnp.where(ok[:, None], vals, 0.0)
+        acc["vmin"] = jnp.minimum(acc["vmin"], jnp.min(jnp.where(ok[:, None], vals, jnp.inf), 0))
+        acc["vmax"] = jnp.maximum(acc["vmax"], jnp.max(jnp.where(ok[:, None], vals, -jnp.inf), 0))
+        # Kahan summation across chunks keeps the mean of 10^8 points accurate in float32.
+        y = safe.sum(0) - acc["vcomp"]
+        t = acc["vsum"] + y
+        acc["vcomp"] = (t - acc["vsum"]) - y
+        acc["vsum"] = t
+        if s > 1:
+            acc.update(self._flips(acc, vals, ok, idx))
+        return acc
+
+    def _flips(self, acc, vals, ok, idx):
+        ia, ib = _pairs(self.num_systems)
+        diff = vals[:, ia] - vals[:, ib]
+        sign = jnp.sign(diff if self.higher_is_better else -diff).astype(jnp.int8)  # +1: a better than b
+        sign = jnp.where(ok[:, None], sign, 0)
+        row_start = jnp.broadcast_to((idx % self.row_len == 0)[:, None], sign.shape)
+        const = (sign != 0) | row_start
+        fs, fc = jax.lax.associative_scan(_fill_combine, (sign, const), axis=0)
+        filled = jnp.where(fc, fs, acc["last_sign"][None, :])
+        prev = jnp.concatenate([acc["last_sign"][None, :], filled[:-1]], 0)
+        flip = (sign != 0) & (prev != 0) & (sign != prev) & ~row_start
+        rank = acc["flip_count"][None, :] + jnp.cumsum(flip, 0, dtype=jnp.int32) - 1
+        slot = jnp.where(flip & (rank < self.max_flips), rank, self.max_flips)
+
+        def record(buf, slot_p):
+            return buf.at[slot_p].set(idx, mode="drop")
+
+        return {
+            "flip_idx": jax.vmap(record, in_axes=(0, 1))(acc["flip_idx"], slot),
+            "flip_count": acc["flip_count"] + flip.sum(0, dtype=jnp.int32),
+            "last_sign": filled[-1],
+        }
+
+
+@dataclass(frozen=True)
+class _WithWinners:
+    """Local function wrapper that also emits per-point winners (for ``return_values``)."""
+
+    point_fn: Callable
+    reduce: StandardReduce
+
+    def __call__(self, args, idx):
+        vals, ok = self.point_fn(args, idx)
+        finite = jnp.all(jnp.isfinite(vals), -1)
+        return vals, ok, self.reduce.winners(vals, ok & finite)
+
+
+@dataclass(frozen=True)
+class _ReduceTriple:
+    reduce: StandardReduce
+
+    def __call__(self, acc, out, idx, valid):
+        return self.reduce(acc, out[:2], idx, valid)
+
+
+def run_sweep(point_fn, args, shape, num_systems, *, metric, higher_is_better, coords=(), chunk_size=DEFAULT_CHUNK,
+              devices=None, progress=False, return_values=True, max_flips=64, raise_undefined=True,
+              what="the swept values") -> SweepResult:
+    """Run a point function ``(args, idx) -> (values (c, S), ok (c,))`` over ``prod(shape)`` points."""
+    max_flips = v.as_positive_int(max_flips, "max_flips")
+    num = int(np.prod(shape))
+    row_len = int(shape[-1]) if len(shape) else 1
+    red = StandardReduce(int(num_systems), bool(higher_is_better), max(row_len, 1), max_flips)
+    acc, outs, info = engine.map_reduce(
+        _WithWinners(point_fn, red), _ReduceTriple(red), init_accumulator(num_systems, max_flips), num,
+        args=args, chunk_size=chunk_size, devices=devices, progress=progress, collect=return_values,
+    )
+    acc = jax.tree_util.tree_map(np.asarray, acc)
+    if raise_undefined and acc["undefined"] > 0:
+        first = np.unravel_index(int(acc["first_undefined"]), shape)
+        raise v.InputError(
+            f"{what} are undefined (NaN or inf) at {int(acc['undefined'])} of {num} points, first at index "
+            f"{tuple(int(i) for i in first)}"
+        )
+    count = int(acc["count"])
+    ia, ib = _pairs(num_systems)
+    flip_counts = np.zeros((num_systems, num_systems), np.int64)
+    flips = {}
+    for p, (a, b) in enumerate(zip(ia, ib)):
+        n = int(acc["flip_count"][p])
+        flip_counts[a, b] = flip_counts[b, a] = n
+        buf = acc["flip_idx"][p]
+        flips[(int(a), int(b))] = np.sort(buf[buf >= 0]).astype(np.int64)
+    vals = winners = None
+    if return_values:
+        vals_flat, ok_flat, win_flat = outs
+        vals = np.where(ok_flat[:, None], vals_flat, np.nan).reshape(tuple(shape) + (num_systems,))
+        winners = win_flat.reshape(shape)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return SweepResult(
+            shape=tuple(int(s) for s in shape),
+            metric=metric,
+            higher_is_better=bool(higher_is_better),
+            num_points=count,
+            win_counts=acc["wins"].astype(np.int64),
+            win_fraction=acc["wins"] / max(count, 1),
+            tie_count=int(acc["ties"]),
+            tie_fraction=int(acc["ties"]) / max(count, 1),
+            pairwise_wins=acc["beats"].astype(np.int64),
+            minimum=acc["vmin"],
+            maximum=acc["vmax"],
+            mean=(acc["vsum"].astype(np.float64) / count) if count else np.full(num_systems, np.nan),
+            flip_counts=flip_counts,
+            flips=flips,
+            values=vals,
+            winners=winners,
+            coords=tuple(coords),
+            info=info,
+        )
+
+
+# ============================================================ generic map
+
+@dataclass(frozen=True)
+class _UserPoint:
+    fn: Callable
+    axis_fn: Callable
+
+    def __call__(self, args, idx):
+        data, user_args = args
+        point = self.axis_fn(data, idx)
+        out = jax.vmap(lambda p: self.fn(p, *user_args))(point)
+        if isinstance(out, tuple):
+            vals, ok = out
+        else:
+            vals, ok = out, jnp.ones(idx.shape, bool)
+        return jnp.atleast_1d(vals).reshape(idx.shape + (-1,)), ok
+
+
+def sweep_map(fn: Callable, axis: Axis, *args, higher_is_better: bool = False, chunk_size: int = DEFAULT_CHUNK,
+              devices=None, progress=False, return_values: bool = True, max_flips: int = 64) -> SweepResult:
+    """Sweep any per-point function: ``fn(point, *args) -> (S,)`` values (or ``(values, ok)``).
+
+    ``point`` is the value of one point of ``axis`` (a matrix, a prior
+    vector, a tuple for a :func:`~ecjax.sweep.grids.product`); ``fn`` is
+    vmapped over the points of each chunk.  Lower values are better unless
+    ``higher_is_better``.  ``fn`` must be a stable (module-level) function for
+    the compiled sweep to be reused across calls.
+    """
+    if not isinstance(axis, Axis):
+        raise v.InputError(f"`axis` must be an ecjax.sweep.grids.Axis, got {type(axis).__name__}")
+    probe = jax.eval_shape(lambda d, *a: _UserPoint(fn, axis.fn)((d, a), jnp.zeros((1,), jnp.int32)),
+                           axis.data, *args)
+    num_systems = int(probe[0].shape[-1])
+    return run_sweep(_UserPoint(fn, axis.fn), (axis.data, args), axis.shape, num_systems, metric="value",
+                     higher_is_better=higher_is_better, coords=axis.coords, chunk_size=chunk_size, devices=devices,
+                     progress=progress, return_values=return_values, max_flips=max_flips)
+
+
+# ============================================================ decisions given
+
+@dataclass(frozen=True)
+class _CountsPoint:
+    axis_fn: Callable
+    layout: str
+    kind: str  # "ec" | "nec" | "yield"
+
+    def __call__(self, args, idx):
+        counts, fixed_m, fixed_p, data = args
+        m, p = _split(self.axis_fn(data, idx), self.layout, fixed_m, fixed_p)
+        c = idx.shape[0]
+        s = counts.shape[0]
+        m = jnp.broadcast_to(m, (c,) + counts.shape[-2:])[:, None]  # (c, 1, K, D)
+        if p is None:
+            p = data_priors(counts)[None]  # (1, S, K): each system's own data priors
+        else:
+            p = jnp.broadcast_to(p, (c, counts.shape[-2]))[:, None]  # (c, 1, K)
+        val = expected_value(counts[None], m, p)  # (c, S)
+        if self.kind == "nec":
+            naive = naive_expected_cost(m, p)
+            val = jnp.where(naive > 0, val / jnp.where(naive > 0, naive, 1.0), jnp.nan)
+        return jnp.broadcast_to(val, (c, s)), jnp.ones((c,), bool)
+
+
+def sweep_counts(counts, costs=None, *, utilities=None, priors=None, normalize: bool = False,
+                 chunk_size: int = DEFAULT_CHUNK, devices=None, progress=False, return_values: bool = True,
+                 max_flips: int = 64) -> SweepResult:
+    """Sweep costs, utilities and/or priors with each system's decisions fixed.
+
+    At every point ``EC_s = sum_ij c_ij P_i R^s_ij`` (seed 000 eq. 2) for
+    each system ``s``; with ``normalize`` divided by the EC of the best naive
+    decision ``min_j sum_i c_ij P_i`` (NEC, seed 000 eq. 4); with
+    ``utilities`` the utility yield ``sum_ij U_ij P_i R_ij`` (seed 004
+    eq. 10, higher is better).
+
+    Args:
+      counts: ``(S, K, D)`` confusion counts of ``S`` systems (or one ``(K, D)``).
+      costs: a ``(K, D)`` matrix (fixed), a ``(B, K, D)`` grid of matrices,
+        or an :class:`~ecjax.sweep.grids.Axis` of matrices (cost ratios,
+        random draws of a prior, a parametric family).
+      utilities: instead of ``costs``: utility matrices, same forms.
+      priors: ``None`` (each system's data priors), a ``(K,)`` vector, a
+        ``(B, K)`` grid or an Axis (deployment priors).  When both the
+        matrices and the priors are swept, the sweep is their product
+        (shape ``(B_matrices, B_priors)``).
+      normalize: NEC instead of EC (costs only).
+      chunk_size: points per chunk: memory is bounded by this, not by the
+        number of points.
+      devices: ``None`` (all visible devices), ``n`` or a list of devices.
+      progress: progress bar over chunks (needs ``tqdm``).
+      return_values: keep the per-point values and winners (host memory
+        ``O(points x S)``); ``False`` keeps only the streamed reductions.
+      max_flips: flip positions recorded per pair of systems.
+
+    Returns:
+      :class:`SweepResult`.
+
+    Example:
+      >>> from ecjax.sweep import grids
+      >>> counts = jnp.array([[[80, 20], [10, 90]], [[95, 5], [30, 70]]])
+      >>> res = sweep_counts(counts, grids.cost_ratios(0.1, 10.0, 101))
+      >>> res.flip_counts[0, 1]  # system 1 wins for cheap misses, system 0 for costly ones
+      1
+    """
+    problem = counts_problem(counts, costs, utilities, priors, normalize)
+    return problem.run(chunk_size=chunk_size, devices=devices, progress=progress, return_values=return_values,
+                       max_flips=max_flips)
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """A prepared sweep: point function, its arguments and the swept axis."""
+
+    point_fn: Callable
+    args: Any
+    axis: Axis
+    num_systems: int
+    kind: str  # "ec" | "nec" | "yield"
+    default_chunk: int = DEFAULT_CHUNK
+
+    def run(self, *, chunk_size=None, devices=None, progress=False, return_values=True, max_flips=64, point_fn=None):
+        return run_sweep(point_fn or self.point_fn, self.args, self.axis.shape, self.num_systems, metric=self.kind,
+                         higher_is_better=self.kind == "yield", coords=self.axis.coords,
+                         chunk_size=self.default_chunk if chunk_size is None else chunk_size, devices=devices,
+                         progress=progress, return_values=return_values, max_flips=max_flips,
+                         what=("NEC values (the best naive decision costs 0)" if self.kind == "nec"
+                               else "the swept values"))
+
+
+def _kind(matrix_name, normalize):
+    if matrix_name == "utilities":
+        if normalize:
+            raise v.InputError("`normalize` applies to costs (NEC); utility yields are not normalized")
+        return "yield"
+    return "nec" if normalize else "ec"
+
+
+def counts_problem(counts, costs=None, utilities=None, priors=None, normalize=False) -> Problem:
+    """Validate the inputs of :func:`sweep_counts` and prepare its sweep."""
+    counts = _as_counts(counts)
+    if counts.ndim == 2:
+        counts = counts[None]
+    if counts.ndim != 3:
+        raise v.InputError(f"`counts` must be (K, D) or (S, K, D), got shape {tuple(counts.shape)}")
+    k, d = counts.shape[-2:]
+    name, fixed_m, m_axis = _matrix_source(costs, utilities, k, d)
+    kind = _kind(name, normalize)
+    fixed_p, p_axis = _prior_source(priors, k)
+    _check_absent_classes(class_counts(counts), fixed_p, p_axis)
+    axis, layout = _combined_axis(m_axis, p_axis)
+    return Problem(_CountsPoint(axis.fn, layout, kind), (counts, fixed_m, fixed_p, axis.data), axis,
+                   counts.shape[0], kind)
+
+
+# ============================================================ scores given
+
+@dataclass(frozen=True)
+class _DenseScoresPoint:
+    axis_fn: Callable
+    layout: str
+    kind: str
+    score_type: str
+    recompute_posteriors: bool
+    point_batch: int
+
+    def __call__(self, args, idx):
+        labels, scores, n_i, fixed_m, fixed_p, data = args
+        vals = self.axis_fn(data, idx)
+
+        def one(point):
+            _, point_vals = point
+            m, p = _split(point_vals, self.layout, fixed_m, fixed_p)
+            costs = -m if self.kind == "yield" else m
+            if self.recompute_posteriors:
+                with jax.numpy_dtype_promotion("standard"):
+                    log_post = log_posteriors_kernel(scores, jnp.log(p), self.score_type)
+            else:
+                log_post = scores
+            dec = bayes_decisions_kernel(log_post, costs)  # (S, N)
+            pp = (n_i / n_i.sum(-1, keepdims=True)) if p is None else jnp.broadcast_to(p, n_i.shape)
+            per_class = jnp.where(n_i > 0, pp / jnp.where(n_i > 0, n_i, 1), 0.0)  # (S, K)
+            w = jnp.take_along_axis(per_class, labels, 1)  # (S, N)
+            cell = m.reshape(-1)[labels * m.shape[-1] + dec]
+            val = jnp.sum(w * cell, -1)
+            if self.kind == "nec":
+                naive = naive_expected_cost(m, pp)
+                val = jnp.where(naive > 0, val / jnp.where(naive > 0, naive, 1.0), jnp.nan)
+            return val
+
+        out = jax.lax.map(one, (idx, vals), batch_size=self.point_batch)
+        return out, jnp.ones(idx.shape, bool)
+
+
+@dataclass(frozen=True)
+class _ThresholdPoint:
+    """Binary Bayes decisions as thresholds on the log odds, counted by binary search."""
+
+    axis_fn: Callable
+    layout: str
+    kind: str
+    likelihood: bool  # llr / log_likelihoods: the priors shift the log odds
+
+    def __call__(self, args, idx):
+        sorted0, sorted1, n_i, fixed_m, fixed_p, data = args
+        m, p = _split(self.axis_fn(data, idx), self.layout, fixed_m, fixed_p)
+        c = idx.shape[0]
+        m = jnp.broadcast_to(m, (c, 2, 2))
+        costs = -m if self.kind == "yield" else m
+        a = costs[:, 0, 1] - costs[:, 0, 0]  # extra cost of deciding 1 for class 0
+        b = costs[:, 1, 0] - costs[:, 1, 1]  # extra cost of deciding 0 for class 1
+        # Decide 1 iff P(1|x) b > P(0|x) a, i.e. exp(L) b > a for the log odds L (ties: decision 0):
+        # b > 0: L > log(a / b) (always when a <= 0); b < 0: L < log(a / b) (never when a >= 0);
+        # b = 0: always when a < 0, else never.
+        tau = jnp.log(jnp.abs(a / jnp.where(b != 0, b, 1.0)))
+        greater = b > 0
+        always_1 = ((b > 0) & (a <= 0)) | ((b == 0) & (a < 0))
+        never_1 = (b <= 0) & (a >= 0)
+        if self.likelihood:
+            p_b = jnp.broadcast_to(p, (c, 2))
+            with jax.numpy_dtype_promotion("standard"):
+                shift = jnp.log(p_b[:, 1]) - jnp.log(p_b[:, 0])  # L = llr + shift
+            # P1 = 0: posterior of class 1 is 0: decide 1 iff a < 0. P0 = 0: decide 1 iff b > 0.
+            p1_zero = p_b[:, 1] == 0
+            p0_zero = p_b[:, 0] == 0
+            always_1 = jnp.where(p1_zero, a < 0, jnp.where(p0_zero, b > 0, always_1))
+            never_1 = jnp.where(p1_zero, a >= 0, jnp.where(p0_zero, b <= 0, never_1))
+            tau = tau - jnp.where(p1_zero | p0_zero, 0.0, shift)
+        tau = jnp.where(always_1 | never_1, 0.0, tau)
+
+        def count_ones(sorted_s, n):  # sorted_s (S, Nmax), n (S,) -> (c, S) samples deciding 1
+            right = jax.vmap(lambda row: jnp.searchsorted(row, tau, side="right"))(sorted_s).T  # (c, S)
+            left = jax.vmap(lambda row: jnp.searchsorted(row, tau, side="left"))(sorted_s).T
+            above = n[None] - jnp.minimum(right, n[None])
+            below = jnp.minimum(left, n[None])
+            k1 = jnp.where(greater[:, None], above, below)
+            k1 = jnp.where(always_1[:, None], n[None], k1)
+            return jnp.where(never_1[:, None], 0, k1)
+
+        k0 = count_ones(sorted0, n_i[:, 0])
+        k1 = count_ones(sorted1, n_i[:, 1])
+        n0, n1 = n_i[None, :, 0], n_i[None, :, 1]
+        counts = jnp.stack([jnp.stack([n0 - k0, k0], -1), jnp.stack([n1 - k1, k1], -1)], -2)  # (c, S, 2, 2)
+        if p is None:
+            pp = (n_i / n_i.sum(-1, keepdims=True))[None]
+        else:
+            pp = jnp.broadcast_to(p, (c, 2))[:, None]
+        val = expected_value(counts, m[:, None], pp)
+        if self.kind == "nec":
+            naive = naive_expected_cost(m[:, None], pp)
+            val = jnp.where(naive > 0, val / jnp.where(naive > 0, naive, 1.0), jnp.nan)
+        return val, jnp.ones((c,), bool)
+
+
+def sweep_scores(labels, scores, costs=None, *, utilities=None, priors=None, score_type: str = "log_posteriors",
+                 normalize: bool = False, decision_rule: str = "bayes", method: str = "auto",
+                 chunk_size: int | None = None, point_batch: int = 8, devices=None, progress=False,
+                 return_values: bool = True, max_flips: int = 64) -> SweepResult:
+    """Sweep costs, utilities and/or priors with Bayes decisions recomputed at every point.
+
+    At every point each system decides ``argmin_j sum_i c_ij P(i|x_n)``
+    (seed 001 eq. 7; ``c = -U`` for utilities) and its EC (NEC, yield) is
+    computed as in :func:`ecjax.scores.bayes_expected_cost`.
+
+    Priors follow the core rule (:func:`ecjax.bayes_decisions`): for
+    ``"llr"`` and ``"log_likelihoods"`` they are required and enter both the
+    posteriors and the EC (so sweeping them moves the decisions, seed 002
+    §4.8.1); for posterior-type scores they only weight the EC (the
+    decisions keep the training priors).
+
+    Args:
+      labels: ``(N,)`` classes shared by the systems, or ``(S, N)`` (systems
+        evaluated on differently ordered test sets).
+      scores: ``(S, N, K)`` (``(S, N)`` for ``"llr"``) or a list of systems.
+      costs, utilities, priors, normalize, chunk_size, devices, progress,
+        return_values, max_flips: as in :func:`sweep_counts`.
+      score_type: as in :func:`ecjax.bayes_decisions`.
+      decision_rule: ``"bayes"`` (decisions from the scores as posteriors)
+        or ``"optimal_threshold"`` (binary: each system at its best threshold
+        for each point, found by the ROC tangent criterion of seed 004
+        eqs. 24-25; priors then only weight the classes).
+      method: how Bayes decisions are counted: ``"threshold"`` (binary, 2
+        decisions: sort once, ``O(log N)`` per point), ``"dense"`` (any
+        ``K``, ``D``: ``O(N K D)`` per point) or ``"auto"`` (threshold when
+        possible).
+      point_batch: points evaluated together inside a chunk in dense mode.
+
+    Returns:
+      :class:`SweepResult`.
+    """
+    problem = scores_problem(labels, scores, costs, utilities, priors, score_type=score_type, normalize=normalize,
+                             method=method, decision_rule=decision_rule, point_batch=point_batch)
+    return problem.run(chunk_size=chunk_size, devices=devices, progress=progress, return_values=return_values,
+                       max_flips=max_flips)
+
+
+def scores_problem(labels, scores, costs=None, utilities=None, priors=None, *, score_type="log_posteriors",
+                   normalize=False, method="auto", decision_rule="bayes", point_batch=8) -> Problem:
+    """Validate the inputs of :func:`sweep_scores` and prepare its sweep."""
+    v.check_choice(method, "method", ("auto", "threshold", "dense"))
+    v.check_choice(decision_rule, "decision_rule", ("bayes", "optimal_threshold"))
+    v.check_score_type(score_type)
+    likelihood = score_type in ("llr", "log_likelihoods")
+    labels, scores, k = _systems_scores(labels, scores, score_type)
+    n_i = _per_class_counts(labels, k)
+    name, fixed_m, m_axis = _matrix_source(costs, utilities, k, None)
+    d = (fixed_m if fixed_m is not None else m_axis.values(np.array([0]))).shape[-1]
+    kind = _kind(name, normalize)
+    if priors is None and likelihood and decision_rule == "bayes":
+        raise v.InputError(f"`priors` is required with score_type={score_type!r}: likelihoods become posteriors "
+                           "only given priors")
+    fixed_p, p_axis = _prior_source(priors, k)
+    _check_absent_classes(n_i, fixed_p, p_axis)
+    axis, layout = _combined_axis(m_axis, p_axis)
+    num_systems = scores.shape[0]
+    if decision_rule == "optimal_threshold" or method == "threshold" or (method == "auto" and k == 2 and d == 2):
+        if not (k == 2 and d == 2):
+            what = "decision_rule='optimal_threshold'" if decision_rule != "bayes" else "method='threshold'"
+            raise v.InputError(f"{what} needs K = 2 classes and D = 2 decisions, got K = {k}, D = {d}")
+        log_odds = _log_odds(scores, score_type)
+        if decision_rule == "optimal_threshold":
+            # The ROC tangent criterion (seed 004 eqs. 24-25): O(log H) per point on each system's ROC hull.
+            hulls = [_hull_of_roc(np.asarray(labels[i]), np.asarray(log_odds[i], np.float64))
+                     for i in range(num_systems)]
+            fs, ts, slopes = _padded_hulls(hulls)
+            data_p = n_i / n_i.sum(-1, keepdims=True)
+            return Problem(TangentPoint(axis.fn, layout, kind), (fs, ts, slopes, data_p, fixed_m, fixed_p, axis.data),
+                           axis, num_systems, kind)
+        s0, s1 = _sorted_by_class(labels, log_odds)
+        return Problem(_ThresholdPoint(axis.fn, layout, kind, likelihood), (s0, s1, n_i, fixed_m, fixed_p, axis.data),
+                       axis, num_systems, kind)
+    point_batch = v.as_positive_int(point_batch, "point_batch")
+    recompute = likelihood and p_axis is not None
+    if likelihood and not recompute:
+        with jax.numpy_dtype_promotion("standard"):
+            base = log_posteriors_kernel(scores, jnp.log(fixed_p), score_type)
+    elif likelihood:
+        base = scores
+    else:
+        base = log_posteriors_kernel(scores, jnp.zeros(k), score_type)
+    return Problem(_DenseScoresPoint(axis.fn, layout, kind, score_type, recompute, point_batch),
+                   (labels, base, n_i, fixed_m, fixed_p, axis.data), axis, num_systems, kind, DENSE_CHUNK)
