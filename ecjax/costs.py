@@ -34,22 +34,37 @@ def zero_one(num_classes: int, abstain: float | None = None):
 def balanced(priors):
     """Costs ``c_ij = 1 / (K P_i)`` for ``i != j``: their EC is the balanced error rate (seed 000 eq. 12)."""
     p = v.as_priors(priors)
-    if np.any(np.asarray(p) <= 0):
+    if not v._is_tracer(p) and np.any(np.asarray(p) <= 0):
         raise v.InputError("`priors` must be strictly positive for balanced costs (1 / (K P_i))")
     k = p.shape[-1]
     return (1.0 - jnp.eye(k)) / (k * p[..., :, None])
+
+
+def _scalar_parameter(x, name: str, *, valid, expected: str):
+    """A float parameter (or array of them, for a batch of matrices); checked unless traced."""
+    arr = v.as_array(x, name)
+    if not v._is_tracer(arr):
+        a = np.asarray(arr)
+        if a.dtype.kind not in "fiu" or not np.all(np.isfinite(a)) or not np.all(valid(a)):
+            raise v.InputError(f"`{name}` must be {expected}, got {x!r}")
+    return jnp.asarray(arr, dtype=jnp.result_type(float))
+
+
+def _binary_off_diagonal(c12, c21):
+    """``[[0, c12], [c21, 0]]`` with the batch shape of ``c12`` and ``c21``."""
+    c12, c21 = jnp.broadcast_arrays(c12, c21)
+    zero = jnp.zeros_like(c12)
+    return jnp.stack([jnp.stack([zero, c12], -1), jnp.stack([c21, zero], -1)], -2)
 
 
 def f_beta(beta: float = 1.0):
     """Binary costs ``[[0, 1], [beta**2, 0]]`` of the EC behind F-beta (seed 000 eq. 21).
 
     Class index 1 is the positive class: a miss costs ``beta**2``, a false
-    alarm costs 1.
+    alarm costs 1.  An array of ``beta`` gives a batch of matrices.
     """
-    b = float(beta)
-    if not np.isfinite(b) or b <= 0:
-        raise v.InputError(f"`beta` must be a positive finite number, got {beta!r}")
-    return jnp.array([[0.0, 1.0], [b * b, 0.0]])
+    b = _scalar_parameter(beta, "beta", valid=lambda a: a > 0, expected="a positive finite number")
+    return _binary_off_diagonal(jnp.ones_like(b), b * b)
 
 
 def net_benefit(threshold_probability: float):
@@ -58,10 +73,9 @@ def net_benefit(threshold_probability: float):
     ``p`` is the threshold probability at which a clinician is indifferent
     between treating and not treating.
     """
-    p = float(threshold_probability)
-    if not 0.0 < p < 1.0:
-        raise v.InputError(f"`threshold_probability` must be in (0, 1), got {threshold_probability!r}")
-    return jnp.array([[0.0, p / (1.0 - p)], [1.0, 0.0]])
+    p = _scalar_parameter(threshold_probability, "threshold_probability",
+                          valid=lambda a: (a > 0) & (a < 1), expected="in (0, 1)")
+    return _binary_off_diagonal(p / (1.0 - p), jnp.ones_like(p))
 
 
 def utilities_to_costs(utilities):
@@ -94,7 +108,8 @@ def rescale_unit(utilities):
     u = v.as_matrix(utilities, "utilities")
     lo = u.min((-2, -1), keepdims=True)
     hi = u.max((-2, -1), keepdims=True)
-    if np.any(np.asarray(hi - lo) == 0):
+    # Checked on concrete input only: under jit/vmap a constant matrix gives NaN.
+    if not v._is_tracer(u) and np.any(np.asarray(hi - lo) == 0):
         raise v.InputError("`utilities` has all entries equal: rescaling (seed 004 eq. 12) is undefined")
     return (u - lo) / (hi - lo)
 
@@ -142,7 +157,7 @@ def xy_from_utility(utilities):
     x = jnp.where(u[..., 0, 0] < 1.0, 1.0 - u[..., 0, 0], -(1.0 - u[..., 1, 1]))
     y = jnp.where(u[..., 1, 0] > 0.0, u[..., 1, 0], -u[..., 0, 1])
     back = _utility_from_xy(x, y)
-    if not np.allclose(np.asarray(back), np.asarray(u), atol=1e-5):
+    if not v._is_tracer(u) and not np.allclose(np.asarray(back), np.asarray(u), atol=1e-5):
         raise v.InputError(
             "`utilities` is not of the form of seed 004 eq. 13 after rescaling "
             "(exactly one diagonal entry must be the maximum 1, and at most one off-diagonal entry above 0)"

@@ -69,7 +69,14 @@ def _resolve_priors(counts, priors, *, compute_data_priors=True):
 
 
 def _costs_for(counts, costs, name="costs"):
-    return v.as_matrix(costs, name, shape=(counts.shape[-2], counts.shape[-1]))
+    c = v.as_matrix(costs, name, shape=(counts.shape[-2], counts.shape[-1]))
+    try:
+        jnp.broadcast_shapes(counts.shape[:-2], c.shape[:-2])
+    except ValueError:
+        raise v.InputError(
+            f"batch axes of `counts` {tuple(counts.shape)} and `{name}` {tuple(c.shape)} do not broadcast"
+        ) from None
+    return c
 
 
 # ------------------------------------------------------------ expected cost

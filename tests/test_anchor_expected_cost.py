@@ -34,7 +34,7 @@ from expected_cost import ec
 from ecjax import costs as ecosts
 from ecjax import metrics
 from ecjax.confusion import confusion_matrix
-from ecjax.decisions import bayes_decisions
+from ecjax.decisions import bayes_decisions, log_posteriors
 from ecjax.scores import bayes_expected_cost, optimal_threshold_expected_cost
 
 from conftest import DATASETS, load_dataset
@@ -239,3 +239,46 @@ def test_tie_splitting_difference():
         refs.append(ec.average_cost_for_optimal_decisions(y[perm], lp[perm], ec.CostMatrix(c)))
     assert min(refs) < brute - 1e-6           # below anything a threshold can attain
     assert abs(refs[0] - refs[1]) > 1e-6      # and order-dependent
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_likelihood_score_types(name):
+    """Score types that need priors ("llr" for the binary sets, "log_likelihoods"
+    for all), with deployment priors used both to form the posteriors and to
+    weight the EC, as expected-cost does.  The real scores stand in for
+    likelihoods: the binary sets' log-odds as LLRs, the log-posteriors (or
+    log-softmaxed logits) as log-likelihoods.  Posteriors, Bayes decisions and
+    the EC of Bayes decisions are compared.  (expected-cost's log-likelihood
+    conversion needs 1-D priors while its ``average_cost`` needs a column, so
+    its decisions and its EC are called separately.)"""
+    y, _, _, lp = _data(name)
+    k = lp.shape[1]
+    p = _deployment_priors(k, seed=3 * k)
+    cases = [("log_likelihoods", "log_likelihoods", lp)]
+    if k == 2:
+        cases.append(("llr", "log_likelihood_ratios", lp[:, 1] - lp[:, 0]))
+    square, abstain = _cost_sets(k, np.bincount(y, minlength=k) / len(y), seed=k)
+    for ours_type, ref_type, s64 in cases:
+        s32 = s64.astype(np.float32)
+        post_ref = ec.get_posteriors_from_scores(s64, p, ref_type)
+        np.testing.assert_allclose(np.exp(np.asarray(log_posteriors(s32, priors=p, score_type=ours_type))),
+                                   post_ref, atol=2e-6)
+        for cs in (square, abstain):
+            dec = np.asarray(bayes_decisions(s32, cs, priors=p, score_type=ours_type))
+            got = np.asarray(bayes_expected_cost(y, s32, cs, priors=p, score_type=ours_type))
+            for i, c in enumerate(cs):
+                d_ref, post = ec.bayes_decisions(s64, ec.CostMatrix(c), priors=p, score_type=ref_type)
+                differ = dec[i] != d_ref
+                expected = post @ c
+                gap = np.abs(expected[differ, dec[i][differ]] - expected[differ, d_ref[differ]])
+                assert np.all(gap <= _TIE * np.abs(c).max()), f"{name} {ours_type}: non-tie disagreements"
+                want = ec.average_cost(y, d_ref, ec.CostMatrix(c), priors=_ref_priors(p))
+                w = p / np.bincount(y, minlength=k)
+                slack = np.sum(w[y[differ]] * np.abs(c[y[differ], dec[i][differ]] - c[y[differ], d_ref[differ]]))
+                assert abs(got[i] - want) <= RTOL * want + slack + 1e-9
+        if ours_type == "llr":
+            for c in _binary_costs():
+                want = ec.average_cost_for_optimal_decisions(y, s64, ec.CostMatrix(c), priors=_ref_priors(p),
+                                                             score_type=ref_type)
+                got, _ = optimal_threshold_expected_cost(y, s32, c, priors=p, score_type="llr")
+                np.testing.assert_allclose(float(got), want, rtol=RTOL)

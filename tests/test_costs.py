@@ -205,3 +205,25 @@ def test_xy_from_utility_rejects_excluded_corners():
     # lies in the excluded upper-left corner of Fig. 1.
     with pytest.raises(InputError, match="`utilities`"):
         costs.xy_from_utility(np.array([[1.0, 0.5], [0.3, 0.0]]))
+
+
+def test_constructors_batch_and_trace():
+    """Array parameters give batches of matrices; jit/vmap give the eager result."""
+    import jax
+    betas = np.array([0.5, 1.0, 3.0])
+    fb = np.asarray(costs.f_beta(betas))
+    np.testing.assert_allclose(fb, [[[0, 1], [b**2, 0]] for b in betas], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(jax.vmap(costs.f_beta)(jnp.asarray(betas))), fb, rtol=1e-6)
+    ps = np.array([0.1, 0.5])
+    np.testing.assert_allclose(np.asarray(jax.jit(costs.net_benefit)(jnp.asarray(ps))),
+                               [[[0, p / (1 - p)], [1, 0]] for p in ps], rtol=1e-6)
+    priors = np.array([[0.2, 0.8], [0.5, 0.5]])
+    np.testing.assert_allclose(np.asarray(jax.vmap(costs.balanced)(jnp.asarray(priors))),
+                               np.asarray(costs.balanced(priors)), rtol=1e-6)
+    u = np.random.default_rng(7).normal(0, 3, (4, 2, 2))
+    np.testing.assert_allclose(np.asarray(jax.vmap(costs.rescale_unit)(jnp.asarray(u))),
+                               np.asarray(costs.rescale_unit(u)), rtol=1e-6)
+    xy = np.array([[0.3, -0.6], [-0.4, 0.5]])
+    mats = np.asarray(costs.utility_from_xy(xy[:, 0], xy[:, 1]))
+    xr, yr = jax.jit(costs.xy_from_utility)(jnp.asarray(mats))
+    np.testing.assert_allclose(np.stack([np.asarray(xr), np.asarray(yr)], 1), xy, atol=1e-6)

@@ -109,6 +109,16 @@ def test_bad_costs_for_counts(bad_costs):
         metrics.utility_yield(COUNTS, bad_costs)
 
 
+def test_batch_axes_of_counts_and_costs_must_broadcast():
+    counts = np.stack([COUNTS] * 3)
+    with pytest.raises(InputError, match="`counts`.*`costs`"):
+        metrics.expected_cost(counts, np.stack([C01] * 4))
+    with pytest.raises(InputError, match="`counts`.*`utilities`"):
+        metrics.utility_yield(counts, np.stack([C01] * 2))
+    # (3, 1, K, D) counts with (4, K, D) costs broadcast to (3, 4).
+    assert metrics.expected_cost(counts[:, None], np.stack([C01] * 4)).shape == (3, 4)
+
+
 def test_bad_costs_for_scores():
     with pytest.raises(InputError, match="`costs`"):
         bayes_decisions(LOG_POST, np.ones((3, 3)))              # K rows differ from the scores
