@@ -16,10 +16,12 @@ for ``P = 10^8``, so the engine
   host memory.
 
 Point indices are ``int32``: a sweep has at most ``2^31 - 1`` points.
-Results do not depend on the chunk size or the number of devices: a chunk is
-a contiguous range of point indices and every reduction is exact for
-integers and order-free for min/max (float sums are compensated, so they may
-differ in the last bits).
+``chunk_size`` counts points per device, so every device compiles and runs
+the same program on the same shape whatever the number of devices, and the
+per-point values, winners, counts and flips are identical on 1 or ``n``
+devices.  A different chunk size may change XLA's vectorization, and with it
+the last bit of a float; integer reductions and min/max are order-free, and
+the float sums behind the means are compensated.
 
 Multi-host: after ``jax.distributed.initialize()`` :func:`jax.devices`
 returns the devices of every process and the same code runs unchanged; the
@@ -82,19 +84,21 @@ def make_mesh(devices) -> Mesh:
 
 
 def plan_chunks(num_points: int, chunk_size, num_devices: int) -> tuple[int, int]:
-    """``(chunk, num_chunks)``: the chunk size actually used and how many chunks.
+    """``(chunk, num_chunks)``: points per step (all devices together) and the number of steps.
 
-    The chunk is at most ``chunk_size`` (but no longer than the sweep),
-    rounded up to a multiple of the number of devices so every device gets an
-    equal slice.
+    ``chunk_size`` is the number of points *per device* per step, which
+    bounds each device's memory; a sweep smaller than one step shrinks it to
+    ``ceil(P / num_devices)``.  Every device then runs the same program on
+    the same shape, so the per-point results do not depend on the number of
+    devices.
     """
     chunk_size = v.as_positive_int(chunk_size, "chunk_size")
     if num_points < 1:
         raise v.InputError("the sweep has no points: every swept grid must be non-empty")
     if num_points > MAX_POINTS:
         raise v.InputError(f"a sweep has at most {MAX_POINTS} points (int32 indices), got {num_points}")
-    chunk = min(chunk_size, num_points)
-    chunk = num_devices * math.ceil(chunk / num_devices)
+    local = min(chunk_size, math.ceil(num_points / num_devices))
+    chunk = local * num_devices
     return chunk, math.ceil(num_points / chunk)
 
 
@@ -159,7 +163,8 @@ def map_reduce(local_fn, reduce_fn, init, num_points: int, *, args: Any = (), ch
       init: the initial accumulator pytree.
       num_points: ``P``, the number of points.
       args: arrays every point needs (replicated on every device).
-      chunk_size: points per chunk (memory is bounded by this, not by ``P``).
+      chunk_size: points per device per step (each device's memory is
+        bounded by this, not by ``P``).
       devices: ``None`` (all visible devices), an int ``n`` (the first ``n``)
         or a sequence of devices.
       progress: show a progress bar over the chunks (needs ``tqdm``), or a

@@ -99,7 +99,7 @@ def tangent_kernel(fs, ts, slopes, utilities, priors):
     ``utilities`` ``(..., 2, 2)`` rows = true class; ``priors`` broadcasting
     to ``(..., S, 2)``.  Returns ``(yield (..., S), vertex (..., S))``.
     """
-    batch = jnp.broadcast_shapes(utilities.shape[:-2] + (1,), priors.shape[:-1])
+    batch = jnp.broadcast_shapes(utilities.shape[:-2] + (fs.shape[0],), priors.shape[:-1])
     u = jnp.broadcast_to(utilities[..., None, :, :], batch + (2, 2))
     p = jnp.broadcast_to(priors, batch + (2,))
     a = p[..., 1] * (u[..., 1, 1] - u[..., 1, 0])

@@ -138,17 +138,6 @@ def init_accumulator(num_systems: int, max_flips: int):
     }
 
 
-def _fill_combine(a, b):
-    """Monoid of "forward fill of the last strict sign, reset at row starts".
-
-    An element ``(s, c)`` maps a carried sign ``x`` to ``s if c else x``;
-    composing two elements keeps the later one when it is constant.
-    """
-    s1, c1 = a
-    s2, c2 = b
-    return jnp.where(c2, s2, s1), c1 | c2
-
-
 @dataclass(frozen=True)
 class StandardReduce:
     """Streamed reductions of per-point values ``(c, S)``: winners, ranges, pairwise order, flips."""
@@ -201,11 +190,17 @@ class StandardReduce:
         sign = jnp.sign(diff if self.higher_is_better else -diff).astype(jnp.int8)  # +1: a better than b
         sign = jnp.where(ok[:, None], sign, 0)
         row_start = jnp.broadcast_to((idx % self.row_len == 0)[:, None], sign.shape)
-        const = (sign != 0) | row_start
-        fs, fc = jax.lax.associative_scan(_fill_combine, (sign, const), axis=0)
-        filled = jnp.where(fc, fs, acc["last_sign"][None, :])
-        prev = jnp.concatenate([acc["last_sign"][None, :], filled[:-1]], 0)
+        # The previous strict sign on the same line: the last point before i that has a strict order or
+        # starts a line (cummax of positions; a line start with a tie carries 0, so no flip across lines).
+        marks = (sign != 0) | row_start
+        local = jnp.arange(sign.shape[0], dtype=jnp.int32)[:, None]
+        last = jax.lax.cummax(jnp.where(marks, local, -1), axis=0)
+        prev_pos = jnp.concatenate([jnp.full((1, sign.shape[1]), -1, jnp.int32), last[:-1]], 0)
+        carry = acc["last_sign"][None, :]
+        prev = jnp.where(prev_pos >= 0, jnp.take_along_axis(sign, jnp.maximum(prev_pos, 0), 0), carry)
         flip = (sign != 0) & (prev != 0) & (sign != prev) & ~row_start
+        end = last[-1:]
+        new_last = jnp.where(end >= 0, jnp.take_along_axis(sign, jnp.maximum(end, 0), 0), carry)[0]
         rank = acc["flip_count"][None, :] + jnp.cumsum(flip, 0, dtype=jnp.int32) - 1
         slot = jnp.where(flip & (rank < self.max_flips), rank, self.max_flips)
 
@@ -215,7 +210,7 @@ class StandardReduce:
         return {
             "flip_idx": jax.vmap(record, in_axes=(0, 1))(acc["flip_idx"], slot),
             "flip_count": acc["flip_count"] + flip.sum(0, dtype=jnp.int32),
-            "last_sign": filled[-1],
+            "last_sign": new_last,
         }
 
 
