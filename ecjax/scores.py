@@ -553,7 +553,8 @@ def specificity_at_sensitivity(labels, scores, sensitivity, *, score_type="log_p
     """SP@SE: the specificity at the highest threshold that reaches ``sensitivity``.
 
     Seed 002 §4.6: the threshold is chosen on these data so that ``R_22 >=
-    sensitivity`` with the largest ``R_11``.  The seed explains why this is a
+    sensitivity`` with the largest ``R_11`` (among thresholds with that
+    ``R_11``, the largest ``R_22``).  The seed explains why this is a
     poor metric (implicit, system-dependent costs); see
     :func:`nec_for_target_sensitivity` for its recommended replacement.
 

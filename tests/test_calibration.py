@@ -1,0 +1,311 @@
+"""Calibrators, protocols and calibration loss (seed 002 §4.2-4.3).
+
+References, never ecjax itself: psrcal (AffineCalLogLoss / AffineCalBrier /
+HistogramBinningCal trained in float64, LogLoss, CalLossLogLoss), scipy.optimize
+minimizing the same objectives written here in float64 numpy, scikit-learn's
+LogisticRegression (prior-weighted logistic regression), and closed-form
+optimality conditions.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize
+from scipy.special import log_softmax, logsumexp
+from sklearn.linear_model import LogisticRegression
+
+import jax
+import jax.numpy as jnp
+
+from ecjax import InputError
+from ecjax import calibration as C
+from psrcal import losses as psr_losses
+from psrcal.calibration import AffineCalBrier, AffineCalLogLoss, HistogramBinningCal
+
+from conftest import load_dataset
+
+
+def _lp64(scores, score_type):
+    s = np.asarray(scores, np.float64)
+    return log_softmax(s, 1) if score_type == "logits" else s - logsumexp(s, 1, keepdims=True)
+
+
+def _psrcal_train(cls, lp, labels, **kw):
+    model = cls(torch.tensor(lp), torch.tensor(labels.astype(np.int64)), **kw)
+    model.train()
+    with torch.no_grad():
+        return float(model.loss()), model.calibrate(torch.tensor(lp)).numpy()
+
+
+def _xe64(lp, labels, priors=None):
+    return float(psr_losses.LogLoss(torch.tensor(np.asarray(lp, np.float64)), torch.tensor(labels.astype(np.int64)),
+                                    norm=False, priors=None if priors is None else torch.tensor(priors)))
+
+
+def _subset(name, n):
+    labels, scores, st = load_dataset(name)
+    return labels[:n].astype(np.int64), scores[:n], st
+
+
+# ----------------------------------------------------- affine family vs psrcal
+
+@pytest.mark.parametrize("name", ["cifar10_resnet-20", "sst2_gpt2", "sst2_gpt2_4shot", "pneumoniamnist_resnet50"])
+def test_affine_and_temperature_reach_psrcal_training_loss(name):
+    labels, scores, st = load_dataset(name)
+    labels = labels.astype(np.int64)
+    lp = _lp64(scores, st)
+    for method, bias in (("affine", True), ("temperature", False)):
+        ref_loss, _ = _psrcal_train(AffineCalLogLoss, lp, labels, bias=bias)
+        cal = C.fit(scores, labels, method=method, score_type=st)
+        ours = _xe64(cal.apply(scores, score_type=st), labels)  # re-evaluated in float64 by psrcal
+        assert ours <= ref_loss * (1 + 1e-4), f"{name} {method}: {ours} vs psrcal {ref_loss}"
+        assert bool(cal.converged) and 0 < int(cal.num_iterations) < 200
+        assert float(cal.grad_norm) < 1e-5
+
+
+def test_affine_with_deployment_priors_and_brier_match_psrcal():
+    labels, scores, st = _subset("cifar10_resnet-20", 3000)
+    lp = _lp64(scores, st)
+    priors = np.linspace(1, 3, 10)
+    priors /= priors.sum()
+    ref_loss, _ = _psrcal_train(AffineCalLogLoss, lp, labels, priors=priors)
+    cal = C.fit(scores, labels, method="affine", priors=priors, score_type=st)
+    assert _xe64(cal.apply(scores, score_type=st), labels, priors) <= ref_loss * (1 + 1e-4)
+    ref_brier, _ = _psrcal_train(AffineCalBrier, lp, labels)
+    cal_b = C.fit(scores, labels, method="affine", loss="brier", score_type=st)
+    ours = float(psr_losses.Brier(torch.tensor(np.asarray(cal_b.apply(scores, score_type=st), np.float64)),
+                                  torch.tensor(labels), norm=False))
+    assert ours <= ref_brier * (1 + 1e-4)
+
+
+# --------------------------------------------- other methods vs scipy (float64)
+
+def _scipy_fit(lp, labels, transform, x0, penalty=lambda x: 0.0):
+    n = len(labels)
+
+    def objective(x):
+        z = transform(x, lp)
+        return -np.mean(log_softmax(z, 1)[np.arange(n), labels]) + penalty(x)
+
+    return minimize(objective, x0, method="L-BFGS-B", options={"maxiter": 5000, "gtol": 1e-10, "ftol": 1e-14}).fun
+
+
+def test_vector_matrix_and_bias_scaling_reach_scipy_optimum():
+    labels, scores, st = _subset("cifar10_resnet-20", 2000)
+    lp = _lp64(scores, st)
+    k = lp.shape[1]
+    l2 = 1e-3
+    refs = {
+        "bias": _scipy_fit(lp, labels, lambda x, s: s + x, np.zeros(k)),
+        "vector": _scipy_fit(lp, labels, lambda x, s: s * x[:k] + x[k:], np.r_[np.ones(k), np.zeros(k)]),
+        "matrix": _scipy_fit(lp, labels, lambda x, s: s @ x[: k * k].reshape(k, k).T + x[k * k:],
+                             np.r_[np.eye(k).ravel(), np.zeros(k)],
+                             penalty=lambda x: l2 * np.sum((x[: k * k].reshape(k, k) - np.eye(k)) ** 2)),
+    }
+    for method, ref in refs.items():
+        cal = C.fit(scores, labels, method=method, score_type=st, l2=l2)
+        out = np.asarray(cal.apply(scores, score_type=st), np.float64)
+        value = -np.mean(out[np.arange(len(labels)), labels])
+        if method == "matrix":
+            w = np.asarray(cal.params["weight"], np.float64)
+            value += l2 * np.sum((w - np.eye(k)) ** 2)
+        assert value <= ref * (1 + 1e-4) + 1e-7, f"{method}: {value} vs scipy {ref}"
+    # Bias-only optimality (closed form): the mean calibrated posterior equals the class frequencies.
+    cal = C.fit(scores, labels, method="bias", score_type=st, tol=1e-7, max_iter=500)
+    mean_post = np.exp(np.asarray(cal.apply(scores, score_type=st), np.float64)).mean(0)
+    np.testing.assert_allclose(mean_post, np.bincount(labels, minlength=k) / len(labels), atol=2e-5)
+
+
+def test_llr_calibration_is_prior_weighted_logistic_regression():
+    rng = np.random.default_rng(0)
+    n1, n0 = 400, 1600
+    labels = np.r_[np.ones(n1, int), np.zeros(n0, int)]
+    raw = np.r_[rng.normal(2.0, 1.5, n1), rng.normal(-1.0, 1.5, n0)]  # miscalibrated LLRs
+    for priors in (None, np.array([0.5, 0.5]), np.array([0.95, 0.05])):
+        p = np.array([n0, n1]) / (n0 + n1) if priors is None else priors
+        sw = (p / np.array([n0, n1]))[labels]
+        lr = LogisticRegression(penalty=None, tol=1e-10, max_iter=10_000).fit(raw[:, None], labels, sample_weight=sw)
+        cal = C.fit(raw, labels, method="llr", score_type="llr", priors=priors, tol=1e-7)
+        a, b = float(cal.params["scale"]), float(cal.params["bias"])
+        np.testing.assert_allclose(a, lr.coef_[0, 0], rtol=1e-3)
+        np.testing.assert_allclose(b, lr.intercept_[0] - np.log(p[1] / p[0]), atol=2e-3)
+        np.testing.assert_allclose(np.asarray(cal.apply(raw, score_type="llr")), a * raw + b, rtol=1e-5, atol=1e-5)
+
+
+def test_histogram_binning_matches_psrcal():
+    labels, scores, st = load_dataset("sst2_gpt2")
+    labels = labels.astype(np.int64)
+    lp = _lp64(scores, st)
+    ref = HistogramBinningCal(torch.tensor(lp), torch.tensor(labels), M=15)
+    ref.train()
+    cal = C.fit(scores, labels, method="histogram", num_bins=15, score_type=st)
+    freqs = np.asarray(cal.params["frequencies"])
+    for m, f in enumerate(ref.cal_transform):
+        n_in_bin = np.sum((ref.lows[m] < np.exp(lp[:, 1])) & (np.exp(lp[:, 1]) <= ref.highs[m]))
+        if n_in_bin:
+            np.testing.assert_allclose(freqs[m], float(f), atol=1e-6)
+        else:  # documented fallback: the class-1 prior (psrcal uses 0)
+            np.testing.assert_allclose(freqs[m], labels.mean(), atol=1e-6)
+    with np.errstate(divide="ignore"):
+        ref_out = ref.calibrate(torch.tensor(lp)).numpy()
+    ours = np.asarray(cal.apply(scores, score_type=st))
+    np.testing.assert_allclose(np.exp(ours), np.exp(ref_out), atol=1e-6)
+
+
+def test_histogram_equal_mass_bins_hold_equal_counts():
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0.01, 0.99, 1500)
+    labels = (rng.uniform(size=1500) < p).astype(int)
+    lp = np.log(np.stack([1 - p, p], 1))
+    cal = C.fit(lp, labels, method="histogram", num_bins=10, binning="equal_mass")
+    upper = np.asarray(cal.params["upper_edges"], np.float64)
+    idx = np.searchsorted(upper, p.astype(np.float32), side="left")
+    assert np.all(np.bincount(idx, minlength=10) == 150)
+    for m in range(10):
+        np.testing.assert_allclose(float(cal.params["frequencies"][m]), labels[idx == m].mean(), atol=1e-6)
+
+
+# ----------------------------------------------------------------- protocols
+
+def test_stratified_folds_are_balanced_and_keyed():
+    labels = np.repeat(np.arange(4), [50, 23, 7, 120])
+    folds = C.stratified_folds(jax.random.key(3), labels, 5)
+    for c in range(4):
+        per_fold = np.bincount(folds[labels == c], minlength=5)
+        assert per_fold.max() - per_fold.min() <= 1
+    sizes = np.bincount(folds, minlength=5)
+    assert sizes.max() - sizes.min() <= 1
+    np.testing.assert_array_equal(folds, C.stratified_folds(jax.random.key(3), labels, 5))
+    assert np.any(folds != C.stratified_folds(jax.random.key(4), labels, 5))
+
+
+def test_cross_validation_applies_each_fold_calibrator_only_to_its_held_out_part():
+    labels, scores, st = _subset("cifar10_resnet-20", 2500)
+    lp = _lp64(scores, st)
+    res = C.calibrate_cross_validated(scores, labels, key=jax.random.key(0), num_folds=5, score_type=st)
+    assert res.protocol == "cross_validation" and not res.optimistic
+    folds = np.asarray(res.folds)
+    out = np.asarray(res.scores, np.float64)
+    for f in range(5):
+        train, test = folds != f, folds == f
+        # psrcal trained on exactly this fold's training part, applied to its held-out part.
+        model = AffineCalLogLoss(torch.tensor(lp[train]), torch.tensor(labels[train]))
+        model.train()
+        with torch.no_grad():
+            ref = model.calibrate(torch.tensor(lp[test])).numpy()
+        ref = ref - logsumexp(ref, 1, keepdims=True)
+        np.testing.assert_allclose(np.exp(out[test]), np.exp(ref), atol=2e-3)
+        # The same as applying this fold's calibrator by hand.
+        cal_f = jax.tree_util.tree_map(lambda x: x[f], res.calibrator)
+        np.testing.assert_allclose(out[test], np.asarray(cal_f.apply(scores[test], score_type=st)), atol=1e-5)
+    assert np.all(np.asarray(res.calibrator.converged))
+
+
+def test_protocol_labels_and_held_out():
+    labels, scores, st = _subset("sst2_gpt2", 1821)
+    tot = C.calibrate_train_on_test(scores, labels, score_type=st)
+    assert tot.optimistic and tot.protocol == "train_on_test"
+    ho = C.calibrate_held_out(scores[:900], labels[:900], scores[900:], score_type=st)
+    assert not ho.optimistic and ho.protocol == "held_out" and ho.scores.shape == (921, 2)
+    # Held-out calibration is fitted without the test labels: it equals the calibrator fitted on the first part.
+    cal = C.fit(scores[:900], labels[:900], score_type=st)
+    np.testing.assert_allclose(np.asarray(ho.scores), np.asarray(cal.apply(scores[900:])), atol=1e-6)
+    # Train-on-test is optimistic: its XE on the test data is at most that of cross-validation.
+    cv = C.calibrate_cross_validated(scores, labels, key=jax.random.key(1), score_type=st)
+    assert _xe64(tot.scores, labels) <= _xe64(cv.scores, labels) + 1e-6
+
+
+def test_missing_class_in_a_training_fold_is_a_clear_error():
+    rng = np.random.default_rng(2)
+    labels = np.r_[np.zeros(40, int), np.ones(40, int), [2]]  # class 2 has a single sample
+    lp = log_softmax(rng.normal(size=(81, 3)), 1)
+    with pytest.raises(InputError, match="class 2 has no samples"):
+        C.calibrate_cross_validated(lp, labels, key=jax.random.key(0))
+    with pytest.raises(InputError, match="class 2 has no samples"):
+        C.fit(lp[:80], labels[:80])  # K = 3 from the scores, class 2 absent
+
+
+# ----------------------------------------------------------- calibration loss
+
+def test_calibration_loss_matches_psrcal_and_closed_forms():
+    labels, scores, st = load_dataset("sst2_gpt2")
+    labels = labels.astype(np.int64)
+    lp = _lp64(scores, st)
+    cal = np.asarray(C.calibrate_cross_validated(scores, labels, key=jax.random.key(0), score_type=st).scores,
+                     np.float64)
+    ref_rel = float(psr_losses.CalLossLogLoss(torch.tensor(lp), torch.tensor(cal), torch.tensor(labels)))
+    np.testing.assert_allclose(float(C.calibration_loss(lp, cal, labels)), ref_rel, rtol=1e-5)
+    ref_abs = _xe64(lp, labels) - _xe64(cal, labels)
+    np.testing.assert_allclose(float(C.calibration_loss(lp, cal, labels, relative=False)), ref_abs, rtol=1e-4)
+    ref_br = float(psr_losses.CalLossBrier(torch.tensor(lp), torch.tensor(cal), torch.tensor(labels)))
+    np.testing.assert_allclose(float(C.calibration_loss(lp, cal, labels, metric="brier")), ref_br, rtol=1e-5)
+    costs = np.array([[0.0, 1.0], [5.0, 0.0]])
+
+    def bayes_ec(x):  # independent numpy EC of Bayes decisions
+        d = np.argmin(np.exp(x) @ costs, 1)
+        return np.mean(costs[labels, d])
+
+    ref_ec = 100 * (bayes_ec(lp) - bayes_ec(cal)) / bayes_ec(lp)
+    np.testing.assert_allclose(float(C.calibration_loss(lp, cal, labels, metric="bayes_ec", costs=costs)), ref_ec,
+                               rtol=1e-5)
+
+
+def test_diagnose_reports_raw_calibrated_and_losses():
+    labels, scores, st = load_dataset("sst2_gpt2")
+    labels = labels.astype(np.int64)
+    d = C.diagnose(scores, labels, key=jax.random.key(0), score_type=st)
+    raw, cal = _xe64(_lp64(scores, st), labels), _xe64(d.calibrated_scores, labels)
+    np.testing.assert_allclose([float(d.raw), float(d.calibrated)], [raw, cal], rtol=1e-5)
+    np.testing.assert_allclose(float(d.absolute_loss), raw - cal, rtol=1e-4)
+    np.testing.assert_allclose(float(d.relative_loss), 100 * (raw - cal) / raw, rtol=1e-4)
+    assert d.protocol == "cross_validation" and d.metric == "xe"
+    assert float(d.relative_loss) > 30  # GPT-2 zero-shot is badly calibrated (shared/data README)
+
+
+def test_calibrator_is_a_pytree_usable_under_jit():
+    labels, scores, st = _subset("sst2_gpt2", 600)
+    cal = C.fit(scores, labels, score_type=st)
+    leaves, tree = jax.tree_util.tree_flatten(cal)
+    again = jax.tree_util.tree_unflatten(tree, leaves)
+    assert again.method == "affine"
+    lp = jnp.asarray(_lp64(scores, st), jnp.float32)
+    jitted = jax.jit(lambda c, s: c.apply(s))(cal, lp)
+    np.testing.assert_allclose(np.asarray(jitted), np.asarray(cal.apply(lp)), atol=1e-6)
+
+
+# ----------------------------------------------------------------- bad input
+
+def test_bad_inputs_raise_input_error():
+    rng = np.random.default_rng(5)
+    lp = log_softmax(rng.normal(size=(60, 3)), 1)
+    labels = np.arange(60) % 3
+    with pytest.raises(InputError, match="method"):
+        C.fit(lp, labels, method="isotonic")
+    with pytest.raises(InputError, match="loss"):
+        C.fit(lp, labels, loss="hinge")
+    with pytest.raises(InputError, match="NaN"):
+        C.fit(np.where(np.eye(60, 3) > 0, np.nan, lp), labels)
+    with pytest.raises(InputError, match="inf"):
+        C.fit(np.where(np.eye(60, 3) > 0, np.inf, lp), labels)
+    with pytest.raises(InputError, match="logits"):
+        C.fit(lp + 2.0, labels)  # not normalized
+    with pytest.raises(InputError, match="labels"):
+        C.fit(lp, labels + 1)  # label 3 out of range
+    with pytest.raises(InputError, match="no samples"):
+        C.fit(lp, np.zeros(60, int))  # single-class label set
+    with pytest.raises(InputError, match="same number"):
+        C.fit(lp, labels[:50])
+    with pytest.raises(InputError, match="binary"):
+        C.fit(lp, labels, method="histogram")
+    with pytest.raises(InputError, match="method='llr'"):
+        C.fit(lp[:, 0], labels % 2, score_type="llr", method="affine")
+    with pytest.raises(InputError, match="key"):
+        C.diagnose(lp, labels)
+    with pytest.raises(InputError, match="metric"):
+        C.calibration_loss(lp, lp, labels, metric="ece")
+    with pytest.raises(InputError, match="costs"):
+        C.calibration_loss(lp, lp, labels, metric="bayes_ec")
+    with pytest.raises(InputError, match="num_folds"):
+        C.calibrate_cross_validated(lp, labels, key=jax.random.key(0), num_folds=1)
