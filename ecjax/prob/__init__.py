@@ -1,0 +1,65 @@
+"""Uncertain costs and finite test sets: NumPyro models for ranking classifiers.
+
+* :mod:`~ecjax.prob.utility_priors`: priors over utility/cost matrices as
+  NumPyro models (intervals, truncated normal, binary cost ratios, seed
+  004's two distributions over the normalized binary space, any user model).
+* :mod:`~ecjax.prob.expected_utility`: the expected utility matrix (seed 004
+  eqs. 18-19) and the decisions it implies.
+* :mod:`~ecjax.prob.rates`: Dirichlet-multinomial posterior of confusion
+  rates (conjugate sampler, and the same model for NUTS); deployment priors.
+* :mod:`~ecjax.prob.paired`: Dirichlet over joint outcome cells (Bayesian
+  bootstrap), clustered two-level resampling.
+* :mod:`~ecjax.prob.hierarchical`: several test sets pooled by a
+  hierarchical model fitted with NUTS.
+* :func:`compare`: which classifier, and how sure are we.
+"""
+
+from ecjax.prob.compare import compare, compare_counts, evaluate_draws
+from ecjax.prob.expected_utility import (
+    ExpectedUtility,
+    expected_utility_bayes_decisions,
+    expected_utility_decision,
+    expected_utility_matrix,
+)
+from ecjax.prob.hierarchical import HierarchicalComparison, compare_test_sets, hierarchical_model
+from ecjax.prob.paired import (
+    ClusteredOutcomeTable,
+    clustered_outcome_table,
+    sample_clustered_confusions,
+    sample_joint_confusions,
+)
+from ecjax.prob.ranking import Comparison, Doubt, hdi
+from ecjax.prob.rates import (
+    PriorDistribution,
+    dirichlet_priors,
+    interval_priors,
+    rates_model,
+    sample_class_priors,
+    sample_rates,
+    sample_rates_nuts,
+)
+from ecjax.prob.utility_priors import (
+    UtilityPrior,
+    cost_ratio,
+    cost_ratio_model,
+    from_model,
+    interval_model,
+    intervals,
+    seed004_gaussian,
+    seed004_gaussian_model,
+    seed004_uniform,
+    seed004_uniform_model,
+    truncated_normal,
+    truncated_normal_model,
+)
+
+__all__ = [
+    "ClusteredOutcomeTable", "Comparison", "Doubt", "ExpectedUtility", "HierarchicalComparison",
+    "PriorDistribution", "UtilityPrior", "clustered_outcome_table", "compare", "compare_counts",
+    "compare_test_sets", "cost_ratio", "cost_ratio_model", "dirichlet_priors", "evaluate_draws",
+    "expected_utility_bayes_decisions", "expected_utility_decision", "expected_utility_matrix", "from_model", "hdi",
+    "hierarchical_model", "interval_model", "interval_priors", "intervals", "rates_model", "sample_class_priors",
+    "sample_clustered_confusions", "sample_joint_confusions", "sample_rates", "sample_rates_nuts",
+    "seed004_gaussian", "seed004_gaussian_model", "seed004_uniform", "seed004_uniform_model", "truncated_normal",
+    "truncated_normal_model",
+]

@@ -1,0 +1,232 @@
+"""Several test sets (cross-validation folds, benchmark datasets): a hierarchical model fitted with NUTS.
+
+Each system ``m`` has population-level rates ``mu_m,i`` (per true class
+``i``, a point of the decision simplex) and a dispersion ``kappa_m``; the
+rates of test set ``t`` scatter around them, and the counts follow:
+
+    mu_m,i            ~ Dirichlet(alpha, ..., alpha)
+    kappa_m           ~ LogNormal(log 100, 1.5)
+    R_t,m,i | mu, kappa ~ Dirichlet(kappa_m mu_m,i)
+    K_t,m,i | R       ~ Multinomial(n_t,i, R_t,m,i)
+
+The set-level rates are integrated out analytically (the
+Dirichlet-multinomial likelihood), which leaves NUTS ``M K (D - 1) + M``
+unconstrained parameters.  Small ``kappa`` means the sets disagree (each
+set's rates say little about the population); large ``kappa`` pools the
+sets into one.  The prior on ``kappa`` puts 95 % of its mass between about
+5 and 1900 (between-set standard deviation of a 0.9 accuracy from 0.12 down
+to 0.007).  The ranking is that of the population-level yields
+``sum_ij U_ij P_i mu_m,ij``.
+
+This is the one place where the posterior has no closed form, and where
+NUTS earns its place; convergence is reported through ArviZ (R-hat, ESS).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+from numpyro.infer import MCMC, NUTS
+
+from ecjax import _validate as v
+from ecjax.confusion import confusion_counts
+from ecjax.prob import ranking
+from ecjax.prob.compare import evaluate_draws
+from ecjax.prob.rates import PriorDistribution, as_class_priors, as_counts, check_concentration
+from ecjax.prob.utility_priors import UtilityPrior
+
+DISPERSION_LOC = math.log(100.0)
+DISPERSION_SCALE = 1.5
+
+
+def hierarchical_model(counts, concentration=1.0, dispersion=None, dispersion_loc=DISPERSION_LOC,
+                       dispersion_scale=DISPERSION_SCALE):
+    """NumPyro model of ``(T, M, K, D)`` counts of ``M`` systems on ``T`` test sets.
+
+    Sites: ``population_rates`` ``(M, K, D)``, ``dispersion`` ``(M,)``
+    (omitted when ``dispersion`` is given as a fixed value), and the
+    observed ``counts``.  ``concentration`` must be > 0 (a proper prior for
+    NUTS); 1 is uniform on each simplex.
+    """
+    counts = jnp.asarray(counts)
+    _, m, k, d = counts.shape
+    mu = numpyro.sample("population_rates",
+                        dist.Dirichlet(jnp.full((m, k, d), concentration, jnp.result_type(float))).to_event(2))
+    if dispersion is None:
+        kappa = numpyro.sample("dispersion", dist.LogNormal(dispersion_loc, dispersion_scale).expand([m]).to_event(1))
+    else:
+        kappa = jnp.broadcast_to(jnp.asarray(dispersion, jnp.result_type(float)), (m,))
+    numpyro.sample(
+        "counts",
+        dist.DirichletMultinomial(kappa[:, None, None] * mu, total_count=counts.sum(-1)).to_event(3),
+        obs=counts,
+    )
+
+
+def counts_from_sets(labels, decisions, *, num_classes: int, num_decisions: int | None = None):
+    """``(T, M, K, D)`` counts from per-set labels ``[(N_t,)]`` and decisions ``[(M, N_t)]``."""
+    if len(labels) != len(decisions) or not len(labels):
+        raise v.InputError("`labels` and `decisions` must be non-empty lists with one entry per test set")
+    d = num_classes if num_decisions is None else num_decisions
+    out = []
+    for t, (lab, dec) in enumerate(zip(labels, decisions)):
+        lab = v.as_index_array(lab, f"labels[{t}]", upper=num_classes)
+        dec = v.as_index_array(dec, f"decisions[{t}]", upper=d, min_ndim=2)
+        v.check_same_length(f"labels[{t}]", lab, f"decisions[{t}]", dec)
+        out.append(confusion_counts(lab, dec, num_classes=num_classes, num_decisions=d))
+    shapes = {o.shape for o in out}
+    if len(shapes) != 1:
+        raise v.InputError(f"every test set needs the same systems: got confusion shapes {sorted(shapes)}")
+    return jnp.stack(out)
+
+
+@dataclass(frozen=True)
+class HierarchicalComparison:
+    """Population-level ranking from several test sets.
+
+    Attributes:
+      comparison: a :class:`~ecjax.prob.Comparison` of the population-level yields.
+      inference_data: ``arviz.InferenceData`` of the NUTS run (posterior and sample stats).
+      diagnostics: ``arviz.summary`` of ``population_rates`` and ``dispersion`` (R-hat, ESS).
+      max_rhat, min_ess_bulk: the worst R-hat and bulk ESS over all parameters.
+      num_divergences: divergent transitions after warm-up.
+      samples: the NUTS draws, flattened over chains.
+    """
+
+    comparison: ranking.Comparison
+    inference_data: object
+    diagnostics: object
+    max_rhat: float
+    min_ess_bulk: float
+    num_divergences: int
+    samples: dict
+
+    def __repr__(self):
+        return (f"HierarchicalComparison(max_rhat={self.max_rhat:.4f}, min_ess_bulk={self.min_ess_bulk:.0f}, "
+                f"divergences={self.num_divergences})\n{self.comparison.summary()}")
+
+
+def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=None, num_warmup: int = 500,
+                      num_samples: int = 1000, num_chains: int = 2, concentration: float = 1.0, dispersion=None,
+                      rope=None, hdi_prob: float = 0.9, systems=None, decompose: bool = True):
+    """Rank ``M`` systems evaluated on ``T`` test sets by their population-level yields.
+
+    Args:
+      counts: ``(T, M, K, D)`` confusion counts (see :func:`counts_from_sets`).
+      utilities / costs: a ``(K, D)`` matrix or a utility prior (as in :func:`~ecjax.prob.compare`).
+      priors: ``None`` (the pooled class frequencies of all sets), a fixed
+        ``(K,)`` vector or a :class:`~ecjax.prob.PriorDistribution`.
+      key: ``jax.random`` key (required).
+      num_warmup, num_samples, num_chains: NUTS settings; chains run
+        sequentially (one CPU device is enough).
+      concentration: Dirichlet prior on the population rates (> 0).
+      dispersion: fix ``kappa`` (e.g. a huge value pools the sets into one)
+        instead of learning it.
+      rope, hdi_prob, systems, decompose: as in :func:`~ecjax.prob.compare`.
+
+    Returns:
+      :class:`HierarchicalComparison`.
+    """
+    import arviz as az
+
+    from ecjax.prob.compare import _resolve_utilities
+
+    if key is None:
+        raise v.InputError("`key` is required: pass a jax.random key, e.g. jax.random.key(0)")
+    counts = as_counts(counts)
+    if counts.ndim != 4:
+        raise v.InputError(f"`counts` must be (T, M, K, D), got shape {tuple(counts.shape)}")
+    t, m, k, d = counts.shape
+    if np.any(np.asarray(counts).sum(-1) == 0):
+        raise v.InputError("every test set needs samples of every class for every system (a row of `counts` is 0)")
+    alpha = check_concentration(concentration, allow_zero=False)
+    if dispersion is not None:
+        dispersion = float(dispersion)
+        if not np.isfinite(dispersion) or dispersion <= 0:
+            raise v.InputError(f"`dispersion` must be a positive finite number, got {dispersion!r}")
+    num_warmup = v.as_positive_int(num_warmup, "num_warmup")
+    num_samples = v.as_positive_int(num_samples, "num_samples")
+    num_chains = v.as_positive_int(num_chains, "num_chains")
+    s = num_samples * num_chains
+    hdi_prob = ranking.check_hdi_prob(hdi_prob, s)
+    if rope is not None:
+        rope = float(rope)
+        if not np.isfinite(rope) or rope < 0:
+            raise v.InputError(f"`rope` must be a finite number >= 0, got {rope!r}")
+    prior = _resolve_utilities(utilities, costs)
+    shape = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
+    if shape != (k, d):
+        raise v.InputError(f"the utility matrix has shape {shape}, the counts have (K, D) = {(k, d)}")
+    class_priors = as_class_priors(priors, k)
+    if systems is None:
+        systems = tuple(f"system {j}" for j in range(m))
+    else:
+        systems = tuple(str(x) for x in systems)
+        if len(systems) != m:
+            raise v.InputError(f"`systems` names {len(systems)} systems, but counts have {m}")
+
+    key_mcmc, key_u, key_p, key_rank, key_d = jax.random.split(key, 5)
+    mcmc = MCMC(NUTS(hierarchical_model), num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                chain_method="sequential", progress_bar=False)
+    mcmc.run(key_mcmc, counts, alpha, dispersion)
+    samples = mcmc.get_samples()
+    idata = az.from_numpyro(mcmc)
+    var_names = ["population_rates"] + (["dispersion"] if dispersion is None else [])
+    diagnostics = az.summary(idata, var_names=var_names, kind="diagnostics")
+    divergences = int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum())
+
+    f = jnp.result_type(float)
+    mu = jnp.asarray(samples["population_rates"], f)  # (S, M, K, D)
+    if isinstance(prior, UtilityPrior):
+        u = prior.sample(key_u, s)
+        u_hat = prior.mean if prior.mean is not None else u.mean(0)
+    else:
+        u = jnp.broadcast_to(prior, (s, k, d)).astype(f)
+        u_hat = prior
+    pooled = np.asarray(counts).sum((0, 1, 3))
+    pooled = pooled / pooled.sum()
+    if class_priors is None:
+        p = jnp.broadcast_to(jnp.asarray(pooled, f), (s, k))
+        p_mean = p
+    elif isinstance(class_priors, PriorDistribution):
+        p = class_priors.sample(key_p, s)
+        p_mean = jnp.broadcast_to(class_priors.mean, (s, k)).astype(f)
+    else:
+        p = jnp.broadcast_to(class_priors, (s, k)).astype(f)
+        p_mean = p
+    yields, ec, nec = evaluate_draws(u, mu, p)
+    summary = ranking.summarize(key_rank, yields, rope=rope)
+    expected_yield = np.asarray(yields.mean(0))
+    rec = int(np.argmax(expected_yield))
+    doubt = None
+    if decompose:
+        k1, k2 = jax.random.split(key_d)
+        mu_point = jnp.broadcast_to(mu.mean(0), mu.shape)
+        y_costs, _, _ = evaluate_draws(u, mu_point, p)
+        y_rates, _, _ = evaluate_draws(jnp.broadcast_to(u_hat, u.shape).astype(f), mu, p_mean)
+        doubt = ranking.Doubt(np.asarray(summary["p_best"]), np.asarray(ranking.summarize(k1, y_costs)["p_best"]),
+                              np.asarray(ranking.summarize(k2, y_rates)["p_best"]), rec)
+    comparison = ranking.Comparison(
+        systems=systems, yields=yields, expected_costs=ec, normalized_expected_costs=nec,
+        expected_utility_matrix=jnp.asarray(u_hat), expected_yield=expected_yield,
+        p_best=np.asarray(summary["p_best"]), rank_probabilities=np.asarray(summary["rank_probabilities"]),
+        pairwise=np.asarray(summary["pairwise"]), rope=rope,
+        rope_probabilities=None if rope is None else np.asarray(summary["rope_probabilities"]),
+        recommendation=rec, recommendation_probability=float(summary["p_best"][rec]), hdi_prob=hdi_prob,
+        hdi=np.asarray(ranking.hdi(yields, hdi_prob)), doubt=doubt,
+        info={"model": "hierarchical (population-level rates, NUTS)", "num_sets": t, "num_draws": s,
+              "concentration": alpha, "dispersion": "learned" if dispersion is None else dispersion},
+    )
+    return HierarchicalComparison(
+        comparison=comparison, inference_data=idata, diagnostics=diagnostics,
+        max_rhat=float(np.nanmax(diagnostics["r_hat"].to_numpy())),
+        min_ess_bulk=float(np.nanmin(diagnostics["ess_bulk"].to_numpy())),
+        num_divergences=divergences, samples={name: np.asarray(x) for name, x in samples.items()},
+    )

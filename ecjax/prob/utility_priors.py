@@ -1,0 +1,544 @@
+"""Priors over utility (or cost) matrices, as NumPyro models.
+
+A utility prior is a plain NumPyro model with a site named ``"utility"``
+(or ``"cost"``, utilities being negated costs) of shape ``(K, D)``: rows are
+true classes, columns decisions (seed 004 writes them transposed).  The
+model functions below take their parameters as arguments, as NumPyro models
+do; the constructors (:func:`intervals`, :func:`truncated_normal`,
+:func:`cost_ratio`, :func:`seed004_uniform`, :func:`seed004_gaussian`,
+:func:`from_model`) bind the parameters, validate them, and wrap the model
+in a :class:`UtilityPrior` that also knows the closed-form expected
+utility matrix (seed 004 eq. 18) where one exists.
+
+Draws come from :class:`numpyro.infer.Predictive`.  Constraints (the
+hexagon of seed 004 Fig. 1, "a correct decision is never worth less than a
+wrong one") are written in the model as ``numpyro.factor`` sites, so the
+model's density is the constrained one; ``Predictive`` ignores factors, so
+:meth:`UtilityPrior.sample` applies the same constraint by rejection, and
+raises :class:`ecjax.InputError` when the constraints leave no support.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Callable
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+from numpyro.infer import Predictive
+
+from ecjax import _validate as v
+from ecjax.costs import utility_from_xy
+from ecjax.prob._sampling import rejection_sample
+
+SITES = ("utility", "cost")
+
+
+# ------------------------------------------------------------------ helpers
+
+def _as_utilities(value, site):
+    # "+ 0.0" turns the -0.0 of negated zero costs into 0.0.
+    return value if site == "utility" else -value + 0.0
+
+
+def correct_dominates(utilities):
+    """``(..., )`` bool: ``U_ii >= U_ij`` for every true class ``i`` and decision ``j``.
+
+    Decision ``i`` is the correct decision for class ``i`` (the first ``K``
+    columns); extra columns (abstention, other actions) are also never worth
+    more than the correct decision.
+    """
+    k = utilities.shape[-2]
+    diag = jnp.diagonal(utilities[..., :, :k], axis1=-2, axis2=-1)
+    return jnp.all(utilities <= diag[..., :, None], axis=(-2, -1))
+
+
+def _dominance_factor(utilities):
+    numpyro.factor("correct_dominates", jnp.where(correct_dominates(utilities), 0.0, -jnp.inf))
+
+
+def in_hexagon(x, y):
+    """The set of seed 004 Fig. 1: ``|x| <= 1``, ``|y| <= 1``, ``|x - y| <= 1``."""
+    return (jnp.abs(x) <= 1.0) & (jnp.abs(y) <= 1.0) & (jnp.abs(x - y) <= 1.0)
+
+
+# ------------------------------------------------------------------- models
+
+def interval_model(low, high, *, site="utility", dominance=False):
+    """Independent uniform entries: ``U_ij ~ Uniform(low_ij, high_ij)``.
+
+    Entries with ``low == high`` are fixed.  ``dominance=True`` restricts the
+    support to matrices where the correct decision is never worth less than
+    a wrong one (a ``numpyro.factor``).
+    """
+    unit = numpyro.sample("unit", dist.Uniform(0.0, 1.0).expand(jnp.shape(low)).to_event(2))
+    value = numpyro.deterministic(site, low + (high - low) * unit)
+    if dominance:
+        _dominance_factor(_as_utilities(value, site))
+
+
+def truncated_normal_model(nominal, scale, low, high, *, site="utility", dominance=False):
+    """Entries ``~ Normal(nominal_ij, scale_ij)`` truncated to ``[low_ij, high_ij]``.
+
+    Seed 004 §4.2 (iii): the error around a true utility matrix is a
+    truncated Gaussian per entry.  Entries with ``scale == 0`` are fixed at
+    the nominal value.
+    """
+    nominal, scale, low, high = jnp.broadcast_arrays(nominal, scale, low, high)
+    free = scale > 0
+    s = jnp.where(free, scale, 1.0)
+    # Standardized bounds; fixed entries get an unbounded dummy and are replaced below.
+    lo = jnp.where(free, (low - nominal) / s, -jnp.inf)
+    hi = jnp.where(free, (high - nominal) / s, jnp.inf)
+    z = numpyro.sample("z", dist.TruncatedNormal(0.0, 1.0, low=lo, high=hi).to_event(2))
+    value = numpyro.deterministic(site, jnp.where(free, nominal + s * z, nominal))
+    if dominance:
+        _dominance_factor(_as_utilities(value, site))
+
+
+def cost_ratio_model(low, high, *, distribution="log_uniform", positive=1, interval_mass=0.95):
+    """Binary costs ``c = [[0, 1], [r, 0]]`` (for ``positive=1``) with an uncertain ratio ``r``.
+
+    ``r`` is the cost of a miss (true ``positive`` decided as the other
+    class) in units of a false alarm.  ``"log_uniform"``: ``log r`` uniform
+    on ``[log low, log high]``; ``"log_normal"``: ``[low, high]`` is the
+    central ``interval_mass`` interval of a log-normal.
+    """
+    if distribution == "log_uniform":
+        r = numpyro.sample("ratio", dist.LogUniform(low, high))
+    else:
+        loc, sigma = _log_normal_params(low, high, interval_mass)
+        r = numpyro.sample("ratio", dist.LogNormal(loc, sigma))
+    miss = jnp.zeros((2, 2)).at[positive, 1 - positive].set(1.0)
+    alarm = jnp.zeros((2, 2)).at[1 - positive, positive].set(1.0)
+    numpyro.deterministic("cost", alarm + r * miss)
+
+
+def seed004_uniform_model():
+    """Uniform over the normalized binary utility space of seed 004 Fig. 1 (§4.2 (i)).
+
+    ``(x, y)`` uniform on the hexagon ``|x|, |y|, |x - y| <= 1``; the utility
+    matrix is eq. 13 (rows = true class), built by :func:`ecjax.costs.utility_from_xy`.
+    """
+    x = numpyro.sample("x", dist.Uniform(-1.0, 1.0))
+    y = numpyro.sample("y", dist.Uniform(-1.0, 1.0))
+    numpyro.factor("in_hexagon", jnp.where(in_hexagon(x, y), 0.0, -jnp.inf))
+    numpyro.deterministic("utility", utility_from_xy(x, y))
+
+
+def seed004_gaussian_model(center=(0.0, 0.0), sd=1.0 / 3.0):
+    """Seed 004 §4.2 (i): a Gaussian in the ``(x, y)`` coordinates of eq. 13, truncated to the hexagon.
+
+    The seed's choice is centred on the identity matrix (``(0, 0)``) with
+    standard deviation 1/3 in each coordinate (its Fig. 4).
+    """
+    x = numpyro.sample("x", dist.Normal(center[0], sd))
+    y = numpyro.sample("y", dist.Normal(center[1], sd))
+    numpyro.factor("in_hexagon", jnp.where(in_hexagon(x, y), 0.0, -jnp.inf))
+    numpyro.deterministic("utility", utility_from_xy(x, y))
+
+
+# -------------------------------------------------------------- the wrapper
+
+@dataclass(frozen=True, eq=False)
+class UtilityPrior:
+    """A NumPyro model over ``(K, D)`` utility or cost matrices, with what is known about it.
+
+    Attributes:
+      model: a NumPyro model called without arguments; it has a site named
+        ``site`` of shape ``(K, D)``.
+      site: ``"utility"`` or ``"cost"``.
+      shape: ``(K, D)``.
+      constraint: ``None`` or a function of the ``Predictive`` draws (a dict)
+        returning a ``(n,)`` bool mask; it mirrors the model's factor sites.
+      constraint_sites: the sites ``constraint`` reads.
+      mean: the closed-form expected *utility* matrix (seed 004 eq. 18), or
+        ``None`` when only Monte Carlo can give it.
+      mean_method: how ``mean`` was obtained (``"closed_form"``,
+        ``"quadrature"``) or ``"monte_carlo"``.
+      name: a short description.
+    """
+
+    model: Callable[[], None]
+    site: str
+    shape: tuple[int, int]
+    constraint: Callable[[dict], jax.Array] | None = None
+    constraint_sites: tuple[str, ...] = ()
+    mean: jax.Array | None = None
+    mean_method: str = "monte_carlo"
+    name: str = "utility prior"
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def num_classes(self) -> int:
+        return self.shape[0]
+
+    @property
+    def num_decisions(self) -> int:
+        return self.shape[1]
+
+    def _sampler(self, num_draws):
+        fn = self._cache.get(num_draws)
+        if fn is None:
+            sites = [self.site, *self.constraint_sites]
+            predictive = Predictive(self.model, num_samples=num_draws, parallel=True, return_sites=sites)
+            fn = jax.jit(lambda key: predictive(key))
+            self._cache[num_draws] = fn
+        return fn
+
+    def sample(self, key, num_draws: int):
+        """``(num_draws, K, D)`` utility matrices (negated when the site is ``"cost"``)."""
+        num_draws = v.as_positive_int(num_draws, "num_draws")
+        draw = lambda k, n: self._sampler(n)(k)  # noqa: E731
+        if self.constraint is None:
+            draws = draw(key, num_draws)
+        else:
+            draws = rejection_sample(draw, self.constraint, key, num_draws, what=self.name)
+        return _as_utilities(jnp.asarray(draws[self.site], dtype=jnp.result_type(float)), self.site)
+
+    def __repr__(self):
+        return f"UtilityPrior({self.name}, shape={self.shape}, site={self.site!r})"
+
+
+def _dominance_constraint(site):
+    return lambda draws: correct_dominates(_as_utilities(draws[site], site))
+
+
+def _check_site(kind):
+    return v.check_choice(kind, "kind", SITES)
+
+
+def _check_dominance_shape(shape, dominance):
+    if dominance and shape[1] < shape[0]:
+        raise v.InputError(
+            f"`correct_dominates=True` needs at least as many decisions as classes (D >= K), got shape {shape}"
+        )
+
+
+# ------------------------------------------------------------- constructors
+
+def intervals(low, high, *, kind: str = "utility", correct_dominates: bool = False) -> UtilityPrior:
+    """Each entry uniform on its own interval ``[low_ij, high_ij]``.
+
+    The expected utility matrix is ``(low + high) / 2`` in closed form (seed
+    004 eq. 18) unless ``correct_dominates`` cuts the support, in which case
+    it is estimated by Monte Carlo.
+
+    Args:
+      low, high: ``(K, D)`` bounds (``low == high`` fixes an entry).
+      kind: ``"utility"`` or ``"cost"``: what the bounds are bounds of.
+      correct_dominates: restrict to matrices where, for every true class,
+        the correct decision is worth at least as much as any other.
+
+    Example:
+      >>> prior = intervals([[0, 1], [10, 0]], [[0, 1], [50, 0]], kind="cost")
+    """
+    _check_site(kind)
+    low = v.as_matrix(low, "low")
+    high = v.as_matrix(high, "high", shape=low.shape[-2:])
+    if low.ndim != 2:
+        raise v.InputError(f"`low` must be one (K, D) matrix, got shape {tuple(low.shape)}")
+    bad = np.asarray(low) > np.asarray(high)
+    if np.any(bad):
+        i, j = np.argwhere(bad)[0]
+        raise v.InputError(f"interval bounds must satisfy low <= high; entry ({i}, {j}) has low {float(low[i, j])} > high {float(high[i, j])}")
+    shape = tuple(low.shape)
+    _check_dominance_shape(shape, correct_dominates)
+    if correct_dominates:
+        u_lo, u_hi = (low, high) if kind == "utility" else (-high, -low)
+        k = shape[0]
+        # U_ii <= max, U_ij >= min: the constraint U_ii >= U_ij is impossible if max_ii < min_ij.
+        diag_hi = np.diagonal(np.asarray(u_hi)[:, :k])
+        impossible = np.asarray(u_lo) > diag_hi[:, None]
+        if np.any(impossible):
+            i, j = np.argwhere(impossible)[0]
+            raise v.InputError(
+                f"the constraints of this prior leave no support: the correct decision for class {i} is worth at "
+                f"most {float(diag_hi[i])} but decision {j} is worth at least {float(np.asarray(u_lo)[i, j])}"
+            )
+    mean = None if correct_dominates else _as_utilities((low + high) / 2.0, kind)
+    return UtilityPrior(
+        model=partial(interval_model, low, high, site=kind, dominance=correct_dominates),
+        site=kind, shape=shape,
+        constraint=_dominance_constraint(kind) if correct_dominates else None,
+        constraint_sites=(),
+        mean=mean, mean_method="monte_carlo" if correct_dominates else "closed_form",
+        name=f"intervals ({kind})",
+    )
+
+
+def _truncated_normal_mean(nominal, scale, low, high):
+    """Closed-form mean of each truncated normal entry (float64 numpy)."""
+    from math import erf, exp, pi, sqrt
+
+    phi = np.vectorize(lambda z: 0.0 if not np.isfinite(z) else exp(-0.5 * z * z) / sqrt(2 * pi))
+    cdf = np.vectorize(lambda z: 0.5 * (1.0 + erf(z / sqrt(2.0))))
+    free = scale > 0
+    s = np.where(free, scale, 1.0)
+    a = np.where(free, (low - nominal) / s, -np.inf)
+    b = np.where(free, (high - nominal) / s, np.inf)
+    mass = cdf(b) - cdf(a)
+    if np.any(mass[free] <= 0):
+        raise v.InputError("a truncated normal entry has (numerically) no mass inside [low, high]")
+    shift = (phi(a) - phi(b)) / np.where(mass > 0, mass, 1.0)
+    return np.where(free, nominal + s * shift, nominal)
+
+
+def truncated_normal(nominal, scale, *, low=-np.inf, high=np.inf, kind: str = "utility",
+                     correct_dominates: bool = False) -> UtilityPrior:
+    """Each entry Gaussian around a nominal matrix, truncated to ``[low, high]``.
+
+    With ``low=0, high=1, correct_dominates=True`` this is the error model of
+    seed 004 §4.2 (iii).  The expected matrix is in closed form (the mean of
+    a truncated normal, ``mu + sigma (phi(a) - phi(b)) / (Phi(b) - Phi(a))``)
+    unless ``correct_dominates`` cuts the support (Monte Carlo then).
+
+    Args:
+      nominal: ``(K, D)`` centre.
+      scale: standard deviation, scalar or ``(K, D)``, ``>= 0`` (0 fixes an entry).
+      low, high: truncation bounds, scalars or ``(K, D)``.
+      kind: ``"utility"`` or ``"cost"``.
+      correct_dominates: as in :func:`intervals`.
+    """
+    _check_site(kind)
+    nominal = v.as_matrix(nominal, "nominal")
+    if nominal.ndim != 2:
+        raise v.InputError(f"`nominal` must be one (K, D) matrix, got shape {tuple(nominal.shape)}")
+    shape = tuple(nominal.shape)
+    arrays = {}
+    for name, val in (("scale", scale), ("low", low), ("high", high)):
+        a = np.asarray(v.as_array(val, name), dtype=np.float64)
+        if np.any(np.isnan(a)):
+            raise v.InputError(f"`{name}` contains NaN")
+        try:
+            arrays[name] = np.broadcast_to(a, shape)
+        except ValueError:
+            raise v.InputError(f"`{name}` must be a scalar or broadcast to {shape}, got shape {a.shape}") from None
+    sc, lo, hi = arrays["scale"], arrays["low"], arrays["high"]
+    nom = np.asarray(nominal, dtype=np.float64)
+    if np.any(~np.isfinite(sc)) or np.any(sc < 0):
+        raise v.InputError("`scale` must be finite and >= 0")
+    if np.any(lo > hi):
+        raise v.InputError("truncation bounds must satisfy low <= high")
+    if np.any((nom < lo) | (nom > hi)):
+        raise v.InputError("`nominal` must lie inside [low, high]")
+    _check_dominance_shape(shape, correct_dominates)
+    mean = None
+    if not correct_dominates:
+        mean = _as_utilities(jnp.asarray(_truncated_normal_mean(nom, sc, lo, hi), jnp.result_type(float)), kind)
+    f = jnp.result_type(float)
+    return UtilityPrior(
+        model=partial(truncated_normal_model, nominal, jnp.asarray(sc, f), jnp.asarray(lo, f), jnp.asarray(hi, f),
+                      site=kind, dominance=correct_dominates),
+        site=kind, shape=shape,
+        constraint=_dominance_constraint(kind) if correct_dominates else None,
+        mean=mean, mean_method="monte_carlo" if correct_dominates else "closed_form",
+        name=f"truncated normal ({kind})",
+    )
+
+
+def _log_normal_params(low, high, interval_mass):
+    z = math.sqrt(2.0) * _erfinv(interval_mass)
+    loc = 0.5 * (math.log(low) + math.log(high))
+    sigma = (math.log(high) - math.log(low)) / (2.0 * z)
+    return loc, sigma
+
+
+def _erfinv(p):
+    # Bisection on math.erf: exact to double precision, and only called at construction.
+    lo, hi = 0.0, 10.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if math.erf(mid) < p else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+def cost_ratio(low: float, high: float, *, distribution: str = "log_uniform", positive: int = 1,
+               interval_mass: float = 0.95) -> UtilityPrior:
+    """Binary costs with an uncertain miss/false-alarm cost ratio.
+
+    "A missed tumour costs 10 to 50 times a false alarm" is
+    ``cost_ratio(10, 50)``: costs ``c = [[0, 1], [r, 0]]`` (rows = true
+    class, class ``positive`` = 1 the tumour), ``r`` log-uniform on
+    ``[10, 50]``; with ``distribution="log_normal"``, ``[low, high]`` is the
+    central ``interval_mass`` interval of a log-normal ``r``.
+
+    Expected cost matrix in closed form: ``E r = (high - low) / log(high / low)``
+    (log-uniform) or ``exp(mu + sigma^2 / 2)`` (log-normal).
+    """
+    v.check_choice(distribution, "distribution", ("log_uniform", "log_normal"))
+    v.check_choice(positive, "positive", (0, 1))
+    lo, hi = float(low), float(high)
+    if not (np.isfinite(lo) and np.isfinite(hi)) or lo <= 0:
+        raise v.InputError(f"cost ratio bounds must be finite and > 0, got low={low!r}, high={high!r}")
+    if lo > hi:
+        raise v.InputError(f"interval bounds must satisfy low <= high, got low={lo} > high={hi}")
+    if distribution == "log_uniform":
+        if lo == hi:
+            raise v.InputError("a log-uniform ratio needs low < high (use a fixed cost matrix for a known ratio)")
+        mean_r = (hi - lo) / math.log(hi / lo)
+    else:
+        if not 0.0 < float(interval_mass) < 1.0:
+            raise v.InputError(f"`interval_mass` must be in (0, 1), got {interval_mass!r}")
+        if lo == hi:
+            raise v.InputError("a log-normal ratio needs low < high")
+        loc, sigma = _log_normal_params(lo, hi, float(interval_mass))
+        mean_r = math.exp(loc + 0.5 * sigma * sigma)
+    cost_mean = np.zeros((2, 2))
+    cost_mean[1 - positive, positive] = 1.0
+    cost_mean[positive, 1 - positive] = mean_r
+    return UtilityPrior(
+        model=partial(cost_ratio_model, lo, hi, distribution=distribution, positive=positive,
+                      interval_mass=float(interval_mass)),
+        site="cost", shape=(2, 2),
+        mean=jnp.asarray(-cost_mean, jnp.result_type(float)), mean_method="closed_form",
+        name=f"{distribution.replace('_', '-')} cost ratio in [{lo:g}, {hi:g}]",
+    )
+
+
+def _hexagon_constraint(draws):
+    return in_hexagon(draws["x"], draws["y"])
+
+
+def seed004_uniform() -> UtilityPrior:
+    """Uniform over the normalized binary utility matrices of seed 004 Fig. 1 (§4.2 (i)).
+
+    Expected utility matrix in closed form: the hexagon has area 3 and
+    ``E max(x, 0) = (1/3) int_0^1 x (2 - x) dx = 2/9`` (likewise for ``-x``,
+    ``y``, ``-y``), so ``U_hat = [[7/9, 2/9], [2/9, 7/9]]``: equivalent to
+    the identity, i.e. accuracy, as seed 004 §4.1 notes for symmetric
+    uncertainty.
+    """
+    mean = jnp.array([[7.0, 2.0], [2.0, 7.0]]) / 9.0
+    return UtilityPrior(
+        model=seed004_uniform_model, site="utility", shape=(2, 2),
+        constraint=_hexagon_constraint, constraint_sites=("x", "y"),
+        mean=mean, mean_method="closed_form", name="seed 004 uniform (Fig. 1)",
+    )
+
+
+def _hexagon_gaussian_moments(cx, cy, sd, nodes=400):
+    """``E max(x,0), E max(-x,0), E max(y,0), E max(-y,0)`` under the hexagon-truncated Gaussian.
+
+    The ``y`` integral is done in closed form (normal cdf / pdf), the ``x``
+    integral by Gauss-Legendre quadrature on ``[-1, 0]`` and ``[0, 1]``
+    (the integrand is smooth on each piece), accurate to ~1e-12.
+    """
+    from math import erf, exp, pi, sqrt
+
+    def cdf(z):
+        return 0.5 * (1.0 + erf(z / sqrt(2.0)))
+
+    def pdf(z):
+        return exp(-0.5 * z * z) / sqrt(2.0 * pi)
+
+    def y_moments(a, b):
+        # Over y ~ N(cy, sd) restricted to [a, b]: mass, E[y+ ; .], E[y- ; .]
+        if b <= a:
+            return 0.0, 0.0, 0.0
+
+        def part(lo, hi):  # mass and int y phi over [lo, hi]
+            if hi <= lo:
+                return 0.0, 0.0
+            al, be = (lo - cy) / sd, (hi - cy) / sd
+            m = cdf(be) - cdf(al)
+            return m, cy * m + sd * (pdf(al) - pdf(be))
+
+        m_all, _ = part(a, b)
+        _, first_pos = part(max(a, 0.0), b)
+        _, first_neg = part(a, min(b, 0.0))
+        return m_all, first_pos, -first_neg
+
+    gl_x, gl_w = np.polynomial.legendre.leggauss(nodes)
+    z = np.zeros(5)  # mass, x+, x-, y+, y-
+    for lo, hi in ((-1.0, 0.0), (0.0, 1.0)):
+        xs = 0.5 * (hi - lo) * gl_x + 0.5 * (hi + lo)
+        ws = 0.5 * (hi - lo) * gl_w
+        for x, w in zip(xs, ws):
+            px = exp(-0.5 * ((x - cx) / sd) ** 2) / (sd * sqrt(2 * pi))
+            a, b = max(-1.0, x - 1.0), min(1.0, x + 1.0)
+            m, yp, yn = y_moments(a, b)
+            z += w * px * np.array([m, m * max(x, 0.0), m * max(-x, 0.0), yp, yn])
+    return z[1:] / z[0]
+
+
+def seed004_gaussian(center=(0.0, 0.0), sd: float = 1.0 / 3.0) -> UtilityPrior:
+    """Seed 004 §4.2 (i): Gaussian in the ``(x, y)`` of eq. 13, truncated to the hexagon of Fig. 1.
+
+    The default is the seed's: centred on the identity matrix, sd 1/3 (Fig.
+    4).  The expected utility matrix (eq. 18) is
+    ``[[1 - E x+, E y-], [E y+, 1 - E x-]]`` (eq. 13 is linear in
+    ``x+ = max(x, 0)``, ...), with the four expectations computed by
+    quadrature (method ``"quadrature"``).
+    """
+    cx, cy = (float(c) for c in center)
+    sd = float(sd)
+    if not np.isfinite(sd) or sd <= 0:
+        raise v.InputError(f"`sd` must be a positive finite number, got {sd!r}")
+    if not (np.isfinite(cx) and np.isfinite(cy)):
+        raise v.InputError(f"`center` must be finite, got {center!r}")
+    xp, xn, yp, yn = _hexagon_gaussian_moments(cx, cy, sd)
+    if not np.all(np.isfinite([xp, xn, yp, yn])):
+        raise v.InputError("the Gaussian has (numerically) no mass on the hexagon of seed 004 Fig. 1")
+    mean = jnp.array([[1.0 - xp, yn], [yp, 1.0 - xn]])
+    return UtilityPrior(
+        model=partial(seed004_gaussian_model, (cx, cy), sd), site="utility", shape=(2, 2),
+        constraint=_hexagon_constraint, constraint_sites=("x", "y"),
+        mean=mean, mean_method="quadrature", name=f"seed 004 Gaussian (centre {(cx, cy)}, sd {sd:g})",
+    )
+
+
+def from_model(model, *args, site: str | None = None, correct_dominates: bool = False, name: str | None = None,
+               **kwargs) -> UtilityPrior:
+    """Wrap any NumPyro model exposing a ``"utility"`` (or ``"cost"``) site of shape ``(K, D)``.
+
+    ``args`` and ``kwargs`` are bound to the model.  ``site`` is detected
+    from one prior draw when not given.  The expected matrix is then
+    estimated by Monte Carlo.  Factor sites of the model are *not* applied
+    by ``Predictive``: express constraints through ``correct_dominates`` or
+    write the model so that its draws are valid.
+    """
+    if not callable(model):
+        raise v.InputError(f"`model` must be a NumPyro model (a callable), got {type(model).__name__}")
+    bound = partial(model, *args, **kwargs) if (args or kwargs) else model
+    try:
+        probe = Predictive(bound, num_samples=1)(jax.random.key(0))
+    except Exception as err:  # noqa: BLE001 - report any failure of the user's model
+        raise v.InputError(f"`model` could not be run to draw from the prior: {err}") from None
+    if site is None:
+        found = [s for s in SITES if s in probe]
+        if not found:
+            raise v.InputError(f"`model` must have a site named 'utility' or 'cost'; it has {sorted(probe)}")
+        site = found[0]
+    else:
+        _check_site(site)
+        if site not in probe:
+            raise v.InputError(f"`model` has no site named {site!r}; it has {sorted(probe)}")
+    value = np.asarray(probe[site])
+    if value.ndim != 3:
+        raise v.InputError(f"site {site!r} must have shape (K, D), got {value.shape[1:]}")
+    shape = tuple(value.shape[1:])
+    _check_dominance_shape(shape, correct_dominates)
+    return UtilityPrior(
+        model=bound, site=site, shape=shape,
+        constraint=_dominance_constraint(site) if correct_dominates else None,
+        mean=None, mean_method="monte_carlo", name=name or getattr(model, "__name__", "user model"),
+    )
+
+
+def as_utility_prior(utilities, name: str = "utilities"):
+    """A :class:`UtilityPrior`, a NumPyro model, or a fixed ``(K, D)`` matrix (returned as an array)."""
+    if isinstance(utilities, UtilityPrior):
+        return utilities
+    if callable(utilities):
+        return from_model(utilities)
+    m = v.as_matrix(utilities, name)
+    if m.ndim != 2:
+        raise v.InputError(f"`{name}` must be one (K, D) matrix or a utility prior, got shape {tuple(m.shape)}")
+    return m
