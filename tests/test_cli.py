@@ -121,3 +121,47 @@ def test_bad_input_exit_code_2_one_line(files, case):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in err, err
     assert expect in lines[0], lines[0]
+
+
+def test_calibrate_matches_scipy_logistic_regression(files):
+    """Affine calibration of binary log-posteriors is logistic regression on the log-odds: fit it with scipy."""
+    from scipy.optimize import minimize
+
+    d, _, _, _ = files
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 2, 300)
+    x = rng.normal(size=300) + (y - 0.5)  # unit-variance classes at -0.5 and 0.5: the true LLR is x
+    lo = 3.0 * x  # three times overconfident
+    mis = np.stack([-np.logaddexp(0, lo), -np.logaddexp(0, -lo)], 1)
+    np.save(d / "tr.npy", mis[:200]), np.save(d / "ytr.npy", y[:200]), np.save(d / "te.npy", mis[200:])
+    np.save(d / "yte.npy", y[200:])
+    rc, out, err = run("calibrate", "--train-scores", "tr.npy", "--train-labels", "ytr.npy", "--scores", "te.npy",
+                       "--labels", "yte.npy", "--output", "cal.npy", "--json", cwd=d)
+    assert rc == 0, err
+    rec = json.loads(out)
+    got = np.load(d / "cal.npy", allow_pickle=False)
+
+    lo_tr = mis[:200, 1] - mis[:200, 0]
+
+    def nll(w):
+        z = w[0] * lo_tr + w[1]
+        return np.mean(np.logaddexp(0, -z) * (y[:200] == 1) + np.logaddexp(0, z) * (y[:200] == 0))
+
+    w = minimize(nll, [1.0, 0.0], method="BFGS", options={"gtol": 1e-10}).x
+    z = w[0] * (mis[200:, 1] - mis[200:, 0]) + w[1]
+    ref = np.stack([-np.logaddexp(0, z), -np.logaddexp(0, -z)], 1)
+    np.testing.assert_allclose(got, ref, atol=2e-3)
+    assert rec["converged"] and rec["output_type"] == "log_posteriors"
+    # Overconfident scores: calibration removes a large part of the cross-entropy.
+    assert rec["relative_calibration_loss_percent"]["xe"] > 10
+    rc, _, err = run("calibrate", "--train-scores", "tr.npy", "--train-labels", "ytr.npy", "--scores", "te.npy",
+                     "--output", "cal.npy", cwd=d)
+    assert rc == 2 and "already exists" in err
+
+
+def test_calibrate_bad_lengths(files):
+    d, y, a, _ = files
+    np.save(d / "ytr.npy", y[:10])
+    rc, _, err = run("calibrate", "--train-scores", "a.npy", "--train-labels", "ytr.npy", "--scores", "a.npy",
+                     "--output", "o.npy", cwd=d)
+    assert rc == 2 and "a.npy" in err and len(err.strip().splitlines()) == 1
