@@ -277,6 +277,103 @@ def cmd_calibrate(args):
     return 0
 
 
+def cmd_compare(args):
+    """Posterior ranking under an uncertain cost specification (ecjax.prob.compare)."""
+    import jax
+
+    from ecjax import plots, prob
+
+    label_files = args.labels
+    labels = [_load_labels(f) for f in label_files]
+    files = args.scores or args.decisions
+    kind = "scores" if args.scores else "decisions"
+    if len(labels) not in (1, len(files)):
+        raise InputError(f"--labels: give one file shared by all systems or one per system, got {len(labels)} for {len(files)}")
+    if len(labels) == 1:
+        labels = labels * len(files)
+        label_files = label_files * len(files)
+    from ecjax.io import load_array
+
+    st = args.score_type
+    arrays = []
+    for f, y, lf in zip(files, labels, label_files):
+        a = load_array(f)
+        want = 1 if (kind == "decisions" or st == "llr") else 2
+        if a.ndim != want:
+            raise InputError(f"{f}: {kind} must have shape {'(N,)' if want == 1 else '(N, K)'}, got {a.shape}")
+        if a.shape[0] != y.shape[0]:
+            raise InputError(f"{f}: has {a.shape[0]} samples but {lf} has {y.shape[0]} labels")
+        if kind == "scores" and not np.all(np.isfinite(a)):
+            raise InputError(f"{f}: scores contain NaN or inf")
+        arrays.append(a)
+    names = args.names or [Path(f).stem for f in files]
+    if len(names) != len(files):
+        raise InputError(f"--names gives {len(names)} names for {len(files)} systems")
+    k = 2 if (kind == "scores" and st == "llr") else (arrays[0].shape[1] if kind == "scores" else None)
+    if args.costs is None:
+        raise InputError("--costs: compare needs a cost specification (see `ecjax.io` for the format)")
+    if k is None:
+        k = _num_classes(labels[0], kind, arrays, st, args.costs)
+    spec = _cost_spec(args, k)
+    k, d = spec.costs.shape
+    if kind == "decisions":
+        for f, a, y, lf in zip(files, arrays, labels, label_files):
+            if a.min() < 0 or a.max() >= d:
+                raise InputError(f"{f}: decisions must be in [0, {d}) for the cost matrix's {d} decisions")
+            if y.min() < 0 or y.max() >= k:
+                raise InputError(f"{lf}: labels must be in [0, {k}) for the cost matrix's {k} classes")
+    shared = all(np.array_equal(labels[0], y) for y in labels[1:])
+    paired = shared and not args.unpaired
+    costs = prob.intervals(spec.costs_low, spec.costs_high, kind="cost") if spec.uncertain else spec.costs
+    if spec.priors_low is not None:
+        priors = prob.interval_priors(spec.priors_low, spec.priors_high)
+    else:
+        priors = spec.priors
+    common = dict(costs=costs, priors=priors, paired=paired, num_draws=args.draws, key=jax.random.key(args.seed),
+                  rope=args.rope, systems=names)
+    lab = labels[0] if paired else list(labels)
+    if kind == "scores":
+        result = prob.compare(lab, scores=arrays if not paired else np.stack(arrays), score_type=st, **common)
+    else:
+        result = prob.compare(lab, arrays if not paired else np.stack(arrays), **common)
+    record = {
+        "schema": JSON_SCHEMA_VERSION,
+        "command": "compare",
+        "systems": list(result.systems),
+        "paired": paired,
+        "input": kind,
+        "num_draws": result.num_draws,
+        "classes": spec.classes,
+        "decision_names": spec.decisions,
+        "nominal_costs": spec.costs.tolist(),
+        "uncertain_costs": spec.uncertain,
+        "expected_utility_matrix": np.asarray(result.expected_utility_matrix).tolist(),
+        "expected_yield": _float_dict(names, result.expected_yield),
+        "hdi_prob": result.hdi_prob,
+        "hdi": {n: [float(x) for x in h] for n, h in zip(names, np.asarray(result.hdi))},
+        "p_best": _float_dict(names, result.p_best),
+        "rank_probabilities": np.asarray(result.rank_probabilities).tolist(),
+        "pairwise": np.asarray(result.pairwise).tolist(),
+        "recommendation": result.best,
+        "recommendation_probability": float(result.recommendation_probability),
+    }
+    if result.rope_probabilities is not None:
+        record["rope"] = result.rope
+        record["rope_probabilities"] = np.asarray(result.rope_probabilities).tolist()
+    if result.doubt is not None:
+        record["doubt"] = {"both": result.doubt.doubt_both, "costs_only": result.doubt.doubt_costs_only,
+                           "test_set_only": result.doubt.doubt_rates_only}
+    out_dir = _out_dir(args)
+    if out_dir is not None:
+        fig = plots.yield_posteriors(np.asarray(result.yields), names=names, p_best=np.asarray(result.p_best))
+        record.setdefault("files", []).append(_save_figure(fig, out_dir, "yield_posteriors.png", args.force))
+        fig = plots.rank_probabilities(np.asarray(result.rank_probabilities), names=names)
+        record["files"].append(_save_figure(fig, out_dir, "rank_probabilities.png", args.force))
+    text = ("paired comparison (same samples)\n" if paired else "unpaired comparison\n") + result.summary()
+    _emit(args, record, text, out_dir)
+    return 0
+
+
 def cmd_demo(args):
     from ecjax import demo
 
@@ -286,8 +383,12 @@ def cmd_demo(args):
 
 # ------------------------------------------------------------------ parser
 
-def _add_common(p):
-    p.add_argument("--labels", required=True, help="true classes: .npy/.npz/.csv vector of N integers")
+def _add_common(p, labels_per_system=False):
+    if labels_per_system:
+        p.add_argument("--labels", required=True, nargs="+", metavar="FILE",
+                       help="true classes: one file shared by all systems (paired), or one file per system")
+    else:
+        p.add_argument("--labels", required=True, help="true classes: .npy/.npz/.csv vector of N integers")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--scores", nargs="+", metavar="FILE", help="one (N, K) score file per system")
     g.add_argument("--decisions", nargs="+", metavar="FILE", help="one (N,) decision file per system")
@@ -308,6 +409,12 @@ def _build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("metrics", help="EC, NEC, utility yield and the classical metrics of one or more systems")
     _add_common(m)
     m.add_argument("--pos-label", type=int, default=1, help="positive class of the binary metrics (default 1)")
+    cp = sub.add_parser("compare", help="which classifier, and how sure are we, under uncertain costs")
+    _add_common(cp, labels_per_system=True)
+    cp.add_argument("--unpaired", action="store_true", help="treat systems as scored on independent samples")
+    cp.add_argument("--draws", type=int, default=20_000, help="posterior draws (default 20000)")
+    cp.add_argument("--seed", type=int, default=0, help="random key (default 0)")
+    cp.add_argument("--rope", type=float, help="half-width of the region of practical equivalence (yield units)")
     c = sub.add_parser("calibrate", help="fit a calibrator on one file, apply it to another, write calibrated scores")
     c.add_argument("--train-scores", required=True, metavar="FILE", help="(N, K) scores to fit on ((N,) for llr)")
     c.add_argument("--train-labels", required=True, metavar="FILE", help="their true classes")
@@ -326,7 +433,7 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = {"demo": cmd_demo, "metrics": cmd_metrics, "calibrate": cmd_calibrate}
+COMMANDS = {"demo": cmd_demo, "metrics": cmd_metrics, "calibrate": cmd_calibrate, "compare": cmd_compare}
 
 
 def main(argv=None) -> int:

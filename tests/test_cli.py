@@ -165,3 +165,37 @@ def test_calibrate_bad_lengths(files):
     rc, _, err = run("calibrate", "--train-scores", "a.npy", "--train-labels", "ytr.npy", "--scores", "a.npy",
                      "--output", "o.npy", cwd=d)
     assert rc == 2 and "a.npy" in err and len(err.strip().splitlines()) == 1
+
+
+def test_compare_dominant_system_and_expected_utility_matrix(files):
+    d, y, a, _ = files
+    rng = np.random.default_rng(2)
+    np.save(d / "perfect.npy", y)
+    np.save(d / "noisy.npy", np.where(rng.uniform(size=len(y)) < 0.3, 1 - y, y))
+    (d / "u.toml").write_text('costs = [[0, 1], [4, 0]]\n[uncertainty]\nlow = [[0, 1], [2, 0]]\nhigh = [[0, 1], [8, 0]]\n')
+    rc, out, err = run("compare", "--labels", "y.npy", "--decisions", "perfect.npy", "noisy.npy", "--costs", "u.toml",
+                       "--draws", "2000", "--json", "--out", "cmp", cwd=d)
+    assert rc == 0, err
+    rec = json.loads(out)
+    # With non-negative costs a system without errors costs 0 in every draw: it is the best with probability 1.
+    assert rec["paired"] and rec["p_best"]["perfect"] == 1.0 and rec["recommendation"] == "perfect"
+    # Interval prior on costs: the expected utility matrix is minus the interval midpoints (seed 004 eq. 18).
+    np.testing.assert_allclose(rec["expected_utility_matrix"], -np.array([[0, 1], [5, 0]]), atol=1e-6)
+    np.testing.assert_allclose(np.sum(rec["rank_probabilities"], axis=1), 1.0, atol=1e-6)
+    assert (d / "cmp" / "yield_posteriors.png").is_file() and (d / "cmp" / "rank_probabilities.png").is_file()
+
+
+def test_compare_unpaired_per_system_labels_and_errors(files):
+    d, y, a, b = files
+    np.save(d / "y_short.npy", y[:200])
+    np.save(d / "b_short.npy", b[:200])
+    rc, out, err = run("compare", "--labels", "y.npy", "y_short.npy", "--scores", "a.npy", "b_short.npy",
+                       "--costs", "c.toml", "--draws", "2000", "--json", cwd=d)
+    assert rc == 0, err
+    assert json.loads(out)["paired"] is False
+    rc, _, err = run("compare", "--labels", "y.npy", "y_short.npy", "--scores", "a.npy", "b.npy",
+                     "--costs", "c.toml", cwd=d)
+    assert rc == 2 and "b.npy" in err and len(err.strip().splitlines()) == 1
+    (d / "inv.toml").write_text('costs = [[0, 1], [4, 0]]\n[uncertainty]\nlow = [[0, 1], [5, 0]]\nhigh = [[0, 1], [2, 0]]\n')
+    rc, _, err = run("compare", "--labels", "y.npy", "--scores", "a.npy", "b.npy", "--costs", "inv.toml", cwd=d)
+    assert rc == 2 and "low > high" in err
