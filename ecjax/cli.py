@@ -374,6 +374,134 @@ def cmd_compare(args):
     return 0
 
 
+def _systems_for_sweep(args):
+    """Labels (shared or per system), system arrays and names for `sweep`, checked file by file."""
+    from ecjax.io import load_array
+
+    label_files = list(args.labels)
+    labels = [_load_labels(f) for f in label_files]
+    files = args.scores or args.decisions
+    kind = "scores" if args.scores else "decisions"
+    if len(labels) not in (1, len(files)):
+        raise InputError(f"--labels: give one file shared by all systems or one per system, got {len(labels)} for {len(files)}")
+    if len(labels) == 1:
+        labels, label_files = labels * len(files), label_files * len(files)
+    st = args.score_type
+    arrays = []
+    for f, y, lf in zip(files, labels, label_files):
+        a = load_array(f)
+        want = 1 if (kind == "decisions" or st == "llr") else 2
+        if a.ndim != want:
+            raise InputError(f"{f}: {kind} must have shape {'(N,)' if want == 1 else '(N, K)'}, got {a.shape}")
+        if a.shape[0] != y.shape[0]:
+            raise InputError(f"{f}: has {a.shape[0]} samples but {lf} has {y.shape[0]} labels")
+        if kind == "scores" and not np.all(np.isfinite(a)):
+            raise InputError(f"{f}: scores contain NaN or inf")
+        arrays.append(a)
+    names = args.names or [Path(f).stem for f in files]
+    if len(names) != len(files):
+        raise InputError(f"--names gives {len(names)} names for {len(files)} systems")
+    return kind, labels, label_files, arrays, names
+
+
+def cmd_sweep(args):
+    """Winner maps and tables over the utility space, a cost ratio, or random cost matrices."""
+    import jax
+
+    from ecjax import plots, prob, sweep
+    from ecjax.confusion import confusion_matrix
+
+    kind, labels, label_files, arrays, names = _systems_for_sweep(args)
+    st = args.score_type
+    if kind == "scores":
+        k = 2 if st == "llr" else arrays[0].shape[1]
+    else:
+        k = _num_classes(labels[0], kind, arrays, st, args.costs)
+    for y, lf in zip(labels, label_files):
+        if y.max() >= k:
+            raise InputError(f"{lf}: label {y.max()} is out of range for {k} classes")
+    spec = _cost_spec(args, k)
+    priors = spec.priors
+    if kind == "decisions":
+        d = spec.costs.shape[1] if args.over == "matrices" else 2
+        for f, a in zip(args.decisions, arrays):
+            if a.min() < 0 or a.max() >= d:
+                raise InputError(f"{f}: decisions must be in [0, {d})")
+        counts = np.stack([np.asarray(confusion_matrix(y, a, num_classes=k, num_decisions=d))
+                           for y, a in zip(labels, arrays)])
+    shared = all(np.array_equal(labels[0], y) for y in labels[1:])
+    lab = labels[0] if shared else np.stack(labels) if len({len(y) for y in labels}) == 1 else None
+    if kind == "scores" and lab is None:
+        raise InputError("--labels: systems with test sets of different sizes cannot be swept together")
+    scores = np.stack(arrays) if kind == "scores" else None
+    score_priors = priors
+    if kind == "scores" and st in ("llr", "log_likelihoods") and priors is None:
+        score_priors = np.bincount(labels[0], minlength=k) / len(labels[0])
+    record = {"schema": JSON_SCHEMA_VERSION, "command": "sweep", "over": args.over, "systems": names, "input": kind}
+    out_dir = _out_dir(args)
+    if args.over == "utility-space":
+        if k != 2:
+            raise InputError(f"--over utility-space needs binary problems (K = 2), got K = {k}")
+        if kind == "scores":
+            m = sweep.utility_space_map(labels=lab, scores=scores, priors=score_priors, score_type=st,
+                                        resolution=args.resolution)
+        else:
+            m = sweep.utility_space_map(counts, priors=priors, resolution=args.resolution)
+        record["win_fraction"] = _float_dict(names, m.win_fraction)
+        record["resolution"] = args.resolution
+        lines = [f"winner over the binary utility space of seed 004 Fig. 1 ({args.resolution} x {args.resolution} grid):"]
+        lines += [f"  {n:20s} wins {100 * float(w):5.1f} % of the space" for n, w in zip(names, m.win_fraction)]
+        record["tie_fraction"] = float(m.result.tie_fraction)
+        if m.result.tie_fraction > 0:
+            lines.append(f"  tied (all make the same decisions, often the naive one) on {100 * m.result.tie_fraction:.1f} %")
+        if out_dir is not None:
+            fig = plots.winner_map(m.x, m.y, m.winners, names=names)
+            record.setdefault("files", []).append(_save_figure(fig, out_dir, "winner_map.png", args.force))
+    else:
+        if args.over == "cost-ratio":
+            if k != 2 or spec.costs.shape[1] != 2:
+                raise InputError("--over cost-ratio needs binary problems with 2 decisions")
+            if not 0 < args.lo < args.hi:
+                raise InputError(f"--lo/--hi must satisfy 0 < lo < hi, got {args.lo}, {args.hi}")
+            axis = sweep.grids.cost_ratios(args.lo, args.hi, args.resolution)
+            coord_name = "cost ratio c10 / c01"
+        else:
+            if not spec.uncertain:
+                raise InputError(f"{args.costs}: --over matrices needs an [uncertainty] table to draw cost matrices from")
+            prior = prob.intervals(spec.costs_low, spec.costs_high, kind="cost")
+            axis = -np.asarray(prior.sample(jax.random.key(args.seed), args.resolution))  # samples are utilities
+            coord_name = "random cost matrix"
+        if kind == "scores":
+            res = sweep.sweep_scores(lab, scores, axis, priors=score_priors, score_type=st, normalize=True)
+        else:
+            res = sweep.sweep_counts(counts, axis, priors=priors, normalize=True)
+        record["win_fraction"] = _float_dict(names, res.win_fraction)
+        record["tie_fraction"] = float(res.tie_fraction)
+        record["num_points"] = int(res.num_points)
+        lines = [f"NEC over {np.prod(res.shape)} points ({coord_name}):"]
+        lines += [f"  {n:20s} best at {100 * float(w):5.1f} % of the points, NEC from {float(lo):.3f} to {float(hi):.3f}"
+                  for n, w, lo, hi in zip(names, res.win_fraction, res.minimum, res.maximum)]
+        if res.tie_fraction > 0:
+            lines.append(f"  tied (all make the same decisions, often the naive one) at {100 * res.tie_fraction:.1f} %")
+        if args.over == "cost-ratio":
+            ratios = np.asarray(res.coords[0]) if res.coords and res.coords[0] is not None else None
+            flips = {}
+            for a in range(len(names)):
+                for b in range(a + 1, len(names)):
+                    idx = res.flip_points(a, b)
+                    if len(idx) and ratios is not None:
+                        flips[f"{names[a]} / {names[b]}"] = [float(ratios[i[0]]) for i in idx]
+            record["flips_at_cost_ratio"] = flips
+            for pair, at in flips.items():
+                lines.append(f"  ranking of {pair} flips at cost ratio " + ", ".join(f"{r:.3g}" for r in at))
+            if out_dir is not None and ratios is not None and res.values is not None:
+                fig = plots.sweep_curves(ratios, res.values, names=names, xlabel="cost ratio c10 / c01",
+                                         ylabel="NEC", log_x=True, flips=[r for at in flips.values() for r in at])
+                record.setdefault("files", []).append(_save_figure(fig, out_dir, "sweep_cost_ratio.png", args.force))
+    _emit(args, record, "\n".join(lines), out_dir)
+    return 0
+
+
 def cmd_demo(args):
     from ecjax import demo
 
@@ -415,6 +543,15 @@ def _build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--draws", type=int, default=20_000, help="posterior draws (default 20000)")
     cp.add_argument("--seed", type=int, default=0, help="random key (default 0)")
     cp.add_argument("--rope", type=float, help="half-width of the region of practical equivalence (yield units)")
+    sw = sub.add_parser("sweep", help="which system wins where: utility-space winner maps, cost-ratio sweeps")
+    _add_common(sw, labels_per_system=True)
+    sw.add_argument("--over", default="utility-space", choices=["utility-space", "cost-ratio", "matrices"],
+                    help="what to sweep: the binary utility space of seed 004 Fig. 1, the binary cost ratio "
+                         "c10/c01, or random cost matrices drawn from the cost file's [uncertainty] intervals")
+    sw.add_argument("--resolution", type=int, default=101, help="grid points per axis / number of points")
+    sw.add_argument("--lo", type=float, default=0.01, help="smallest cost ratio (cost-ratio sweeps)")
+    sw.add_argument("--hi", type=float, default=100.0, help="largest cost ratio (cost-ratio sweeps)")
+    sw.add_argument("--seed", type=int, default=0, help="random key for --over matrices")
     c = sub.add_parser("calibrate", help="fit a calibrator on one file, apply it to another, write calibrated scores")
     c.add_argument("--train-scores", required=True, metavar="FILE", help="(N, K) scores to fit on ((N,) for llr)")
     c.add_argument("--train-labels", required=True, metavar="FILE", help="their true classes")
@@ -433,7 +570,7 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = {"demo": cmd_demo, "metrics": cmd_metrics, "calibrate": cmd_calibrate, "compare": cmd_compare}
+COMMANDS = {"demo": cmd_demo, "metrics": cmd_metrics, "calibrate": cmd_calibrate, "compare": cmd_compare, "sweep": cmd_sweep}
 
 
 def main(argv=None) -> int:

@@ -195,8 +195,10 @@ def winner_map(x, y, winners, *, names=None, title="Winner over the utility spac
 
     Args:
       x, y: ``(nx,)`` and ``(ny,)`` grid coordinates (seed 004 eq. 13).
-      winners: ``(ny, nx)`` index of the winning system, ``-1`` outside the
-        admissible hexagon ``|x - y| <= 1``.
+      winners: ``(ny, nx)`` index of the winning system; ``-2`` where the
+        best value is shared (a tie, drawn grey: typically every system makes
+        the naive decision there); ``-1`` outside the admissible hexagon
+        ``|x - y| <= 1`` (left blank).
     """
     plt = _plt()
     from matplotlib.colors import ListedColormap
@@ -205,18 +207,23 @@ def winner_map(x, y, winners, *, names=None, title="Winner over the utility spac
     m = int(w.max()) + 1 if names is None else len(names)
     names = names or [f"system {i}" for i in range(m)]
     colors = _colors(m)
-    img = np.ma.masked_less(w, 0)
+    tie_colour = (0.75, 0.75, 0.75, 1.0)
+    # Shift so that ties (-2) map to colour 0 and system i to colour i + 1; outside (-1) is masked.
+    img = np.ma.masked_where(w == -1, np.where(w == -2, 0, w + 1))
     fig, ax = plt.subplots(figsize=(5.5, 5))
-    ax.imshow(img, origin="lower", extent=(x[0], x[-1], y[0], y[-1]), cmap=ListedColormap(colors),
-              vmin=-0.5, vmax=m - 0.5, interpolation="nearest", aspect="equal")
+    ax.imshow(img, origin="lower", extent=(x[0], x[-1], y[0], y[-1]), cmap=ListedColormap([tie_colour] + colors),
+              vmin=-0.5, vmax=m + 0.5, interpolation="nearest", aspect="equal")
+    inside = w != -1
     for i, c in enumerate(colors):
-        share = np.mean(w[w >= 0] == i) if np.any(w >= 0) else 0.0
+        share = np.mean(w[inside] == i) if np.any(inside) else 0.0
         ax.plot([], [], "s", color=c, label=f"{names[i]} ({100 * share:.1f} %)")
+    if np.any(w == -2):
+        ax.plot([], [], "s", color=tie_colour, label=f"tie ({100 * np.mean(w[inside] == -2):.1f} %)")
     ax.plot(0, 0, "k+", label="accuracy (identity utilities)")
     ax.set_xlabel("x (seed 004 eq. 13)")
     ax.set_ylabel("y (seed 004 eq. 13)")
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="upper left")
     return _finish(fig, path)
 
 
@@ -235,4 +242,30 @@ def metric_vs_yield(yields, metric_values, *, metric_name="metric", title=None, 
     ax.set_xlabel("utility yield")
     ax.set_ylabel(metric_name)
     ax.set_title(title or f"{metric_name} vs utility yield (Spearman {rho:.2f})")
+    return _finish(fig, path)
+
+
+def sweep_curves(x, values, *, names=None, xlabel="swept parameter", ylabel="NEC", log_x=False, flips=(),
+                 title="Sensitivity sweep", path=None):
+    """Each system's metric along a one-dimensional sweep, with the points where rankings flip marked.
+
+    Args:
+      x: ``(P,)`` swept coordinate (a cost ratio, an effective prior, ...).
+      values: ``(P, M)`` metric of each system at each point.
+      flips: x positions where the order of two systems reverses (vertical lines).
+    """
+    plt = _plt()
+    xs, vals = np.asarray(x, float), np.asarray(values, float)
+    names = names or [f"system {i}" for i in range(vals.shape[1])]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for i, c in enumerate(_colors(vals.shape[1])):
+        ax.plot(xs, vals[:, i], color=c, label=names[i])
+    for j, f in enumerate(flips):
+        ax.axvline(f, color="gray", ls=":", lw=0.8, label="ranking flips" if j == 0 else None)
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8)
     return _finish(fig, path)

@@ -199,3 +199,47 @@ def test_compare_unpaired_per_system_labels_and_errors(files):
     (d / "inv.toml").write_text('costs = [[0, 1], [4, 0]]\n[uncertainty]\nlow = [[0, 1], [5, 0]]\nhigh = [[0, 1], [2, 0]]\n')
     rc, _, err = run("compare", "--labels", "y.npy", "--scores", "a.npy", "b.npy", "--costs", "inv.toml", cwd=d)
     assert rc == 2 and "low > high" in err
+
+
+def test_sweep_utility_space_and_cost_ratio_against_brute_force(files):
+    d, *_ = files
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 400)
+    # A rarely misses class 1 but raises false alarms; B the other way round.
+    dec_a = np.where(y == 1, rng.uniform(size=400) > 0.05, rng.uniform(size=400) < 0.3).astype(int)
+    dec_b = np.where(y == 1, rng.uniform(size=400) > 0.35, rng.uniform(size=400) < 0.05).astype(int)
+    np.save(d / "ys.npy", y), np.save(d / "A.npy", dec_a), np.save(d / "B.npy", dec_b)
+    rc, out, err = run("sweep", "--labels", "ys.npy", "--decisions", "A.npy", "B.npy", "--resolution", "41",
+                       "--json", "--out", "sw", cwd=d)
+    assert rc == 0, err
+    rec = json.loads(out)
+    # Brute force over the same grid: yield = sum_ij U_ij C_ij with C the joint frequencies (seed 004 eq. 10).
+    g = np.linspace(-1, 1, 41)
+    wins = np.zeros(2)
+    total = 0
+    joint = [np.array([[np.mean((y == i) & (dd == j)) for j in range(2)] for i in range(2)]) for dd in (dec_a, dec_b)]
+    for yy in g:
+        for xx in g:
+            if abs(xx - yy) > 1 + 1e-9:
+                continue
+            u = np.array([[1 - max(xx, 0), max(-yy, 0)], [max(yy, 0), 1 - max(-xx, 0)]])
+            ya, yb = (np.sum(u * c) for c in joint)
+            total += 1
+            if not np.isclose(ya, yb, rtol=0, atol=1e-6):
+                wins[int(yb > ya)] += 1
+    np.testing.assert_allclose([rec["win_fraction"]["A"], rec["win_fraction"]["B"]], wins / total, atol=2.5 / total)
+    assert (d / "sw" / "winner_map.png").is_file()
+
+    rc, out, err = run("sweep", "--labels", "ys.npy", "--decisions", "A.npy", "B.npy", "--over", "cost-ratio",
+                       "--lo", "0.1", "--hi", "10", "--resolution", "201", "--json", cwd=d)
+    assert rc == 0, err
+    rec = json.loads(out)
+    # EC(r) = P0 R01 + r P1 R10 for costs [[0, 1], [r, 0]]: the two lines cross at
+    # r* = P0 (R01_B - R01_A) / (P1 (R10_A - R10_B)).
+    p0, p1 = np.mean(y == 0), np.mean(y == 1)
+    r01 = [np.mean(dd[y == 0] == 1) for dd in (dec_a, dec_b)]
+    r10 = [np.mean(dd[y == 1] == 0) for dd in (dec_a, dec_b)]
+    r_star = p0 * (r01[1] - r01[0]) / (p1 * (r10[0] - r10[1]))
+    grid = np.logspace(-1, 1, 201)
+    (flip,) = rec["flips_at_cost_ratio"]["A / B"]
+    assert flip == pytest.approx(grid[np.searchsorted(grid, r_star)], rel=1e-6)

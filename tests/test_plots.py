@@ -84,13 +84,16 @@ def test_winner_map_colours_and_shares(tmp_path):
     y = np.linspace(-1, 1, 41)
     xx, yy = np.meshgrid(x, y)
     winners = np.where(np.abs(xx - yy) > 1, -1, (xx > 0).astype(int))
+    winners[(np.abs(xx) < 0.1) & (winners >= 0)] = -2  # a band of ties
     fig = plots.winner_map(x, y, winners, names=["left", "right"], path=tmp_path / "w.png")
     img = _png_ok(tmp_path / "w.png")
     arr = fig.axes[0].images[0].get_array()
-    assert arr.mask.sum() == np.sum(winners < 0)
+    assert arr.mask.sum() == np.sum(winners == -1)  # only the outside of the hexagon is blank
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    share_right = np.mean(winners[winners >= 0] == 1)
+    inside = winners != -1
+    share_right = np.mean(winners[inside] == 1)
     assert f"right ({100 * share_right:.1f} %)" in legend
+    assert f"tie ({100 * np.mean(winners[inside] == -2):.1f} %)" in legend
     # Two distinct system colours appear in the rendered image.
     colours = {tuple(np.round(c, 2)) for c in img[..., :3].reshape(-1, 3)[::50]}
     assert len(colours) > 3
