@@ -42,6 +42,28 @@ from ecjax.metrics import (
     unified_performance_measure,
     utility_yield,
 )
-from ecjax.scores import bayes_expected_cost, optimal_threshold_expected_cost
+from ecjax.scores import (
+    auc,
+    bayes_expected_cost,
+    bayes_risk_curve,
+    brier,
+    cross_entropy,
+    ece,
+    eer,
+    optimal_threshold_expected_cost,
+    roc_curve,
+)
 
 __version__ = "0.1.0"
+
+# Heavier layers load on first use: `ecjax.prob` (NumPyro), `ecjax.calibration` (optax),
+# `ecjax.sweep`, `ecjax.simulate`, `ecjax.plots` (matplotlib), `ecjax.io`.
+_LAZY = ("calibration", "io", "plots", "prob", "simulate", "sweep")
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f"ecjax.{name}")
+    raise AttributeError(f"module 'ecjax' has no attribute {name!r}")
