@@ -158,7 +158,9 @@ class Calibrator:
         ``weight`` for ``matrix``; for ``histogram``: ``upper_edges`` and
         ``frequencies``, the class-1 frequency of each bin).
       num_iterations: L-BFGS iterations used (0 for ``histogram``).
-      grad_norm: gradient norm of the objective at the returned parameters.
+      grad_norm: gradient norm of the objective at the returned parameters,
+        in the optimizer's parametrization (scales and matrix multiplied by
+        the RMS spread of the training inputs; biases as they are).
       loss: the training objective at the returned parameters.
       converged: ``grad_norm < tol`` (always True for ``histogram``).
       num_classes, input_type, loss_name: static settings.
@@ -327,10 +329,28 @@ def _fit_kernel(s, labels, weights, log_prior_odds, l2, tol, *, method, loss, ma
         zero = jnp.zeros((), jnp.int32)
         return params, zero, jnp.zeros((), dtype), jnp.zeros((), dtype)
     k = 2 if s.ndim == 1 else s.shape[-1]
-    init = _init_params(method, k, dtype)
+    # Precondition: optimize the scales times the RMS spread sigma of the training inputs, so that
+    # scale and bias gradients are of comparable size (log-posteriors can span tens or thousands
+    # of nats).  The objective is unchanged; matrix scaling needs ~4x fewer iterations this way.
+    mask = (weights > 0).astype(dtype)
+    mask = mask if s.ndim == 1 else mask[:, None]
+    count = jnp.sum(mask) * (1 if s.ndim == 1 else k)
+    mean = jnp.sum(mask * s) / count
+    sigma = jnp.sqrt(jnp.sum(mask * (s - mean) ** 2) / count)
+    sigma = jnp.where(sigma > 0, sigma, 1.0)
+    init = _to_internal(_init_params(method, k, dtype), sigma)
     objective = partial(_objective, method, loss, l2, s=s, labels=labels, weights=weights,
                         log_prior_odds=log_prior_odds)
-    return _lbfgs_minimize(lambda p: objective(p), init, max_iter, tol)
+    q, n_iter, gnorm, value = _lbfgs_minimize(lambda q: objective(_from_internal(q, sigma)), init, max_iter, tol)
+    return _from_internal(q, sigma), n_iter, gnorm, value
+
+
+def _to_internal(params, sigma):
+    return {name: p * sigma if name in ("scale", "weight") else p for name, p in params.items()}
+
+
+def _from_internal(params, sigma):
+    return {name: p / sigma if name in ("scale", "weight") else p for name, p in params.items()}
 
 
 def fit(scores, labels, *, method="affine", priors=None, loss="xe", score_type="log_posteriors", l2=1e-3,
