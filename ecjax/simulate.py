@@ -28,7 +28,9 @@ and 0.2.  The mc2 scale is 0.2 as seed 002's text says (the printed Datap-mc2
 NEC with abstention, 0.93, and ECE, 22%, need it); the default of
 ``expected_cost.data.create_scores_for_expts``, ``score_scale_mc2=5``, gives
 0.21 and 2% instead.  Class sizes are ``round(P_i N)`` (seed 002 step 2; the
-seeds' code truncates, which gives the same sizes for the default priors).
+seeds' code truncates ``P_i N``, which gives the same sizes for the default
+priors at ``N = 10^5`` but can drop a sample elsewhere: 1999 instead of 2000
+for ``P_2 = 1 - 0.9`` at ``N = 20000``, as ``(1 - 0.9) * 20000 < 2000`` in floating point).
 Samples are ordered by class, as in the seeds' code.
 
 The paper's own samples come from numpy's global seed 0; a JAX key gives a
