@@ -569,7 +569,7 @@ def calibration_loss(raw, calibrated, labels, *, metric="xe", relative=True, cos
 
     ``relative=True`` gives ``100 (EPSRraw - EPSRemin) / EPSRraw`` (eq. 60),
     the percentage of the raw EPSR due to miscalibration (0 when the raw EPSR
-    is 0).  The EPSR is the cross-entropy (``"xe"``), the Brier score
+    is 0; 100 when an infinite raw cross-entropy becomes finite).  The EPSR is the cross-entropy (``"xe"``), the Brier score
     (``"brier"``) or the EC of Bayes decisions for ``costs``
     (``"bayes_ec"``), with evaluation ``priors`` (default: data priors).
     ``calibrated`` should come from a calibrator that did not see these
@@ -584,7 +584,14 @@ def calibration_loss(raw, calibrated, labels, *, metric="xe", relative=True, cos
     c = _epsr(metric, labels, calibrated, costs, priors, score_type, False)
     if not relative:
         return r - c
-    return jnp.where(r > 0, 100.0 * (r - c) / jnp.where(r > 0, r, 1.0), 0.0)
+    return _relative(r, c)
+
+
+def _relative(r, c):
+    # An infinite raw XE (a true-class posterior of 0) that calibration makes finite is a 100% loss.
+    finite = jnp.isfinite(r)
+    rel = 100.0 * (r - c) / jnp.where((r > 0) & finite, r, 1.0)
+    return jnp.where(finite, jnp.where(r > 0, rel, 0.0), jnp.where(jnp.isfinite(c), 100.0, jnp.nan))
 
 
 class CalibrationDiagnosis(NamedTuple):
@@ -638,5 +645,5 @@ def diagnose(scores, labels, *, key=None, method="affine", metric="xe", protocol
     raw = _epsr(metric, labels, scores, costs, priors, score_type, normalize)
     calv = _epsr(metric, labels, res.scores, costs, priors, "log_posteriors", normalize)
     absolute = raw - calv
-    relative = jnp.where(raw > 0, 100.0 * absolute / jnp.where(raw > 0, raw, 1.0), 0.0)
+    relative = _relative(raw, calv)
     return CalibrationDiagnosis(metric, res.protocol, raw, calv, absolute, relative, res.scores, res.calibrator)

@@ -197,7 +197,7 @@ def test_stratified_folds_are_balanced_and_keyed():
 
 
 def test_cross_validation_applies_each_fold_calibrator_only_to_its_held_out_part():
-    labels, scores, st = _subset("cifar10_resnet-20", 2000)
+    labels, scores, st = _subset("cifar10_resnet-20", 1200)
     lp = _lp64(scores, st)
     res = C.calibrate_cross_validated(scores, labels, key=jax.random.key(0), num_folds=3, score_type=st)
     assert res.protocol == "cross_validation" and not res.optimistic
@@ -265,6 +265,15 @@ def test_calibration_loss_matches_psrcal_and_closed_forms():
     ref_ec = 100 * (bayes_ec(lp) - bayes_ec(cal)) / bayes_ec(lp)
     np.testing.assert_allclose(float(C.calibration_loss(lp, cal, labels, metric="bayes_ec", costs=costs)), ref_ec,
                                rtol=1e-5)
+
+
+def test_relative_calibration_loss_of_an_infinite_raw_cross_entropy():
+    with np.errstate(divide="ignore"):
+        raw = np.log(np.array([[1.0, 0.0], [0.5, 0.5]]))  # true-class posterior 0 for sample 0
+    cal = np.log(np.array([[0.6, 0.4], [0.5, 0.5]]))
+    labels = np.array([1, 0])
+    assert float(C.calibration_loss(raw, cal, labels)) == pytest.approx(100.0)
+    assert float(C.calibration_loss(raw, cal, labels, relative=False)) == np.inf
 
 
 def test_diagnose_reports_raw_calibrated_and_losses():
