@@ -33,30 +33,37 @@ def _load_labels(path):
     return y.astype(np.int64)
 
 
-def _load_systems(args, n, score_type):
-    """(kind, arrays, names) from --scores or --decisions, every file checked against the labels."""
+def _load_inputs(args):
+    """(kind, labels, label files, system arrays, names), every file checked against its labels.
+
+    ``--labels`` is one file shared by all systems, or (compare, sweep) one file per system.
+    """
     from ecjax.io import load_array
 
+    label_files = [args.labels] if isinstance(args.labels, str) else list(args.labels)
+    labels = [_load_labels(f) for f in label_files]
     files = args.scores or args.decisions
     kind = "scores" if args.scores else "decisions"
+    if len(labels) not in (1, len(files)):
+        raise InputError(f"--labels: give one file shared by all systems or one per system, got {len(labels)} for {len(files)}")
+    if len(labels) == 1:
+        labels, label_files = labels * len(files), label_files * len(files)
+    st = args.score_type
     arrays = []
-    for f in files:
+    for f, y, lf in zip(files, labels, label_files):
         a = load_array(f)
-        want = 1 if (kind == "decisions" or score_type == "llr") else 2
+        want = 1 if (kind == "decisions" or st == "llr") else 2
         if a.ndim != want:
-            shape = "(N,)" if want == 1 else "(N, K)"
-            raise InputError(f"{f}: {kind} must have shape {shape}, got {a.shape}")
-        if a.shape[0] != n:
-            raise InputError(f"{f}: has {a.shape[0]} samples but the labels file has {n}")
+            raise InputError(f"{f}: {kind} must have shape {'(N,)' if want == 1 else '(N, K)'}, got {a.shape}")
+        if a.shape[0] != y.shape[0]:
+            raise InputError(f"{f}: has {a.shape[0]} samples but {lf} has {y.shape[0]} labels")
         if kind == "scores" and not np.all(np.isfinite(a)):
             raise InputError(f"{f}: scores contain NaN or inf")
         arrays.append(a)
-    if kind == "scores" and len({a.shape for a in arrays}) > 1:
-        raise InputError(f"score files have different shapes: {[a.shape for a in arrays]}")
     names = args.names or [Path(f).stem for f in files]
     if len(names) != len(files):
         raise InputError(f"--names gives {len(names)} names for {len(files)} systems")
-    return kind, arrays, names
+    return kind, labels, label_files, arrays, names
 
 
 def _cost_spec(args, num_classes):
@@ -134,9 +141,8 @@ def cmd_metrics(args):
     from ecjax.decisions import bayes_decisions
     from ecjax.report import disagreements, format_table, metric_columns, winner
 
-    labels = _load_labels(args.labels)
     st = args.score_type
-    kind, arrays, names = _load_systems(args, len(labels), st)
+    kind, (labels, *_), _, arrays, names = _load_inputs(args)
     k = _num_classes(labels, kind, arrays, st, args.costs)
     if labels.max() >= k:
         raise InputError(f"{args.labels}: label {labels.max()} is out of range for {k} classes")
@@ -283,32 +289,9 @@ def cmd_compare(args):
 
     from ecjax import plots, prob
 
-    label_files = args.labels
-    labels = [_load_labels(f) for f in label_files]
+    kind, labels, label_files, arrays, names = _load_inputs(args)
     files = args.scores or args.decisions
-    kind = "scores" if args.scores else "decisions"
-    if len(labels) not in (1, len(files)):
-        raise InputError(f"--labels: give one file shared by all systems or one per system, got {len(labels)} for {len(files)}")
-    if len(labels) == 1:
-        labels = labels * len(files)
-        label_files = label_files * len(files)
-    from ecjax.io import load_array
-
     st = args.score_type
-    arrays = []
-    for f, y, lf in zip(files, labels, label_files):
-        a = load_array(f)
-        want = 1 if (kind == "decisions" or st == "llr") else 2
-        if a.ndim != want:
-            raise InputError(f"{f}: {kind} must have shape {'(N,)' if want == 1 else '(N, K)'}, got {a.shape}")
-        if a.shape[0] != y.shape[0]:
-            raise InputError(f"{f}: has {a.shape[0]} samples but {lf} has {y.shape[0]} labels")
-        if kind == "scores" and not np.all(np.isfinite(a)):
-            raise InputError(f"{f}: scores contain NaN or inf")
-        arrays.append(a)
-    names = args.names or [Path(f).stem for f in files]
-    if len(names) != len(files):
-        raise InputError(f"--names gives {len(names)} names for {len(files)} systems")
     k = 2 if (kind == "scores" and st == "llr") else (arrays[0].shape[1] if kind == "scores" else None)
     if args.costs is None:
         raise InputError("--costs: compare needs a cost specification (see `ecjax.io` for the format)")
@@ -374,36 +357,6 @@ def cmd_compare(args):
     return 0
 
 
-def _systems_for_sweep(args):
-    """Labels (shared or per system), system arrays and names for `sweep`, checked file by file."""
-    from ecjax.io import load_array
-
-    label_files = list(args.labels)
-    labels = [_load_labels(f) for f in label_files]
-    files = args.scores or args.decisions
-    kind = "scores" if args.scores else "decisions"
-    if len(labels) not in (1, len(files)):
-        raise InputError(f"--labels: give one file shared by all systems or one per system, got {len(labels)} for {len(files)}")
-    if len(labels) == 1:
-        labels, label_files = labels * len(files), label_files * len(files)
-    st = args.score_type
-    arrays = []
-    for f, y, lf in zip(files, labels, label_files):
-        a = load_array(f)
-        want = 1 if (kind == "decisions" or st == "llr") else 2
-        if a.ndim != want:
-            raise InputError(f"{f}: {kind} must have shape {'(N,)' if want == 1 else '(N, K)'}, got {a.shape}")
-        if a.shape[0] != y.shape[0]:
-            raise InputError(f"{f}: has {a.shape[0]} samples but {lf} has {y.shape[0]} labels")
-        if kind == "scores" and not np.all(np.isfinite(a)):
-            raise InputError(f"{f}: scores contain NaN or inf")
-        arrays.append(a)
-    names = args.names or [Path(f).stem for f in files]
-    if len(names) != len(files):
-        raise InputError(f"--names gives {len(names)} names for {len(files)} systems")
-    return kind, labels, label_files, arrays, names
-
-
 def cmd_sweep(args):
     """Winner maps and tables over the utility space, a cost ratio, or random cost matrices."""
     import jax
@@ -411,7 +364,7 @@ def cmd_sweep(args):
     from ecjax import plots, prob, sweep
     from ecjax.confusion import confusion_matrix
 
-    kind, labels, label_files, arrays, names = _systems_for_sweep(args)
+    kind, labels, label_files, arrays, names = _load_inputs(args)
     st = args.score_type
     if kind == "scores":
         k = 2 if st == "llr" else arrays[0].shape[1]
