@@ -1,0 +1,323 @@
+"""compare(): ranking outputs (issue 4 item 6), checks against references (item 7), bad input (item 8).
+
+References: numerical integration of Beta posteriors (scipy), direct
+sweeps over the utility space written in numpy (seed 004 eq. 13 and the
+binary cost ratio), frequentist coverage on simulated test sets from a
+known generator, arviz.hdi / arviz.summary, and numpy Bayes decisions.
+"""
+
+import pathlib
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import arviz as az
+import jax
+import jax.numpy as jnp
+
+import ecjax
+from ecjax import prob
+from ecjax.confusion import JointOutcomeTable
+
+KEY = jax.random.key(3)
+DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+# ------------------------------------------------------------- item 7 checks
+
+def test_p_higher_accuracy_matches_integral_of_two_beta_posteriors():
+    # Two independent binary systems, test sets of different sizes.  Encoded as "correct / wrong"
+    # decisions on class-0 samples, with priors (1, 0), the yield under the identity is the accuracy,
+    # whose posterior is Beta(correct + 1/2, wrong + 1/2) (the default 1/D concentration).
+    correct_a, n_a, correct_b, n_b = 171, 200, 122, 150
+    dec_a = np.r_[np.zeros(correct_a, int), np.ones(n_a - correct_a, int)]
+    dec_b = np.r_[np.zeros(correct_b, int), np.ones(n_b - correct_b, int)]
+    res = prob.compare([np.zeros(n_a, int), np.zeros(n_b, int)], [dec_a, dec_b], utilities=np.eye(2),
+                       priors=[1.0, 0.0], paired=False, num_draws=100_000, key=KEY, decompose=False)
+    beta_a = stats.beta(correct_a + 0.5, n_a - correct_a + 0.5)
+    beta_b = stats.beta(correct_b + 0.5, n_b - correct_b + 0.5)
+    reference, _ = integrate.quad(lambda x: beta_a.pdf(x) * beta_b.cdf(x), 0, 1, epsabs=1e-12, limit=200)
+    assert 0.6 < reference < 0.95  # a non-trivial comparison
+    assert abs(res.pairwise[0, 1] - reference) < 0.005
+    assert abs(res.p_best[0] - reference) < 0.005
+
+
+def _seed004_yields(x, y, conf):
+    """Yields of seed 004 eq. 13 on a grid, written from the seed (rows = decision) with C_ij = P(decide i, class j)."""
+    u00, u01 = 1 - x * (x > 0), y * (y > 0)
+    u10, u11 = -y * (y < 0), 1 + x * (x < 0)
+    return [u00 * c[0, 0] + u01 * c[0, 1] + u10 * c[1, 0] + u11 * c[1, 1] for c in conf]
+
+
+def test_utility_uncertainty_alone_p_best_is_the_prior_mass_where_a_system_wins():
+    priors = np.array([0.3, 0.7])
+    tnr_tpr = [(0.95, 0.70), (0.80, 0.90), (0.88, 0.82)]
+    rates = np.array([[[tn, 1 - tn], [1 - tp, tp]] for tn, tp in tnr_tpr])  # rows = true class
+    counts = rates * priors[None, :, None] * 1e8  # huge test set: no doubt from the rates
+    # Seed orientation for the reference: C[decision, class] = P(class) R[class, decision].
+    conf = [(r * priors[:, None]).T for r in rates]
+    g = (np.arange(1500) + 0.5) / 1500 * 2 - 1
+    x, y = np.meshgrid(g, g, indexing="ij")
+    inside = (np.abs(x - y) <= 1)
+    winner = np.argmax(np.stack(_seed004_yields(x, y, conf)), 0)
+    gauss = np.exp(-0.5 * (x ** 2 + y ** 2) / (1 / 3) ** 2) * inside
+    for prior, weight in [(prob.seed004_uniform(), inside.astype(float)), (prob.seed004_gaussian(), gauss)]:
+        reference = np.array([(weight * (winner == m)).sum() for m in range(3)]) / weight.sum()
+        res = prob.compare_counts(counts, utilities=prior, key=KEY, num_draws=100_000)
+        np.testing.assert_allclose(res.p_best, reference, atol=0.006)
+        # All the doubt comes from the utilities.
+        np.testing.assert_allclose(res.doubt.p_best_costs_only, reference, atol=0.006)
+        assert res.doubt.doubt_rates_only < 1e-3
+
+    # The binary cost ratio: costs [[0, 1], [r, 0]], r log-uniform on [0.5, 20]: sweep log r.
+    log_r = np.log(0.5) + (np.arange(200_000) + 0.5) / 200_000 * (np.log(20) - np.log(0.5))
+    r = np.exp(log_r)
+    ec = np.stack([priors[0] * (1 - tn) + priors[1] * (1 - tp) * r for tn, tp in tnr_tpr])
+    reference = np.array([np.mean(np.argmin(ec, 0) == m) for m in range(3)])
+    res = prob.compare_counts(counts, costs=prob.cost_ratio(0.5, 20), key=KEY, num_draws=100_000)
+    np.testing.assert_allclose(res.p_best, reference, atol=0.006)
+
+
+def _simulate_counts(rng, num_sets, n, priors, rates):
+    k, d = rates.shape
+    classes = rng.multinomial(n, priors, size=num_sets)  # (T, K)
+    counts = np.stack([np.stack([rng.multinomial(classes[t, i], rates[i]) for i in range(k)])
+                       for t in range(num_sets)])
+    return counts
+
+
+def test_frequentist_coverage_of_90_percent_intervals():
+    # 500 test sets of N = 300 from a known 3-class generator; the 90 % HDI of the yield must cover
+    # the true yield sum_ij U_ij P_i R_ij in 90 +- 3 % of them.  Vectorized over the sets with vmap.
+    rng = np.random.default_rng(2024)
+    priors = np.array([0.5, 0.3, 0.2])
+    rates = np.array([[0.85, 0.10, 0.05], [0.15, 0.70, 0.15], [0.05, 0.15, 0.80]])
+    utilities = np.array([[1.0, -0.5, -1.0], [-2.0, 2.0, 0.0], [-4.0, -1.0, 3.0]])
+    truth = float(np.sum(utilities * priors[:, None] * rates))
+    counts = jnp.asarray(_simulate_counts(rng, 500, 300, priors, rates))
+    u = jnp.broadcast_to(jnp.asarray(utilities, jnp.float32), (4000, 3, 3))
+
+    def interval(key, c):
+        k1, k2 = jax.random.split(key)
+        r = prob.sample_rates(k1, c, num_draws=4000)
+        p = prob.sample_class_priors(k2, None, c.sum(-1), num_draws=4000)
+        y, _, _ = prob.evaluate_draws(u, r[:, None], p)
+        return prob.hdi(y[:, 0], 0.9)
+
+    iv = np.asarray(jax.vmap(interval)(jax.random.split(KEY, 500), counts))
+    coverage = np.mean((iv[:, 0] <= truth) & (truth <= iv[:, 1]))
+    assert 0.87 <= coverage <= 0.93, coverage
+
+
+def test_frequentist_coverage_of_paired_difference_intervals():
+    # Paired model (Bayesian bootstrap over the 8 joint cells of two binary systems): coverage of the
+    # 90 % HDI of the yield difference over 500 simulated test sets.
+    rng = np.random.default_rng(7)
+    cells = np.array([[c, a, b] for c in range(2) for a in range(2) for b in range(2)])
+    joint = np.array([0.40, 0.05, 0.08, 0.02, 0.03, 0.04, 0.06, 0.32])  # P(class, dec A, dec B)
+    utilities = np.array([[1.0, -1.0], [-3.0, 2.0]])
+    truth = float(np.sum(joint * (utilities[cells[:, 0], cells[:, 1]] - utilities[cells[:, 0], cells[:, 2]])))
+    counts = jnp.asarray(rng.multinomial(300, joint, size=500), jnp.float32)
+    u = jnp.broadcast_to(jnp.asarray(utilities, jnp.float32), (4000, 2, 2))
+
+    def interval(key, c):
+        table = JointOutcomeTable(jnp.asarray(cells, jnp.int32), c, 2, 2)
+        w = prob.sample_joint_confusions(key, table, num_draws=4000)
+        y, _, _ = prob.evaluate_draws(u, w, w[:, 0].sum(-1))
+        return prob.hdi(y[:, 0] - y[:, 1], 0.9)
+
+    iv = np.asarray(jax.vmap(interval)(jax.random.split(KEY, 500), counts))
+    coverage = np.mean((iv[:, 0] <= truth) & (truth <= iv[:, 1]))
+    assert 0.87 <= coverage <= 0.93, coverage
+
+
+@pytest.mark.slow
+def test_frequentist_coverage_through_compare():
+    # The same check through the public entry point, one call per test set (slow).
+    rng = np.random.default_rng(99)
+    priors = np.array([0.7, 0.3])
+    rates = np.array([[0.9, 0.1], [0.25, 0.75]])
+    utilities = np.array([[0.0, -1.0], [-5.0, 0.0]])
+    truth = float(np.sum(utilities * priors[:, None] * rates))
+    hits = 0
+    for t in range(500):
+        labels = rng.choice(2, size=250, p=priors)
+        decisions = np.where(rng.random(250) < rates[labels, labels], labels, 1 - labels)
+        res = prob.compare(labels, decisions[None], utilities=utilities, key=jax.random.key(t), num_draws=4000,
+                           decompose=False)
+        hits += res.hdi[0, 0] <= truth <= res.hdi[0, 1]
+    assert 0.87 <= hits / 500 <= 0.93
+
+
+# ------------------------------------------------------------- item 6 outputs
+
+@pytest.fixture(scope="module")
+def three_systems():
+    rng = np.random.default_rng(1)
+    n = 600
+    labels = rng.integers(0, 3, n)
+    dec = np.stack([np.where(rng.random(n) < acc, labels, rng.integers(0, 3, n)) for acc in (0.80, 0.78, 0.70)])
+    prior = prob.truncated_normal(1 - np.eye(3), 0.4, low=0.0, high=3.0, kind="cost")
+    res = prob.compare(labels, {"a": dec[0], "b": dec[1], "c": dec[2]}, utilities=prior, key=KEY,
+                       num_draws=20_000, rope=0.01)
+    return labels, dec, prior, res
+
+
+def test_ranking_outputs_are_consistent(three_systems):
+    _, _, _, res = three_systems
+    assert res.systems == ("a", "b", "c")
+    y = np.asarray(res.yields)
+    assert y.shape == (20_000, 3)
+    rp = res.rank_probabilities
+    np.testing.assert_allclose(rp.sum(0), 1.0, atol=1e-6)
+    np.testing.assert_allclose(rp.sum(1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(res.p_best, rp[:, 0])
+    # Against numpy on the same draws.
+    np.testing.assert_allclose(res.p_best, np.bincount(y.argmax(1), minlength=3) / len(y), atol=1e-6)
+    np.testing.assert_allclose(res.pairwise[0, 1], np.mean(y[:, 0] > y[:, 1]), atol=1e-6)
+    d = y[:, 0] - y[:, 2]
+    np.testing.assert_allclose(res.rope_probabilities[0, 2], [np.mean(d > 0.01), np.mean(np.abs(d) <= 0.01),
+                                                              np.mean(d < -0.01)], atol=1e-6)
+    np.testing.assert_allclose(res.rope_probabilities.sum(-1)[~np.eye(3, dtype=bool)], 1.0, atol=1e-6)
+    np.testing.assert_allclose(res.expected_costs, -res.yields)
+    assert res.recommendation == int(np.argmax(y.mean(0)))
+    assert res.recommendation_probability == pytest.approx(res.p_best[res.recommendation])
+    assert res.best == res.systems[res.recommendation]
+
+
+def test_hdi_matches_arviz_and_to_arviz_summary(three_systems):
+    _, _, _, res = three_systems
+    y = np.asarray(res.yields, np.float64)
+    ref = np.stack([az.hdi(y[:, m], hdi_prob=0.9) for m in range(3)])
+    np.testing.assert_allclose(res.hdi, ref, atol=1e-6)
+    idata = res.to_arviz()
+    post = idata.posterior
+    assert post["utility_yield"].dims == ("chain", "draw", "system")
+    assert list(post.coords["system"].values) == ["a", "b", "c"]
+    summary = az.summary(idata, var_names=["utility_yield", "normalized_expected_cost"])
+    np.testing.assert_allclose(summary["mean"].to_numpy()[:3], y.mean(0), atol=1e-3)
+    assert summary["r_hat"].max() < 1.01  # independent draws split into chains
+
+
+def test_nec_matches_expected_cost_package():
+    from expected_cost import ec
+    from expected_cost.ec import CostMatrix
+
+    rng = np.random.default_rng(12)
+    n = 1000
+    labels = rng.integers(0, 3, n)
+    dec = np.stack([np.where(rng.random(n) < acc, labels, rng.integers(0, 4, n)) for acc in (0.7, 0.5)])
+    utilities = np.array([[2.0, -1.0, -1.0, 0.5], [-3.0, 1.0, 0.0, 0.2], [-1.0, -2.0, 4.0, 1.0]])  # col 3: abstain
+    costs = utilities.max(1, keepdims=True) - utilities  # row-normalized costs (seed 001 §2)
+    reference = [ec.average_cost(labels, d, CostMatrix(costs), adjusted=True) for d in dec]
+    counts = np.stack([np.asarray(ecjax.confusion_matrix(labels, d, num_classes=3, num_decisions=4)) for d in dec])
+    # A huge test set with the same rates: the NEC posterior concentrates on the anchor's NEC.
+    res = prob.compare_counts(counts * 10 ** 6, utilities=utilities, key=KEY, num_draws=20_000, decompose=False)
+    np.testing.assert_allclose(np.asarray(res.normalized_expected_costs).mean(0), reference, rtol=1e-3)
+    # The NEC orders the systems like the yield within each draw (same utilities and priors).
+    y = np.asarray(res.yields)
+    nec = np.asarray(res.normalized_expected_costs)
+    assert np.all((nec[:, 0] < nec[:, 1]) == (y[:, 0] > y[:, 1]))
+
+
+def test_fixed_costs_decisions_mode_and_doubt_split():
+    rng = np.random.default_rng(4)
+    n = 2000
+    labels = rng.integers(0, 2, n)
+    dec = np.stack([np.where(rng.random(n) < 0.9, labels, 1 - labels),
+                    np.where(rng.random(n) < 0.89, labels, 1 - labels)])
+    res = prob.compare(labels, dec, costs=np.array([[0.0, 1.0], [2.0, 0.0]]), key=KEY, num_draws=20_000)
+    c = np.array([[0.0, 1.0], [2.0, 0.0]])
+    empirical = -np.array([c[labels, d].mean() for d in dec])
+    np.testing.assert_allclose(res.expected_yield, empirical, atol=5 * float(res.yields.std(0).max()) / np.sqrt(20_000))
+    # With known costs there is no doubt from the costs: the point-estimate ranking is certain.
+    assert set(np.round(res.doubt.p_best_costs_only, 6)) <= {0.0, 1.0}
+    np.testing.assert_allclose(res.doubt.p_best_rates_only, res.p_best, atol=0.02)
+
+
+def test_identical_systems_share_p_best():
+    rng = np.random.default_rng(8)
+    labels = rng.integers(0, 2, 300)
+    d = np.where(rng.random(300) < 0.8, labels, 1 - labels)
+    res = prob.compare(labels, np.stack([d, d]), utilities=np.eye(2), key=KEY, num_draws=20_000, decompose=False)
+    np.testing.assert_allclose(res.p_best, [0.5, 0.5], atol=0.02)
+    assert res.pairwise[0, 1] == 0 and res.pairwise[1, 0] == 0
+
+
+def test_scores_mode_decisions_follow_the_drawn_costs():
+    labels = np.load(DATA / "sst2_gpt2" / "targets.npy", allow_pickle=False)
+    scores = {name: np.load(DATA / name / "scores.npy", allow_pickle=False) for name in ("sst2_gpt2", "sst2_gpt2_4shot")}
+    res = prob.compare(labels, scores=scores, costs=prob.cost_ratio(0.2, 5), key=KEY, num_draws=20_000)
+    # Reference for the costs-only ranking: sweep log r, make numpy Bayes decisions for each r
+    # (decide 1 iff r P(1|x) > P(0|x)), and see which system has the lower empirical expected cost.
+    r = np.exp(np.linspace(np.log(0.2), np.log(5), 4001))
+    ec = []
+    for s in scores.values():
+        post = np.exp(s - s.max(1, keepdims=True))
+        post /= post.sum(1, keepdims=True)
+        d = (r[:, None] * post[None, :, 1] > post[None, :, 0]).astype(int)  # (R, N)
+        cost = np.where(labels[None] == 1, np.where(d == 0, r[:, None], 0.0), np.where(d == 1, 1.0, 0.0))
+        ec.append(cost.mean(1))
+    # For large r both systems decide "1" everywhere: exact ties, which the ranking splits evenly.
+    reference = np.mean(ec[0] < ec[1]) + 0.5 * np.mean(ec[0] == ec[1])
+    assert 0.05 < reference < 0.95  # the winner depends on the costs
+    assert abs(res.doubt.p_best_costs_only[0] - reference) < 0.012
+    # Fixed costs: the posterior mean yield is the empirical yield of the numpy Bayes decisions.
+    c = np.array([[0.0, 1.0], [3.0, 0.0]])
+    fixed = prob.compare(labels, scores=scores, costs=c, key=KEY, num_draws=20_000, decompose=False)
+    for m, s in enumerate(scores.values()):
+        post = np.exp(s - s.max(1, keepdims=True))
+        d = np.argmin(post @ c, 1)
+        emp = -c[labels, d].mean()
+        assert abs(fixed.expected_yield[m] - emp) < 5 * float(fixed.yields[:, m].std()) / np.sqrt(20_000)
+
+
+def test_uncertain_deployment_priors_enter_the_costs_side():
+    rng = np.random.default_rng(6)
+    n = 3000
+    labels = (rng.random(n) < 0.3).astype(int)
+    dec = np.stack([np.where(rng.random(n) < np.where(labels == 1, 0.9, 0.7), labels, 1 - labels),
+                    np.where(rng.random(n) < np.where(labels == 1, 0.6, 0.95), labels, 1 - labels)])
+    prevalence = prob.interval_priors([0.95, 0.02], [0.98, 0.05])
+    res = prob.compare(labels, dec, costs=np.array([[0.0, 1.0], [30.0, 0.0]]), priors=prevalence, key=KEY,
+                       num_draws=20_000)
+    # Reference by a direct sweep over the prevalence (uniform on [0.02, 0.05]) with the empirical rates.
+    p1 = np.linspace(0.02, 0.05, 30001)
+    ec = [(1 - p1) * np.mean(d[labels == 0] == 1) + p1 * 30 * np.mean(d[labels == 1] == 0) for d in dec]
+    reference = np.mean(ec[0] < ec[1])
+    assert abs(res.doubt.p_best_costs_only[0] - reference) < 0.012
+
+
+# ---------------------------------------------------------------- item 8
+
+def test_bad_compare_inputs():
+    labels = np.array([0, 1, 1, 0, 1, 0])
+    dec = np.array([[0, 1, 1, 0, 1, 1], [0, 2, 1, 0, 1, 0]])
+    kw = dict(key=KEY, num_draws=200)
+    with pytest.raises(ecjax.InputError, match="columns"):
+        prob.compare(labels, dec, utilities=np.eye(2), **kw)  # decision 2 with a 2-column matrix
+    with pytest.raises(ecjax.InputError, match="too few draws"):
+        prob.compare(labels, dec[:1], utilities=np.eye(2), key=KEY, num_draws=50, hdi_prob=0.9)
+    with pytest.raises(ecjax.InputError, match="key"):
+        prob.compare(labels, dec[:1], utilities=np.eye(2), num_draws=200)
+    with pytest.raises(ecjax.InputError, match="exactly one of `utilities` and `costs`"):
+        prob.compare(labels, dec[:1], utilities=np.eye(2), costs=np.eye(2), **kw)
+    with pytest.raises(ecjax.InputError, match="rope"):
+        prob.compare(labels, dec[:1], utilities=np.eye(2), rope=-0.1, **kw)
+    with pytest.raises(ecjax.InputError, match="rows"):
+        prob.compare(labels + 1, dec[:1], utilities=np.eye(2), **kw)
+    with pytest.raises(ecjax.InputError, match="concentration"):
+        prob.compare(labels, dec[:1], utilities=np.eye(2), concentration=-1, **kw)
+    with pytest.raises(ecjax.InputError, match="no test samples"):
+        prob.compare(np.zeros(6, int), dec[:1], utilities=np.eye(2), priors=[0.5, 0.5], **kw)
+    with pytest.raises(ecjax.InputError, match="systems"):
+        prob.compare(labels, dec[:1], utilities=np.eye(2), systems=["a", "b"], **kw)
+    with pytest.raises(ecjax.InputError, match="K = 2"):
+        prob.compare(labels, scores=np.zeros((1, 6, 3)), utilities=np.eye(2), score_type="logits", **kw)
+    with pytest.raises(ecjax.InputError, match="exactly one of `decisions` and `scores`"):
+        prob.compare(labels, utilities=np.eye(2), **kw)
+    with pytest.raises(ecjax.InputError, match="hdi_prob"):
+        prob.compare(labels, dec[:1], utilities=np.eye(2), hdi_prob=1.5, **kw)
+    with pytest.raises(ecjax.InputError, match="too few draws"):
+        prob.hdi(np.zeros((20, 2)), 0.95)

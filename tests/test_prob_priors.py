@@ -1,0 +1,274 @@
+"""Utility priors (issue 4 item 1) and the expected utility matrix (item 2).
+
+References: scipy.stats distributions (uniform, truncnorm, loguniform,
+lognorm, gamma), scipy.integrate.nested quad over the hexagon of seed 004
+Fig. 1, and seed 004 eq. 13 / eq. 18 written out in numpy in this file.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import jax
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+from numpyro.infer import Predictive
+
+import ecjax
+from ecjax import prob
+from ecjax.prob._sampling import dirichlet, gamma
+
+KEY = jax.random.key(20240611)
+N_DRAWS = 40_000
+
+
+def seed004_entry(i, j, x, y):
+    """Entry (i, j) (rows = true class) of seed 004 eq. 13, which is printed with rows = decision:
+    [[1 - x d(x > 0), y d(y > 0)], [-y d(y < 0), 1 + x d(x < 0)]]; transposed here."""
+    seed = ((1 - x * (x > 0), y * (y > 0)), (-y * (y < 0), 1 + x * (x < 0)))
+    return seed[j][i]
+
+
+def hexagon_quad(f):
+    """int over |x|, |y|, |x - y| <= 1 of f(x, y) by nested scipy quad, split where eq. 13 has kinks."""
+    def inner(x):
+        lo, hi = max(-1.0, x - 1.0), min(1.0, x + 1.0)
+        parts = [(lo, min(hi, 0.0)), (max(lo, 0.0), hi)]
+        return sum(integrate.quad(lambda y: f(x, y), a, b, epsabs=1e-12, epsrel=1e-12)[0] for a, b in parts if b > a)
+    return sum(integrate.quad(inner, a, b, epsabs=1e-11, epsrel=1e-11)[0] for a, b in [(-1.0, 0.0), (0.0, 1.0)])
+
+
+# ------------------------------------------------------------------ sampler
+
+@pytest.mark.parametrize("shape", [0.05, 0.5, 1.0, 3.7, 950.0, 2.5e5, 3e7])
+def test_gamma_sampler_matches_scipy(shape):
+    x = np.asarray(gamma(KEY, jnp.full((N_DRAWS,), shape)), np.float64)
+    ref = stats.gamma(shape)
+    # float32 flushes values below its smallest normal number t to 0 (about 1.3 % of Gamma(0.05) draws):
+    # the atom at 0 must have the mass F(t), the rest the distribution conditional on X >= t.
+    t = np.finfo(np.float32).tiny
+    at_zero = np.mean(x < t)
+    assert abs(at_zero - ref.cdf(t)) < 5 * np.sqrt(ref.cdf(t) / N_DRAWS) + 1e-12
+    ft = ref.cdf(t)
+    assert stats.kstest(x[x >= t], lambda z: (ref.cdf(z) - ft) / (1 - ft)).pvalue > 1e-3
+    assert abs(x.mean() - shape) < 5 * np.sqrt(shape / N_DRAWS)
+
+
+def test_gamma_zero_shape_and_dirichlet_moments():
+    assert np.all(np.asarray(gamma(KEY, jnp.zeros(7))) == 0)
+    alpha = np.array([30.0, 2.0, 0.2, 0.0])
+    r = np.asarray(dirichlet(KEY, jnp.broadcast_to(jnp.asarray(alpha), (N_DRAWS, 4))), np.float64)
+    a0 = alpha.sum()
+    mean = alpha / a0
+    var = alpha * (a0 - alpha) / (a0 ** 2 * (a0 + 1))
+    np.testing.assert_allclose(r.sum(1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(r.mean(0), mean, atol=5 * np.sqrt(var.max() / N_DRAWS))
+    np.testing.assert_allclose(r.var(0), var, rtol=0.05, atol=1e-9)
+    assert np.all(r[:, 3] == 0)
+
+
+# ------------------------------------------------------------------- priors
+
+def test_intervals_uniform_entries_and_closed_form_mean():
+    low = np.array([[0.0, -1.0, -2.0], [-5.0, 0.0, -1.0]])
+    high = np.array([[0.0, 1.0, -1.0], [-1.0, 2.0, -1.0]])
+    p = prob.intervals(low, high)
+    assert p.shape == (2, 3) and p.mean_method == "closed_form"
+    np.testing.assert_allclose(p.mean, (low + high) / 2)
+    u = np.asarray(p.sample(KEY, N_DRAWS), np.float64)
+    assert u.shape == (N_DRAWS, 2, 3)
+    for i, j in [(0, 1), (0, 2), (1, 0), (1, 1)]:
+        ref = stats.uniform(low[i, j], high[i, j] - low[i, j])
+        assert stats.kstest(u[:, i, j], ref.cdf).pvalue > 1e-3
+    assert np.all(u[:, 0, 0] == 0) and np.all(u[:, 1, 2] == -1)
+
+
+def test_intervals_of_costs_give_negated_utilities():
+    p = prob.intervals([[0, 1], [10, 0]], [[0, 1], [50, 0]], kind="cost")
+    np.testing.assert_allclose(p.mean, [[0, -1], [-30, 0]])
+    u = np.asarray(p.sample(KEY, 1000))
+    assert np.all(u[:, 1, 0] <= -10) and np.all(u[:, 1, 0] >= -50)
+
+
+def test_truncated_normal_matches_scipy_truncnorm():
+    nominal = np.array([[0.9, 0.2], [0.05, 1.0]])
+    scale = np.array([[0.1, 0.3], [0.2, 0.0]])
+    p = prob.truncated_normal(nominal, scale, low=0.0, high=1.0)
+    u = np.asarray(p.sample(KEY, N_DRAWS), np.float64)
+    for i, j in [(0, 0), (0, 1), (1, 0)]:
+        a, b = (0 - nominal[i, j]) / scale[i, j], (1 - nominal[i, j]) / scale[i, j]
+        ref = stats.truncnorm(a, b, loc=nominal[i, j], scale=scale[i, j])
+        assert abs(float(p.mean[i, j]) - ref.mean()) < 1e-5
+        assert stats.kstest(u[:, i, j], ref.cdf).pvalue > 1e-3
+    assert np.all(u[:, 1, 1] == 1.0) and float(p.mean[1, 1]) == 1.0
+
+
+def test_seed004_error_model_with_dominance_is_the_conditional_distribution():
+    # Seed 004 §4.2 (iii): truncated Gaussian errors in [0, 1], correct decisions worth more than wrong ones.
+    nominal = np.array([[0.5, 0.5], [0.0, 1.0]])  # a Fig. 5 centre (transposed)
+    p = prob.truncated_normal(nominal, 0.2, low=0.0, high=1.0, correct_dominates=True)
+    assert p.mean is None
+    u = np.asarray(p.sample(KEY, N_DRAWS), np.float64)
+    assert np.all(u[:, 0, 0] >= u[:, 0, 1]) and np.all(u[:, 1, 1] >= u[:, 1, 0])
+    # Independent reference: scipy truncnorm draws, kept when they satisfy the constraint.
+    rng = np.random.default_rng(0)
+    ref = np.empty((400_000, 2, 2))
+    for i in range(2):
+        for j in range(2):
+            a, b = (0 - nominal[i, j]) / 0.2, (1 - nominal[i, j]) / 0.2
+            ref[:, i, j] = stats.truncnorm(a, b, loc=nominal[i, j], scale=0.2).rvs(400_000, random_state=rng)
+    ref = ref[(ref[:, 0, 0] >= ref[:, 0, 1]) & (ref[:, 1, 1] >= ref[:, 1, 0])]
+    se = np.sqrt(u.var(0) / len(u) + ref.var(0) / len(ref))
+    assert np.all(np.abs(u.mean(0) - ref.mean(0)) < 5 * se)
+    est = prob.expected_utility_matrix(p, key=KEY, num_draws=N_DRAWS)
+    assert est.method == "monte_carlo"
+    assert np.all(np.abs(np.asarray(est.matrix) - ref.mean(0)) < 5 * se)
+
+
+def test_cost_ratio_log_uniform_and_log_normal():
+    p = prob.cost_ratio(10, 50)
+    assert p.site == "cost"
+    ref = stats.loguniform(10, 50)
+    np.testing.assert_allclose(p.mean, [[0, -1], [-ref.mean(), 0]], rtol=1e-6)
+    u = np.asarray(p.sample(KEY, N_DRAWS), np.float64)
+    assert np.all(u[:, 0, 1] == -1) and np.all(u[:, 0, 0] == 0) and np.all(u[:, 1, 1] == 0)
+    assert stats.kstest(-u[:, 1, 0], ref.cdf).pvalue > 1e-3
+
+    q = prob.cost_ratio(10, 50, distribution="log_normal", interval_mass=0.9, positive=0)
+    sigma = (np.log(50) - np.log(10)) / (2 * stats.norm.ppf(0.95))
+    ref = stats.lognorm(s=sigma, scale=np.sqrt(10 * 50))
+    assert abs(ref.ppf(0.05) - 10) < 1e-9 and abs(ref.ppf(0.95) - 50) < 1e-9
+    np.testing.assert_allclose(q.mean, [[0, -ref.mean()], [-1, 0]], rtol=1e-6)
+    u = np.asarray(q.sample(KEY, N_DRAWS), np.float64)
+    assert stats.kstest(-u[:, 0, 1], ref.cdf).pvalue > 1e-3
+
+
+def test_seed004_uniform_is_uniform_on_the_hexagon():
+    p = prob.seed004_uniform()
+    draws = Predictive(prob.seed004_uniform_model, num_samples=10)(KEY)
+    assert draws["utility"].shape == (10, 2, 2)
+    u = np.asarray(p.sample(KEY, N_DRAWS), np.float64)
+    area = hexagon_quad(lambda x, y: 1.0)
+    assert abs(area - 3.0) < 1e-9
+    for (i, j) in [(0, 0), (0, 1), (1, 0), (1, 1)]:
+        ref = hexagon_quad(lambda x, y: seed004_entry(i, j, x, y)) / area
+        assert abs(float(p.mean[i, j]) - ref) < 1e-7  # float32
+        assert abs(u[:, i, j].mean() - ref) < 5 * u[:, i, j].std() / np.sqrt(N_DRAWS)
+    # Uniformity: the quadrant x > 0, y > 0 of the hexagon has area 1 of 3.
+    frac = np.mean((u[:, 0, 0] < 1) & (u[:, 1, 0] > 0))
+    assert abs(frac - 1 / 3) < 5 * np.sqrt(2 / 9 / N_DRAWS)
+
+
+def test_seed004_gaussian_expected_matrix_matches_dblquad():
+    for center, sd in [((0.0, 0.0), 1 / 3), ((0.3, -0.4), 0.5)]:
+        p = prob.seed004_gaussian(center, sd)
+        def dens(x, y):  # unnormalized Gaussian density, pure Python for speed inside quad
+            return math.exp(-0.5 * (((x - center[0]) / sd) ** 2 + ((y - center[1]) / sd) ** 2))
+
+        z = hexagon_quad(dens)
+        for (i, j) in [(0, 0), (0, 1), (1, 0), (1, 1)]:
+            ref = hexagon_quad(lambda x, y: dens(x, y) * seed004_entry(i, j, x, y)) / z
+            assert abs(float(p.mean[i, j]) - ref) < 1e-6
+        u = np.asarray(p.sample(KEY, N_DRAWS), np.float64)
+        se = u.std(0) / np.sqrt(N_DRAWS)
+        assert np.all(np.abs(u.mean(0) - np.asarray(p.mean)) < 5 * se + 1e-7)
+
+
+def test_from_model_user_model_and_predictive():
+    def my_costs():
+        r = numpyro.sample("r", dist.Gamma(4.0, 1.0))
+        numpyro.deterministic("cost", jnp.array([[0.0, 1.0], [1.0, 0.0]]) * jnp.array([[1.0, 1.0], [r, 1.0]]))
+
+    p = prob.from_model(my_costs)
+    assert p.site == "cost" and p.shape == (2, 2) and p.mean is None
+    est = prob.expected_utility_matrix(p, key=KEY, num_draws=N_DRAWS)
+    ref = np.array([[0.0, -1.0], [-4.0, 0.0]])  # E[Gamma(4, 1)] = 4
+    assert np.all(np.abs(np.asarray(est.matrix) - ref) <= 5 * np.asarray(est.standard_error) + 1e-7)
+    # Plain NumPyro usage of the shipped models.
+    s = Predictive(prob.interval_model, num_samples=5)(KEY, jnp.zeros((3, 3)), jnp.ones((3, 3)))
+    assert s["utility"].shape == (5, 3, 3)
+
+
+def test_expected_utility_matrix_of_a_discrete_prior_is_eq18():
+    # Seed 004 eq. 18: U_hat = sum_a q_a U^(a); eq. 19: the decision maximizing the q-averaged expected
+    # utility is the one maximizing sum_i U_hat_ij p_i.
+    mats = np.array([[[1.0, 0.0, 0.3], [0.0, 1.0, 0.3]],
+                     [[4.0, 0.0, 1.0], [-2.0, 1.0, 0.5]],
+                     [[0.5, 0.2, 0.4], [0.0, 3.0, 2.5]]])
+    q = np.array([0.2, 0.5, 0.3])
+
+    def discrete():
+        a = numpyro.sample("a", dist.Categorical(probs=jnp.asarray(q)))
+        numpyro.deterministic("utility", jnp.asarray(mats)[a])
+
+    est = prob.expected_utility_matrix(prob.from_model(discrete), key=KEY, num_draws=200_000)
+    u_hat = np.einsum("a,aij->ij", q, mats)
+    assert np.all(np.abs(np.asarray(est.matrix) - u_hat) < 5 * np.asarray(est.standard_error) + 1e-6)
+    rng = np.random.default_rng(1)
+    p = rng.dirichlet(np.ones(2), size=200)
+    averaged = np.einsum("a,aij,ni->nj", q, mats, p)  # eq. 19: sum over a and over the true class
+    fixed = prob.from_model(discrete)
+    dec = np.asarray(prob.expected_utility_decision(prob.intervals(u_hat, u_hat), p))
+    np.testing.assert_array_equal(dec, averaged.argmax(1))
+    assert fixed.shape == (2, 3)
+
+
+def test_expected_utility_bayes_decisions_match_numpy():
+    rng = np.random.default_rng(2)
+    logits = rng.normal(size=(300, 3)) * 2
+    prior = prob.intervals(np.zeros((3, 3)), np.array([[1, 0.2, 0.3], [0.5, 2, 0.1], [0.0, 0.4, 3]]))
+    dec = np.asarray(prob.expected_utility_bayes_decisions(logits, prior, score_type="logits"))
+    post = np.exp(logits - logits.max(1, keepdims=True))
+    post /= post.sum(1, keepdims=True)
+    u_hat = np.array([[1, 0.2, 0.3], [0.5, 2, 0.1], [0.0, 0.4, 3]]) / 2
+    np.testing.assert_array_equal(dec, (post @ u_hat).argmax(1))
+    np.testing.assert_allclose(prob.expected_utility_matrix(prior).matrix, u_hat, rtol=1e-6)
+    assert prob.expected_utility_matrix(np.eye(2)).method == "fixed"
+
+
+# ---------------------------------------------------------------- bad input
+
+def test_bad_priors_raise_input_error():
+    with pytest.raises(ecjax.InputError, match="low <= high"):
+        prob.intervals([[0, 2], [0, 0]], [[1, 1], [1, 1]])
+    with pytest.raises(ecjax.InputError, match="no support"):
+        prob.intervals([[0, 0.8], [0, 0]], [[0.5, 1], [1, 1]], correct_dominates=True)
+    with pytest.raises(ecjax.InputError, match="low <= high"):
+        prob.cost_ratio(50, 10)
+    with pytest.raises(ecjax.InputError, match="> 0"):
+        prob.cost_ratio(0, 10)
+    with pytest.raises(ecjax.InputError, match="scale"):
+        prob.truncated_normal(np.eye(2), -0.1)
+    with pytest.raises(ecjax.InputError, match="inside"):
+        prob.truncated_normal(np.eye(2) * 2, 0.1, low=0, high=1)
+    with pytest.raises(ecjax.InputError, match="sd"):
+        prob.seed004_gaussian(sd=0)
+    with pytest.raises(ecjax.InputError, match="D >= K"):
+        prob.intervals(np.zeros((3, 2)), np.ones((3, 2)), correct_dominates=True)
+    with pytest.raises(ecjax.InputError, match="kind"):
+        prob.intervals(np.zeros((2, 2)), np.ones((2, 2)), kind="loss")
+
+
+def test_constraints_without_support_are_reported_not_looped():
+    def always_wrong():
+        # Wrong decisions always worth more than correct ones: the constraint has no support.
+        numpyro.deterministic("utility", jnp.array([[0.0, 1.0], [1.0, 0.0]]) + numpyro.sample("e", dist.Uniform(0, 0.1)))
+
+    p = prob.from_model(always_wrong, correct_dominates=True)
+    with pytest.raises(ecjax.InputError, match="no support"):
+        p.sample(KEY, 1000)
+
+    def rarely_right():
+        u = numpyro.sample("u", dist.Normal(0.0, 1.0).expand([2, 2]).to_event(2))
+        # Row 1 always satisfies the constraint; row 0 with probability P(N(-3.7, 2) >= 0) = 0.0044.
+        numpyro.deterministic("utility", u - jnp.array([[3.7, 0.0], [0.0, -20.0]]))
+
+    with pytest.raises(ecjax.InputError, match="almost no support"):
+        prob.from_model(rarely_right, correct_dominates=True).sample(KEY, 5000)
+    with pytest.raises(ecjax.InputError, match="utility' or 'cost"):
+        prob.from_model(lambda: numpyro.sample("z", dist.Normal()))
+    with pytest.raises(ecjax.InputError, match="key"):
+        prob.expected_utility_matrix(prob.from_model(rarely_right))
