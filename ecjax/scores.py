@@ -466,13 +466,11 @@ def roc_curve(labels, scores, *, score_type="log_posteriors"):
 
 @jax.jit
 def _auc_kernel(labels, s):
-    s_sorted = jnp.sort(s)
     is0 = (labels == 0)
     neg_sorted = jnp.sort(jnp.where(is0, s, jnp.inf))  # class-0 scores first, padding last
     n0 = jnp.sum(is0)
     below = jnp.searchsorted(neg_sorted, s, side="left")  # class-0 scores < s
     not_above = jnp.minimum(jnp.searchsorted(neg_sorted, s, side="right"), n0)  # class-0 scores <= s
-    del s_sorted
     # Mann-Whitney: P(s1 > s0) + P(s1 = s0) / 2; each term in [0, 1] keeps float32 accurate.
     per_positive = (below + 0.5 * (not_above - below)) / n0
     is1 = labels == 1
