@@ -519,12 +519,14 @@ class _ThresholdPoint:
             tau = tau - jnp.where(p1_zero | p0_zero, 0.0, shift)
         tau = jnp.where(always_1 | never_1, 0.0, tau)
 
-        def count_ones(sorted_s, n):  # sorted_s (S, Nmax), n (S,) -> (c, S) samples deciding 1
-            right = jax.vmap(lambda row: jnp.searchsorted(row, tau, side="right"))(sorted_s).T  # (c, S)
-            left = jax.vmap(lambda row: jnp.searchsorted(row, tau, side="left"))(sorted_s).T
-            above = n[None] - jnp.minimum(right, n[None])
-            below = jnp.minimum(left, n[None])
-            k1 = jnp.where(greater[:, None], above, below)
+        # One binary search per point: "#(s <= q)" with q = tau (above the threshold: n - that count) or
+        # q = the float just below tau (below the threshold: #(s < tau) = #(s <= q)).
+        query = jnp.where(greater, tau, jnp.nextafter(tau, -jnp.inf))
+
+        def count_ones(sorted_s, n):  # sorted_s (S, Nmax) padded with +inf, n (S,) -> (c, S) deciding 1
+            at_most = jax.vmap(lambda row: jnp.searchsorted(row, query, side="right"))(sorted_s).T  # (c, S)
+            at_most = jnp.minimum(at_most, n[None])
+            k1 = jnp.where(greater[:, None], n[None] - at_most, at_most)
             k1 = jnp.where(always_1[:, None], n[None], k1)
             return jnp.where(never_1[:, None], 0, k1)
 
