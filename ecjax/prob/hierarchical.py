@@ -46,13 +46,52 @@ DISPERSION_LOC = math.log(100.0)
 DISPERSION_SCALE = 1.5
 
 
+def _lgamma_ratio(x, c):
+    """``log Gamma(x + c) - log Gamma(x)`` for ``x > 0``, ``c >= 0``, without float32 cancellation.
+
+    For large ``x`` (a large dispersion times a rate) the two log-gammas are
+    huge and nearly equal; in float32 their difference would be noise of
+    order one, enough to stall NUTS.  For ``x >= 8`` Stirling's series is
+    rearranged so that nothing of size ``x log x`` is subtracted:
+    ``c log(x + c) + (x - 1/2) log1p(c / x) - c + s(x + c) - s(x)`` with
+    ``s(y) = 1/(12 y) - 1/(360 y^3) + 1/(1260 y^5)`` (error < 1e-9); below
+    8 the direct difference is accurate.
+    """
+    big = x >= 8.0
+    xb = jnp.where(big, x, 8.0)
+
+    def s(y):
+        inv = 1.0 / y
+        inv2 = inv * inv
+        return inv * (1.0 / 12.0 - inv2 * (1.0 / 360.0 - inv2 / 1260.0))
+
+    stirling = c * jnp.log(xb + c) + (xb - 0.5) * jnp.log1p(c / xb) - c + s(xb + c) - s(xb)
+    xs = jnp.where(big, 1.0, x)
+    direct = jax.scipy.special.gammaln(xs + c) - jax.scipy.special.gammaln(xs)
+    return jnp.where(big, stirling, direct)
+
+
+def dirichlet_multinomial_log_likelihood(counts, concentration):
+    """``log p(counts | concentration)`` of the Dirichlet-multinomial, up to the multinomial coefficient.
+
+    ``lgamma(A) - lgamma(n + A) + sum_j [lgamma(c_j + a_j) - lgamma(a_j)]``
+    with ``A = sum_j a_j``, summed over all leading axes, computed with
+    :func:`_lgamma_ratio` so that it stays accurate in float32 for large
+    concentrations (homogeneous test sets).
+    """
+    total = concentration.sum(-1)
+    n = counts.sum(-1)
+    return jnp.sum(_lgamma_ratio(concentration, counts)) - jnp.sum(_lgamma_ratio(total, n))
+
+
 def hierarchical_model(counts, concentration=1.0, dispersion=None, dispersion_loc=DISPERSION_LOC,
                        dispersion_scale=DISPERSION_SCALE):
     """NumPyro model of ``(T, M, K, D)`` counts of ``M`` systems on ``T`` test sets.
 
     Sites: ``population_rates`` ``(M, K, D)``, ``dispersion`` ``(M,)``
-    (omitted when ``dispersion`` is given as a fixed value), and the
-    observed ``counts``.  ``concentration`` must be > 0 (a proper prior for
+    (omitted when ``dispersion`` is given as a fixed value), and the factor
+    ``counts`` holding the Dirichlet-multinomial log-likelihood of the
+    observed counts.  ``concentration`` must be > 0 (a proper prior for
     NUTS); 1 is uniform on each simplex.
     """
     counts = jnp.asarray(counts)
@@ -63,11 +102,9 @@ def hierarchical_model(counts, concentration=1.0, dispersion=None, dispersion_lo
         kappa = numpyro.sample("dispersion", dist.LogNormal(dispersion_loc, dispersion_scale).expand([m]).to_event(1))
     else:
         kappa = jnp.broadcast_to(jnp.asarray(dispersion, jnp.result_type(float)), (m,))
-    numpyro.sample(
-        "counts",
-        dist.DirichletMultinomial(kappa[:, None, None] * mu, total_count=counts.sum(-1)).to_event(3),
-        obs=counts,
-    )
+    # The Dirichlet-multinomial likelihood of the observed counts (set-level rates integrated out),
+    # as a factor: numpyro's DirichletMultinomial subtracts float32 log-gammas of size kappa log kappa.
+    numpyro.factor("counts", dirichlet_multinomial_log_likelihood(counts, kappa[:, None, None] * mu))
 
 
 def counts_from_sets(labels, decisions, *, num_classes: int, num_decisions: int | None = None):
