@@ -178,6 +178,8 @@ def cmd_metrics(args):
     out_dir = _out_dir(args)
     if kind == "scores" and k == 2 and d == 2:
         record["optimal_threshold"] = _binary_extras(args, labels, arrays, names, spec, out_dir, record)
+    if kind == "scores" and out_dir is not None:
+        _reliability_figures(args, labels, arrays, names, out_dir, record)
     text = format_table(cols, names)
     off = record["disagree_with_utility_yield"]
     if off:
@@ -187,34 +189,61 @@ def cmd_metrics(args):
 
 
 def _binary_extras(args, labels, arrays, names, spec, out_dir, record):
-    """EC at the empirically optimal threshold, and threshold/ROC figures, for binary scores."""
+    """EC at the empirically optimal threshold; with --out, threshold, ROC and Bayes-risk figures."""
+    from ecjax import plots
     from ecjax.costs import normalize_rows
-    from ecjax.scores import optimal_threshold_expected_cost
+    from ecjax.scores import bayes_risk_curve, expected_cost_vs_threshold, optimal_threshold_expected_cost, roc_curve
 
     st = args.score_type
     costs = np.asarray(normalize_rows(spec.costs))
-    llr_priors = None
-    if st in ("llr", "log_likelihoods"):
-        llr_priors = spec.priors if spec.priors is not None else np.bincount(labels, minlength=2) / len(labels)
+    p = spec.priors if spec.priors is not None else np.bincount(labels, minlength=2) / len(labels)
+    # Priors enter the posteriors only for likelihood-type scores (see ecjax.bayes_decisions).
+    priors = p if st in ("llr", "log_likelihoods") else spec.priors
     result = {}
     for s, name in zip(arrays, names):
-        nec, thr = optimal_threshold_expected_cost(labels, s, costs, priors=spec.priors if st not in ("llr", "log_likelihoods") else llr_priors,
-                                                   score_type=st, normalize=True)
+        nec, thr = optimal_threshold_expected_cost(labels, s, costs, priors=priors, score_type=st, normalize=True)
         result[name] = {"nec": float(nec), "threshold": float(thr)}
-    if out_dir is not None:
-        from ecjax import plots
-
-        fpr, tpr = [], []
-        for s in arrays:
-            lo = s if st == "llr" else s[:, 1] - s[:, 0]
-            order = np.argsort(-lo)
-            pos = (labels[order] == 1)
-            tpr.append(np.concatenate([[0], np.cumsum(pos) / max(1, pos.sum())]))
-            fpr.append(np.concatenate([[0], np.cumsum(~pos) / max(1, (~pos).sum())]))
-        p = spec.priors if spec.priors is not None else np.bincount(labels, minlength=2) / len(labels)
-        fig = plots.roc_with_iso_utility(fpr, tpr, utilities=-costs, priors=p, names=names)
-        record.setdefault("files", []).append(_save_figure(fig, out_dir, "roc.png", args.force))
+    if out_dir is None:
+        return result
+    files = record.setdefault("files", [])
+    # Bayes threshold on the class-1 log-odds: decide 1 iff P1 (c10 - c11) > P0 (c01 - c00);
+    # for LLRs the prior log-odds move it (seed 001 eq. 20).
+    bayes_thr = np.log((costs[0, 1] - costs[0, 0]) / (costs[1, 0] - costs[1, 1]))
+    if st == "llr":
+        bayes_thr -= np.log(p[1] / p[0])
+    for s, name in zip(arrays, names):
+        t, nec_t = expected_cost_vs_threshold(labels, s, costs, priors=priors, score_type=st, normalize=True)
+        finite = np.isfinite(t)
+        fig = plots.cost_vs_threshold(t[finite], nec_t[finite], bayes_threshold=float(bayes_thr),
+                                      optimal_threshold=result[name]["threshold"],
+                                      title=f"NEC against threshold: {name}")
+        files.append(_save_figure(fig, out_dir, f"nec_threshold_{_safe(name)}.png", args.force))
+    rocs = [roc_curve(labels, s, score_type=st)[:2] for s in arrays]
+    fig = plots.roc_with_iso_utility([np.asarray(r[0]) for r in rocs], [np.asarray(r[1]) for r in rocs],
+                                     utilities=-costs, priors=p, names=names)
+    files.append(_save_figure(fig, out_dir, "roc.png", args.force))
+    if st in ("llr", "log_posteriors", "logits"):
+        curves = [bayes_risk_curve(labels, s, score_type=st, priors=None) for s in arrays]
+        fig = plots.bayes_risk_curves(curves[0].prior_log_odds, [c.actual for c in curves],
+                                      [c.minimum for c in curves], names=names)
+        files.append(_save_figure(fig, out_dir, "bayes_risk.png", args.force))
     return result
+
+
+def _safe(name):
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
+
+
+def _reliability_figures(args, labels, arrays, names, out_dir, record):
+    from ecjax import plots
+    from ecjax.scores import reliability_bins
+
+    if args.score_type not in ("log_posteriors", "logits"):
+        return
+    for s, name in zip(arrays, names):
+        b = reliability_bins(labels, s, score_type=args.score_type)
+        fig = plots.reliability_diagram(b.confidence, b.frequency, b.count, title=f"Reliability: {name}")
+        record.setdefault("files", []).append(_save_figure(fig, out_dir, f"reliability_{_safe(name)}.png", args.force))
 
 
 def cmd_calibrate(args):

@@ -36,7 +36,8 @@ def _colors(n):
     return [cmap(i % cmap.N) for i in range(n)]
 
 
-def reliability_diagram(bin_confidence, bin_accuracy, bin_count, *, title="Reliability diagram", path=None):
+def reliability_diagram(bin_confidence, bin_accuracy, bin_count, *, title="Reliability diagram",
+                        xlabel="confidence (binary: posterior of class 1)", path=None):
     """Accuracy against confidence per bin, with the diagonal of perfect calibration.
 
     Args:
@@ -56,7 +57,7 @@ def reliability_diagram(bin_confidence, bin_accuracy, bin_count, *, title="Relia
     ax.set_title(title)
     ax.legend(loc="upper left")
     ax_n.bar(conf[keep], n[keep], width=0.9 / max(1, keep.sum()), color="gray")
-    ax_n.set_xlabel("confidence")
+    ax_n.set_xlabel(xlabel)
     ax_n.set_ylabel("samples")
     return _finish(fig, path)
 

@@ -130,25 +130,63 @@ def _log_odds(scores, log_p, score_type):
 
 
 @jax.jit
+def _threshold_curve(labels, s, costs, p):
+    """One sort: the EC at every cut of the sorted scores (``+inf`` where a cut would split ties).
+
+    The rates at each cut, ``R = [[1 - fa, fa], [miss, 1 - miss]]``, go
+    straight into the EC kernel (rates are their own row-normalized counts).
+    """
+    s_sorted, miss, fa, valid = _cuts(labels, s)
+    rates_at_cut = jnp.stack([jnp.stack([1.0 - fa, fa], -1), jnp.stack([miss, 1.0 - miss], -1)], -2)
+    return s_sorted, jnp.where(valid, expected_value(rates_at_cut, costs, p), jnp.inf)
+
+
+@jax.jit
 def _threshold_sweep(labels, s, costs, p):
-    """One sort: the EC at every cut between distinct sorted scores."""
-    order = jnp.argsort(s)
-    s_sorted = s[order]
-    is1 = labels[order] == 1
-    zero = jnp.zeros((1,), jnp.int32)
-    cum1 = jnp.concatenate([zero, jnp.cumsum(is1, dtype=jnp.int32)])  # class-1 samples below the cut
-    cum0 = jnp.arange(s.shape[0] + 1, dtype=jnp.int32) - cum1
-    n1, n0 = cum1[-1], cum0[-1]
-    # Cut k: the k lowest scores decide 0, the rest decide 1.
-    counts = jnp.stack([jnp.stack([cum0, n0 - cum0], -1), jnp.stack([cum1, n1 - cum1], -1)], -2)
-    ec = expected_value(counts, costs, p)
-    distinct = jnp.concatenate([jnp.array([True]), s_sorted[1:] > s_sorted[:-1], jnp.array([True])])
-    ec = jnp.where(distinct, ec, jnp.inf)
+    s_sorted, ec = _threshold_curve(labels, s, costs, p)
     k = jnp.argmin(ec)
-    lo = jnp.where(k > 0, s_sorted[jnp.maximum(k - 1, 0)], -jnp.inf)
-    hi = jnp.where(k < s.shape[0], s_sorted[jnp.minimum(k, s.shape[0] - 1)], jnp.inf)
-    threshold = jnp.where(jnp.isinf(lo) | jnp.isinf(hi), jnp.where(jnp.isinf(lo), lo, hi), 0.5 * (lo + hi))
-    return ec[k], threshold
+    return ec[k], _cut_threshold(s_sorted, k)
+
+
+def _binary_threshold_inputs(labels, scores, costs, priors, score_type):
+    labels, scores, log_p, k = _labels_and_scores(labels, scores, priors, score_type)
+    if k != 2:
+        raise v.InputError(f"thresholds need binary scores (K = 2), got K = {k}")
+    costs = jnp.asarray(1.0 - jnp.eye(2)) if costs is None else v.as_matrix(costs, "costs", shape=(2, 2))
+    if costs.ndim != 2:
+        raise v.InputError(f"`costs` must be one (2, 2) matrix, got shape {tuple(costs.shape)}")
+    if scores.ndim != (1 if score_type == "llr" else 2):
+        raise v.InputError(f"`scores` must be for one system, got shape {tuple(scores.shape)}")
+    _, p = _evaluation_priors(labels, 2, priors)
+    return labels, _log_odds(scores, log_p, score_type), costs, p
+
+
+def _normalizer(costs, p, normalize):
+    if not normalize:
+        return 1.0
+    naive = naive_expected_cost(costs, p)
+    if float(naive) <= 0:
+        raise v.InputError("the best naive system has zero expected cost for these `costs`: NEC is undefined")
+    return naive
+
+
+def expected_cost_vs_threshold(labels, scores, costs=None, *, priors=None, score_type="log_posteriors",
+                               normalize=False):
+    """EC (or NEC) of "decide 1 iff s > t" at every threshold that changes a decision (one sort).
+
+    ``s`` is the class-1 log-odds of the scores (the LLR for ``"llr"``); the
+    curve of seed 002 Fig. 3.  Thresholds sit halfway between consecutive
+    distinct scores, plus ``-inf`` (always 1) and ``+inf`` (always 0).
+
+    Returns:
+      ``(thresholds, ec)`` as numpy arrays, thresholds increasing.
+    """
+    labels, s, costs, p = _binary_threshold_inputs(labels, scores, costs, priors, score_type)
+    s_sorted, ec = _threshold_curve(labels, s, costs, p)
+    keep = np.isfinite(np.asarray(ec))
+    cuts = np.nonzero(keep)[0]
+    thresholds = np.asarray(jax.vmap(lambda k: _cut_threshold(s_sorted, k))(jnp.asarray(cuts)))
+    return thresholds, np.asarray(ec)[keep] / float(_normalizer(costs, p, normalize))
 
 
 def optimal_threshold_expected_cost(labels, scores, costs=None, *, priors=None, score_type="log_posteriors",
@@ -172,22 +210,10 @@ def optimal_threshold_expected_cost(labels, scores, costs=None, *, priors=None, 
       ``(ec, threshold)``: decide class 1 when ``s > threshold``
       (``-inf``: always 1; ``+inf``: always 0).
     """
-    labels, scores, log_p, k = _labels_and_scores(labels, scores, priors, score_type)
-    if k != 2:
-        raise v.InputError(f"optimal thresholds need binary scores (K = 2), got K = {k}")
-    costs = jnp.asarray(1.0 - jnp.eye(2)) if costs is None else v.as_matrix(costs, "costs", shape=(2, 2))
-    if costs.ndim != 2:
-        raise v.InputError(f"`costs` must be one (2, 2) matrix, got shape {tuple(costs.shape)}")
-    if scores.ndim != (1 if score_type == "llr" else 2):
-        raise v.InputError(f"`scores` must be for one system, got shape {tuple(scores.shape)}")
-    _, p = _evaluation_priors(labels, 2, priors)
-    ec, thr = _threshold_sweep(labels, _log_odds(scores, log_p, score_type), costs, p)
-    if normalize:
-        naive = naive_expected_cost(costs, p)
-        if float(naive) <= 0:
-            raise v.InputError("the best naive system has zero expected cost for these `costs`: NEC is undefined")
-        ec = ec / naive
-    return ec, thr
+    labels, s, costs, p = _binary_threshold_inputs(labels, scores, costs, priors, score_type)
+    ec, thr = _threshold_sweep(labels, s, costs, p)
+    return ec / _normalizer(costs, p, normalize), thr
+
 
 # =============================================================================
 # Proper scoring rules, discrimination metrics, ECE and Bayes-risk curves
@@ -420,8 +446,9 @@ def _cuts(labels, s):
     cum1 = jnp.concatenate([zero, jnp.cumsum(is1, dtype=jnp.int32)])
     cum0 = jnp.arange(s.shape[0] + 1, dtype=jnp.int32) - cum1
     n1, n0 = cum1[-1], cum0[-1]
-    miss = cum1 / n1
-    fa = (n0 - cum0) / n0
+    # A class absent from the data (it then has weight 0 under data priors) gives rates 0, not NaN.
+    miss = cum1 / jnp.maximum(n1, 1)
+    fa = (n0 - cum0) / jnp.maximum(n0, 1)
     valid = jnp.concatenate([jnp.array([True]), s_sorted[1:] > s_sorted[:-1], jnp.array([True])])
     return s_sorted, miss, fa, valid
 
@@ -772,7 +799,8 @@ def bin_indices(values, num_bins, binning, reference=None):
 
 
 @partial(jax.jit, static_argnames=("num_bins", "binning", "top_label"))
-def _ece_kernel(labels, log_post, *, num_bins, binning, top_label):
+def _bin_sums(labels, log_post, *, num_bins, binning, top_label):
+    """Per bin: number of samples, sum of confidences, sum of hits (the statistics of eqs. 62-63)."""
     if top_label:
         conf = jnp.exp(jnp.max(log_post, -1))
         hit = (jnp.argmax(log_post, -1) == labels).astype(conf.dtype)
@@ -780,8 +808,28 @@ def _ece_kernel(labels, log_post, *, num_bins, binning, top_label):
         conf = jnp.exp(log_post[..., 1])
         hit = (labels == 1).astype(conf.dtype)
     idx, _ = bin_indices(conf, num_bins, binning)
-    gap_sum = jax.ops.segment_sum(hit - conf, idx, num_segments=num_bins)
-    return jnp.sum(jnp.abs(gap_sum)) / labels.shape[0]
+    sums = jax.ops.segment_sum(jnp.stack([jnp.ones_like(conf), conf, hit], -1), idx, num_segments=num_bins)
+    return sums[:, 0], sums[:, 1], sums[:, 2]
+
+
+@partial(jax.jit, static_argnames=("num_bins", "binning", "top_label"))
+def _ece_kernel(labels, log_post, *, num_bins, binning, top_label):
+    _, conf_sum, hit_sum = _bin_sums(labels, log_post, num_bins=num_bins, binning=binning, top_label=top_label)
+    return jnp.sum(jnp.abs(hit_sum - conf_sum)) / labels.shape[0]
+
+
+def _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type):
+    v.check_choice(binning, "binning", ECE_BINNINGS)
+    v.check_choice(variant, "variant", ECE_VARIANTS)
+    num_bins = v.as_positive_int(num_bins, "num_bins")
+    labels, log_post, _, _ = _psr_inputs(labels, scores, priors, score_type)
+    if log_post.ndim != 2:
+        raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(log_post.shape)}")
+    k = log_post.shape[-1]
+    if variant == "binary" and k != 2:
+        raise v.InputError(f"variant='binary' needs K = 2 classes, got K = {k}; use variant='top_label'")
+    top_label = variant == "top_label" or (variant == "auto" and k > 2)
+    return labels, log_post, top_label, num_bins
 
 
 def ece(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
@@ -810,14 +858,27 @@ def ece(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", p
       priors, score_type: as in :func:`cross_entropy` (priors only to form
         posteriors from likelihood-type scores).
     """
-    v.check_choice(binning, "binning", ECE_BINNINGS)
-    v.check_choice(variant, "variant", ECE_VARIANTS)
-    num_bins = v.as_positive_int(num_bins, "num_bins")
-    labels, log_post, _, _ = _psr_inputs(labels, scores, priors, score_type)
-    if log_post.ndim != 2:
-        raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(log_post.shape)}")
-    k = log_post.shape[-1]
-    if variant == "binary" and k != 2:
-        raise v.InputError(f"variant='binary' needs K = 2 classes, got K = {k}; use variant='top_label'")
-    top_label = variant == "top_label" or (variant == "auto" and k > 2)
+    labels, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type)
     return _ece_kernel(labels, log_post, num_bins=num_bins, binning=binning, top_label=top_label)
+
+
+class ReliabilityBins(NamedTuple):
+    """Per-bin statistics of a reliability diagram (empty bins have count 0 and NaN means)."""
+
+    confidence: np.ndarray  # mean confidence (binary: mean class-1 posterior) of each bin
+    frequency: np.ndarray  # observed accuracy (binary: class-1 frequency) of each bin
+    count: np.ndarray  # samples per bin
+
+
+def reliability_bins(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
+                     score_type="log_posteriors"):
+    """The bins behind :func:`ece` and the reliability diagram (seed 002 eqs. 62-63).
+
+    ``ece = sum_m count_m / N * |frequency_m - confidence_m|``.  Arguments as in :func:`ece`.
+    """
+    labels, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors,
+                                                        score_type)
+    n, conf_sum, hit_sum = (np.asarray(a, np.float64) for a in _bin_sums(
+        labels, log_post, num_bins=num_bins, binning=binning, top_label=top_label))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return ReliabilityBins(conf_sum / n, hit_sum / n, n.astype(np.int64))

@@ -68,7 +68,18 @@ def test_metrics_out_dir_and_force(files):
     args = ("metrics", "--labels", "y.npy", "--scores", "a.npy", "b.npy", "--costs", "c.toml", "--out", "res")
     rc, out, err = run(*args, cwd=d)
     assert rc == 0, err
-    assert (d / "res" / "metrics.json").is_file() and (d / "res" / "roc.png").is_file()
+    rec = json.loads((d / "res" / "metrics.json").read_text())
+    for name in ("roc.png", "bayes_risk.png", "nec_threshold_a.png", "nec_threshold_b.png", "reliability_a.png",
+                 "reliability_b.png"):
+        assert (d / "res" / name).is_file() and str(d.name) not in name
+        assert any(f.endswith(name) for f in rec["files"])
+    # The optimal-threshold NEC of the JSON record, recomputed by brute force over every threshold.
+    y = np.load(d / "y.npy")
+    lo = np.load(d / "a.npy") @ np.array([-1.0, 1.0])
+    c = np.array([[0.0, 1.0], [4.0, 0.0]])
+    p0, p1 = np.mean(y == 0), np.mean(y == 1)
+    ecs = [p0 * np.mean(lo[y == 0] > t) + 4 * p1 * np.mean(lo[y == 1] <= t) for t in np.r_[-np.inf, np.sort(lo)]]
+    assert rec["optimal_threshold"]["a"]["nec"] == pytest.approx(min(ecs) / min(p0, 4 * p1), rel=1e-5)
     rc, _, err = run(*args, cwd=d)
     assert rc == 2 and "already exists" in err and len(err.strip().splitlines()) == 1
     rc, _, err = run(*args, "--force", cwd=d)
