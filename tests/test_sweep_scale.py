@@ -1,0 +1,260 @@
+"""Scale: memory-bounded chunking, sharding over (simulated) devices, and bad input.
+
+* A 10^7-point sweep keeps only chunk-sized arrays alive (checked with
+  ``jax.live_arrays`` at every chunk) and its winner counts equal the closed
+  form (the EC of fixed counts is linear in the cost ratio); 10^8 points in
+  the slow suite.
+* The same sweeps run in a subprocess with
+  ``XLA_FLAGS=--xla_force_host_platform_device_count=4`` on 4 devices give
+  results identical to this process's single device.
+* Every bad input named in the issue raises ``InputError`` naming the argument.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jax
+
+from ecjax import InputError
+from ecjax.sweep import (
+    grids,
+    metric_reliability,
+    roc_tangent_winners,
+    sweep_counts,
+    sweep_map,
+    sweep_scores,
+    utility_space_map,
+)
+from ecjax.sweep import reliability as R
+
+ROOT = Path(__file__).resolve().parents[1]
+COUNTS = np.array([[[80, 20], [10, 90]], [[95, 5], [30, 70]], [[60, 40], [3, 97]]])
+
+
+def closed_form_wins(counts, r):
+    """Winner at each cost ratio r for costs [[0, 1], [r, 0]] with data priors, float64."""
+    counts = np.asarray(counts, np.float64)
+    p = counts.sum(-1) / counts.sum((-2, -1))[:, None]
+    rate = counts / counts.sum(-1, keepdims=True)
+    a = p[:, 0] * rate[:, 0, 1]
+    b = p[:, 1] * rate[:, 1, 0]
+    ec = a[None, :] + b[None, :] * r[:, None]
+    return np.bincount(ec.argmin(1), minlength=len(counts))
+
+
+def _scale_check(num_points, chunk_size):
+    peak = []
+
+    class Watch:  # a "progress bar" that measures the live JAX arrays at every chunk
+        def __init__(self, total):
+            self.total = total
+
+        def update(self, n):
+            peak.append(sum(a.nbytes for a in jax.live_arrays()))
+
+        def close(self):
+            pass
+
+    axis = grids.cost_ratios(1e-2, 1e2, num_points)
+    res = sweep_counts(COUNTS, axis, chunk_size=chunk_size, return_values=False, progress=Watch)
+    assert res.values is None and res.info["chunk"] == chunk_size
+    assert len(peak) == res.info["num_chunks"] == -(-num_points // chunk_size)
+    # Everything alive on the device is O(chunk), far below the O(points) an unchunked sweep would hold.
+    assert max(peak) < 64 * chunk_size * 4 < num_points * 4
+    wins = closed_form_wins(COUNTS, np.geomspace(1e-2, 1e2, num_points))
+    # float32 vs float64 can disagree only at points within rounding of the two crossings.
+    assert np.abs(res.win_counts - wins).max() <= 4
+    assert res.num_points == num_points
+    assert res.flip_counts[0, 1] >= 1
+
+
+def test_ten_million_points_in_fixed_memory():
+    _scale_check(10**7, 2**16)
+
+
+@pytest.mark.slow
+def test_hundred_million_points_in_fixed_memory():
+    _scale_check(10**8, 2**18)
+
+
+# ------------------------------------------------------------------ sharding
+
+SHARDED_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import jax
+    from ecjax.sweep import grids, metric_reliability, sweep_counts, sweep_scores, utility_space_map
+    from ecjax.sweep import reliability as R
+
+    def run(devices):
+        rng = np.random.default_rng(0)
+        counts = rng.integers(1, 60, (3, 2, 2))
+        labels = rng.integers(0, 2, (3, 500))
+        llr = rng.normal(size=(3, 500)) + labels
+        logits = rng.normal(size=(2, 300, 3))
+        labels3 = rng.integers(0, 3, 300)
+        costs3 = rng.uniform(0.1, 2, (40, 3, 3))
+        out = {}
+        r = sweep_counts(counts, grids.cost_ratios(0.01, 100, 1000), priors=grids.effective_priors(0.1, 0.9, 7),
+                         chunk_size=50, devices=devices)
+        out["counts"] = (r.values, r.winners, r.win_counts, r.pairwise_wins, r.flip_counts, r.mean, r.info)
+        r = sweep_scores(labels, llr, np.array([[0., 1.], [1., 0.]]), priors=grids.effective_priors(0.05, 0.95, 801),
+                         score_type="llr", chunk_size=25, devices=devices)
+        out["threshold"] = (r.values, r.winners, r.win_counts, r.flip_counts, r.mean, r.info)
+        r = sweep_scores(labels3, logits, costs3, score_type="logits", chunk_size=4, devices=devices)
+        out["dense"] = (r.values, r.winners, r.win_counts, r.mean, r.info)
+        m = utility_space_map(counts, resolution=41, chunk_size=100, devices=devices)
+        out["plane"] = (m.yields, m.winners, m.win_fraction, m.result.info)
+        rel = metric_reliability(jax.random.key(0), num_pairs=5 * R.BLOCK + 17, utility_error_sd=[0.1, 0.2],
+                                 chunk_size=R.BLOCK, devices=devices)
+        out["reliability"] = {k: (np.asarray(v.fraction).tolist(), np.asarray(v.standard_error).tolist())
+                              for k, v in rel.items()}
+        return out
+
+    if __name__ == "__main__":
+        devices = int(sys.argv[1])
+        assert jax.device_count() == int(sys.argv[2]), jax.devices()
+        out = run(devices)
+        arrays = {}
+        for key, val in out.items():
+            if key == "reliability":
+                continue
+            for i, a in enumerate(val):
+                if isinstance(a, dict):
+                    arrays[f"{key}_info"] = np.array(json.dumps(a))
+                else:
+                    arrays[f"{key}_{i}"] = np.asarray(a)
+        np.savez(sys.argv[3], **arrays, reliability=np.array(json.dumps(out["reliability"])))
+    """
+)
+
+
+def _run_script(tmp_path, devices, device_count, env_extra):
+    script = tmp_path / "sharded_sweep.py"
+    script.write_text(SHARDED_SCRIPT)
+    out = tmp_path / f"out_{devices}.npz"
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT), **env_extra)
+    proc = subprocess.run([sys.executable, str(script), str(devices), str(device_count), str(out)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return np.load(out)
+
+
+def test_four_simulated_devices_give_identical_results(tmp_path):
+    env4 = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    four = _run_script(tmp_path, 4, 4, env4)
+    one = _run_script(tmp_path, 1, 1, {"XLA_FLAGS": ""})
+    for key in one.files:
+        if key.endswith("_info"):
+            assert json.loads(str(four[key]))["num_devices"] == 4
+            assert json.loads(str(one[key]))["num_devices"] == 1
+        elif key == "reliability":
+            assert json.loads(str(four[key])) == json.loads(str(one[key]))
+        elif key.endswith("_5") and key.startswith("counts") or key in ("threshold_4", "dense_3"):
+            # Means: float sums whose partial sums are grouped per device (compensated, so near-equal).
+            np.testing.assert_allclose(four[key], one[key], rtol=1e-6)
+        else:
+            np.testing.assert_array_equal(four[key], one[key], err_msg=key)
+
+
+# ------------------------------------------------------------------ bad input
+
+def _ones(*shape):
+    return np.ones(shape)
+
+
+COSTS01 = np.array([[0.0, 1.0], [1.0, 0.0]])
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        # empty grids
+        (lambda: sweep_counts(COUNTS, np.zeros((0, 2, 2))), "costs"),
+        (lambda: sweep_counts(COUNTS, COSTS01, priors=np.zeros((0, 2))), "priors"),
+        (lambda: grids.values(np.zeros((0, 3))), "values"),
+        (lambda: grids.linspace(0.0, 1.0, 0), "num"),
+        (lambda: grids.simplex(3, 0), "resolution"),
+        (lambda: sweep_scores([0, 1, 1], np.zeros((3, 2)), np.zeros((0, 2, 2)), score_type="logits"), "costs"),
+        # NaN in a grid
+        (lambda: sweep_counts(COUNTS, np.where(np.eye(2)[None] > 0, np.nan, 1.0).repeat(3, 0)), "costs"),
+        (lambda: sweep_counts(COUNTS, utilities=np.full((4, 2, 2), np.nan)), "utilities"),
+        (lambda: sweep_counts(COUNTS, COSTS01, priors=np.array([[0.5, 0.5], [np.nan, 0.5]])), "priors"),
+        (lambda: grids.cost_ratios(np.nan, 10.0, 5), "cost_ratios"),
+        (lambda: grids.linspace(0.0, np.inf, 5), "linspace"),
+        (lambda: grids.values(np.array([1.0, np.nan])), "values"),
+        # priors outside the simplex
+        (lambda: sweep_counts(COUNTS, COSTS01, priors=[0.7, 0.7]), "priors"),
+        (lambda: sweep_counts(COUNTS, COSTS01, priors=[1.5, -0.5]), "priors"),
+        (lambda: sweep_counts(COUNTS, COSTS01, priors=np.array([[0.5, 0.5], [0.2, 0.2]])), "priors"),
+        (lambda: sweep_scores([0, 1], np.array([0.1, 0.2]), COSTS01, priors=[0.2, 0.9], score_type="llr"), "priors"),
+        (lambda: grids.effective_priors(0.0, 1.0, 5), "effective_priors"),
+        (lambda: sweep_counts(COUNTS, COSTS01, priors=[0.2, 0.3, 0.5]), "priors"),
+        # chunk size <= 0
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), chunk_size=0), "chunk_size"),
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), chunk_size=-4), "chunk_size"),
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), chunk_size=2.5), "chunk_size"),
+        (lambda: sweep_scores([0, 1, 1], np.zeros((3, 2)), np.ones((2, 2, 2)), chunk_size=0,
+                              score_type="logits"), "chunk_size"),
+        (lambda: metric_reliability(jax.random.key(0), num_pairs=10, chunk_size=0), "chunk_size"),
+        # more devices than exist
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), devices=len(jax.devices()) + 1), "devices"),
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), devices=0), "devices"),
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), devices=[]), "devices"),
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), devices=["gpu:7"]), "devices"),
+        (lambda: metric_reliability(jax.random.key(0), num_pairs=10, devices=99), "devices"),
+        # matrices
+        (lambda: sweep_counts(COUNTS, COSTS01, utilities=COSTS01), "costs"),
+        (lambda: sweep_counts(COUNTS), "costs"),
+        (lambda: sweep_counts(COUNTS, np.ones((2, 3))), "costs"),
+        (lambda: sweep_counts(COUNTS, utilities=np.ones((2, 2)), normalize=True), "normalize"),
+        (lambda: sweep_counts(COUNTS, np.array([[0.0, 0.0], [1.0, 0.0]]), normalize=True), "NEC"),
+        (lambda: sweep_counts(np.array([[5, 5], [0, 0]]), COSTS01, priors=[0.5, 0.5]), "class 1"),
+        (lambda: sweep_counts(np.array([[5, 5], [0, 0]]), COSTS01, priors=grids.effective_priors(0.1, 0.9, 3)),
+         "class 1"),
+        # scores
+        (lambda: sweep_scores([0, 1, 2], np.zeros((3, 3)), np.ones((3, 3)), method="threshold",
+                              score_type="logits"), "threshold"),
+        (lambda: sweep_scores([0, 1], np.array([0.1, 0.2]), COSTS01, score_type="llr"), "priors"),
+        (lambda: sweep_scores([0, 1], np.array([0.1, 0.2]), COSTS01, method="fast", score_type="llr",
+                              priors=[0.5, 0.5]), "method"),
+        (lambda: sweep_scores([0, 1, 1], np.zeros((2, 3, 2)), COSTS01, score_type="logits",
+                              decision_rule="best"), "decision_rule"),
+        # axes and maps
+        (lambda: grids.random(42, jax.random.key(0), 10), "sample"),
+        (lambda: grids.random(lambda k, n: jax.numpy.zeros((n, 2, 2)), 0, 10), "key"),
+        (lambda: grids.product(), "product"),
+        (lambda: sweep_map(lambda p: p, np.ones(3)), "axis"),
+        (lambda: utility_space_map(COUNTS, labels=[0, 1], scores=np.zeros((2, 2))), "counts"),
+        (lambda: utility_space_map(), "counts"),
+        (lambda: utility_space_map(COUNTS, resolution=1), "resolution"),
+        (lambda: roc_tangent_winners([0, 1, 1], np.array([0.1, 0.2, 0.3]), np.array([[0.0, 1.0], [0.0, 1.0]]),
+                                     score_type="llr"), "utilities"),
+        # the reliability study
+        (lambda: metric_reliability(jax.random.key(0), num_pairs=0), "num_pairs"),
+        (lambda: metric_reliability(jax.random.key(0), num_pairs=10, utility_error_sd=-0.1), "utility_error_sd"),
+        (lambda: metric_reliability(jax.random.key(0), num_pairs=10, utility_error_sd=np.nan), "utility_error_sd"),
+        (lambda: metric_reliability(jax.random.key(0), num_pairs=10, utility_error_sd=[]), "utility_error_sd"),
+        (lambda: metric_reliability(jax.random.key(0), num_pairs=10, utility_distribution="beta"),
+         "utility_distribution"),
+        (lambda: metric_reliability(jax.random.key(0), num_pairs=10,
+                                    utility_distribution=lambda k, n: 2 * jax.numpy.ones((n, 2, 2))),
+         "utility_distribution"),
+        (lambda: metric_reliability(0, num_pairs=10), "key"),
+        (lambda: metric_reliability(jax.random.key(0), num_pairs=10, costs={"accuracy": COSTS01}), "costs"),
+        (lambda: metric_reliability(jax.random.key(0), num_pairs=10, costs={"c": np.ones((3, 3))}), "costs"),
+    ],
+)
+def test_bad_input_raises_input_error_naming_the_argument(call, match):
+    with pytest.raises(InputError, match=match):
+        call()
