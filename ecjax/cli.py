@@ -181,6 +181,9 @@ def cmd_metrics(args):
     if kind == "scores" and out_dir is not None:
         _reliability_figures(args, labels, arrays, names, out_dir, record)
     text = format_table(cols, names)
+    for name, best in record.get("optimal_threshold", {}).items():
+        text += (f"\n{name}: NEC {best['nec']:.4g} at the best threshold on the test data (optimistic; "
+                 f"log-odds > {best['threshold']:.3g})")
     off = record["disagree_with_utility_yield"]
     if off:
         text += f"\n! metrics that pick a different winner than the utility yield: {', '.join(off)}"
