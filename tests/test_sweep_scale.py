@@ -34,7 +34,6 @@ from ecjax.sweep import (
     sweep_scores,
     utility_space_map,
 )
-from ecjax.sweep import reliability as R
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNTS = np.array([[[80, 20], [10, 90]], [[95, 5], [30, 70]], [[60, 40], [3, 97]]])
@@ -139,32 +138,45 @@ SHARDED_SCRIPT = textwrap.dedent(
 )
 
 
-def _run_script(tmp_path, devices, device_count, env_extra):
-    script = tmp_path / "sharded_sweep.py"
-    script.write_text(SHARDED_SCRIPT)
-    out = tmp_path / f"out_{devices}.npz"
-    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT), **env_extra)
-    proc = subprocess.run([sys.executable, str(script), str(devices), str(device_count), str(out)],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return np.load(out)
+def _flatten(out):
+    arrays = {}
+    for key, val in out.items():
+        if key == "reliability":
+            arrays[key] = val
+            continue
+        for i, a in enumerate(val):
+            if isinstance(a, dict):
+                arrays[f"{key}_info"] = a
+            else:
+                arrays[f"{key}_{i}"] = np.asarray(a)
+    return arrays
 
 
 def test_four_simulated_devices_give_identical_results(tmp_path):
-    env4 = {"XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
-    four = _run_script(tmp_path, 4, 4, env4)
-    one = _run_script(tmp_path, 1, 1, {"XLA_FLAGS": ""})
-    for key in one.files:
+    script = tmp_path / "sharded_sweep.py"
+    script.write_text(SHARDED_SCRIPT)
+    out = tmp_path / "out_4.npz"
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT),
+               XLA_FLAGS="--xla_force_host_platform_device_count=4")
+    proc = subprocess.run([sys.executable, str(script), "4", "4", str(out)], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    four = np.load(out)
+    # The same sweeps here, on this process's single device.
+    namespace = {}
+    exec(compile(SHARDED_SCRIPT, str(script), "exec"), namespace)
+    assert jax.device_count() == 1
+    one = _flatten(namespace["run"](None))
+    for key, ref in one.items():
         if key.endswith("_info"):
-            assert json.loads(str(four[key]))["num_devices"] == 4
-            assert json.loads(str(one[key]))["num_devices"] == 1
+            assert json.loads(str(four[key]))["num_devices"] == 4 and ref["num_devices"] == 1
         elif key == "reliability":
-            assert json.loads(str(four[key])) == json.loads(str(one[key]))
-        elif key.endswith("_5") and key.startswith("counts") or key in ("threshold_4", "dense_3"):
+            assert json.loads(str(four[key])) == json.loads(json.dumps(ref))
+        elif key in ("counts_5", "threshold_4", "dense_3"):
             # Means: float sums whose partial sums are grouped per device (compensated, so near-equal).
-            np.testing.assert_allclose(four[key], one[key], rtol=1e-6)
+            np.testing.assert_allclose(four[key], ref, rtol=1e-6)
         else:
-            np.testing.assert_array_equal(four[key], one[key], err_msg=key)
+            np.testing.assert_array_equal(four[key], ref, err_msg=key)
 
 
 # ------------------------------------------------------------------ bad input

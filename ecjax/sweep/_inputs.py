@@ -8,7 +8,7 @@ import jax.numpy as jnp
 
 from ecjax import _validate as v
 from ecjax.decisions import log_posteriors_kernel
-from ecjax.sweep.grids import Axis, _take, product, values
+from ecjax.sweep.grids import Axis, _take, product
 
 
 def _matrix_source(costs, utilities, k, d):
@@ -34,7 +34,7 @@ def _matrix_source(costs, utilities, k, d):
         raise v.InputError(f"`{name}` must be one ({k}, D) matrix or a (B, {k}, D) grid, got shape {tuple(arr.shape)}")
     if arr.shape[0] == 0:
         raise v.InputError(f"`{name}` is an empty grid (B = 0)")
-    return name, None, values(arr, name=name)
+    return name, None, Axis((arr.shape[0],), _take, arr, (None,))  # validated above: no second pass
 
 
 def _prior_source(priors, k):
@@ -54,7 +54,7 @@ def _prior_source(priors, k):
         return p, None
     if p.ndim != 2:
         raise v.InputError(f"`priors` must be ({k},) or a (B, {k}) grid, got shape {tuple(p.shape)}")
-    return None, values(p, name="priors")
+    return None, Axis((p.shape[0],), _take, p, (None,))
 
 
 def _check_absent_classes(n_i, fixed_p, p_axis):

@@ -79,28 +79,35 @@ def _compact(reject, size):
 
     A cumulative count and a binary search (faster than ``jnp.nonzero`` here).
     """
-    cum = jnp.cumsum(reject, dtype=jnp.int32)
+    # associative_scan: several times faster than jnp.cumsum's reduce-window on CPU at these lengths.
+    cum = jax.lax.associative_scan(jnp.add, reject.astype(jnp.int32))
     return jnp.searchsorted(cum, jnp.arange(1, size + 1, dtype=jnp.int32), side="left").astype(jnp.int32)
 
 
 def _merge(vals, ok, rows, buf_vals, buf_ok):
-    """Write the accepted entries of a compacted buffer back to their rows (a scatter of the buffer only)."""
+    """Write the accepted entries of a compacted buffer back to their rows (a scatter of the buffer only).
+
+    ``vals`` and ``buf_vals`` are pytrees of arrays with the row axis first.
+    """
     target = jnp.where(buf_ok & (rows < ok.shape[0]), rows, ok.shape[0])  # out of range: dropped
-    return vals.at[target].set(buf_vals, mode="drop"), ok.at[target].set(True, mode="drop")
+    vals = jax.tree_util.tree_map(lambda x, b: x.at[target].set(b, mode="drop"), vals, buf_vals)
+    return vals, ok.at[target].set(True, mode="drop")
 
 
 def _first_accepted(key, rows, propose, accept, tries):
     """Propose ``tries`` candidates per row and keep the first accepted one (exact rejection sampling)."""
     m = rows.shape[0]
-    cand = jax.lax.optimization_barrier(propose(key, jnp.tile(rows, tries)))  # no recomputation in gathers
+    # The barrier keeps XLA from fusing (and so recomputing) the random draws into the gathers below.
+    cand = jax.lax.optimization_barrier(propose(key, jnp.tile(rows, tries)))
     good = accept(cand).reshape(tries, m)
     first = jnp.argmax(good, 0)
-    cand = cand.reshape((tries, m) + cand.shape[1:])
-    chosen = jnp.take_along_axis(cand, first.reshape((1, m) + (1,) * (cand.ndim - 2)), 0)[0]
+    chosen = jax.tree_util.tree_map(
+        lambda x: jnp.take_along_axis(x.reshape((tries, m) + x.shape[1:]),
+                                      first.reshape((1, m) + (1,) * (x.ndim - 1)), 0)[0], cand)
     return chosen, good.any(0)
 
 
-def _fill_rejected(key, vals, ok, propose, accept, buffer_sizes, tries=(4, 16)):
+def _fill_rejected(key, vals, ok, propose, accept, buffer_sizes, tries=(2, 24)):
     """Redraw the rows of ``vals`` where ``ok`` is False until every row is accepted.
 
     Exact rejection sampling with fixed shapes.  The rejected rows (a few
@@ -109,7 +116,9 @@ def _fill_rejected(key, vals, ok, propose, accept, buffer_sizes, tries=(4, 16)):
     are compacted into a smaller buffer ``B`` with ``tries[1]`` candidates
     each.  Acceptance is at least 1/2 per candidate here, so one round almost
     always suffices; rows left over (or that did not fit a buffer) are
-    picked up by the next round of the loop.
+    picked up by the next round of the loop.  ``vals`` is a pytree of arrays
+    with the row axis first; ``propose(key, rows)`` returns the same
+    structure for the given rows and ``accept(vals)`` a boolean per row.
     """
     n = ok.shape[0]
     size_a, size_b = buffer_sizes
@@ -178,40 +187,52 @@ def _true_utilities(key, n, distribution):
     return utility_from_xy(xy[:, 0], xy[:, 1])
 
 
-def perturb_utilities(key, utilities, sd):
-    """Assessed utilities ``U + e`` of seed 004 §4.2 item (iii).
+def _truncated_normal_unit(key, mean, scale):
+    """``N(mean, scale^2)`` truncated to ``[0, 1]`` by the inverse CDF (elementwise arrays)."""
+    z = jax.random.truncated_normal(key, -mean / scale, (1.0 - mean) / scale, mean.shape)
+    return jnp.clip(mean + scale * z, 0.0, 1.0)
 
-    Each element gets an independent Gaussian error of standard deviation
-    ``sd`` truncated to keep it in ``[0, 1]`` (inverse-CDF truncated normal),
-    and each row (true class) is redrawn until its correct decision keeps the
-    higher utility (exact rejection).  ``utilities`` is ``(n, 2, 2)``, rows =
-    true class; ``sd = 0`` returns them unchanged.  ``sd`` may be traced.
+
+def perturb_rows(key, correct, wrong, sd):
+    """Assessed ``(correct, wrong)`` utility pairs, one per row (seed 004 §4.2 item (iii)).
+
+    Each utility gets an independent Gaussian error of standard deviation
+    ``sd``, truncated to ``[0, 1]`` (inverse CDF); a row is redrawn until
+    the correct decision keeps the higher utility (exact rejection).
+    ``correct`` and ``wrong`` are 1-D arrays of the true utilities; ``sd = 0``
+    returns them unchanged; ``sd`` may be traced.
     """
-    n = utilities.shape[0]
-    sd = jnp.asarray(sd, utilities.dtype)
+    sd = jnp.asarray(sd, correct.dtype)
     exact = sd <= 0
     scale = jnp.where(exact, 1.0, sd)
-    # Row r = (sample, class i): (correct U_ii, wrong U_i,1-i).
-    correct = jnp.stack([utilities[:, 0, 0], utilities[:, 1, 1]], 1).reshape(-1)
-    wrong = jnp.stack([utilities[:, 0, 1], utilities[:, 1, 0]], 1).reshape(-1)
-    means = jax.lax.optimization_barrier(jnp.stack([correct, wrong], -1))  # (2n, 2)
+    means = jax.lax.optimization_barrier((correct, wrong))
 
     def propose(k, rows):
-        mu = means[rows]
-        z = jax.random.truncated_normal(k, -mu / scale, (1.0 - mu) / scale, mu.shape)
-        return jnp.clip(mu + scale * z, 0.0, 1.0)
+        kc, kw = jax.random.split(k)
+        return (_truncated_normal_unit(kc, means[0][rows], scale), _truncated_normal_unit(kw, means[1][rows], scale))
 
     def accept(cand):
-        return (cand[:, 0] > cand[:, 1]) | exact
+        return (cand[0] > cand[1]) | exact
 
-    k0, k1 = jax.random.split(key)
-    first = jax.lax.optimization_barrier(propose(k0, jnp.arange(2 * n)))
-    pairs = _fill_rejected(k1, first, accept(first), propose, accept, _buffers(2 * n))
-    pairs = jnp.where(exact, means, pairs)
-    c = pairs[:, 0].reshape(n, 2)
-    w = pairs[:, 1].reshape(n, 2)
-    row0 = jnp.stack([c[:, 0], w[:, 0]], -1)
-    row1 = jnp.stack([w[:, 1], c[:, 1]], -1)
+    k0, kc, kw = jax.random.split(key, 3)
+    first = jax.lax.optimization_barrier((_truncated_normal_unit(kc, correct, scale),
+                                          _truncated_normal_unit(kw, wrong, scale)))
+    c, w = _fill_rejected(k0, first, accept(first), propose, accept, _buffers(correct.shape[0]))
+    return jnp.where(exact, correct, c), jnp.where(exact, wrong, w)
+
+
+def perturb_utilities(key, utilities, sd):
+    """Assessed utilities ``U + e`` of seed 004 §4.2 item (iii), for ``(n, 2, 2)`` matrices (rows = true class).
+
+    Every element gets an independent truncated Gaussian error (:func:`perturb_rows`
+    on the rows ``(U_00, U_01)`` and ``(U_11, U_10)``), so each stays in
+    ``[0, 1]`` and each class keeps its correct decision the more valuable.
+    """
+    n = utilities.shape[0]
+    c, w = perturb_rows(key, jnp.concatenate([utilities[:, 0, 0], utilities[:, 1, 1]]),
+                        jnp.concatenate([utilities[:, 0, 1], utilities[:, 1, 0]]), sd)
+    row0 = jnp.stack([c[:n], w[:n]], -1)
+    row1 = jnp.stack([w[n:], c[n:]], -1)
     return jnp.stack([row0, row1], -2)
 
 

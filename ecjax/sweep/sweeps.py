@@ -29,8 +29,8 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import _validate as v
-from ecjax.confusion import class_counts, data_priors
-from ecjax.decisions import _prepare, bayes_decisions_kernel, log_posteriors_kernel, naive_expected_cost
+from ecjax.confusion import class_counts, data_priors, rates
+from ecjax.decisions import bayes_decisions_kernel, log_posteriors_kernel, naive_expected_cost
 from ecjax.metrics import _as_counts, expected_value
 from ecjax.sweep import engine
 from ecjax.sweep._inputs import (
@@ -140,25 +140,29 @@ def init_accumulator(num_systems: int, max_flips: int):
 
 @dataclass(frozen=True)
 class StandardReduce:
-    """Streamed reductions of per-point values ``(c, S)``: winners, ranges, pairwise order, flips."""
+    """Streamed reductions of per-point values: winners, ranges, pairwise order, flips.
+
+    Works on the values transposed to ``(S, c)`` (systems major), so every
+    reduction runs along the long, contiguous point axis.
+    """
 
     num_systems: int
     higher_is_better: bool
     row_len: int
     max_flips: int
 
-    def winners(self, values, ok):
-        """Index of the strictly best system, :data:`TIE` when the best value is shared, -1 where undefined."""
-        best = jnp.max(values, -1) if self.higher_is_better else jnp.min(values, -1)
-        w = jnp.argmax(values, -1) if self.higher_is_better else jnp.argmin(values, -1)
-        shared = jnp.sum(values == best[:, None], -1) > 1
+    def winners(self, vt, ok):
+        """``(c,)``: the strictly best system, :data:`TIE` if the best value is shared, -1 where not ok."""
+        best = jnp.max(vt, 0) if self.higher_is_better else jnp.min(vt, 0)
+        w = jnp.argmax(vt, 0) if self.higher_is_better else jnp.argmin(vt, 0)
+        shared = jnp.sum(vt == best[None, :], 0) > 1
         return jnp.where(ok, jnp.where(shared, TIE, w.astype(jnp.int32)), UNDEFINED)
 
     def __call__(self, acc, out, idx, valid):
-        vals, point_ok = out
-        vals = vals.astype(jnp.float32)
+        vals, point_ok, w = out  # w: winners from the local function (where the point and values are ok)
+        vt = vals.astype(jnp.float32).T  # (S, c)
         in_range = valid & point_ok
-        finite = jnp.all(jnp.isfinite(vals), -1)
+        finite = jnp.all(jnp.isfinite(vt), 0)
         ok = in_range & finite
         bad = in_range & ~finite
         s = self.num_systems
@@ -167,49 +171,59 @@ class StandardReduce:
         acc["undefined"] = acc["undefined"] + bad.sum(dtype=jnp.int32)
         acc["first_undefined"] = jnp.minimum(acc["first_undefined"],
                                              jnp.min(jnp.where(bad, idx, engine.MAX_POINTS)))
-        w = self.winners(vals, ok)
-        acc["wins"] = acc["wins"] + jnp.sum(w[:, None] == jnp.arange(s), 0, dtype=jnp.int32)
+        w = jnp.where(valid, w, UNDEFINED)  # the padding of the last chunk
+        acc["wins"] = acc["wins"] + jnp.sum(w[None, :] == jnp.arange(s)[:, None], -1, dtype=jnp.int32)
         acc["ties"] = acc["ties"] + jnp.sum(w == TIE, dtype=jnp.int32)
-        better = vals[:, :, None] > vals[:, None, :] if self.higher_is_better else vals[:, :, None] < vals[:, None, :]
-        acc["beats"] = acc["beats"] + jnp.sum(better & ok[:, None, None], 0, dtype=jnp.int32)
-        safe = jnp.where(ok[:, None], vals, 0.0)
-        acc["vmin"] = jnp.minimum(acc["vmin"], jnp.min(jnp.where(ok[:, None], vals, jnp.inf), 0))
-        acc["vmax"] = jnp.maximum(acc["vmax"], jnp.max(jnp.where(ok[:, None], vals, -jnp.inf), 0))
+        better = vt[:, None, :] > vt[None, :, :] if self.higher_is_better else vt[:, None, :] < vt[None, :, :]
+        acc["beats"] = acc["beats"] + jnp.sum(better & ok, -1, dtype=jnp.int32)
+        acc["vmin"] = jnp.minimum(acc["vmin"], jnp.min(jnp.where(ok, vt, jnp.inf), -1))
+        acc["vmax"] = jnp.maximum(acc["vmax"], jnp.max(jnp.where(ok, vt, -jnp.inf), -1))
         # Kahan summation across chunks keeps the mean of 10^8 points accurate in float32.
-        y = safe.sum(0) - acc["vcomp"]
+        y = jnp.sum(jnp.where(ok, vt, 0.0), -1) - acc["vcomp"]
         t = acc["vsum"] + y
         acc["vcomp"] = (t - acc["vsum"]) - y
         acc["vsum"] = t
         if s > 1:
-            acc.update(self._flips(acc, vals, ok, idx))
+            acc.update(self._flips(acc, vt, ok, idx))
         return acc
 
-    def _flips(self, acc, vals, ok, idx):
+    def _flips(self, acc, vt, ok, idx):
         ia, ib = _pairs(self.num_systems)
-        diff = vals[:, ia] - vals[:, ib]
+        diff = vt[ia] - vt[ib]  # (pairs, c)
         sign = jnp.sign(diff if self.higher_is_better else -diff).astype(jnp.int8)  # +1: a better than b
-        sign = jnp.where(ok[:, None], sign, 0)
-        row_start = jnp.broadcast_to((idx % self.row_len == 0)[:, None], sign.shape)
-        # The previous strict sign on the same line: the last point before i that has a strict order or
-        # starts a line (cummax of positions; a line start with a tie carries 0, so no flip across lines).
-        marks = (sign != 0) | row_start
-        local = jnp.arange(sign.shape[0], dtype=jnp.int32)[:, None]
-        last = jax.lax.cummax(jnp.where(marks, local, -1), axis=0)
-        prev_pos = jnp.concatenate([jnp.full((1, sign.shape[1]), -1, jnp.int32), last[:-1]], 0)
-        carry = acc["last_sign"][None, :]
-        prev = jnp.where(prev_pos >= 0, jnp.take_along_axis(sign, jnp.maximum(prev_pos, 0), 0), carry)
+        sign = jnp.where(ok, sign, 0)
+        row_start = jnp.broadcast_to(idx % self.row_len == 0, sign.shape)
+        carry = acc["last_sign"][:, None]
+
+        def consecutive():
+            # No ties or gaps in this chunk: the previous strict sign is simply the previous point's.
+            return jnp.concatenate([carry, sign[:, :-1]], 1), sign[:, -1]
+
+        def through_ties():
+            # The previous strict sign on the same line: the last point before i with a strict order or a
+            # line start (cummax of positions; a line start with a tie carries 0: no flip across lines).
+            marks = (sign != 0) | row_start
+            local = jnp.arange(sign.shape[1], dtype=jnp.int32)
+            last = jax.lax.cummax(jnp.where(marks, local, -1), axis=1)
+            prev_pos = jnp.concatenate([jnp.full((sign.shape[0], 1), -1, jnp.int32), last[:, :-1]], 1)
+            prev = jnp.where(prev_pos >= 0, jnp.take_along_axis(sign, jnp.maximum(prev_pos, 0), 1), carry)
+            end = last[:, -1:]
+            new_last = jnp.where(end >= 0, jnp.take_along_axis(sign, jnp.maximum(end, 0), 1), carry)[:, 0]
+            return prev, new_last
+
+        prev, new_last = jax.lax.cond(jnp.any(sign == 0), through_ties, consecutive)
         flip = (sign != 0) & (prev != 0) & (sign != prev) & ~row_start
-        end = last[-1:]
-        new_last = jnp.where(end >= 0, jnp.take_along_axis(sign, jnp.maximum(end, 0), 0), carry)[0]
-        rank = acc["flip_count"][None, :] + jnp.cumsum(flip, 0, dtype=jnp.int32) - 1
-        slot = jnp.where(flip & (rank < self.max_flips), rank, self.max_flips)
 
-        def record(buf, slot_p):
-            return buf.at[slot_p].set(idx, mode="drop")
+        def record(flip_idx):
+            rank = acc["flip_count"][:, None] + jnp.cumsum(flip, 1, dtype=jnp.int32) - 1
+            slot = jnp.where(flip & (rank < self.max_flips), rank, self.max_flips)
+            return jax.vmap(lambda buf, sl: buf.at[sl].set(idx, mode="drop"))(flip_idx, slot)
 
+        # Flips are rare: the positions are only worked out for chunks that have some.
+        flip_idx = jax.lax.cond(jnp.any(flip), record, lambda f: f, acc["flip_idx"])
         return {
-            "flip_idx": jax.vmap(record, in_axes=(0, 1))(acc["flip_idx"], slot),
-            "flip_count": acc["flip_count"] + flip.sum(0, dtype=jnp.int32),
+            "flip_idx": flip_idx,
+            "flip_count": acc["flip_count"] + flip.sum(1, dtype=jnp.int32),
             "last_sign": new_last,
         }
 
@@ -223,16 +237,8 @@ class _WithWinners:
 
     def __call__(self, args, idx):
         vals, ok = self.point_fn(args, idx)
-        finite = jnp.all(jnp.isfinite(vals), -1)
-        return vals, ok, self.reduce.winners(vals, ok & finite)
-
-
-@dataclass(frozen=True)
-class _ReduceTriple:
-    reduce: StandardReduce
-
-    def __call__(self, acc, out, idx, valid):
-        return self.reduce(acc, out[:2], idx, valid)
+        vt = vals.astype(jnp.float32).T
+        return vals, ok, self.reduce.winners(vt, ok & jnp.all(jnp.isfinite(vt), 0))
 
 
 def run_sweep(point_fn, args, shape, num_systems, *, metric, higher_is_better, coords=(), chunk_size=DEFAULT_CHUNK,
@@ -244,7 +250,7 @@ def run_sweep(point_fn, args, shape, num_systems, *, metric, higher_is_better, c
     row_len = int(shape[-1]) if len(shape) else 1
     red = StandardReduce(int(num_systems), bool(higher_is_better), max(row_len, 1), max_flips)
     acc, outs, info = engine.map_reduce(
-        _WithWinners(point_fn, red), _ReduceTriple(red), init_accumulator(num_systems, max_flips), num,
+        _WithWinners(point_fn, red), red, init_accumulator(num_systems, max_flips), num,
         args=args, chunk_size=chunk_size, devices=devices, progress=progress, collect=return_values,
     )
     acc = jax.tree_util.tree_map(np.asarray, acc)
@@ -333,29 +339,38 @@ def sweep_map(fn: Callable, axis: Axis, *args, higher_is_better: bool = False, c
 
 @dataclass(frozen=True)
 class _CountsPoint:
+    """EC / NEC / yield of fixed counts at each point: seed 000 eq. 2 as a contraction.
+
+    ``EC_s = sum_ij m_ij P_i R^s_ij``: with the priors fixed the weights
+    ``W^s_ij = P_i R^s_ij`` are computed once and every chunk is one matrix
+    product ``(c, K D) x (K D, S)``; with swept priors the rates are
+    contracted with the matrices first, then with the priors.
+    """
+
     axis_fn: Callable
     layout: str
     kind: str  # "ec" | "nec" | "yield"
 
     def __call__(self, args, idx):
-        counts, fixed_m, fixed_p, data = args
+        rate, weights, data_p, fixed_m, fixed_p, data = args
         m, p = _split(self.axis_fn(data, idx), self.layout, fixed_m, fixed_p)
         c = idx.shape[0]
-        s = counts.shape[0]
-        m = jnp.broadcast_to(m, (c,) + counts.shape[-2:])[:, None]  # (c, 1, K, D)
+        m = jnp.broadcast_to(m, (c,) + rate.shape[-2:])
         if p is None:
-            p = data_priors(counts)[None]  # (1, S, K): each system's own data priors
+            val = jnp.einsum("cij,sij->cs", m, weights)
+            p = data_p[None]  # (1, S, K): each system's own data priors (for the naive EC)
         else:
-            p = jnp.broadcast_to(p, (c, counts.shape[-2]))[:, None]  # (c, 1, K)
-        val = expected_value(counts[None], m, p)  # (c, S)
+            p = jnp.broadcast_to(p, (c, rate.shape[-2]))
+            val = jnp.einsum("ci,sij,cij->cs", p, rate, m)
+            p = p[:, None]
         if self.kind == "nec":
-            naive = naive_expected_cost(m, p)
+            naive = naive_expected_cost(m[:, None], p)  # (c, S) or (c, 1)
             val = jnp.where(naive > 0, val / jnp.where(naive > 0, naive, 1.0), jnp.nan)
-        return jnp.broadcast_to(val, (c, s)), jnp.ones((c,), bool)
+        return val, jnp.ones((c,), bool)
 
 
 def sweep_counts(counts, costs=None, *, utilities=None, priors=None, normalize: bool = False,
-                 chunk_size: int = DEFAULT_CHUNK, devices=None, progress=False, return_values: bool = True,
+                 chunk_size: int | None = None, devices=None, progress=False, return_values: bool = True,
                  max_flips: int = 64) -> SweepResult:
     """Sweep costs, utilities and/or priors with each system's decisions fixed.
 
@@ -376,8 +391,9 @@ def sweep_counts(counts, costs=None, *, utilities=None, priors=None, normalize: 
         matrices and the priors are swept, the sweep is their product
         (shape ``(B_matrices, B_priors)``).
       normalize: NEC instead of EC (costs only).
-      chunk_size: points per chunk: memory is bounded by this, not by the
-        number of points.
+      chunk_size: points per device per step: memory is bounded by this,
+        not by the number of points.  Default: ``2^21 / (K D)`` clipped to
+        ``[2^12, 2^16]`` (a chunk of matrices stays in cache).
       devices: ``None`` (all visible devices), ``n`` or a list of devices.
       progress: progress bar over chunks (needs ``tqdm``).
       return_values: keep the per-point values and winners (host memory
@@ -440,8 +456,13 @@ def counts_problem(counts, costs=None, utilities=None, priors=None, normalize=Fa
     fixed_p, p_axis = _prior_source(priors, k)
     _check_absent_classes(class_counts(counts), fixed_p, p_axis)
     axis, layout = _combined_axis(m_axis, p_axis)
-    return Problem(_CountsPoint(axis.fn, layout, kind), (counts, fixed_m, fixed_p, axis.data), axis,
-                   counts.shape[0], kind)
+    rate = rates(counts).astype(jnp.float32)
+    data_p = data_priors(counts).astype(jnp.float32)
+    weights = (fixed_p if fixed_p is not None else data_p)[..., :, None] * rate  # W_ij = P_i R_ij
+    # A chunk of (K, D) matrices of about 8 MB keeps the per-point contraction in cache.
+    chunk = int(2 ** np.clip(np.floor(np.log2(2**21 / (k * d))), 12, 16))
+    return Problem(_CountsPoint(axis.fn, layout, kind), (rate, weights, data_p, fixed_m, fixed_p, axis.data), axis,
+                   counts.shape[0], kind, chunk)
 
 
 # ============================================================ scores given
