@@ -800,7 +800,11 @@ def bin_indices(values, num_bins, binning, reference=None):
 
 @partial(jax.jit, static_argnames=("num_bins", "binning", "top_label"))
 def _bin_sums(labels, log_post, *, num_bins, binning, top_label):
-    """Per bin: number of samples, sum of confidences, sum of hits (the statistics of eqs. 62-63)."""
+    """Per bin: samples, sum of confidences, sum of hits, sum of (hit - confidence) (eqs. 62-63).
+
+    The ECE uses the last: in float32, summing the differences keeps ~1e-7 accuracy, while
+    subtracting the two sums over 10^4 confidences near 1 loses ~1e-3 of the gap.
+    """
     if top_label:
         conf = jnp.exp(jnp.max(log_post, -1))
         hit = (jnp.argmax(log_post, -1) == labels).astype(conf.dtype)
@@ -808,14 +812,15 @@ def _bin_sums(labels, log_post, *, num_bins, binning, top_label):
         conf = jnp.exp(log_post[..., 1])
         hit = (labels == 1).astype(conf.dtype)
     idx, _ = bin_indices(conf, num_bins, binning)
-    sums = jax.ops.segment_sum(jnp.stack([jnp.ones_like(conf), conf, hit], -1), idx, num_segments=num_bins)
-    return sums[:, 0], sums[:, 1], sums[:, 2]
+    stats = jnp.stack([jnp.ones_like(conf), conf, hit, hit - conf], -1)
+    sums = jax.ops.segment_sum(stats, idx, num_segments=num_bins)
+    return sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3]
 
 
 @partial(jax.jit, static_argnames=("num_bins", "binning", "top_label"))
 def _ece_kernel(labels, log_post, *, num_bins, binning, top_label):
-    _, conf_sum, hit_sum = _bin_sums(labels, log_post, num_bins=num_bins, binning=binning, top_label=top_label)
-    return jnp.sum(jnp.abs(hit_sum - conf_sum)) / labels.shape[0]
+    *_, gap_sum = _bin_sums(labels, log_post, num_bins=num_bins, binning=binning, top_label=top_label)
+    return jnp.sum(jnp.abs(gap_sum)) / labels.shape[0]
 
 
 def _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type):
@@ -878,7 +883,7 @@ def reliability_bins(labels, scores, *, num_bins=15, binning="equal_width", vari
     """
     labels, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors,
                                                         score_type)
-    n, conf_sum, hit_sum = (np.asarray(a, np.float64) for a in _bin_sums(
+    n, conf_sum, hit_sum, _ = (np.asarray(a, np.float64) for a in _bin_sums(
         labels, log_post, num_bins=num_bins, binning=binning, top_label=top_label))
     with np.errstate(invalid="ignore", divide="ignore"):
         return ReliabilityBins(conf_sum / n, hit_sum / n, n.astype(np.int64))
