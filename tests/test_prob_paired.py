@@ -44,9 +44,12 @@ def test_paired_yields_match_bayesian_bootstrap_closed_form():
 def test_sst2_paired_interval_matches_confidence_intervals_bootstrap():
     from confidence_intervals import evaluate_with_conf_int
 
+    # Two decision rules for GPT-2 zero-shot on the same SST-2 samples (argmax, and Bayes decisions
+    # for a miss costing two false alarms): a genuinely paired comparison on real scores.
     labels = np.load(DATA / "sst2_gpt2" / "targets.npy", allow_pickle=False)
-    dec = np.stack([np.load(DATA / name / "scores.npy", allow_pickle=False).argmax(1)
-                    for name in ("sst2_gpt2", "sst2_gpt2_4shot")])
+    scores = np.load(DATA / "sst2_gpt2" / "scores.npy", allow_pickle=False)
+    dec = np.stack([scores.argmax(1), np.asarray(ecjax.bayes_decisions(scores, [[0.0, 1.0], [2.0, 0.0]]))])
+    assert 0.05 < np.mean(dec[0] != dec[1]) < 0.5
 
     def accuracy_difference(lab, d1, d2):
         return np.mean(d1 == lab) - np.mean(d2 == lab)
@@ -59,6 +62,16 @@ def test_sst2_paired_interval_matches_confidence_intervals_bootstrap():
     q = np.percentile(diff, [5, 95])
     # Bayesian and percentile bootstraps agree to within the anchor's Monte Carlo error (1000 resamples).
     assert abs(q[0] - lo) < 0.004 and abs(q[1] - hi) < 0.004
+
+
+def test_sst2_gpt2_pair_is_not_paired_by_index():
+    # shared/data's README says the two SST-2 systems share their targets; they do not (same class
+    # counts, different order), and compare() refuses to pair them.
+    a = np.load(DATA / "sst2_gpt2" / "targets.npy", allow_pickle=False)
+    b = np.load(DATA / "sst2_gpt2_4shot" / "targets.npy", allow_pickle=False)
+    assert np.array_equal(np.bincount(a), np.bincount(b)) and not np.array_equal(a, b)
+    with pytest.raises(ecjax.InputError, match="share their labels"):
+        prob.compare(np.stack([a, b]), np.stack([a, b]), utilities=np.eye(2), key=KEY, num_draws=200)
 
 
 def _interval_width(res):
