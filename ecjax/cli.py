@@ -180,6 +180,15 @@ def cmd_metrics(args):
         record["optimal_threshold"] = _binary_extras(args, labels, arrays, names, spec, out_dir, record)
     if kind == "scores" and out_dir is not None:
         _reliability_figures(args, labels, arrays, names, out_dir, record)
+    if out_dir is not None and len(names) >= 2:
+        from ecjax import plots
+
+        by_name = {c.name: c.values for c in cols}
+        if args.scatter_metric not in by_name:
+            raise InputError(f"--scatter-metric: unknown metric {args.scatter_metric!r}; one of {sorted(by_name)}")
+        fig = plots.metric_vs_yield(by_name["utility_yield"], by_name[args.scatter_metric],
+                                    metric_name=args.scatter_metric, labels=names)
+        record.setdefault("files", []).append(_save_figure(fig, out_dir, "metric_vs_yield.png", args.force))
     text = format_table(cols, names)
     for name, best in record.get("optimal_threshold", {}).items():
         text += (f"\n{name}: NEC {best['nec']:.4g} at the best threshold on the test data (optimistic; "
@@ -522,6 +531,8 @@ def _build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("metrics", help="EC, NEC, utility yield and the classical metrics of one or more systems")
     _add_common(m)
     m.add_argument("--pos-label", type=int, default=1, help="positive class of the binary metrics (default 1)")
+    m.add_argument("--scatter-metric", default="F1",
+                   help="with --out and several systems: the metric plotted against the utility yield (default F1)")
     cp = sub.add_parser("compare", help="which classifier, and how sure are we, under uncertain costs")
     _add_common(cp, labels_per_system=True)
     cp.add_argument("--unpaired", action="store_true", help="treat systems as scored on independent samples")

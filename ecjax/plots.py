@@ -228,18 +228,21 @@ def winner_map(x, y, winners, *, names=None, title="Winner over the utility spac
     return _finish(fig, path)
 
 
-def metric_vs_yield(yields, metric_values, *, metric_name="metric", title=None, path=None):
+def metric_vs_yield(yields, metric_values, *, metric_name="metric", labels=None, title=None, path=None):
     """Scatter of a popular metric against the utility yield (seed 004 Figs. 2 and 6).
 
     Points where the two rank pairs differently are what the seed warns about;
-    the Spearman rank correlation is shown in the title.
+    the Spearman rank correlation is shown in the title.  ``labels`` names
+    the points (systems), if few.
     """
     plt = _plt()
     a, b = np.asarray(yields, float).ravel(), np.asarray(metric_values, float).ravel()
     ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
     rho = np.corrcoef(ra, rb)[0, 1] if len(a) > 1 else np.nan
     fig, ax = plt.subplots(figsize=(5, 4))
-    ax.scatter(a, b, s=6, alpha=0.5)
+    ax.scatter(a, b, s=6 if labels is None else 30, alpha=0.5 if labels is None else 0.9)
+    for name, xa, yb in zip(labels or [], a, b):
+        ax.annotate(str(name), (xa, yb), textcoords="offset points", xytext=(4, 4), fontsize=8)
     ax.set_xlabel("utility yield")
     ax.set_ylabel(metric_name)
     ax.set_title(title or f"{metric_name} vs utility yield (Spearman {rho:.2f})")

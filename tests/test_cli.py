@@ -70,7 +70,7 @@ def test_metrics_out_dir_and_force(files):
     assert rc == 0, err
     rec = json.loads((d / "res" / "metrics.json").read_text())
     for name in ("roc.png", "bayes_risk.png", "nec_threshold_a.png", "nec_threshold_b.png", "reliability_a.png",
-                 "reliability_b.png"):
+                 "reliability_b.png", "metric_vs_yield.png"):
         assert (d / "res" / name).is_file() and str(d.name) not in name
         assert any(f.endswith(name) for f in rec["files"])
     # The optimal-threshold NEC of the JSON record, recomputed by brute force over every threshold.

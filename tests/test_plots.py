@@ -104,3 +104,10 @@ def test_metric_vs_yield_spearman_in_title(tmp_path):
     fig = plots.metric_vs_yield(a, -a, metric_name="F1", path=tmp_path / "m.png")
     _png_ok(tmp_path / "m.png")
     assert "Spearman -1.00" in fig.axes[0].get_title()
+
+
+def test_metric_vs_yield_labels_points(tmp_path):
+    fig = plots.metric_vs_yield([0.1, 0.3], [0.9, 0.2], metric_name="F1", labels=["a", "b"], path=tmp_path / "l.png")
+    _png_ok(tmp_path / "l.png")
+    assert [t.get_text() for t in fig.axes[0].texts] == ["a", "b"]
+    assert "Spearman -1.00" in fig.axes[0].get_title()
