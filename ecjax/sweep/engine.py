@@ -183,13 +183,14 @@ def map_reduce(local_fn, reduce_fn, init, num_points: int, *, args: Any = (), ch
     replicated = NamedSharding(mesh, P())
     args = jax.device_put(args, replicated)
     acc = jax.device_put(init, replicated)
-    n_arr = jnp.asarray(num_points, jnp.int32)
+    # Host scalars (not single-device arrays), so the same call works with a multi-process global mesh.
+    n_arr = np.int32(num_points)
     host = None
     bar = _progress_bar(progress, num_chunks)
     try:
         for c in range(num_chunks):
             start = c * chunk
-            acc, out = _step(args, acc, jnp.asarray(start, jnp.int32), n_arr, plan=plan)
+            acc, out = _step(args, acc, np.int32(start), n_arr, plan=plan)
             if collect:
                 stop = min(start + chunk, num_points)
                 leaves, treedef = jax.tree_util.tree_flatten(out)

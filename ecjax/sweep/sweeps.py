@@ -407,7 +407,7 @@ def sweep_counts(counts, costs=None, *, utilities=None, priors=None, normalize: 
       >>> from ecjax.sweep import grids
       >>> counts = jnp.array([[[80, 20], [10, 90]], [[95, 5], [30, 70]]])
       >>> res = sweep_counts(counts, grids.cost_ratios(0.1, 10.0, 101))
-      >>> res.flip_counts[0, 1]  # system 1 wins for cheap misses, system 0 for costly ones
+      >>> int(res.flip_counts[0, 1])  # system 1 wins for cheap misses, system 0 for costly ones
       1
     """
     problem = counts_problem(counts, costs, utilities, priors, normalize)
