@@ -356,8 +356,10 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
         class priors (with uncertain data priors in the paired model, with
         the test set's class frequencies).
       priors: ``None`` (the test set's class frequencies, with their
-        posterior uncertainty), a fixed ``(K,)`` vector of deployment
-        priors, or a :class:`~ecjax.prob.PriorDistribution`
+        posterior uncertainty; unpaired systems with different test sets
+        share one draw, from the mean of their class counts, so the same
+        population is not counted ``M`` times), a fixed ``(K,)`` vector of
+        deployment priors, or a :class:`~ecjax.prob.PriorDistribution`
         (:func:`~ecjax.prob.dirichlet_priors`, :func:`~ecjax.prob.interval_priors`).
       paired: the systems were scored on the same samples in the same order
         (labels must then be identical): use the Dirichlet over the joint
