@@ -57,6 +57,19 @@ def test_gamma_sampler_matches_scipy(shape):
     assert abs(x.mean() - shape) < 5 * np.sqrt(shape / N_DRAWS)
 
 
+def test_gamma_large_inputs_drawn_in_blocks():
+    from ecjax.prob._sampling import _BLOCK
+
+    n = 3 * _BLOCK + 123  # several blocks and a padded tail
+    shapes = np.where(np.arange(n) % 2 == 0, 2.5, 0.3)
+    x = np.asarray(gamma(KEY, jnp.asarray(shapes)), np.float64)
+    for a in (2.5, 0.3):
+        assert stats.kstest(x[shapes == a], stats.gamma(a).cdf).pvalue > 1e-3
+    # Blocks use different keys: consecutive blocks are not copies of each other (same shapes compared).
+    assert abs(np.corrcoef(x[:_BLOCK:2], x[_BLOCK:2 * _BLOCK:2])[0, 1]) < 0.01
+    assert np.all(np.isfinite(x)) and x[-123:].std() > 0
+
+
 def test_gamma_zero_shape_and_dirichlet_moments():
     assert np.all(np.asarray(gamma(KEY, jnp.zeros(7))) == 0)
     alpha = np.array([30.0, 2.0, 0.2, 0.0])

@@ -84,8 +84,7 @@ def _mt_propose(key, d, c):
     return accepted, d * one_plus * one_plus * one_plus, free_uniform
 
 
-@partial(jax.jit, static_argnames=("boost",))
-def _gamma_flat(key, shape, *, boost):
+def _gamma_block(key, shape, *, boost):
     n = shape.shape[0]
     d, c = _mt_constants(shape)
     key_first, key_rest = jax.random.split(key)
@@ -129,6 +128,23 @@ def _gamma_flat(key, shape, *, boost):
         value = jnp.where(small, value * free ** (1.0 / jnp.where(small, shape, 1.0)), value)
     # Shape 0 is the degenerate Gamma(0) = 0 (an empty cell of a Bayesian bootstrap).
     return jnp.where(shape > 0.0, value, 0.0)
+
+
+# Large inputs are drawn in blocks of this many variates: the working set of one block (shapes,
+# constants, proposals, flags) stays in cache, and the retry scan runs over one block at a time.
+_BLOCK = 1 << 18
+
+
+@partial(jax.jit, static_argnames=("boost",))
+def _gamma_flat(key, shape, *, boost):
+    n = shape.shape[0]
+    if n <= 2 * _BLOCK:
+        return _gamma_block(key, shape, boost=boost)
+    num_blocks = -(-n // _BLOCK)
+    padded = jnp.concatenate([shape, jnp.ones(num_blocks * _BLOCK - n, shape.dtype)]).reshape(num_blocks, _BLOCK)
+    keys = jax.random.split(key, num_blocks)
+    out = jax.lax.map(lambda args: _gamma_block(args[0], args[1], boost=boost), (keys, padded))
+    return out.reshape(-1)[:n]
 
 
 def gamma(key, shape, *, small_shapes: bool = True):
