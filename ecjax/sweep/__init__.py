@@ -17,7 +17,7 @@ from ecjax.sweep import engine, grids
 from ecjax.sweep.grids import Axis
 from ecjax.sweep.reliability import METRICS, Estimate, metric_reliability
 from ecjax.sweep.roc import roc_convex_hull, roc_tangent_winners
-from ecjax.sweep.sweeps import SweepResult, sweep_counts, sweep_map, sweep_scores
+from ecjax.sweep.sweeps import TIE, UNDEFINED, SweepResult, sweep_counts, sweep_map, sweep_scores
 from ecjax.sweep.utility_space import UtilitySpaceMap, utility_plane, utility_space_map
 
 __all__ = [
@@ -25,6 +25,8 @@ __all__ = [
     "Axis",
     "Estimate",
     "SweepResult",
+    "TIE",
+    "UNDEFINED",
     "UtilitySpaceMap",
     "engine",
     "grids",
