@@ -82,7 +82,7 @@ def test_nuts_and_conjugate_give_the_same_posterior():
     # The same model two ways (item 3); R-hat through ArviZ (item 7).
     counts = np.array([[[18, 4], [6, 12]], [[15, 7], [2, 16]]])
     class_counts = counts[0].sum(1)
-    samples, mcmc = prob.sample_rates_nuts(KEY, counts, num_draws=1000, num_warmup=500, num_chains=2,
+    samples, mcmc = prob.sample_rates_nuts(KEY, counts, num_draws=800, num_warmup=400, num_chains=2,
                                            class_counts=class_counts)
     idata = az.from_numpyro(mcmc)
     rhat = az.rhat(idata, var_names=["rates", "priors"])
