@@ -268,7 +268,8 @@ def test_bad_priors_raise_input_error():
 def test_constraints_without_support_are_reported_not_looped():
     def always_wrong():
         # Wrong decisions always worth more than correct ones: the constraint has no support.
-        numpyro.deterministic("utility", jnp.array([[0.0, 1.0], [1.0, 0.0]]) + numpyro.sample("e", dist.Uniform(0, 0.1)))
+        e = numpyro.sample("e", dist.Uniform(0, 0.1))
+        numpyro.deterministic("utility", jnp.array([[0.0, 1.0], [1.0, 0.0]]) + e)
 
     p = prob.from_model(always_wrong, correct_dominates=True)
     with pytest.raises(ecjax.InputError, match="no support"):

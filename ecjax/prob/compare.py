@@ -418,7 +418,8 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
         items = [v.as_index_array(x, f"decisions[{m}]") for m, x in enumerate(items)]
         for m, x in enumerate(items):
             if x.ndim != 1:
-                raise v.InputError(f"each system's decisions must be a vector, got shape {tuple(x.shape)} for system {m}")
+                raise v.InputError(
+                    f"each system's decisions must be a vector, got shape {tuple(x.shape)} for system {m}")
             if int(x.max()) >= d:
                 raise v.InputError(
                     f"decisions of system {m} go up to {int(x.max())}, outside the utility matrix's {d} columns "

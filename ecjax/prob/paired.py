@@ -71,7 +71,8 @@ def clustered_outcome_table(labels, decisions, groups, *, num_classes=None, num_
     decisions = np.asarray(decisions)
     g = np.asarray(groups)
     if g.ndim != 1 or g.shape[0] != labels.shape[-1]:
-        raise v.InputError(f"`groups` must be a vector with one id per sample ({labels.shape[-1]}), got shape {g.shape}")
+        raise v.InputError(
+            f"`groups` must be a vector with one id per sample ({labels.shape[-1]}), got shape {g.shape}")
     _, gid = np.unique(g, return_inverse=True)
     rows = np.concatenate([gid.reshape(1, -1), labels.reshape(1, -1), decisions.reshape(-1, labels.shape[-1])], 0).T
     uniq, inverse = np.unique(rows, axis=0, return_inverse=True)

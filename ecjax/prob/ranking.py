@@ -252,7 +252,8 @@ class Comparison:
         lines = [f"{'system':<{width}}  E[yield]   {int(round(self.hdi_prob * 100))}% HDI              P(best)"]
         for m, name in enumerate(self.systems):
             lo, hi = self.hdi[m]
-            lines.append(f"{name:<{width}}  {self.expected_yield[m]: .4f}  [{lo: .4f}, {hi: .4f}]  {self.p_best[m]:.3f}")
+            lines.append(
+                f"{name:<{width}}  {self.expected_yield[m]: .4f}  [{lo: .4f}, {hi: .4f}]  {self.p_best[m]:.3f}")
         lines.append(f"recommended: {self.best} (P(best) = {self.recommendation_probability:.3f})")
         if self.doubt is not None:
             d = self.doubt

@@ -185,7 +185,8 @@ def interval_priors(low, high, *, num_draws_for_mean: int = 200_000) -> PriorDis
         raise v.InputError("prior intervals must lie within [0, 1]")
     if lo.sum() > 1 + 1e-12 or hi.sum() < 1 - 1e-12:
         raise v.InputError(
-            f"the intervals leave no support: priors must sum to 1 but sum(low) = {lo.sum():g} and sum(high) = {hi.sum():g}"
+            f"the intervals leave no support: priors must sum to 1 but sum(low) = {lo.sum():g} and "
+            f"sum(high) = {hi.sum():g}"
         )
     f = jnp.result_type(float)
     jl, jh = jnp.asarray(lo, f), jnp.asarray(hi, f)

@@ -247,7 +247,8 @@ def intervals(low, high, *, kind: str = "utility", correct_dominates: bool = Fal
     bad = np.asarray(low) > np.asarray(high)
     if np.any(bad):
         i, j = np.argwhere(bad)[0]
-        raise v.InputError(f"interval bounds must satisfy low <= high; entry ({i}, {j}) has low {float(low[i, j])} > high {float(high[i, j])}")
+        raise v.InputError(f"interval bounds must satisfy low <= high; entry ({i}, {j}) has low "
+                           f"{float(low[i, j])} > high {float(high[i, j])}")
     shape = tuple(low.shape)
     _check_dominance_shape(shape, correct_dominates)
     if correct_dominates:
