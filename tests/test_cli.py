@@ -104,6 +104,7 @@ def test_bad_input_exit_code_2_one_line(files, case):
         args[4] = "str.npy"
         expect = "str.npy"
     elif case == "pickle":
+        # Deliberately write a pickled file: the command must refuse to load it.
         np.save(d / "obj.npy", np.array([{"x": 1}] * len(y), dtype=object), allow_pickle=True)
         args[4] = "obj.npy"
         expect = "pickled"

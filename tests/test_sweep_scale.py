@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -163,10 +164,11 @@ def test_four_simulated_devices_give_identical_results(tmp_path):
     assert proc.returncode == 0, proc.stderr[-4000:]
     four = np.load(out)
     # The same sweeps here, on this process's single device.
-    namespace = {}
-    exec(compile(SHARDED_SCRIPT, str(script), "exec"), namespace)
+    spec = importlib.util.spec_from_file_location("sharded_sweep", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # the same script, imported here without its __main__ block
     assert jax.device_count() == 1
-    one = _flatten(namespace["run"](None))
+    one = _flatten(module.run(None))
     for key, ref in one.items():
         if key.endswith("_info"):
             assert json.loads(str(four[key]))["num_devices"] == 4 and ref["num_devices"] == 1
