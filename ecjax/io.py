@@ -9,7 +9,8 @@ Cost specification (TOML or JSON), all keys but one matrix optional::
     decisions = ["send home", "treat"]       # D names (columns); default: the classes
     costs = [[0, 1], [20, 0]]                # nominal cost matrix c[true, decision] ...
     # utilities = [[...]]                    # ... or a utility matrix (U = -c)
-    priors = [0.95, 0.05]                    # deployment priors (default: the data's)
+    priors = [0.95, 0.05]                    # deployment priors (default: the data's), or by name:
+    # priors = {healthy = 0.95, sick = 0.05}
 
     [uncertainty]                            # optional, for `ecjax compare`
     low = [[0, 1], [10, 0]]                  # per-entry intervals of the same kind of matrix
@@ -166,7 +167,16 @@ def parse_cost_spec(data: dict, *, source: str = "<spec>") -> CostSpec:
     sign = -1.0 if as_utilities else 1.0
     priors = None
     if "priors" in data:
-        priors = _vector(data["priors"], "priors", source, k)
+        raw = data["priors"]
+        if isinstance(raw, dict):
+            unknown = [name for name in raw if name not in classes]
+            if unknown:
+                raise InputError(f"{source}: `priors` names unknown class(es) {unknown}; classes are {classes}")
+            missing = [name for name in classes if name not in raw]
+            if missing:
+                raise InputError(f"{source}: `priors` gives no value for class(es) {missing}")
+            raw = [raw[name] for name in classes]
+        priors = _vector(raw, "priors", source, k)
         if np.any(priors < 0) or abs(priors.sum() - 1) > 1e-6:
             raise InputError(f"{source}: `priors` must be non-negative and sum to 1")
     low = high = p_low = p_high = None

@@ -54,6 +54,19 @@ def test_metrics_json_matches_numpy(files):
     assert rec["best"]["EC"] == "A"
 
 
+def test_priors_by_class_name(files):
+    d, y, a, _ = files
+    (d / "named.toml").write_text('classes = ["neg", "pos"]\ncosts = [[0, 1], [4, 0]]\npriors = {pos = 0.3, neg = 0.7}\n')
+    rc, out, err = run("metrics", "--labels", "y.npy", "--scores", "a.npy", "--costs", "named.toml", "--json", cwd=d)
+    assert rc == 0, err
+    rec = json.loads(out)
+    assert rec["priors"] == [0.7, 0.3]
+    p = np.exp(a)
+    dec = (4 * p[:, 1] > p[:, 0]).astype(int)
+    ec = 0.7 * np.mean(dec[y == 0] == 1) + 0.3 * 4 * np.mean(dec[y == 1] == 0)  # seed 000 eq. 2
+    assert rec["metrics"]["EC"]["a"] == pytest.approx(ec, rel=1e-5)
+
+
 def test_metrics_csv_labels_and_decisions(files):
     d, y, a, _ = files
     np.savetxt(d / "dec.csv", a.argmax(1), fmt="%d")
@@ -87,7 +100,7 @@ def test_metrics_out_dir_and_force(files):
 
 
 @pytest.mark.parametrize("case", ["missing", "shape", "dtype", "pickle", "length", "syntax", "matrix", "names",
-                                  "label_range"])
+                                  "unknown_class", "label_range"])
 def test_bad_input_exit_code_2_one_line(files, case):
     d, y, a, _ = files
     args = ["metrics", "--labels", "y.npy", "--scores", "a.npy"]
@@ -124,6 +137,10 @@ def test_bad_input_exit_code_2_one_line(files, case):
         (d / "names.toml").write_text('classes = ["a", "b", "c"]\ncosts = [[0, 1], [1, 0]]\n')
         args += ["--costs", "names.toml"]
         expect = "classes"
+    elif case == "unknown_class":
+        (d / "unk.toml").write_text('classes = ["neg", "pos"]\ncosts = [[0, 1], [1, 0]]\npriors = {neg = 0.9, sick = 0.1}\n')
+        args += ["--costs", "unk.toml"]
+        expect = "unknown class(es) ['sick']"
     elif case == "label_range":
         np.save(d / "y3.npy", np.where(y == 1, 2, 0))
         args[2] = "y3.npy"
