@@ -23,6 +23,8 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+from ecjax._random import uniform
+
 
 def _mt_constants(shape):
     # Marsaglia-Tsang needs a >= 1; a < 1 is boosted to a + 1 and corrected by U^(1/a).
@@ -69,7 +71,7 @@ def _mt_propose(key, d, c):
     without drawing another uniform.
     """
     # One call to the bit generator for both variates (each call site costs compile time).
-    both = jax.random.uniform(key, (2,) + d.shape, d.dtype)
+    both = uniform(key, (2,) + d.shape, d.dtype)
     u = jnp.maximum(both[0], jnp.finfo(d.dtype).tiny)
     # x ~ N(0, 1) by inversion, as jax.random.normal does: keep 2v - 1 inside (-1, 1).
     x = jnp.sqrt(2.0).astype(d.dtype) * jax.lax.erf_inv(jnp.maximum(2.0 * both[1] - 1.0, jnp.nextafter(

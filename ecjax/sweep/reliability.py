@@ -45,9 +45,9 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
-from jax.extend.random import threefry_2x32
 
 from ecjax import _validate as v
+from ecjax._random import uniform
 from ecjax.costs import utility_from_xy
 from ecjax.sweep import engine
 
@@ -75,23 +75,7 @@ class Estimate(NamedTuple):
 
 # ------------------------------------------------------------ random numbers
 
-def _uniform(key, shape):
-    """Uniform ``[0, 1)`` float32 draws from JAX's threefry2x32 on explicit counters.
-
-    ``jax.random.uniform`` under the (default) partitionable threefry spends
-    one hash per 32-bit word; hashing the counters ``0..n-1`` in pairs gives
-    two words per hash, twice as fast on CPU, and still depends only on the
-    key and the element index (so it is identical under any sharding).  Other
-    key implementations fall back to ``jax.random.uniform``.
-    """
-    n = int(np.prod(shape))
-    data = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-    if data.shape != (2,) or n % 2:
-        return jax.random.uniform(key, shape)
-    bits = threefry_2x32((data[0], data[1]), jnp.arange(n, dtype=jnp.uint32))
-    # 23 random mantissa bits in [1, 2), shifted to [0, 1), as jax.random.uniform does.
-    floats = jax.lax.bitcast_convert_type((bits >> 9) | np.uint32(0x3F800000), jnp.float32) - 1.0
-    return floats.reshape(shape)
+_uniform = uniform
 
 
 def _truncated_normal_unit(key, mean, scale):
