@@ -117,8 +117,10 @@ def test_bad_input_exit_code_2_one_line(files, case):
         args[4] = "str.npy"
         expect = "str.npy"
     elif case == "pickle":
-        # Deliberately write a pickled file: the command must refuse to load it.
-        np.save(d / "obj.npy", np.array([{"x": 1}] * len(y), dtype=object), allow_pickle=True)
+        # Deliberately write a pickled object array in .npy format: the command must refuse to load it.
+        with open(d / "obj.npy", "wb") as f:
+            np.lib.format.write_array_header_1_0(f, {"descr": "|O", "fortran_order": False, "shape": (len(y),)})
+            pickle.dump(np.array([{"x": 1}] * len(y), dtype=object), f, protocol=3)
         args[4] = "obj.npy"
         expect = "pickled"
     elif case == "length":
