@@ -4,11 +4,14 @@
 rejection loop; on CPU that makes ``10^7`` variates take tens of seconds.
 The Dirichlet posteriors of confusion rates need that many for every
 ranking, so this module has its own exact sampler: the Marsaglia-Tsang
-method (ACM TOMS 26(3), 2000) vectorized over the whole array, with the
-rare rejected proposals retried on a compacted buffer instead of redrawing
-the full array.  It is exact: every accepted proposal has the Gamma
+method (ACM TOMS 26(3), 2000) vectorized over cache-sized blocks, with the
+rare rejected proposals retried in a cascade of compacted buffers instead of
+redrawing the block.  It is exact: every accepted proposal has the Gamma
 distribution; only the order of the random numbers differs from
-``jax.random.gamma``.
+``jax.random.gamma``.  :func:`gamma_draws` and :func:`dirichlet_draws` serve
+the common case of many draws from one small array of shapes (a confusion
+matrix plus a concentration): 3x10^7 Dirichlet variates in about 0.6 s on
+two CPU cores, against 113 s for ``jax.random.gamma``.
 
 (The faster ``rbg`` bit generator was tried and dropped: under ``vmap``,
 keys derived inside the retry loop made the loop hang with jax 0.10.2.)
@@ -23,7 +26,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ecjax._random import uniform
+from ecjax._random import first_true_indices, uniform_pair
 
 
 def _mt_constants(shape):
@@ -64,17 +67,16 @@ def _mt_propose(key, d, c):
     ``10^5`` and more (confusion counts of large test sets), this one does
     not.
 
-    Returns (accepted, value ``d v``, free uniform).  The free uniform is
+    Returns (accepted, value ``d v``, log of a free uniform).  The free uniform is
     ``u / exp(h)``: given ``x`` and acceptance (``u < exp(h)``), ``u`` is
     uniform on ``(0, exp(h))``, so the ratio is a fresh ``U(0, 1)``
     independent of the accepted value; it serves the ``a < 1`` correction
     without drawing another uniform.
     """
-    # One call to the bit generator for both variates (each call site costs compile time).
-    both = uniform(key, (2,) + d.shape, d.dtype)
-    u = jnp.maximum(both[0], jnp.finfo(d.dtype).tiny)
+    u, v = uniform_pair(key, d.shape)
+    u = jnp.maximum(u, jnp.finfo(d.dtype).tiny)
     # x ~ N(0, 1) by inversion, as jax.random.normal does: keep 2v - 1 inside (-1, 1).
-    x = jnp.sqrt(2.0).astype(d.dtype) * jax.lax.erf_inv(jnp.maximum(2.0 * both[1] - 1.0, jnp.nextafter(
+    x = jnp.sqrt(2.0).astype(d.dtype) * jax.lax.erf_inv(jnp.maximum(2.0 * v - 1.0, jnp.nextafter(
         jnp.array(-1.0, d.dtype), jnp.array(0.0, d.dtype))))
     t = c * x
     positive = t > -1.0
@@ -82,58 +84,72 @@ def _mt_propose(key, d, c):
     log_u = jnp.log(u)
     accepted = positive & (log_u < h)
     one_plus = 1.0 + t
-    free_uniform = jnp.exp(jnp.minimum(log_u - h, 0.0))
-    return accepted, d * one_plus * one_plus * one_plus, free_uniform
+    log_free_uniform = jnp.minimum(log_u - h, 0.0)
+    return accepted, d * one_plus * one_plus * one_plus, log_free_uniform
 
 
-def _gamma_block(key, shape, *, boost):
-    n = shape.shape[0]
-    d, c = _mt_constants(shape)
-    key_first, key_rest = jax.random.split(key)
-    accepted, value, free = _mt_propose(key_first, d, c)
-    # Acceptance is >= 95 % for every shape, so the retries fit in a buffer of n/8.
-    buffer = int(min(n, max(64, n // 8)))
+# The innermost retry buffer: below this size a level retries its whole array until every slot is accepted.
+_LAST_BUFFER = 64
 
-    def outer_cond(state):
+
+def _retry(key, d, c, accepted, value, log_free, *, shrink):
+    """Replace every rejected proposal by an accepted one.
+
+    Rejections are rare (at most 5 %, at shape 1), so they are compacted
+    into a buffer ``shrink`` times smaller, proposed again there, and the
+    buffer's own rejections go one level down the same way; the smallest
+    level retries its whole array.  The work is about ``1 + 1/shrink`` times
+    one proposal per element.  A level whose buffer overflows simply runs
+    again on what is left, so the result is exact for any rejection count.
+    """
+    n = d.shape[0]
+    size = n // shrink
+
+    def cond(state):
         return ~jnp.all(state[0])
 
-    def outer_body(state):
-        accepted, value, free, key = state
-        key, key_inner = jax.random.split(key)
-        idx = jnp.nonzero(~accepted, size=buffer, fill_value=n)[0]
+    if size < _LAST_BUFFER:
+        def whole(state):
+            acc, val, fr, k = state
+            k, sub = jax.random.split(k)
+            ok, val2, fr2 = _mt_propose(sub, d, c)
+            take = ~acc & ok
+            return acc | ok, jnp.where(take, val2, val), jnp.where(take, fr2, fr), k
+
+        return jax.lax.while_loop(cond, whole, (accepted, value, log_free, key))[:3]
+
+    def level(state):
+        acc, val, fr, k = state
+        k, k_propose, k_below = jax.random.split(k, 3)
+        idx = first_true_indices(~acc, size)
         valid = idx < n
         safe = jnp.where(valid, idx, 0)
         bd, bc = d[safe], c[safe]
+        ok, val2, fr2 = _mt_propose(k_propose, bd, bc)
+        # Padding slots count as accepted so that nothing below retries them; the scatter drops them.
+        ok, val2, fr2 = _retry(k_below, bd, bc, ok | ~valid, val2, fr2, shrink=shrink)
+        return (acc.at[idx].set(True, mode="drop"), val.at[idx].set(val2, mode="drop"),
+                fr.at[idx].set(fr2, mode="drop"), k)
 
-        def inner_cond(s):
-            return ~jnp.all(s[0])
+    return jax.lax.while_loop(cond, level, (accepted, value, log_free, key))[:3]
 
-        def inner_body(s):
-            ok, val, fr, k = s
-            k, sub = jax.random.split(k)
-            ok2, val2, fr2 = _mt_propose(sub, bd, bc)
-            take = ~ok & ok2
-            return ok | ok2, jnp.where(take, val2, val), jnp.where(take, fr2, fr), k
 
-        init = (~valid, jnp.zeros_like(bd), jnp.ones_like(bd), key_inner)
-        ok, val, fr, _ = jax.lax.while_loop(inner_cond, inner_body, init)
-        del ok
-        # Out-of-range fill indices are dropped by the scatter.
-        accepted = accepted.at[idx].set(True, mode="drop")
-        value = value.at[idx].set(val, mode="drop")
-        free = free.at[idx].set(fr, mode="drop")
-        return accepted, value, free, key
-
-    accepted, value, free, _ = jax.lax.while_loop(outer_cond, outer_body, (accepted, value, free, key_rest))
+def _gamma_block(key, shape, *, boost, constants=None, shrink=16):
+    """Gamma variates for a flat block of shapes (``constants``: ``(d, c)`` when already computed)."""
+    d, c = _mt_constants(shape) if constants is None else constants
+    key_first, key_rest = jax.random.split(key)
+    accepted, value, log_free = _mt_propose(key_first, d, c)
+    value, log_free = _retry(key_rest, d, c, accepted, value, log_free, shrink=shrink)[1:]
     if boost:
         small = shape < 1.0
-        value = jnp.where(small, value * free ** (1.0 / jnp.where(small, shape, 1.0)), value)
+        # Gamma(a) = Gamma(a + 1) U^(1/a), with U the proposal's free uniform (given in log).
+        value = jnp.where(small, value * jnp.exp(log_free / jnp.where(small, shape, 1.0)), value)
     # Shape 0 is the degenerate Gamma(0) = 0 (an empty cell of a Bayesian bootstrap).
     return jnp.where(shape > 0.0, value, 0.0)
 
 
-# Large inputs are drawn in blocks of this many variates: the working set of one block (shapes,
-# constants, proposals, flags) stays in cache, and the retry scan runs over one block at a time.
+# Large inputs are drawn in blocks of about this many variates: the working set of one block (shapes,
+# constants, proposals, flags) stays in cache, and the retry cascade runs over one block at a time.
 _BLOCK = 1 << 18
 
 
@@ -163,15 +179,66 @@ def gamma(key, shape, *, small_shapes: bool = True):
     return _gamma_flat(key, flat, boost=bool(small_shapes)).reshape(shape.shape)
 
 
+def _normalize_last(g):
+    total = g.sum(-1, keepdims=True)
+    return jnp.where(total > 0, g / jnp.where(total > 0, total, 1.0), 0.0)
+
+
 def dirichlet(key, concentration, *, small_shapes: bool = True):
     """Exact ``Dirichlet(alpha)`` draws over the last axis, from normalized gammas.
 
     Rows whose concentrations are all 0 return all zeros (they carry no
     probability and are never used with a non-zero weight).  Kernel.
     """
-    g = gamma(key, concentration, small_shapes=small_shapes)
-    total = g.sum(-1, keepdims=True)
-    return jnp.where(total > 0, g / jnp.where(total > 0, total, 1.0), 0.0)
+    return _normalize_last(gamma(key, concentration, small_shapes=small_shapes))
+
+
+@partial(jax.jit, static_argnames=("num_draws", "boost", "normalize"))
+def _repeated(key, shape, *, num_draws, boost, normalize):
+    """``num_draws`` independent arrays of Gamma variates with the same array of shapes.
+
+    The posterior samplers draw many times from one small array of shapes
+    (a confusion matrix plus a concentration).  Blocks hold whole draws, so
+    the Marsaglia-Tsang constants are computed once per distinct shape, no
+    ``(num_draws, ...)`` array of shapes is ever built, and the Dirichlet
+    normalization happens in the block while it is in cache.  The last block
+    starts early enough to end at ``num_draws`` (it overwrites the tail of
+    the one before with fresh draws), so the output needs no trimming copy.
+    """
+    flat = shape.reshape(-1)
+    size = flat.shape[0]
+    rows = max(1, min(num_draws, _BLOCK // max(size, 1)))
+    num_blocks = -(-num_draws // rows)
+    d, c = _mt_constants(flat)
+
+    def tile(x):
+        return jnp.broadcast_to(x, (rows, size)).reshape(-1)
+
+    def block(b, out):
+        g = _gamma_block(jax.random.fold_in(key, b), tile(flat), boost=boost, constants=(tile(d), tile(c)))
+        g = g.reshape((rows,) + shape.shape)
+        if normalize:
+            g = _normalize_last(g)
+        start = jnp.minimum(b * rows, num_draws - rows)
+        return jax.lax.dynamic_update_slice_in_dim(out, g, start, axis=0)
+
+    out = jnp.zeros((num_draws,) + shape.shape, flat.dtype)
+    return jax.lax.fori_loop(0, num_blocks, block, out)
+
+
+def gamma_draws(key, shape, num_draws: int, *, small_shapes: bool = True):
+    """``(num_draws,) + shape.shape`` independent ``Gamma(shape, 1)`` arrays (as :func:`gamma`).  Kernel."""
+    shape = jnp.asarray(shape, dtype=jnp.result_type(float))
+    return _repeated(key, shape, num_draws=int(num_draws), boost=bool(small_shapes), normalize=False)
+
+
+def dirichlet_draws(key, concentration, num_draws: int, *, small_shapes: bool = True):
+    """``(num_draws,) + concentration.shape`` independent ``Dirichlet`` draws over the last axis (as :func:`dirichlet`).
+
+    Kernel.
+    """
+    concentration = jnp.asarray(concentration, dtype=jnp.result_type(float))
+    return _repeated(key, concentration, num_draws=int(num_draws), boost=bool(small_shapes), normalize=True)
 
 
 def rejection_sample(draw_batch, accept, key, num_draws: int, *, max_rounds: int = 200, what: str = "prior"):

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 
 from ecjax import _validate as v
 from ecjax.confusion import JointOutcomeTable, joint_outcome_table
-from ecjax.prob._sampling import gamma
+from ecjax.prob._sampling import dirichlet_draws, gamma_draws
 from ecjax.prob.rates import check_concentration
 
 DEFAULT_CONCENTRATION = 0.0
@@ -98,9 +98,7 @@ def _marginal_counts(weights, cells, num_classes, num_decisions):
 
 @partial(jax.jit, static_argnames=("num_draws", "num_classes", "num_decisions"))
 def _paired_kernel(key, cells, counts, concentration, *, num_draws, num_classes, num_decisions):
-    shape = jnp.broadcast_to(counts + concentration, (num_draws,) + counts.shape)
-    w = gamma(key, shape)
-    w = w / w.sum(-1, keepdims=True)
+    w = dirichlet_draws(key, counts + concentration, num_draws)
     return _marginal_counts(w, cells, num_classes, num_decisions)
 
 
@@ -131,8 +129,8 @@ def _clustered_kernel(key, cells, groups, counts, concentration, *, num_draws, n
                       num_decisions):
     key_group, key_cell = jax.random.split(key)
     f = jnp.result_type(float)
-    group_weight = gamma(key_group, jnp.ones((num_draws, num_groups), f), small_shapes=False)
-    cell = gamma(key_cell, jnp.broadcast_to(counts + concentration, (num_draws,) + counts.shape))
+    group_weight = gamma_draws(key_group, jnp.ones(num_groups, f), num_draws, small_shapes=False)
+    cell = gamma_draws(key_cell, counts + concentration, num_draws)
     within = jax.ops.segment_sum(cell.T, groups, num_segments=num_groups).T  # (S, G)
     size = jax.ops.segment_sum(counts, groups, num_segments=num_groups)  # n_g
     scale = group_weight * size / jnp.where(within > 0, within, 1.0)

@@ -46,7 +46,7 @@ import numpyro.distributions as dist
 from numpyro.infer import MCMC, NUTS
 
 from ecjax import _validate as v
-from ecjax.prob._sampling import dirichlet, rejection_sample
+from ecjax.prob._sampling import dirichlet, dirichlet_draws, rejection_sample
 
 
 def default_concentration(num_cells: int) -> float:
@@ -84,8 +84,7 @@ def as_counts(counts, name="counts"):
 
 @partial(jax.jit, static_argnames=("num_draws", "small_shapes"))
 def _rates_kernel(key, counts, concentration, *, num_draws, small_shapes):
-    alpha = jnp.broadcast_to(counts + concentration, (num_draws,) + counts.shape)
-    return dirichlet(key, alpha, small_shapes=small_shapes)
+    return dirichlet_draws(key, counts + concentration, num_draws, small_shapes=small_shapes)
 
 
 def sample_rates(key, counts, *, num_draws: int, concentration=None):

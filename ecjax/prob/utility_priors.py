@@ -36,6 +36,7 @@ from numpyro.infer import Predictive
 from ecjax import _validate as v
 from ecjax.costs import utility_from_xy
 from ecjax.prob._sampling import rejection_sample
+from ecjax.prob.distributions import TruncatedStandardNormal
 
 SITES = ("utility", "cost")
 
@@ -96,7 +97,7 @@ def truncated_normal_model(nominal, scale, low, high, *, site="utility", dominan
     # Standardized bounds; fixed entries get an unbounded dummy and are replaced below.
     lo = jnp.where(free, (low - nominal) / s, -jnp.inf)
     hi = jnp.where(free, (high - nominal) / s, jnp.inf)
-    z = numpyro.sample("z", dist.TruncatedNormal(0.0, 1.0, low=lo, high=hi).to_event(2))
+    z = numpyro.sample("z", TruncatedStandardNormal(lo, hi).to_event(2))
     value = numpyro.deterministic(site, jnp.where(free, nominal + s * z, nominal))
     if dominance:
         _dominance_factor(_as_utilities(value, site))

@@ -1,0 +1,142 @@
+"""The random primitives under every sampler: the unrolled threefry hash, uniforms, compaction,
+the truncated normal distribution and the Gamma retry cascade.
+
+References: ``jax.extend.random.threefry_2x32`` (JAX's own hash, bit for
+bit), ``numpy.nonzero``, ``scipy.stats.truncnorm`` and ``scipy.stats.gamma``.
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import jax
+import jax.numpy as jnp
+from jax.extend.random import threefry_2x32
+
+from ecjax._random import first_true_indices, threefry2x32, uniform, uniform_pair
+from ecjax.prob import _sampling
+from ecjax.prob.distributions import TruncatedStandardNormal
+
+KEY = jax.random.key(7)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**31 + 5])
+def test_threefry_is_bit_identical_to_jax(seed):
+    k = jax.random.key_data(jax.random.key(seed))
+    counters = jnp.arange(2 * 1000, dtype=jnp.uint32) * np.uint32(2654435761)  # spread over all 32 bits
+    ref = np.asarray(threefry_2x32((k[0], k[1]), counters))
+    y0, y1 = threefry2x32(k[0], k[1], counters[:1000], counters[1000:])
+    np.testing.assert_array_equal(np.concatenate([y0, y1]), ref)
+
+
+def test_uniform_pair_is_the_split_of_one_uniform_array_and_keys_matter():
+    a, b = uniform_pair(KEY, (3, 5))
+    both = uniform(KEY, (2, 3, 5))
+    np.testing.assert_array_equal(a, both[0])
+    np.testing.assert_array_equal(b, both[1])
+    other = uniform(jax.random.key(8), (2, 3, 5))
+    assert not np.any(np.asarray(other) == np.asarray(both))
+    # Raw uint32 keys give the same numbers as typed keys.
+    np.testing.assert_array_equal(uniform(jax.random.key_data(KEY), (2, 3, 5)), both)
+
+
+@pytest.mark.parametrize("n", [1, 7, 100_001])
+def test_uniform_odd_sizes_are_uniform_on_the_unit_interval(n):
+    u = np.asarray(uniform(KEY, (n,)), np.float64)
+    assert u.shape == (n,) and u.min() >= 0.0 and u.max() < 1.0
+    if n > 1000:
+        assert stats.kstest(u, "uniform").pvalue > 1e-3
+        assert abs(np.corrcoef(u[:-1], u[1:])[0, 1]) < 0.01
+
+
+@pytest.mark.parametrize("n, rate, size", [(1000, 0.05, 64), (1000, 0.5, 64), (2**16, 0.05, 2**12),
+                                           (96, 0.0, 8), (330, 1.0, 330), (33, 0.3, 40)])
+def test_first_true_indices_matches_numpy_nonzero(n, rate, size):
+    rng = np.random.default_rng(n)
+    mask = rng.random(n) < rate
+    ref = np.nonzero(mask)[0][:size]
+    ref = np.concatenate([ref, np.full(size - len(ref), n)])
+    np.testing.assert_array_equal(first_true_indices(jnp.asarray(mask), size), ref)
+
+
+# ------------------------------------------------------------ truncated normal
+
+BOUNDS = [(-3.33, np.inf), (-np.inf, np.inf), (0.5, 2.0), (4.0, np.inf), (-np.inf, -6.0), (8.0, 9.0), (-9.0, -8.0)]
+
+
+@pytest.mark.parametrize("low, high", BOUNDS)
+def test_truncated_standard_normal_matches_scipy(low, high):
+    d = TruncatedStandardNormal(low, high)
+    ref = stats.truncnorm(low, high)
+    x = np.asarray(d.sample(KEY, (100_000,)), np.float64)
+    assert x.min() >= low and x.max() <= high
+    assert stats.kstest(x, ref.cdf).pvalue > 1e-3
+    # Mean and density in closed form against scipy (float32: relative 1e-5).
+    assert abs(float(d.mean) - ref.mean()) < 1e-5 * max(1.0, abs(ref.mean()))
+    lo = low if np.isfinite(low) else (high - 3.0 if np.isfinite(high) else -3.0)
+    hi = high if np.isfinite(high) else lo + 3.0
+    pts = np.linspace(lo, hi, 7)[1:-1]  # strictly inside the support
+    np.testing.assert_allclose(np.asarray(d.log_prob(jnp.asarray(pts))), ref.logpdf(pts), rtol=1e-5, atol=1e-5)
+    assert float(d.log_prob(jnp.asarray(low - 1.0 if np.isfinite(low) else high + 1.0))) == -np.inf
+
+
+def test_truncated_standard_normal_batches_elementwise_bounds():
+    low = jnp.asarray([[-1.0, 0.0], [2.0, -np.inf]])
+    high = jnp.asarray([[1.0, np.inf], [3.0, 0.0]])
+    x = np.asarray(TruncatedStandardNormal(low, high).sample(KEY, (40_000,)), np.float64)
+    assert x.shape == (40_000, 2, 2)
+    for i in range(2):
+        for j in range(2):
+            assert stats.kstest(x[:, i, j], stats.truncnorm(float(low[i, j]), float(high[i, j])).cdf).pvalue > 1e-3
+
+
+# ------------------------------------------------------------ Gamma retries
+
+@pytest.mark.parametrize("shrink", [16, 1024])
+def test_gamma_retry_cascade_is_exact_even_when_buffers_overflow(shrink):
+    # Shapes near 0 are boosted to ~1, where Marsaglia-Tsang rejects ~5 % of proposals: with shrink=1024 the
+    # level-0 buffer (64 slots for 2^16 elements, ~3000 rejections) overflows and its loop runs many times.
+    n = 1 << 16
+    shape = jnp.asarray(np.where(np.arange(n) % 2 == 0, 1e-3, 1.0), jnp.float32)
+    x = np.asarray(jax.jit(lambda k, s: _sampling._gamma_block(k, s, boost=True, shrink=shrink))(KEY, shape),
+                   np.float64)
+    assert np.all(np.isfinite(x)) and np.all(x >= 0)
+    assert stats.kstest(x[1::2], stats.gamma(1.0).cdf).pvalue > 1e-3
+    # Gamma(0.001) is mostly below float32's smallest normal number; compare it on the log scale where it is not.
+    small = x[0::2]
+    t = np.finfo(np.float32).tiny
+    ref = stats.gamma(1e-3)
+    assert abs(np.mean(small < t) - ref.cdf(t)) < 5 * np.sqrt(ref.cdf(t) * (1 - ref.cdf(t)) / len(small))
+
+
+# ------------------------------------------------------------ repeated draws
+
+def test_dirichlet_draws_span_several_blocks_with_an_overlapping_last_block():
+    # 300 concentrations: _BLOCK // 300 draws per block; 2.33 blocks' worth of draws is not a whole number of
+    # blocks, so the last block starts early and overwrites part of the one before.
+    rng = np.random.default_rng(3)
+    conc = np.concatenate([rng.integers(0, 900, (3, 10, 3)), np.zeros((3, 10, 7))], -1) + 0.1
+    rows = _sampling._BLOCK // conc.size
+    num_draws = 2 * rows + rows // 3
+    assert num_draws > rows and num_draws % rows
+    r = np.asarray(_sampling.dirichlet_draws(KEY, jnp.asarray(conc), num_draws), np.float64)
+    assert r.shape == (num_draws,) + conc.shape
+    np.testing.assert_allclose(r.sum(-1), 1.0, atol=1e-5)
+    # Marginals of a Dirichlet: R_ij ~ Beta(a_ij, a_i0 - a_ij); check a large and a small cell, last draws included.
+    a0 = conc.sum(-1)
+    for idx in [(0, 0, 0), (2, 9, 5)]:
+        ref = stats.beta(conc[idx], a0[idx[:2]] - conc[idx])
+        assert stats.kstest(r[(slice(None),) + idx], ref.cdf).pvalue > 1e-3
+    tail = r[-rows // 2:, 1, 1, 1]
+    assert np.all(np.isfinite(tail)) and len(np.unique(tail)) == len(tail)
+
+
+def test_gamma_draws_match_scipy_and_zero_rows_stay_zero():
+    shape = jnp.asarray([[3.7, 0.3, 0.0], [0.0, 0.0, 0.0]])
+    g = np.asarray(_sampling.gamma_draws(KEY, shape, 30_000), np.float64)
+    assert g.shape == (30_000, 2, 3)
+    for j, a in enumerate([3.7, 0.3]):
+        assert stats.kstest(g[:, 0, j], stats.gamma(a).cdf).pvalue > 1e-3
+    assert np.all(g[:, 0, 2] == 0) and np.all(g[:, 1] == 0)
+    d = np.asarray(_sampling.dirichlet_draws(KEY, shape, 100), np.float64)
+    assert np.all(d[:, 1] == 0) and np.allclose(d[:, 0].sum(-1), 1.0)
