@@ -16,6 +16,7 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.scipy.special import ndtr, ndtri
 
 # Threefry-2x32 (Salmon et al., SC 2011, "Parallel random numbers: as easy as 1, 2, 3"): 20 rounds,
 # rotation constants alternating between these two groups of four, key injection after every four rounds.
@@ -85,6 +86,23 @@ def uniform(key, shape, dtype=jnp.float32):
     i = jnp.arange(half, dtype=jnp.uint32)
     y0, y1 = threefry2x32(*words, i, i + np.uint32(half))
     return _to_unit_float(jnp.concatenate([y0, y1])[:n]).reshape(shape)
+
+
+def truncated_standard_normal(key, low, high, shape):
+    """``N(0, 1)`` draws of ``shape`` truncated to ``[low, high]`` (arrays broadcasting to ``shape``).
+
+    Inverts the CDF, ``z = Phi^-1(Phi(a) + u (Phi(b) - Phi(a)))``, on the
+    side of the lower tail: where ``low > 0`` it draws ``-z`` on
+    ``[-high, -low]``, because ``Phi`` keeps full relative precision only
+    below 0 (in the upper tail ``1 - Phi`` would round away).
+    """
+    flip = low > 0
+    a, b = jnp.where(flip, -high, low), jnp.where(flip, -low, high)
+    pa, pb = ndtr(a), ndtr(b)
+    # u in [0, 1) puts p in [pa, pb); the floor keeps Phi^-1 finite when a = -inf.
+    p = jnp.maximum(pa + uniform(key, shape) * (pb - pa), jnp.finfo(jnp.float32).tiny)
+    z = jnp.clip(ndtri(p), a, b)
+    return jnp.where(flip, -z, z)
 
 
 def first_true_indices(mask, size):

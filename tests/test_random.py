@@ -140,3 +140,13 @@ def test_gamma_draws_match_scipy_and_zero_rows_stay_zero():
     assert np.all(g[:, 0, 2] == 0) and np.all(g[:, 1] == 0)
     d = np.asarray(_sampling.dirichlet_draws(KEY, shape, 100), np.float64)
     assert np.all(d[:, 1] == 0) and np.allclose(d[:, 0].sum(-1), 1.0)
+
+
+def test_other_key_types_fall_back_to_jax_random():
+    # rbg keys have four words: the helpers hand them to jax.random instead of the threefry path.
+    key = jax.random.key(0, impl="rbg")
+    a, b = uniform_pair(key, (20_000,))
+    u = uniform(key, (3, 7))
+    assert u.shape == (3, 7) and a.shape == b.shape == (20_000,)
+    assert stats.kstest(np.asarray(a, np.float64), "uniform").pvalue > 1e-3
+    assert abs(np.corrcoef(np.asarray(a), np.asarray(b))[0, 1]) < 0.03

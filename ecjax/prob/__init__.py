@@ -1,5 +1,7 @@
 """Uncertain costs and finite test sets: NumPyro models for ranking classifiers.
 
+* :mod:`~ecjax.prob.distributions`: NumPyro distributions with fast exact
+  samplers (the truncated normal of the cost priors).
 * :mod:`~ecjax.prob.utility_priors`: priors over utility/cost matrices as
   NumPyro models (intervals, truncated normal, binary cost ratios, seed
   004's two distributions over the normalized binary space, any user model).
@@ -15,6 +17,7 @@
 """
 
 from ecjax.prob.compare import compare, compare_counts, evaluate_draws
+from ecjax.prob.distributions import TruncatedStandardNormal
 from ecjax.prob.expected_utility import (
     ExpectedUtility,
     expected_utility_bayes_decisions,
@@ -55,7 +58,7 @@ from ecjax.prob.utility_priors import (
 
 __all__ = [
     "ClusteredOutcomeTable", "Comparison", "Doubt", "ExpectedUtility", "HierarchicalComparison",
-    "PriorDistribution", "UtilityPrior", "clustered_outcome_table", "compare", "compare_counts",
+    "PriorDistribution", "TruncatedStandardNormal", "UtilityPrior", "clustered_outcome_table", "compare", "compare_counts",
     "compare_test_sets", "cost_ratio", "cost_ratio_model", "dirichlet_priors", "evaluate_draws",
     "expected_utility_bayes_decisions", "expected_utility_decision", "expected_utility_matrix", "from_model", "hdi",
     "hierarchical_model", "interval_model", "interval_priors", "intervals", "rates_model", "sample_class_priors",

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import log_ndtr, ndtr, ndtri
+from jax.scipy.special import log_ndtr
 from numpyro.distributions import Distribution, constraints
 
-from ecjax._random import uniform
+from ecjax._random import truncated_standard_normal
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
@@ -24,11 +24,9 @@ class TruncatedStandardNormal(Distribution):
     """``N(0, 1)`` truncated to ``[low, high]``, elementwise (``low`` may be ``-inf``, ``high`` ``inf``).
 
     Density ``phi(z) / Z`` on the interval, ``Z = Phi(high) - Phi(low)``.
-    Sampling inverts the CDF, ``z = Phi^-1(Phi(a) + u (Phi(b) - Phi(a)))``,
-    on the side of the lower tail: where ``low > 0`` it draws ``-z`` on
-    ``[-high, -low]``, because ``Phi`` keeps full relative precision only
-    near 0 (the upper tail would round ``1 - Phi`` away).  ``Z`` is
-    computed as a log-difference of ``log Phi`` for the same reason.
+    Sampling inverts the CDF on the side of the lower tail
+    (:func:`ecjax._random.truncated_standard_normal`); ``Z`` is computed as
+    a log-difference of ``log Phi`` for the same reason of precision.
     """
 
     arg_constraints = {"low": constraints.dependent, "high": constraints.dependent}
@@ -48,13 +46,7 @@ class TruncatedStandardNormal(Distribution):
         return flip, jnp.where(flip, -self.high, self.low), jnp.where(flip, -self.low, self.high)
 
     def sample(self, key, sample_shape=()):
-        shape = tuple(sample_shape) + tuple(self.batch_shape)
-        flip, a, b = self._lower_tail()
-        pa, pb = ndtr(a), ndtr(b)
-        # u in [0, 1) puts p in [pa, pb); the floor keeps Phi^-1 finite when a = -inf.
-        p = jnp.maximum(pa + uniform(key, shape) * (pb - pa), jnp.finfo(pa.dtype).tiny)
-        z = jnp.clip(ndtri(p), a, b)
-        return jnp.where(flip, -z, z)
+        return truncated_standard_normal(key, self.low, self.high, tuple(sample_shape) + tuple(self.batch_shape))
 
     def log_prob(self, value):
         flip, a, b = self._lower_tail()
