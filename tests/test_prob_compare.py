@@ -79,6 +79,13 @@ def test_utility_uncertainty_alone_p_best_is_the_prior_mass_where_a_system_wins(
     np.testing.assert_allclose(res.p_best, reference, atol=0.006)
 
 
+def _binary_decisions(rng, labels, *sensitivity_specificity):
+    """One row of binary decisions per system: right with probability its sensitivity (label 1) or specificity."""
+    n = len(labels)
+    return np.stack([np.where(rng.random(n) < np.where(labels == 1, se, sp), labels, 1 - labels)
+                     for se, sp in sensitivity_specificity])
+
+
 def _simulate_counts(rng, num_sets, n, priors, rates):
     k, d = rates.shape
     classes = rng.multinomial(n, priors, size=num_sets)  # (T, K)
@@ -241,8 +248,7 @@ def test_paired_with_fixed_priors_gives_balanced_accuracy():
     rng = np.random.default_rng(9)
     n = 1500
     labels = (rng.random(n) < 0.2).astype(int)
-    dec = np.stack([np.where(rng.random(n) < np.where(labels == 1, 0.6, 0.95), labels, 1 - labels),
-                    np.where(rng.random(n) < np.where(labels == 1, 0.8, 0.85), labels, 1 - labels)])
+    dec = _binary_decisions(rng, labels, (0.6, 0.95), (0.8, 0.85))
     res = prob.compare(labels, dec, utilities=np.eye(2), priors=[0.5, 0.5], key=KEY, num_draws=20_000,
                        decompose=False)
     # Under the Bayesian bootstrap E[R_ii] is the empirical recall, so the mean yield with priors (1/2, 1/2)
@@ -299,8 +305,7 @@ def test_uncertain_deployment_priors_enter_the_costs_side():
     rng = np.random.default_rng(6)
     n = 3000
     labels = (rng.random(n) < 0.3).astype(int)
-    dec = np.stack([np.where(rng.random(n) < np.where(labels == 1, 0.9, 0.7), labels, 1 - labels),
-                    np.where(rng.random(n) < np.where(labels == 1, 0.6, 0.95), labels, 1 - labels)])
+    dec = _binary_decisions(rng, labels, (0.9, 0.7), (0.6, 0.95))
     prevalence = prob.interval_priors([0.95, 0.02], [0.98, 0.05])
     res = prob.compare(labels, dec, costs=np.array([[0.0, 1.0], [30.0, 0.0]]), priors=prevalence, key=KEY,
                        num_draws=20_000)

@@ -166,15 +166,20 @@ def test_seed000_table1_fs1_mcc(seed000):
     _assert_printed(metrics.matthews_corrcoef(counts), printed[:, 4], "seed 000 Table 1, MCC")
 
 
-def test_seed000_table1_rates(seed000):
-    counts, printed = seed000
+def _assert_printed_rates(counts, printed, table):
+    """Columns 5-8 of seed 000 Table 1 and seed 002 Tables 1-2: R21, R12, R*2, R*1."""
     r = np.asarray(rates(counts))
-    _assert_printed(r[:, 1, 0], printed[:, 5], "seed 000 Table 1, R21")
-    _assert_printed(r[:, 0, 1], printed[:, 6], "seed 000 Table 1, R12")
+    _assert_printed(r[:, 1, 0], printed[:, 5], f"{table}, R21")
+    _assert_printed(r[:, 0, 1], printed[:, 6], f"{table}, R12")
     # R_*j: fraction of samples decided j (checks the transcription of the rows).
     n = counts.sum((-2, -1))
-    _assert_printed(counts[:, :, 1].sum(-1) / n, printed[:, 7], "seed 000 Table 1, R*2")
-    _assert_printed(counts[:, :, 0].sum(-1) / n, printed[:, 8], "seed 000 Table 1, R*1")
+    _assert_printed(counts[:, :, 1].sum(-1) / n, printed[:, 7], f"{table}, R*2")
+    _assert_printed(counts[:, :, 0].sum(-1) / n, printed[:, 8], f"{table}, R*1")
+
+
+def test_seed000_table1_rates(seed000):
+    counts, printed = seed000
+    _assert_printed_rates(counts, printed, "seed 000 Table 1")
 
 
 # --------------------------------------------------------------- seed 002
@@ -229,12 +234,7 @@ def test_seed002_tables(table, sizes):
     )
     _assert_printed(metrics.f1_score(counts, pos_label=1), printed[:, 3], "seed 002, F_beta=1")
     _assert_printed(metrics.matthews_corrcoef(counts), printed[:, 4], "seed 002, MCC")
-    r = np.asarray(rates(counts))
-    _assert_printed(r[:, 1, 0], printed[:, 5], "seed 002, R21")
-    _assert_printed(r[:, 0, 1], printed[:, 6], "seed 002, R12")
-    n = counts.sum((-2, -1))
-    _assert_printed(counts[:, :, 1].sum(-1) / n, printed[:, 7], "seed 002, R*2")
-    _assert_printed(counts[:, :, 0].sum(-1) / n, printed[:, 8], "seed 002, R*1")
+    _assert_printed_rates(counts, printed, "seed 002")
 
 
 def test_seed002_section_2_7_2_quoted_values():

@@ -153,16 +153,31 @@ def _gamma_block(key, shape, *, boost, constants=None, shrink=16):
 _BLOCK = 1 << 18
 
 
+def _in_blocks(key, num_rows, rows, draw_block, trailing_shape, dtype):
+    """``(num_rows,) + trailing_shape`` filled ``rows`` rows at a time by ``draw_block(key_b, start)``.
+
+    Block ``b`` gets the key ``fold_in(key, b)``.  The last block starts
+    early enough to end at ``num_rows`` (it overwrites the tail of the one
+    before with fresh draws), so nothing is padded and nothing trimmed.
+    """
+    num_blocks = -(-num_rows // rows)
+
+    def block(b, out):
+        start = jnp.minimum(b * rows, num_rows - rows)
+        return jax.lax.dynamic_update_slice_in_dim(out, draw_block(jax.random.fold_in(key, b), start), start, axis=0)
+
+    return jax.lax.fori_loop(0, num_blocks, block, jnp.zeros((num_rows,) + tuple(trailing_shape), dtype))
+
+
 @partial(jax.jit, static_argnames=("boost",))
 def _gamma_flat(key, shape, *, boost):
     n = shape.shape[0]
-    if n <= 2 * _BLOCK:
-        return _gamma_block(key, shape, boost=boost)
-    num_blocks = -(-n // _BLOCK)
-    padded = jnp.concatenate([shape, jnp.ones(num_blocks * _BLOCK - n, shape.dtype)]).reshape(num_blocks, _BLOCK)
-    keys = jax.random.split(key, num_blocks)
-    out = jax.lax.map(lambda args: _gamma_block(args[0], args[1], boost=boost), (keys, padded))
-    return out.reshape(-1)[:n]
+    rows = n if n <= 2 * _BLOCK else _BLOCK
+
+    def draw_block(k, start):
+        return _gamma_block(k, jax.lax.dynamic_slice_in_dim(shape, start, rows), boost=boost)
+
+    return _in_blocks(key, n, rows, draw_block, (), shape.dtype)
 
 
 def gamma(key, shape, *, small_shapes: bool = True):
@@ -201,29 +216,21 @@ def _repeated(key, shape, *, num_draws, boost, normalize):
     (a confusion matrix plus a concentration).  Blocks hold whole draws, so
     the Marsaglia-Tsang constants are computed once per distinct shape, no
     ``(num_draws, ...)`` array of shapes is ever built, and the Dirichlet
-    normalization happens in the block while it is in cache.  The last block
-    starts early enough to end at ``num_draws`` (it overwrites the tail of
-    the one before with fresh draws), so the output needs no trimming copy.
+    normalization happens in the block while it is in cache.
     """
     flat = shape.reshape(-1)
     size = flat.shape[0]
     rows = max(1, min(num_draws, _BLOCK // max(size, 1)))
-    num_blocks = -(-num_draws // rows)
     d, c = _mt_constants(flat)
 
     def tile(x):
         return jnp.broadcast_to(x, (rows, size)).reshape(-1)
 
-    def block(b, out):
-        g = _gamma_block(jax.random.fold_in(key, b), tile(flat), boost=boost, constants=(tile(d), tile(c)))
-        g = g.reshape((rows,) + shape.shape)
-        if normalize:
-            g = _normalize_last(g)
-        start = jnp.minimum(b * rows, num_draws - rows)
-        return jax.lax.dynamic_update_slice_in_dim(out, g, start, axis=0)
+    def draw_block(k, start):
+        g = _gamma_block(k, tile(flat), boost=boost, constants=(tile(d), tile(c))).reshape((rows,) + shape.shape)
+        return _normalize_last(g) if normalize else g
 
-    out = jnp.zeros((num_draws,) + shape.shape, flat.dtype)
-    return jax.lax.fori_loop(0, num_blocks, block, out)
+    return _in_blocks(key, num_draws, rows, draw_block, shape.shape, flat.dtype)
 
 
 def gamma_draws(key, shape, num_draws: int, *, small_shapes: bool = True):
