@@ -2,9 +2,23 @@
 
 Public entry points call these on concrete (non-traced) inputs before any
 kernel runs; kernels never validate.  Every check raises :class:`InputError`
-naming the argument, the expected form and what was received.  Checks on
-values are skipped when an input is a JAX tracer (inside ``jit``/``vmap``),
-so public functions stay composable; shapes are always checked.
+naming the argument, the expected form and what was received.  Shapes are
+always checked.
+
+Value checks under ``jax.jit`` / ``jax.vmap`` (the NaN contract).  A traced
+value cannot raise, so inside traced code the check becomes a mask instead:
+
+* a public function whose float result a concrete call would refuse with
+  :class:`InputError` returns ``NaN`` in the affected entries (every entry of
+  that batch element), never a plausible number (:func:`nan_where_invalid`);
+* an integer result (class or decision indices) uses the sentinel ``-1``
+  (:data:`INVALID_INDEX`), and an invalid count matrix has every cell ``-1``;
+  every public function fed a ``-1`` index or a negative count returns
+  ``NaN`` / ``-1`` in turn, so the mark propagates to the end.
+
+Concrete calls (outside ``jit``) never return these marks for bad input:
+they raise.  Bounds that depend on shapes (``K``, ``D``, number of samples)
+are static and raise under ``jit`` too.
 """
 
 from __future__ import annotations
@@ -20,6 +34,16 @@ SCORE_TYPES = ("log_posteriors", "logits", "llr", "log_likelihoods")
 # normalized: loose enough for float32 round-off, tight enough to catch
 # unnormalized inputs.
 _SUM_TOL = 1e-4
+
+INT32_MAX = 2**31 - 1
+# The sentinel of an invalid class/decision index (or count) under jit/vmap.
+INVALID_INDEX = -1
+# K (or D) inferred from the data (max index + 1) beyond this is refused: a
+# stray label 20000 would otherwise build 20001 x 20001 matrices.  Pass
+# ``num_classes`` / ``num_decisions`` explicitly for more.
+MAX_INFERRED_CLASSES = 10_000
+# K * D of any matrix ecjax builds: the flat cell index must fit int32.
+MAX_CELLS = INT32_MAX
 
 
 class InputError(ValueError):
@@ -56,18 +80,32 @@ def as_array(x, name: str, *, min_ndim: int = 0, dtype=None):
 
 
 def as_index_array(x, name: str, *, upper: int | None = None, min_ndim: int = 1):
-    """Integer class or decision indices in ``[0, upper)``.
+    """Integer class or decision indices in ``[0, upper)``, as ``int32``.
 
     Floats holding whole numbers (``1.0``) are accepted; ``1.5`` is not.
+    Every value is checked on the host *before* the cast to ``int32``, so an
+    index past ``2**31 - 1`` is refused instead of wrapping.  Traced input
+    (inside ``jit``/``vmap``) cannot raise: invalid entries (negative,
+    ``>= upper``, non-integer or NaN) become :data:`INVALID_INDEX` (``-1``),
+    which the counting kernels turn into an invalid count matrix.
     """
     arr = as_array(x, name, min_ndim=min_ndim)
     if arr.shape[-1] == 0:
         raise InputError(f"`{name}` is empty: at least one sample is needed")
     if _is_tracer(arr):
-        return arr.astype(jnp.int32)
+        if arr.dtype == jnp.bool_:
+            return arr.astype(jnp.int32)
+        if not jnp.issubdtype(arr.dtype, jnp.integer) and not jnp.issubdtype(arr.dtype, jnp.floating):
+            raise InputError(f"`{name}` must hold integer indices, got dtype {arr.dtype}")
+        ok = arr >= 0
+        if jnp.issubdtype(arr.dtype, jnp.floating):
+            ok = ok & jnp.isfinite(arr) & (arr == jnp.round(arr)) & (arr <= INT32_MAX)
+        if upper is not None:
+            ok = ok & (arr < upper)
+        return jnp.where(ok, arr, INVALID_INDEX).astype(jnp.int32)
     arr = np.asarray(arr)
     if arr.dtype.kind == "b":
-        arr = arr.astype(np.int32)
+        arr = arr.astype(np.int8)
     if arr.dtype.kind == "f":
         if not np.all(np.isfinite(arr)):
             raise InputError(f"`{name}` contains NaN or inf; expected integer indices")
@@ -77,9 +115,87 @@ def as_index_array(x, name: str, *, upper: int | None = None, min_ndim: int = 1)
         raise InputError(f"`{name}` must hold integer indices, got dtype {arr.dtype}")
     if arr.size and arr.min() < 0:
         raise InputError(f"`{name}` must be >= 0, got minimum {arr.min()}")
-    if upper is not None and arr.size and arr.max() >= upper:
-        raise InputError(f"`{name}` must be < {upper}, got maximum {int(arr.max())}")
+    top = int(arr.max()) if arr.size else 0
+    if upper is not None and top >= upper:
+        raise InputError(f"`{name}` must be < {upper}, got maximum {top}")
+    if top > INT32_MAX:
+        raise InputError(f"`{name}` holds the index {top}, past the largest supported index 2**31 - 1")
     return jnp.asarray(arr.astype(np.int32))
+
+
+def inferred_size(max_index: int, name: str, *, argument: str) -> int:
+    """``max_index + 1`` as the number of classes/decisions, bounded by :data:`MAX_INFERRED_CLASSES`."""
+    size = int(max_index) + 1
+    if size > MAX_INFERRED_CLASSES:
+        raise InputError(
+            f"`{name}` holds the index {int(max_index)}, which would make {size} classes/decisions; more than "
+            f"{MAX_INFERRED_CLASSES} are only built when `{argument}` is given explicitly"
+        )
+    return size
+
+
+def check_num_cells(k: int, d: int, name: str) -> None:
+    """Refuse a ``K x D`` matrix whose flat cell index would not fit ``int32``."""
+    if k * d > MAX_CELLS:
+        raise InputError(f"`{name}`: a {k} x {d} matrix has more than 2**31 - 1 cells, which is not supported")
+
+
+def as_real(x, name: str, *, finite: bool = True) -> float:
+    """One real number (Python or numpy scalar, or a 0-d array); strings and booleans are refused."""
+    if isinstance(x, (bool, np.bool_, str, bytes)) or x is None:
+        raise InputError(f"`{name}` must be a number, got {x!r}")
+    try:
+        arr = np.asarray(x)
+        if arr.shape != () or arr.dtype.kind not in "iuf":
+            raise TypeError
+        value = float(arr)
+    except (TypeError, ValueError, OverflowError):
+        raise InputError(f"`{name}` must be a number, got {x!r}") from None
+    if finite and not np.isfinite(value):
+        raise InputError(f"`{name}` must be finite, got {x!r}")
+    return value
+
+
+def check_zero_division(z, name: str = "zero_division"):
+    """The value returned for 0/0: a number (``nan`` allowed), possibly traced."""
+    if _is_tracer(z):
+        return z
+    return as_real(z, name, finite=False)
+
+
+def as_key(key, name: str = "key"):
+    """A JAX PRNG key: a typed key (``jax.random.key``) or a raw ``uint32`` one (``jax.random.PRNGKey``)."""
+    if key is None:
+        raise InputError(f"`{name}` is required: pass a jax.random key, e.g. jax.random.key(0)")
+    dtype = getattr(key, "dtype", None)
+    if isinstance(key, (jax.Array, np.ndarray)) or _is_tracer(key):
+        if jnp.issubdtype(dtype, jax.dtypes.prng_key):
+            return key
+        if dtype == np.uint32 and key.ndim >= 1 and key.shape[-1] in (2, 4):
+            return jnp.asarray(key)
+    got = f"an array of shape {tuple(key.shape)} and dtype {dtype}" if dtype is not None else repr(key)[:60]
+    raise InputError(f"`{name}` must be a jax.random key (e.g. jax.random.key(0)), got {got}")
+
+
+def nan_where_invalid(out, ok, *, extra_axes: int = 0):
+    """The NaN contract for traced input: ``out`` where ``ok``, else NaN (floats) or -1 (integers).
+
+    ``ok`` is a boolean with the batch shape of ``out`` without its last
+    ``extra_axes`` axes (it broadcasts against it).  ``out`` may be a pytree.
+    """
+    ok = jnp.asarray(ok)
+    mask = ok.reshape(ok.shape + (1,) * extra_axes)
+
+    def one(x):
+        x = jnp.asarray(x)
+        bad = jnp.nan if jnp.issubdtype(x.dtype, jnp.inexact) else INVALID_INDEX
+        return jnp.where(mask, x, jnp.asarray(bad, x.dtype))
+
+    return jax.tree_util.tree_map(one, out)
+
+
+def any_traced(*xs) -> bool:
+    return any(_is_tracer(x) for x in jax.tree_util.tree_leaves(xs))
 
 
 def check_finite(arr, name: str):
@@ -144,6 +260,15 @@ def as_scores(x, name: str = "scores", *, score_type: str):
     if score_type != "llr" and arr.shape[-1] < 2:
         raise InputError(f"`{name}` must have at least 2 classes in its last axis, got shape {tuple(arr.shape)}")
     check_finite(arr, name)
+    if score_type in ("logits", "log_likelihoods") and not _is_tracer(arr):
+        a = np.asarray(arr)
+        if a.dtype.kind in "iu" or (a.dtype.kind == "f" and a.dtype.itemsize > 4):
+            # Adding a constant to a row leaves its posteriors (and every log-odds) unchanged.
+            # Removing the row maximum here, exactly in float64, keeps the float32 cast below
+            # from rounding away the digits that matter (a common offset of 1e7 would
+            # otherwise leave ~1 of absolute precision).
+            a = a.astype(np.float64)
+            arr = a - a.max(-1, keepdims=True)
     arr = jnp.asarray(arr, dtype=jnp.result_type(float))
     if score_type == "log_posteriors" and not _is_tracer(arr):
         a = np.asarray(arr, dtype=np.float64)
@@ -164,11 +289,13 @@ def check_same_length(name_a: str, a, name_b: str, b, *, axis_a: int = -1, axis_
         )
 
 
-def as_positive_int(x, name: str, *, minimum: int = 1) -> int:
+def as_positive_int(x, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
         raise InputError(f"`{name}` must be an integer, got {x!r}")
     if x < minimum:
         raise InputError(f"`{name}` must be >= {minimum}, got {x}")
+    if maximum is not None and x > maximum:
+        raise InputError(f"`{name}` must be <= {maximum}, got {x}")
     return int(x)
 
 

@@ -44,6 +44,7 @@ import optax.tree_utils as otu
 
 from ecjax import _validate as v
 from ecjax.decisions import log_posteriors_kernel
+from ecjax.precision import matmul
 from ecjax.scores import (
     bayes_expected_cost,
     bin_indices,
@@ -96,7 +97,7 @@ def _transform(method, params, s):
     if method == "bias":
         return s + params["bias"]
     if method == "matrix":
-        return s @ params["weight"].T + params["bias"]
+        return matmul(s, params["weight"].T) + params["bias"]
     raise AssertionError(method)
 
 

@@ -1,36 +1,86 @@
 """The ``ecjax`` command.
 
 Exit codes: 0 success; 2 usage or input error (one line on stderr naming the
-file and the problem, no traceback); 1 internal error.  Output files are
-never overwritten without ``--force`` and are written atomically.
+file or option and the problem, no traceback), including an output folder
+that is read-only, full or cannot hold the file name; 130 interrupted
+(Ctrl-C), 143 terminated (SIGTERM), each with one line; 1 internal error.
+
+Outputs: everything is validated and computed first, then every file is
+written (atomically, see :func:`ecjax.io.write_atomic`); existing files are
+never overwritten without ``--force``, and if one write fails the files
+already written by this run are removed.  JSON is strict (RFC 8259): an
+infinite number is written as the string ``"inf"`` or ``"-inf"`` and NaN as
+``null``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import signal
 import sys
 from pathlib import Path
 
 import numpy as np
 
-from ecjax._validate import InputError
+from ecjax._validate import MAX_INFERRED_CLASSES, InputError
 
 JSON_SCHEMA_VERSION = 1
+
+MAX_NAME_LENGTH = 100  # characters of a system name (--names, or a file stem)
+MAX_DRAWS = 10**8
+MAX_SEED = 2**32 - 1  # jax.random.key keeps 32 bits of the seed: larger seeds would repeat smaller ones
+
+# Input size limit (bytes) of this run, from --max-input-mb; outputs waiting to be written.
+_limits = {"max_bytes": None}
+_pending: list = []
 
 
 # ------------------------------------------------------------------ inputs
 
-def _load_labels(path):
-    from ecjax.io import load_array
+def _load(path):
+    from ecjax.io import DEFAULT_MAX_BYTES, load_array
 
-    y = load_array(path)
+    return load_array(path, max_bytes=_limits["max_bytes"] or DEFAULT_MAX_BYTES)
+
+
+def _check_indices(a, path, what):
+    """Class or decision indices of a file: integers in [0, 2**31), checked before any cast."""
+    if a.dtype.kind == "f":
+        if not np.all(np.isfinite(a)):
+            raise InputError(f"{path}: {what} contain NaN or inf; expected integer indices")
+        if np.any(a != np.round(a)):
+            raise InputError(f"{path}: {what} must be integers, got {a[a != np.round(a)].flat[0]}")
+    elif a.dtype.kind == "b":
+        a = a.astype(np.int64)
+    if a.size and a.min() < 0:
+        raise InputError(f"{path}: {what} must be >= 0 (indices), got {a.min()}")
+    if a.size and a.max() > 2**31 - 1:
+        raise InputError(f"{path}: {what} hold the index {int(a.max())}, past the largest supported 2**31 - 1")
+    return a.astype(np.int64)
+
+
+def _check_scores(a, path, ndim):
+    """A score file: ``(N,)`` (llr) or ``(N, K)`` with K >= 2, finite numbers."""
+    if a.ndim != ndim:
+        raise InputError(f"{path}: scores must have shape {'(N,)' if ndim == 1 else '(N, K)'}, got {a.shape}")
+    if a.dtype.kind not in "iuf":
+        raise InputError(f"{path}: scores must be numbers, got dtype {a.dtype}")
+    if not np.all(np.isfinite(a)):
+        raise InputError(f"{path}: scores contain NaN or inf")
+    if ndim == 2 and a.shape[1] < 2:
+        raise InputError(f"{path}: scores need at least 2 columns (classes), got shape {a.shape}")
+
+
+def _load_labels(path):
+    y = _load(path)
     if y.ndim != 1:
         raise InputError(f"{path}: labels must be a vector of N class indices, got shape {y.shape}")
-    if y.dtype.kind == "f" and np.any(y != np.round(y)):
-        raise InputError(f"{path}: labels must be integers")
-    return y.astype(np.int64)
+    if y.size == 0:
+        raise InputError(f"{path}: holds no labels")
+    return _check_indices(y, path, "labels")
 
 
 def _load_inputs(args):
@@ -38,8 +88,6 @@ def _load_inputs(args):
 
     ``--labels`` is one file shared by all systems, or (compare, sweep) one file per system.
     """
-    from ecjax.io import load_array
-
     label_files = [args.labels] if isinstance(args.labels, str) else list(args.labels)
     labels = [_load_labels(f) for f in label_files]
     files = args.scores or args.decisions
@@ -51,18 +99,30 @@ def _load_inputs(args):
     st = args.score_type
     arrays = []
     for f, y, lf in zip(files, labels, label_files):
-        a = load_array(f)
+        a = _load(f)
         want = 1 if (kind == "decisions" or st == "llr") else 2
-        if a.ndim != want:
-            raise InputError(f"{f}: {kind} must have shape {'(N,)' if want == 1 else '(N, K)'}, got {a.shape}")
+        if kind == "scores":
+            _check_scores(a, f, want)
+        elif a.ndim != 1:
+            raise InputError(f"{f}: decisions must have shape (N,), got {a.shape}")
         if a.shape[0] != y.shape[0]:
             raise InputError(f"{f}: has {a.shape[0]} samples but {lf} has {y.shape[0]} labels")
-        if kind == "scores" and not np.all(np.isfinite(a)):
-            raise InputError(f"{f}: scores contain NaN or inf")
+        if kind == "decisions":
+            a = _check_indices(a, f, "decisions")
         arrays.append(a)
+    if kind == "scores" and want == 2 and len({a.shape[1] for a in arrays}) > 1:
+        raise InputError(f"--scores: the files have different numbers of classes ({', '.join(str(a.shape[1]) for a in arrays)})")
     names = args.names or [Path(f).stem for f in files]
     if len(names) != len(files):
         raise InputError(f"--names gives {len(names)} names for {len(files)} systems")
+    for n, f in zip(names, files):
+        if len(n) > MAX_NAME_LENGTH:
+            where = "--names" if args.names else f"{f} (its name comes from the file name: give --names)"
+            raise InputError(f"{where}: a system name of {len(n)} characters; at most {MAX_NAME_LENGTH}")
+        if not n.strip():
+            raise InputError("--names: a system name is empty")
+    if len(set(names)) != len(names):
+        raise InputError(f"--names: system names must differ, got {names}")
     return kind, labels, label_files, arrays, names
 
 
@@ -80,50 +140,151 @@ def _cost_spec(args, num_classes):
     return spec
 
 
-def _num_classes(labels, kind, arrays, score_type, spec_path):
+def _num_classes(labels, kind, arrays, score_type, spec_path, label_file="--labels", files=()):
     if kind == "scores":
         return 2 if score_type == "llr" else arrays[0].shape[1]
     if spec_path is not None:
         from ecjax.io import load_cost_spec
 
         return load_cost_spec(spec_path).costs.shape[0]
+    # K from the data: bounded, so a stray label 20000 cannot build 20001 x 20001 matrices.
+    for a, f in [(labels, label_file), *zip(arrays, files)]:
+        if int(a.max()) + 1 > MAX_INFERRED_CLASSES:
+            raise InputError(f"{f}: the index {int(a.max())} would make {int(a.max()) + 1} classes; more than "
+                             f"{MAX_INFERRED_CLASSES} need a --costs file that names them")
     return int(max(labels.max(), max(a.max() for a in arrays))) + 1
+
+
+def _check_priors_cover(spec, labels, label_file, costs_arg):
+    """Deployment priors may not weigh a class that has no test samples (its rates are unknown)."""
+    if spec.priors is None:
+        return
+    n_i = np.bincount(labels, minlength=len(spec.priors))
+    missing = np.nonzero((n_i[: len(spec.priors)] == 0) & (spec.priors > 0))[0]
+    if len(missing):
+        name = spec.classes[missing[0]]
+        raise InputError(f"{label_file}: class {name!r} has no samples but a prior of {spec.priors[missing[0]]:g} "
+                         f"in {costs_arg}: its rates are unknown")
+
+
+def _check_naive(spec, labels, label_file, costs_arg):
+    """The NEC needs a best naive decision of positive cost: say which file makes it 0."""
+    p = spec.priors if spec.priors is not None else np.bincount(labels, minlength=spec.costs.shape[0]) / len(labels)
+    if np.min(np.matmul(p, spec.costs)) > 0:  # numpy, float64
+        return
+    if np.all(spec.costs == 0):
+        raise InputError(f"{costs_arg}: every cost is 0: all decisions are free and the NEC is undefined")
+    present = np.unique(labels)
+    if spec.priors is None and len(present) == 1:
+        raise InputError(f"{label_file}: every label is class {present[0]}: with the data's priors some decision "
+                         "costs nothing and the NEC is undefined (give deployment priors in --costs)")
+    raise InputError(f"{costs_arg or '0-1 costs'}: some decision costs nothing for every class with a positive "
+                     "prior, so the NEC is undefined")
 
 
 # ----------------------------------------------------------------- outputs
 
 def _out_dir(args):
+    """The --out folder, checked (not created: nothing is written before everything is validated)."""
     if args.out is None:
         return None
     d = Path(args.out)
     if d.exists() and not d.is_dir():
         raise InputError(f"{d}: --out must be a directory")
-    d.mkdir(parents=True, exist_ok=True)
+    _check_output(d / f"{args.command}.json", args.force, "--out")
     return d
+
+
+def _check_output(path, force, option):
+    """Fail fast, before any work, on an output that exists or a folder that cannot be written."""
+    path = Path(path)
+    if len(os.fsencode(path.name)) > 255:
+        raise InputError(f"{path}: {option}: the file name is too long")
+    if path.exists() and not force:
+        raise InputError(f"{path}: already exists (use --force to overwrite)")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InputError(f"{folder}: {option}: not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"{folder}: {option}: the folder is not writable")
+
+
+def _defer(path, data, force, option="--out"):
+    """Queue an output file; :func:`_commit` writes the queue once everything has succeeded."""
+    _check_output(path, force, option)
+    _pending.append((Path(path), data, force))
+    return str(path)
+
+
+def _commit():
+    """Write every queued output; on a failure remove the ones this run created, then re-raise."""
+    from ecjax.io import write_atomic
+
+    for path, _, force in _pending:
+        if path.exists() and not force:
+            raise InputError(f"{path}: already exists (use --force to overwrite)")
+    created = []
+    try:
+        while _pending:
+            path, data, force = _pending[0]
+            existed = os.path.lexists(path)
+            write_atomic(path, data, force=force)
+            if not existed:
+                created.append(path)
+            _pending.pop(0)
+    except BaseException:
+        for path in created:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        raise
 
 
 def _save_figure(fig, out_dir, name, force):
     import io
 
-    from ecjax.io import write_atomic
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110)
-    path = write_atomic(out_dir / name, buf.getvalue(), force=force)
     import matplotlib.pyplot as plt
 
+    _check_output(out_dir / name, force, "--out")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)
-    return str(path)
+    return _defer(out_dir / name, buf.getvalue(), force)
+
+
+def _json_safe(x):
+    """Strict JSON: +-inf as the strings "inf" / "-inf", NaN as null (documented in the README's schema)."""
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    if isinstance(x, (float, np.floating)):
+        if math.isnan(x):
+            return None
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        return float(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    return x
+
+
+def _dumps(record):
+    return json.dumps(_json_safe(record), indent=2, allow_nan=False)
 
 
 def _emit(args, record, table_text, out_dir):
-    from ecjax.io import write_atomic
-
     if out_dir is not None:
         record.setdefault("files", []).append(str(out_dir / f"{args.command}.json"))
-        write_atomic(out_dir / f"{args.command}.json", json.dumps(record, indent=2), force=args.force)
+        _defer(out_dir / f"{args.command}.json", _dumps(record), args.force)
+    _commit()
     if args.json:
-        print(json.dumps(record, indent=2))
+        print(_dumps(record))
     else:
         print(table_text)
         for f in record.get("files", []):
@@ -143,12 +304,17 @@ def cmd_metrics(args):
 
     st = args.score_type
     kind, (labels, *_), _, arrays, names = _load_inputs(args)
-    k = _num_classes(labels, kind, arrays, st, args.costs)
+    out_dir = _out_dir(args)
+    k = _num_classes(labels, kind, arrays, st, args.costs, args.labels, args.scores or args.decisions)
     if labels.max() >= k:
         raise InputError(f"{args.labels}: label {labels.max()} is out of range for {k} classes")
+    if not 0 <= args.pos_label < k:
+        raise InputError(f"--pos-label: must be a class index in [0, {k}), got {args.pos_label}")
     spec = _cost_spec(args, k)
     d = spec.costs.shape[1]
     priors = spec.priors
+    _check_priors_cover(spec, labels, args.labels, args.costs)
+    _check_naive(spec, labels, args.labels, args.costs)
     if kind == "scores":
         llr_priors = None
         if st in ("llr", "log_likelihoods"):
@@ -161,6 +327,8 @@ def cmd_metrics(args):
             raise InputError(f"{bad}: decisions must be in [0, {d}) for the cost matrix's {d} decisions")
     counts = confusion_matrix(labels, decisions, num_classes=k, num_decisions=d)
     cols = metric_columns(counts, costs=spec.costs, priors=priors, pos_label=args.pos_label)
+    if out_dir is not None and len(names) >= 2 and args.scatter_metric not in {c.name for c in cols}:
+        raise InputError(f"--scatter-metric: unknown metric {args.scatter_metric!r}; one of {sorted(c.name for c in cols)}")
     record = {
         "schema": JSON_SCHEMA_VERSION,
         "command": "metrics",
@@ -175,7 +343,6 @@ def cmd_metrics(args):
         "best": {c.name: names[winner(c)] for c in cols},
         "disagree_with_utility_yield": disagreements(cols),
     }
-    out_dir = _out_dir(args)
     if kind == "scores" and k == 2 and d == 2:
         record["optimal_threshold"] = _binary_extras(args, labels, arrays, names, spec, out_dir, record)
     if kind == "scores" and out_dir is not None:
@@ -184,8 +351,6 @@ def cmd_metrics(args):
         from ecjax import plots
 
         by_name = {c.name: c.values for c in cols}
-        if args.scatter_metric not in by_name:
-            raise InputError(f"--scatter-metric: unknown metric {args.scatter_metric!r}; one of {sorted(by_name)}")
         fig = plots.metric_vs_yield(by_name["utility_yield"], by_name[args.scatter_metric],
                                     metric_name=args.scatter_metric, labels=names)
         record.setdefault("files", []).append(_save_figure(fig, out_dir, "metric_vs_yield.png", args.force))
@@ -263,28 +428,38 @@ def cmd_calibrate(args):
     import io as _io
 
     from ecjax import calibration
-    from ecjax.io import load_array, write_atomic
 
     st = args.score_type
+    _check_output(args.output, args.force, "--output")
+    out_dir = _out_dir(args)
     train_labels = _load_labels(args.train_labels)
-    train = load_array(args.train_scores)
-    test = load_array(args.scores)
+    train = _load(args.train_scores)
+    test = _load(args.scores)
     want = 1 if st == "llr" else 2
     for f, a in ((args.train_scores, train), (args.scores, test)):
-        if a.ndim != want:
-            raise InputError(f"{f}: scores must have shape {'(N,)' if want == 1 else '(N, K)'}, got {a.shape}")
-        if not np.all(np.isfinite(a)):
-            raise InputError(f"{f}: scores contain NaN or inf")
+        _check_scores(a, f, want)
     if train.shape[0] != train_labels.shape[0]:
         raise InputError(f"{args.train_scores}: has {train.shape[0]} samples but {args.train_labels} has {train_labels.shape[0]}")
     if want == 2 and train.shape[1] != test.shape[1]:
         raise InputError(f"{args.scores}: has {test.shape[1]} classes but the training scores have {train.shape[1]}")
+    k = 2 if want == 1 else train.shape[1]
+    labels = None
+    if args.labels is not None:  # validated before anything is fitted or written
+        labels = _load_labels(args.labels)
+        if labels.shape[0] != test.shape[0]:
+            raise InputError(f"{args.labels}: has {labels.shape[0]} labels but {args.scores} has {test.shape[0]} samples")
+    for y, f in ((train_labels, args.train_labels), (labels, args.labels)):
+        if y is not None and y.max() >= k:
+            raise InputError(f"{f}: label {y.max()} is out of range for the scores' {k} classes")
+    absent = np.nonzero(np.bincount(train_labels, minlength=k) == 0)[0]
+    if absent.size:
+        raise InputError(f"{args.train_labels}: class {absent[0]} has no samples: a calibrator cannot be fitted for it")
     method = "llr" if st == "llr" else args.method
     cal = calibration.fit(train, train_labels, method=method, score_type=st, loss=args.loss)
     out = np.asarray(cal.apply(test), dtype=np.float64)
     buf = _io.BytesIO()
     np.save(buf, out, allow_pickle=False)
-    write_atomic(args.output, buf.getvalue(), force=args.force)
+    _defer(args.output, buf.getvalue(), args.force, "--output")
     record = {
         "schema": JSON_SCHEMA_VERSION,
         "command": "calibrate",
@@ -302,10 +477,7 @@ def cmd_calibrate(args):
              f"{record['iterations']} L-BFGS iterations, gradient norm {record['grad_norm']:.2g}"
              + ("" if record["converged"] else "  (NOT converged)"),
              f"wrote calibrated {record['output_type']} of {args.scores} to {args.output}"]
-    if args.labels is not None:
-        labels = _load_labels(args.labels)
-        if labels.shape[0] != test.shape[0]:
-            raise InputError(f"{args.labels}: has {labels.shape[0]} labels but {args.scores} has {test.shape[0]} samples")
+    if labels is not None:
         out_type = "llr" if method == "llr" else "log_posteriors"
         raw_type = st
         if raw_type == "logits":
@@ -320,7 +492,7 @@ def cmd_calibrate(args):
             record["relative_calibration_loss_percent"] = loss
             lines.append("relative calibration loss on the test labels (held-out calibrator, seed 002 eq. 60): "
                          + ", ".join(f"{m} {v:.1f} %" for m, v in loss.items()))
-    _emit(args, record, "\n".join(lines), _out_dir(args))
+    _emit(args, record, "\n".join(lines), out_dir)
     return 0
 
 
@@ -337,9 +509,14 @@ def cmd_compare(args):
     if args.costs is None:
         raise InputError("--costs: compare needs a cost specification (see `ecjax.io` for the format)")
     if k is None:
-        k = _num_classes(labels[0], kind, arrays, st, args.costs)
+        k = _num_classes(labels[0], kind, arrays, st, args.costs, label_files[0], files)
     spec = _cost_spec(args, k)
     k, d = spec.costs.shape
+    _out_dir(args)  # fail fast on an existing record or an unwritable folder
+    for y, lf in zip(labels, label_files):
+        if y.max() >= k:
+            raise InputError(f"{lf}: labels must be in [0, {k}) for the cost matrix's {k} classes")
+        _check_priors_cover(spec, y, lf, args.costs)
     if kind == "decisions":
         for f, a, y, lf in zip(files, arrays, labels, label_files):
             if a.min() < 0 or a.max() >= d:
@@ -357,7 +534,8 @@ def cmd_compare(args):
                   rope=args.rope, systems=names)
     lab = labels[0] if paired else list(labels)
     if kind == "scores":
-        result = prob.compare(lab, scores=arrays if not paired else np.stack(arrays), score_type=st, **common)
+        result = prob.compare(lab, scores=arrays if not paired else np.stack(arrays), score_type=st,
+                              decision_rule=args.decision_rule, **common)
     else:
         result = prob.compare(lab, arrays if not paired else np.stack(arrays), **common)
     record = {
@@ -380,13 +558,15 @@ def cmd_compare(args):
         "pairwise": np.asarray(result.pairwise).tolist(),
         "recommendation": result.best,
         "recommendation_probability": float(result.recommendation_probability),
+        "decision_rule": result.info["decision_rule"],
+        "expected_yield_method": result.info["expected_yield"],
+        "ties": [list(group) for group in result.ties],
     }
     if result.rope_probabilities is not None:
         record["rope"] = result.rope
         record["rope_probabilities"] = np.asarray(result.rope_probabilities).tolist()
     if result.doubt is not None:
-        record["doubt"] = {"both": result.doubt.doubt_both, "costs_only": result.doubt.doubt_costs_only,
-                           "test_set_only": result.doubt.doubt_rates_only}
+        record["doubt"] = result.doubt.as_dict()  # all, costs_only, priors_only, rates_only (ecjax.prob.Doubt)
     out_dir = _out_dir(args)
     if out_dir is not None:
         fig = plots.yield_posteriors(np.asarray(result.yields), names=names, p_best=np.asarray(result.p_best))
@@ -410,11 +590,21 @@ def cmd_sweep(args):
     if kind == "scores":
         k = 2 if st == "llr" else arrays[0].shape[1]
     else:
-        k = _num_classes(labels[0], kind, arrays, st, args.costs)
+        k = _num_classes(labels[0], kind, arrays, st, args.costs, label_files[0], args.decisions)
+    _out_dir(args)  # fail fast on an existing record or an unwritable folder
     for y, lf in zip(labels, label_files):
         if y.max() >= k:
             raise InputError(f"{lf}: label {y.max()} is out of range for {k} classes")
+    if args.over == "utility-space" and args.resolution > 4001:
+        raise InputError(f"--resolution: at most 4001 points per axis of the utility space, got {args.resolution}")
     spec = _cost_spec(args, k)
+    for y, lf in zip(labels, label_files):
+        _check_priors_cover(spec, y, lf, args.costs)
+        if args.over != "utility-space" and spec.priors is None and len(np.unique(y)) == 1:
+            raise InputError(f"{lf}: every label is class {y[0]}: with the data's priors the best naive decision "
+                             "costs nothing and the NEC swept here is undefined (give deployment priors in --costs)")
+    if args.over == "matrices" and spec.uncertain and not np.any(spec.costs_low) and not np.any(spec.costs_high):
+        raise InputError(f"{args.costs}: every cost of the [uncertainty] intervals is 0: the NEC is undefined")
     priors = spec.priors
     if kind == "decisions":
         d = spec.costs.shape[1] if args.over == "matrices" else 2
@@ -521,33 +711,89 @@ def _add_common(p, labels_per_system=False):
     p.add_argument("--json", action="store_true", help="print a JSON record instead of the table")
     p.add_argument("--out", metavar="DIR", help="write the JSON record and figures into DIR")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    _add_max_input(p)
+
+
+def _add_max_input(p):
+    p.add_argument("--max-input-mb", type=_int_in(1, 2**40, "--max-input-mb"), default=1024, metavar="MB",
+                   help="largest array an input file may declare, in MiB (default 1024), checked before loading")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error: ``ecjax <command>: error: <what>`` and exit 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
+def _int_in(lo, hi, option):
+    """An integer option in [lo, hi]; whole numbers written as floats (1e6) are accepted."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            try:
+                f = float(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{option} must be an integer, got {text!r}") from None
+            if not math.isfinite(f) or f != int(f):
+                raise argparse.ArgumentTypeError(f"{option} must be an integer, got {text!r}") from None
+            value = int(f)
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{option} must be between {lo} and {hi}, got {text}")
+        return value
+
+    return parse
+
+
+def _float_in(lo, option, *, strict=False):
+    def parse(text):
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} must be a number, got {text!r}") from None
+        if not math.isfinite(value) or value < lo or (strict and value == lo):
+            raise argparse.ArgumentTypeError(f"{option} must be a finite number {'>' if strict else '>='} {lo}, got {text}")
+        return value
+
+    return parse
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ecjax", description="Evaluate classifiers by expected cost and utility yield.")
+    parser = _Parser(prog="ecjax", description="Evaluate classifiers by expected cost and utility yield.")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="run the main job on data the package carries or generates")
-    demo.add_argument("--seed", type=int, default=0, help="key for the generated screening data (default 0)")
+    demo.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0,
+                      help="key for the generated screening data (default 0)")
     m = sub.add_parser("metrics", help="EC, NEC, utility yield and the classical metrics of one or more systems")
     _add_common(m)
-    m.add_argument("--pos-label", type=int, default=1, help="positive class of the binary metrics (default 1)")
+    m.add_argument("--pos-label", type=_int_in(0, 2**31 - 1, "--pos-label"), default=1,
+                   help="positive class of the binary metrics (default 1)")
     m.add_argument("--scatter-metric", default="F1",
                    help="with --out and several systems: the metric plotted against the utility yield (default F1)")
     cp = sub.add_parser("compare", help="which classifier, and how sure are we, under uncertain costs")
     _add_common(cp, labels_per_system=True)
     cp.add_argument("--unpaired", action="store_true", help="treat systems as scored on independent samples")
-    cp.add_argument("--draws", type=int, default=20_000, help="posterior draws (default 20000)")
-    cp.add_argument("--seed", type=int, default=0, help="random key (default 0)")
-    cp.add_argument("--rope", type=float, help="half-width of the region of practical equivalence (yield units)")
+    cp.add_argument("--draws", type=_int_in(1, MAX_DRAWS, "--draws"), default=20_000,
+                    help=f"posterior draws (default 20000, at most {MAX_DRAWS:.0e})")
+    cp.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key (default 0)")
+    cp.add_argument("--rope", type=_float_in(0.0, "--rope"),
+                    help="half-width of the region of practical equivalence (yield units)")
+    cp.add_argument("--decision-rule", default="expected_utility", choices=["expected_utility", "per_draw"],
+                    help="with --scores: Bayes decisions of the expected cost matrix, made once (default; seed 004 "
+                         "eq. 19), or of each drawn cost matrix (costs known at deployment)")
     sw = sub.add_parser("sweep", help="which system wins where: utility-space winner maps, cost-ratio sweeps")
     _add_common(sw, labels_per_system=True)
     sw.add_argument("--over", default="utility-space", choices=["utility-space", "cost-ratio", "matrices"],
                     help="what to sweep: the binary utility space of seed 004 Fig. 1, the binary cost ratio "
                          "c10/c01, or random cost matrices drawn from the cost file's [uncertainty] intervals")
-    sw.add_argument("--resolution", type=int, default=101, help="grid points per axis / number of points")
-    sw.add_argument("--lo", type=float, default=0.01, help="smallest cost ratio (cost-ratio sweeps)")
-    sw.add_argument("--hi", type=float, default=100.0, help="largest cost ratio (cost-ratio sweeps)")
-    sw.add_argument("--seed", type=int, default=0, help="random key for --over matrices")
+    sw.add_argument("--resolution", type=_int_in(2, 10**6, "--resolution"), default=101,
+                    help="grid points per axis / number of points")
+    sw.add_argument("--lo", type=_float_in(0.0, "--lo", strict=True), default=0.01,
+                    help="smallest cost ratio (cost-ratio sweeps)")
+    sw.add_argument("--hi", type=_float_in(0.0, "--hi", strict=True), default=100.0,
+                    help="largest cost ratio (cost-ratio sweeps)")
+    sw.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key for --over matrices")
     c = sub.add_parser("calibrate", help="fit a calibrator on one file, apply it to another, write calibrated scores")
     c.add_argument("--train-scores", required=True, metavar="FILE", help="(N, K) scores to fit on ((N,) for llr)")
     c.add_argument("--train-labels", required=True, metavar="FILE", help="their true classes")
@@ -563,26 +809,55 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print a JSON record instead of text")
     c.add_argument("--out", metavar="DIR", help="also write the JSON record into DIR")
     c.add_argument("--force", action="store_true", help="overwrite existing output files")
+    _add_max_input(c)
     return parser
 
 
 COMMANDS = {"demo": cmd_demo, "metrics": cmd_metrics, "calibrate": cmd_calibrate, "compare": cmd_compare, "sweep": cmd_sweep}
 
 
+class _Terminated(BaseException):
+    """SIGTERM, raised as an exception so that temporary files are removed on the way out."""
+
+
+def _on_sigterm(signum, frame):
+    raise _Terminated()
+
+
 def main(argv=None) -> int:
     parser = _build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # usage errors (one line, exit 2) and --help (exit 0)
+        return exc.code if isinstance(exc.code, int) else 2
+    _pending.clear()
+    _limits["max_bytes"] = getattr(args, "max_input_mb", 1024) * 2**20
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: leave signals alone
+        previous = None
     try:
         return COMMANDS[args.command](args)
     except InputError as err:
-        print(f"ecjax {args.command}: error: {err}", file=sys.stderr)
+        print(f"ecjax {args.command}: error: {' '.join(str(err).split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"ecjax {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except _Terminated:
+        print(f"ecjax {args.command}: terminated", file=sys.stderr)
+        return 143
     except Exception as err:  # noqa: BLE001 - the last line of defence
         if os.environ.get("ECJAX_DEBUG"):
             raise
-        print(f"ecjax {args.command}: internal error: {type(err).__name__}: {err} (set ECJAX_DEBUG=1 for a traceback)",
-              file=sys.stderr)
+        msg = " ".join(f"{type(err).__name__}: {err}".split())
+        print(f"ecjax {args.command}: internal error: {msg} (set ECJAX_DEBUG=1 for a traceback)", file=sys.stderr)
         return 1
+    finally:
+        _pending.clear()
+        _limits["max_bytes"] = None
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

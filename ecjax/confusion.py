@@ -2,7 +2,15 @@
 
 Conventions: a count matrix has shape ``(..., K, D)`` with row ``i`` the true
 class and column ``j`` the decision (seed 000 §2, ``K_ij``).  Counts are exact
-``int32`` unless sample weights are given.
+``int32`` unless sample weights are given (at most ``2**31 - 1`` samples per
+matrix on the device; beyond that :func:`confusion_matrix` counts on the host
+in ``int64``).  Sums of counts (class totals, rates, priors) are taken in
+floating point, never in ``int32``, so they cannot wrap.
+
+Under ``jit``/``vmap`` (see :mod:`ecjax._validate`, the NaN contract) a count
+matrix built from an invalid index has every cell ``-1`` (``NaN`` for
+weighted counts), and :func:`rates` / :func:`data_priors` of a matrix with a
+negative count are ``NaN``.
 """
 
 from __future__ import annotations
@@ -16,6 +24,9 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import _validate as v
+
+# Above this many samples per matrix, int32 device counts could wrap: count on the host in int64.
+_DEVICE_COUNT_LIMIT = v.INT32_MAX
 
 
 @partial(jax.jit, static_argnames=("num_classes", "num_decisions"))
@@ -67,7 +78,16 @@ def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None,
         then float sums of weights.
 
     Returns:
-      ``(..., K, D)`` counts: exact ``int32`` without weights.
+      ``(..., K, D)`` counts: exact ``int32`` without weights (a numpy
+      ``int64`` array when a matrix holds more than ``2**31 - 1`` samples).
+      Under ``jit``/``vmap``, a matrix with an invalid label or decision
+      (negative, ``>= K`` / ``>= D``, non-integer) has every cell ``-1``
+      (weighted: ``NaN``) instead of raising.
+
+    Raises:
+      InputError: bad indices (checked before any cast, so ``2**32`` never
+      wraps to ``0``), or ``K`` / ``D`` inferred from the data above
+      ``10_000`` (pass ``num_classes`` / ``num_decisions`` to go further).
 
     Example:
       >>> confusion_matrix([0, 1, 1], [0, 1, 0]).tolist()
@@ -89,10 +109,12 @@ def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None,
     if num_classes is None:
         if v._is_tracer(labels):
             raise v.InputError("`num_classes` is required when `labels` are traced (inside jit/vmap)")
-        num_classes = int(labels.max()) + 1
+        num_classes = v.inferred_size(int(labels.max()), "labels", argument="num_classes")
     if num_decisions is None:
         # Traced decisions have no concrete maximum: D defaults to K there.
-        num_decisions = num_classes if v._is_tracer(decisions) else max(num_classes, int(decisions.max()) + 1)
+        num_decisions = num_classes if v._is_tracer(decisions) else max(
+            num_classes, v.inferred_size(int(decisions.max()), "decisions", argument="num_decisions"))
+    v.check_num_cells(num_classes, num_decisions, "num_classes` x `num_decisions")
     w = None
     if weights is not None:
         w = v.as_array(weights, "weights", min_ndim=1)
@@ -101,7 +123,31 @@ def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None,
         if not v._is_tracer(w) and np.any(np.asarray(w) < 0):
             raise v.InputError("`weights` must be non-negative")
         w = jnp.asarray(w, dtype=jnp.result_type(float))
+    if v.any_traced(labels, decisions, w):
+        return _checked_counts(labels, decisions, w, num_classes=num_classes, num_decisions=num_decisions)
+    if w is None and labels.shape[-1] > _DEVICE_COUNT_LIMIT:
+        return _host_counts(np.asarray(labels), np.asarray(decisions), num_classes, num_decisions)
     return confusion_counts(labels, decisions, w, num_classes=num_classes, num_decisions=num_decisions)
+
+
+@partial(jax.jit, static_argnames=("num_classes", "num_decisions"))
+def _checked_counts(labels, decisions, weights, *, num_classes, num_decisions):
+    """:func:`confusion_counts` for traced input: invalid matrices marked (the NaN contract)."""
+    counts = confusion_counts(labels, decisions, weights, num_classes=num_classes, num_decisions=num_decisions)
+    y, d = jnp.broadcast_arrays(labels, decisions)
+    ok = jnp.all((y >= 0) & (y < num_classes) & (d >= 0) & (d < num_decisions), -1)
+    if weights is not None:
+        w = jnp.broadcast_to(weights, y.shape)
+        ok = ok & jnp.all(jnp.isfinite(w) & (w >= 0), -1)
+    return v.nan_where_invalid(counts, ok, extra_axes=2)
+
+
+def _host_counts(labels, decisions, k, d):
+    """Exact int64 counts on the host, for matrices of more than ``2**31 - 1`` samples."""
+    y, dec = np.broadcast_arrays(labels, decisions)
+    flat = (y.astype(np.int64) * d + dec).reshape(-1, y.shape[-1])
+    out = np.stack([np.bincount(f, minlength=k * d) for f in flat])
+    return out.reshape(y.shape[:-1] + (k, d))
 
 
 def rates(counts):
@@ -111,21 +157,45 @@ def rates(counts):
     with data priors such a class has weight ``P_i = 0`` and does not enter
     any expected cost.  Functions that need the rate of an absent class with
     a non-zero deployment prior raise :class:`InputError` before calling this.
+
+    A matrix with a negative count (the mark of an invalid count matrix under
+    ``jit``, see the module docstring) gives ``NaN`` rates; negative counts
+    given as a numpy array or list raise :class:`InputError`.  Totals are
+    summed in floating point.
     """
-    counts = jnp.asarray(counts)
-    totals = counts.sum(-1, keepdims=True)
-    return jnp.where(totals > 0, counts / jnp.where(totals > 0, totals, 1), 0.0)
+    c = _float_counts(counts, "counts")
+    totals = c.sum(-1, keepdims=True)
+    r = jnp.where(totals > 0, c / jnp.where(totals > 0, totals, 1), 0.0)
+    return jnp.where(jnp.any(c < 0, (-2, -1), keepdims=True), jnp.nan, r)
+
+
+def _float_counts(counts, name):
+    """Counts as floats (sums never wrap); concrete negative or non-finite counts refused."""
+    if not v._is_tracer(counts) and not isinstance(counts, jax.Array):
+        a = np.asarray(counts)
+        if a.dtype.kind in "iufb":
+            if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
+                raise v.InputError(f"`{name}` contains NaN or inf")
+            if a.size and a.min() < 0:
+                raise v.InputError(f"`{name}` must be non-negative, got {a.min()}")
+            if a.dtype.kind in "iu":
+                # Host int64 values past int32 would wrap in jnp.asarray: convert through float64.
+                return jnp.asarray(a.astype(np.float64), dtype=jnp.result_type(float))
+    c = jnp.asarray(counts)
+    return c if jnp.issubdtype(c.dtype, jnp.inexact) else c.astype(jnp.result_type(float))
 
 
 def class_counts(counts):
-    """``K_i*``: number of samples of each true class, ``(..., K)``."""
-    return jnp.asarray(counts).sum(-1)
+    """``K_i*``: number of samples of each true class, ``(..., K)``, summed in floating point."""
+    return _float_counts(counts, "counts").sum(-1)
 
 
 def data_priors(counts):
-    """Empirical class priors ``P_i = K_i* / N`` of a count matrix."""
-    n_i = class_counts(counts)
-    return n_i / n_i.sum(-1, keepdims=True)
+    """Empirical class priors ``P_i = K_i* / N`` of a count matrix (``NaN`` if a count is negative)."""
+    c = _float_counts(counts, "counts")
+    n_i = c.sum(-1)
+    p = n_i / n_i.sum(-1, keepdims=True)
+    return jnp.where(jnp.any(c < 0, (-2, -1))[..., None], jnp.nan, p)
 
 
 @dataclass(frozen=True)
@@ -177,8 +247,13 @@ def joint_outcome_table(labels, decisions, *, num_classes=None, num_decisions=No
     if decisions.ndim != 2:
         raise v.InputError(f"`decisions` must have shape (M, N), got {decisions.shape}")
     v.check_same_length("labels", labels, "decisions", decisions)
-    k = int(labels.max()) + 1 if num_classes is None else v.as_positive_int(num_classes, "num_classes")
-    d = max(k, int(decisions.max()) + 1) if num_decisions is None else v.as_positive_int(num_decisions, "num_decisions")
+    k = (v.inferred_size(int(labels.max()), "labels", argument="num_classes") if num_classes is None
+         else v.as_positive_int(num_classes, "num_classes"))
+    d = (max(k, v.inferred_size(int(decisions.max()), "decisions", argument="num_decisions"))
+         if num_decisions is None else v.as_positive_int(num_decisions, "num_decisions"))
+    v.check_num_cells(k, d, "num_classes` x `num_decisions")
+    if labels.shape[0] > v.INT32_MAX:
+        raise v.InputError(f"`labels` has {labels.shape[0]} samples: joint outcome tables count at most 2**31 - 1")
     rows = np.concatenate([labels[None], decisions], 0).T
     cells, inverse = np.unique(rows, axis=0, return_inverse=True)
     if weights is None:

@@ -4,6 +4,10 @@
 (rows = truth, as in Ferrer's papers and scikit-learn).  Utilities are negated
 costs.  Seed 004 writes matrices with rows = decision: its matrices are
 transposed here.
+
+Invalid parameters raise :class:`~ecjax.InputError` when concrete; under
+``jit``/``vmap`` the matrices built from them are ``NaN`` (the NaN contract
+of :mod:`ecjax._validate`), never a plausible matrix.
 """
 
 from __future__ import annotations
@@ -22,12 +26,17 @@ def zero_one(num_classes: int, abstain: float | None = None):
     cost ``abstain`` is added (seed 001 App. B).
     """
     k = v.as_positive_int(num_classes, "num_classes", minimum=2)
+    v.check_num_cells(k, k + (abstain is not None), "num_classes")
     c = 1.0 - jnp.eye(k)
     if abstain is not None:
-        a = float(abstain)
-        if not np.isfinite(a) or a < 0:
-            raise v.InputError(f"`abstain` must be a finite non-negative cost, got {abstain!r}")
-        c = jnp.concatenate([c, jnp.full((k, 1), a)], axis=1)
+        if v._is_tracer(abstain):
+            a = jnp.where(jnp.isfinite(abstain) & (abstain >= 0), abstain, jnp.nan)
+            return _nan_if_nan(jnp.concatenate([c, jnp.full((k, 1), a, dtype=c.dtype)], axis=1), a)
+        else:
+            a = v.as_real(abstain, "abstain")
+            if a < 0:
+                raise v.InputError(f"`abstain` must be a finite non-negative cost, got {abstain!r}")
+        c = jnp.concatenate([c, jnp.full((k, 1), a, dtype=c.dtype)], axis=1)
     return c
 
 
@@ -37,17 +46,31 @@ def balanced(priors):
     if not v._is_tracer(p) and np.any(np.asarray(p) <= 0):
         raise v.InputError("`priors` must be strictly positive for balanced costs (1 / (K P_i))")
     k = p.shape[-1]
-    return (1.0 - jnp.eye(k)) / (k * p[..., :, None])
+    out = (1.0 - jnp.eye(k)) / (k * p[..., :, None])
+    if v._is_tracer(p):
+        ok = jnp.all(p > 0, -1) & (jnp.abs(p.sum(-1) - 1.0) <= v._SUM_TOL)
+        out = v.nan_where_invalid(out, ok, extra_axes=2)
+    return out
 
 
 def _scalar_parameter(x, name: str, *, valid, expected: str):
     """A float parameter (or array of them, for a batch of matrices); checked unless traced."""
+    if isinstance(x, (str, bytes, bool, np.bool_)):
+        raise v.InputError(f"`{name}` must be {expected}, got {x!r}")
     arr = v.as_array(x, name)
     if not v._is_tracer(arr):
         a = np.asarray(arr)
         if a.dtype.kind not in "fiu" or not np.all(np.isfinite(a)) or not np.all(valid(a)):
             raise v.InputError(f"`{name}` must be {expected}, got {x!r}")
-    return jnp.asarray(arr, dtype=jnp.result_type(float))
+        return jnp.asarray(arr, dtype=jnp.result_type(float))
+    arr = jnp.asarray(arr, dtype=jnp.result_type(float))
+    return jnp.where(jnp.isfinite(arr) & valid(arr), arr, jnp.nan)  # the NaN contract
+
+
+def _nan_if_nan(matrices, parameter):
+    """The NaN contract: a whole matrix is NaN when the (traced) parameter it is built from is NaN."""
+    bad = jnp.isnan(jnp.asarray(parameter))
+    return jnp.where(bad[..., None, None], jnp.nan, matrices)
 
 
 def _binary_off_diagonal(c12, c21):
@@ -64,7 +87,7 @@ def f_beta(beta: float = 1.0):
     alarm costs 1.  An array of ``beta`` gives a batch of matrices.
     """
     b = _scalar_parameter(beta, "beta", valid=lambda a: a > 0, expected="a positive finite number")
-    return _binary_off_diagonal(jnp.ones_like(b), b * b)
+    return _nan_if_nan(_binary_off_diagonal(jnp.ones_like(b), b * b), b)
 
 
 def net_benefit(threshold_probability: float):
@@ -75,7 +98,7 @@ def net_benefit(threshold_probability: float):
     """
     p = _scalar_parameter(threshold_probability, "threshold_probability",
                           valid=lambda a: (a > 0) & (a < 1), expected="in (0, 1)")
-    return _binary_off_diagonal(p / (1.0 - p), jnp.ones_like(p))
+    return _nan_if_nan(_binary_off_diagonal(p / (1.0 - p), jnp.ones_like(p)), p)
 
 
 def utilities_to_costs(utilities):
@@ -129,12 +152,18 @@ def utility_from_xy(x, y):
     """
     x = v.check_finite(v.as_array(x, "x"), "x")
     y = v.check_finite(v.as_array(y, "y"), "y")
+    eps = 1e-6
     if not v._is_tracer(x) and not v._is_tracer(y):
+        for name, a in (("x", x), ("y", y)):
+            if np.asarray(a).dtype.kind not in "iuf":
+                raise v.InputError(f"`{name}` must be numeric, got dtype {np.asarray(a).dtype}")
         xa, ya = np.broadcast_arrays(np.asarray(x, float), np.asarray(y, float))
-        eps = 1e-6
         if np.any(np.abs(xa) > 1 + eps) or np.any(np.abs(ya) > 1 + eps) or np.any(np.abs(xa - ya) > 1 + eps):
             raise v.InputError("`x`, `y` must satisfy |x| <= 1, |y| <= 1 and |x - y| <= 1 (seed 004 Fig. 1)")
-    return _utility_from_xy(jnp.asarray(x, float), jnp.asarray(y, float))
+        return _utility_from_xy(jnp.asarray(x, float), jnp.asarray(y, float))
+    x, y = jnp.broadcast_arrays(jnp.asarray(x, float), jnp.asarray(y, float))
+    ok = (jnp.abs(x) <= 1 + eps) & (jnp.abs(y) <= 1 + eps) & (jnp.abs(x - y) <= 1 + eps)
+    return v.nan_where_invalid(_utility_from_xy(x, y), ok, extra_axes=2)
 
 
 def _utility_from_xy(x, y):
@@ -157,7 +186,10 @@ def xy_from_utility(utilities):
     x = jnp.where(u[..., 0, 0] < 1.0, 1.0 - u[..., 0, 0], -(1.0 - u[..., 1, 1]))
     y = jnp.where(u[..., 1, 0] > 0.0, u[..., 1, 0], -u[..., 0, 1])
     back = _utility_from_xy(x, y)
-    if not v._is_tracer(u) and not np.allclose(np.asarray(back), np.asarray(u), atol=1e-5):
+    if v._is_tracer(u):
+        ok = jnp.all(jnp.abs(back - u) <= 1e-5 + 1e-8 * jnp.abs(u), (-2, -1))
+        return v.nan_where_invalid(x, ok), v.nan_where_invalid(y, ok)
+    if not np.allclose(np.asarray(back), np.asarray(u), atol=1e-5):
         raise v.InputError(
             "`utilities` is not of the form of seed 004 eq. 13 after rescaling "
             "(exactly one diagonal entry must be the maximum 1, and at most one off-diagonal entry above 0)"

@@ -1,7 +1,18 @@
 """Reading user files: arrays (``.npy``, ``.npz``, ``.csv``) and cost specifications.
 
 Arrays are loaded without pickle: a pickled ``.npy`` is refused with a clear
-:class:`~ecjax.InputError`, never executed.  Every error names the file.
+:class:`~ecjax.InputError`, never executed.  Every error names the file.  The
+size an array declares in its header (``.npy``, or each member of a ``.npz``,
+whose compression can hide 200M labels in 190 KB) is checked against
+``max_bytes`` *before* anything is loaded (default :data:`DEFAULT_MAX_BYTES`,
+``--max-input-mb`` on the command line).
+
+Numbers in a cost specification must be numbers: strings (``"10"``) and
+booleans (``true``) are refused, as are integers too large for a float.
+
+Outputs are written by :func:`write_atomic`: all or nothing, never over an
+existing file without ``force`` (refused atomically, even against a
+concurrent writer), with the permissions of the umask.
 
 Cost specification (TOML or JSON), all keys but one matrix optional::
 
@@ -21,9 +32,10 @@ Cost specification (TOML or JSON), all keys but one matrix optional::
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-import tempfile
+import secrets
 import tomllib
 import zipfile
 from dataclasses import dataclass, field
@@ -33,12 +45,40 @@ import numpy as np
 
 from ecjax._validate import InputError
 
+# Largest array a file may declare before it is loaded (``max_bytes``); 1 GiB.
+DEFAULT_MAX_BYTES = 2**30
 
-def load_array(path, *, key: str | None = None) -> np.ndarray:
+
+def _check_declared_size(p, stream, max_bytes, member=""):
+    """Read a ``.npy`` header from ``stream`` and refuse it if it declares more than ``max_bytes``."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(stream)
+        if version == (1, 0):
+            shape, _, dtype = fmt.read_array_header_1_0(stream)
+        elif version == (2, 0):
+            shape, _, dtype = fmt.read_array_header_2_0(stream)
+        else:
+            shape, _, dtype = fmt._read_array_header(stream, version)
+    except ValueError as err:
+        raise InputError(f"{p}{member}: not a valid .npy array ({err})") from None
+    if dtype.hasobject:
+        raise InputError(f"{p}{member}: holds pickled Python objects; ecjax loads only plain numeric arrays")
+    nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if nbytes > max_bytes:
+        raise InputError(
+            f"{p}{member}: declares an array of shape {tuple(shape)} and dtype {dtype} ({nbytes / 2**20:,.0f} MiB), "
+            f"over the input limit of {max_bytes / 2**20:,.0f} MiB (raise it with --max-input-mb, or max_bytes=)"
+        )
+
+
+def load_array(path, *, key: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> np.ndarray:
     """Load one numeric array from ``.npy``, ``.npz`` (first or ``key`` entry) or ``.csv``.
 
     CSV: comma-separated numbers, an optional header line of names is skipped;
-    one column gives a vector.
+    one column gives a vector.  An array declaring more than ``max_bytes``
+    in its header (a ``.csv`` file larger than that) is refused before it
+    is read.
     """
     p = Path(path)
     if not p.is_file():
@@ -46,16 +86,26 @@ def load_array(path, *, key: str | None = None) -> np.ndarray:
     suffix = p.suffix.lower()
     try:
         if suffix == ".npy":
+            with open(p, "rb") as f:
+                _check_declared_size(p, f, max_bytes)
             arr = np.load(p, allow_pickle=False)
         elif suffix == ".npz":
-            with np.load(p, allow_pickle=False) as z:
-                names = list(z.keys())
+            with zipfile.ZipFile(p) as zf:
+                members = [n for n in zf.namelist() if n.endswith(".npy")]
+                names = [n[:-4] for n in members]
                 if not names:
                     raise InputError(f"{p}: the .npz archive holds no arrays")
                 if key is not None and key not in names:
                     raise InputError(f"{p}: no array named {key!r} (has {', '.join(names)})")
-                arr = z[key or names[0]]
+                name = key or names[0]
+                with zf.open(name + ".npy") as f:
+                    _check_declared_size(p, f, max_bytes, member=f"[{name}]")
+            with np.load(p, allow_pickle=False) as z:
+                arr = z[name]
         elif suffix in (".csv", ".txt"):
+            if p.stat().st_size > max_bytes:
+                raise InputError(f"{p}: {p.stat().st_size / 2**20:,.0f} MiB of text, over the input limit of "
+                                 f"{max_bytes / 2**20:,.0f} MiB (raise it with --max-input-mb, or max_bytes=)")
             arr = _load_csv(p)
         else:
             raise InputError(f"{p}: unsupported file type {suffix!r} (use .npy, .npz or .csv)")
@@ -65,15 +115,24 @@ def load_array(path, *, key: str | None = None) -> np.ndarray:
         if "allow_pickle" in str(err) or "pickle" in str(err).lower():
             raise InputError(f"{p}: holds pickled Python objects; ecjax loads only plain numeric arrays") from None
         raise InputError(f"{p}: could not be read as a numeric array ({err})") from None
-    except (OSError, zipfile.BadZipFile, EOFError) as err:
+    except (OSError, zipfile.BadZipFile, EOFError, zipfile.LargeZipFile) as err:
         raise InputError(f"{p}: could not be read ({err})") from None
     if arr.dtype.kind not in "biuf":
         raise InputError(f"{p}: must hold numbers, got dtype {arr.dtype}")
     return arr
 
 
+def _read_text(p: Path) -> str:
+    try:
+        return p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(f"{p}: is not UTF-8 text (invalid byte at offset {err.start})") from None
+    except OSError as err:
+        raise InputError(f"{p}: could not be read ({err.strerror or err})") from None
+
+
 def _load_csv(p: Path) -> np.ndarray:
-    lines = [ln.strip() for ln in p.read_text().splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    lines = [ln.strip() for ln in _read_text(p).splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if not lines:
         raise InputError(f"{p}: the file is empty")
     try:
@@ -121,11 +180,26 @@ class CostSpec:
         return self.costs_low is not None
 
 
-def _matrix(obj, name, path, shape=None):
+def _strict_numbers(obj, name, path, what):
+    """Nested lists of real numbers as float64: strings, booleans and huge integers are refused."""
+    def walk(x):
+        if isinstance(x, (list, tuple)):
+            return [walk(e) for e in x]
+        if isinstance(x, bool) or not isinstance(x, (int, float)):
+            raise InputError(f"{path}: `{name}` must be {what}, got {type(x).__name__} {x!r}"[:300])
+        try:
+            return float(x)
+        except OverflowError:
+            raise InputError(f"{path}: `{name}` holds an integer too large for a number ({len(str(x))} digits)") from None
+
     try:
-        m = np.asarray(obj, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(f"{path}: `{name}` must be a matrix of numbers") from None
+        return np.asarray(walk(obj), dtype=float)
+    except ValueError:
+        raise InputError(f"{path}: `{name}` must be {what} (rows of equal length)") from None
+
+
+def _matrix(obj, name, path, shape=None):
+    m = _strict_numbers(obj, name, path, "a matrix of numbers")
     if m.ndim != 2 or 0 in m.shape:
         raise InputError(f"{path}: `{name}` must be a non-empty 2-D matrix (rows = true class), got shape {m.shape}")
     if not np.all(np.isfinite(m)):
@@ -136,10 +210,9 @@ def _matrix(obj, name, path, shape=None):
 
 
 def _vector(obj, name, path, size):
-    try:
-        p = np.asarray(obj, dtype=float)
-    except (TypeError, ValueError):
-        raise InputError(f"{path}: `{name}` must be a list of numbers") from None
+    p = _strict_numbers(obj, name, path, "a list of numbers")
+    if not np.all(np.isfinite(p)):
+        raise InputError(f"{path}: `{name}` contains NaN or inf")
     if p.shape != (size,):
         raise InputError(f"{path}: `{name}` must have {size} entries (one per class), got shape {p.shape}")
     return p
@@ -158,6 +231,9 @@ def parse_cost_spec(data: dict, *, source: str = "<spec>") -> CostSpec:
     as_utilities = "utilities" in data
     nominal = _matrix(data["utilities" if as_utilities else "costs"], "utilities" if as_utilities else "costs", source)
     k, d = nominal.shape
+    for key in ("classes", "decisions"):
+        if key in data and (not isinstance(data[key], list) or not all(isinstance(c, str) for c in data[key])):
+            raise InputError(f"{source}: `{key}` must be a list of names (strings)")
     classes = [str(c) for c in data.get("classes", [str(i) for i in range(k)])]
     decisions = [str(c) for c in data.get("decisions", classes if d == k else [str(j) for j in range(d)])]
     if len(classes) != k:
@@ -214,7 +290,7 @@ def load_cost_spec(path) -> CostSpec:
     p = Path(path)
     if not p.is_file():
         raise InputError(f"{p}: file not found")
-    text = p.read_text()
+    text = _read_text(p)
     try:
         if p.suffix.lower() == ".json":
             data = json.loads(text)
@@ -222,26 +298,137 @@ def load_cost_spec(path) -> CostSpec:
             data = tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
         raise InputError(f"{p}: syntax error: {err}") from None
+    except RecursionError:
+        raise InputError(f"{p}: nested too deeply to be a cost specification") from None
     return parse_cost_spec(data, source=str(p))
 
 
 def write_atomic(path, data: bytes | str, *, force: bool = False) -> Path:
-    """Write ``data`` to ``path`` atomically (temp file + rename).
+    """Write ``data`` to ``path`` atomically: readers see the old file or the whole new one.
 
-    Refuses to overwrite an existing file unless ``force``.
+    Without ``force``, an existing ``path`` is refused, atomically: the new
+    file is hard-linked into place, which fails if the name exists, so of two
+    processes writing the same path at once exactly one succeeds.  On Linux
+    the data go first into an anonymous ``O_TMPFILE`` (nothing is left behind
+    if the process is killed, even by SIGKILL); elsewhere into a hidden
+    ``.ecjax-<pid>-<random>.tmp`` beside the target, removed on any exception
+    (and by the next write into that folder if the process was killed).  The
+    file's permissions follow the umask (``0o666 & ~umask``).  Errors of the
+    file system (read-only, full, name too long) raise :class:`InputError`
+    naming the path.
     """
     p = Path(path)
-    if p.exists() and not force:
+    if not force and os.path.lexists(p):
         raise InputError(f"{p}: already exists (use --force to overwrite)")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    mode = "wb" if isinstance(data, bytes) else "w"
-    fd, tmp = tempfile.mkstemp(dir=p.parent, prefix=f".{p.name}.", suffix=".tmp")
+    payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     try:
-        with os.fdopen(fd, mode) as f:
-            f.write(data)
-        os.replace(tmp, p)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"{p.parent}: cannot create the output folder ({err.strerror or err})") from None
+    try:
+        _write_linked(p, payload, force)
+    except FileExistsError:
+        raise InputError(f"{p}: already exists (use --force to overwrite)") from None
+    except OSError as err:
+        raise InputError(f"{p}: cannot write ({err.strerror or err})") from None
     return p
+
+
+_TMP_PREFIX = ".ecjax-"
+
+
+def _write_all(fd, payload):
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view):]
+    os.fsync(fd)
+
+
+_ANONYMOUS = {"works": True}  # False once linking an O_TMPFILE failed here (some sandboxes refuse it)
+
+
+def _write_linked(p: Path, payload: bytes, force: bool):
+    fd = _open_anonymous(p.parent) if _ANONYMOUS["works"] else None
+    if fd is None:
+        return _write_named(p, payload, force)
+    try:
+        _write_all(fd, payload)
+        target = p if not force else p.parent / f"{_TMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}.tmp"
+        try:
+            os.link(f"/proc/self/fd/{fd}", target, follow_symlinks=True)
+        except FileExistsError:
+            raise
+        except OSError as err:
+            if err.errno in (errno.ENOSPC, errno.EROFS, errno.EACCES, errno.ENAMETOOLONG, errno.EDQUOT):
+                raise
+            _ANONYMOUS["works"] = False  # e.g. EXDEV from /proc links in a sandbox: use named temp files
+            return _write_named(p, payload, force)
+        if force:
+            try:
+                os.replace(target, p)
+            except BaseException:
+                _unlink_quietly(target)
+                raise
+    finally:
+        os.close(fd)
+
+
+def _open_anonymous(folder: Path):
+    """An unnamed file in ``folder`` (Linux ``O_TMPFILE``), or None where unsupported."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None or not os.path.exists("/proc/self/fd"):
+        return None
+    try:
+        return os.open(folder, flag | os.O_WRONLY | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as err:
+        if err.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOTSUP):
+            return None
+        raise
+
+
+def _write_named(p: Path, payload: bytes, force: bool):
+    """Fallback without ``O_TMPFILE``: a named hidden temp file, linked (or renamed) into place."""
+    _remove_stale_temps(p.parent)
+    tmp = p.parent / f"{_TMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        try:
+            _write_all(fd, payload)
+        finally:
+            os.close(fd)
+        if force:
+            os.replace(tmp, p)
+            return
+        try:
+            os.link(tmp, p)
+        except FileExistsError:
+            raise
+        except OSError:
+            # No hard links here: reserve the name with O_EXCL, then rename over the reservation.
+            os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            os.replace(tmp, p)
+    finally:
+        _unlink_quietly(tmp)
+
+
+def _remove_stale_temps(folder: Path):
+    """Remove temp files of ecjax processes that no longer run (killed while writing)."""
+    try:
+        entries = list(folder.glob(f"{_TMP_PREFIX}*.tmp"))
+    except OSError:
+        return
+    for f in entries:
+        try:
+            pid = int(f.name[len(_TMP_PREFIX):].split("-")[0])
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            _unlink_quietly(f)
+        except (ValueError, PermissionError, OSError):
+            pass
+
+
+def _unlink_quietly(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

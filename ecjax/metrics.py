@@ -10,6 +10,18 @@ Undefined values.  Where a classical metric is 0/0 for a valid input
 (precision with no positive decisions, say) it returns ``zero_division``
 (default 0.0, as scikit-learn), never a silent NaN.  Likelihood ratios with a
 zero denominator return ``+inf``.
+
+Invalid input.  Concrete calls raise :class:`~ecjax.InputError`.  Under
+``jit``/``vmap`` values cannot be checked before the kernel runs, so every
+public function here returns ``NaN`` for a batch element whose concrete call
+would have raised (negative or non-finite counts, a matrix with no samples,
+non-finite costs, priors that are negative, do not sum to 1 or weigh a class
+absent from the data, a zero naive EC for the NEC, ``beta <= 0``...): see
+the NaN contract in :mod:`ecjax._validate`.
+
+Counts are summed in floating point (host integer counts past ``2**31`` are
+converted through ``float64`` before reaching the device), never in
+``int32``, so totals cannot wrap.
 """
 
 from __future__ import annotations
@@ -31,8 +43,11 @@ AVERAGES = ("binary", "macro", "micro", None)
 # ----------------------------------------------------------------- validation
 
 def _as_counts(counts, *, square: bool = False):
+    """Validated counts, as floats: every sum over them is then a float sum that cannot wrap."""
     c = v.as_array(counts, "counts", min_ndim=2)
     if not v._is_tracer(c):
+        if isinstance(c, np.ndarray) and c.dtype.kind in "iu":
+            c = c.astype(np.float64)  # exact int64 -> float64 on the host; jnp.asarray would wrap past int32
         a = np.asarray(c)
         if a.dtype.kind not in "iuf":
             raise v.InputError(f"`counts` must be numeric, got dtype {a.dtype}")
@@ -45,7 +60,27 @@ def _as_counts(counts, *, square: bool = False):
             raise v.InputError("`counts` has a matrix with no samples")
     if square and c.shape[-1] != c.shape[-2]:
         raise v.InputError(f"`counts` must be square (K, K) for this metric, got shape {tuple(c.shape)}")
-    return jnp.asarray(c)
+    c = jnp.asarray(c)
+    return c if jnp.issubdtype(c.dtype, jnp.floating) else c.astype(jnp.result_type(float))
+
+
+def _counts_ok(c):
+    """Traced-input mask of the count matrices a concrete call would accept, batch-shaped."""
+    return jnp.all(jnp.isfinite(c) & (c >= 0), (-2, -1)) & (c.sum((-2, -1)) > 0)
+
+
+def _priors_ok(counts, p):
+    """Traced-input mask of valid deployment priors for these counts (see :func:`_resolve_priors`)."""
+    absent = (class_counts(counts) == 0) & (p > 0)
+    return (jnp.all(jnp.isfinite(p) & (p >= 0), -1) & (jnp.abs(p.sum(-1) - 1.0) <= v._SUM_TOL)
+            & ~jnp.any(absent, -1))
+
+
+def _guard(out, ok_fn, *inputs, extra_axes=0):
+    """Apply the NaN contract when any input is traced: ``ok_fn()`` gives the validity mask."""
+    if not v.any_traced(*inputs):
+        return out
+    return v.nan_where_invalid(out, ok_fn(), extra_axes=extra_axes)
 
 
 def _resolve_priors(counts, priors, *, compute_data_priors=True):
@@ -121,7 +156,13 @@ def expected_cost(counts, costs, *, priors=None):
     """
     counts = _as_counts(counts)
     c = _costs_for(counts, costs)
-    return _expected_value_jit(counts, c, _resolve_priors(counts, priors, compute_data_priors=False))
+    p = _resolve_priors(counts, priors, compute_data_priors=False)
+    return _guard(_expected_value_jit(counts, c, p), lambda: _ec_ok(counts, c, p), counts, c, p)
+
+
+def _ec_ok(counts, c, p):
+    ok = _counts_ok(counts) & jnp.all(jnp.isfinite(c), (-2, -1))
+    return ok if p is None else ok & _priors_ok(counts, p)
 
 
 def normalized_expected_cost(counts, costs, *, priors=None):
@@ -131,7 +172,7 @@ def normalized_expected_cost(counts, costs, *, priors=None):
     the same decision).  NEC >= 1 means the system is no better than a
     system that ignores its input.  Raises :class:`InputError` when the naive
     EC is 0 (some decision costs nothing for every class), where the NEC is
-    undefined.
+    undefined; under ``jit``/``vmap`` it is then ``NaN`` (the NaN contract).
     """
     counts = _as_counts(counts)
     c = _costs_for(counts, costs)
@@ -145,7 +186,13 @@ def normalized_expected_cost(counts, costs, *, priors=None):
             raise v.InputError(
                 "the best naive system has zero expected cost for these `costs` and priors: NEC is undefined"
             )
-    return _normalized_expected_value_jit(counts, c, p)
+    out = _normalized_expected_value_jit(counts, c, p)
+
+    def ok():
+        pp = data_priors(counts) if p is None else p
+        return _ec_ok(counts, c, p) & (naive_expected_cost(c, pp) > 0)
+
+    return _guard(out, ok, counts, c, p)
 
 
 def utility_yield(counts, utilities, *, priors=None):
@@ -157,7 +204,8 @@ def utility_yield(counts, utilities, *, priors=None):
     """
     counts = _as_counts(counts)
     u = _costs_for(counts, utilities, "utilities")
-    return _expected_value_jit(counts, u, _resolve_priors(counts, priors, compute_data_priors=False))
+    p = _resolve_priors(counts, priors, compute_data_priors=False)
+    return _guard(_expected_value_jit(counts, u, p), lambda: _ec_ok(counts, u, p), counts, u, p)
 
 
 # --------------------------------------------------------- classical metrics
@@ -243,7 +291,11 @@ def _select(kind, counts, pos_label, average, zero_division, b2=1.0):
     """
     v.check_choice(average, "average", AVERAGES)
     pos = _check_pos_label(pos_label, counts.shape[-1]) if average == "binary" else 0
-    return _select_kernel(counts, pos, zero_division, b2, kind=kind, average=average)
+    zero_division = v.check_zero_division(zero_division)
+    out = _select_kernel(counts, pos, zero_division, b2, kind=kind, average=average)
+    beta_ok = (lambda: jnp.isfinite(b2) & (b2 > 0)) if v._is_tracer(b2) else (lambda: True)
+    return _guard(out, lambda: _counts_ok(counts) & beta_ok(), counts, b2,
+                  extra_axes=1 if average is None else 0)
 
 
 def _metric(kind, doc):
@@ -264,7 +316,8 @@ _AVERAGE_DOC = """
       average: ``"binary"`` (class ``pos_label``), ``"macro"`` (mean over
         classes), ``"micro"`` (pool the one-vs-rest counts), or ``None``
         (per-class values, shape ``(..., K)``), as in scikit-learn.
-      zero_division: value returned where the metric is 0/0.
+      zero_division: value returned where the metric is 0/0 (a number;
+        ``nan`` allowed).
     """
 
 precision = _metric("precision", "Precision (PPV) ``TP / (TP + FP)`` (seed 000 eq. 14).")
@@ -284,9 +337,13 @@ def f_beta_score(counts, *, beta=1.0, pos_label=1, average="binary", zero_divisi
     :func:`ecjax.costs.f_beta` (seed 000 eq. 22).
     """
     counts = _as_counts(counts, square=True)
-    b2 = float(beta) ** 2
-    if not np.isfinite(b2) or b2 <= 0:
-        raise v.InputError(f"`beta` must be a positive finite number, got {beta!r}")
+    if v._is_tracer(beta):
+        b2 = jnp.where(beta > 0, jnp.asarray(beta, jnp.result_type(float)) ** 2, jnp.nan)
+    else:
+        b = v.as_real(beta, "beta")
+        if b <= 0:
+            raise v.InputError(f"`beta` must be a positive finite number, got {beta!r}")
+        b2 = b * b
     return _select("f_beta", counts, pos_label, average, zero_division, b2)
 
 
@@ -303,9 +360,15 @@ def _accuracy_kernel(c):
     return jnp.trace(c, axis1=-2, axis2=-1) / c.sum((-2, -1))
 
 
+def _counts_metric(kernel, counts, *args, square=True):
+    """A metric of the counts alone, with the NaN contract under jit."""
+    c = _as_counts(counts, square=square)
+    return _guard(kernel(c, *args), lambda: _counts_ok(c), c, *args)
+
+
 def accuracy(counts):
     """Fraction of samples whose decision equals their class (seed 000 eq. 5)."""
-    return _accuracy_kernel(_as_counts(counts, square=True))
+    return _counts_metric(_accuracy_kernel, counts)
 
 
 def error_rate(counts):
@@ -325,7 +388,7 @@ def balanced_accuracy(counts):
 
     A class with no test samples is left out of the mean (as scikit-learn).
     """
-    return _balanced_accuracy_kernel(_as_counts(counts, square=True))
+    return _counts_metric(_balanced_accuracy_kernel, counts)
 
 
 def balanced_error_rate(counts):
@@ -354,7 +417,7 @@ def matthews_corrcoef(counts, *, zero_division=0.0):
     Returns ``zero_division`` when a denominator factor is 0 (all samples in
     one class or one decision), as scikit-learn.
     """
-    return _mcc_kernel(_as_counts(counts, square=True), zero_division)
+    return _counts_metric(_mcc_kernel, counts, v.check_zero_division(zero_division))
 
 
 @jax.jit
@@ -368,7 +431,7 @@ def _kappa_kernel(c, zero_division):
 
 def cohen_kappa(counts, *, zero_division=0.0):
     """Cohen's kappa ``(p_o - p_e) / (1 - p_e)``, with ``p_e = sum_k p_k t_k / N^2``."""
-    return _kappa_kernel(_as_counts(counts, square=True), zero_division)
+    return _counts_metric(_kappa_kernel, counts, v.check_zero_division(zero_division))
 
 
 def fowlkes_mallows(counts, *, pos_label=1, average="binary", zero_division=0.0):
@@ -393,13 +456,18 @@ def _likelihood_ratio_kernel(c, pos_label, *, negative):
 def positive_likelihood_ratio(counts, *, pos_label=1):
     """``LR+ = TPR / (1 - TNR)`` (seed 000 eq. 32); ``+inf`` when FPR = 0."""
     c, pos = _binary_counts(counts, pos_label)
-    return _likelihood_ratio_kernel(c, pos, negative=False)
+    return _guard(_likelihood_ratio_kernel(c, pos, negative=False), lambda: _binary_ok(c, pos), c)
 
 
 def negative_likelihood_ratio(counts, *, pos_label=1):
     """``LR- = (1 - TPR) / TNR``; ``+inf`` when TNR = 0."""
     c, pos = _binary_counts(counts, pos_label)
-    return _likelihood_ratio_kernel(c, pos, negative=True)
+    return _guard(_likelihood_ratio_kernel(c, pos, negative=True), lambda: _binary_ok(c, pos), c)
+
+
+def _binary_ok(c, pos):
+    n_i = c.sum(-1)
+    return _counts_ok(c) & (n_i[..., pos] > 0) & (n_i.sum(-1) - n_i[..., pos] > 0)
 
 
 def _binary_counts(counts, pos_label):
@@ -426,12 +494,17 @@ def net_benefit(counts, *, threshold_probability, pos_label=1):
     Equals ``P_pos - EC`` with the costs of :func:`ecjax.costs.net_benefit`
     (seed 002 eqs. 12-15).
     """
-    p = float(threshold_probability)
-    if not 0.0 < p < 1.0:
-        raise v.InputError(f"`threshold_probability` must be in (0, 1), got {threshold_probability!r}")
     c = _as_counts(counts, square=True)
     pos = _check_pos_label(pos_label, c.shape[-1])
-    return _net_benefit_kernel(c, p / (1.0 - p), pos)
+    if v._is_tracer(threshold_probability):
+        p = jnp.asarray(threshold_probability, jnp.result_type(float))
+        p_ok = (p > 0) & (p < 1)
+    else:
+        p = v.as_real(threshold_probability, "threshold_probability")
+        if not 0.0 < p < 1.0:
+            raise v.InputError(f"`threshold_probability` must be in (0, 1), got {threshold_probability!r}")
+        p_ok = True
+    return _guard(_net_benefit_kernel(c, p / (1.0 - p), pos), lambda: _counts_ok(c) & p_ok, c, p)
 
 
 @partial(jax.jit, static_argnames=("kind",))
@@ -448,13 +521,15 @@ def informedness(counts, *, pos_label=1):
     A 0/0 rate counts as 0 (as in :func:`recall`).
     """
     c = _as_counts(counts, square=True)
-    return _youden_kernel(c, _check_pos_label(pos_label, c.shape[-1]), kind="informedness")
+    out = _youden_kernel(c, _check_pos_label(pos_label, c.shape[-1]), kind="informedness")
+    return _guard(out, lambda: _counts_ok(c), c)
 
 
 def markedness(counts, *, pos_label=1):
     """Markedness ``PPV + NPV - 1``; a 0/0 predictive value counts as 0."""
     c = _as_counts(counts, square=True)
-    return _youden_kernel(c, _check_pos_label(pos_label, c.shape[-1]), kind="markedness")
+    out = _youden_kernel(c, _check_pos_label(pos_label, c.shape[-1]), kind="markedness")
+    return _guard(out, lambda: _counts_ok(c), c)
 
 
 @jax.jit
@@ -468,7 +543,7 @@ def geometric_mean(counts):
 
     0 when some class has recall 0 (or no samples).
     """
-    return _geometric_mean_kernel(_as_counts(counts, square=True))
+    return _counts_metric(_geometric_mean_kernel, counts)
 
 
 # ------------------------------------------------------------------- GPS/UPM
@@ -490,7 +565,8 @@ def general_performance_score(values):
     """GPS: harmonic mean of performance metrics ``p_1..p_n`` (seed 003 Definition 1).
 
     Args:
-      values: ``(..., n)`` metric values in [0, 1].
+      values: ``(..., n)`` metric values in [0, 1] (others raise
+        :class:`InputError`; ``NaN`` under ``jit``).
 
     Returns:
       ``(gps, sd)``: the harmonic mean ``n / sum_i (1/p_i)`` and its standard
@@ -503,9 +579,14 @@ def general_performance_score(values):
     v.check_finite(p, "values")
     if p.shape[-1] < 2:
         raise v.InputError(f"`values` needs at least 2 metrics, got shape {tuple(p.shape)}")
-    if not v._is_tracer(p) and np.any(np.asarray(p) < 0):
-        raise v.InputError("`values` must be non-negative")
-    return _gps_jit(jnp.asarray(p, dtype=jnp.result_type(float)))
+    if not v._is_tracer(p):
+        a = np.asarray(p)
+        if a.dtype.kind not in "iuf":
+            raise v.InputError(f"`values` must be numeric, got dtype {a.dtype}")
+        if np.any(a < 0) or np.any(a > 1):
+            raise v.InputError(f"`values` must lie in [0, 1] (metric values), got range [{a.min()}, {a.max()}]")
+    p = jnp.asarray(p, dtype=jnp.result_type(float))
+    return _guard(_gps_jit(p), lambda: jnp.all((p >= 0) & (p <= 1), -1), p)
 
 
 def _upm_values(c):
@@ -525,7 +606,7 @@ def unified_performance_measure(counts, *, pos_label=1):
     Returns ``(upm, sd)``.
     """
     c = _as_counts(counts, square=True)
-    return _upm_kernel(c, _check_pos_label(pos_label, c.shape[-1]))
+    return _guard(_upm_kernel(c, _check_pos_label(pos_label, c.shape[-1])), lambda: _counts_ok(c), c)
 
 
 @jax.jit
@@ -536,4 +617,4 @@ def _gps_upm_kernel(c):
 
 def gps_upm(counts):
     """Multiclass GPS of the one-vs-rest UPMs (seed 003 §3.2). Returns ``(gps, sd)``."""
-    return _gps_upm_kernel(_as_counts(counts, square=True))
+    return _counts_metric(_gps_upm_kernel, counts)

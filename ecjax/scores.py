@@ -24,6 +24,15 @@ from ecjax.decisions import (
     naive_expected_cost,
 )
 from ecjax.metrics import _resolve_priors, expected_value
+from ecjax.precision import (
+    argmin_and_near_ties,
+    check_precision,
+    einsum,
+    fast_error_bound,
+    fast_matmul,
+    matmul,
+    refine_argmins,
+)
 
 
 def _labels_and_scores(labels, scores, priors, score_type):
@@ -42,8 +51,8 @@ def _evaluation_priors(labels, k, priors):
     return counts, _resolve_priors(counts, priors)
 
 
-@partial(jax.jit, static_argnames=("score_type", "normalize", "batch_size"))
-def _bayes_ec(labels, scores, log_p, costs, class_weights, p, *, score_type, normalize, batch_size):
+@partial(jax.jit, static_argnames=("score_type", "normalize", "batch_size", "precision"))
+def _bayes_ec(labels, scores, log_p, costs, class_weights, p, *, score_type, normalize, batch_size, precision):
     post = jnp.exp(log_posteriors_kernel(scores, log_p, score_type))  # (S, N, K)
     s, n, k = post.shape
     b, _, d = costs.shape
@@ -53,17 +62,31 @@ def _bayes_ec(labels, scores, log_p, costs, class_weights, p, *, score_type, nor
     true_one_hot = jax.nn.one_hot(labels, k, dtype=post.dtype)  # (N, K)
     cell = labels[None, :, None] * d  # offset of the true class's row in each flattened cost matrix
 
-    def chunk(c):
-        # One GEMM for the whole chunk: (S*N, K) @ (K, batch*D) is far faster than batch small matmuls.
+    def decisions(c):
+        # One GEMM for the whole chunk: (S*N, K) @ (K, D*batch) is far faster than batch small matmuls.
         # Columns ordered (decision, matrix): the argmin then runs over a major axis and vectorizes
         # over the matrices, ~1.7x faster on CPU than reducing a minor axis of size D.
-        expected = (flat_post @ c.transpose(1, 2, 0).reshape(k, d * batch_size)).reshape(s, n, d, batch_size)
-        dec = jnp.argmin(expected, axis=2)  # Bayes decisions (seed 001 eq. 7), (S, N, batch); ties: lowest j
+        columns = c.transpose(1, 2, 0).reshape(k, d * batch_size)
+        if precision == "exact":
+            expected = matmul(flat_post, columns).reshape(s * n, d, batch_size)
+            return jnp.argmin(expected, axis=1)  # Bayes decisions (seed 001 eq. 7); ties: lowest j
+        fast = fast_matmul(flat_post, columns).reshape(s * n, d, batch_size)
+        bound = fast_error_bound(k, jnp.max(jnp.abs(c), axis=(1, 2)))  # (batch,)
+        dec, near = argmin_and_near_ties(fast, bound[None], axis=1)  # (S*N, batch)
+
+        def exact_values(t):  # entry t = row * batch + matrix
+            return einsum("tk,tkd->td", flat_post[t // batch_size], c[t % batch_size])
+
+        return refine_argmins(dec.reshape(-1), near.reshape(-1), exact_values,
+                              floats_per_pair=k * d + k).reshape(s * n, batch_size)
+
+    def chunk(c):
+        dec = decisions(c).reshape(s, n, batch_size)
         incurred = jnp.take_along_axis(c.reshape(batch_size, k * d).T[None], cell + dec, axis=1)  # c[y_n, d_n]
         # Sum per class first (short sums), then weight by P_i / K_i*: one long float32 dot over all
         # samples loses ~1e-5 relative accuracy on 10^4 samples, the per-class route ~1e-7.
-        per_class = jnp.einsum("nk,snb->sbk", true_one_hot, incurred)
-        return per_class @ class_weights
+        per_class = einsum("nk,snb->sbk", true_one_hot, incurred)
+        return matmul(per_class, class_weights)
 
     ec = jax.lax.map(chunk, chunks)  # (chunks, S, batch)
     ec = ec.transpose(1, 0, 2).reshape(s, -1)[:, :b]
@@ -76,7 +99,7 @@ def _default_batch_size(num_rows, num_decisions, num_costs):
 
 
 def bayes_expected_cost(labels, scores, costs, *, priors=None, score_type="log_posteriors", normalize=False,
-                        batch_size=None):
+                        batch_size=None, precision="exact"):
     """EC of Bayes decisions made from ``scores`` for each cost matrix.
 
     ``EC = sum_n w_n c(y_n, d_n)`` with ``d_n`` the Bayes decision (seed 001
@@ -97,11 +120,15 @@ def bayes_expected_cost(labels, scores, costs, *, priors=None, score_type="log_p
       normalize: divide by the EC of the best naive decision (NEC).
       batch_size: cost matrices evaluated together in one matrix product
         (memory vs speed); default: about 4M floats of expected costs.
+      precision: ``"exact"`` or ``"fast"`` (tensor-core products with the
+        near ties recomputed in float32: the same decisions, see
+        :func:`ecjax.decisions.bayes_decisions`).
 
     Returns:
       EC of shape ``scores_batch + costs_batch`` (a scalar for one system
       and one matrix).
     """
+    precision = check_precision(precision)
     labels, scores, log_p, k = _labels_and_scores(labels, scores, priors, score_type)
     counts, p = _evaluation_priors(labels, k, priors)
     costs = v.as_matrix(costs, "costs", shape=(k, None))
@@ -120,7 +147,7 @@ def bayes_expected_cost(labels, scores, costs, *, priors=None, score_type="log_p
         batch_size = _default_batch_size(flat_scores.shape[0] * labels.shape[0], costs.shape[-1], flat_costs.shape[0])
     batch_size = v.as_positive_int(batch_size, "batch_size")
     out = _bayes_ec(labels, flat_scores, log_p, flat_costs, class_weights, p,
-                    score_type=score_type, normalize=bool(normalize), batch_size=batch_size)
+                    score_type=score_type, normalize=bool(normalize), batch_size=batch_size, precision=precision)
     return out.reshape(s_batch + costs.shape[:-2])
 
 
@@ -298,6 +325,19 @@ def class_weights(n_i, priors):
     return jnp.where(n_i > 0, priors / jnp.where(n_i > 0, n_i, 1), 0.0)
 
 
+def _scores_ok(labels, log_post, n_i=None, p=None, priors_given=False):
+    """Traced-input mask (the NaN contract of :mod:`ecjax._validate`), one entry per system.
+
+    Invalid labels arrive as ``-1`` from :func:`ecjax._validate.as_index_array`; NaN (or ``+inf``)
+    scores give NaN log-posteriors; deployment priors must be a distribution that gives no
+    weight to a class absent from the data.
+    """
+    ok = jnp.all(labels >= 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
+    if priors_given:
+        ok = ok & jnp.all(p >= 0) & (jnp.abs(jnp.sum(p) - 1.0) <= v._SUM_TOL) & ~jnp.any((n_i == 0) & (p > 0))
+    return ok
+
+
 def _check_normalizable(naive, what):
     if not v._is_tracer(naive) and np.any(np.asarray(naive) <= 0):
         raise v.InputError(
@@ -349,10 +389,14 @@ def _psr(labels, log_post, p, n_i, *, rule, normalize):
 
 def _psr_public(rule, labels, scores, priors, score_type, normalize):
     labels, log_post, p, n_i = _psr_inputs(labels, scores, priors, score_type)
+    naive = naive_cross_entropy(p) if rule == "xe" else naive_brier(p)
     if normalize:
-        _check_normalizable(naive_cross_entropy(p) if rule == "xe" else naive_brier(p),
-                            "cross-entropy" if rule == "xe" else "Brier score")
-    return _psr(labels, log_post, p, n_i, rule=rule, normalize=bool(normalize))
+        _check_normalizable(naive, "cross-entropy" if rule == "xe" else "Brier score")
+    out = _psr(labels, log_post, p, n_i, rule=rule, normalize=bool(normalize))
+    if v.any_traced(labels, log_post, p):
+        ok = _scores_ok(labels, log_post, n_i, p, priors is not None)
+        out = v.nan_where_invalid(out, ok & (naive > 0) if normalize else ok)
+    return out
 
 
 def cross_entropy(labels, scores, *, priors=None, score_type="log_posteriors", normalize=False):
@@ -449,8 +493,10 @@ def _cuts(labels, s):
     cum0 = jnp.arange(s.shape[0] + 1, dtype=jnp.int32) - cum1
     n1, n0 = cum1[-1], cum0[-1]
     # A class absent from the data (it then has weight 0 under data priors) gives rates 0, not NaN.
-    miss = cum1 / jnp.maximum(n1, 1)
-    fa = (n0 - cum0) / jnp.maximum(n0, 1)
+    # XLA may divide by multiplying with the reciprocal, so n1 / n1 can round to 1 + 2**-23: clip the
+    # rates into [0, 1] (a TPR of 1 - miss would otherwise reach -5e-8).
+    miss = jnp.clip(cum1 / jnp.maximum(n1, 1), 0.0, 1.0)
+    fa = jnp.clip((n0 - cum0) / jnp.maximum(n0, 1), 0.0, 1.0)
     valid = jnp.concatenate([jnp.array([True]), s_sorted[1:] > s_sorted[:-1], jnp.array([True])])
     return s_sorted, miss, fa, valid
 
@@ -472,6 +518,12 @@ def _roc_kernel(labels, s):
     return fa[::-1], (1.0 - miss)[::-1], thresholds[::-1], valid[::-1]
 
 
+def _binary_ok(labels, s):
+    """Traced-input mask of ROC/AUC/EER inputs: valid labels, no NaN score, both classes present."""
+    n1 = jnp.sum(labels == 1)
+    return jnp.all((labels == 0) | (labels == 1)) & ~jnp.any(jnp.isnan(s)) & (n1 > 0) & (n1 < labels.shape[0])
+
+
 def roc_curve(labels, scores, *, score_type="log_posteriors"):
     """ROC points at every distinct threshold (seed 002 §4.5).
 
@@ -485,7 +537,8 @@ def roc_curve(labels, scores, *, score_type="log_posteriors"):
       ``(fpr, tpr, thresholds)`` as ``sklearn.metrics.roc_curve(...,
       drop_intermediate=False)``: thresholds decreasing (first ``+inf``), a
       sample is positive iff its log-odds ``>= threshold``; ``fpr = R_12``,
-      ``tpr = R_22``.
+      ``tpr = R_22``, both within ``[0, 1]``.  Concrete input only (the
+      number of points depends on the data), so not usable inside ``jit``.
     """
     labels, s = _binary_log_odds(labels, scores, score_type)
     fpr, tpr, thr, valid = _roc_kernel(labels, s)
@@ -515,7 +568,8 @@ def auc(labels, scores, *, score_type="log_posteriors"):
     O(N log N).  Arguments as in :func:`roc_curve`.
     """
     labels, s = _binary_log_odds(labels, scores, score_type)
-    return _auc_kernel(labels, s)
+    out = _auc_kernel(labels, s)
+    return v.nan_where_invalid(out, _binary_ok(labels, s)) if v.any_traced(labels, s) else out
 
 
 @jax.jit
@@ -553,7 +607,8 @@ def eer(labels, scores, *, score_type="log_posteriors"):
     step ROC it interpolates between the two cuts that straddle the diagonal.
     """
     labels, s = _binary_log_odds(labels, scores, score_type)
-    return _eer_kernel(labels, s)
+    out = _eer_kernel(labels, s)
+    return v.nan_where_invalid(out, _binary_ok(labels, s)) if v.any_traced(labels, s) else out
 
 
 class OperatingPoint(NamedTuple):
@@ -594,7 +649,8 @@ def specificity_at_sensitivity(labels, scores, sensitivity, *, score_type="log_p
     if not 0.0 <= target <= 1.0:
         raise v.InputError(f"`sensitivity` must be in [0, 1], got {sensitivity}")
     labels, s = _binary_log_odds(labels, scores, score_type)
-    return _sp_at_se_kernel(labels, s, jnp.asarray(target, s.dtype))
+    out = _sp_at_se_kernel(labels, s, jnp.asarray(target, s.dtype))
+    return v.nan_where_invalid(out, _binary_ok(labels, s)) if v.any_traced(labels, s) else out
 
 
 class SensitivityTargetNEC(NamedTuple):
@@ -770,6 +826,9 @@ def bayes_risk_curve(labels, scores, *, prior_log_odds=None, priors=None, score_
         if plo.ndim != 1:
             raise v.InputError(f"`prior_log_odds` must be 1-D, got shape {tuple(plo.shape)}")
     actual, minimum, naive = _bayes_risk_kernel(labels_c, llr, plo, normalize=bool(normalize))
+    if v.any_traced(labels_c, llr):
+        ok = _binary_ok(labels_c, llr)
+        actual, minimum = v.nan_where_invalid(actual, ok), v.nan_where_invalid(minimum, ok)
     return BayesRiskCurve(plo, actual, minimum, naive)
 
 
@@ -866,7 +925,8 @@ def ece(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", p
         posteriors from likelihood-type scores).
     """
     labels, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type)
-    return _ece_kernel(labels, log_post, num_bins=num_bins, binning=binning, top_label=top_label)
+    out = _ece_kernel(labels, log_post, num_bins=num_bins, binning=binning, top_label=top_label)
+    return v.nan_where_invalid(out, _scores_ok(labels, log_post)) if v.any_traced(labels, log_post) else out
 
 
 class ReliabilityBins(NamedTuple):

@@ -233,13 +233,25 @@ def test_fixed_costs_decisions_mode_and_doubt_split():
     labels = rng.integers(0, 2, n)
     dec = np.stack([np.where(rng.random(n) < 0.9, labels, 1 - labels),
                     np.where(rng.random(n) < 0.89, labels, 1 - labels)])
-    res = prob.compare(labels, dec, costs=np.array([[0.0, 1.0], [2.0, 0.0]]), key=KEY, num_draws=20_000)
     c = np.array([[0.0, 1.0], [2.0, 0.0]])
-    empirical = -np.array([c[labels, d].mean() for d in dec])
-    np.testing.assert_allclose(res.expected_yield, empirical, atol=5 * float(res.yields.std(0).max()) / np.sqrt(20_000))
-    # With known costs there is no doubt from the costs: the point-estimate ranking is certain.
-    assert set(np.round(res.doubt.p_best_costs_only, 6)) <= {0.0, 1.0}
-    np.testing.assert_allclose(res.doubt.p_best_rates_only, res.p_best, atol=0.02)
+    alpha = 0.25
+    res = prob.compare(labels, dec, costs=c, concentration=alpha, key=KEY, num_draws=20_000)
+    # Paired closed form (numpy): each system's joint weights are Dirichlet(n_ij + alpha) over its K D cells,
+    # so E[yield] = -sum_ij c_ij (n_ij + alpha) / (N + K D alpha); alpha = 0 is the empirical yield.
+    counts = np.stack([np.histogram2d(labels, d, bins=[2, 2], range=[[0, 2], [0, 2]])[0] for d in dec])
+    reference = -np.einsum("ij,mij->m", c, counts + alpha) / (n + 4 * alpha)
+    assert res.info["expected_yield"] == "closed form"
+    np.testing.assert_allclose(res.expected_yield, reference, rtol=1e-9)
+    np.testing.assert_allclose(np.asarray(res.yields, np.float64).mean(0), reference,
+                               atol=5 * float(res.yields.std(0).max()) / np.sqrt(20_000))
+    # Known costs and the test set's own class frequencies: the costs and the priors add no doubt at all,
+    # and the rates-only posterior is the full one.  (Before, "costs only" plugged in the empirical rates
+    # and reported the point-estimate ranking as a doubt of 0 or 1.)
+    d = res.doubt
+    assert d.p_best_costs_only is None and d.doubt_costs_only == 0.0
+    assert d.p_best_priors_only is None and d.doubt_priors_only == 0.0
+    assert d.doubt_rates_only == d.doubt_all == pytest.approx(1 - res.p_best[res.recommendation], abs=1e-6)  # float32 mean
+    np.testing.assert_allclose(d.p_best_rates_only, res.p_best, atol=0.01)
 
 
 def test_paired_with_fixed_priors_gives_balanced_accuracy():
@@ -267,53 +279,86 @@ def test_identical_systems_share_p_best():
     assert res.pairwise[0, 1] == 0 and res.pairwise[1, 0] == 0
 
 
-def test_scores_mode_decisions_follow_the_drawn_costs():
+def _posterior_mean_rates(counts, alpha):
+    """Dirichlet(n + alpha) posterior mean of each row of (..., K, D) counts."""
+    counts = np.asarray(counts, np.float64) + alpha
+    return counts / counts.sum(-1, keepdims=True)
+
+
+def test_scores_mode_per_draw_decisions_follow_the_drawn_costs():
+    from ecjax.prob.rates import default_class_concentration
+
     names = ("sst2_gpt2", "sst2_gpt2_4shot")
     labels = {n: np.load(DATA / n / "targets.npy", allow_pickle=False) for n in names}
     scores = {n: np.load(DATA / n / "scores.npy", allow_pickle=False) for n in names}
+    alpha = 0.5
     # The two SST-2 systems are not paired by index (see test_prob_paired): compare them unpaired.
-    res = prob.compare(labels, scores=scores, costs=prob.cost_ratio(0.2, 5), paired=False, key=KEY,
-                       num_draws=20_000)
-    # Reference for the costs-only ranking: sweep log r, make numpy Bayes decisions for each r
-    # (decide 1 iff r P(1|x) > P(0|x)), and see which system has the lower empirical expected cost.
+    res = prob.compare(labels, scores=scores, costs=prob.cost_ratio(0.2, 5), decision_rule="per_draw", paired=False,
+                       concentration=alpha, key=KEY, num_draws=20_000)
+    assert res.info["decision_rule"] == "per_draw" and res.info["expected_yield"] == "Monte Carlo"
+    # Reference for the costs-only ranking: sweep log r, make numpy Bayes decisions for each r (decide 1 iff
+    # r P(1|x) > P(0|x)), and evaluate them at the posterior mean rates and priors (the costs-only component).
+    k = 2
+    n_i = np.bincount(labels[names[0]], minlength=k)
+    a_p = default_class_concentration(k)
+    p_bar = (n_i + a_p) / (n_i.sum() + k * a_p)
     r = np.exp(np.linspace(np.log(0.2), np.log(5), 4001))
-    ec = []
+    ec, counts = [], []
     for n in names:
         s, lab = scores[n], labels[n]
         post = np.exp(s - s.max(1, keepdims=True))
         post /= post.sum(1, keepdims=True)
         d = (r[:, None] * post[None, :, 1] > post[None, :, 0]).astype(int)  # (R, N)
-        cost = np.where(lab[None] == 1, np.where(d == 0, r[:, None], 0.0), np.where(d == 1, 1.0, 0.0))
-        ec.append(cost.mean(1))
-    # Where both systems decide "1" everywhere their costs tie exactly; the ranking splits ties evenly.
-    reference = np.mean(ec[0] < ec[1]) + 0.5 * np.mean(ec[0] == ec[1])
+        c = np.stack([[np.bincount(dr[lab == i], minlength=2) for i in range(k)] for dr in d])  # (R, K, D)
+        rr = _posterior_mean_rates(c, alpha)
+        ec.append(p_bar[0] * rr[:, 0, 1] + p_bar[1] * r * rr[:, 1, 0])
+        counts.append(c)
+    tied = np.all(counts[0] == counts[1], axis=(1, 2))  # identical counts: identical yields, a tie
+    # Ties are split evenly by the ranking, and count as no doubt.
+    reference = np.mean(ec[0] < ec[1]) + 0.5 * np.mean(tied)
     assert 0.05 < reference < 0.95  # the winner depends on the costs
     assert abs(res.doubt.p_best_costs_only[0] - reference) < 0.012
-    # Fixed costs: the posterior mean yield is the empirical yield of the numpy Bayes decisions (up to
-    # the Dirichlet prior's pull, 1/D per cell, negligible at N = 1821).
+    winner = int(np.mean(ec[1]) < np.mean(ec[0]))  # the system of highest expected yield under this component
+    assert res.doubt.recommendations["costs_only"] == winner
+    assert abs(res.doubt.doubt_costs_only - np.mean((ec[1 - winner] < ec[winner]) & ~tied)) < 0.012
+    # Fixed costs: the decisions are the same in every draw, so the expected yield is the closed form
+    # -sum_ij c_ij E[P_i] E[R_ij] of the numpy Bayes decisions, whichever rule.
     c = np.array([[0.0, 1.0], [3.0, 0.0]])
-    fixed = prob.compare(labels, scores=scores, costs=c, paired=False, key=KEY, num_draws=20_000,
-                         decompose=False)
-    for m, n in enumerate(names):
-        post = np.exp(scores[n] - scores[n].max(1, keepdims=True))
-        d = np.argmin(post @ c, 1)
-        emp = -c[labels[n], d].mean()
-        assert abs(fixed.expected_yield[m] - emp) < 2e-3
+    for rule in ("per_draw", "expected_utility"):
+        fixed = prob.compare(labels, scores=scores, costs=c, paired=False, decision_rule=rule, concentration=alpha,
+                             key=KEY, num_draws=20_000, decompose=False)
+        assert fixed.info["expected_yield"] == "closed form"
+        for m, n in enumerate(names):
+            post = np.exp(scores[n] - scores[n].max(1, keepdims=True))
+            d = np.argmin(post @ c, 1)
+            cnt = np.stack([np.bincount(d[labels[n] == i], minlength=2) for i in range(k)])
+            closed = -np.sum(c * p_bar[:, None] * _posterior_mean_rates(cnt, alpha))
+            assert fixed.expected_yield[m] == pytest.approx(closed, rel=1e-6)
 
 
-def test_uncertain_deployment_priors_enter_the_costs_side():
+def test_uncertain_deployment_priors_are_their_own_doubt_component():
     rng = np.random.default_rng(6)
     n = 3000
     labels = (rng.random(n) < 0.3).astype(int)
     dec = _binary_decisions(rng, labels, (0.9, 0.7), (0.6, 0.95))
     prevalence = prob.interval_priors([0.95, 0.02], [0.98, 0.05])
-    res = prob.compare(labels, dec, costs=np.array([[0.0, 1.0], [30.0, 0.0]]), priors=prevalence, key=KEY,
-                       num_draws=20_000)
-    # Reference by a direct sweep over the prevalence (uniform on [0.02, 0.05]) with the empirical rates.
+    alpha = 0.5
+    res = prob.compare(labels, dec, costs=np.array([[0.0, 1.0], [30.0, 0.0]]), priors=prevalence,
+                       concentration=alpha, key=KEY, num_draws=20_000)
+    # Reference by a direct sweep over the prevalence (uniform on [0.02, 0.05]) with the posterior mean rates.
+    rr = [_posterior_mean_rates([[np.sum((labels == i) & (d == j)) for j in range(2)] for i in range(2)], alpha)
+          for d in dec]
     p1 = np.linspace(0.02, 0.05, 30001)
-    ec = [(1 - p1) * np.mean(d[labels == 0] == 1) + p1 * 30 * np.mean(d[labels == 1] == 0) for d in dec]
+    ec = [(1 - p1) * r[0, 1] + p1 * 30 * r[1, 0] for r in rr]
     reference = np.mean(ec[0] < ec[1])
-    assert abs(res.doubt.p_best_costs_only[0] - reference) < 0.012
+    assert 0.05 < reference < 0.95
+    assert abs(res.doubt.p_best_priors_only[0] - reference) < 0.012
+    # The costs are fixed: no doubt from them (the priors used to be counted as "costs").
+    assert res.doubt.p_best_costs_only is None and res.doubt.doubt_costs_only == 0.0
+    # Closed form: E[yield_m] = -sum_ij c_ij E[P_i] E[R_m,ij], E[P] = the midpoints of the intervals (K = 2).
+    p_bar = np.array([0.965, 0.035])
+    closed = [-(p_bar[0] * r[0, 1] + 30 * p_bar[1] * r[1, 0]) for r in rr]
+    np.testing.assert_allclose(res.expected_yield, closed, rtol=1e-6)
 
 
 # ---------------------------------------------------------------- item 8

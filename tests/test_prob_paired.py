@@ -2,26 +2,31 @@
 
 References: the closed-form mean and variance of a Bayesian-bootstrap
 mean, the percentile bootstrap of ``confidence-intervals`` (with and
-without conditions), and numpy.
+without conditions), numpy (Dirichlet draws over all joint cells), and
+scipy Beta distributions of the Dirichlet aggregates (issue 16 item 1).
 """
 
 import pathlib
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import jax
+import jax.numpy as jnp
 
 import ecjax
 from ecjax import prob
-from ecjax.confusion import joint_outcome_table
+from ecjax.confusion import JointOutcomeTable, joint_outcome_table
+from ecjax.prob import paired
+from ecjax.prob.compare import _dense_joint_posterior
 
 KEY = jax.random.key(11)
 DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def test_paired_yields_match_bayesian_bootstrap_closed_form():
-    # With w ~ Dirichlet(n_c) over the occupied cells, Y = sum_c w_c u_c has mean sum n_c u_c / N and
+    # concentration=0 is the Bayesian bootstrap: with w ~ Dirichlet(n_c) over the occupied cells, Y = sum_c w_c u_c has mean sum n_c u_c / N and
     # variance (sum n_c u_c^2 / N - mean^2) / (N + 1).
     rng = np.random.default_rng(0)
     n = 400
@@ -29,7 +34,8 @@ def test_paired_yields_match_bayesian_bootstrap_closed_form():
     decisions = np.stack([np.where(rng.random(n) < 0.8, labels, rng.integers(0, 3, n)),
                           np.where(rng.random(n) < 0.6, labels, rng.integers(0, 3, n))])
     u = np.array([[1.0, -0.5, 0.0], [-2.0, 2.0, 0.1], [0.0, -1.0, 0.7]])
-    res = prob.compare(labels, decisions, utilities=u, key=KEY, num_draws=100_000, decompose=False)
+    res = prob.compare(labels, decisions, utilities=u, key=KEY, num_draws=100_000, decompose=False,
+                       concentration=0.0)
     y = np.asarray(res.yields, np.float64)
     per_sample = np.stack([u[labels, decisions[0]], u[labels, decisions[1]]], 1)  # (N, M)
     for values, draws in [(per_sample[:, 0], y[:, 0]), (per_sample[:, 1], y[:, 1]),
@@ -145,3 +151,155 @@ def test_bad_paired_inputs():
     with pytest.raises(ecjax.InputError, match="groups"):
         prob.compare(np.stack([labels, labels[::-1]]), dec, utilities=np.eye(2), key=KEY, num_draws=200,
                      paired=False, groups=[0, 0, 1, 1])
+
+
+# ------------------------------------------------------- issue 16 item 1: a prior over all joint cells
+
+def _all_cells(k, d, m):
+    """Every joint cell (class, decision 1, ..., decision M), in the row-major order of a (K, D, ..., D) array."""
+    return np.stack(np.unravel_index(np.arange(k * d ** m), (k,) + (d,) * m), 1)
+
+
+def _paths(cells, counts, k, d, num_draws, key):
+    """Accuracy draws (S, M) from the three samplers that use a joint table, for the same counts."""
+    m = cells.shape[1] - 1
+    table = JointOutcomeTable(jnp.asarray(cells, jnp.int32), jnp.asarray(counts, jnp.float32), k, d)
+    # Clustered, one sample per group: the two-level bootstrap reduces to eq. (1) exactly.
+    samples = np.repeat(np.asarray(cells), np.asarray(counts, int), axis=0)
+    clustered = prob.clustered_outcome_table(samples[:, 0], samples[:, 1:].T, np.arange(len(samples)),
+                                             num_classes=k, num_decisions=d)
+    # The scores-mode path takes the dense counts over all K D**M cells, one row per draw.
+    index = np.ravel_multi_index(tuple(np.asarray(cells).T), (k,) + (d,) * m)
+    dense = np.zeros((num_draws, k * d ** m), np.int32)
+    dense[:, index] = counts
+    k1, k2, k3 = jax.random.split(key, 3)
+    alpha = prob.rates.default_concentration(d, k)
+    out = {
+        "paired": prob.sample_joint_confusions(k1, table, num_draws=num_draws),
+        "clustered": prob.sample_clustered_confusions(k2, clustered, num_draws=num_draws),
+        "scores": _dense_joint_posterior(k3, jnp.asarray(dense), alpha, num_systems=m, num_classes=k,
+                                         num_decisions=d),
+    }
+    return {name: np.asarray(jnp.trace(w, axis1=-2, axis2=-1), np.float64) for name, w in out.items()}
+
+
+def test_three_discordant_pairs_give_a_beta_p_best_not_certainty():
+    # Two binary systems agree on 17 samples; on the other 3, only B is right.  A sign test gives p = 0.125 and a
+    # uniform Beta on the discordant pairs P(B better) = P(Beta(4, 1) > 1/2) = 0.9375; the Bayesian bootstrap
+    # said exactly 1.  Under the prior over all 8 cells (a_J = 2 / 8 each) the masses of the 2 cells where only B
+    # is right and the 2 where only A is right aggregate to Dirichlet(3 + 1/2, 1/2, ...), so
+    # P(B better) = P(Beta(3.5, 0.5) > 1/2).
+    cells = np.array([[0, 0, 0], [1, 1, 1], [0, 1, 0], [1, 0, 1]])
+    counts = np.array([9, 8, 2, 1])  # N = 20
+    a_joint = prob.rates.default_concentration(2, 2) / 2  # per joint cell: a / D**(M-1)
+    reference = stats.beta(3 + 2 * a_joint, 2 * a_joint).sf(0.5)
+    assert abs(reference - 0.9375) < 0.04
+    for name, acc in _paths(cells, counts, 2, 2, 100_000, KEY).items():
+        p_b = np.mean(acc[:, 1] > acc[:, 0])
+        assert abs(p_b - reference) < 4 * np.sqrt(reference * (1 - reference) / 100_000), (name, p_b, reference)
+        assert p_b < 0.99, name
+
+
+def test_perfect_system_hdi_is_not_zero():
+    # System A makes no error on 20 binary samples (B makes 3).  A's error rate is the sum of its K (D - 1)
+    # off-diagonal marginal cells, each Dirichlet(a): Beta(a K (D - 1), N + a K) by aggregation, whose 90 % HDI
+    # is [0, F^-1(0.9)] (decreasing density), not the Bayesian bootstrap's [0, 0].  (Same shapes as the test
+    # above: the compiled samplers are reused.)
+    k = d = 2
+    labels = np.r_[np.zeros(11, int), np.ones(9, int)]
+    b = labels.copy()
+    b[[0, 5, 12]] = 1 - b[[0, 5, 12]]
+    table = joint_outcome_table(labels, np.stack([labels, b]), num_classes=k, num_decisions=d)
+    a = prob.rates.default_concentration(d, k)
+    reference = stats.beta(a * k * (d - 1), 20 + a * k)
+    for name, acc in _paths(np.asarray(table.cells), np.asarray(table.counts), k, d, 100_000, KEY).items():
+        error = 1 - acc[:, 0]
+        lo, hi = prob.hdi(error, 0.9)
+        assert float(lo) < 1e-4 and float(hi) > 0.02, (name, lo, hi)
+        assert abs(np.quantile(error, 0.9) - reference.ppf(0.9)) < 0.05 * reference.ppf(0.9), name
+        assert stats.kstest(error[:20_000], reference.cdf).pvalue > 1e-3, name
+
+
+@pytest.mark.parametrize("k, d, m", [(2, 2, 2), (10, 10, 2), (6, 6, 3)])
+def test_joint_law_matches_numpy_dirichlet_over_all_cells(k, d, m):
+    # The difference of two systems' accuracies depends on how the prior's mass splits over the joint cells,
+    # not only on each system's marginal.  Reference: numpy Gamma draws over all K D**M cells (eq. 1).  The
+    # three shapes exercise the prior drawn cell by cell (8 cells) and by stick breaking (1000 and 1296 cells).
+    rng = np.random.default_rng(k * 100 + m)
+    n = 150
+    labels = rng.integers(0, k, n)
+    dec = np.stack([np.where(rng.random(n) < acc, labels, rng.integers(0, d, n)) for acc in (0.8, 0.7, 0.6)[:m]])
+    table = joint_outcome_table(labels, dec, num_classes=k, num_decisions=d)
+    a_joint = prob.rates.default_concentration(d, k) / d ** (m - 1)
+    plan = paired._prior_plan(prob.rates.default_concentration(d, k), k, d, m)
+    assert plan.kind == ("dense" if k == 2 else "sticks")
+    draws = 100_000 if k == 2 else 20_000  # 100_000 binary draws reuse the compiled sampler of the tests above
+    w = np.asarray(prob.sample_joint_confusions(KEY, table, num_draws=draws), np.float64)
+    acc = np.trace(w, axis1=-2, axis2=-1)
+    cells = _all_cells(k, d, m)
+    counts = np.zeros(len(cells))
+    counts[np.ravel_multi_index(tuple(np.asarray(table.cells).T), (k,) + (d,) * m)] = np.asarray(table.counts)
+    g = rng.standard_gamma(counts + a_joint, size=(draws, len(cells)))
+    g /= g.sum(1, keepdims=True)
+    ref = np.stack([g[:, cells[:, 0] == cells[:, 1 + j]].sum(1) for j in range(m)], 1)
+    for j in range(1, m):
+        assert stats.ks_2samp(acc[:, 0] - acc[:, j], ref[:, 0] - ref[:, j]).pvalue > 1e-3
+    # The mean of every system's marginal: (n_m,kd + a) / (N + a K D), exactly.
+    mean = np.asarray(paired.posterior_mean(table), np.float64)
+    np.testing.assert_allclose(w.mean(0), mean, atol=5 * np.sqrt(w.var(0).max() / draws) + 1e-7)
+    np.testing.assert_allclose(w.sum((-2, -1)), 1.0, atol=1e-5)
+
+
+def test_prior_too_large_to_draw_is_refused():
+    labels = np.arange(200) % 100
+    table = joint_outcome_table(labels, np.stack([labels] * 3), num_classes=100, num_decisions=100)
+    with pytest.raises(ecjax.InputError, match="concentration"):
+        prob.sample_joint_confusions(KEY, table, num_draws=10, concentration=1.0)
+
+
+# ------------------------------------------ issue 15 item 1: per-draw decisions without the K D**M cells
+
+def test_per_draw_sampler_at_100_classes_in_fixed_memory():
+    # K = 100, M = 4 systems: K D**M = 10^10 joint cells (past int32, where the dense scores path overflowed).
+    # Reference: the two systems' correctness patterns aggregate eq. (1) exactly into a 4-cell Dirichlet —
+    # (both right, only A, only B, both wrong) with prior mass a_J times the number of joint cells in each group:
+    # K D**(M-2) (1, D - 1, D - 1, (D - 1)**2) — drawn here with numpy.
+    k = d = 100
+    m, n, draws = 4, 400, 2000
+    rng = np.random.default_rng(15)
+    labels = rng.integers(0, k, n)
+    dec = np.stack([np.where(rng.random(n) < acc, labels, rng.integers(0, d, n)) for acc in (0.9, 0.85, 0.6, 0.5)])
+    w = prob.paired.sample_joint_confusions_per_draw(KEY, labels, np.broadcast_to(dec, (draws, m, n)),
+                                                     num_classes=k, num_decisions=d)  # (S, M, K, D): 8e7 floats
+    np.testing.assert_allclose(np.asarray(w.sum((-2, -1))), 1.0, atol=1e-5)
+    acc = np.asarray(jnp.trace(w, axis1=-2, axis2=-1), np.float64)
+    a_joint = prob.rates.default_concentration(d, k) / d ** (m - 1)
+    right_a, right_b = dec[0] == labels, dec[1] == labels
+    n_groups = np.array([np.sum(right_a & right_b), np.sum(right_a & ~right_b), np.sum(~right_a & right_b),
+                         np.sum(~right_a & ~right_b)])
+    size = k * d ** (m - 2) * np.array([1, d - 1, d - 1, (d - 1) ** 2], dtype=np.float64)
+    ref = rng.dirichlet(n_groups + a_joint * size, size=50_000)
+    assert stats.ks_2samp(acc[:, 0], ref[:, 0] + ref[:, 1]).pvalue > 1e-3
+    assert stats.ks_2samp(acc[:, 0] - acc[:, 1], ref[:, 1] - ref[:, 2]).pvalue > 1e-3
+    # Marginal means: (n_m,kd + a) / (N + a K D) (closed form, eq. 1 aggregated).
+    table = joint_outcome_table(labels, dec, num_classes=k, num_decisions=d)
+    np.testing.assert_allclose(np.asarray(w.mean(0)), np.asarray(paired.posterior_mean(table)),
+                               atol=5 * np.sqrt(float(w.var(0).max()) / draws) + 1e-7)
+
+
+def test_per_draw_sampler_matches_the_table_sampler_and_refuses_bad_shapes():
+    # Same decisions in every draw: the per-sample weights and the table's Gamma(n_c) give the same law.
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 3, 50)
+    dec = np.stack([np.where(rng.random(50) < 0.8, labels, (labels + 1) % 3), labels])
+    per_draw = np.asarray(prob.paired.sample_joint_confusions_per_draw(
+        KEY, labels, np.broadcast_to(dec, (20_000, 2, 50)), num_classes=3, num_decisions=3), np.float64)
+    table = np.asarray(prob.sample_joint_confusions(jax.random.key(1), joint_outcome_table(labels, dec),
+                                                    num_draws=20_000), np.float64)
+    for x in (lambda w: np.trace(w[:, 0], axis1=-2, axis2=-1) - np.trace(w[:, 1], axis1=-2, axis2=-1),
+              lambda w: w[:, 0, 2, 0]):
+        assert stats.ks_2samp(x(per_draw), x(table)).pvalue > 1e-3
+    with pytest.raises(ecjax.InputError, match="decisions"):
+        prob.paired.sample_joint_confusions_per_draw(KEY, labels, dec, num_classes=3, num_decisions=3)
+    with pytest.raises(ecjax.InputError, match="decisions"):
+        prob.paired.sample_joint_confusions_per_draw(KEY, labels, dec[None] + 3, num_classes=3, num_decisions=3)

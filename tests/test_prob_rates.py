@@ -23,7 +23,7 @@ def test_conjugate_rates_marginals_are_betas():
     draws = np.asarray(prob.sample_rates(KEY, counts, num_draws=50_000), np.float64)
     assert draws.shape == (50_000, 2, 2, 3)
     np.testing.assert_allclose(draws.sum(-1), 1.0, atol=1e-5)
-    alpha = 1 / 3  # the documented default: Perks, 1/D per cell
+    alpha = 2 / (2 * 3)  # the documented default: A / (K D), A = 2 pseudo-observations per matrix
     for m, i, j in [(0, 0, 0), (0, 1, 2), (1, 0, 1), (1, 1, 2)]:
         a = counts[m, i, j] + alpha
         b = counts[m, i].sum() + 3 * alpha - a
@@ -41,12 +41,35 @@ def test_binary_default_is_jeffreys_and_concentration_is_used():
 def test_class_priors_posterior_and_fixed():
     class_counts = np.array([30.0, 5.0, 65.0])
     p = np.asarray(prob.sample_class_priors(KEY, None, class_counts, num_draws=50_000), np.float64)
-    a = class_counts + 1 / 3
+    a = class_counts + 2 / 3  # default alpha_P = A / K, A = 2
     ref = stats.dirichlet(a)
     np.testing.assert_allclose(p.mean(0), ref.mean(), atol=5 * np.sqrt(ref.var().max() / 50_000))
     np.testing.assert_allclose(p.var(0), ref.var(), rtol=0.05)
     fixed = prob.sample_class_priors(KEY, np.array([0.2, 0.3, 0.5]), class_counts, num_draws=4)
     np.testing.assert_allclose(fixed, np.tile([0.2, 0.3, 0.5], (4, 1)), rtol=1e-6)
+
+
+def test_default_prior_is_two_pseudo_observations_per_matrix_at_100_classes():
+    # Issue 16 item 2.  K = D = 100, 10 samples per class: with the class frequencies left uncertain, the
+    # defaults (2 / (K D) per cell, 2 / K per class) form the Dirichlet(n + 2 / (K D)) over all K D cells, so
+    # the accuracy sum_k P_k R_kk is exactly Beta(correct + 2 / D, wrong + 2 (D - 1) / D) by aggregation.
+    k = 100
+    rng = np.random.default_rng(11)
+    rates = np.full((k, k), 0.3 / (k - 1))
+    np.fill_diagonal(rates, 0.7)
+    counts = np.stack([rng.multinomial(10, rates[i]) for i in range(k)])
+    k1, k2 = jax.random.split(KEY)
+    draws = 4000  # of 10^4 rates each
+    r = np.asarray(prob.sample_rates(k1, counts, num_draws=draws), np.float64)
+    p = np.asarray(prob.sample_class_priors(k2, None, counts.sum(1), num_draws=draws), np.float64)
+    accuracy = (p * np.diagonal(r, axis1=-2, axis2=-1)).sum(-1)
+    correct = np.trace(counts)
+    reference = stats.beta(correct + 2 / k, counts.sum() - correct + 2 * (k - 1) / k)
+    assert stats.kstest(accuracy, reference.cdf).pvalue > 1e-3
+    # The posterior mean is shrunk by A (acc - 1/D) / (N + A) only, not by the former K (acc - 1/D) / (N + K).
+    assert abs(accuracy.mean() - correct / counts.sum()) < 2.5 * 0.7 / 1002 + 4 * accuracy.std() / np.sqrt(draws)
+    assert prob.rates.default_concentration(k) == pytest.approx(2 / k ** 2)
+    assert prob.rates.default_concentration(k, 7) == pytest.approx(2 / (7 * k))
 
 
 def test_dirichlet_deployment_priors():

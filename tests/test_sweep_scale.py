@@ -4,15 +4,16 @@
   ``jax.live_arrays`` at every chunk) and its winner counts equal the closed
   form (the EC of fixed counts is linear in the cost ratio); 10^8 points in
   the slow suite.
-* The same sweeps run in a subprocess with
+* The same sweeps run in a CPU subprocess with
   ``XLA_FLAGS=--xla_force_host_platform_device_count=4`` on 4 devices give
-  results identical to this process's single device.
+  results identical to a 1-device CPU subprocess (both on CPU, so a GPU
+  machine compares like with like).
+* The automatic chunk size follows the backend and the memory it reports.
 * Every bad input named in the issue raises ``InputError`` naming the argument.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -139,46 +140,65 @@ SHARDED_SCRIPT = textwrap.dedent(
 )
 
 
-def _flatten(out):
-    arrays = {}
-    for key, val in out.items():
-        if key == "reliability":
-            arrays[key] = val
-            continue
-        for i, a in enumerate(val):
-            if isinstance(a, dict):
-                arrays[f"{key}_info"] = a
-            else:
-                arrays[f"{key}_{i}"] = np.asarray(a)
-    return arrays
+class _FakeDevice:
+    def __init__(self, platform, memory):
+        self.platform, self._memory = platform, memory
+
+    def memory_stats(self):
+        return None if self._memory is None else {"bytes_limit": self._memory, "bytes_in_use": 0}
+
+
+def test_automatic_chunk_follows_the_backend_and_its_memory():
+    from ecjax.sweep import engine
+
+    assert engine.auto_chunk_size([_FakeDevice("cpu", None)]) == engine.CPU_CHUNK
+    assert engine.auto_chunk_size([_FakeDevice("cpu", None)], cpu_chunk=256) == 256
+    # An H100 reports ~80 GB: the 2^22 points measured best there fit easily.
+    assert engine.auto_chunk_size([_FakeDevice("gpu", 80 * 2**30)], point_bytes=112) == 2**22
+    # 1 GiB and 2 KB per point: (2^30 / 8) / 2^11 = 2^16 points, a power of two that fits.
+    assert engine.auto_chunk_size([_FakeDevice("gpu", 2**30)], point_bytes=2**11) == 2**16
+    assert engine.auto_chunk_size([_FakeDevice("tpu", 2**30)], point_bytes=2**11 + 1) == 2**15
+    assert engine.auto_chunk_size([_FakeDevice("gpu", None)]) == engine.ACCELERATOR_CHUNK
+    assert engine.auto_chunk_size([_FakeDevice("gpu", 100)], point_bytes=10**6) == 1
+    # On this CPU a sweep with chunk_size=None runs in chunks of the CPU default (as many as it needs).
+    res = sweep_counts(COUNTS, grids.cost_ratios(0.1, 10, 3 * engine.CPU_CHUNK + 5), return_values=False)
+    assert res.info["chunk"] == engine.CPU_CHUNK and res.info["num_chunks"] == 4
+
+
+def test_devices_of_another_platform_are_accepted_and_mixed_platforms_refused():
+    from ecjax.sweep import engine
+
+    cpu = jax.devices("cpu")
+    assert engine.resolve_devices(cpu[:1]) == tuple(cpu[:1])
+    with pytest.raises(InputError, match="devices"):
+        engine.resolve_devices(["not a device"])
+
+
+def _run_sharded_script(script, num_devices, out):
+    # Both runs on CPU in their own process: like is compared with like on a GPU machine too.
+    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT),
+               XLA_FLAGS=f"--xla_force_host_platform_device_count={num_devices}")
+    proc = subprocess.run([sys.executable, str(script), str(num_devices), str(num_devices), str(out)],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return np.load(out)
 
 
 def test_four_simulated_devices_give_identical_results(tmp_path):
     script = tmp_path / "sharded_sweep.py"
     script.write_text(SHARDED_SCRIPT)
-    out = tmp_path / "out_4.npz"
-    env = dict(os.environ, JAX_PLATFORMS="cpu", PYTHONPATH=str(ROOT),
-               XLA_FLAGS="--xla_force_host_platform_device_count=4")
-    proc = subprocess.run([sys.executable, str(script), "4", "4", str(out)], capture_output=True, text=True, env=env,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    four = np.load(out)
-    # The same sweeps here, on this process's single device.
-    spec = importlib.util.spec_from_file_location("sharded_sweep", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # the same script, imported here without its __main__ block
-    assert jax.device_count() == 1
-    one = _flatten(module.run(None))
-    for key, ref in one.items():
+    four = _run_sharded_script(script, 4, tmp_path / "out_4.npz")
+    one = _run_sharded_script(script, 1, tmp_path / "out_1.npz")
+    for key in one.files:
         if key.endswith("_info"):
-            assert json.loads(str(four[key]))["num_devices"] == 4 and ref["num_devices"] == 1
+            assert json.loads(str(four[key]))["num_devices"] == 4 and json.loads(str(one[key]))["num_devices"] == 1
         elif key == "reliability":
-            assert json.loads(str(four[key])) == json.loads(json.dumps(ref))
+            assert json.loads(str(four[key])) == json.loads(str(one[key]))
         elif key in ("counts_5", "threshold_4", "dense_3"):
             # Means: float sums whose partial sums are grouped per device (compensated, so near-equal).
-            np.testing.assert_allclose(four[key], ref, rtol=1e-6)
+            np.testing.assert_allclose(four[key], one[key], rtol=1e-6)
         else:
-            np.testing.assert_array_equal(four[key], ref, err_msg=key)
+            np.testing.assert_array_equal(four[key], one[key], err_msg=key)
 
 
 # ------------------------------------------------------------------ bad input

@@ -1,29 +1,102 @@
 """Which classifier, and how sure are we?  The posterior ranking of classifiers.
 
-:func:`compare` combines the two sources of doubt about which classifier is
+:func:`compare` combines three sources of doubt about which classifier is
 best:
 
-* the utility (cost) matrix is uncertain: a prior over utility matrices
+* the utility (cost) matrix ``U`` is uncertain: a prior over utility matrices
   (:mod:`ecjax.prob.utility_priors`), or a fixed matrix;
+* the deployment class priors ``P`` may be uncertain (a
+  :class:`~ecjax.prob.PriorDistribution`) or fixed; by default they are the
+  test set's class frequencies, whose uncertainty belongs to the test set;
 * the test set is finite: the posterior of each system's confusion rates
-  (:mod:`ecjax.prob.rates`), paired through the joint outcome table when the
-  systems were scored on the same samples (:mod:`ecjax.prob.paired`).
+  ``R`` (:mod:`ecjax.prob.rates`), paired through the joint outcome table
+  when the systems were scored on the same samples (:mod:`ecjax.prob.paired`).
 
-Each posterior draw ``s`` pairs a utility matrix ``U_s`` with rates ``R_s``
-(and class priors ``P_s``), and gives every system ``m`` the utility yield
-(seed 004 eq. 10, rows = true class; seed 000 eq. 2 for the expected cost)
+Each posterior draw ``s`` pairs ``U_s``, ``P_s`` and ``R_s`` and gives every
+system ``m`` the utility yield (seed 004 eq. 10, rows = true class; seed 000
+eq. 2 for the expected cost)
 
-    yield_sm = sum_ij U_s,ij P_s,i R_s,m,ij   (computed by ecjax.metrics.expected_value),
+    yield_sm = sum_ij U_s,ij P_s,i R_s,m,ij   (ecjax.metrics.expected_value),
 
-from which come P(best), the rank distribution, pairwise probabilities,
-HDIs, and the recommendation: the system of highest expected yield, which
-by seed 004 eq. 19 is the best system under the expected utility matrix.
+from which come P(best), the rank distribution, pairwise probabilities and
+HDIs.
+
+**Decisions.**  Given ``decisions`` are used as they are.  With ``scores``,
+``decision_rule="expected_utility"`` (the default) makes every system take,
+once, the Bayes decisions (seed 001 eq. 7) of the expected utility matrix
+``U_hat = E[U]``: when the costs are still uncertain at deployment, the
+decision of highest expected utility for a sample with class posteriors
+``p_i`` is ``argmax_j sum_i U_hat_ij p_i`` (seed 004 eqs. 18-19).  The counts
+are then fixed, exactly as with given decisions.  ``decision_rule="per_draw"``
+lets each draw make the Bayes decisions of its own ``U_s``: the value of a
+rule that will *know* the costs at deployment (larger, and not what seed 004
+prescribes when they stay uncertain).
+
+**Expected yield.**  ``U`` is independent of ``(P, R)`` and the yield is
+linear in ``U``, so ``E[yield_m] = sum_ij U_hat_ij E[P_i R_m,ij]`` (seed 004
+eq. 19).  With fixed decisions ``E[P_i R_m,ij]`` has a closed form and the
+expected yield is reported exactly:
+
+* unpaired: ``E[R_m,ij] = (n_m,ij + alpha) / (n_m,i* + D alpha)`` (the
+  Dirichlet posterior mean, :mod:`ecjax.prob.rates` eq. 1) times ``E[P_i]``:
+  the fixed or expected deployment prior, or ``(n_i + alpha_P) / (N + K
+  alpha_P)`` for the test set's class frequencies;
+* paired: each system's joint weights are ``W_m ~ Dirichlet(n_m,ij +
+  alpha)`` over its ``K D`` cells (:mod:`ecjax.prob.paired` eq. 1, by
+  aggregation), so ``E[P_i R_m,ij] = (n_m,ij + alpha) / (N + K D alpha)``
+  for the test set's class frequencies, and with deployment priors
+  ``E[R_m,ij] = (n_m,ij + alpha) / (n_m,i* + D alpha)`` (a Dirichlet's
+  within-class proportions are Dirichlet, independent of the class total).
+
+Per-draw decisions and the clustered model have no closed form: their
+expected yield is the Monte Carlo estimate (``info["expected_yield"]`` says
+which).  The recommendation is the system of highest expected yield.
+
+**Doubt decomposition** (:class:`~ecjax.prob.Doubt`).  With ``r`` the
+recommendation, the doubt is ``P(some system other than r, or than those
+tied with r, has a higher yield)``: systems with identical confusion counts
+are *tied* (their expected yields are equal in every component) and a tie is
+not doubt.  It is computed four times, with one decision rule throughout:
+
+* ``all``: every source uncertain;
+* ``costs_only``: ``U_s`` drawn, ``P`` at ``E[P]``, the rates at their
+  posterior mean;
+* ``priors_only``: uncertain deployment priors drawn, ``U`` at ``U_hat``,
+  the rates at their posterior mean;
+* ``rates_only``: the rates drawn (with the test set's class frequencies
+  when ``priors=None``), ``U`` at ``U_hat``, ``P`` at ``E[P]``.
+
+``costs_only`` is exactly 0 for a fixed utility matrix and ``priors_only``
+for fixed priors or the test set's own frequencies (a certain source is
+not drawn at all); ``rates_only`` tends to 0 as the test set grows without
+bound (the rates posterior concentrates on its mean).  With fixed
+decisions every component has the same expected yield (the closed form
+above), so all four are about the same system ``r``; with per-draw
+decisions each component is about the system its own expected yield
+recommends, and ties are judged draw by draw (identical counts in that
+draw).  The doubt is not additive: sources can reinforce each other.
+
+**Draws in fixed memory.**  The draws are made in *blocks*: block ``b`` of
+``B`` draws takes its random numbers from ``fold_in(key, b)`` (utilities,
+priors and rates each from their own key), with ``B`` set by ``num_draws``
+and the problem's shape only (:func:`plan_draws`), and one compiled step
+per block.  ``chunk_size`` groups whole blocks: their steps are queued
+(asynchronously, on an accelerator) and their outputs copied to the host
+together, once per chunk, where ``progress`` is reported.  Memory is that
+of one block plus one chunk's outputs, whatever ``num_draws``; no block
+array comes near ``2^31`` elements; and the numbers are the same for every
+chunk size.  Only the ``(S, M)`` draws of the yields (EC, NEC, and those of
+the doubt components) are kept.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 
@@ -31,7 +104,7 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import _validate as v
-from ecjax.confusion import confusion_counts, data_priors, joint_outcome_table, rates
+from ecjax.confusion import JointOutcomeTable, confusion_counts, data_priors, joint_outcome_table, rates
 from ecjax.costs import normalize_rows
 from ecjax.decisions import bayes_decisions_kernel, log_posteriors_kernel, naive_expected_cost
 from ecjax.metrics import expected_value
@@ -42,6 +115,7 @@ from ecjax.prob.rates import (
     PriorDistribution,
     as_class_priors,
     check_concentration,
+    default_class_concentration,
     default_concentration,
     sample_class_priors,
     sample_rates,
@@ -51,11 +125,45 @@ from ecjax.prob.utility_priors import UtilityPrior, as_utility_prior
 # Scores mode materializes a dense joint table of K * D**M cells per draw.
 _MAX_DENSE_CELLS = 1 << 16
 
+DECISION_RULES = ("expected_utility", "per_draw")
+
+# A block's largest intermediate (its rate draws (B, M, K, D), its per-draw counts or dense joint cells) holds at
+# most this many elements, far below 2**31 (int32 indexing); blocks hold at most _MAX_BLOCK draws.
+_BLOCK_ELEMENTS = 1 << 22
+_MAX_BLOCK = 1 << 16
+# One (draws, systems, samples, classes) slab of the per-draw Bayes decisions holds at most this many elements.
+_DECISION_ELEMENTS = 1 << 24
+# Automatic chunk: the utility draws of a chunk, (C, K, D), hold about this many elements (and C <= 2**16).
+_CHUNK_ELEMENTS = 1 << 24
+_MAX_AUTO_CHUNK = 1 << 16
+
 
 # ---------------------------------------------------------------- evaluation
 
-@jax.jit
-def evaluate_draws(utilities, weights, priors):
+def _evaluate(utilities, weights, priors):
+    p = priors[..., None, :]
+    yields = expected_value(weights, utilities[..., None, :, :], p)
+    costs = normalize_rows(-utilities)
+    ec_normalized = expected_value(weights, costs[..., None, :, :], p)
+    naive = naive_expected_cost(costs[..., None, :, :], p)
+    nec = jnp.where(naive > 0, ec_normalized / jnp.where(naive > 0, naive, 1.0), jnp.nan)
+    return yields, -yields, nec
+
+
+@partial(jax.jit, static_argnames=("chunk",))
+def _evaluate_chunked(utilities, weights, priors, *, chunk):
+    s = utilities.shape[0]
+    pad = (-s) % chunk
+
+    def padded(x):
+        x = jnp.broadcast_to(x, (s,) + x.shape[1:])
+        return jnp.concatenate([x, jnp.broadcast_to(x[:1], (pad,) + x.shape[1:])]).reshape((-1, chunk) + x.shape[1:])
+
+    out = jax.lax.map(lambda a: _evaluate(*a), (padded(utilities), padded(weights), padded(priors)))
+    return tuple(o.reshape((-1,) + o.shape[2:])[:s] for o in out)
+
+
+def evaluate_draws(utilities, weights, priors, *, chunk_size=None):
     """Kernel: yield, EC and NEC draws ``(S, M)`` from matched draws.
 
     Args:
@@ -63,18 +171,23 @@ def evaluate_draws(utilities, weights, priors):
       weights: ``(S, M, K, D)`` confusion rates or joint probabilities (any
         row scaling: :func:`ecjax.metrics.expected_value` row-normalizes).
       priors: ``(S, K)`` class priors.
+      chunk_size: draws evaluated at once (default: as many as keep a
+        chunk's ``(C, M, K, D)`` intermediates near ``2^22`` elements); the
+        draws are independent, so any chunk size gives the same numbers.
 
-    The EC is that of costs ``-U``; the NEC (seed 000 eq. 4) uses the
+    ``yield_sm = sum_ij U_s,ij P_s,i R_s,m,ij`` (seed 004 eq. 10); the EC is
+    that of costs ``-U`` (seed 000 eq. 2); the NEC (seed 000 eq. 4) uses the
     row-normalized costs ``max_j U_ij - U_ij`` (seed 001 §2), for which the
-    naive EC is positive unless one decision is best for every class (NaN then).
+    naive EC is positive unless one decision is best for every class (NaN
+    then).
     """
-    p = priors[:, None, :]
-    yields = expected_value(weights, utilities[:, None], p)
-    costs = normalize_rows(-utilities)
-    ec_normalized = expected_value(weights, costs[:, None], p)
-    naive = naive_expected_cost(costs[:, None], p)
-    nec = jnp.where(naive > 0, ec_normalized / jnp.where(naive > 0, naive, 1.0), jnp.nan)
-    return yields, -yields, nec
+    utilities, weights, priors = jnp.asarray(utilities), jnp.asarray(weights), jnp.asarray(priors)
+    s = utilities.shape[0]
+    if chunk_size is None:
+        chunk = max(1, (1 << 22) // max(1, math.prod(weights.shape[1:])))
+    else:
+        chunk = v.as_positive_int(chunk_size, "chunk_size")
+    return _evaluate_chunked(utilities, weights, priors, chunk=min(chunk, s))
 
 
 # ------------------------------------------------------------ input handling
@@ -168,10 +281,12 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, *, score_type, nu
                    batch_size):
     """Counts of each draw's Bayes decisions: ``(S, M, K, D)`` (unpaired) or ``(S, K * D**M)`` (paired).
 
-    ``log_scores``: ``(M, N, K)`` (or ``(M, N)`` llr); ``costs``: ``(S, K, D)``;
+    ``log_scores``: ``(M, N, K)`` (or ``(M, N)`` llr); ``costs``: ``(S, K, D)``
+    (one block of draws: :func:`compare` never passes more than ``_MAX_BLOCK``);
     ``log_prior_draws``: ``(S, K)`` used by likelihood-type scores.  Draws are
-    processed in chunks of ``batch_size`` to bound the ``(B, M, N, D)``
-    intermediate.
+    processed ``batch_size`` at a time to bound the ``(batch, M, N, D)``
+    intermediate; the counts are exact integers, so the batch size changes no
+    number.
     """
     s = costs.shape[0]
     m = log_scores.shape[0]
@@ -187,7 +302,7 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, *, score_type, nu
         if not paired:
             return confusion_counts(labels, dec, num_classes=num_classes, num_decisions=num_decisions)
         powers = num_decisions ** jnp.arange(m - 1, -1, -1)
-        flat = labels[0] * num_decisions ** m + jnp.einsum("bmn,m->bn", dec, powers)
+        flat = labels[0] * num_decisions ** m + (dec * powers[:, None]).sum(1)  # the cell index, < K * D**M
         size = num_classes * num_decisions ** m
         return jax.vmap(lambda f: jnp.zeros(size, jnp.int32).at[f].add(1))(flat)
 
@@ -196,19 +311,21 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, *, score_type, nu
 
 
 def _dense_marginals(weights, num_systems, num_classes, num_decisions):
-    s = weights.shape[0]
-    w = weights.reshape((s, num_classes) + (num_decisions,) * num_systems)
-    outs = []
-    for j in range(num_systems):
-        other = tuple(2 + i for i in range(num_systems) if i != j)
-        outs.append(w.sum(other) if other else w)
-    return jnp.stack(outs, 1)
+    """Dense joint weights ``(S, K * D**M)`` -> per-system marginals ``(S, M, K, D)`` (the paired model's helper)."""
+    return paired_mod._dense_marginals(weights, num_systems, num_classes, num_decisions)
 
 
 @partial(jax.jit, static_argnames=("num_systems", "num_classes", "num_decisions"))
 def _dense_joint_posterior(key, counts, concentration, *, num_systems, num_classes, num_decisions):
+    """Per-draw paired posterior from dense joint counts ``(S, K * D**M)``: eq. (1) of :mod:`ecjax.prob.paired`.
+
+    ``w ~ Dirichlet(n_c + a / D**(M-1))`` over *all* joint cells, occupied
+    or not, with ``concentration = a`` per cell of a system's confusion
+    matrix (its marginals are then ``Dirichlet(n_m + a)``, as in the
+    unpaired model).
+    """
     counts = counts.astype(jnp.result_type(float))
-    w = gamma(key, counts + concentration * (counts > 0))
+    w = gamma(key, counts + concentration / num_decisions ** (num_systems - 1))
     w = w / w.sum(-1, keepdims=True)
     return _dense_marginals(w, num_systems, num_classes, num_decisions)
 
@@ -224,92 +341,284 @@ def _per_draw_rates(key, counts, concentration, *, small_shapes):
     return dirichlet(key, counts.astype(jnp.result_type(float)) + concentration, small_shapes=small_shapes)
 
 
-# ------------------------------------------------------------ rate sources
+# ------------------------------------------------------------ the draw plan
 
-class _Source:
-    """Where the rate draws come from: given decisions (fixed counts) or scores (counts follow the costs).
+class DrawPlan(NamedTuple):
+    """How ``num_draws`` posterior draws are made: ``num_chunks`` chunks of ``blocks_per_chunk`` blocks.
 
-    ``draw(key, costs, log_priors)`` gives ``(S, M, K, D)`` posterior
-    weights for the cost draws ``(S, K, D)``; ``point(costs, log_priors)``
-    the plug-in weights (empirical rates) for the same costs.  ``joint``:
-    the weights are joint (class, decision) probabilities whose class
-    marginals are the (uncertain) data priors.
+    Block ``b`` holds draws ``b * block`` to ``(b + 1) * block - 1`` and
+    takes its random numbers from ``fold_in(key, b)``; the draws past
+    ``num_draws`` in the last block are computed and dropped.  The last
+    chunk may hold fewer blocks.
     """
 
-    def __init__(self, draw, point, joint, depends_on_costs):
-        self.draw, self.point, self.joint, self.depends_on_costs = draw, point, joint, depends_on_costs
+    num_draws: int
+    block: int
+    blocks_per_chunk: int
+    num_chunks: int
+
+    @property
+    def num_blocks(self) -> int:
+        return -(-self.num_draws // self.block)
+
+    @property
+    def chunk(self) -> int:
+        return self.block * self.blocks_per_chunk
 
 
-def _counts_source(counts, alpha):
-    """Unpaired systems from their confusion counts ``(M, K, D)``."""
-    counts = jnp.asarray(counts)
-    point = rates(counts).astype(jnp.result_type(float))
-    return _Source(
-        draw=lambda key, costs, lp: sample_rates(key, counts, num_draws=costs.shape[0], concentration=alpha),
-        point=lambda costs, lp: jnp.broadcast_to(point, (costs.shape[0],) + point.shape),
-        joint=False, depends_on_costs=False,
-    )
+def plan_draws(num_draws: int, elements_per_draw: int, chunk_size=None, *, utility_cells: int = 1) -> DrawPlan:
+    """Blocks and chunks of posterior draws (the memory plan of :func:`compare`).
+
+    Args:
+      num_draws: ``S``.
+      elements_per_draw: size of the largest per-draw intermediate (the
+        ``M K D`` rate cells, the occupied joint cells, a dense joint table).
+      chunk_size: draws per chunk (the outputs copied to the host at once,
+        and the unit of progress), rounded up to whole blocks; ``None``:
+        about ``2^24 / (K D)`` draws, at most ``2^16``.
+      utility_cells: ``K D``, for the automatic chunk size.
+
+    The block size depends on ``S`` and ``elements_per_draw`` only: the
+    fewest blocks of at most ``2^16`` draws with ``block * elements_per_draw
+    <= 2^22`` (so no block-level array comes near ``2^31`` elements, the
+    int32 index limit), balanced so that fewer than one draw per block is
+    wasted.
+    The chunk size only groups blocks, so it changes no number.
+    """
+    num_draws = v.as_positive_int(num_draws, "num_draws")
+    if chunk_size is not None:
+        chunk_size = v.as_positive_int(chunk_size, "chunk_size")
+    largest = max(1, min(_MAX_BLOCK, _BLOCK_ELEMENTS // max(1, int(elements_per_draw))))
+    num_blocks = -(-num_draws // largest)
+    block = -(-num_draws // num_blocks)  # balanced: fewer than num_blocks draws are computed and dropped
+    if chunk_size is None:
+        chunk_size = max(block, min(_MAX_AUTO_CHUNK, _CHUNK_ELEMENTS // max(1, int(utility_cells))))
+    per_chunk = min(num_blocks, -(-chunk_size // block))
+    return DrawPlan(num_draws, block, per_chunk, -(-num_blocks // per_chunk))
 
 
-def _joint_source(labels, decisions, groups, alpha, k, d):
-    """Paired systems (or one clustered system) from the joint outcome table."""
-    labels, decisions = jnp.asarray(labels), jnp.asarray(decisions)
-    counts = confusion_counts(labels, decisions, num_classes=k, num_decisions=d)  # (M, K, D)
-    point = rates(counts).astype(jnp.result_type(float))
-    if groups is not None:
-        table = paired_mod.clustered_outcome_table(labels, decisions, groups, num_classes=k, num_decisions=d)
-        sampler = paired_mod.sample_clustered_confusions
-    else:
-        table = joint_outcome_table(labels, decisions, num_classes=k, num_decisions=d)
-        sampler = paired_mod.sample_joint_confusions
-    return _Source(
-        draw=lambda key, costs, lp: sampler(key, table, num_draws=costs.shape[0], concentration=alpha),
-        # Rates, not joint weights: the point priors are passed separately.
-        point=lambda costs, lp: jnp.broadcast_to(point, (costs.shape[0],) + point.shape),
-        joint=True, depends_on_costs=False,
-    )
+# ---------------------------------------------------------- the draw model
+
+_FIXED_KINDS = ("unpaired", "joint", "clustered")
 
 
-def _scores_source(items, label_list, shared_labels, joint, alpha, score_type, k, d):
-    """Scores: every cost draw makes its own Bayes decisions, then the rates posterior of those counts."""
-    m = len(items)
-    f = jnp.result_type(float)
-    small = 0 < alpha < 1
+@dataclass(frozen=True)
+class _Model:
+    """Static description of one run of draws (a jit static argument).
 
-    def counts_for(costs, lp, log_scores, lab, as_joint):
-        n = lab.shape[-1]
-        batch = int(max(1, min(costs.shape[0], (1 << 22) // max(1, log_scores.shape[0] * n * d))))
-        return _scores_counts(log_scores, lp, lab, costs, score_type=score_type, num_classes=k, num_decisions=d,
-                              paired=as_joint, batch_size=batch)
+    ``kind``: ``"unpaired"``, ``"joint"``, ``"clustered"`` (fixed counts) or
+    ``"scores"``, ``"scores_joint"`` (each draw makes its own Bayes
+    decisions).  ``joint_priors``: the class priors are the class marginals
+    of the paired model's joint weights (the test set's frequencies); else
+    they come in as arrays.  The ``*_by_p`` flags: with likelihood-type
+    scores, the decisions of that component use its drawn priors.  Whether
+    a source is uncertain is not static: fixed utilities and priors come in
+    broadcast, so one compiled step serves every such combination.
+    """
 
-    if joint:
-        log_scores = jnp.stack(items)
-        lab = jnp.broadcast_to(jnp.asarray(shared_labels), (m, shared_labels.shape[0]))
-        kw = dict(num_systems=m, num_classes=k, num_decisions=d)
+    kind: str
+    num_systems: int
+    num_classes: int
+    num_decisions: int
+    alpha: float
+    block: int
+    joint_priors: bool
+    decompose: bool
+    num_groups: int = 0
+    fixed_point_only: bool = False
+    score_type: str = ""
+    sub_batch: int = 1
+    all_by_p: bool = False
+    priors_by_p: bool = False
+    rates_by_p: bool = False
 
-        def draw(key, costs, lp):
-            return _dense_joint_posterior(key, counts_for(costs, lp, log_scores, lab, True), alpha, **kw)
 
-        def point(costs, lp):
-            return _dense_point(counts_for(costs, lp, log_scores, lab, True), **kw)
-    else:
-        def all_counts(costs, lp):
-            # One system at a time: unpaired test sets may differ in size.
-            return jnp.concatenate([counts_for(costs, lp, x[None], jnp.asarray(lab)[None], False)
-                                    for x, lab in zip(items, label_list)], 1)
+def _tie_labels(counts):
+    """``(..., M)``: the lowest index of a system with the same ``(K, D)`` counts (equal labels = tied systems)."""
+    same = jnp.all(counts[..., :, None, :, :] == counts[..., None, :, :, :], axis=(-2, -1))
+    return jnp.argmax(same, axis=-1).astype(jnp.int32)
 
-        def draw(key, costs, lp):
-            return _per_draw_rates(key, all_counts(costs, lp), alpha, small_shapes=small)
 
-        def point(costs, lp):
-            return rates(all_counts(costs, lp)).astype(f)
+def _component_yield(model, utilities, weights, priors):
+    """``(B, M)`` yields ``sum_ij U_ij P_i R_m,ij`` (each factor may be fixed: they broadcast).
 
-    return _Source(draw, point, joint, depends_on_costs=True)
+    With ``joint_priors`` the priors are the class marginals of ``weights``.
+    """
+    p = data_priors(weights[..., 0, :, :]) if model.joint_priors else priors
+    y = expected_value(weights, utilities[..., None, :, :], p[..., None, :])
+    return jnp.broadcast_to(y, (model.block, model.num_systems))
+
+
+def _draw_fixed(key, data, model):
+    """``(B, M, K, D)`` posterior weights of fixed counts (unpaired rates, or paired joint probabilities)."""
+    kw = dict(num_draws=model.block, concentration=model.alpha)
+    k, d = model.num_classes, model.num_decisions
+    if model.kind == "unpaired":
+        return sample_rates(key, data["counts"], **kw)
+    if model.kind == "joint":
+        return paired_mod.sample_joint_confusions(key, JointOutcomeTable(data["cells"], data["cell_counts"], k, d),
+                                                  **kw)
+    table = paired_mod.ClusteredOutcomeTable(data["cells"], data["groups"], data["cell_counts"], model.num_groups,
+                                             k, d)
+    return paired_mod.sample_clustered_confusions(key, table, **kw)
+
+
+def _draw_counts(data, model, utilities, log_priors):
+    """Counts of the Bayes decisions for ``utilities`` ``(B, K, D)``: ``(B, M, K, D)`` or dense joint ``(B, K D^M)``."""
+    b, k, d = model.block, model.num_classes, model.num_decisions
+    costs = jnp.broadcast_to(-utilities, (b, k, d))
+    log_priors = jnp.broadcast_to(log_priors, (b, k))
+    kw = dict(score_type=model.score_type, num_classes=k, num_decisions=d, batch_size=model.sub_batch)
+    if model.kind == "scores_joint":
+        return _scores_counts(data["log_scores"], log_priors, data["labels"], costs, paired=True, **kw)
+    # One system at a time: unpaired test sets may differ in size.
+    return jnp.concatenate([_scores_counts(s[None], log_priors, lab[None], costs, paired=False, **kw)
+                            for s, lab in zip(data["log_scores"], data["labels"])], 1)
+
+
+def _marginal_counts(model, counts):
+    if model.kind == "scores_joint":
+        return _dense_marginals(counts, model.num_systems, model.num_classes, model.num_decisions)
+    return counts
+
+
+def _posterior_mean(model, counts):
+    """Posterior mean weights ``n_m,ij + alpha`` of per-draw counts (see :func:`_mean_weights`)."""
+    return _marginal_counts(model, counts).astype(jnp.result_type(float)) + model.alpha
+
+
+def _posterior_draw(key, model, counts):
+    if model.kind == "scores_joint":
+        return _dense_joint_posterior(key, counts, model.alpha, num_systems=model.num_systems,
+                                      num_classes=model.num_classes, num_decisions=model.num_decisions)
+    return _per_draw_rates(key, counts, model.alpha, small_shapes=0 < model.alpha < 1)
+
+
+def _block(b, key_all, key_rates, u, p_all, p_rates, data, model):
+    """All outputs of block ``b``, ``(B, M)`` each: yield / EC / NEC draws and the doubt components.
+
+    ``u``: the block's utility draws (or ``U_hat`` broadcast); ``p_all``:
+    its class priors (drawn, or ``E[P]`` broadcast); ``p_rates``: those of
+    the ``rates_only`` component (the drawn test-set frequencies, or
+    ``E[P]``).  ``costs_only`` uses ``(u, E[P], mean rates)``,
+    ``priors_only`` ``(U_hat, p_all, mean rates)``, ``rates_only`` ``(U_hat,
+    p_rates, drawn rates)``.
+    """
+    bsz = model.block
+    u_hat, p_bar = data["u_hat"], data["p_bar"]
+    out = {}
+
+    def component(name, utilities, weights, priors):
+        out[name] = _component_yield(model, utilities, weights, priors)
+
+    if model.fixed_point_only:
+        component("costs_only", u, data["mean_weights"], p_bar)
+        component("priors_only", u_hat, data["mean_weights"], p_all)
+        return out
+    if model.kind in _FIXED_KINDS:
+        w = _draw_fixed(key_all, data, model)
+        out["yields"], out["ec"], out["nec"] = _evaluate(u, w, data_priors(w[:, 0]) if model.joint_priors else p_all)
+        if model.decompose:
+            if model.kind != "clustered":  # the clustered model's mean rates come from a first pass
+                component("costs_only", u, data["mean_weights"], p_bar)
+                component("priors_only", u_hat, data["mean_weights"], p_all)
+            component("rates_only", u_hat, w, p_rates)
+        if model.kind == "clustered":
+            # Per-block sums of the weights (P_i R_ij) or of the rates, for their Monte Carlo posterior mean.
+            valid = (b * bsz + jnp.arange(bsz)) < data["num_draws"]
+            target = w if model.joint_priors else rates(w)
+            out["mean_sum"] = jnp.sum(jnp.where(valid[:, None, None, None], target, 0.0), 0)
+        return out
+
+    # Per-draw decisions: each draw's counts, then the posterior given them.
+    lp_bar, hat = data["log_p_decide"], data["hat_counts"]
+
+    def per_block(counts):
+        return jnp.broadcast_to(counts, (bsz,) + counts.shape)
+
+    c_all = _draw_counts(data, model, u, jnp.log(p_all) if model.all_by_p else lp_bar)
+    w = _posterior_draw(key_all, model, c_all)
+    out["yields"], out["ec"], out["nec"] = _evaluate(u, w, data_priors(w[:, 0]) if model.joint_priors else p_all)
+    out["ties_all"] = _tie_labels(_marginal_counts(model, c_all))
+    if model.decompose:
+        c = _draw_counts(data, model, u, lp_bar) if model.all_by_p else c_all
+        component("costs_only", u, _posterior_mean(model, c), p_bar)
+        out["ties_costs_only"] = _tie_labels(_marginal_counts(model, c))
+        c = _draw_counts(data, model, u_hat, jnp.log(p_all)) if model.priors_by_p else per_block(hat)
+        component("priors_only", u_hat, _posterior_mean(model, c), p_all)
+        out["ties_priors_only"] = _tie_labels(_marginal_counts(model, c))
+        c = _draw_counts(data, model, u_hat, jnp.log(p_rates)) if model.rates_by_p else per_block(hat)
+        component("rates_only", u_hat, _posterior_draw(key_rates, model, c), p_rates)
+        out["ties_rates_only"] = _tie_labels(_marginal_counts(model, c))
+    return out
+
+
+@partial(jax.jit, static_argnames=("model",))
+def _block_step(key_all, key_rates, b, u, p_all, p_rates, data, *, model):
+    """One block of draws, compiled once per model and shapes (the chunk size does not enter)."""
+    return _block(b, jax.random.fold_in(key_all, b), jax.random.fold_in(key_rates, b), u, p_all, p_rates, data,
+                  model)
+
+
+def _progress_bar(progress, total):
+    if not progress:
+        return None
+    from ecjax.sweep.engine import _progress_bar as bar  # the sweeps' convention: True (tqdm) or a factory
+
+    return bar(progress, total)
+
+
+class _Inputs(NamedTuple):
+    """Per-block draws of the utilities and priors (``None``: fixed at ``U_hat`` / ``E[P]``)."""
+
+    sample_u: object
+    sample_p: object
+    rates_use_p: bool  # the rates_only component keeps the drawn priors (the test set's frequencies)
+
+
+def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
+    """The host loop: per-block utility and prior draws in, ``(S, ...)`` numpy draws out.
+
+    The blocks of a chunk are dispatched one after the other (asynchronously:
+    on an accelerator they queue up) and their outputs copied to the host
+    when the chunk is done, so device memory holds one chunk's outputs.
+    """
+    bsz = plan.block
+    host, mean_sum = {}, None
+    fixed_u = jnp.broadcast_to(data["u_hat"], (bsz,) + data["u_hat"].shape)
+    fixed_p = jnp.broadcast_to(data["p_bar"], (bsz,) + data["p_bar"].shape)
+    bar = _progress_bar(progress, plan.num_chunks)
+    try:
+        for c in range(plan.num_chunks):
+            pending = []
+            for b in range(c * plan.blocks_per_chunk, min((c + 1) * plan.blocks_per_chunk, plan.num_blocks)):
+                u = fixed_u if inputs.sample_u is None else inputs.sample_u(b)
+                p = fixed_p if inputs.sample_p is None else inputs.sample_p(b)
+                pending.append((b, _block_step(key_all, key_rates, np.int32(b), u, p,
+                                               p if inputs.rates_use_p else fixed_p, data, model=model)))
+            for b, out in pending:
+                start = b * bsz
+                stop = min(start + bsz, plan.num_draws)
+                for name, x in out.items():
+                    x = np.asarray(x)
+                    if name == "mean_sum":
+                        # Block by block in a fixed order, in float64: the same sum for every chunk size.
+                        mean_sum = x.astype(np.float64) if mean_sum is None else mean_sum + x
+                        continue
+                    if name not in host:
+                        host[name] = np.empty((plan.num_draws,) + x.shape[1:], x.dtype)
+                    host[name][start:stop] = x[: stop - start]
+            if bar is not None:
+                bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    return host, mean_sum
 
 
 # ---------------------------------------------------------------- compare
 
-def _check_common(key, num_draws, hdi_prob, rope):
+def _check_common(key, num_draws, hdi_prob, rope, chunk_size):
     if key is None:
         raise v.InputError("`key` is required: pass a jax.random key, e.g. jax.random.key(0)")
     num_draws = v.as_positive_int(num_draws, "num_draws")
@@ -321,6 +630,8 @@ def _check_common(key, num_draws, hdi_prob, rope):
             raise v.InputError(f"`rope` must be a number >= 0, got {rope!r}") from None
         if not np.isfinite(rope) or rope < 0:
             raise v.InputError(f"`rope` must be a finite number >= 0, got {rope!r}")
+    if chunk_size is not None:
+        v.as_positive_int(chunk_size, "chunk_size")
     return num_draws, hdi_prob, rope
 
 
@@ -334,9 +645,10 @@ def _system_names(systems, names, num_systems):
 
 
 def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, score_type: str = "log_posteriors",
-            priors=None, paired: bool = True, groups=None, concentration=None, num_draws: int = 20_000, key=None,
-            rope=None, hdi_prob: float = 0.9, systems=None, decompose: bool = True):
-    """Posterior ranking of classifiers under an uncertain utility matrix and a finite test set.
+            decision_rule: str = "expected_utility", priors=None, paired: bool = True, groups=None,
+            concentration=None, num_draws: int = 20_000, key=None, rope=None, hdi_prob: float = 0.9, systems=None,
+            decompose: bool = True, chunk_size=None, progress=False):
+    """Posterior ranking of classifiers under uncertain utilities and priors and a finite test set.
 
     Args:
       labels: ``(N,)`` true classes shared by all systems, or ``(M, N)`` /
@@ -349,12 +661,18 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
         ``"utility"``/``"cost"`` site.  Or give ``costs`` instead (a cost
         matrix, or a prior).
       scores: instead of ``decisions``: ``(M, N, K)`` scores (see
-        ``score_type``; a list or mapping of ``(N_m, K)`` arrays); each draw
-        then makes the Bayes decisions of its own cost matrix (seed 001 eq.
-        7), so the decisions follow the costs.  Likelihood-type scores
-        (``"llr"``, ``"log_likelihoods"``) are combined with each draw's
-        class priors (with uncertain data priors in the paired model, with
-        the test set's class frequencies).
+        ``score_type``; a list or mapping of ``(N_m, K)`` arrays), turned
+        into Bayes decisions (seed 001 eq. 7) by ``decision_rule``.
+      decision_rule: with ``scores``: ``"expected_utility"`` (default): the
+        Bayes decisions of the expected utility matrix ``U_hat``, made once
+        (seed 004 eq. 19: the decisions of highest expected utility while the
+        costs are uncertain); the counts are then fixed, as with
+        ``decisions``.  ``"per_draw"``: each draw makes the Bayes decisions
+        of its own utility matrix, the value of a rule that knows the costs
+        at deployment.  Likelihood-type scores (``"llr"``,
+        ``"log_likelihoods"``) are combined with the expected class priors
+        (per draw, with ``"per_draw"``, the drawn priors; the test set's
+        class frequencies for paired systems without deployment priors).
       priors: ``None`` (the test set's class frequencies, with their
         posterior uncertainty; unpaired systems with different test sets
         share one draw, from the mean of their class counts, so the same
@@ -377,10 +695,19 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
       hdi_prob: mass of the reported highest-density intervals; needs
         ``num_draws >= 10 / (1 - hdi_prob)``.
       systems: names of the systems (default: mapping keys or ``"system m"``).
-      decompose: also compute the doubt decomposition (two more rankings).
+      decompose: also compute the doubt decomposition (:class:`~ecjax.prob.Doubt`).
+      chunk_size: posterior draws whose outputs are collected at once
+        (rounded up to whole blocks; ``None``: automatic).  Memory is
+        bounded by it and by the block, not by ``num_draws``, and every
+        chunk size gives the same numbers (see the module docstring).
+      progress: ``True`` for a progress bar over the chunks (``tqdm``), or a
+        callable ``total -> bar`` with ``update(n)`` and ``close()`` (the
+        convention of :func:`ecjax.sweep.engine.map_reduce`).
 
     Returns:
-      a :class:`~ecjax.prob.Comparison`.
+      a :class:`~ecjax.prob.Comparison`; ``info["decision_rule"]`` says how
+      the decisions were made and ``info["expected_yield"]`` whether the
+      expected yield is exact (closed form) or a Monte Carlo estimate.
 
     Example:
       >>> import jax, numpy as np
@@ -392,9 +719,10 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
       >>> result.p_best.shape, result.rank_probabilities.shape
       ((2,), (2, 2))
     """
-    num_draws, hdi_prob, rope = _check_common(key, num_draws, hdi_prob, rope)
+    num_draws, hdi_prob, rope = _check_common(key, num_draws, hdi_prob, rope, chunk_size)
     if (decisions is None) == (scores is None):
         raise v.InputError("give exactly one of `decisions` and `scores`")
+    v.check_choice(decision_rule, "decision_rule", DECISION_RULES)
     prior = _resolve_utilities(utilities, costs)
     k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     if k < 2:
@@ -443,39 +771,84 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
     if groups is not None and shared_labels is None:
         raise v.InputError("`groups` (clustered samples) needs paired systems (shared labels) or a single system")
     joint = shared_labels is not None and (paired or groups is not None)
-    if concentration is None:
-        alpha = paired_mod.DEFAULT_CONCENTRATION if joint else default_concentration(d)
+    if joint:
+        # The paired model's default lives in ecjax.prob.paired (per cell of each system's (K, D) matrix).
+        alpha = paired_mod.resolve_concentration(
+            paired_mod.DEFAULT_CONCENTRATION if concentration is None else concentration, k, d)
     else:
-        alpha = check_concentration(concentration)
+        alpha = default_concentration(d, k) if concentration is None else check_concentration(concentration)
     class_counts = np.mean([np.bincount(np.asarray(lab), minlength=k) for lab in label_list], axis=0)
+    class_priors = _check_class_priors(priors, k, class_counts)
+    model_name = ("clustered two-level Bayesian bootstrap" if groups is not None else
+                  "paired: Dirichlet over joint outcome cells" if joint else "unpaired: Dirichlet per system and class")
+    info = {"model": model_name, "concentration": alpha}
+    likelihood = scores is not None and score_type in ("llr", "log_likelihoods")
+    p_decide = _decision_priors(class_priors, class_counts, joint)
+    common = dict(key=key, num_draws=num_draws, rope=rope, hdi_prob=hdi_prob, systems=systems, decompose=decompose,
+                  chunk_size=chunk_size, progress=progress)
 
     if scores is not None:
-        source = _scores_source(items, label_list, shared_labels, joint, alpha, score_type, k, d)
-    elif joint:
-        source = _joint_source(shared_labels, np.stack([np.asarray(x) for x in items]), groups, alpha, k, d)
+        # Per-draw decisions vary only when the utilities (or, for likelihood scores, the drawn priors) do.
+        varies = isinstance(prior, UtilityPrior) or (likelihood and (
+            isinstance(class_priors, PriorDistribution) or (class_priors is None and not joint)))
+        if decision_rule == "per_draw" and varies:
+            if joint and k * d ** num_systems > _MAX_DENSE_CELLS:
+                raise v.InputError(
+                    f"decision_rule='per_draw' with paired systems needs a dense joint table of K * D**M = "
+                    f"{k * d ** num_systems} cells per draw (at most {_MAX_DENSE_CELLS}); use paired=False or "
+                    "decision_rule='expected_utility'")
+            if not joint and alpha == 0 and np.any(class_counts == 0):
+                raise v.InputError("with `concentration=0` every class needs test samples")
+            log_scores = [jnp.asarray(x) for x in items]
+            if joint:
+                data = {"log_scores": jnp.stack(log_scores), "labels": jnp.broadcast_to(
+                    jnp.asarray(shared_labels), (num_systems, shared_labels.shape[0]))}
+            else:
+                data = {"log_scores": tuple(log_scores), "labels": tuple(jnp.asarray(lab) for lab in label_list)}
+            info.update(decision_rule="per_draw", decisions="Bayes decisions of each drawn utility matrix")
+            per_draw = _PerDraw("scores_joint" if joint else "scores", data, score_type, likelihood,
+                                max(x.shape[0] for x in items))
+            return _run_compare(prior, class_priors, class_counts, k=k, d=d, alpha=alpha, joint=joint,
+                                per_draw=per_draw, p_decide=p_decide, info=info, **common)
+        info.update(decision_rule=decision_rule, decisions=(
+            "Bayes decisions of the expected utility matrix (seed 004 eq. 19)" if decision_rule == "expected_utility"
+            else "Bayes decisions of each drawn utility matrix (the same in every draw: the costs are fixed)"))
     else:
-        counts = jnp.stack([confusion_counts(jnp.asarray(lab), jnp.asarray(x), num_classes=k, num_decisions=d)
-                            for lab, x in zip(label_list, items)])
-        source = _counts_source(counts, alpha)
-    model = ("clustered two-level Bayesian bootstrap" if groups is not None else
-             "paired: Dirichlet over joint outcome cells" if joint else "unpaired: Dirichlet per system and class")
-    return _rank(prior, source, class_counts, priors, k=k, d=d, key=key, num_draws=num_draws, rope=rope,
-                 hdi_prob=hdi_prob, systems=systems, decompose=decompose,
-                 likelihood_scores=scores is not None and score_type in ("llr", "log_likelihoods"),
-                 info={"model": model, "concentration": alpha,
-                       "decisions": "Bayes decisions of each drawn cost matrix" if scores is not None else "given"})
+        info.update(decision_rule="given", decisions="given")
+
+    def fixed_decisions(u_hat):
+        if scores is None:
+            return [np.asarray(x) for x in items]
+        with np.errstate(divide="ignore"):
+            log_p = np.log(p_decide)
+        return [np.asarray(_decide(x, -u_hat, log_p, score_type)) for x in items]
+
+    if joint:
+        def source(u_hat):
+            return _joint_source(shared_labels, np.stack(fixed_decisions(u_hat)), groups, alpha, k, d, num_systems)
+    else:
+        def source(u_hat):
+            counts = np.stack([np.asarray(confusion_counts(jnp.asarray(lab), jnp.asarray(x), num_classes=k,
+                                                           num_decisions=d))
+                               for lab, x in zip(label_list, fixed_decisions(u_hat))])
+            return _unpaired_source(counts, alpha)
+    n_max = max(lab.shape[0] for lab in label_list)
+    return _run_compare(prior, class_priors, class_counts, k=k, d=d, alpha=alpha, joint=joint, source=source,
+                        cells_bound=n_max if joint else 0, info=info, **common)
 
 
 def compare_counts(counts, *, utilities=None, costs=None, priors=None, concentration=None, num_draws: int = 20_000,
-                   key=None, rope=None, hdi_prob: float = 0.9, systems=None, decompose: bool = True):
+                   key=None, rope=None, hdi_prob: float = 0.9, systems=None, decompose: bool = True,
+                   chunk_size=None, progress=False):
     """:func:`compare` from confusion matrices alone: ``(M, K, D)`` counts of unpaired systems.
 
     Without the samples the pairing is unknown, so this is the unpaired
     model (independent Dirichlet posteriors per system and class).
+    ``chunk_size`` and ``progress`` as in :func:`compare`.
     """
     from ecjax.prob.rates import as_counts
 
-    num_draws, hdi_prob, rope = _check_common(key, num_draws, hdi_prob, rope)
+    num_draws, hdi_prob, rope = _check_common(key, num_draws, hdi_prob, rope, chunk_size)
     c = as_counts(counts)
     if c.ndim == 2:
         c = c[None]
@@ -487,19 +860,21 @@ def compare_counts(counts, *, utilities=None, costs=None, priors=None, concentra
     k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     if tuple(c.shape[1:]) != (k, d):
         raise v.InputError(f"`counts` have (K, D) = {tuple(c.shape[1:])} but the utility matrix is {(k, d)}")
-    alpha = default_concentration(d) if concentration is None else check_concentration(concentration)
+    alpha = default_concentration(d, k) if concentration is None else check_concentration(concentration)
     class_counts = np.asarray(c.sum(-1)).mean(0)
-    return _rank(prior, _counts_source(c, alpha), class_counts, priors, k=k, d=d, key=key, num_draws=num_draws,
-                 rope=rope, hdi_prob=hdi_prob, systems=_system_names(systems, None, c.shape[0]), decompose=decompose,
-                 likelihood_scores=False,
-                 info={"model": "unpaired: Dirichlet per system and class", "concentration": alpha,
-                       "decisions": "given (counts)"})
+    class_priors = _check_class_priors(priors, k, class_counts)
+    source = _unpaired_source(np.asarray(c), alpha)
+    return _run_compare(prior, class_priors, class_counts, k=k, d=d, alpha=alpha, joint=False,
+                        source=lambda u_hat: source, key=key, num_draws=num_draws, rope=rope, hdi_prob=hdi_prob,
+                        systems=_system_names(systems, None, c.shape[0]), decompose=decompose, chunk_size=chunk_size,
+                        progress=progress,
+                        info={"model": "unpaired: Dirichlet per system and class", "concentration": alpha,
+                              "decision_rule": "given", "decisions": "given (counts)"})
 
 
-def _rank(prior, source, class_counts, priors, *, k, d, key, num_draws, rope, hdi_prob, systems, decompose,
-          likelihood_scores, info):
-    """The common core: draw utilities, priors and rates; evaluate; summarize; decompose the doubt."""
-    f = jnp.result_type(float)
+# ------------------------------------------------------- sources and priors
+
+def _check_class_priors(priors, k, class_counts):
     class_priors = as_class_priors(priors, k)
     if class_priors is not None:
         mean_p = class_priors.mean if isinstance(class_priors, PriorDistribution) else class_priors
@@ -509,82 +884,260 @@ def _rank(prior, source, class_counts, priors, *, k, d, key, num_draws, rope, hd
                 f"class {int(np.argmax(absent))} has no test samples but a non-zero prior in `priors`: its rates "
                 "are unknown"
             )
-    deployment_uncertain = isinstance(class_priors, PriorDistribution)
-    key_u, key_r, key_p, key_rank, key_d = jax.random.split(key, 5)
+    return class_priors
 
-    if isinstance(prior, UtilityPrior):
-        utility_draws = prior.sample(key_u, num_draws)
-        u_hat = prior.mean if prior.mean is not None else utility_draws.mean(0)
-        info = {"utilities": prior.name, **info}
-    else:
-        utility_draws = jnp.broadcast_to(prior, (num_draws, k, d)).astype(f)
-        u_hat = prior
-        info = {"utilities": "fixed matrix", **info}
-    u_hat = jnp.asarray(u_hat, f)
-    fixed_u_hat = jnp.broadcast_to(u_hat, (num_draws, k, d))
 
-    data_freq = jnp.broadcast_to(jnp.asarray(np.asarray(class_counts) / np.sum(class_counts), f), (num_draws, k))
+def _expected_priors(class_priors, class_counts):
+    """``E[P]``: the fixed or expected deployment priors, or the posterior mean of the test set's frequencies.
+
+    The test set's frequencies are drawn from ``Dirichlet(n_i + alpha_P)``
+    (:func:`~ecjax.prob.sample_class_priors`), of mean ``(n_i + alpha_P) /
+    (N + K alpha_P)``.
+    """
     if class_priors is None:
-        # Joint weights carry the data priors; the unpaired model draws them from their Dirichlet posterior.
-        p_draws = None if source.joint else sample_class_priors(key_p, None, jnp.asarray(class_counts),
-                                                                num_draws=num_draws)
-        p_mean = data_freq
-    elif deployment_uncertain:
-        p_draws = class_priors.sample(key_p, num_draws)
-        p_mean = jnp.broadcast_to(class_priors.mean, (num_draws, k)).astype(f)
+        n = np.asarray(class_counts, np.float64)
+        alpha_p = default_class_concentration(n.shape[0])
+        return (n + alpha_p) / (n.sum() + n.shape[0] * alpha_p)
+    if isinstance(class_priors, PriorDistribution):
+        return np.asarray(class_priors.mean, np.float64)
+    return np.asarray(class_priors, np.float64)
+
+
+def _decision_priors(class_priors, class_counts, joint):
+    """The priors with which likelihood-type scores decide when the priors are at their mean."""
+    if class_priors is None and joint:
+        n = np.asarray(class_counts, np.float64)
+        return n / n.sum()
+    return _expected_priors(class_priors, class_counts)
+
+
+@partial(jax.jit, static_argnames=("score_type",))
+def _decide_kernel(scores, costs, log_priors, *, score_type):
+    return bayes_decisions_kernel(log_posteriors_kernel(scores, log_priors, score_type), costs)
+
+
+def _decide(scores, costs, log_priors, score_type):
+    """Bayes decisions (seed 001 eq. 7) of one system for one cost matrix."""
+    f = jnp.result_type(float)
+    return _decide_kernel(jnp.asarray(scores), jnp.asarray(costs, f), jnp.asarray(log_priors, f),
+                          score_type=score_type)
+
+
+class _Source(NamedTuple):
+    """Fixed counts: the model kind, its arrays, the per-system counts (ties) and the closed-form mean weights."""
+
+    kind: str
+    data: dict
+    counts: np.ndarray  # (M, K, D) per-system counts
+    mean_weights: np.ndarray | None  # (M, K, D): E[P_i R_ij] (joint) or proportional to E[R_ij]; None: Monte Carlo
+    elements: int  # largest per-draw intermediate
+    num_groups: int = 0
+
+
+def _mean_weights(counts, alpha):
+    """Posterior mean weights of fixed counts: ``n_m,ij + alpha``.
+
+    Row-normalized they are ``E[R_m,ij]`` (the Dirichlet mean, unpaired; the
+    within-class proportions of the paired model's marginal ``W_m ~
+    Dirichlet(n_m + alpha)``, :mod:`ecjax.prob.paired` eq. 1); normalized as
+    a whole, ``E[P_i R_m,ij]`` of the paired model with the test set's class
+    frequencies.
+    """
+    return np.asarray(counts, np.float64) + alpha
+
+
+def _unpaired_source(counts, alpha):
+    counts = np.asarray(counts, np.float64)
+    if alpha == 0 and np.any(counts.sum(-1) == 0):
+        raise v.InputError("with `concentration=0` every class needs test samples: a row of `counts` is all zero")
+    m, k, d = counts.shape
+    return _Source("unpaired", {"counts": jnp.asarray(counts, jnp.result_type(float))}, counts,
+                   _mean_weights(counts, alpha), m * k * d)
+
+
+def _joint_source(labels, decisions, groups, alpha, k, d, m):
+    """Paired systems (or one clustered system) from the joint outcome table of fixed decisions."""
+    counts = np.asarray(confusion_counts(jnp.asarray(labels), jnp.asarray(decisions), num_classes=k,
+                                         num_decisions=d)).astype(np.float64)
+    f = jnp.result_type(float)
+    if groups is not None:
+        table = paired_mod.clustered_outcome_table(labels, decisions, groups, num_classes=k, num_decisions=d)
+        data = {"cells": table.cells, "groups": table.groups, "cell_counts": jnp.asarray(table.counts, f)}
+        return _Source("clustered", data, counts, None, max(m * k * d, 2 * int(table.counts.shape[0])),
+                       table.num_groups)
+    table = joint_outcome_table(labels, decisions, num_classes=k, num_decisions=d)
+    data = {"cells": table.cells, "cell_counts": jnp.asarray(table.counts, f)}
+    return _Source("joint", data, counts, _mean_weights(counts, alpha), max(m * k * d, int(table.cells.shape[0])))
+
+
+def _closed_form_yield(u_hat, mean_weights, p_bar, joint_priors):
+    """``sum_ij U_hat_ij E[P_i R_m,ij]`` in float64 from the mean weights (seed 004 eq. 19)."""
+    w = np.asarray(mean_weights, np.float64)
+    totals = w.sum(-1, keepdims=True)
+    r = np.divide(w, totals, out=np.zeros_like(w), where=totals > 0)
+    p = w[0].sum(-1) / w[0].sum() if joint_priors else np.asarray(p_bar, np.float64)
+    return np.einsum("ij,i,mij->m", np.asarray(u_hat, np.float64), p, r)
+
+
+# --------------------------------------------------------------- the core
+
+class _PerDraw(NamedTuple):
+    """Scores whose Bayes decisions are made again in every draw."""
+
+    kind: str  # "scores" (unpaired) or "scores_joint" (paired, dense joint table)
+    data: dict
+    score_type: str
+    likelihood: bool
+    num_samples: int  # the largest N
+
+
+def _expected_utilities(prior, plan, sample_u):
+    """``U_hat = E[U]`` (seed 004 eq. 18) and how it was obtained.
+
+    The prior's exact mean when it has one; otherwise the mean of the very
+    draws the comparison uses (block by block in float64, so the same for
+    every chunk size).
+    """
+    if not isinstance(prior, UtilityPrior):
+        return np.asarray(prior, np.float64), "fixed"
+    if prior.mean is not None:
+        return np.asarray(prior.mean, np.float64), prior.mean_method
+    total = 0.0
+    for b in range(plan.num_blocks):
+        n = min(plan.block, plan.num_draws - b * plan.block)
+        total = total + np.asarray(sample_u(b)[:n], np.float64).sum(0)
+    return total / plan.num_draws, "monte_carlo"
+
+
+def _tie_groups(labels, systems):
+    labels = np.asarray(labels)
+    return tuple(tuple(systems[j] for j in np.flatnonzero(labels == g)) for g in np.unique(labels)
+                 if np.sum(labels == g) > 1)
+
+
+def _doubt(host, yields, p_best, rec, static_ties, per_draw, components, key):
+    """The four doubt components (see the module docstring), ties counted as the recommended system's wins."""
+    values, recs, p_bests = {}, {}, {"all": p_best}
+    keys = jax.random.split(key, 3)
+    for i, name in enumerate(ranking.Doubt.COMPONENTS):
+        if name != "all" and name not in components:
+            values[name], recs[name], p_bests[name] = 0.0, rec, None  # a certain source leaves no doubt
+            continue
+        y = yields if name == "all" else host[name]
+        ties = host.get(f"ties_{name}", static_ties)
+        # Fixed decisions: every component's expected yield is the closed form, so all are about `rec`.
+        r = rec if (name == "all" or not per_draw) else int(np.argmax(y.mean(0, dtype=np.float64)))
+        wins = ranking.group_is_best(jnp.asarray(y), jnp.asarray(ties), r)
+        values[name], recs[name] = float(1.0 - np.mean(np.asarray(wins))), r
+        if name != "all":
+            p_bests[name] = np.asarray(ranking.summarize(keys[i - 1], jnp.asarray(y))["p_best"])
+    return ranking.Doubt(p_bests["all"], p_bests["costs_only"], p_bests["rates_only"], rec,
+                         p_best_priors_only=p_bests["priors_only"], values=values, recommendations=recs)
+
+
+def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, num_draws, rope, hdi_prob, systems,
+                 decompose, chunk_size, progress, info, source=None, per_draw=None, cells_bound=0, p_decide=None):
+    """Draw utilities, priors and rates block by block; summarize; decompose the doubt."""
+    f = jnp.result_type(float)
+    m = len(systems)
+    key_u, key_p, key_all, key_rates, key_rank, key_d = jax.random.split(key, 6)
+    utilities_drawn = isinstance(prior, UtilityPrior)
+    deployment_uncertain = isinstance(class_priors, PriorDistribution)
+    if per_draw is not None and per_draw.kind == "scores_joint":
+        elements = max(m * k * d, k * d ** m)
     else:
-        p_draws = p_mean = jnp.broadcast_to(class_priors, (num_draws, k)).astype(f)
+        elements = max(m * k * d, 2 * cells_bound)
+    plan = plan_draws(num_draws, elements + k * d, chunk_size, utility_cells=k * d)
 
-    def log_priors(p):
-        # Only likelihood-type scores use priors to decide; otherwise the value is ignored.
-        with jax.numpy_dtype_promotion("standard"):
-            return jnp.log(p if (likelihood_scores and p is not None) else data_freq)
+    def sample_u(b):
+        return prior.sample(jax.random.fold_in(key_u, b), plan.block)
 
-    def with_priors(weights, p):
-        return data_priors(weights[:, 0]) if p is None else p
+    def sample_p(b):
+        kb = jax.random.fold_in(key_p, b)
+        if deployment_uncertain:
+            return class_priors.sample(kb, plan.block)
+        return sample_class_priors(kb, None, jnp.asarray(class_counts, f), num_draws=plan.block,
+                                   concentration=default_class_concentration(k))
 
-    w = source.draw(key_r, -utility_draws, log_priors(p_draws))
-    yields, ec, nec = evaluate_draws(utility_draws, w, with_priors(w, p_draws))
-    summary = ranking.summarize(key_rank, yields, rope=rope)
-    expected_yield = np.asarray(yields.mean(0))
+    u_hat, u_method = _expected_utilities(prior, plan, sample_u)
+    p_bar = _expected_priors(class_priors, class_counts)
+    joint_priors = class_priors is None and joint
+    data_priors_drawn = class_priors is None and not joint  # the unpaired model's test-set frequencies
+    inputs = _Inputs(sample_u if utilities_drawn else None,
+                     sample_p if (deployment_uncertain or data_priors_drawn) else None, data_priors_drawn)
+    # A certain source leaves no doubt: its component is not reported (doubt exactly 0).
+    components = tuple(name for name, uncertain in (("costs_only", utilities_drawn), ("priors_only", deployment_uncertain),
+                                                    ("rates_only", True)) if decompose and uncertain)
+    data = {"u_hat": jnp.asarray(u_hat, f), "p_bar": jnp.asarray(p_bar, f)}
+    model = _Model("", m, k, d, float(alpha), plan.block, joint_priors, bool(decompose))
+    if per_draw is None:
+        src = source(u_hat)
+        data.update(src.data)
+        if src.mean_weights is not None:
+            data["mean_weights"] = jnp.asarray(src.mean_weights, f)
+        else:
+            data["num_draws"] = np.int32(num_draws)
+        static_ties = np.asarray(_tie_labels(jnp.asarray(src.counts)))
+        model = dataclasses.replace(model, kind=src.kind, num_groups=src.num_groups)
+    else:
+        data.update(per_draw.data)
+        with np.errstate(divide="ignore"):
+            data["log_p_decide"] = jnp.asarray(np.log(p_decide), f)
+        per_slab = (m if per_draw.kind == "scores_joint" else 1) * per_draw.num_samples * max(k, d)
+        lik = per_draw.likelihood
+        model = dataclasses.replace(model, kind=per_draw.kind, score_type=per_draw.score_type,
+                                    sub_batch=max(1, min(plan.block, _DECISION_ELEMENTS // per_slab)),
+                                    all_by_p=lik and inputs.sample_p is not None,
+                                    priors_by_p=lik and deployment_uncertain, rates_by_p=lik and data_priors_drawn)
+        one = dataclasses.replace(model, block=1, sub_batch=1)
+        data["hat_counts"] = _draw_counts(data, one, data["u_hat"], data["log_p_decide"])[0]
+        static_ties = None
+
+    host, mean_sum = _run_draws(model, plan, data, key_all, key_rates, inputs, progress)
+    yields = host["yields"]
+    if per_draw is not None:
+        expected_yield, method = yields.mean(0, dtype=np.float64), "Monte Carlo"
+    else:
+        mean_w, method = src.mean_weights, "closed form"
+        if mean_w is None:
+            mean_w, method = mean_sum / num_draws, "Monte Carlo (posterior mean rates from the draws)"
+            if decompose:
+                data["mean_weights"] = jnp.asarray(mean_w, f)
+                model2 = dataclasses.replace(model, fixed_point_only=True)
+                host.update(_run_draws(model2, plan, data, key_all, key_rates, inputs, progress)[0])
+        expected_yield = _closed_form_yield(u_hat, mean_w, p_bar, joint_priors)
     rec = int(np.argmax(expected_yield))
-
+    yields_j = jnp.asarray(yields)
+    summary = ranking.summarize(key_rank, yields_j, rope=rope)
+    p_best = np.asarray(summary["p_best"])
     doubt = None
     if decompose:
-        k1, k2, k3 = jax.random.split(key_d, 3)
-        # Costs only: rates at their point estimate (data priors at the test set's frequencies; uncertain
-        # deployment priors stay uncertain: like the costs, they describe the deployment, not the test set).
-        p_costs = p_draws if deployment_uncertain else (p_mean if class_priors is None else p_draws)
-        y_costs, _, _ = evaluate_draws(utility_draws, source.point(-utility_draws, log_priors(p_costs)), p_costs)
-        # Rates only: utilities at U_hat (seed 004 eq. 18), deployment priors at their mean.
-        p_rates = p_mean if deployment_uncertain else p_draws
-        w_hat = source.draw(k1, -fixed_u_hat, log_priors(p_rates)) if source.depends_on_costs else w
-        y_rates, _, _ = evaluate_draws(fixed_u_hat, w_hat, with_priors(w_hat, p_rates))
-        doubt = ranking.Doubt(
-            p_best_both=np.asarray(summary["p_best"]),
-            p_best_costs_only=np.asarray(ranking.summarize(k2, y_costs)["p_best"]),
-            p_best_rates_only=np.asarray(ranking.summarize(k3, y_rates)["p_best"]),
-            recommendation=rec,
-        )
+        doubt = _doubt(host, yields, p_best, rec, static_ties, per_draw is not None, components, key_d)
+    if per_draw is not None:
+        ties_all = host["ties_all"]
+        info["recommendation_tied_fraction"] = float(np.mean(np.sum(ties_all == ties_all[:, rec:rec + 1], 1) > 1))
+    info = {"utilities": prior.name if utilities_drawn else "fixed matrix", **info}
     info.update(priors=("test-set class frequencies (uncertain)" if class_priors is None else
                         class_priors.name if deployment_uncertain else "fixed deployment priors"),
-                num_draws=num_draws)
+                num_draws=num_draws, expected_yield=method, expected_utility_matrix=u_method,
+                draw_block=plan.block, chunk=plan.chunk, num_chunks=plan.num_chunks)
     return ranking.Comparison(
         systems=systems,
-        yields=yields,
-        expected_costs=ec,
-        normalized_expected_costs=nec,
-        expected_utility_matrix=u_hat,
+        yields=yields_j,
+        expected_costs=jnp.asarray(host["ec"]),
+        normalized_expected_costs=jnp.asarray(host["nec"]),
+        expected_utility_matrix=jnp.asarray(u_hat, f),
         expected_yield=expected_yield,
-        p_best=np.asarray(summary["p_best"]),
+        p_best=p_best,
         rank_probabilities=np.asarray(summary["rank_probabilities"]),
         pairwise=np.asarray(summary["pairwise"]),
         rope=rope,
         rope_probabilities=None if rope is None else np.asarray(summary["rope_probabilities"]),
         recommendation=rec,
-        recommendation_probability=float(summary["p_best"][rec]),
+        recommendation_probability=float(p_best[rec]),
         hdi_prob=hdi_prob,
-        hdi=np.asarray(ranking.hdi(yields, hdi_prob)),
+        hdi=np.asarray(ranking.hdi(yields_j, hdi_prob)),
         doubt=doubt,
         info=info,
+        ties=() if static_ties is None else _tie_groups(static_ties, systems),
     )

@@ -119,38 +119,100 @@ def summarize(key, yields, *, rope=None):
     return out
 
 
+@partial(jax.jit, static_argnames=("recommendation",))
+def group_is_best(yields, tie_labels, recommendation: int):
+    """``(S,)`` bool: the recommended system, or one tied with it, has the highest yield in the draw.
+
+    ``tie_labels``: ``(M,)`` or ``(S, M)``; systems with equal labels are
+    tied (identical confusion counts).  An exact tie for the highest yield
+    counts as a win: a tie is not doubt.
+    """
+    same = tie_labels == tie_labels[..., recommendation:recommendation + 1]
+    best_in_group = jnp.max(jnp.where(same, yields, -jnp.inf), axis=-1)
+    return best_in_group >= jnp.max(yields, axis=-1)
+
+
+DOUBT_COMPONENTS = ("all", "costs_only", "priors_only", "rates_only")
+
+DOUBT_EXPLANATION = ("doubt = P(a system neither recommended nor tied with it is best); "
+                     "'X only': X uncertain, the other sources at their means")
+
+
 @dataclass(frozen=True)
 class Doubt:
     """Where the doubt about the best system comes from.
 
-    Three posteriors of the ranking: ``both`` (costs and rates uncertain),
-    ``costs_only`` (rates fixed at their point estimate: the doubt that
-    remains with an infinite test set) and ``rates_only`` (the utility
-    matrix fixed at its expectation, seed 004 eq. 18: the doubt due to the
-    finite test set).  For each, ``p_best`` ``(M,)`` and the doubt
-    ``1 - P(recommended system is best)``.
+    The doubt of a posterior of the yields is ``P(some system other than
+    the recommended one r, and than the systems tied with r, has the
+    highest yield)``; tied systems (identical confusion counts) have equal
+    expected yields, and a tie is not doubt.  Four posteriors, one decision
+    rule (:func:`ecjax.prob.compare`):
+
+    * ``all``: utilities, deployment priors and rates all uncertain;
+    * ``costs_only``: the utility matrix drawn, the priors at ``E[P]`` and
+      the rates at their posterior mean (the doubt left by an infinite test
+      set); exactly 0 for a fixed utility matrix;
+    * ``priors_only``: uncertain deployment priors drawn, ``U = U_hat``
+      (seed 004 eq. 18), the rates at their posterior mean; exactly 0 for
+      fixed priors or the test set's own class frequencies (whose
+      uncertainty belongs to the test set);
+    * ``rates_only``: the rates (and the test set's class frequencies)
+      drawn, ``U = U_hat``, the priors at ``E[P]``: the doubt due to the
+      finite test set, which tends to 0 as it grows.
+
+    ``p_best_*``: ``(M,)`` P(best) of each posterior (``None`` for a
+    certain source); ``values``: the doubt of each component;
+    ``recommendations``: the system each component's doubt is about (the
+    recommendation itself with fixed decisions; with per-draw decisions,
+    the system of highest expected yield under that component).  Without
+    ``values`` the doubt is ``1 - p_best[recommendation]``.
     """
 
-    p_best_both: np.ndarray
-    p_best_costs_only: np.ndarray
+    p_best_all: np.ndarray
+    p_best_costs_only: np.ndarray | None
     p_best_rates_only: np.ndarray
     recommendation: int
+    p_best_priors_only: np.ndarray | None = None
+    values: dict | None = None
+    recommendations: dict | None = None
+
+    COMPONENTS = DOUBT_COMPONENTS
+
+    def doubt(self, component: str) -> float:
+        """The doubt of one component (``"all"``, ``"costs_only"``, ``"priors_only"``, ``"rates_only"``)."""
+        v.check_choice(component, "component", DOUBT_COMPONENTS)
+        if self.values is not None and component in self.values:
+            return float(self.values[component])
+        p = getattr(self, f"p_best_{component}")
+        return 0.0 if p is None else float(1.0 - p[self.recommendation])
 
     @property
-    def doubt_both(self) -> float:
-        return float(1.0 - self.p_best_both[self.recommendation])
+    def doubt_all(self) -> float:
+        return self.doubt("all")
 
     @property
     def doubt_costs_only(self) -> float:
-        return float(1.0 - self.p_best_costs_only[self.recommendation])
+        return self.doubt("costs_only")
+
+    @property
+    def doubt_priors_only(self) -> float:
+        return self.doubt("priors_only")
 
     @property
     def doubt_rates_only(self) -> float:
-        return float(1.0 - self.p_best_rates_only[self.recommendation])
+        return self.doubt("rates_only")
+
+    def as_dict(self) -> dict:
+        return {name: self.doubt(name) for name in DOUBT_COMPONENTS}
+
+    def text(self) -> str:
+        """One line: ``doubt: all 0.012 | costs_only 0.000, priors_only 0.000, rates_only 0.012``."""
+        d = self.as_dict()
+        return (f"doubt: all {d['all']:.3f} | costs_only {d['costs_only']:.3f}, priors_only {d['priors_only']:.3f}, "
+                f"rates_only {d['rates_only']:.3f}")
 
     def __repr__(self):
-        return (f"Doubt(both={self.doubt_both:.3f}, costs_only={self.doubt_costs_only:.3f}, "
-                f"rates_only={self.doubt_rates_only:.3f})")
+        return "Doubt(" + ", ".join(f"{name}={value:.3f}" for name, value in self.as_dict().items()) + ")"
 
 
 @dataclass(frozen=True)
@@ -166,8 +228,11 @@ class Comparison:
         4) for the row-normalized costs ``max_j U_ij - U_ij`` (seed 001 §2);
         NaN in a draw whose best naive system costs nothing.
       expected_utility_matrix: ``(K, D)`` ``U_hat`` (seed 004 eq. 18).
-      expected_yield: ``(M,)`` posterior mean of the yield (the yield under
-        ``U_hat``, eq. 19).
+      expected_yield: ``(M,)`` posterior expected yield ``sum_ij U_hat_ij
+        E[P_i R_m,ij]`` (eq. 19: the yield is linear in ``U``, independent of
+        the rates).  Exact (closed-form Dirichlet means) when the decisions
+        are fixed (given, or made once with ``U_hat``); otherwise the Monte
+        Carlo mean.  ``info["expected_yield"]`` says which.
       p_best: ``(M,)`` probability that each system is the best.
       rank_probabilities: ``(M, M)``: ``[m, r] = P(system m has rank r)``, rank 0 best.
       pairwise: ``(M, M)``: ``[a, b] = P(yield_a > yield_b)``.
@@ -175,12 +240,15 @@ class Comparison:
       rope_probabilities: ``(M, M, 3)`` ``[a, b] = (P(a better), P(equivalent),
         P(b better))`` or ``None``.
       recommendation: index of the system of highest expected yield (the
-        expected-utility decision).
+        expected-utility decision; the lowest index among tied systems).
       recommendation_probability: ``P(recommended system is truly the best)``.
       hdi_prob: probability mass of :attr:`hdi`.
       hdi: ``(M, 2)`` highest-density intervals of the yield.
       doubt: a :class:`Doubt`, or ``None`` when not computed.
-      info: how the draws were made (model, concentration, priors, draws).
+      info: how the draws were made (model, concentration, priors, draws,
+        ``decision_rule``, whether ``expected_yield`` is exact).
+      ties: groups of tied systems (identical confusion counts, so equal
+        expected yields), by name; their P(best) is split between them.
     """
 
     systems: tuple
@@ -200,6 +268,7 @@ class Comparison:
     hdi: np.ndarray
     doubt: Doubt | None = None
     info: dict = field(default_factory=dict)
+    ties: tuple = ()
 
     @property
     def num_draws(self) -> int:
@@ -247,7 +316,7 @@ class Comparison:
         return az.from_dict(posterior=posterior, coords={"system": list(self.systems)}, dims=dims)
 
     def summary(self) -> str:
-        """A plain-text table: expected yield, HDI, P(best), and the recommendation."""
+        """A plain-text table: expected yield, HDI, P(best), the recommendation, ties, decisions and doubt."""
         width = max(len(s) for s in self.systems)
         lines = [f"{'system':<{width}}  E[yield]   {int(round(self.hdi_prob * 100))}% HDI              P(best)"]
         for m, name in enumerate(self.systems):
@@ -255,10 +324,18 @@ class Comparison:
             lines.append(
                 f"{name:<{width}}  {self.expected_yield[m]: .4f}  [{lo: .4f}, {hi: .4f}]  {self.p_best[m]:.3f}")
         lines.append(f"recommended: {self.best} (P(best) = {self.recommendation_probability:.3f})")
+        for group in self.ties:
+            lines.append(f"tied: {' = '.join(group)} (identical confusion counts: equal expected yields)")
+        tied = self.info.get("recommendation_tied_fraction", 0.0)
+        if tied > 0:
+            lines.append(f"tied: {self.best} has the confusion counts of another system in {100 * tied:.1f} % of "
+                         "the draws (ties, not doubt)")
+        rule = self.info.get("decision_rule")
+        if rule is not None:
+            lines.append(f"decisions: {self.info.get('decisions', rule)} [decision_rule={rule}]")
         if self.doubt is not None:
-            d = self.doubt
-            lines.append(f"doubt 1 - P(best): both {d.doubt_both:.3f}, costs only {d.doubt_costs_only:.3f}, "
-                         f"test set only {d.doubt_rates_only:.3f}")
+            lines.append(self.doubt.text())
+            lines.append(f"  ({DOUBT_EXPLANATION})")
         return "\n".join(lines)
 
     def __repr__(self):

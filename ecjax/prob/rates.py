@@ -4,21 +4,47 @@ Model (one per system and true class ``i``): the decisions of the ``n_i``
 test samples of class ``i`` are multinomial with rates ``R_i = (R_i1, ...,
 R_iD)``; with a ``Dirichlet(alpha, ..., alpha)`` prior the posterior is
 
-    R_i | counts ~ Dirichlet(K_i1 + alpha, ..., K_iD + alpha)
+    R_i | counts ~ Dirichlet(K_i1 + alpha, ..., K_iD + alpha)                           (1)
 
-(Dirichlet-multinomial conjugacy).  The default ``alpha = 1 / D`` (Perks'
-prior: one pseudo-observation per class, spread evenly over the decisions)
-keeps the prior weak when ``D`` is large — a uniform ``alpha = 1`` adds
-``D`` pseudo-counts per class, which for 100 classes with 100 test samples
-each would halve every accuracy — and for ``D = 2`` it is Jeffreys'
-``Beta(1/2, 1/2)``, whose intervals have close to nominal frequentist
-coverage (Brown, Cai & DasGupta, Stat. Sci. 2001).  ``alpha = 0`` gives the
-Bayesian bootstrap (Rubin 1981) of each class.
+(Dirichlet-multinomial conjugacy).  ``alpha = 0`` gives the Bayesian
+bootstrap (Rubin 1981) of each class.
+
+**The default prior: ``A = 2`` pseudo-observations per confusion matrix.**
+``alpha = A / (K D)`` per cell (:func:`default_concentration`), and
+``alpha_P = A / K`` for the class frequencies: together these are exactly
+the joint ``Dirichlet(A / (K D))`` prior over the ``K D`` cells of the
+matrix (a Dirichlet's class totals and within-class proportions are
+independent Dirichlets, with concentrations the row sums and the rows), and
+the per-system marginal of the paired model (:mod:`ecjax.prob.paired`) with
+the same default, so unpaired and paired systems get the same prior.  Two
+properties choose it:
+
+* the prior's mass does not grow with ``K``.  The former default, ``alpha
+  = 1 / D`` (one pseudo-observation per *row*), adds ``K`` to the matrix:
+  for ``K = D = 100`` with 100 samples per class it pulls the accuracy of a
+  0.7-accurate system down by ``0.7 K / N = 0.007``, 1.5 posterior standard
+  deviations, and the 90 % HDI covered the true accuracy in 0.587 of
+  simulated test sets.  With ``A = 2`` the shift is ``A (acc - 1 / D) / (N
+  + A)`` at any ``K``;
+* it does not vanish either, so a class without errors keeps a credible
+  error rate (its HDI is not ``[0, 0]``).  For a binary problem the
+  accuracy under the joint prior is ``Beta(n_correct + A/2, n_wrong + A/2)``
+  (aggregation), and ``A = 2`` makes that the uniform Bayes-Laplace Beta
+  while each row is Jeffreys' ``Beta(1/2, 1/2)`` (Brown, Cai & DasGupta,
+  Stat. Sci. 2001).  Exact coverage of the accuracy's 90 % HDI, over true
+  accuracies 0.5 to 0.995 (``N = 20, 50, 100, 300``): ``A = 2``: mean
+  0.911 / 0.905 / 0.903 / 0.903, minimum 0.844 / 0.872 / 0.865 / 0.889;
+  ``A = 1`` (a Jeffreys accuracy): mean about 0.89 but minimum 0.76 (at
+  accuracy 0.985, ``N = 100``: a system without errors gets an HDI that
+  stops short of the truth); ``A = 3``: mean 0.90-0.91, minimum 0.866.
+  Simulated coverage of the 90 % HDI of the accuracy (through
+  :func:`sample_rates` and :func:`sample_class_priors`, 400 test sets,
+  accuracy 0.7): COVERAGE_TABLE (``tests/test_prob_coverage.py``).
 
 Class priors ``P_i`` (the weights of the expected cost, seed 000 eq. 2):
 
 * ``None``: the test data's class frequencies, uncertain — their posterior
-  ``Dirichlet(n_i + alpha_P)`` with ``alpha_P = 1 / K``; together with the
+  ``Dirichlet(n_i + alpha_P)`` with ``alpha_P = A / K``; together with the
   rates this is the Dirichlet posterior of the whole confusion matrix;
 * a fixed ``(K,)`` vector of deployment priors (seed 000 eq. 2's
   prior-shift);
@@ -49,9 +75,24 @@ from ecjax import _validate as v
 from ecjax.prob._sampling import dirichlet, dirichlet_draws, rejection_sample
 
 
-def default_concentration(num_cells: int) -> float:
-    """Perks' prior: ``1 / num_cells`` per cell (one pseudo-observation per row)."""
-    return 1.0 / num_cells
+# A: pseudo-observations of the default prior, per confusion matrix (or per joint table of paired systems).
+PRIOR_PSEUDO_OBSERVATIONS = 2.0
+
+
+def default_concentration(num_decisions: int, num_classes: int | None = None) -> float:
+    """The default concentration per cell of a ``(K, D)`` confusion matrix: ``A / (K D)`` with ``A = 2``.
+
+    ``num_classes`` defaults to ``num_decisions`` (a square matrix).  The
+    same number serves the paired model, per cell of each system's matrix
+    (:mod:`ecjax.prob.paired`).  See the module docstring for the choice.
+    """
+    k = num_decisions if num_classes is None else num_classes
+    return PRIOR_PSEUDO_OBSERVATIONS / (k * num_decisions)
+
+
+def default_class_concentration(num_classes: int) -> float:
+    """The default ``alpha_P = A / K`` of the class frequencies: the class totals of ``A / (K D)`` per cell."""
+    return PRIOR_PSEUDO_OBSERVATIONS / num_classes
 
 
 def check_concentration(concentration, name="concentration", *, allow_zero=True) -> float:
@@ -97,14 +138,16 @@ def sample_rates(key, counts, *, num_draws: int, concentration=None):
       key: ``jax.random`` key.
       counts: ``(..., K, D)`` confusion counts.
       num_draws: number of posterior draws ``S``.
-      concentration: ``alpha`` added to every cell; default ``1 / D``.
+      concentration: ``alpha`` added to every cell; default ``2 / (K D)``
+        (:func:`default_concentration`).
 
     Returns:
       ``(S, ..., K, D)`` rate draws; each row sums to 1.
     """
     counts = as_counts(counts)
     num_draws = v.as_positive_int(num_draws, "num_draws")
-    alpha = default_concentration(counts.shape[-1]) if concentration is None else check_concentration(concentration)
+    k, d = counts.shape[-2:]
+    alpha = default_concentration(d, k) if concentration is None else check_concentration(concentration)
     if alpha == 0 and not v._is_tracer(counts) and np.any(np.asarray(counts).sum(-1) == 0):
         raise v.InputError("with `concentration=0` every class needs test samples: a row of `counts` is all zero")
     return _rates_kernel(key, counts, alpha, num_draws=num_draws, small_shapes=0 < alpha < 1)
@@ -236,12 +279,12 @@ def sample_class_priors(key, priors, class_counts, *, num_draws: int, concentrat
     """``(S, K)`` draws of the class priors used in the expected cost.
 
     ``priors=None``: posterior of the test set's class frequencies,
-    ``Dirichlet(class_counts + alpha_P)`` (default ``alpha_P = 1/K``); a
+    ``Dirichlet(class_counts + alpha_P)`` (default ``alpha_P = 2 / K``); a
     fixed vector: repeated; a :class:`PriorDistribution`: its draws.
     """
     k = class_counts.shape[-1]
     if priors is None:
-        alpha = default_concentration(k) if concentration is None else check_concentration(concentration)
+        alpha = default_class_concentration(k) if concentration is None else check_concentration(concentration)
         return _class_prior_kernel(key, jnp.asarray(class_counts, jnp.result_type(float)), alpha, num_draws=num_draws)
     if isinstance(priors, PriorDistribution):
         return priors.sample(key, num_draws)
@@ -271,12 +314,12 @@ def rates_model(counts, concentration=None, class_counts=None, prior_concentrati
     """
     counts = jnp.asarray(counts)
     k, d = counts.shape[-2:]
-    alpha = default_concentration(d) if concentration is None else concentration
+    alpha = default_concentration(d, k) if concentration is None else concentration
     rates = numpyro.sample("rates", dist.Dirichlet(jnp.full(counts.shape, alpha, jnp.result_type(float))))
     totals = counts.sum(-1)
     numpyro.sample("counts", dist.Multinomial(total_count=totals, probs=rates), obs=counts)
     if class_counts is not None:
-        alpha_p = default_concentration(k) if prior_concentration is None else prior_concentration
+        alpha_p = default_class_concentration(k) if prior_concentration is None else prior_concentration
         p = numpyro.sample("priors", dist.Dirichlet(jnp.full((k,), alpha_p, jnp.result_type(float))))
         numpyro.sample("class_counts", dist.Multinomial(total_count=jnp.sum(class_counts), probs=p), obs=class_counts)
 
@@ -295,7 +338,7 @@ def sample_rates_nuts(key, counts, *, num_draws: int = 1000, num_warmup: int = 5
       (for ``arviz.from_numpyro``).
     """
     counts = as_counts(counts)
-    alpha = default_concentration(counts.shape[-1]) if concentration is None else check_concentration(
+    alpha = default_concentration(counts.shape[-1], counts.shape[-2]) if concentration is None else check_concentration(
         concentration, allow_zero=False)
     num_draws = v.as_positive_int(num_draws, "num_draws")
     num_warmup = v.as_positive_int(num_warmup, "num_warmup")

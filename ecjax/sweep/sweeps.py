@@ -32,6 +32,7 @@ from ecjax import _validate as v
 from ecjax.confusion import class_counts, data_priors, rates
 from ecjax.decisions import bayes_decisions_kernel, log_posteriors_kernel, naive_expected_cost
 from ecjax.metrics import _as_counts, expected_value
+from ecjax.precision import einsum
 from ecjax.sweep import engine
 from ecjax.sweep._inputs import (
     _check_absent_classes,
@@ -47,8 +48,7 @@ from ecjax.sweep._inputs import (
 from ecjax.sweep.grids import Axis
 from ecjax.sweep.roc import TangentPoint, _hull_of_roc, _padded_hulls
 
-DEFAULT_CHUNK = 2**16
-DENSE_CHUNK = 256
+DENSE_CHUNK = 256  # points per device per step on a CPU when every point makes N decisions
 TIE = -2  # winner code where the best value is shared by several systems
 UNDEFINED = -1  # winner code outside the swept space (or where a value is undefined)
 
@@ -241,10 +241,15 @@ class _WithWinners:
         return vals, ok, self.reduce.winners(vt, ok & jnp.all(jnp.isfinite(vt), 0))
 
 
-def run_sweep(point_fn, args, shape, num_systems, *, metric, higher_is_better, coords=(), chunk_size=DEFAULT_CHUNK,
+def run_sweep(point_fn, args, shape, num_systems, *, metric, higher_is_better, coords=(), chunk_size=None,
               devices=None, progress=False, return_values=True, max_flips=64, raise_undefined=True,
-              what="the swept values") -> SweepResult:
-    """Run a point function ``(args, idx) -> (values (c, S), ok (c,))`` over ``prod(shape)`` points."""
+              what="the swept values", point_bytes=None, cpu_chunk=engine.CPU_CHUNK) -> SweepResult:
+    """Run a point function ``(args, idx) -> (values (c, S), ok (c,))`` over ``prod(shape)`` points.
+
+    ``chunk_size=None`` picks :func:`ecjax.sweep.engine.auto_chunk_size` from
+    ``point_bytes`` (default: the per-point values and winner bookkeeping)
+    and ``cpu_chunk``.
+    """
     max_flips = v.as_positive_int(max_flips, "max_flips")
     num = int(np.prod(shape))
     row_len = int(shape[-1]) if len(shape) else 1
@@ -252,6 +257,7 @@ def run_sweep(point_fn, args, shape, num_systems, *, metric, higher_is_better, c
     acc, outs, info = engine.map_reduce(
         _WithWinners(point_fn, red), red, init_accumulator(num_systems, max_flips), num,
         args=args, chunk_size=chunk_size, devices=devices, progress=progress, collect=return_values,
+        point_bytes=64 + 16 * int(num_systems) if point_bytes is None else point_bytes, cpu_chunk=cpu_chunk,
     )
     acc = jax.tree_util.tree_map(np.asarray, acc)
     if raise_undefined and acc["undefined"] > 0:
@@ -315,7 +321,7 @@ class _UserPoint:
         return jnp.atleast_1d(vals).reshape(idx.shape + (-1,)), ok
 
 
-def sweep_map(fn: Callable, axis: Axis, *args, higher_is_better: bool = False, chunk_size: int = DEFAULT_CHUNK,
+def sweep_map(fn: Callable, axis: Axis, *args, higher_is_better: bool = False, chunk_size: int | None = None,
               devices=None, progress=False, return_values: bool = True, max_flips: int = 64) -> SweepResult:
     """Sweep any per-point function: ``fn(point, *args) -> (S,)`` values (or ``(values, ok)``).
 
@@ -357,11 +363,11 @@ class _CountsPoint:
         c = idx.shape[0]
         m = jnp.broadcast_to(m, (c,) + rate.shape[-2:])
         if p is None:
-            val = jnp.einsum("cij,sij->cs", m, weights)
+            val = einsum("cij,sij->cs", m, weights)
             p = data_p[None]  # (1, S, K): each system's own data priors (for the naive EC)
         else:
             p = jnp.broadcast_to(p, (c, rate.shape[-2]))
-            val = jnp.einsum("ci,sij,cij->cs", p, rate, m)
+            val = einsum("ci,sij,cij->cs", p, rate, m)
             p = p[:, None]
         if self.kind == "nec":
             naive = naive_expected_cost(m[:, None], p)  # (c, S) or (c, 1)
@@ -392,8 +398,10 @@ def sweep_counts(counts, costs=None, *, utilities=None, priors=None, normalize: 
         (shape ``(B_matrices, B_priors)``).
       normalize: NEC instead of EC (costs only).
       chunk_size: points per device per step: memory is bounded by this,
-        not by the number of points.  Default: ``2^21 / (K D)`` clipped to
-        ``[2^12, 2^16]`` (a chunk of matrices stays in cache).
+        not by the number of points.  Default: on a CPU ``2^21 / (K D)``
+        clipped to ``[2^12, 2^16]`` (a chunk of matrices stays in cache); on
+        a GPU or TPU up to ``2^22``, as the device memory allows
+        (:func:`ecjax.sweep.engine.auto_chunk_size`).
       devices: ``None`` (all visible devices), ``n`` or a list of devices.
       progress: progress bar over chunks (needs ``tqdm``).
       return_values: keep the per-point values and winners (host memory
@@ -424,12 +432,14 @@ class Problem:
     axis: Axis
     num_systems: int
     kind: str  # "ec" | "nec" | "yield"
-    default_chunk: int = DEFAULT_CHUNK
+    cpu_chunk: int = engine.CPU_CHUNK
+    point_bytes: int | None = None  # working set per point, for the automatic chunk on accelerators
 
     def run(self, *, chunk_size=None, devices=None, progress=False, return_values=True, max_flips=64, point_fn=None):
         return run_sweep(point_fn or self.point_fn, self.args, self.axis.shape, self.num_systems, metric=self.kind,
                          higher_is_better=self.kind == "yield", coords=self.axis.coords,
-                         chunk_size=self.default_chunk if chunk_size is None else chunk_size, devices=devices,
+                         chunk_size=chunk_size, cpu_chunk=self.cpu_chunk, point_bytes=self.point_bytes,
+                         devices=devices,
                          progress=progress, return_values=return_values, max_flips=max_flips,
                          what=("NEC values (the best naive decision costs 0)" if self.kind == "nec"
                                else "the swept values"))
@@ -462,7 +472,7 @@ def counts_problem(counts, costs=None, utilities=None, priors=None, normalize=Fa
     # A chunk of (K, D) matrices of about 8 MB keeps the per-point contraction in cache.
     chunk = int(2 ** np.clip(np.floor(np.log2(2**21 / (k * d))), 12, 16))
     return Problem(_CountsPoint(axis.fn, layout, kind), (rate, weights, data_p, fixed_m, fixed_p, axis.data), axis,
-                   counts.shape[0], kind, chunk)
+                   counts.shape[0], kind, chunk, point_bytes=4 * k * d + 64 + 16 * counts.shape[0])
 
 
 # ============================================================ scores given
@@ -653,4 +663,5 @@ def scores_problem(labels, scores, costs=None, utilities=None, priors=None, *, s
     else:
         base = log_posteriors_kernel(scores, jnp.zeros(k), score_type)
     return Problem(_DenseScoresPoint(axis.fn, layout, kind, score_type, recompute, point_batch),
-                   (labels, base, n_i, fixed_m, fixed_p, axis.data), axis, num_systems, kind, DENSE_CHUNK)
+                   (labels, base, n_i, fixed_m, fixed_p, axis.data), axis, num_systems, kind, DENSE_CHUNK,
+                   point_bytes=4 * int(np.prod(base.shape[:-1])) * (k + 2 * d + 2))

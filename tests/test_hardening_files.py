@@ -1,0 +1,325 @@
+"""Issue 12, files: hostile inputs (bombs, bad text, bad numbers) and outputs never lost or clobbered.
+
+Library-level cases (``ecjax.io``); each asserts ``ecjax.InputError`` and that
+the message names the file (or the key of the cost specification).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import zipfile
+
+import numpy as np
+import pytest
+
+from ecjax import InputError
+from ecjax import io as eio
+
+
+def raises(name, fn, *args, **kwargs):
+    with pytest.raises(InputError) as info:
+        fn(*args, **kwargs)
+    assert type(info.value) is InputError
+    assert str(name) in str(info.value), str(info.value)
+    return str(info.value)
+
+
+def _npy_header(shape, dtype="<i8"):
+    header = {"descr": dtype, "fortran_order": False, "shape": shape}
+    text = repr(header).encode()
+    pad = 64 - (10 + len(text) + 1) % 64
+    text = text + b" " * pad + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text
+
+
+# =============================================================== size bombs
+
+def test_npz_bomb_refused_from_its_header(tmp_path):
+    # 200M int64 labels declared (1.6 GB), a few hundred bytes on disk: refused before any decompression.
+    p = tmp_path / "bomb.npz"
+    with zipfile.ZipFile(p, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("labels.npy", _npy_header((200_000_000,)) + b"\x00" * 4096)
+    msg = raises(p, eio.load_array, p)
+    assert "--max-input-mb" in msg and "MiB" in msg
+
+
+def test_real_compressed_npz_over_a_lowered_limit(tmp_path):
+    p = tmp_path / "zeros.npz"
+    np.savez_compressed(p, y=np.zeros(300_000, np.int64))  # 2.3 MiB declared, a few KB on disk
+    raises(p, eio.load_array, p, max_bytes=2**20)
+    assert eio.load_array(p, max_bytes=4 * 2**20).shape == (300_000,)
+
+
+def test_npy_declaring_more_than_the_limit(tmp_path):
+    p = tmp_path / "big.npy"
+    p.write_bytes(_npy_header((10**6, 1000), "<f8") + b"\x00" * 64)
+    raises(p, eio.load_array, p)
+
+
+def test_npz_member_chosen_by_key_is_checked(tmp_path):
+    p = tmp_path / "two.npz"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("small.npy", _npy_header((3,)) + np.arange(3, dtype="<i8").tobytes())
+        z.writestr("huge.npy", _npy_header((10**10,)))
+    assert eio.load_array(p, key="small").tolist() == [0, 1, 2]
+    raises("huge", eio.load_array, p, key="huge")
+
+
+def test_pickled_npy_refused(tmp_path):
+    p = tmp_path / "obj.npy"
+    np.save(p, np.array([{"a": 1}], dtype=object), allow_pickle=True)
+    raises(p, eio.load_array, p)
+
+
+def test_csv_larger_than_the_limit(tmp_path):
+    p = tmp_path / "y.csv"
+    p.write_text("0\n1\n" * 1000)
+    raises(p, eio.load_array, p, max_bytes=100)
+
+
+def test_corrupt_npz(tmp_path):
+    p = tmp_path / "bad.npz"
+    p.write_bytes(b"PK\x03\x04garbage")
+    raises(p, eio.load_array, p)
+
+
+# ============================================================ cost specifications
+
+@pytest.mark.parametrize("spec, name", [
+    ({"costs": [["0", "1"], ["10", "0"]]}, "`costs`"),              # "10" was read as 10
+    ({"costs": [[0, True], [1, 0]]}, "`costs`"),                    # true was read as 1
+    ({"costs": [[0, 1], [10**400, 0]]}, "`costs`"),                 # was an OverflowError (exit 1)
+    ({"costs": [[0, 1], [float("inf"), 0]]}, "`costs`"),
+    ({"costs": [[0, 1], [1]]}, "`costs`"),                          # ragged
+    ({"utilities": [[0, "x"], [1, 0]]}, "`utilities`"),
+    ({"costs": [[0, 1], [1, 0]], "priors": ["0.5", "0.5"]}, "`priors`"),
+    ({"costs": [[0, 1], [1, 0]], "priors": [True, False]}, "`priors`"),
+    ({"costs": [[0, 1], [1, 0]], "priors": {"0": "0.5", "1": 0.5}}, "`priors`"),
+    ({"costs": [[0, 1], [1, 0]], "priors": [float("nan"), 1.0]}, "`priors`"),
+    ({"costs": [[0, 1], [1, 0]], "uncertainty": {"low": [[0, 1], ["1", 0]], "high": [[0, 1], [2, 0]]}},
+     "`uncertainty.low`"),
+    ({"costs": [[0, 1], [1, 0]], "uncertainty": {"low": [[0, 1], [1, 0]], "high": [[0, 1], [2, 0]],
+                                                 "priors_low": [False, 0.2], "priors_high": [1, 0.8]}},
+     "`uncertainty.priors_low`"),
+    ({"costs": [[0, 1], [1, 0]], "classes": "ab"}, "`classes`"),
+    ({"costs": [[0, 1], [1, 0]], "classes": [1, 2]}, "`classes`"),
+    ({"costs": [[0, 1], [1, 0]], "decisions": [None, "x"]}, "`decisions`"),
+])
+def test_cost_spec_numbers_must_be_numbers(spec, name):
+    msg = raises(name, eio.parse_cost_spec, spec, source="spec.toml")
+    assert "spec.toml" in msg
+
+
+def test_cost_file_invalid_utf8(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_bytes(b'costs = [[0, 1], [4, 0]]\nname = "\xff\xfe"\n')
+    msg = raises(p, eio.load_cost_spec, p)
+    assert "UTF-8" in msg
+
+
+def test_cost_file_huge_integer(tmp_path):
+    p = tmp_path / "c.json"
+    p.write_text('{"costs": [[0, 1], [' + "1" + "0" * 400 + ', 0]]}')
+    raises(p, eio.load_cost_spec, p)
+
+
+def test_cost_file_toml_string_and_boolean(tmp_path):
+    p = tmp_path / "c.toml"
+    p.write_text('costs = [[0, "1"], [true, 0]]\n')
+    raises(p, eio.load_cost_spec, p)
+
+
+def test_cost_file_nested_too_deeply(tmp_path):
+    p = tmp_path / "c.json"
+    p.write_text("[" * 100_000 + "]" * 100_000)
+    raises(p, eio.load_cost_spec, p)
+
+
+def test_csv_invalid_utf8(tmp_path):
+    p = tmp_path / "y.csv"
+    p.write_bytes(b"0\n1\n\xff\n")
+    raises(p, eio.load_array, p)
+
+
+# ==================================================================== write_atomic
+
+def test_write_atomic_refuses_existing_file(tmp_path):
+    p = tmp_path / "out.json"
+    eio.write_atomic(p, "1")
+    raises(p, eio.write_atomic, p, "2")
+    assert p.read_text() == "1"
+    eio.write_atomic(p, "3", force=True)
+    assert p.read_text() == "3"
+
+
+@pytest.mark.parametrize("anonymous", [True, False])
+def test_concurrent_writers_exactly_one_wins(tmp_path, monkeypatch, anonymous):
+    # The existence check and the rename used to be two steps: both writers succeeded, the last one won.
+    monkeypatch.setitem(eio._ANONYMOUS, "works", anonymous)
+    for round_ in range(15):
+        p = tmp_path / f"race{round_}.bin"
+        barrier = threading.Barrier(4)
+        results = []
+
+        def writer(i):
+            barrier.wait()
+            try:
+                eio.write_atomic(p, f"writer {i}".encode())
+                results.append(i)
+            except InputError as err:
+                assert "already exists" in str(err)
+
+        threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert len(results) == 1
+        assert p.read_bytes() == f"writer {results[0]}".encode()
+    assert not list(tmp_path.glob(".ecjax-*"))
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_outputs_follow_the_umask(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        p = eio.write_atomic(tmp_path / "f.bin", b"x")
+        q = eio.write_atomic(tmp_path / "f.bin", b"y", force=True)
+    finally:
+        os.umask(old)
+    assert os.stat(p).st_mode & 0o777 == mode  # was 0600 whatever the umask
+    assert os.stat(q).st_mode & 0o777 == mode
+
+
+@pytest.mark.parametrize("anonymous", [True, False])
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, SystemExit, OSError])
+def test_no_temp_file_left_on_failure(tmp_path, monkeypatch, anonymous, exc):
+    monkeypatch.setitem(eio._ANONYMOUS, "works", anonymous)
+
+    def boom(fd, payload):
+        os.write(fd, payload[:10])
+        raise exc(errno.EIO, "injected") if exc is OSError else exc()
+
+    monkeypatch.setattr(eio, "_write_all", boom)
+    with pytest.raises(InputError if exc is OSError else exc):
+        eio.write_atomic(tmp_path / "big.npy", b"x" * 1_000_000)
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+@pytest.mark.parametrize("err, text", [(errno.ENOSPC, "No space"), (errno.EROFS, "Read-only"),
+                                       (errno.EACCES, "Permission"), (errno.EDQUOT, "quota")])
+def test_file_system_errors_name_the_file(tmp_path, monkeypatch, err, text):
+    def fail(fd, payload):
+        raise OSError(err, os.strerror(err))
+
+    monkeypatch.setattr(eio, "_write_all", fail)
+    msg = raises(tmp_path / "o.json", eio.write_atomic, tmp_path / "o.json", "{}")
+    assert "cannot write" in msg
+    assert not (tmp_path / "o.json").exists() and not list(tmp_path.glob(".ecjax-*"))
+
+
+def test_file_name_too_long(tmp_path):
+    raises("cannot write", eio.write_atomic, tmp_path / ("n" * 300 + ".png"), b"x")
+
+
+def test_output_folder_under_proc():
+    raises("/proc/ecjax_nowhere", eio.write_atomic, "/proc/ecjax_nowhere/o.json", "{}")
+
+
+def test_stale_temp_files_of_dead_processes_are_removed(tmp_path, monkeypatch):
+    monkeypatch.setitem(eio._ANONYMOUS, "works", False)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    stale = tmp_path / f".ecjax-{int(dead.stdout)}-abcdef.tmp"
+    stale.write_bytes(b"x" * 1000)
+    mine = tmp_path / f".ecjax-{os.getpid()}-012345.tmp"  # a live process's temp file stays
+    mine.write_bytes(b"y")
+    eio.write_atomic(tmp_path / "o.bin", b"z")
+    assert not stale.exists() and mine.exists()
+
+
+_SIGTERM_SCRIPT = r"""
+import os, sys, time
+from ecjax import io as eio
+from ecjax import cli
+import signal
+signal.signal(signal.SIGTERM, cli._on_sigterm)
+eio._ANONYMOUS["works"] = {anonymous}
+real = eio._write_all
+def slow(fd, payload):
+    os.write(fd, payload[: len(payload) // 2])
+    open(sys.argv[2], "w").close()   # tell the parent we are mid-write
+    time.sleep(60)
+eio._write_all = slow
+try:
+    eio.write_atomic(sys.argv[1], b"x" * 20_000_000)
+except cli._Terminated:
+    sys.exit(143)
+"""
+
+
+@pytest.mark.parametrize("anonymous", [True, False])
+def test_sigterm_during_a_write_leaves_no_temp_file(tmp_path, anonymous):
+    target, ready = tmp_path / "out" / "scores.npy", tmp_path / "ready"
+    proc = subprocess.Popen([sys.executable, "-c", _SIGTERM_SCRIPT.format(anonymous=anonymous),
+                             str(target), str(ready)])
+    try:
+        for _ in range(600):
+            if ready.exists():
+                break
+            if proc.poll() is not None:
+                pytest.fail(f"writer exited early with {proc.returncode}")
+            import time
+
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 143
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not target.exists() and os.listdir(target.parent) == []  # was a 4-50 MB .name.XXXX.tmp
+
+
+def test_sigkill_during_a_write_leaves_nothing_after_the_next_write(tmp_path):
+    # SIGKILL cannot be caught: with O_TMPFILE nothing is ever visible; with named temp files the next
+    # write into the folder removes the dead process's file.
+    target, ready = tmp_path / "out" / "scores.npy", tmp_path / "ready"
+    script = _SIGTERM_SCRIPT.format(anonymous=False)
+    proc = subprocess.Popen([sys.executable, "-c", script, str(target), str(ready)])
+    try:
+        for _ in range(600):
+            if ready.exists() or proc.poll() is not None:
+                break
+            import time
+
+            time.sleep(0.05)
+        proc.kill()
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert not target.exists()
+    saved = dict(eio._ANONYMOUS)
+    eio._ANONYMOUS["works"] = False
+    try:
+        eio.write_atomic(target.parent / "next.json", "{}")
+    finally:
+        eio._ANONYMOUS.update(saved)
+    assert os.listdir(target.parent) == ["next.json"]
+
+
+def test_strict_json_of_infinities():
+    from ecjax.cli import _dumps
+
+    text = _dumps({"threshold": float("-inf"), "x": [float("inf"), float("nan"), np.float32(1.5)]})
+
+    def refuse(name):
+        raise ValueError(name)
+
+    rec = json.loads(text, parse_constant=refuse)  # strict parsers reject -Infinity / NaN
+    assert rec == {"threshold": "-inf", "x": ["inf", None, 1.5]}

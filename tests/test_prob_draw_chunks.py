@@ -1,0 +1,174 @@
+"""Posterior draws in fixed memory (issue 10 item 3): blocks, chunks, index sizes, progress.
+
+``compare`` makes its draws in blocks whose random numbers come from
+``fold_in(key, block)``; ``chunk_size`` only groups blocks into compiled
+steps.  So every chunk size must give bit-identical draws, no block-level
+array may come near ``2^31`` elements (the int32 limit the former
+``(S, M, K, D)`` count array crossed at ``10^5`` draws of 100 x 100 costs),
+and the yields must still match independent numpy computations.
+"""
+
+import importlib
+
+import numpy as np
+import pytest
+
+import jax
+
+import ecjax
+from ecjax import prob
+
+compare_mod = importlib.import_module("ecjax.prob.compare")  # the module (prob.compare is the function)
+KEY = jax.random.key(11)
+INT32_LIMIT = 2**31
+
+
+def _scores(rng, labels, k, sharpness):
+    return [rng.normal(size=(labels.shape[0], k)) + 3.0 * q * np.eye(k)[labels] for q in sharpness]
+
+
+def _same(a, b):
+    for name in ("yields", "expected_costs", "normalized_expected_costs"):
+        np.testing.assert_array_equal(np.asarray(getattr(a, name)), np.asarray(getattr(b, name)), err_msg=name)
+    np.testing.assert_array_equal(a.p_best, b.p_best)
+    np.testing.assert_array_equal(a.expected_yield, b.expected_yield)
+    assert a.doubt.as_dict() == b.doubt.as_dict()
+
+
+def test_per_draw_bayes_decisions_identical_for_every_chunk_size():
+    # The brief's workload at reduced size: 2 x 10^4 draws of 20 x 20 cost matrices, each making the Bayes
+    # decisions of 3 systems on 500 samples; chunks of one block, of three blocks, and one chunk.
+    rng = np.random.default_rng(5)
+    n, k = 500, 20
+    labels = rng.integers(0, k, n)
+    scores = _scores(rng, labels, k, (1.0, 0.98, 0.96))
+    costs = prob.intervals(0.5 * (1 - np.eye(k)), 2.0 * (1 - np.eye(k)), kind="cost")
+    kw = dict(scores=scores, score_type="logits", costs=costs, decision_rule="per_draw", paired=False,
+              num_draws=20_000, key=KEY)
+    one = prob.compare(labels, **kw)
+    block = one.info["draw_block"]
+    assert one.info["num_chunks"] == 1 and 1 < 20_000 // block  # several blocks, so chunking matters
+    for chunk in (block, 3 * block - 7):  # the second is rounded up to 3 whole blocks
+        res = prob.compare(labels, chunk_size=chunk, **kw)
+        assert res.info["num_chunks"] > 1
+        _same(res, one)
+    # The draws mean what they say: the yield of draw s is -sum_ij c_s,ij P_s,i R_s,m,ij; its Monte Carlo
+    # mean over the draws is the expected yield reported for per-draw decisions.
+    np.testing.assert_allclose(one.expected_yield, np.asarray(one.yields, np.float64).mean(0), rtol=1e-12)
+    assert 0.0 < one.doubt.doubt_all < 1.0
+
+
+def test_fixed_decisions_identical_for_every_chunk_size_with_uncertain_priors():
+    rng = np.random.default_rng(8)
+    n, k = 400, 3
+    labels = rng.integers(0, k, n)
+    dec = np.stack([np.where(rng.random(n) < acc, labels, rng.integers(0, k, n)) for acc in (0.8, 0.78)])
+    kw = dict(costs=prob.truncated_normal(1 - np.eye(k), 0.4, low=0.0, kind="cost"),
+              priors=prob.dirichlet_priors([4.0, 3.0, 3.0]), num_draws=30_000, key=KEY)
+    one = prob.compare(labels, dec, **kw)
+    assert one.info["num_chunks"] == 1
+    several = prob.compare(labels, dec, chunk_size=one.info["draw_block"] // 3, **kw)
+    assert several.info["num_chunks"] > 1
+    _same(several, one)
+
+
+def test_compare_counts_chunks_and_closed_form():
+    counts = np.array([[[50, 10], [5, 35]], [[45, 15], [3, 37]]])
+    kw = dict(costs=prob.cost_ratio(1, 10), num_draws=50_000, key=KEY, concentration=0.5)
+    one = prob.compare_counts(counts, **kw)
+    two = prob.compare_counts(counts, chunk_size=one.info["draw_block"], **kw)
+    _same(one, two)
+    # E[yield_m] = -(E[P_0] E[R_m,01] + E[r] E[P_1] E[R_m,10]) with Dirichlet means (numpy closed form).
+    from ecjax.prob.rates import default_class_concentration
+
+    n_i = counts.sum(-1).mean(0)
+    a_p = default_class_concentration(2)
+    p = (n_i + a_p) / (n_i.sum() + 2 * a_p)
+    r = (counts + 0.5) / (counts + 0.5).sum(-1, keepdims=True)
+    mean_ratio = (10 - 1) / np.log(10)
+    closed = -(p[0] * r[:, 0, 1] + mean_ratio * p[1] * r[:, 1, 0])
+    np.testing.assert_allclose(one.expected_yield, closed, rtol=1e-6)
+
+
+def test_block_arithmetic_stays_far_below_int32_at_the_target_scale():
+    # 10^6 draws of 100 x 100 cost matrices, Bayes decisions of 3 systems on 10^4 x 100 scores: the former
+    # code held all (S, M, K, D) = 3 x 10^10 counts at once (and an int32 index past 2^31).
+    s, m, k, n = 10**6, 3, 100, 10**4
+    assert s * m * k * k > INT32_LIMIT and s * m * n > INT32_LIMIT
+    elements = m * k * k + k * k  # the per-draw cells compare() plans with (rates and utilities)
+    for chunk in (None, 1, 5000, 10**6):
+        plan = compare_mod.plan_draws(s, elements, chunk, utility_cells=k * k)
+        assert plan.block * elements <= compare_mod._BLOCK_ELEMENTS < INT32_LIMIT
+        assert plan.num_blocks * plan.block >= s > (plan.num_blocks - 1) * plan.block
+        assert (plan.num_chunks - 1) * plan.blocks_per_chunk < plan.num_blocks <= plan.num_chunks * plan.blocks_per_chunk
+        if chunk is not None:
+            assert plan.chunk == plan.block * max(1, min(plan.num_blocks, -(-chunk // plan.block)))
+        if chunk is None:  # the automatic chunk's utility draws stay bounded whatever the number of draws
+            assert plan.chunk * k * k <= max(compare_mod._CHUNK_ELEMENTS, plan.block * k * k)
+    # The block, hence every random number, depends on S and the shape, not on the chunk size.
+    assert len({compare_mod.plan_draws(s, elements, c).block for c in (None, 1, 777, 10**6)}) == 1
+    # The per-draw decisions run a few draws at a time: (batch, 1, N, K) slabs of at most 2^24 elements.
+    block = compare_mod.plan_draws(s, elements).block
+    batch = max(1, min(block, compare_mod._DECISION_ELEMENTS // (n * k)))
+    assert batch * n * k <= compare_mod._DECISION_ELEMENTS < INT32_LIMIT
+    # Dense paired tables (per-draw decisions of paired systems) are refused beyond 2^16 cells per draw.
+    with pytest.raises(ecjax.InputError, match="dense joint table"):
+        labels = np.zeros(10, int)
+        prob.compare(labels, scores=np.zeros((3, 10, 100)), costs=prob.intervals(np.zeros((100, 100)),
+                     np.ones((100, 100)), kind="cost"), decision_rule="per_draw", key=KEY, num_draws=100)
+
+
+def test_progress_reports_every_chunk():
+    events = []
+
+    class Bar:
+        def __init__(self, total):
+            events.append(("total", total))
+
+        def update(self, n):
+            events.append(("update", n))
+
+        def close(self):
+            events.append(("close",))
+
+    counts = np.array([[[30, 10], [5, 25]], [[28, 12], [4, 26]]])
+    res = prob.compare_counts(counts, costs=prob.cost_ratio(1, 5), num_draws=6000, key=KEY, chunk_size=1000,
+                              progress=Bar)
+    chunks = res.info["num_chunks"]
+    assert chunks > 1
+    assert events == [("total", chunks)] + [("update", 1)] * chunks + [("close",)]
+
+
+def test_evaluate_draws_chunked_matches_numpy():
+    rng = np.random.default_rng(3)
+    s, m, k, d = 1000, 3, 4, 5
+    u = rng.normal(size=(s, k, d)).astype(np.float32)
+    w = rng.random(size=(s, m, k, d)).astype(np.float32)
+    p = rng.dirichlet(np.ones(k), size=s).astype(np.float32)
+    r = w / w.sum(-1, keepdims=True)
+    reference = np.einsum("sij,si,smij->sm", u.astype(np.float64), p, r)
+    whole = prob.evaluate_draws(u, w, p)
+    for chunk in (1, 7, 333, 5000):
+        parts = prob.evaluate_draws(u, w, p, chunk_size=chunk)
+        for a, b in zip(parts, whole):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    np.testing.assert_allclose(np.asarray(whole[0]), reference, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(whole[1]), -reference, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ecjax.InputError, match="chunk_size"):
+        prob.evaluate_draws(u, w, p, chunk_size=0)
+
+
+@pytest.mark.slow  # about a minute on two CPU cores: 2^20 draws x 2 systems x 1024 samples of Bayes decisions
+def test_a_million_per_draw_decisions_past_int32():
+    rng = np.random.default_rng(2)
+    n = 1024
+    labels = rng.integers(0, 2, n)
+    llr = [2.0 * q * (labels - 0.5) * 2 + rng.normal(size=n) for q in (1.0, 0.9)]
+    kw = dict(scores=llr, score_type="llr", costs=prob.cost_ratio(0.5, 4), priors=[0.7, 0.3],
+              decision_rule="per_draw", decompose=False)
+    big = prob.compare(labels, num_draws=2**20, key=KEY, **kw)
+    assert 2**20 * n * 2 > INT32_LIMIT
+    small = prob.compare(labels, num_draws=20_000, key=jax.random.key(1), **kw)
+    se = np.asarray(small.yields).std(0) / np.sqrt(20_000)
+    assert np.all(np.abs(big.expected_yield - small.expected_yield) < 5 * se)
+    assert np.all(np.isfinite(np.asarray(big.normalized_expected_costs)))
