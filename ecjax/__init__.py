@@ -4,55 +4,66 @@ Data flows one way: scores -> (calibration) -> decisions -> counts -> metrics
 -> (posterior draws, sweeps) -> rankings, tables and plots.
 """
 
-from ecjax import costs
-from ecjax._validate import InputError
-from ecjax.confusion import (
-    JointOutcomeTable,
-    confusion_matrix,
-    data_priors,
-    joint_outcome_table,
-    rates,
-)
-from ecjax.decisions import bayes_decisions, log_posteriors, naive_decision, naive_expected_cost
-from ecjax.metrics import (
-    accuracy,
-    balanced_accuracy,
-    balanced_error_rate,
-    cohen_kappa,
-    error_rate,
-    expected_cost,
-    f1_score,
-    f_beta_score,
-    fowlkes_mallows,
-    general_performance_score,
-    geometric_mean,
-    gps_upm,
-    informedness,
-    markedness,
-    matthews_corrcoef,
-    negative_likelihood_ratio,
-    negative_predictive_value,
-    net_benefit,
-    normalized_expected_cost,
-    positive_likelihood_ratio,
-    precision,
-    recall,
-    sensitivity,
-    specificity,
-    unified_performance_measure,
-    utility_yield,
-)
-from ecjax.scores import (
-    auc,
-    bayes_expected_cost,
-    bayes_risk_curve,
-    brier,
-    cross_entropy,
-    ece,
-    eer,
-    optimal_threshold_expected_cost,
-    roc_curve,
-)
+import os as _os
+import sys as _sys
+
+try:
+    from ecjax import costs
+    from ecjax._validate import InputError
+    from ecjax.confusion import (
+        JointOutcomeTable,
+        confusion_matrix,
+        data_priors,
+        joint_outcome_table,
+        rates,
+    )
+    from ecjax.decisions import bayes_decisions, log_posteriors, naive_decision, naive_expected_cost
+    from ecjax.metrics import (
+        accuracy,
+        balanced_accuracy,
+        balanced_error_rate,
+        cohen_kappa,
+        error_rate,
+        expected_cost,
+        f1_score,
+        f_beta_score,
+        fowlkes_mallows,
+        general_performance_score,
+        geometric_mean,
+        gps_upm,
+        informedness,
+        markedness,
+        matthews_corrcoef,
+        negative_likelihood_ratio,
+        negative_predictive_value,
+        net_benefit,
+        normalized_expected_cost,
+        positive_likelihood_ratio,
+        precision,
+        recall,
+        sensitivity,
+        specificity,
+        unified_performance_measure,
+        utility_yield,
+    )
+    from ecjax.scores import (
+        auc,
+        bayes_expected_cost,
+        bayes_risk_curve,
+        brier,
+        cross_entropy,
+        ece,
+        eer,
+        optimal_threshold_expected_cost,
+        roc_curve,
+    )
+except KeyboardInterrupt:
+    # Ctrl-C while the `ecjax` command is still importing JAX: the same one line and exit status (130) as once
+    # it runs (ecjax.cli.main), not a traceback.  Imported as a library, the interrupt is the caller's.
+    if _os.path.basename(_sys.argv[0] if _sys.argv else "").lower() in ("ecjax", "ecjax.exe", "ecjax-script.py"):
+        print("ecjax: interrupted", file=_sys.stderr)
+        raise SystemExit(130) from None
+    raise
 
 __version__ = "0.1.0"
 

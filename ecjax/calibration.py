@@ -530,7 +530,7 @@ def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affin
     _check_fit_args(method, loss, binning, max_iter, tol, l2)
     num_bins = v.as_positive_int(num_bins, "num_bins")
     s, labels, k, p = _prepare_fit(scores, labels, method, priors, score_type)
-    folds = stratified_folds(key, labels, num_folds)
+    folds = stratified_folds(v.as_key(key), labels, num_folds)
     labels_np = np.asarray(labels)
     train_sets = [np.nonzero(folds != f)[0] for f in range(num_folds)]
     length = max(len(t) for t in train_sets)
@@ -636,6 +636,7 @@ def diagnose(scores, labels, *, key=None, method="affine", metric="xe", protocol
     if protocol == "cross_validation":
         if key is None:
             raise v.InputError("protocol='cross_validation' needs a `key` (jax.random.key) for the folds")
+        key = v.as_key(key)
         res = calibrate_cross_validated(scores, labels, key=key, num_folds=num_folds, **kw)
     elif protocol == "held_out":
         if train_scores is None or train_labels is None:

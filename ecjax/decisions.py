@@ -75,8 +75,13 @@ def bayes_decisions_kernel(log_post, costs, precision: str = "exact"):
     ``"exact"`` (a float32 product on every backend) or ``"fast"`` (a
     tensor-core product whose near ties are recomputed in float32, with the
     same decisions: :func:`ecjax.precision.argmin_of_products`).
+
+    A sample whose log posteriors hold a NaN gets ``-1`` (the NaN contract
+    of traced input, see :mod:`ecjax._validate`): under ``jit``/``vmap``
+    no error can be raised, and any decision would be a silent guess.
     """
-    return argmin_of_products(jnp.exp(log_post), costs, precision=precision)
+    decisions = argmin_of_products(jnp.exp(log_post), costs, precision=precision)
+    return jnp.where(jnp.any(jnp.isnan(log_post), -1), v.INVALID_INDEX, decisions)
 
 
 def bayes_decisions(scores, costs, *, priors=None, score_type: str = "log_posteriors", precision: str = "exact"):

@@ -7,7 +7,12 @@ only when the folder is genuinely absent.
 
 from __future__ import annotations
 
+import os
 import pathlib
+
+# The suite runs in two worker processes (pyproject's addopts).  On a GPU each JAX process would otherwise reserve
+# 75 % of the device's memory at start, and the second worker would fail to allocate.
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import numpy as np
 import pytest

@@ -11,9 +11,14 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("bench_*.py"))
+# These take 25-35 s each even at --tiny (a fresh process compiling calibration, ranking, draw or sweep kernels
+# and running their anchors); their code paths are tested against references in the default lane, so the
+# smoke runs are in the slow lane.  The others stay in the default lane.
+SLOW = {"bench_calibration", "bench_draws", "bench_ranking", "bench_sweep"}
+BENCHMARK_PARAMS = [pytest.param(b, marks=pytest.mark.slow) if b.stem in SLOW else b for b in BENCHMARKS]
 
 
-@pytest.mark.parametrize("script", BENCHMARKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("script", BENCHMARK_PARAMS, ids=lambda p: p.stem)
 def test_benchmark_runs_tiny(script):
     proc = subprocess.run([sys.executable, str(script), "--tiny"], capture_output=True, text=True, timeout=600,
                           cwd=script.parent)

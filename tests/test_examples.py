@@ -13,6 +13,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+# The quick start runs in the default lane; the others execute 20-30 s each in a fresh kernel (compiling most of
+# ecjax again) and make only API calls that the default lane tests against references, so they run with -m slow.
+NOTEBOOK_PARAMS = [nb if nb.stem.startswith("01_") else pytest.param(nb, marks=pytest.mark.slow) for nb in NOTEBOOKS]
 
 
 @pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.stem)
@@ -26,7 +29,7 @@ def test_example_runs(script):
         assert "yield A =    4.70  B =    7.30" in proc.stdout
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("notebook", NOTEBOOK_PARAMS, ids=lambda p: p.stem)
 def test_notebook_executes(notebook):
     import nbformat
     from nbclient import NotebookClient

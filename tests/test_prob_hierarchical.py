@@ -34,6 +34,7 @@ def test_pooling_limit_matches_beta_posterior_of_pooled_counts():
         assert abs(mu[:, 0, i, 0].std() / ref.std() - 1) < 0.12
 
 
+@pytest.mark.slow  # NUTS on a learned dispersion: ~45 s on two cores (the pooling-limit NUTS run stays default)
 def test_learned_dispersion_recovers_the_generator_and_converges():
     rng = np.random.default_rng(0)
     mu = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.8, 0.2], [0.3, 0.7]]])  # system 0 better on both classes

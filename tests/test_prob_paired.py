@@ -26,8 +26,8 @@ DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 def test_paired_yields_match_bayesian_bootstrap_closed_form():
-    # concentration=0 is the Bayesian bootstrap: with w ~ Dirichlet(n_c) over the occupied cells, Y = sum_c w_c u_c has mean sum n_c u_c / N and
-    # variance (sum n_c u_c^2 / N - mean^2) / (N + 1).
+    # concentration=0 is the Bayesian bootstrap: with w ~ Dirichlet(n_c) over the occupied cells,
+    # Y = sum_c w_c u_c has mean sum n_c u_c / N and variance (sum n_c u_c^2 / N - mean^2) / (N + 1).
     rng = np.random.default_rng(0)
     n = 400
     labels = rng.integers(0, 3, n)

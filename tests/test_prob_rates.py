@@ -101,6 +101,7 @@ def test_interval_priors_three_classes_uniform_on_the_slice():
     np.testing.assert_allclose(d.mean, ref.mean(0), atol=3e-3)
 
 
+@pytest.mark.slow  # NUTS, two chains: ~35 s on two cores; the conjugate sampler is checked against Betas above
 def test_nuts_and_conjugate_give_the_same_posterior():
     # The same model two ways (item 3); R-hat through ArviZ (item 7).
     counts = np.array([[[18, 4], [6, 12]], [[15, 7], [2, 16]]])

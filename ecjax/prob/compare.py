@@ -79,10 +79,10 @@ draw).  The doubt is not additive: sources can reinforce each other.
 **Draws in fixed memory.**  The draws are made in *blocks*: block ``b`` of
 ``B`` draws takes its random numbers from ``fold_in(key, b)`` (utilities,
 priors and rates each from their own key), with ``B`` set by ``num_draws``
-and the problem's shape only (:func:`plan_draws`), and one compiled step
-per block.  ``chunk_size`` groups whole blocks: their steps are queued
-(asynchronously, on an accelerator) and their outputs copied to the host
-together, once per chunk, where ``progress`` is reported.  Memory is that
+and the problem's shape only (:func:`plan_draws`); each block runs the same
+jitted kernels.  ``chunk_size`` groups whole blocks: their kernels are
+queued (asynchronously, on an accelerator) and their outputs copied to the
+host together, once per chunk, where ``progress`` is reported.  Memory is that
 of one block plus one chunk's outputs, whatever ``num_draws``; no block
 array comes near ``2^31`` elements; and the numbers are the same for every
 chunk size.  Only the ``(S, M)`` draws of the yields (EC, NEC, and those of
@@ -172,8 +172,9 @@ def evaluate_draws(utilities, weights, priors, *, chunk_size=None):
         row scaling: :func:`ecjax.metrics.expected_value` row-normalizes).
       priors: ``(S, K)`` class priors.
       chunk_size: draws evaluated at once (default: as many as keep a
-        chunk's ``(C, M, K, D)`` intermediates near ``2^22`` elements); the
-        draws are independent, so any chunk size gives the same numbers.
+        chunk's ``(C, M, K, D)`` intermediates near ``2^22`` elements).  The
+        draws are independent, so the chunk size changes nothing but, at
+        most, the float32 rounding (XLA may vectorize the sums differently).
 
     ``yield_sm = sum_ij U_s,ij P_s,i R_s,m,ij`` (seed 004 eq. 10); the EC is
     that of costs ``-U`` (seed 000 eq. 2); the NEC (seed 000 eq. 4) uses the
@@ -391,9 +392,11 @@ def plan_draws(num_draws: int, elements_per_draw: int, chunk_size=None, *, utili
     largest = max(1, min(_MAX_BLOCK, _BLOCK_ELEMENTS // max(1, int(elements_per_draw))))
     num_blocks = -(-num_draws // largest)
     block = -(-num_draws // num_blocks)  # balanced: fewer than num_blocks draws are computed and dropped
-    if chunk_size is None:
-        chunk_size = max(block, min(_MAX_AUTO_CHUNK, _CHUNK_ELEMENTS // max(1, int(utility_cells))))
-    per_chunk = min(num_blocks, -(-chunk_size // block))
+    if chunk_size is None:  # whole blocks whose utility draws, queued together, hold at most ~2^24 numbers
+        per_chunk = max(1, min(_MAX_AUTO_CHUNK, _CHUNK_ELEMENTS // max(1, int(utility_cells))) // block)
+    else:
+        per_chunk = -(-chunk_size // block)
+    per_chunk = min(num_blocks, per_chunk)
     return DrawPlan(num_draws, block, per_chunk, -(-num_blocks // per_chunk))
 
 
@@ -433,10 +436,18 @@ class _Model:
     rates_by_p: bool = False
 
 
+@jax.jit
 def _tie_labels(counts):
     """``(..., M)``: the lowest index of a system with the same ``(K, D)`` counts (equal labels = tied systems)."""
     same = jnp.all(counts[..., :, None, :, :] == counts[..., None, :, :, :], axis=(-2, -1))
     return jnp.argmax(same, axis=-1).astype(jnp.int32)
+
+
+@partial(jax.jit, static_argnames=("joint_priors", "block"))
+def _yields_kernel(utilities, weights, priors, *, joint_priors, block):
+    p = data_priors(weights[..., 0, :, :]) if joint_priors else priors
+    y = expected_value(weights, utilities[..., None, :, :], p[..., None, :])
+    return jnp.broadcast_to(y, (block, weights.shape[-3]))
 
 
 def _component_yield(model, utilities, weights, priors):
@@ -444,9 +455,18 @@ def _component_yield(model, utilities, weights, priors):
 
     With ``joint_priors`` the priors are the class marginals of ``weights``.
     """
-    p = data_priors(weights[..., 0, :, :]) if model.joint_priors else priors
-    y = expected_value(weights, utilities[..., None, :, :], p[..., None, :])
-    return jnp.broadcast_to(y, (model.block, model.num_systems))
+    return _yields_kernel(utilities, weights, priors, joint_priors=model.joint_priors, block=model.block)
+
+
+@partial(jax.jit, static_argnames=("joint_priors",))
+def _all_outputs(utilities, weights, priors, *, joint_priors):
+    """Yield, EC and NEC draws of the ``all`` posterior."""
+    return _evaluate(utilities, weights, data_priors(weights[:, 0]) if joint_priors else priors)
+
+
+@jax.jit
+def _masked_sum(x, valid):
+    return jnp.sum(jnp.where(valid[:, None, None, None], x, 0.0), 0)
 
 
 def _draw_fixed(key, data, model):
@@ -476,15 +496,21 @@ def _draw_counts(data, model, utilities, log_priors):
                             for s, lab in zip(data["log_scores"], data["labels"])], 1)
 
 
+@partial(jax.jit, static_argnames=("num_systems", "num_classes", "num_decisions"))
+def _dense_marginal_counts(counts, *, num_systems, num_classes, num_decisions):
+    return _dense_marginals(counts, num_systems, num_classes, num_decisions)
+
+
 def _marginal_counts(model, counts):
     if model.kind == "scores_joint":
-        return _dense_marginals(counts, model.num_systems, model.num_classes, model.num_decisions)
+        return _dense_marginal_counts(counts, num_systems=model.num_systems, num_classes=model.num_classes,
+                                      num_decisions=model.num_decisions)
     return counts
 
 
 def _posterior_mean(model, counts):
     """Posterior mean weights ``n_m,ij + alpha`` of per-draw counts (see :func:`_mean_weights`)."""
-    return _marginal_counts(model, counts).astype(jnp.result_type(float)) + model.alpha
+    return _marginal_counts(model, counts) + jnp.asarray(model.alpha, jnp.result_type(float))
 
 
 def _posterior_draw(key, model, counts):
@@ -496,6 +522,10 @@ def _posterior_draw(key, model, counts):
 
 def _block(b, key_all, key_rates, u, p_all, p_rates, data, model):
     """All outputs of block ``b``, ``(B, M)`` each: yield / EC / NEC draws and the doubt components.
+
+    Plain Python over jitted kernels (the samplers, the decisions, the
+    yields), each compiled once per shape and shared by every comparison
+    of that shape, whatever its priors, components or chunk size.
 
     ``u``: the block's utility draws (or ``U_hat`` broadcast); ``p_all``:
     its class priors (drawn, or ``E[P]`` broadcast); ``p_rates``: those of
@@ -517,7 +547,7 @@ def _block(b, key_all, key_rates, u, p_all, p_rates, data, model):
         return out
     if model.kind in _FIXED_KINDS:
         w = _draw_fixed(key_all, data, model)
-        out["yields"], out["ec"], out["nec"] = _evaluate(u, w, data_priors(w[:, 0]) if model.joint_priors else p_all)
+        out["yields"], out["ec"], out["nec"] = _all_outputs(u, w, p_all, joint_priors=model.joint_priors)
         if model.decompose:
             if model.kind != "clustered":  # the clustered model's mean rates come from a first pass
                 component("costs_only", u, data["mean_weights"], p_bar)
@@ -525,9 +555,8 @@ def _block(b, key_all, key_rates, u, p_all, p_rates, data, model):
             component("rates_only", u_hat, w, p_rates)
         if model.kind == "clustered":
             # Per-block sums of the weights (P_i R_ij) or of the rates, for their Monte Carlo posterior mean.
-            valid = (b * bsz + jnp.arange(bsz)) < data["num_draws"]
-            target = w if model.joint_priors else rates(w)
-            out["mean_sum"] = jnp.sum(jnp.where(valid[:, None, None, None], target, 0.0), 0)
+            valid = (b * bsz + np.arange(bsz)) < data["num_draws"]
+            out["mean_sum"] = _masked_sum(w if model.joint_priors else rates(w), valid)
         return out
 
     # Per-draw decisions: each draw's counts, then the posterior given them.
@@ -538,7 +567,7 @@ def _block(b, key_all, key_rates, u, p_all, p_rates, data, model):
 
     c_all = _draw_counts(data, model, u, jnp.log(p_all) if model.all_by_p else lp_bar)
     w = _posterior_draw(key_all, model, c_all)
-    out["yields"], out["ec"], out["nec"] = _evaluate(u, w, data_priors(w[:, 0]) if model.joint_priors else p_all)
+    out["yields"], out["ec"], out["nec"] = _all_outputs(u, w, p_all, joint_priors=model.joint_priors)
     out["ties_all"] = _tie_labels(_marginal_counts(model, c_all))
     if model.decompose:
         c = _draw_counts(data, model, u, lp_bar) if model.all_by_p else c_all
@@ -551,13 +580,6 @@ def _block(b, key_all, key_rates, u, p_all, p_rates, data, model):
         component("rates_only", u_hat, _posterior_draw(key_rates, model, c), p_rates)
         out["ties_rates_only"] = _tie_labels(_marginal_counts(model, c))
     return out
-
-
-@partial(jax.jit, static_argnames=("model",))
-def _block_step(key_all, key_rates, b, u, p_all, p_rates, data, *, model):
-    """One block of draws, compiled once per model and shapes (the chunk size does not enter)."""
-    return _block(b, jax.random.fold_in(key_all, b), jax.random.fold_in(key_rates, b), u, p_all, p_rates, data,
-                  model)
 
 
 def _progress_bar(progress, total):
@@ -594,8 +616,8 @@ def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
             for b in range(c * plan.blocks_per_chunk, min((c + 1) * plan.blocks_per_chunk, plan.num_blocks)):
                 u = fixed_u if inputs.sample_u is None else inputs.sample_u(b)
                 p = fixed_p if inputs.sample_p is None else inputs.sample_p(b)
-                pending.append((b, _block_step(key_all, key_rates, np.int32(b), u, p,
-                                               p if inputs.rates_use_p else fixed_p, data, model=model)))
+                pending.append((b, _block(b, jax.random.fold_in(key_all, b), jax.random.fold_in(key_rates, b), u, p,
+                                          p if inputs.rates_use_p else fixed_p, data, model)))
             for b, out in pending:
                 start = b * bsz
                 stop = min(start + bsz, plan.num_draws)
@@ -619,8 +641,7 @@ def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
 # ---------------------------------------------------------------- compare
 
 def _check_common(key, num_draws, hdi_prob, rope, chunk_size):
-    if key is None:
-        raise v.InputError("`key` is required: pass a jax.random key, e.g. jax.random.key(0)")
+    key = v.as_key(key)
     num_draws = v.as_positive_int(num_draws, "num_draws")
     hdi_prob = ranking.check_hdi_prob(hdi_prob, num_draws)
     if rope is not None:
@@ -1066,8 +1087,8 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
     inputs = _Inputs(sample_u if utilities_drawn else None,
                      sample_p if (deployment_uncertain or data_priors_drawn) else None, data_priors_drawn)
     # A certain source leaves no doubt: its component is not reported (doubt exactly 0).
-    components = tuple(name for name, uncertain in (("costs_only", utilities_drawn), ("priors_only", deployment_uncertain),
-                                                    ("rates_only", True)) if decompose and uncertain)
+    sources = (("costs_only", utilities_drawn), ("priors_only", deployment_uncertain), ("rates_only", True))
+    components = tuple(name for name, uncertain in sources if decompose and uncertain)
     data = {"u_hat": jnp.asarray(u_hat, f), "p_bar": jnp.asarray(p_bar, f)}
     model = _Model("", m, k, d, float(alpha), plan.block, joint_priors, bool(decompose))
     if per_draw is None:

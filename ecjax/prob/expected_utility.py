@@ -63,6 +63,7 @@ def expected_utility_matrix(utilities, *, key=None, num_draws: int = 100_000) ->
         return ExpectedUtility(prior.mean, prior.mean_method, None)
     if key is None:
         raise v.InputError(f"`key` is required: the expected matrix of {prior.name} has no closed form (Monte Carlo)")
+    key = v.as_key(key)
     num_draws = v.as_positive_int(num_draws, "num_draws", minimum=2)
     draws = prior.sample(key, num_draws)
     return ExpectedUtility(draws.mean(0), "monte_carlo", draws.std(0, ddof=1) / jnp.sqrt(num_draws))

@@ -175,8 +175,7 @@ def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=No
 
     from ecjax.prob.compare import _resolve_utilities
 
-    if key is None:
-        raise v.InputError("`key` is required: pass a jax.random key, e.g. jax.random.key(0)")
+    key = v.as_key(key)
     counts = as_counts(counts)
     if counts.ndim != 4:
         raise v.InputError(f"`counts` must be (T, M, K, D), got shape {tuple(counts.shape)}")

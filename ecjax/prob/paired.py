@@ -30,10 +30,12 @@ and their difference over the same 600 simulated test sets was
     A = 2 (default)     0.917  0.938  0.890   smallest P(B best) 0.04
     A = 1               0.908  0.755  0.812
     A = 3               0.917  0.927  0.950
-    Bayesian bootstrap  0.790  0.765  0.805   (13 % of the HDIs of the
-        difference of zero width; P(B best) <= 0.001 in 18 % of the sets
-        and >= 0.999 in 67 %, although B is better)  Two consequences of the prior over
-*all* cells, which the Bayesian bootstrap (``concentration=0``, the former
+    Bayesian bootstrap  0.790  0.765  0.805
+
+with, for the Bayesian bootstrap, 13 % of the HDIs of the difference of
+zero width and ``P(B best) <= 0.001`` in 18 % of the sets (``>= 0.999`` in
+67 %) although B is better.  Two consequences of the prior over *all*
+cells, which the Bayesian bootstrap (``concentration=0``, the former
 default: Dirichlet over the occupied cells only, Rubin 1981) lacks: a
 system with no errors has an error rate whose HDI is not ``[0, 0]``, and
 when two systems differ on three samples only, all in favour of B, ``P(A
@@ -66,7 +68,10 @@ two binary systems: 8 cells) the prior field is drawn directly, exactly.
 The marginals of the data part are segment sums over the occupied cells,
 those of the prior part scatter-adds of its atoms: the draws cost
 ``O(C + T M)`` per draw and are made in blocks of draws, in memory
-independent of ``L``.
+independent of ``L``.  When every draw has its own decisions (the scores
+mode), :func:`sample_joint_confusions_per_draw` draws the data part as one
+``Exp(1)`` weight per sample (``Gamma(n_c)`` is the sum of ``n_c`` of them),
+so no table of cells is built at all.
 
 The class frequencies are the class marginals of ``w`` (uncertain data
 priors); deployment priors can replace them (each class row is then
@@ -106,9 +111,8 @@ from ecjax.confusion import JointOutcomeTable, joint_outcome_table
 from ecjax.prob._sampling import _in_blocks, gamma_draws
 from ecjax.prob.rates import check_concentration, default_concentration
 
-# The samplers' default is ``default_concentration(D, K)`` (concentration=None).  compare() still reads this
-# constant, the former Bayesian-bootstrap default, until it passes ``default_concentration(d, k)`` itself.
-DEFAULT_CONCENTRATION = 0.0
+# None: ``default_concentration(D, K)`` per cell of each system's matrix (see resolve_concentration).
+DEFAULT_CONCENTRATION = None
 
 # Stick breaking stops when the expected mass left after the last atom is below this.
 _STICK_TOLERANCE = 1e-12

@@ -331,7 +331,9 @@ class Comparison:
             lines.append(f"tied: {self.best} has the confusion counts of another system in {100 * tied:.1f} % of "
                          "the draws (ties, not doubt)")
         rule = self.info.get("decision_rule")
-        if rule is not None:
+        if rule == "given":
+            lines.append("decisions: given")
+        elif rule is not None:
             lines.append(f"decisions: {self.info.get('decisions', rule)} [decision_rule={rule}]")
         if self.doubt is not None:
             lines.append(self.doubt.text())

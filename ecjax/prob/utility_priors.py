@@ -376,9 +376,9 @@ def cost_ratio(low: float, high: float, *, distribution: str = "log_uniform", po
     """
     v.check_choice(distribution, "distribution", ("log_uniform", "log_normal"))
     v.check_choice(positive, "positive", (0, 1))
-    lo, hi = float(low), float(high)
-    if not (np.isfinite(lo) and np.isfinite(hi)) or lo <= 0:
-        raise v.InputError(f"cost ratio bounds must be finite and > 0, got low={low!r}, high={high!r}")
+    lo, hi = v.as_real(low, "low"), v.as_real(high, "high")
+    if lo <= 0:
+        raise v.InputError(f"`low` (the smallest cost ratio) must be > 0, got {low!r}")
     if lo > hi:
         raise v.InputError(f"interval bounds must satisfy low <= high, got low={lo} > high={hi}")
     if distribution == "log_uniform":

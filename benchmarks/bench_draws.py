@@ -1,0 +1,104 @@
+"""Posterior draws in fixed memory: time and peak memory of ``prob.compare`` against ``num_draws``.
+
+The accelerator issue's workload (item 3): three systems' ``10^4 x 100`` logits, an uncertain ``100 x 100``
+cost matrix (every off-diagonal cost uniform on [0.5, 2]), and the Bayes decisions of every drawn cost matrix
+(``decision_rule="per_draw"``), up to ``10^6`` draws on an accelerator.  Each draw is ``3 x 10^4 x 100 x 100``
+multiply-adds, so a 2-core CPU runs the same code at a reduced number of draws (the row says which).
+
+There is no anchor: no other package computes this.  The benchmark shows the two things the issue asks for:
+
+* the time per draw stays constant as ``num_draws`` grows (the draws go through the same jitted blocks; a size
+  whose block shape is new is run twice and the second, compiled, run is timed);
+* the peak memory does not grow with ``num_draws``.  Runs are made in increasing order of ``num_draws`` in one
+  process, so the process's peak resident size (CPU) or the device's peak bytes in use (GPU) after each run
+  is the largest any run so far needed: if it stops growing, the larger runs needed no more memory.  Next to
+  it, the size the former unchunked implementation needed for the per-draw counts alone
+  (``draws x samples x systems`` indices) is printed.
+
+It also checks, at each size, that the reported expected yield is the mean of the kept draws and that the
+per-draw yields are finite.
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+import jax  # noqa: E402
+
+from ecjax import prob  # noqa: E402
+
+
+def peak_memory_bytes() -> int:
+    """Peak bytes: the device allocator's on an accelerator, the process's peak resident set on the CPU."""
+    dev = jax.devices()[0]
+    stats = dev.memory_stats() if dev.platform != "cpu" else None
+    if stats and "peak_bytes_in_use" in stats:
+        return int(stats["peak_bytes_in_use"])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+
+
+def main() -> None:
+    p = _common.parser(__doc__.splitlines()[0])
+    p.add_argument("--draws", type=int, nargs="+", default=None,
+                   help="numbers of draws, increasing (default: 10^4..10^6 on an accelerator, 250..2000 on a CPU)")
+    args = p.parse_args()
+    on_cpu = jax.devices()[0].platform == "cpu"
+    if args.tiny:
+        n, k, draws = 400, 10, [200, 400]
+    else:
+        n, k = 10_000, 100
+        draws = args.draws or ([250, 500, 1000, 2000] if on_cpu else [10_000, 100_000, 1_000_000])
+    if draws != sorted(draws):
+        p.error("--draws must be increasing (the peak-memory reading is cumulative)")
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, k, n)
+    scores = [rng.normal(size=(n, k)) + 3.0 * q * np.eye(k)[labels] for q in (1.0, 0.98, 0.96)]
+    off = 1 - np.eye(k)
+    costs = prob.intervals(0.5 * off, 2.0 * off, kind="cost")
+    kw = dict(scores=scores, score_type="logits", costs=costs, decision_rule="per_draw", paired=False,
+              key=jax.random.key(0), decompose=False)
+
+    print(f"machine: {_common.machine()}")
+    print(f"compare: 3 systems, N = {n}, K = D = {k}, uncertain {k} x {k} costs, Bayes decisions per draw")
+    t0 = time.perf_counter()
+    compiled = {prob.compare(labels, num_draws=draws[0], **kw).info["draw_block"]}  # compiles the block kernels
+    print(f"first call ({draws[0]} draws, compilation included): {time.perf_counter() - t0:.2f} s")
+    base = peak_memory_bytes()
+    print(f"peak memory after the first call: {base / 2**20:,.0f} MiB")
+    print("| draws | seconds | ms per draw | draws per chunk | chunks | peak memory (MiB) | "
+          "unchunked per-draw decisions would need (MiB) |")
+    print("|---|---|---|---|---|---|---|")
+    per_draw, peaks = [], []
+    for s in draws:
+        t0 = time.perf_counter()
+        res = prob.compare(labels, num_draws=s, **kw)
+        seconds = time.perf_counter() - t0
+        if res.info["draw_block"] not in compiled:  # a new block shape was compiled in that call: time it again
+            compiled.add(res.info["draw_block"])
+            t0 = time.perf_counter()
+            res = prob.compare(labels, num_draws=s, **kw)
+            seconds = time.perf_counter() - t0
+        y = np.asarray(res.yields, np.float64)
+        assert y.shape == (s, 3) and np.all(np.isfinite(y)), "non-finite or missing yields"
+        np.testing.assert_allclose(res.expected_yield, y.mean(0), rtol=1e-6)
+        per_draw.append(seconds / s)
+        peaks.append(peak_memory_bytes())
+        unchunked = s * n * 3 * 4  # the (draws, N, systems) int32 decisions the former path materialized
+        print(f"| {s:,} | {seconds:.3f} | {1e3 * seconds / s:.3f} | {res.info['draw_block']:,} | "
+              f"{res.info['num_chunks']} | {peaks[-1] / 2**20:,.0f} | {unchunked / 2**20:,.0f} |")
+    print(f"ratio largest / smallest run: draws {draws[-1] / draws[0]:,.0f}x, time per draw "
+          f"{per_draw[-1] / per_draw[0]:.2f}x, peak memory {peaks[-1] / peaks[0]:.2f}x")
+    print(f"P(best) at {draws[-1]:,} draws: {np.round(np.asarray(res.p_best), 4).tolist()}")
+
+
+if __name__ == "__main__":
+    main()
