@@ -74,7 +74,7 @@ def main() -> None:
     print(f"first call ({draws[0]} draws, compilation included): {time.perf_counter() - t0:.2f} s")
     base = peak_memory_bytes()
     print(f"peak memory after the first call: {base / 2**20:,.0f} MiB")
-    print("| draws | seconds | ms per draw | draws per chunk | chunks | peak memory (MiB) | "
+    print("| draws | seconds | ms per draw | draws per block | chunks | peak memory (MiB) | "
           "unchunked per-draw decisions would need (MiB) |")
     print("|---|---|---|---|---|---|---|")
     per_draw, peaks = [], []

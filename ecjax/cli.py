@@ -21,6 +21,7 @@ import math
 import os
 import signal
 import sys
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -83,10 +84,21 @@ def _load_labels(path):
     return _check_indices(y, path, "labels")
 
 
+def _default_names(files):
+    """System names from the file names: the stem, with as many parent folders as make the names distinct
+    (``a/scores.npy`` and ``b/scores.npy`` are ``a/scores`` and ``b/scores``, not two systems named ``scores``)."""
+    parts = [Path(f).with_suffix("").parts for f in files]
+    for depth in range(1, max(len(p) for p in parts) + 1):
+        names = ["/".join(p[-depth:]) for p in parts]
+        if len(set(names)) == len(names):
+            return names
+    return names  # the same path twice: refused below, with the names shown
+
+
 def _load_inputs(args):
     """(kind, labels, label files, system arrays, names), every file checked against its labels.
 
-    ``--labels`` is one file shared by all systems, or (compare, sweep) one file per system.
+    ``--labels`` is one file shared by all systems, or one file per system (every subcommand).
     """
     label_files = [args.labels] if isinstance(args.labels, str) else list(args.labels)
     labels = [_load_labels(f) for f in label_files]
@@ -112,7 +124,7 @@ def _load_inputs(args):
         arrays.append(a)
     if kind == "scores" and want == 2 and len({a.shape[1] for a in arrays}) > 1:
         raise InputError(f"--scores: the files have different numbers of classes ({', '.join(str(a.shape[1]) for a in arrays)})")
-    names = args.names or [Path(f).stem for f in files]
+    names = args.names or _default_names(files)
     if len(names) != len(files):
         raise InputError(f"--names gives {len(names)} names for {len(files)} systems")
     for n, f in zip(names, files):
@@ -122,7 +134,8 @@ def _load_inputs(args):
         if not n.strip():
             raise InputError("--names: a system name is empty")
     if len(set(names)) != len(names):
-        raise InputError(f"--names: system names must differ, got {names}")
+        where = "--names" if args.names else f"--{kind}: the same file is given twice (give --names)"
+        raise InputError(f"{where}: system names must differ, got {names}")
     return kind, labels, label_files, arrays, names
 
 
@@ -303,29 +316,32 @@ def cmd_metrics(args):
     from ecjax.report import disagreements, format_table, metric_columns, winner
 
     st = args.score_type
-    kind, (labels, *_), _, arrays, names = _load_inputs(args)
+    kind, labels, label_files, arrays, names = _load_inputs(args)
     out_dir = _out_dir(args)
-    k = _num_classes(labels, kind, arrays, st, args.costs, args.labels, args.scores or args.decisions)
-    if labels.max() >= k:
-        raise InputError(f"{args.labels}: label {labels.max()} is out of range for {k} classes")
+    files = args.scores or args.decisions
+    k = max(_num_classes(y, kind, arrays, st, args.costs, lf, files) for y, lf in zip(labels, label_files))
+    for y, lf in zip(labels, label_files):
+        if y.max() >= k:
+            raise InputError(f"{lf}: label {y.max()} is out of range for {k} classes")
     if not 0 <= args.pos_label < k:
         raise InputError(f"--pos-label: must be a class index in [0, {k}), got {args.pos_label}")
     spec = _cost_spec(args, k)
     d = spec.costs.shape[1]
     priors = spec.priors
-    _check_priors_cover(spec, labels, args.labels, args.costs)
-    _check_naive(spec, labels, args.labels, args.costs)
+    for y, lf in zip(labels, label_files):
+        _check_priors_cover(spec, y, lf, args.costs)
+        _check_naive(spec, y, lf, args.costs)
     if kind == "scores":
-        llr_priors = None
-        if st in ("llr", "log_likelihoods"):
-            llr_priors = priors if priors is not None else np.bincount(labels, minlength=k) / len(labels)
-        decisions = np.stack([np.asarray(bayes_decisions(s, spec.costs, priors=llr_priors, score_type=st)) for s in arrays])
+        decisions = [np.asarray(bayes_decisions(s, spec.costs, priors=_likelihood_priors(st, priors, y, k),
+                                                score_type=st)) for s, y in zip(arrays, labels)]
     else:
-        decisions = np.stack(arrays)
-        if decisions.max() >= d or decisions.min() < 0:
-            bad = next(f for f, a in zip(args.decisions, arrays) if a.max() >= d or a.min() < 0)
-            raise InputError(f"{bad}: decisions must be in [0, {d}) for the cost matrix's {d} decisions")
-    counts = confusion_matrix(labels, decisions, num_classes=k, num_decisions=d)
+        decisions = arrays
+        for f, a in zip(files, arrays):
+            if a.max() >= d or a.min() < 0:
+                raise InputError(f"{f}: decisions must be in [0, {d}) for the cost matrix's {d} decisions")
+    # Each system against its own labels (they may differ in order or in number of samples).
+    counts = np.stack([np.asarray(confusion_matrix(y, dm, num_classes=k, num_decisions=d))
+                       for y, dm in zip(labels, decisions)])
     cols = metric_columns(counts, costs=spec.costs, priors=priors, pos_label=args.pos_label)
     if out_dir is not None and len(names) >= 2 and args.scatter_metric not in {c.name for c in cols}:
         raise InputError(f"--scatter-metric: unknown metric {args.scatter_metric!r}; one of {sorted(c.name for c in cols)}")
@@ -343,6 +359,9 @@ def cmd_metrics(args):
         "best": {c.name: names[winner(c)] for c in cols},
         "disagree_with_utility_yield": disagreements(cols),
     }
+    nec = next(c.values for c in cols if c.name == "NEC")
+    # NEC >= 1: the system does no better than the best decision made without looking at the input (seed 001 §2).
+    record["no_better_than_naive"] = [n for n, x in zip(names, np.asarray(nec)) if x >= 1]
     if kind == "scores" and k == 2 and d == 2:
         record["optimal_threshold"] = _binary_extras(args, labels, arrays, names, spec, out_dir, record)
     if kind == "scores" and out_dir is not None:
@@ -358,6 +377,9 @@ def cmd_metrics(args):
     for name, best in record.get("optimal_threshold", {}).items():
         text += (f"\n{name}: NEC {best['nec']:.4g} at the best threshold on the test data (optimistic; "
                  f"log-odds > {best['threshold']:.3g})")
+    if record["no_better_than_naive"]:
+        text += (f"\n! NEC >= 1 for {', '.join(record['no_better_than_naive'])}: no better than the naive decision "
+                 "(the best single decision for every sample, made without the scores)")
     off = record["disagree_with_utility_yield"]
     if off:
         text += f"\n! metrics that pick a different winner than the utility yield: {', '.join(off)}"
@@ -365,42 +387,61 @@ def cmd_metrics(args):
     return 0
 
 
+def _likelihood_priors(score_type, priors, labels, num_classes):
+    """The priors that turn likelihood-type scores into posteriors (see ecjax.bayes_decisions): the deployment
+    priors, else the system's own test-set class frequencies; ``None`` for posterior-type scores."""
+    if score_type not in ("llr", "log_likelihoods"):
+        return None
+    return priors if priors is not None else np.bincount(labels, minlength=num_classes) / len(labels)
+
+
+def _threshold_priors(score_type, priors, labels):
+    """Priors of the binary threshold functions: they weigh the EC for every score type, and turn likelihoods
+    into posteriors."""
+    return priors if score_type not in ("llr", "log_likelihoods") else _likelihood_priors(score_type, priors, labels, 2)
+
+
 def _binary_extras(args, labels, arrays, names, spec, out_dir, record):
-    """EC at the empirically optimal threshold; with --out, threshold, ROC and Bayes-risk figures."""
+    """EC at the empirically optimal threshold; with --out, threshold, ROC and Bayes-risk figures.
+
+    ``labels`` holds each system's own label vector."""
     from ecjax import plots
     from ecjax.costs import normalize_rows
     from ecjax.scores import bayes_risk_curve, expected_cost_vs_threshold, optimal_threshold_expected_cost, roc_curve
 
     st = args.score_type
     costs = np.asarray(normalize_rows(spec.costs))
-    p = spec.priors if spec.priors is not None else np.bincount(labels, minlength=2) / len(labels)
-    # Priors enter the posteriors only for likelihood-type scores (see ecjax.bayes_decisions).
-    priors = p if st in ("llr", "log_likelihoods") else spec.priors
     result = {}
-    for s, name in zip(arrays, names):
-        nec, thr = optimal_threshold_expected_cost(labels, s, costs, priors=priors, score_type=st, normalize=True)
+    for y, s, name in zip(labels, arrays, names):
+        nec, thr = optimal_threshold_expected_cost(y, s, costs, priors=_threshold_priors(st, spec.priors, y),
+                                                   score_type=st, normalize=True)
         result[name] = {"nec": float(nec), "threshold": float(thr)}
     if out_dir is None:
         return result
     files = record.setdefault("files", [])
-    # Bayes threshold on the class-1 log-odds: decide 1 iff P1 (c10 - c11) > P0 (c01 - c00);
-    # for LLRs the prior log-odds move it (seed 001 eq. 20).
-    bayes_thr = np.log((costs[0, 1] - costs[0, 0]) / (costs[1, 0] - costs[1, 1]))
-    if st == "llr":
-        bayes_thr -= np.log(p[1] / p[0])
-    for s, name in zip(arrays, names):
-        t, nec_t = expected_cost_vs_threshold(labels, s, costs, priors=priors, score_type=st, normalize=True)
+    for y, s, name in zip(labels, arrays, names):
+        p = spec.priors if spec.priors is not None else np.bincount(y, minlength=2) / len(y)
+        # Bayes threshold on the class-1 log-odds: decide 1 iff P1 (c10 - c11) > P0 (c01 - c00);
+        # for LLRs the prior log-odds move it (seed 001 eq. 20).
+        bayes_thr = np.log((costs[0, 1] - costs[0, 0]) / (costs[1, 0] - costs[1, 1]))
+        if st == "llr":
+            bayes_thr -= np.log(p[1] / p[0])
+        t, nec_t = expected_cost_vs_threshold(y, s, costs, priors=_threshold_priors(st, spec.priors, y),
+                                              score_type=st, normalize=True)
         finite = np.isfinite(t)
         fig = plots.cost_vs_threshold(t[finite], nec_t[finite], bayes_threshold=float(bayes_thr),
                                       optimal_threshold=result[name]["threshold"],
                                       title=f"NEC against threshold: {name}")
         files.append(_save_figure(fig, out_dir, f"nec_threshold_{_safe(name)}.png", args.force))
-    rocs = [roc_curve(labels, s, score_type=st)[:2] for s in arrays]
+    rocs = [roc_curve(y, s, score_type=st)[:2] for y, s in zip(labels, arrays)]
+    # The iso-utility lines use the deployment priors, else the class frequencies of all the label files together.
+    pooled = np.concatenate(labels)
+    p = spec.priors if spec.priors is not None else np.bincount(pooled, minlength=2) / len(pooled)
     fig = plots.roc_with_iso_utility([np.asarray(r[0]) for r in rocs], [np.asarray(r[1]) for r in rocs],
                                      utilities=-costs, priors=p, names=names)
     files.append(_save_figure(fig, out_dir, "roc.png", args.force))
     if st in ("llr", "log_posteriors", "logits"):
-        curves = [bayes_risk_curve(labels, s, score_type=st, priors=None) for s in arrays]
+        curves = [bayes_risk_curve(y, s, score_type=st, priors=None) for y, s in zip(labels, arrays)]
         fig = plots.bayes_risk_curves(curves[0].prior_log_odds, [c.actual for c in curves],
                                       [c.minimum for c in curves], names=names)
         files.append(_save_figure(fig, out_dir, "bayes_risk.png", args.force))
@@ -417,8 +458,8 @@ def _reliability_figures(args, labels, arrays, names, out_dir, record):
 
     if args.score_type not in ("log_posteriors", "logits"):
         return
-    for s, name in zip(arrays, names):
-        b = reliability_bins(labels, s, score_type=args.score_type)
+    for y, s, name in zip(labels, arrays, names):
+        b = reliability_bins(y, s, score_type=args.score_type)
         fig = plots.reliability_diagram(b.confidence, b.frequency, b.count, title=f"Reliability: {name}")
         record.setdefault("files", []).append(_save_figure(fig, out_dir, f"reliability_{_safe(name)}.png", args.force))
 
@@ -695,18 +736,17 @@ def cmd_demo(args):
 
 # ------------------------------------------------------------------ parser
 
-def _add_common(p, labels_per_system=False):
-    if labels_per_system:
-        p.add_argument("--labels", required=True, nargs="+", metavar="FILE",
-                       help="true classes: one file shared by all systems (paired), or one file per system")
-    else:
-        p.add_argument("--labels", required=True, help="true classes: .npy/.npz/.csv vector of N integers")
+def _add_common(p):
+    # One rule for every subcommand: systems scored on the samples in different orders each bring their labels.
+    p.add_argument("--labels", required=True, nargs="+", metavar="FILE",
+                   help="true classes (.npy/.npz/.csv vector of N integers): one file shared by all systems, or "
+                        "one file per system")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--scores", nargs="+", metavar="FILE", help="one (N, K) score file per system")
     g.add_argument("--decisions", nargs="+", metavar="FILE", help="one (N,) decision file per system")
     p.add_argument("--score-type", default="log_posteriors",
                    choices=["log_posteriors", "logits", "llr", "log_likelihoods"], help="type of --scores")
-    p.add_argument("--names", nargs="+", help="system names (default: file stems)")
+    p.add_argument("--names", nargs="+", help="system names (default: file stems, with parent folders where stems collide)")
     p.add_argument("--costs", metavar="SPEC", help="cost specification, .toml or .json (default: 0-1 costs)")
     p.add_argument("--json", action="store_true", help="print a JSON record instead of the table")
     p.add_argument("--out", metavar="DIR", help="write the JSON record and figures into DIR")
@@ -717,6 +757,16 @@ def _add_common(p, labels_per_system=False):
 def _add_max_input(p):
     p.add_argument("--max-input-mb", type=_int_in(1, 2**40, "--max-input-mb"), default=1024, metavar="MB",
                    help="largest array an input file may declare, in MiB (default 1024), checked before loading")
+
+
+class _HelpWithDefaults(argparse.HelpFormatter):
+    """Every option's help ends with its default, unless the text already states it or there is none."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
 
 
 class _Parser(argparse.ArgumentParser):
@@ -760,8 +810,12 @@ def _float_in(lo, option, *, strict=False):
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="ecjax", description="Evaluate classifiers by expected cost and utility yield.")
-    sub = parser.add_subparsers(dest="command", required=True)
+    from ecjax import __version__
+
+    parser = _Parser(prog="ecjax", description="Evaluate classifiers by expected cost and utility yield.",
+                     formatter_class=_HelpWithDefaults)
+    parser.add_argument("--version", action="version", version=f"ecjax {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=partial(_Parser, formatter_class=_HelpWithDefaults))
     demo = sub.add_parser("demo", help="run the main job on data the package carries or generates")
     demo.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0,
                       help="key for the generated screening data (default 0)")
@@ -772,7 +826,7 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--scatter-metric", default="F1",
                    help="with --out and several systems: the metric plotted against the utility yield (default F1)")
     cp = sub.add_parser("compare", help="which classifier, and how sure are we, under uncertain costs")
-    _add_common(cp, labels_per_system=True)
+    _add_common(cp)
     cp.add_argument("--unpaired", action="store_true", help="treat systems as scored on independent samples")
     cp.add_argument("--draws", type=_int_in(1, MAX_DRAWS, "--draws"), default=20_000,
                     help=f"posterior draws (default 20000, at most {MAX_DRAWS:.0e})")
@@ -783,7 +837,7 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="with --scores: Bayes decisions of the expected cost matrix, made once (default; seed 004 "
                          "eq. 19), or of each drawn cost matrix (costs known at deployment)")
     sw = sub.add_parser("sweep", help="which system wins where: utility-space winner maps, cost-ratio sweeps")
-    _add_common(sw, labels_per_system=True)
+    _add_common(sw)
     sw.add_argument("--over", default="utility-space", choices=["utility-space", "cost-ratio", "matrices"],
                     help="what to sweep: the binary utility space of seed 004 Fig. 1, the binary cost ratio "
                          "c10/c01, or random cost matrices drawn from the cost file's [uncertainty] intervals")

@@ -1,4 +1,4 @@
-"""CI runs every benchmark at its tiny size: they must run and print their ratio table.
+"""Every benchmark at its tiny size (four of them in the slow lane): they must run and print their ratio table.
 
 Benchmarks are not timed tests (DESIGN.md): this only checks that each one runs end to end,
 compares ecjax with its anchor and prints a ratio.

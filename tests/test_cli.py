@@ -274,3 +274,70 @@ def test_sweep_utility_space_and_cost_ratio_against_brute_force(files):
     grid = np.logspace(-1, 1, 201)
     (flip,) = rec["flips_at_cost_ratio"]["A / B"]
     assert flip == pytest.approx(grid[np.searchsorted(grid, r_star)], rel=1e-6)
+
+
+def test_metrics_takes_labels_per_system_like_compare_and_sweep(files):
+    # Two systems scored on the samples in different orders: each is evaluated against its own labels
+    # (before, metrics took the first --labels only and scored B against A's order).
+    from sklearn.metrics import accuracy_score, roc_auc_score
+
+    d, y, a, b = files
+    order = np.random.default_rng(1).permutation(len(y))
+    np.save(d / "y_b.npy", y[order])
+    np.save(d / "b_shuffled.npy", b[order])
+    rc, out, err = run("metrics", "--labels", "y.npy", "y_b.npy", "--scores", "a.npy", "b_shuffled.npy",
+                       "--names", "A", "B", "--costs", "c.toml", "--json", cwd=d)
+    assert rc == 0, err
+    rec = json.loads(out)
+    rc, out, err = run("metrics", "--labels", "y.npy", "--scores", "a.npy", "b.npy", "--names", "A", "B",
+                       "--costs", "c.toml", "--json", cwd=d)
+    assert rc == 0, err
+    same_order = json.loads(out)
+    assert rec["metrics"] == same_order["metrics"]
+    assert rec["optimal_threshold"] == same_order["optimal_threshold"]
+    # Independent check of B against its own labels: Bayes decision for costs [[0, 1], [4, 0]].
+    p = np.exp(b[order])
+    dec = (4 * p[:, 1] > p[:, 0]).astype(int)
+    assert rec["metrics"]["accuracy"]["B"] == pytest.approx(accuracy_score(y[order], dec), abs=1e-6)
+    assert roc_auc_score(y[order], b[order][:, 1]) > 0.7  # B is informative: a wrong pairing would show
+    rc, out, err = run("metrics", "--labels", "y.npy", "y_b.npy", "y.npy", "--scores", "a.npy", "b.npy", cwd=d)
+    assert rc == 2 and "--labels" in err and "one per system" in err
+
+
+def test_default_names_come_from_folders_when_the_file_names_collide(files):
+    d, y, a, b = files
+    for sub, s in (("zero_shot", a), ("four_shot", b)):
+        (d / sub).mkdir()
+        np.save(d / sub / "scores.npy", s)
+    rc, out, err = run("metrics", "--labels", "y.npy", "--scores", "zero_shot/scores.npy", "four_shot/scores.npy",
+                       "--json", cwd=d)
+    assert rc == 0, err
+    rec = json.loads(out)
+    assert rec["systems"] == ["zero_shot/scores", "four_shot/scores"]
+    # Both systems are in the record, with their own values (before, the second overwrote the first).
+    assert rec["metrics"]["accuracy"]["zero_shot/scores"] != rec["metrics"]["accuracy"]["four_shot/scores"]
+    rc, out, err = run("metrics", "--labels", "y.npy", "--scores", "a.npy", "a.npy", cwd=d)
+    assert rc == 2 and "the same file is given twice" in err and "--names" in err
+
+
+def test_version_help_defaults_and_the_naive_decision_warning(files):
+    d, y, a, b = files
+    from ecjax import __version__
+
+    rc, out, err = run("--version", cwd=d)
+    assert rc == 0 and out.strip() == f"ecjax {__version__}"
+    rc, out, err = run("compare", "--help", cwd=d)
+    assert rc == 0 and "(default: log_posteriors)" in " ".join(out.split())
+    # A system that swaps the classes: its NEC, recomputed here, is above 1.
+    np.save(d / "swapped.npy", a[:, ::-1])
+    rc, out, err = run("metrics", "--labels", "y.npy", "--scores", "a.npy", "swapped.npy", "--json", cwd=d)
+    assert rc == 0, err
+    rec = json.loads(out)
+    dec = np.argmax(a[:, ::-1], 1)  # 0-1 costs: the Bayes decision is the argmax
+    p1 = y.mean()
+    nec_swapped = np.mean(dec != y) / min(p1, 1 - p1)  # naive cost: min over decisions of the error rate
+    assert rec["metrics"]["NEC"]["swapped"] == pytest.approx(nec_swapped, rel=1e-5) and nec_swapped > 1
+    assert rec["no_better_than_naive"] == ["swapped"]
+    rc, out, err = run("metrics", "--labels", "y.npy", "--scores", "a.npy", "swapped.npy", cwd=d)
+    assert "! NEC >= 1 for swapped: no better than the naive decision" in out
+    assert "NEC >= 1 for a" not in out
