@@ -17,7 +17,13 @@ try:
         joint_outcome_table,
         rates,
     )
-    from ecjax.decisions import bayes_decisions, log_posteriors, naive_decision, naive_expected_cost
+    from ecjax.decisions import (
+        bayes_decisions,
+        log_likelihoods_from_posteriors,
+        log_posteriors,
+        naive_decision,
+        naive_expected_cost,
+    )
     from ecjax.metrics import (
         accuracy,
         balanced_accuracy,

@@ -245,11 +245,22 @@ def check_score_type(score_type: str) -> str:
     return score_type
 
 
+def looks_like_probabilities(arr) -> bool:
+    """Every row in ``[0, 1]`` and summing to 1 (to float32 rounding): probabilities, not log-domain scores."""
+    a = np.asarray(arr)
+    if a.ndim < 2 or a.shape[-1] < 2 or a.dtype.kind != "f" or a.min() < 0 or a.max() > 1:
+        return False
+    return bool(np.all(np.abs(a.astype(np.float64).sum(-1) - 1.0) < 1e-4))
+
+
 def as_scores(x, name: str = "scores", *, score_type: str):
     """Scores ``(..., N, K)`` or, for ``llr``, ``(..., N)``; finite floats.
 
     Log-posteriors must normalize per row (``logsumexp == 0``); the error
-    suggests ``score_type="logits"`` otherwise.
+    suggests ``score_type="logits"`` otherwise.  Rows in ``[0, 1]`` that sum
+    to 1, given as logits or log-posteriors, are refused: they are
+    probabilities, and read as log-domain scores they would give wrong
+    posteriors without any sign.
     """
     check_score_type(score_type)
     arr = as_array(x, name, min_ndim=1 if score_type == "llr" else 2)
@@ -260,6 +271,13 @@ def as_scores(x, name: str = "scores", *, score_type: str):
     if score_type != "llr" and arr.shape[-1] < 2:
         raise InputError(f"`{name}` must have at least 2 classes in its last axis, got shape {tuple(arr.shape)}")
     check_finite(arr, name)
+    if score_type in ("log_posteriors", "logits") and not _is_tracer(arr) and looks_like_probabilities(arr):
+        # Read as logits, probabilities give wrong posteriors without any sign (softmax of p, not p).
+        raise InputError(
+            f"`{name}` rows look like probabilities (in [0, 1], summing to 1), not log-domain scores: pass their "
+            f"logarithm, np.log({name}), with score_type=\"log_posteriors\" (logits that happen to look like this "
+            "can be shifted by a constant per row, which leaves their posteriors unchanged)"
+        )
     if score_type in ("logits", "log_likelihoods") and not _is_tracer(arr):
         a = np.asarray(arr)
         if a.dtype.kind in "iu" or (a.dtype.kind == "f" and a.dtype.itemsize > 4):

@@ -19,6 +19,7 @@ import argparse
 import json
 import math
 import os
+import re
 import signal
 import sys
 from functools import partial
@@ -26,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ecjax._validate import MAX_INFERRED_CLASSES, InputError
+from ecjax._validate import MAX_INFERRED_CLASSES, InputError, looks_like_probabilities
 
 JSON_SCHEMA_VERSION = 1
 
@@ -63,8 +64,8 @@ def _check_indices(a, path, what):
     return a.astype(np.int64)
 
 
-def _check_scores(a, path, ndim):
-    """A score file: ``(N,)`` (llr) or ``(N, K)`` with K >= 2, finite numbers."""
+def _check_scores(a, path, ndim, score_type=None):
+    """A score file: ``(N,)`` (llr) or ``(N, K)`` with K >= 2, finite numbers; not probabilities read as logs."""
     if a.ndim != ndim:
         raise InputError(f"{path}: scores must have shape {'(N,)' if ndim == 1 else '(N, K)'}, got {a.shape}")
     if a.dtype.kind not in "iuf":
@@ -73,6 +74,9 @@ def _check_scores(a, path, ndim):
         raise InputError(f"{path}: scores contain NaN or inf")
     if ndim == 2 and a.shape[1] < 2:
         raise InputError(f"{path}: scores need at least 2 columns (classes), got shape {a.shape}")
+    if score_type in ("log_posteriors", "logits") and looks_like_probabilities(a):
+        raise InputError(f"{path}: the rows look like probabilities (in [0, 1], summing to 1), not log-domain "
+                         f"scores: save their logarithm (np.log) and pass --score-type log_posteriors")
 
 
 def _load_labels(path):
@@ -114,7 +118,7 @@ def _load_inputs(args):
         a = _load(f)
         want = 1 if (kind == "decisions" or st == "llr") else 2
         if kind == "scores":
-            _check_scores(a, f, want)
+            _check_scores(a, f, want, st)
         elif a.ndim != 1:
             raise InputError(f"{f}: decisions must have shape (N,), got {a.shape}")
         if a.shape[0] != y.shape[0]:
@@ -331,9 +335,11 @@ def cmd_metrics(args):
     for y, lf in zip(labels, label_files):
         _check_priors_cover(spec, y, lf, args.costs)
         _check_naive(spec, y, lf, args.costs)
+    training = _training_priors(args, spec, labels, label_files, k)
     if kind == "scores":
-        decisions = [np.asarray(bayes_decisions(s, spec.costs, priors=_likelihood_priors(st, priors, y, k),
-                                                score_type=st)) for s, y in zip(arrays, labels)]
+        decisions = [np.asarray(bayes_decisions(s, spec.costs, score_type=st, training_priors=t,
+                                                priors=_likelihood_priors(st, priors, y, k) if t is None else priors))
+                     for s, y, t in zip(arrays, labels, training)]
     else:
         decisions = arrays
         for f, a in zip(files, arrays):
@@ -350,7 +356,8 @@ def cmd_metrics(args):
         "command": "metrics",
         "systems": names,
         "input": kind,
-        "decisions_made_by": "Bayes decisions for the nominal costs" if kind == "scores" else "given",
+        "decisions_made_by": _decisions_made_by(kind, st, spec, training, args.training_priors),
+        "training_priors": None if training[0] is None else {n: np.asarray(t).tolist() for n, t in zip(names, training)},
         "classes": spec.classes,
         "decision_names": spec.decisions,
         "costs": spec.costs.tolist(),
@@ -362,8 +369,9 @@ def cmd_metrics(args):
     nec = next(c.values for c in cols if c.name == "NEC")
     # NEC >= 1: the system does no better than the best decision made without looking at the input (seed 001 §2).
     record["no_better_than_naive"] = [n for n, x in zip(names, np.asarray(nec)) if x >= 1]
+    record["lose_to_argmax"] = _lose_to_argmax(kind, st, spec, labels, arrays, decisions, names, k, d)
     if kind == "scores" and k == 2 and d == 2:
-        record["optimal_threshold"] = _binary_extras(args, labels, arrays, names, spec, out_dir, record)
+        record["optimal_threshold"] = _binary_extras(args, labels, arrays, names, spec, out_dir, record, training)
     if kind == "scores" and out_dir is not None:
         _reliability_figures(args, labels, arrays, names, out_dir, record)
     if out_dir is not None and len(names) >= 2:
@@ -380,11 +388,88 @@ def cmd_metrics(args):
     if record["no_better_than_naive"]:
         text += (f"\n! NEC >= 1 for {', '.join(record['no_better_than_naive'])}: no better than the naive decision "
                  "(the best single decision for every sample, made without the scores)")
+    if record["lose_to_argmax"]:
+        text += (f"\n! the Bayes decisions of {', '.join(record['lose_to_argmax'])} cost more on these data than "
+                 "deciding the most probable class: the scores are not calibrated for these priors (see "
+                 "`ecjax calibrate` and --training-priors)")
+    text += f"\ndecisions: {record['decisions_made_by']}"
     off = record["disagree_with_utility_yield"]
     if off:
         text += f"\n! metrics that pick a different winner than the utility yield: {', '.join(off)}"
     _emit(args, record, text, out_dir)
     return 0
+
+
+def _training_priors(args, spec, labels, label_files, num_classes):
+    """Per system: the priors posterior-type scores were trained with (to re-weight them to the deployment
+    priors of the cost specification), or ``None`` where nothing is re-weighted."""
+    choice = args.training_priors.strip()
+    none = [None] * len(labels)
+    posterior_type = args.scores is not None and args.score_type in ("log_posteriors", "logits")
+    deployment = spec.priors is not None or spec.priors_low is not None
+    if choice == "data" and (not posterior_type or not deployment):
+        return none  # the default: nothing to re-weight
+    if not posterior_type:
+        raise InputError("--training-priors: only for posterior-type scores (--score-type log_posteriors or logits)")
+    if not deployment:
+        raise InputError(f"--training-priors: {args.costs or 'the 0-1 costs'} gives no deployment priors to "
+                         "re-weight the posteriors to")
+    if choice == "none":
+        return none
+    if choice == "data":
+        out = []
+        for y, lf in zip(labels, label_files):
+            n_i = np.bincount(y, minlength=num_classes)
+            if np.any(n_i == 0):
+                raise InputError(f"--training-priors data: {lf} has no sample of class {spec.classes[int(np.argmin(n_i))]!r}; "
+                                 "give the training priors as numbers")
+            out.append(n_i / n_i.sum())
+        return out
+    try:
+        values = np.array([float(x) for x in choice.split(",")])
+    except ValueError:
+        raise InputError(f"--training-priors: 'data', 'none' or {num_classes} comma-separated numbers, got {choice!r}") from None
+    if values.shape != (num_classes,) or not np.all(np.isfinite(values)) or np.any(values <= 0) \
+            or abs(values.sum() - 1) > 1e-6:
+        raise InputError(f"--training-priors: {num_classes} positive numbers summing to 1, got {choice!r}")
+    return [values] * len(labels)
+
+
+def _decisions_made_by(kind, score_type, spec, training, choice):
+    if kind != "scores":
+        return "given"
+    text = "Bayes decisions for the nominal costs"
+    if spec.priors is None:
+        return text + " and the test data's class frequencies"
+    if score_type not in ("log_posteriors", "logits"):
+        return text + " and the deployment priors"
+    if training[0] is None:
+        return text + "; posteriors used as given (--training-priors none: not re-weighted to the deployment priors)"
+    source = "each system's label frequencies" if choice.strip() == "data" else "--training-priors"
+    return text + f" and the deployment priors (posteriors re-weighted from the training priors of {source})"
+
+
+def _lose_to_argmax(kind, score_type, spec, labels, arrays, decisions, names, k, d):
+    """Systems whose Bayes decisions cost more on the data than deciding the most probable class (K = D)."""
+    from ecjax.costs import normalize_rows
+    from ecjax.metrics import expected_cost
+
+    if kind != "scores" or score_type not in ("log_posteriors", "logits") or k != d:
+        return []
+    costs = normalize_rows(spec.costs)  # as the EC column: each row shifted to a minimum of 0 (same ranking)
+    out = []
+    for y, s, dec, name in zip(labels, arrays, decisions, names):
+        ec = [float(expected_cost(np.asarray(_confusion_counts(y, x, k)), costs, priors=spec.priors))
+              for x in (dec, np.argmax(s, -1))]
+        if ec[0] > ec[1] * (1 + 1e-6):
+            out.append(name)
+    return out
+
+
+def _confusion_counts(labels, decisions, num_classes):
+    from ecjax.confusion import confusion_matrix
+
+    return confusion_matrix(labels, decisions, num_classes=num_classes, num_decisions=num_classes)
 
 
 def _likelihood_priors(score_type, priors, labels, num_classes):
@@ -401,7 +486,7 @@ def _threshold_priors(score_type, priors, labels):
     return priors if score_type not in ("llr", "log_likelihoods") else _likelihood_priors(score_type, priors, labels, 2)
 
 
-def _binary_extras(args, labels, arrays, names, spec, out_dir, record):
+def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training):
     """EC at the empirically optimal threshold; with --out, threshold, ROC and Bayes-risk figures.
 
     ``labels`` holds each system's own label vector."""
@@ -419,13 +504,16 @@ def _binary_extras(args, labels, arrays, names, spec, out_dir, record):
     if out_dir is None:
         return result
     files = record.setdefault("files", [])
-    for y, s, name in zip(labels, arrays, names):
+    for y, s, name, t in zip(labels, arrays, names, training):
         p = spec.priors if spec.priors is not None else np.bincount(y, minlength=2) / len(y)
         # Bayes threshold on the class-1 log-odds: decide 1 iff P1 (c10 - c11) > P0 (c01 - c00);
-        # for LLRs the prior log-odds move it (seed 001 eq. 20).
+        # for LLRs the prior log-odds move it (seed 001 eq. 20), and for posteriors re-weighted from
+        # training priors t the move is that of the prior log-odds, less the training log-odds.
         bayes_thr = np.log((costs[0, 1] - costs[0, 0]) / (costs[1, 0] - costs[1, 1]))
         if st == "llr":
             bayes_thr -= np.log(p[1] / p[0])
+        elif t is not None:
+            bayes_thr -= np.log(p[1] / p[0]) - np.log(t[1] / t[0])
         t, nec_t = expected_cost_vs_threshold(y, s, costs, priors=_threshold_priors(st, spec.priors, y),
                                               score_type=st, normalize=True)
         finite = np.isfinite(t)
@@ -478,7 +566,7 @@ def cmd_calibrate(args):
     test = _load(args.scores)
     want = 1 if st == "llr" else 2
     for f, a in ((args.train_scores, train), (args.scores, test)):
-        _check_scores(a, f, want)
+        _check_scores(a, f, want, st)
     if train.shape[0] != train_labels.shape[0]:
         raise InputError(f"{args.train_scores}: has {train.shape[0]} samples but {args.train_labels} has {train_labels.shape[0]}")
     if want == 2 and train.shape[1] != test.shape[1]:
@@ -574,6 +662,12 @@ def cmd_compare(args):
     common = dict(costs=costs, priors=priors, paired=paired, num_draws=args.draws, key=jax.random.key(args.seed),
                   rope=args.rope, systems=names)
     lab = labels[0] if paired else list(labels)
+    training = _training_priors(args, spec, labels, label_files, k)
+    if training[0] is not None:  # decide for the deployment priors: posteriors -> likelihoods (seed 002 §3.2)
+        from ecjax.decisions import log_likelihoods_from_posteriors
+
+        arrays = [np.asarray(log_likelihoods_from_posteriors(a, t, score_type=st)) for a, t in zip(arrays, training)]
+        st = "log_likelihoods"
     if kind == "scores":
         result = prob.compare(lab, scores=arrays if not paired else np.stack(arrays), score_type=st,
                               decision_rule=args.decision_rule, **common)
@@ -602,6 +696,7 @@ def cmd_compare(args):
         "decision_rule": result.info["decision_rule"],
         "expected_yield_method": result.info["expected_yield"],
         "ties": [list(group) for group in result.ties],
+        "training_priors": None if training[0] is None else {n: np.asarray(t).tolist() for n, t in zip(names, training)},
     }
     if result.rope_probabilities is not None:
         record["rope"] = result.rope
@@ -615,6 +710,9 @@ def cmd_compare(args):
         fig = plots.rank_probabilities(np.asarray(result.rank_probabilities), names=names)
         record["files"].append(_save_figure(fig, out_dir, "rank_probabilities.png", args.force))
     text = ("paired comparison (same samples)\n" if paired else "unpaired comparison\n") + result.summary()
+    if training[0] is not None:
+        source = "each system's label frequencies" if args.training_priors.strip() == "data" else "--training-priors"
+        text += f"\nposteriors re-weighted to the deployment priors from the training priors of {source}"
     _emit(args, record, text, out_dir)
     return 0
 
@@ -754,6 +852,14 @@ def _add_common(p):
     _add_max_input(p)
 
 
+def _add_training_priors(p):
+    p.add_argument("--training-priors", default="data", metavar="{data,none,P0,P1,...}",
+                   help="with posterior-type --scores and deployment priors in --costs: the class priors the scores "
+                        "were trained with, so that the posteriors are re-weighted to the deployment priors before "
+                        "deciding. 'data': the class frequencies of each system's labels (default); 'none': use the "
+                        "posteriors as they are; or comma-separated numbers")
+
+
 def _add_max_input(p):
     p.add_argument("--max-input-mb", type=_int_in(1, 2**40, "--max-input-mb"), default=1024, metavar="MB",
                    help="largest array an input file may declare, in MiB (default 1024), checked before loading")
@@ -823,11 +929,13 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_common(m)
     m.add_argument("--pos-label", type=_int_in(0, 2**31 - 1, "--pos-label"), default=1,
                    help="positive class of the binary metrics (default 1)")
+    _add_training_priors(m)
     m.add_argument("--scatter-metric", default="F1",
                    help="with --out and several systems: the metric plotted against the utility yield (default F1)")
     cp = sub.add_parser("compare", help="which classifier, and how sure are we, under uncertain costs")
     _add_common(cp)
     cp.add_argument("--unpaired", action="store_true", help="treat systems as scored on independent samples")
+    _add_training_priors(cp)
     cp.add_argument("--draws", type=_int_in(1, MAX_DRAWS, "--draws"), default=20_000,
                     help=f"posterior draws (default 20000, at most {MAX_DRAWS:.0e})")
     cp.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key (default 0)")
@@ -878,6 +986,12 @@ def _on_sigterm(signum, frame):
     raise _Terminated()
 
 
+def _as_options(message: str) -> str:
+    """The library's argument spellings in a message, as the options a user types (`--score-type logits`)."""
+    message = re.sub(r"""score_type=["']?([a-z_]+)["']?""", r"--score-type \1", message)
+    return message.replace("`score_type`", "--score-type")
+
+
 def main(argv=None) -> int:
     parser = _build_parser()
     try:
@@ -893,7 +1007,7 @@ def main(argv=None) -> int:
     try:
         return COMMANDS[args.command](args)
     except InputError as err:
-        print(f"ecjax {args.command}: error: {' '.join(str(err).split())}", file=sys.stderr)
+        print(f"ecjax {args.command}: error: {_as_options(' '.join(str(err).split()))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"ecjax {args.command}: interrupted", file=sys.stderr)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
+
 import jax
 import jax.numpy as jnp
 
@@ -50,19 +52,61 @@ def _prepare(scores, priors, score_type):
         if priors is not None:
             raise v.InputError(
                 f"`priors` cannot be combined with score_type={score_type!r}: posteriors already contain "
-                "the training priors. To shift them to deployment priors, subtract the log training priors "
-                "and pass the result with score_type=\"log_likelihoods\""
+                "the training priors. To shift them to deployment priors, also pass `training_priors` (the "
+                "priors they were trained with)"
             )
         log_p = jnp.zeros(k)
     return scores, log_p
 
 
-def log_posteriors(scores, *, priors=None, score_type: str = "log_posteriors"):
+def log_likelihoods_from_posteriors(scores, training_priors, *, score_type: str = "log_posteriors"):
+    """Posterior-type scores as log-likelihoods, given the priors they were trained with.
+
+    Bayes' rule read backwards (seed 002 §3.2): ``log P(x | i) = log P(i | x)
+    - log pi_i + c(x)``, where ``pi`` are the training priors and ``c(x)``
+    does not depend on the class (so it changes no posterior or decision).
+    Used with ``score_type="log_likelihoods"`` and deployment priors, the
+    result decides for the deployment priors.
+
+    Args:
+      scores: ``(..., N, K)`` log-posteriors or logits.
+      training_priors: ``(K,)`` priors the scores were trained with, all > 0.
+      score_type: ``"log_posteriors"`` or ``"logits"``.
+
+    Returns:
+      ``(..., N, K)`` log-likelihoods (up to a per-sample constant).
+    """
+    if score_type not in ("log_posteriors", "logits"):
+        raise v.InputError(f"`training_priors` is for posterior-type scores (log_posteriors, logits); with "
+                           f"score_type={score_type!r} pass the deployment `priors` only")
+    s = v.as_scores(scores, score_type=score_type)
+    train = v.as_priors(training_priors, "training_priors", num_classes=s.shape[-1])
+    if not v._is_tracer(train) and np.any(np.asarray(train) <= 0):
+        raise v.InputError("`training_priors` must be > 0 for every class: a posterior trained with a prior of 0 "
+                           "cannot be re-weighted")
+    return jax.nn.log_softmax(s, axis=-1) - jnp.log(train)
+
+
+def _with_training_priors(scores, priors, score_type, training_priors):
+    """``(scores, priors, score_type)`` with posterior-type scores of known training priors as log-likelihoods;
+    without deployment ``priors`` the training priors decide, which gives back the posteriors as they were."""
+    if training_priors is None:
+        return scores, priors, score_type
+    log_likelihoods = log_likelihoods_from_posteriors(scores, training_priors, score_type=score_type)
+    return log_likelihoods, training_priors if priors is None else priors, "log_likelihoods"
+
+
+def log_posteriors(scores, *, priors=None, score_type: str = "log_posteriors", training_priors=None):
     """Log-posteriors ``log P(i | x)`` of shape ``(..., N, K)`` from any score type.
 
-    ``priors`` is required for ``"llr"`` and ``"log_likelihoods"`` and
-    rejected for posterior-type scores (see :func:`bayes_decisions`).
+    ``priors`` is required for ``"llr"`` and ``"log_likelihoods"``.  With
+    posterior-type scores it needs ``training_priors`` (the class priors the
+    scores were trained with, or the class frequencies of the training data):
+    the posteriors are then re-weighted to ``priors``, ``P'(i | x) ∝ P(i | x)
+    priors_i / training_priors_i`` (seed 002 §3.2); without
+    ``training_priors`` it is refused (see :func:`bayes_decisions`).
     """
+    scores, priors, score_type = _with_training_priors(scores, priors, score_type, training_priors)
     scores, log_p = _prepare(scores, priors, score_type)
     return log_posteriors_kernel(scores, log_p, score_type)
 
@@ -84,7 +128,8 @@ def bayes_decisions_kernel(log_post, costs, precision: str = "exact"):
     return jnp.where(jnp.any(jnp.isnan(log_post), -1), v.INVALID_INDEX, decisions)
 
 
-def bayes_decisions(scores, costs, *, priors=None, score_type: str = "log_posteriors", precision: str = "exact"):
+def bayes_decisions(scores, costs, *, priors=None, score_type: str = "log_posteriors", precision: str = "exact",
+                    training_priors=None):
     """Bayes decisions: the decision of least expected cost for each sample.
 
     ``d(x) = argmin_j sum_i c_ij P(i | x)`` (seed 001 eq. 7); with an
@@ -99,7 +144,8 @@ def bayes_decisions(scores, costs, *, priors=None, score_type: str = "log_poster
       priors: ``(K,)`` priors, required for ``"llr"`` and
         ``"log_likelihoods"``.  Posterior-type scores already carry their
         training priors, so passing priors with them raises
-        :class:`InputError` rather than being silently ignored.
+        :class:`InputError` rather than being silently ignored, unless
+        ``training_priors`` says what those were.
       score_type: one of ``"log_posteriors"``, ``"logits"``, ``"llr"``,
         ``"log_likelihoods"``.
       precision: ``"exact"`` (float32 products on every backend) or
@@ -108,11 +154,15 @@ def bayes_decisions(scores, costs, *, priors=None, score_type: str = "log_poster
         in float32, so the decisions are those of the exact product
         (:mod:`ecjax.precision`).  Worth it on GPUs and TPUs; on a CPU it
         is slower.
+      training_priors: ``(K,)`` priors the posterior-type scores were
+        trained with: the posteriors are re-weighted to ``priors`` before
+        deciding (see :func:`log_posteriors`).
 
     Returns:
       ``(..., N)`` int32 decisions in ``[0, D)``; ties go to the lowest index.
     """
     precision = check_precision(precision)
+    scores, priors, score_type = _with_training_priors(scores, priors, score_type, training_priors)
     scores, log_p = _prepare(scores, priors, score_type)
     k = log_p.shape[-1]
     costs = v.as_matrix(costs, "costs", shape=(k, None))

@@ -61,8 +61,9 @@ def test_priors_by_class_name(files):
     assert rc == 0, err
     rec = json.loads(out)
     assert rec["priors"] == [0.7, 0.3]
-    p = np.exp(a)
-    dec = (4 * p[:, 1] > p[:, 0]).astype(int)
+    # The posteriors are re-weighted from the labels' class frequencies to the deployment priors before deciding.
+    w = np.exp(a) * np.array([0.7, 0.3]) / (np.bincount(y) / len(y))
+    dec = (4 * w[:, 1] > w[:, 0]).astype(int)
     ec = 0.7 * np.mean(dec[y == 0] == 1) + 0.3 * 4 * np.mean(dec[y == 1] == 0)  # seed 000 eq. 2
     assert rec["metrics"]["EC"]["a"] == pytest.approx(ec, rel=1e-5)
 
@@ -341,3 +342,84 @@ def test_version_help_defaults_and_the_naive_decision_warning(files):
     rc, out, err = run("metrics", "--labels", "y.npy", "--scores", "a.npy", "swapped.npy", cwd=d)
     assert "! NEC >= 1 for swapped: no better than the naive decision" in out
     assert "NEC >= 1 for a" not in out
+
+
+def _numpy_ec(labels, decisions, costs, priors):
+    rates = np.array([[np.mean(decisions[labels == i] == j) for j in range(2)] for i in range(2)])
+    return float(np.sum(np.asarray(priors)[:, None] * rates * np.asarray(costs)))
+
+
+def test_metrics_reweights_posteriors_to_the_deployment_priors(tmp_path):
+    # The README's PneumoniaMNIST example: posteriors trained at other priors, deployment priors 0.8 / 0.2.
+    from conftest import load_dataset
+
+    y, s, _ = load_dataset("pneumoniamnist_resnet50")
+    np.save(tmp_path / "labels.npy", y)
+    np.save(tmp_path / "resnet50.npy", s)
+    (tmp_path / "pneumonia.toml").write_text('classes = ["normal", "pneumonia"]\ncosts = [[0, 1], [10, 0]]\n'
+                                             'priors = [0.8, 0.2]\n')
+    costs, deploy = np.array([[0, 1], [10, 0]]), np.array([0.8, 0.2])
+    p = np.exp(s.astype(np.float64))
+
+    def bayes(train):  # Bayes' rule in numpy: re-weight, then the decision of least expected cost
+        w = p if train is None else p * deploy / np.asarray(train)
+        return (w @ costs).argmin(1)
+
+    argmax_ec = _numpy_ec(y, p.argmax(1), costs, deploy)
+    for option, train, loses in (([], np.bincount(y) / len(y), True), (["--training-priors", "none"], None, True),
+                                 (["--training-priors", "0.258,0.742"], [0.258, 0.742], False)):
+        rc, out, err = run("metrics", "--labels", "labels.npy", "--scores", "resnet50.npy", "--costs", "pneumonia.toml",
+                           "--json", *option, cwd=tmp_path)
+        assert rc == 0, err
+        rec = json.loads(out)
+        ec = _numpy_ec(y, bayes(train), costs, deploy)
+        assert rec["metrics"]["EC"]["resnet50"] == pytest.approx(ec / 1.0, rel=1e-5)  # rows already min 0
+        assert (ec > argmax_ec) == loses and rec["lose_to_argmax"] == (["resnet50"] if loses else [])
+        if train is None:
+            assert rec["training_priors"] is None and "not re-weighted" in rec["decisions_made_by"]
+        else:
+            np.testing.assert_allclose(rec["training_priors"]["resnet50"], train)
+            assert "re-weighted" in rec["decisions_made_by"]
+    # The numbers the README prints.
+    assert round(_numpy_ec(y, bayes(np.bincount(y) / len(y)), costs, deploy), 4) == 0.2479
+    assert round(_numpy_ec(y, bayes(None), costs, deploy), 4) == 0.2957
+    assert round(_numpy_ec(y, bayes([0.258, 0.742]), costs, deploy), 4) == 0.2359 and round(argmax_ec, 4) == 0.2393
+
+
+@pytest.mark.parametrize("option, message", [
+    ("0.5,0.6", "2 positive numbers summing to 1"),
+    ("abc", "'data', 'none' or 2 comma-separated numbers"),
+    ("1,0", "2 positive numbers summing to 1"),
+])
+def test_training_priors_errors(files, option, message):
+    d, *_ = files
+    (d / "p.toml").write_text('classes = ["neg", "pos"]\ncosts = [[0, 1], [4, 0]]\npriors = [0.7, 0.3]\n')
+    rc, out, err = run("metrics", "--labels", "y.npy", "--scores", "a.npy", "--costs", "p.toml",
+                       "--training-priors", option, cwd=d)
+    assert rc == 2 and "--training-priors" in err and message in err
+    rc, out, err = run("metrics", "--labels", "y.npy", "--scores", "a.npy", "--training-priors", "0.5,0.5", cwd=d)
+    assert rc == 2 and "gives no deployment priors" in err
+
+
+def test_compare_reweights_posteriors_to_the_deployment_priors(files):
+    # Fixed 0-1 costs and deployment priors 0.9 / 0.1 on posteriors from equal training priors: the decisions
+    # compared are those of the re-weighted posteriors, whose counts the expected yield is the closed form of.
+    d, y, a, b = files
+    (d / "p.toml").write_text('classes = ["neg", "pos"]\ncosts = [[0, 1], [1, 0]]\npriors = [0.9, 0.1]\n')
+    rc, out, err = run("compare", "--labels", "y.npy", "--scores", "a.npy", "b.npy", "--names", "A", "B",
+                       "--costs", "p.toml", "--training-priors", "0.5,0.5", "--draws", "2000", "--json", cwd=d)
+    assert rc == 0, err
+    rec = json.loads(out)
+    assert rec["training_priors"] == {"A": [0.5, 0.5], "B": [0.5, 0.5]}
+    # Independent: decide 1 iff the posterior log-odds exceed log(0.9 / 0.1); the closed-form expected yield of
+    # fixed decisions is -sum_i P_i E[R_i,wrong] with E[R_ij] = (n_ij + a) / (n_i + 2 a), a = 2 / (K D) = 0.5 per
+    # cell (the default prior, ecjax.prob.rates; paired or not, the within-class proportions have this mean).
+    alpha = 0.5
+    for name, s in (("A", a), ("B", b)):
+        dec = (s[:, 1] - s[:, 0] > np.log(9.0)).astype(int)
+        n = np.array([[np.sum((y == i) & (dec == j)) for j in range(2)] for i in range(2)])
+        rates = (n + alpha) / (n.sum(1, keepdims=True) + 2 * alpha)
+        assert rec["expected_yield"][name] == pytest.approx(-(0.9 * rates[0, 1] + 0.1 * rates[1, 0]), rel=1e-4)
+    rc, out, err = run("compare", "--labels", "y.npy", "--scores", "a.npy", "--costs", "p.toml", "--draws", "500",
+                       cwd=d)
+    assert rc == 0 and "re-weighted to the deployment priors from the training priors of each system's label" in out

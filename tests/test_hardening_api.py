@@ -481,3 +481,40 @@ def test_cost_ratio_of_a_string():
     from ecjax import prob
 
     raises("`low`", prob.cost_ratio, "a", 5)
+
+
+# Probabilities given as log-domain scores: read as logits they give wrong posteriors with no sign (issue: the
+# former error for probabilities suggested score_type="logits", and following it gave a cross-entropy of 1.543
+# instead of 0.282).
+def _probabilities(n=200, k=3, seed=0):
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.ones(k) * 0.5, size=n)
+    return rng.integers(0, k, n), p
+
+
+@pytest.mark.parametrize("score_type", ["logits", "log_posteriors"])
+@pytest.mark.parametrize("call", ["bayes_decisions", "cross_entropy", "brier"])
+def test_probabilities_are_not_read_as_log_scores(score_type, call):
+    labels, p = _probabilities()
+    fn = {"bayes_decisions": lambda: ecjax.bayes_decisions(p, 1 - np.eye(3), score_type=score_type),
+          "cross_entropy": lambda: ecjax.cross_entropy(labels, p, score_type=score_type),
+          "brier": lambda: ecjax.brier(labels, p, score_type=score_type)}[call]
+    with pytest.raises(InputError, match=r"`scores` rows look like probabilities .* np\.log\(scores\)"):
+        fn()
+
+
+def test_the_advice_for_probabilities_gives_the_right_cross_entropy():
+    labels, p = _probabilities(n=500, k=4, seed=3)
+    p = np.clip(p, 1e-12, None)
+    p /= p.sum(1, keepdims=True)
+    reference = -np.mean(np.log(p[np.arange(len(labels)), labels]))  # float64, independent of ecjax
+    got = ecjax.cross_entropy(labels, np.log(p), score_type="log_posteriors")
+    assert float(got) == pytest.approx(reference, rel=1e-5)
+
+
+def test_log_scores_in_the_unit_interval_that_do_not_sum_to_one_are_accepted():
+    # Logits may lie in [0, 1]; only rows that also sum to 1 are refused.
+    labels, p = _probabilities()
+    logits = 0.5 * p + 0.25  # rows sum to 1.25
+    np.testing.assert_array_equal(np.asarray(ecjax.bayes_decisions(logits, 1 - np.eye(3), score_type="logits")),
+                                  np.argmax(p, 1))

@@ -404,3 +404,21 @@ def test_signals_exit_with_one_line(d, sig, code, word):
             proc.kill()
     assert proc.returncode == code, err
     assert err.strip() == f"ecjax metrics: {word}"  # was a KeyboardInterrupt traceback
+
+
+@pytest.mark.parametrize("score_type", [[], ["--score-type", "logits"]])
+def test_probabilities_file_is_refused_with_command_line_advice(tmp_path, capsys, score_type):
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "y.npy", rng.integers(0, 3, 50))
+    np.save(tmp_path / "p.npy", rng.dirichlet(np.ones(3), size=50))
+    rc = cli.main(["metrics", "--labels", str(tmp_path / "y.npy"), "--scores", str(tmp_path / "p.npy"), *score_type])
+    err = capsys.readouterr().err
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert "p.npy: the rows look like probabilities" in err and "--score-type log_posteriors" in err
+
+
+def test_library_messages_name_the_command_line_option(tmp_path, capsys):
+    from ecjax.cli import _as_options
+
+    msg = 'pass score_type="logits"; or score_type=\'llr\'; `score_type` must be one of ...'
+    assert _as_options(msg) == "pass --score-type logits; or --score-type llr; --score-type must be one of ..."

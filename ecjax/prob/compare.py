@@ -694,6 +694,10 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
         ``"log_likelihoods"``) are combined with the expected class priors
         (per draw, with ``"per_draw"``, the drawn priors; the test set's
         class frequencies for paired systems without deployment priors).
+        Posterior-type scores decide with the priors they were trained
+        with; to decide for the deployment ``priors``, pass
+        :func:`ecjax.log_likelihoods_from_posteriors` of them (given their
+        training priors) with ``score_type="log_likelihoods"``.
       priors: ``None`` (the test set's class frequencies, with their
         posterior uncertainty; unpaired systems with different test sets
         share one draw, from the mean of their class counts, so the same
