@@ -54,6 +54,7 @@ try:
     )
     from ecjax.scores import (
         auc,
+        auc_one_vs_rest,
         bayes_expected_cost,
         bayes_risk_curve,
         brier,

@@ -14,7 +14,8 @@ the gradient norm falls below ``tol``; the calibrator records the number of
 iterations, the final gradient norm and the final objective.
 
 Protocols (seed 002 §4.2.1): train on held-out data (:func:`calibrate_held_out`),
-stratified k-fold cross-validation on the test data with a fixed key, each
+stratified k-fold cross-validation on the test data with a fixed key (groups of
+dependent samples kept whole, :func:`grouped_folds`), each
 fold's calibrator applied only to its held-out part, all folds fitted by one
 compiled function (:func:`calibrate_cross_validated`), and
 train-on-test (:func:`calibrate_train_on_test`), which is optimistic and
@@ -480,6 +481,60 @@ def stratified_folds(key, labels, num_folds):
     return folds
 
 
+def grouped_folds(key, labels, groups, num_folds):
+    """Fold index ``(N,)`` of each sample, every group whole in one fold, stratified as far as groups allow.
+
+    For samples that are not independent (several recordings of one speaker,
+    several images of one patient): a calibrator must not be tested on a
+    group it was trained on, or the cross-validated loss is optimistic.  The
+    folds of ``expected_cost.calibration.calibration_with_crossval`` with
+    ``condition_ids`` (scikit-learn's ``StratifiedGroupKFold``, shuffled):
+    the groups are shuffled with ``key``, taken from the most uneven class
+    mix to the most even, and each goes to the fold where the class
+    proportions across folds stay most alike (ties: the smaller fold), and
+    never leaving a fold empty.  Same key, same folds.
+
+    Args:
+      key: a ``jax.random`` key.
+      labels: ``(N,)`` true classes.
+      groups: ``(N,)`` group (condition) id of each sample: integers or strings.
+      num_folds: at least 2 and at most the number of groups.
+    """
+    labels_np = np.asarray(v.as_index_array(labels, "labels"))
+    num_folds = v.as_positive_int(num_folds, "num_folds", minimum=2)
+    g = np.asarray(groups)
+    if g.dtype.kind not in "biufUS":
+        raise v.InputError(f"`groups` must be integer or string ids, got dtype {g.dtype}")
+    if g.shape != labels_np.shape:
+        raise v.InputError(f"`groups` must give one id per sample, shape {labels_np.shape}, got {g.shape}")
+    if g.dtype.kind == "f" and not np.all(np.isfinite(g)):
+        raise v.InputError("`groups` contain NaN or inf")
+    ids, which = np.unique(g, return_inverse=True)
+    if num_folds > len(ids):
+        raise v.InputError(f"`num_folds` ({num_folds}) exceeds the number of groups ({len(ids)}): each fold "
+                           "needs at least one whole group")
+    k = int(labels_np.max()) + 1
+    per_group = np.zeros((len(ids), k))
+    np.add.at(per_group, (which, labels_np), 1.0)
+    shuffled = np.asarray(jax.random.permutation(v.as_key(key), len(ids)))
+    order = shuffled[np.argsort(-np.std(per_group[shuffled], axis=1), kind="stable")]
+    class_total = np.maximum(per_group.sum(0), 1.0)
+    fold_counts = np.zeros((num_folds, k))
+    fold_of_group = np.empty(len(ids), np.int32)
+    eye = np.eye(num_folds)[:, :, None]
+    for left, grp in zip(range(len(ids), 0, -1), order):
+        # Row f of `trial`: the folds' class counts had this group gone to fold f.
+        trial = fold_counts[None] + eye * per_group[grp]
+        spread = np.round(np.mean(np.std(trial / class_total, axis=1), axis=1), 12)  # equal up to rounding: a tie
+        sizes = fold_counts.sum(1)
+        empty = sizes == 0
+        allowed = empty if empty.sum() >= left else np.ones(num_folds, bool)
+        best = np.lexsort((sizes, spread, ~allowed))[0]
+        fold_counts[best] += per_group[grp]
+        fold_of_group[grp] = best
+    return fold_of_group[which]
+
+
 @partial(jax.jit, static_argnames=("method", "loss", "max_iter", "num_bins", "binning"))
 def _cross_validation_kernel(s, labels, train_idx, train_w, folds, log_prior_odds, l2, tol, *, method, loss,
                              max_iter, num_bins, binning):
@@ -508,7 +563,7 @@ def _cross_validation_kernel(s, labels, train_idx, train_w, folds, log_prior_odd
 
 def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affine", priors=None, loss="xe",
                               score_type="log_posteriors", l2=1e-3, num_bins=15, binning="equal_width",
-                              max_iter=200, tol=1e-5):
+                              max_iter=200, tol=1e-5, groups=None):
     """Stratified k-fold cross-validated calibration of the test data.
 
     The data are split into ``num_folds`` stratified folds with ``key``
@@ -518,6 +573,10 @@ def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affin
     ``expected_cost.calibration.calibration_with_crossval``).  All folds are
     fitted by one jit-compiled function (``lax.map`` over the folds): the
     training sets are padded to the same length with zero-weight samples.
+
+    ``groups`` (``(N,)`` ids, the ``condition_ids`` of expected-cost) keeps
+    every group whole in one fold (:func:`grouped_folds`), so that no sample
+    is calibrated by a transform fitted on its own group.
 
     Raises :class:`InputError` when a class is missing from a training set
     (a class with a single sample, say): such a calibrator is undefined.
@@ -530,7 +589,10 @@ def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affin
     _check_fit_args(method, loss, binning, max_iter, tol, l2)
     num_bins = v.as_positive_int(num_bins, "num_bins")
     s, labels, k, p = _prepare_fit(scores, labels, method, priors, score_type)
-    folds = stratified_folds(v.as_key(key), labels, num_folds)
+    if groups is None:
+        folds = stratified_folds(v.as_key(key), labels, num_folds)
+    else:
+        folds = grouped_folds(key, labels, groups, num_folds)
     labels_np = np.asarray(labels)
     train_sets = [np.nonzero(folds != f)[0] for f in range(num_folds)]
     length = max(len(t) for t in train_sets)

@@ -317,7 +317,7 @@ def _float_dict(names, values):
 def cmd_metrics(args):
     from ecjax.confusion import confusion_matrix
     from ecjax.decisions import bayes_decisions
-    from ecjax.report import disagreements, format_table, metric_columns, winner
+    from ecjax.report import averaging_note, disagreements, format_table, metric_columns, score_columns, winner
 
     st = args.score_type
     kind, labels, label_files, arrays, names = _load_inputs(args)
@@ -349,6 +349,8 @@ def cmd_metrics(args):
     counts = np.stack([np.asarray(confusion_matrix(y, dm, num_classes=k, num_decisions=d))
                        for y, dm in zip(labels, decisions)])
     cols = metric_columns(counts, costs=spec.costs, priors=priors, pos_label=args.pos_label)
+    if kind == "scores":  # how good the scores are as posteriors, whatever the decisions
+        cols += score_columns(labels, arrays, priors=priors, score_type=st)
     if out_dir is not None and len(names) >= 2 and args.scatter_metric not in {c.name for c in cols}:
         raise InputError(f"--scatter-metric: unknown metric {args.scatter_metric!r}; one of {sorted(c.name for c in cols)}")
     record = {
@@ -363,7 +365,7 @@ def cmd_metrics(args):
         "costs": spec.costs.tolist(),
         "priors": None if priors is None else np.asarray(priors).tolist(),
         "metrics": {c.name: _float_dict(names, c.values) for c in cols},
-        "best": {c.name: names[winner(c)] for c in cols},
+        "best": {c.name: names[winner(c)] for c in cols} if len(names) > 1 else {},
         "disagree_with_utility_yield": disagreements(cols),
     }
     nec = next(c.values for c in cols if c.name == "NEC")
@@ -393,6 +395,8 @@ def cmd_metrics(args):
                  "deciding the most probable class: the scores are not calibrated for these priors (see "
                  "`ecjax calibrate` and --training-priors)")
     text += f"\ndecisions: {record['decisions_made_by']}"
+    record["averaging"] = averaging_note(k, d, args.pos_label, kind == "scores")
+    text += f"\naveraging: {record['averaging']}"
     off = record["disagree_with_utility_yield"]
     if off:
         text += f"\n! metrics that pick a different winner than the utility yield: {', '.join(off)}"
@@ -526,12 +530,11 @@ def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training)
     pooled = np.concatenate(labels)
     p = spec.priors if spec.priors is not None else np.bincount(pooled, minlength=2) / len(pooled)
     fig = plots.roc_with_iso_utility([np.asarray(r[0]) for r in rocs], [np.asarray(r[1]) for r in rocs],
-                                     utilities=-costs, priors=p, names=names)
+                                     costs=costs, priors=p, names=names, class_names=spec.classes)
     files.append(_save_figure(fig, out_dir, "roc.png", args.force))
     if st in ("llr", "log_posteriors", "logits"):
         curves = [bayes_risk_curve(y, s, score_type=st, priors=None) for y, s in zip(labels, arrays)]
-        fig = plots.bayes_risk_curves(curves[0].prior_log_odds, [c.actual for c in curves],
-                                      [c.minimum for c in curves], names=names)
+        fig = plots.bayes_risk_curves(curves, names=names)
         files.append(_save_figure(fig, out_dir, "bayes_risk.png", args.force))
     return result
 
@@ -542,87 +545,202 @@ def _safe(name):
 
 def _reliability_figures(args, labels, arrays, names, out_dir, record):
     from ecjax import plots
-    from ecjax.scores import reliability_bins
 
     if args.score_type not in ("log_posteriors", "logits"):
         return
     for y, s, name in zip(labels, arrays, names):
-        b = reliability_bins(y, s, score_type=args.score_type)
-        fig = plots.reliability_diagram(b.confidence, b.frequency, b.count, title=f"Reliability: {name}")
+        # Equal-mass bins when the scores are skewed, and the multiclass axis names: the plot decides from the data.
+        fig = plots.reliability_diagram(labels=y, scores=s, score_type=args.score_type, title=f"Reliability: {name}")
         record.setdefault("files", []).append(_save_figure(fig, out_dir, f"reliability_{_safe(name)}.png", args.force))
 
 
-def cmd_calibrate(args):
-    """Fit a calibrator on (--train-scores, --train-labels), apply it to --scores, write the result."""
-    import io as _io
+def _calibration_files(args, st):
+    """``(train, train_labels, test, labels, protocol)``: which data fit the calibrator and how to name the result.
 
-    from ecjax import calibration
-
-    st = args.score_type
-    _check_output(args.output, args.force, "--output")
-    out_dir = _out_dir(args)
-    train_labels = _load_labels(args.train_labels)
-    train = _load(args.train_scores)
-    test = _load(args.scores)
+    ``protocol`` is ``"held_out"`` (a separate training file), ``"cross_validation"`` (``--cv``) or
+    ``"in_sample"`` (fitted on the very scores it calibrates, by omitting the training file or giving
+    the same data twice): only the first two give honest numbers on ``--labels``.
+    """
+    if args.cv is not None:
+        for flag, value in (("--train-scores", args.train_scores), ("--train-labels", args.train_labels)):
+            if value is not None:
+                raise InputError(f"{flag}: --cv fits on --scores and its --labels, fold by fold; drop {flag} "
+                                 "(or drop --cv to fit on a separate training file)")
+        if args.labels is None:
+            raise InputError("--labels: --cv needs the true classes of --scores")
+    elif args.groups is not None:
+        raise InputError("--groups: only used with --cv (the groups keep dependent samples in one fold)")
+    if (args.train_scores is None) != (args.train_labels is None):
+        missing = "--train-labels" if args.train_labels is None else "--train-scores"
+        raise InputError(f"{missing}: --train-scores and --train-labels go together")
+    if args.train_scores is None and args.labels is None:
+        raise InputError("--train-scores: give a training file (--train-scores and --train-labels), or --labels to "
+                         "fit on --scores itself (with --cv K for cross-validation)")
     want = 1 if st == "llr" else 2
-    for f, a in ((args.train_scores, train), (args.scores, test)):
-        _check_scores(a, f, want, st)
-    if train.shape[0] != train_labels.shape[0]:
-        raise InputError(f"{args.train_scores}: has {train.shape[0]} samples but {args.train_labels} has {train_labels.shape[0]}")
-    if want == 2 and train.shape[1] != test.shape[1]:
-        raise InputError(f"{args.scores}: has {test.shape[1]} classes but the training scores have {train.shape[1]}")
-    k = 2 if want == 1 else train.shape[1]
+    test = _load(args.scores)
+    _check_scores(test, args.scores, want, st)
     labels = None
     if args.labels is not None:  # validated before anything is fitted or written
         labels = _load_labels(args.labels)
         if labels.shape[0] != test.shape[0]:
             raise InputError(f"{args.labels}: has {labels.shape[0]} labels but {args.scores} has {test.shape[0]} samples")
-    for y, f in ((train_labels, args.train_labels), (labels, args.labels)):
+    if args.train_scores is None:
+        return test, labels, test, labels, "cross_validation" if args.cv else "in_sample"
+    train_labels = _load_labels(args.train_labels)
+    train = _load(args.train_scores)
+    _check_scores(train, args.train_scores, want, st)
+    if train.shape[0] != train_labels.shape[0]:
+        raise InputError(f"{args.train_scores}: has {train.shape[0]} samples but {args.train_labels} has {train_labels.shape[0]}")
+    if want == 2 and train.shape[1] != test.shape[1]:
+        raise InputError(f"{args.scores}: has {test.shape[1]} classes but the training scores have {train.shape[1]}")
+    same = Path(args.train_scores).resolve() == Path(args.scores).resolve() or (
+        train.shape == test.shape and np.array_equal(train, test))
+    return train, train_labels, test, labels, "in_sample" if same else "held_out"
+
+
+def _load_groups(path, n, scores_path):
+    g = _load(path)
+    if g.ndim != 1 or g.shape[0] != n:
+        raise InputError(f"{path}: --groups needs one id per sample of {scores_path} ({n}), got shape {g.shape}")
+    if g.dtype.kind not in "biuf":
+        raise InputError(f"{path}: group ids must be numbers, got dtype {g.dtype}")
+    if g.dtype.kind == "f" and not np.all(np.isfinite(g)):
+        raise InputError(f"{path}: group ids contain NaN or inf")
+    return g
+
+
+def _optimizer_note(method, record, folds):
+    if method == "histogram":  # counted, not optimized
+        return ""
+    most, largest = ("up to ", "largest ") if folds else ("", "")
+    note = f"; {most}{record['iterations']} L-BFGS iterations, {largest}gradient norm {record['grad_norm']:.2g}"
+    return note + ("" if record["converged"] else "  (NOT converged)")
+
+
+def _fit_calibrator(args, method, st, train, train_labels, test, protocol, record):
+    """The calibrated scores of ``test`` and the text line saying how they were fitted."""
+    import jax
+
+    from ecjax import calibration
+
+    common = dict(method=method, score_type=st, loss=args.loss)
+    if protocol != "cross_validation":
+        cal = calibration.fit(train, train_labels, **common)
+        record.update(parameters={k: np.asarray(v).tolist() for k, v in cal.params.items()},
+                      iterations=int(cal.num_iterations), grad_norm=float(cal.grad_norm),
+                      converged=bool(cal.converged), training_loss=float(cal.loss))
+        where = args.train_scores or args.scores
+        line = f"fitted {method} calibrator on {where} ({train.shape[0]} samples, loss {args.loss})"
+        return np.asarray(cal.apply(test), dtype=np.float64), line + _optimizer_note(method, record, False)
+    groups = None if args.groups is None else _load_groups(args.groups, test.shape[0], args.scores)
+    try:
+        res = calibration.calibrate_cross_validated(test, train_labels, key=jax.random.key(args.seed),
+                                                    num_folds=args.cv, groups=groups, **common)
+    except InputError as err:  # the folds come from --cv (and --groups): name them
+        raise InputError(f"--cv {args.cv}{' with --groups' if groups is not None else ''}: {err}") from None
+    cal, folds = res.calibrator, np.asarray(res.folds)
+    record.update(parameters={k: np.asarray(v).tolist() for k, v in cal.params.items()},
+                  iterations=int(np.max(cal.num_iterations)), grad_norm=float(np.max(cal.grad_norm)),
+                  converged=bool(np.all(cal.converged)), training_loss=float(np.mean(cal.loss)),
+                  folds={"num_folds": args.cv, "seed": args.seed, "groups": args.groups,
+                         "fold_sizes": np.bincount(folds, minlength=args.cv).tolist(),
+                         "fold_of_sample": folds.tolist()})
+    how = "stratified by class" if groups is None else f"every group of {args.groups} kept in one fold"
+    line = (f"fitted {method} calibrators on {args.scores} by {args.cv}-fold cross-validation ({how}; key --seed "
+            f"{args.seed}; loss {args.loss}): each sample calibrated by the calibrator of the other folds")
+    return np.asarray(res.scores, dtype=np.float64), line + _optimizer_note(method, record, True)
+
+
+def _before_after(args, st, out_type, test, out, labels, record, out_dir):
+    """Cross-entropy and Brier score of --scores before and after calibration, and reliability diagrams."""
+    from ecjax import plots
+    from ecjax.scores import brier, cross_entropy
+
+    # Likelihood-type scores need priors to become posteriors: the labels' class frequencies, for both sides.
+    data_priors = np.bincount(labels, minlength=2 if out_type == "llr" else test.shape[1]) / len(labels)
+    sides = {"before": (test, st), "after": (out, out_type)}
+    prior = {t: data_priors if t in ("llr", "log_likelihoods") else None for t in (st, out_type)}
+    scores = {}
+    for name, fn in (("xe", cross_entropy), ("brier", brier)):
+        scores[name] = {side: float(fn(labels, s, priors=prior[t], score_type=t)) for side, (s, t) in sides.items()}
+        before, after = scores[name]["before"], scores[name]["after"]
+        scores[name]["loss"] = before - after
+        scores[name]["relative_loss_percent"] = 100.0 * (before - after) / before if before > 0 else 0.0
+    record["cross_entropy"], record["brier"] = scores["xe"], scores["brier"]
+    record["relative_calibration_loss_percent"] = {m: scores[m]["relative_loss_percent"] for m in ("xe", "brier")}
+    if out_dir is not None:
+        for side, (s, t) in sides.items():
+            fig = plots.reliability_diagram(labels=labels, scores=s, priors=prior[t], score_type=t,
+                                            title=f"{Path(args.scores).name}: {side} calibration")
+            record.setdefault("files", []).append(_save_figure(fig, out_dir, f"reliability_{side}.png", args.force))
+    return scores
+
+
+_PROTOCOL_WORDS = {
+    "held_out": "held-out: the calibrator was fitted on a separate file",
+    "cross_validation": "cross-validated: no sample was calibrated by a calibrator that saw its label",
+    "in_sample": "IN-SAMPLE: the calibrator was fitted on these same samples, so 'after' is optimistic; use --cv K "
+                 "or a separate --train-scores file for an honest estimate",
+}
+
+
+def cmd_calibrate(args):
+    """Fit a calibrator (held-out file, cross-validation or in-sample), apply it to --scores, write the result."""
+    import io as _io
+
+    st = args.score_type
+    _check_output(args.output, args.force, "--output")
+    out_dir = _out_dir(args)
+    train, train_labels, test, labels, protocol = _calibration_files(args, st)
+    k = 2 if st == "llr" else train.shape[1]
+    for y, f in ((train_labels, args.train_labels or args.labels), (labels, args.labels)):
         if y is not None and y.max() >= k:
             raise InputError(f"{f}: label {y.max()} is out of range for the scores' {k} classes")
     absent = np.nonzero(np.bincount(train_labels, minlength=k) == 0)[0]
     if absent.size:
-        raise InputError(f"{args.train_labels}: class {absent[0]} has no samples: a calibrator cannot be fitted for it")
+        raise InputError(f"{args.train_labels or args.labels}: class {absent[0]} has no samples: a calibrator "
+                         "cannot be fitted for it")
     method = "llr" if st == "llr" else args.method
-    cal = calibration.fit(train, train_labels, method=method, score_type=st, loss=args.loss)
-    out = np.asarray(cal.apply(test), dtype=np.float64)
+    out_type = "llr" if method == "llr" else "log_posteriors"
+    record = {"schema": JSON_SCHEMA_VERSION, "command": "calibrate", "method": method, "loss": args.loss,
+              "protocol": protocol, "output": str(args.output), "output_type": out_type}
+    out, fitted = _fit_calibrator(args, method, st, train, train_labels, test, protocol, record)
     buf = _io.BytesIO()
     np.save(buf, out, allow_pickle=False)
     _defer(args.output, buf.getvalue(), args.force, "--output")
-    record = {
-        "schema": JSON_SCHEMA_VERSION,
-        "command": "calibrate",
-        "method": method,
-        "loss": args.loss,
-        "output": str(args.output),
-        "output_type": "llr" if method == "llr" else "log_posteriors",
-        "parameters": {k: np.asarray(v).tolist() for k, v in cal.params.items()},
-        "iterations": int(cal.num_iterations),
-        "grad_norm": float(cal.grad_norm),
-        "converged": bool(cal.converged),
-        "training_loss": float(cal.loss),
-    }
-    lines = [f"fitted {method} calibrator on {args.train_scores} ({train.shape[0]} samples, loss {args.loss}): "
-             f"{record['iterations']} L-BFGS iterations, gradient norm {record['grad_norm']:.2g}"
-             + ("" if record["converged"] else "  (NOT converged)"),
-             f"wrote calibrated {record['output_type']} of {args.scores} to {args.output}"]
+    lines = [fitted, f"wrote calibrated {out_type} of {args.scores} to {args.output}"]
     if labels is not None:
-        out_type = "llr" if method == "llr" else "log_posteriors"
-        raw_type = st
-        if raw_type == "logits":
-            test = test - np.logaddexp.reduce(test, axis=-1, keepdims=True)
-            raw_type = "log_posteriors"
-        if raw_type == out_type:
-            priors = None
-            if out_type == "llr":
-                priors = np.bincount(labels, minlength=2) / len(labels)
-            loss = {m: float(calibration.calibration_loss(test, out, labels, metric=m, priors=priors, score_type=out_type))
-                    for m in ("xe", "brier")}
-            record["relative_calibration_loss_percent"] = loss
-            lines.append("relative calibration loss on the test labels (held-out calibrator, seed 002 eq. 60): "
-                         + ", ".join(f"{m} {v:.1f} %" for m, v in loss.items()))
+        s = _before_after(args, st, out_type, test, out, labels, record, out_dir)
+        xe, br = s["xe"], s["brier"]
+        how = _PROTOCOL_WORDS[protocol] + (" or its group" if args.groups is not None else "")
+        lines += [f"on the labels of {args.scores} ({how}):",
+                  f"  cross-entropy {xe['before']:.4f} nats before, {xe['after']:.4f} after: calibration loss "
+                  f"{xe['loss']:.4f} nats ({xe['relative_loss_percent']:.1f} % of the cross-entropy before)",
+                  f"  Brier score (mean over the classes) {br['before']:.4f} before, {br['after']:.4f} after: "
+                  f"calibration loss {br['loss']:.4f} ({br['relative_loss_percent']:.1f} %)"]
     _emit(args, record, "\n".join(lines), out_dir)
     return 0
+
+
+_LONG_RUN_SECONDS = 60.0
+
+
+def _warn_if_long(args, kind, spec, arrays, k, d):
+    """Say so before a comparison estimated at more than a minute, and how to make it shorter."""
+    from ecjax.prob.compare import estimated_seconds
+
+    per_draw = kind == "scores" and args.decision_rule == "per_draw" and spec.uncertain
+    n = max(a.shape[0] for a in arrays)
+    seconds = estimated_seconds(args.draws, num_systems=len(arrays), num_samples=n, num_classes=k, num_decisions=d,
+                                per_draw_decisions=per_draw)
+    if seconds <= _LONG_RUN_SECONDS:  # on stderr, so --json output stays clean
+        return
+    advice = "fewer --draws"
+    if per_draw:
+        advice += (", the default --decision-rule expected_utility (decisions made once), or --decisions with "
+                   "decisions made beforehand")
+    print(f"ecjax compare: this run may take about {seconds / 60:.0f} min ({args.draws} draws of {len(arrays)} "
+          f"systems x {n} samples x {k} x {d} costs); for a shorter one use {advice}", file=sys.stderr, flush=True)
 
 
 def cmd_compare(args):
@@ -668,6 +786,7 @@ def cmd_compare(args):
 
         arrays = [np.asarray(log_likelihoods_from_posteriors(a, t, score_type=st)) for a, t in zip(arrays, training)]
         st = "log_likelihoods"
+    _warn_if_long(args, kind, spec, arrays, k, d)
     if kind == "scores":
         result = prob.compare(lab, scores=arrays if not paired else np.stack(arrays), score_type=st,
                               decision_rule=args.decision_rule, **common)
@@ -698,16 +817,19 @@ def cmd_compare(args):
         "ties": [list(group) for group in result.ties],
         "training_priors": None if training[0] is None else {n: np.asarray(t).tolist() for n, t in zip(names, training)},
     }
+    if len(names) == 1:  # nothing to choose between
+        record["recommendation"] = record["recommendation_probability"] = None
     if result.rope_probabilities is not None:
         record["rope"] = result.rope
         record["rope_probabilities"] = np.asarray(result.rope_probabilities).tolist()
+        record["practically_equivalent_to_recommendation"] = list(result.practically_equivalent)
     if result.doubt is not None:
         record["doubt"] = result.doubt.as_dict()  # all, costs_only, priors_only, rates_only (ecjax.prob.Doubt)
     out_dir = _out_dir(args)
     if out_dir is not None:
-        fig = plots.yield_posteriors(np.asarray(result.yields), names=names, p_best=np.asarray(result.p_best))
+        fig = plots.yield_posteriors(result, names=names)  # the HDI marks are the printed intervals
         record.setdefault("files", []).append(_save_figure(fig, out_dir, "yield_posteriors.png", args.force))
-        fig = plots.rank_probabilities(np.asarray(result.rank_probabilities), names=names)
+        fig = plots.rank_probabilities(result, names=names)
         record["files"].append(_save_figure(fig, out_dir, "rank_probabilities.png", args.force))
     text = ("paired comparison (same samples)\n" if paired else "unpaired comparison\n") + result.summary()
     if training[0] is not None:
@@ -717,11 +839,84 @@ def cmd_compare(args):
     return 0
 
 
+_MAX_JSON_MATRIX_NUMBERS = 10**6  # --over matrices: larger draws are left out of the JSON (rebuilt from --seed)
+
+
+def _sweep_over(over, k, spec):
+    """``--over auto``: the utility-space map where it exists (two classes, two decisions), else random matrices."""
+    if over != "auto":
+        return over
+    return "utility-space" if k == 2 and spec.costs.shape[1] == 2 else "matrices"
+
+
+def _matrix_prior(spec, costs_arg):
+    """What ``--over matrices`` draws cost matrices from, and how to say it."""
+    from ecjax import prob
+
+    if spec.uncertain:
+        return (prob.intervals(spec.costs_low, spec.costs_high, kind="cost"),
+                f"each cost uniform on its [uncertainty] interval in {costs_arg}")
+    # Without intervals: every cost uniform between 0 and twice its nominal value, so the matrices
+    # average to the nominal one, free decisions stay free, and any error may weigh far more than another.
+    c = np.asarray(spec.costs, dtype=np.float64)
+    where = costs_arg or "the 0-1 costs"
+    return (prob.intervals(np.minimum(0.0, 2 * c), np.maximum(0.0, 2 * c), kind="cost"),
+            f"each cost uniform between 0 and twice its value in {where} (an [uncertainty] table in --costs "
+            "sets the intervals)")
+
+
+def _sweep_priors(spec, labels, names, k, fixed, costs_arg):
+    """The class priors that weight the swept costs: ``({system: priors}, source)``."""
+    if spec.priors is not None:
+        return {n: spec.priors for n in names}, costs_arg
+    if fixed is not None:
+        return {n: fixed for n in names}, "the class frequencies of the first --labels file"
+    return ({n: np.bincount(y, minlength=k) / len(y) for n, y in zip(names, labels)},
+            "the class frequencies of the labels")
+
+
+def _priors_line(priors, source, classes):
+    """One line when every system uses the same priors, else one per system."""
+    def fmt(p):
+        return ", ".join(f"{c}: {float(x):.3g}" for c, x in zip(classes, p))
+
+    rows = list(priors.values())
+    if all(np.allclose(p, rows[0], rtol=0, atol=1e-12) for p in rows):
+        return [f"priors ({source}): {fmt(rows[0])}"]
+    return [f"priors ({source}):"] + [f"  {n}: {fmt(p)}" for n, p in priors.items()]
+
+
+def _winner_name(w, names):
+    from ecjax.sweep import TIE
+
+    return names[w] if w >= 0 else "tie" if w == TIE else None
+
+
+def _cost_ratio_report(res, ratios, names, spec, lo, hi, record, lines):
+    """Who wins on each stretch of cost ratios, and the grid that resolves the boundaries."""
+    n = len(ratios)
+    step = 100 * ((hi / lo) ** (1 / (n - 1)) - 1)
+    neg, pos = spec.classes[0], spec.classes[1]
+    lines.insert(0, f"cost ratio r = c10 / c01: the cost of deciding {spec.decisions[0]!r} for a true {pos!r}, "
+                    f"over that of deciding {spec.decisions[1]!r} for a true {neg!r}")
+    lines.insert(1, f"grid: {n} values of r from {lo:g} to {hi:g}, evenly spaced on a log scale "
+                    f"(each {step:.3g} % above the previous)")
+    runs = res.winner_runs()
+    lines.append("who wins where (each boundary lies between the two grid values shown around it):")
+    for first, last, w in runs:
+        lines.append(f"  r from {ratios[first]:.4g} to {ratios[last]:.4g}: "
+                     + (names[w] if w >= 0 else "tie (same NEC: often all make the naive decision)"))
+    record["grid"] = {"parameter": "cost_ratio", "lo": lo, "hi": hi, "num_points": n, "spacing": "log",
+                      "values": ratios.tolist()}
+    record["winner_intervals"] = [{"from": float(ratios[a]), "to": float(ratios[b]),
+                                   "winner": _winner_name(w, names)} for a, b, w in runs]
+
+
 def cmd_sweep(args):
     """Winner maps and tables over the utility space, a cost ratio, or random cost matrices."""
     import jax
 
-    from ecjax import plots, prob, sweep
+    from ecjax import plots, sweep
     from ecjax.confusion import confusion_matrix
 
     kind, labels, label_files, arrays, names = _load_inputs(args)
@@ -734,19 +929,27 @@ def cmd_sweep(args):
     for y, lf in zip(labels, label_files):
         if y.max() >= k:
             raise InputError(f"{lf}: label {y.max()} is out of range for {k} classes")
-    if args.over == "utility-space" and args.resolution > 4001:
-        raise InputError(f"--resolution: at most 4001 points per axis of the utility space, got {args.resolution}")
     spec = _cost_spec(args, k)
+    over = _sweep_over(args.over, k, spec)
+    resolution = args.resolution or (1000 if over == "matrices" else 101)
+    if over == "utility-space" and resolution > 4001:
+        raise InputError(f"--resolution: at most 4001 points per axis of the utility space, got {resolution}")
+    if (k != 2 and over != "matrices") or (over == "cost-ratio" and spec.costs.shape[1] != 2):
+        what = "two classes and two decisions" if over == "cost-ratio" else "two classes"
+        raise InputError(f"--over {over} needs {what}, got {k} classes and {spec.costs.shape[1]} decisions: use "
+                         "--over matrices (random cost matrices, the default for more than two classes)")
     for y, lf in zip(labels, label_files):
         _check_priors_cover(spec, y, lf, args.costs)
-        if args.over != "utility-space" and spec.priors is None and len(np.unique(y)) == 1:
+        if over != "utility-space" and spec.priors is None and len(np.unique(y)) == 1:
             raise InputError(f"{lf}: every label is class {y[0]}: with the data's priors the best naive decision "
                              "costs nothing and the NEC swept here is undefined (give deployment priors in --costs)")
-    if args.over == "matrices" and spec.uncertain and not np.any(spec.costs_low) and not np.any(spec.costs_high):
+    if over == "matrices" and spec.uncertain and not np.any(spec.costs_low) and not np.any(spec.costs_high):
         raise InputError(f"{args.costs}: every cost of the [uncertainty] intervals is 0: the NEC is undefined")
+    if over == "matrices" and not spec.uncertain and not np.any(spec.costs):
+        raise InputError(f"{args.costs}: every cost is 0: the NEC is undefined")
     priors = spec.priors
     if kind == "decisions":
-        d = spec.costs.shape[1] if args.over == "matrices" else 2
+        d = spec.costs.shape[1] if over == "matrices" else 2
         for f, a in zip(args.decisions, arrays):
             if a.min() < 0 or a.max() >= d:
                 raise InputError(f"{f}: decisions must be in [0, {d})")
@@ -760,40 +963,39 @@ def cmd_sweep(args):
     score_priors = priors
     if kind == "scores" and st in ("llr", "log_likelihoods") and priors is None:
         score_priors = np.bincount(labels[0], minlength=k) / len(labels[0])
-    record = {"schema": JSON_SCHEMA_VERSION, "command": "sweep", "over": args.over, "systems": names, "input": kind}
+    used, source = _sweep_priors(spec, labels, names, k, score_priors if kind == "scores" else None, args.costs)
+    record = {"schema": JSON_SCHEMA_VERSION, "command": "sweep", "over": over, "systems": names, "input": kind,
+              "classes": spec.classes, "priors": {n: np.asarray(p).tolist() for n, p in used.items()},
+              "priors_source": source}
     out_dir = _out_dir(args)
-    if args.over == "utility-space":
-        if k != 2:
-            raise InputError(f"--over utility-space needs binary problems (K = 2), got K = {k}")
+    if over == "utility-space":
         if kind == "scores":
             m = sweep.utility_space_map(labels=lab, scores=scores, priors=score_priors, score_type=st,
-                                        resolution=args.resolution)
+                                        resolution=resolution)
         else:
-            m = sweep.utility_space_map(counts, priors=priors, resolution=args.resolution)
+            m = sweep.utility_space_map(counts, priors=priors, resolution=resolution)
         record["win_fraction"] = _float_dict(names, m.win_fraction)
-        record["resolution"] = args.resolution
-        lines = [f"winner over the binary utility space of seed 004 Fig. 1 ({args.resolution} x {args.resolution} grid):"]
+        record["resolution"] = resolution
+        lines = [f"winner over the binary utility space (every normalized 2 x 2 utility matrix; {resolution} x "
+                 f"{resolution} grid):"]
         lines += [f"  {n:20s} wins {100 * float(w):5.1f} % of the space" for n, w in zip(names, m.win_fraction)]
         record["tie_fraction"] = float(m.result.tie_fraction)
         if m.result.tie_fraction > 0:
             lines.append(f"  tied (all make the same decisions, often the naive one) on {100 * m.result.tie_fraction:.1f} %")
+        lines += _priors_line(used, source, spec.classes)
         if out_dir is not None:
-            fig = plots.winner_map(m.x, m.y, m.winners, names=names)
+            fig = plots.winner_map(m, names=names, class_names=spec.classes)
             record.setdefault("files", []).append(_save_figure(fig, out_dir, "winner_map.png", args.force))
     else:
-        if args.over == "cost-ratio":
-            if k != 2 or spec.costs.shape[1] != 2:
-                raise InputError("--over cost-ratio needs binary problems with 2 decisions")
+        if over == "cost-ratio":
             if not 0 < args.lo < args.hi:
                 raise InputError(f"--lo/--hi must satisfy 0 < lo < hi, got {args.lo}, {args.hi}")
-            axis = sweep.grids.cost_ratios(args.lo, args.hi, args.resolution)
+            axis = sweep.grids.cost_ratios(args.lo, args.hi, resolution)
             coord_name = "cost ratio c10 / c01"
         else:
-            if not spec.uncertain:
-                raise InputError(f"{args.costs}: --over matrices needs an [uncertainty] table to draw cost matrices from")
-            prior = prob.intervals(spec.costs_low, spec.costs_high, kind="cost")
-            axis = -np.asarray(prior.sample(jax.random.key(args.seed), args.resolution))  # samples are utilities
-            coord_name = "random cost matrix"
+            prior, cost_source = _matrix_prior(spec, args.costs)
+            axis = -np.asarray(prior.sample(jax.random.key(args.seed), resolution))  # samples are utilities
+            coord_name = f"random cost matrices: {cost_source}; key --seed {args.seed}"
         if kind == "scores":
             res = sweep.sweep_scores(lab, scores, axis, priors=score_priors, score_type=st, normalize=True)
         else:
@@ -801,26 +1003,47 @@ def cmd_sweep(args):
         record["win_fraction"] = _float_dict(names, res.win_fraction)
         record["tie_fraction"] = float(res.tie_fraction)
         record["num_points"] = int(res.num_points)
-        lines = [f"NEC over {np.prod(res.shape)} points ({coord_name}):"]
+        record["metric"] = "nec"
+        record["values"] = {n: np.asarray(res.values)[:, i].tolist() for i, n in enumerate(names)}
+        record["winners"] = [_winner_name(int(w), names) for w in np.asarray(res.winners)]
+        lines = [f"NEC at {np.prod(res.shape)} points ({coord_name}):"]
         lines += [f"  {n:20s} best at {100 * float(w):5.1f} % of the points, NEC from {float(lo):.3f} to {float(hi):.3f}"
                   for n, w, lo, hi in zip(names, res.win_fraction, res.minimum, res.maximum)]
         if res.tie_fraction > 0:
             lines.append(f"  tied (all make the same decisions, often the naive one) at {100 * res.tie_fraction:.1f} %")
-        if args.over == "cost-ratio":
-            ratios = np.asarray(res.coords[0]) if res.coords and res.coords[0] is not None else None
+        lines += _priors_line(used, source, spec.classes)
+        if over == "cost-ratio":
+            ratios = np.asarray(res.coords[0], dtype=np.float64)
             flips = {}
             for a in range(len(names)):
                 for b in range(a + 1, len(names)):
                     idx = res.flip_points(a, b)
-                    if len(idx) and ratios is not None:
+                    if len(idx):
                         flips[f"{names[a]} / {names[b]}"] = [float(ratios[i[0]]) for i in idx]
             record["flips_at_cost_ratio"] = flips
             for pair, at in flips.items():
                 lines.append(f"  ranking of {pair} flips at cost ratio " + ", ".join(f"{r:.3g}" for r in at))
-            if out_dir is not None and ratios is not None and res.values is not None:
-                fig = plots.sweep_curves(ratios, res.values, names=names, xlabel="cost ratio c10 / c01",
+            _cost_ratio_report(res, ratios, names, spec, args.lo, args.hi, record, lines)
+            if out_dir is not None:
+                fig = plots.sweep_curves(ratios, res.values, names=names, xlabel=f"cost of a missed {spec.classes[1]} / cost of a false alarm",
                                          ylabel="NEC", log_x=True, flips=[r for at in flips.values() for r in at])
                 record.setdefault("files", []).append(_save_figure(fig, out_dir, "sweep_cost_ratio.png", args.force))
+        else:
+            record["cost_source"] = coord_name
+            record["seed"] = args.seed
+            # null when too many to print: the same --seed and --resolution draw them again.
+            record["cost_matrices"] = axis.tolist() if axis.size <= _MAX_JSON_MATRIX_NUMBERS else None
+            if out_dir is not None:
+                # Each system's NEC sorted over the draws (its quantile curve): lower is better everywhere;
+                # who wins on the same matrix is in the legend, since sorting separates the pairs.
+                values = np.sort(np.asarray(res.values, dtype=np.float64), axis=0)
+                fig = plots.sweep_curves((np.arange(resolution) + 0.5) / resolution, values,
+                                         names=[f"{n} (best on {100 * float(w):.1f} % of the matrices)"
+                                                for n, w in zip(names, res.win_fraction)],
+                                         xlabel="fraction of the drawn cost matrices (each system's NEC sorted)",
+                                         ylabel="NEC (lower is better)",
+                                         title=f"NEC over {resolution} random cost matrices")
+                record.setdefault("files", []).append(_save_figure(fig, out_dir, "sweep_matrices.png", args.force))
     _emit(args, record, "\n".join(lines), out_dir)
     return 0
 
@@ -870,7 +1093,9 @@ class _HelpWithDefaults(argparse.HelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+        # `is`, not `in`: 0 == False, and a default of 0 (--seed) must still be shown.
+        if ("default" in text or action.default is None or action.default is False
+                or action.default is argparse.SUPPRESS or not action.option_strings):
             return text
         return f"{text} (default: %(default)s)"
 
@@ -942,25 +1167,42 @@ def _build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--rope", type=_float_in(0.0, "--rope"),
                     help="half-width of the region of practical equivalence (yield units)")
     cp.add_argument("--decision-rule", default="expected_utility", choices=["expected_utility", "per_draw"],
-                    help="with --scores: Bayes decisions of the expected cost matrix, made once (default; seed 004 "
-                         "eq. 19), or of each drawn cost matrix (costs known at deployment)")
+                    help="with --scores: Bayes decisions of the expected cost matrix, made once (default), or of each drawn cost matrix (costs known at deployment)")
     sw = sub.add_parser("sweep", help="which system wins where: utility-space winner maps, cost-ratio sweeps")
     _add_common(sw)
-    sw.add_argument("--over", default="utility-space", choices=["utility-space", "cost-ratio", "matrices"],
-                    help="what to sweep: the binary utility space of seed 004 Fig. 1, the binary cost ratio "
-                         "c10/c01, or random cost matrices drawn from the cost file's [uncertainty] intervals")
-    sw.add_argument("--resolution", type=_int_in(2, 10**6, "--resolution"), default=101,
-                    help="grid points per axis / number of points")
+    sw.add_argument("--over", default="auto", choices=["auto", "utility-space", "cost-ratio", "matrices"],
+                    help="what to sweep: the binary utility space (who wins for every 2 x 2 utility matrix), the "
+                         "binary cost ratio c10/c01, or random cost matrices (each cost uniform on its "
+                         "[uncertainty] interval in --costs; without one, between 0 and twice its value). "
+                         "auto: utility-space for two classes and two decisions, matrices otherwise")
+    sw.add_argument("--resolution", type=_int_in(2, 10**6, "--resolution"),
+                    help="grid points per axis (utility-space), cost ratios (cost-ratio) or cost matrices "
+                         "(matrices) (default: 101, 101, 1000)")
     sw.add_argument("--lo", type=_float_in(0.0, "--lo", strict=True), default=0.01,
                     help="smallest cost ratio (cost-ratio sweeps)")
     sw.add_argument("--hi", type=_float_in(0.0, "--hi", strict=True), default=100.0,
                     help="largest cost ratio (cost-ratio sweeps)")
-    sw.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key for --over matrices")
-    c = sub.add_parser("calibrate", help="fit a calibrator on one file, apply it to another, write calibrated scores")
-    c.add_argument("--train-scores", required=True, metavar="FILE", help="(N, K) scores to fit on ((N,) for llr)")
-    c.add_argument("--train-labels", required=True, metavar="FILE", help="their true classes")
+    sw.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0,
+                    help="random key for --over matrices (default 0)")
+    c = sub.add_parser("calibrate", help="fit a calibrator on a separate file, by cross-validation (--cv) or on the "
+                                         "scores themselves, and write calibrated scores")
+    c.add_argument("--train-scores", metavar="FILE",
+                   help="(N, K) scores to fit on ((N,) for llr); without it the calibrator is fitted on --scores and "
+                        "its --labels: in-sample (optimistic), or by cross-validation with --cv")
+    c.add_argument("--train-labels", metavar="FILE", help="true classes of --train-scores")
     c.add_argument("--scores", required=True, metavar="FILE", help="scores to calibrate")
-    c.add_argument("--labels", metavar="FILE", help="optional true classes of --scores: report the calibration loss")
+    c.add_argument("--labels", metavar="FILE",
+                   help="true classes of --scores: report the cross-entropy and Brier score before and after "
+                        "calibration (and, with --out, reliability diagrams)")
+    c.add_argument("--cv", type=_int_in(2, 10**6, "--cv"), metavar="K",
+                   help="K-fold cross-validation on --scores and --labels: each sample is calibrated by a calibrator "
+                        "fitted on the other folds (folds stratified by class)")
+    c.add_argument("--groups", metavar="FILE",
+                   help="with --cv: a group id per sample of --scores (a speaker, a patient, a recording "
+                        "condition); every group stays whole in one fold, so no sample is calibrated by a "
+                        "calibrator that saw its group")
+    c.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0,
+                   help="random key for the --cv folds (default 0)")
     c.add_argument("--output", required=True, metavar="FILE.npy", help="where to write the calibrated scores")
     c.add_argument("--method", default="affine",
                    choices=["affine", "temperature", "bias", "vector", "matrix", "histogram"],
@@ -969,7 +1211,9 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--score-type", default="log_posteriors",
                    choices=["log_posteriors", "logits", "llr", "log_likelihoods"], help="type of the scores")
     c.add_argument("--json", action="store_true", help="print a JSON record instead of text")
-    c.add_argument("--out", metavar="DIR", help="also write the JSON record into DIR")
+    c.add_argument("--out", metavar="DIR",
+                   help="also write the JSON record and, with --labels, reliability diagrams before and after "
+                        "calibration into DIR")
     c.add_argument("--force", action="store_true", help="overwrite existing output files")
     _add_max_input(c)
     return parser

@@ -133,7 +133,7 @@ def rescale_unit(utilities):
     hi = u.max((-2, -1), keepdims=True)
     # Checked on concrete input only: under jit/vmap a constant matrix gives NaN.
     if not v._is_tracer(u) and np.any(np.asarray(hi - lo) == 0):
-        raise v.InputError("`utilities` has all entries equal: rescaling (seed 004 eq. 12) is undefined")
+        raise v.InputError("`utilities` has all entries equal: rescaling to [0, 1] is undefined")
     return (u - lo) / (hi - lo)
 
 
@@ -159,7 +159,7 @@ def utility_from_xy(x, y):
                 raise v.InputError(f"`{name}` must be numeric, got dtype {np.asarray(a).dtype}")
         xa, ya = np.broadcast_arrays(np.asarray(x, float), np.asarray(y, float))
         if np.any(np.abs(xa) > 1 + eps) or np.any(np.abs(ya) > 1 + eps) or np.any(np.abs(xa - ya) > 1 + eps):
-            raise v.InputError("`x`, `y` must satisfy |x| <= 1, |y| <= 1 and |x - y| <= 1 (seed 004 Fig. 1)")
+            raise v.InputError("`x`, `y` must satisfy |x| <= 1, |y| <= 1 and |x - y| <= 1 (the binary utility space)")
         return _utility_from_xy(jnp.asarray(x, float), jnp.asarray(y, float))
     x, y = jnp.broadcast_arrays(jnp.asarray(x, float), jnp.asarray(y, float))
     ok = (jnp.abs(x) <= 1 + eps) & (jnp.abs(y) <= 1 + eps) & (jnp.abs(x - y) <= 1 + eps)
@@ -191,7 +191,7 @@ def xy_from_utility(utilities):
         return v.nan_where_invalid(x, ok), v.nan_where_invalid(y, ok)
     if not np.allclose(np.asarray(back), np.asarray(u), atol=1e-5):
         raise v.InputError(
-            "`utilities` is not of the form of seed 004 eq. 13 after rescaling "
+            "`utilities` is not a binary utility matrix of the (x, y) form after rescaling to [0, 1] "
             "(exactly one diagonal entry must be the maximum 1, and at most one off-diagonal entry above 0)"
         )
     return x, y

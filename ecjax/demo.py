@@ -81,9 +81,9 @@ def run(out=None, *, seed: int = 0) -> None:
     print("(* = best system in the column; rows of every matrix = true class)\n", file=out)
     names = ["A", "B"]
     # Seed 004 Table 1 takes class 0 as the positive class.
-    _section("1a. Factory of seed 004 §0, utilities (4) in EUR/component (positive class 0):", FACTORY_COUNTS,
+    _section("1a. A factory's quality check (Dyrland et al.), utilities in EUR per component (positive class 0):", FACTORY_COUNTS,
              names, out, utilities=FACTORY_UTILITIES, pos_label=0)
-    _section("1b. The same classifiers, utilities (5):", FACTORY_COUNTS, names, out,
+    _section("1b. The same classifiers under the factory's other utilities:", FACTORY_COUNTS, names, out,
              utilities=FACTORY_UTILITIES_ALT, pos_label=0)
 
     labels, log_post = screening_problem(jax.random.key(seed))
@@ -96,6 +96,6 @@ def run(out=None, *, seed: int = 0) -> None:
         "2. Screening (prevalence 10 %, a missed case costs 20 false alarms), costs [[0, 1], [20, 0]]:",
         counts, ["bayes-calibrated", "sharper-argmax", "overconfident"], out, costs=SCREENING_COSTS,
     )
-    print("utility_yield = sum_ij U_ij P_i R_ij (higher is better; seed 004 eq. 10). EC = expected cost of the\n"
+    print("utility_yield = sum_ij U_ij P_i R_ij (higher is better). EC = expected cost of the\n"
           "row-normalized costs c_ij - min_j c_ij (lower is better; same ranking as the yield). NEC = EC / EC of the\n"
           "best fixed decision: >= 1 means no better than ignoring the input.", file=out)

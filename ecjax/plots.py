@@ -1,171 +1,494 @@
-"""Figures (matplotlib, headless).
+"""Figures (matplotlib).
 
-Each function draws from arrays that other ecjax modules compute, returns the
-``matplotlib.figure.Figure`` and, given ``path``, also saves it (PNG by
-suffix).  Import cost is paid only here: matplotlib is an optional
-dependency (``pip install "ecjax[plots]"``).
+Every function draws one figure and returns the ``matplotlib.figure.Figure``;
+given ``path`` it also saves it (PNG by suffix).  As scikit-learn's and
+ArviZ's displays do, each takes
+
+* the result object that ecjax computes (a :class:`~ecjax.scores.BayesRiskCurve`,
+  the tuple of :func:`~ecjax.roc_curve`, :class:`~ecjax.scores.ReliabilityBins`,
+  a :class:`~ecjax.prob.Comparison`, a :class:`~ecjax.sweep.SweepResult` or
+  :class:`~ecjax.sweep.UtilitySpaceMap`) or the plain arrays it holds, and
+* ``ax=``: draw into these axes (of the caller's figure, which is returned and
+  left as laid out) instead of a new figure.
+
+The matplotlib backend is never chosen here: figures go wherever the
+caller's pyplot sends them (inline in Jupyter), and without a display pyplot
+falls back to a headless backend by itself, so saving works on a server.
+matplotlib is an optional dependency (``pip install "ecjax[plots]"``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ecjax import _validate as v
+
+YSCALES = ("auto", "linear", "symlog", "log")
+# "auto" y-scale: values beyond this many times the naive level (NEC 1) would flatten the useful range [0, 1]
+# into a sliver, so the axis turns logarithmic above the naive level.
+EXPLODES_AT = 4.0
+# Below this many systems a rank correlation takes only a handful of values (two systems: always +-1).
+MIN_POINTS_FOR_RANK_CORRELATION = 5
+# One equal-width bin holding more than this share of the samples: the scores are skewed, equal-mass bins show more.
+SKEWED_BIN_SHARE = 0.25
+
 
 def _plt():
     try:
-        import matplotlib
+        import matplotlib.pyplot as plt
     except ImportError as err:  # pragma: no cover - exercised only without matplotlib
         raise ImportError('ecjax.plots needs matplotlib: pip install "ecjax[plots]"') from err
-    if matplotlib.get_backend().lower() not in ("agg", "pdf", "svg", "ps", "cairo"):
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     return plt
 
 
+def _figure_and_axes(ax, figsize):
+    """``(figure, axes)``: the caller's axes and their root figure, or a new pyplot figure."""
+    if ax is not None:
+        fig = ax.figure
+        # A subfigure's axes: the figure to save and return is the root one.
+        while getattr(fig, "figure", fig) is not fig:
+            fig = fig.figure
+        return fig, ax
+    # Constrained layout makes room for legends placed beside the axes; a caller's figure keeps its own layout.
+    fig, ax = _plt().subplots(figsize=figsize, layout="constrained")
+    return fig, ax
+
+
 def _finish(fig, path):
-    fig.tight_layout()
     if path is not None:
         fig.savefig(path, dpi=110)
     return fig
 
 
 def _colors(n):
-    plt = _plt()
-    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    import matplotlib
+
+    cmap = matplotlib.colormaps["tab10" if n <= 10 else "tab20"]
     return [cmap(i % cmap.N) for i in range(n)]
 
 
-def reliability_diagram(bin_confidence, bin_accuracy, bin_count, *, title="Reliability diagram",
-                        xlabel="confidence (binary: posterior of class 1)", path=None):
-    """Accuracy against confidence per bin, with the diagonal of perfect calibration.
+def _class_names(class_names):
+    if class_names is None:
+        return "class 0", "class 1"
+    if len(class_names) != 2:
+        raise v.InputError(f"`class_names` must name the two classes (negative, positive), got {class_names!r}")
+    return str(class_names[0]), str(class_names[1])
+
+
+def _apply_yscale(ax, values, naive_level, yscale):
+    """Set the y-scale; ``"auto"`` is symlog (linear up to the naive level, logarithmic above) when values explode.
+
+    Returns the scale used."""
+    v.check_choice(yscale, "yscale", YSCALES)
+    if yscale == "auto":
+        finite = np.asarray(values, float)
+        finite = finite[np.isfinite(finite)]
+        explodes = naive_level > 0 and finite.size > 0 and finite.max() > EXPLODES_AT * naive_level
+        yscale = "symlog" if explodes else "linear"
+    if yscale == "symlog":
+        level = naive_level if naive_level > 0 else 1.0
+        ax.set_yscale("symlog", linthresh=level)
+        ax.set_ylim(bottom=0.0)
+        # Plain numbers on both parts of the axis: quarters of the naive level, then 1-2-5 steps above it.
+        top = ax.get_ylim()[1]
+        steps = [level * q for q in (0.0, 0.25, 0.5, 0.75)]
+        decade = level
+        while decade <= top:
+            steps += [decade * k for k in (1, 2, 5) if decade * k <= top]
+            decade *= 10
+        ax.set_yticks(steps, [f"{t:.3g}" for t in steps])
+    elif yscale == "log":
+        ax.set_yscale("log")
+    return yscale
+
+
+def _scale_note(scale, naive_level, normalized):
+    if scale != "symlog":
+        return ""
+    where = "1 (naive)" if normalized else f"{naive_level:.3g} (naive)"
+    return f"\n(linear up to {where}, logarithmic above)"
+
+
+# ---------------------------------------------------------------- reliability
+
+def _wilson_interval(hits, n, z):
+    """Wilson score interval of a binomial proportion: it stays inside [0, 1] and is sane for small bins."""
+    p = hits / n
+    denom = 1.0 + z**2 / n
+    centre = (p + z**2 / (2 * n)) / denom
+    half = z / denom * np.sqrt(p * (1 - p) / n + z**2 / (4 * n**2))
+    return centre - half, centre + half
+
+
+def _reliability_from_scores(labels, scores, score_type, num_bins, binning, variant, priors):
+    from ecjax.scores import reliability_bins
+
+    kw = dict(num_bins=num_bins, variant=variant, priors=priors, score_type=score_type)
+    if binning != "auto":
+        return reliability_bins(labels, scores, binning=binning, **kw), binning
+    b = reliability_bins(labels, scores, binning="equal_width", **kw)
+    if b.count.max() > SKEWED_BIN_SHARE * b.count.sum():
+        return reliability_bins(labels, scores, binning="equal_mass", **kw), "equal_mass"
+    return b, "equal_width"
+
+
+def reliability_diagram(bin_confidence=None, bin_accuracy=None, bin_count=None, *, labels=None, scores=None,
+                        score_type="log_posteriors", num_bins=15, binning="auto", variant="auto", priors=None,
+                        class_names=None, title="Reliability diagram", xlabel=None, ax=None, path=None):
+    """Observed frequency against predicted probability per bin, with 95 % intervals and the ECE.
+
+    Drawn: the diagonal of perfect calibration; each non-empty bin's observed
+    frequency (binary: of class 1; multiclass: the accuracy of the decided
+    class) at its mean predicted probability, with a 95 % Wilson interval
+    for the frequency of a bin of that many samples; the ECE (the
+    count-weighted mean gap between the two, as :func:`ecjax.ece`) written
+    on the axes with the binning; and, in a new figure, the samples per bin
+    below.  With ``ax=`` only the upper panel is drawn, into ``ax``.
+
+    Three ways to call it:
+
+    * ``reliability_diagram(labels=y, scores=s)``: the bins are computed here
+      (:func:`ecjax.scores.reliability_bins`).  ``binning="auto"`` (default)
+      takes equal-mass bins when the scores are skewed (one equal-width bin
+      would hold more than a quarter of the samples, as for an accurate
+      multiclass system whose confidences crowd near 1), else equal-width.
+    * ``reliability_diagram(bins)`` with a :class:`~ecjax.scores.ReliabilityBins`.
+    * ``reliability_diagram(confidence, frequency, count)`` with ``(B,)`` arrays.
 
     Args:
-      bin_confidence, bin_accuracy, bin_count: ``(B,)`` mean confidence,
-        observed frequency and number of samples of each bin (empty bins are
-        skipped), as computed for the ECE (seed 002 eqs. 62-63).
+      variant: ``"binary"`` (posterior of class 1), ``"top_label"`` (confidence
+        of the decided class) or ``"auto"`` (binary for two classes); with
+        precomputed bins it only sets the axis labels.
+      class_names: ``(negative, positive)`` names for the binary labels.
+      num_bins, binning, priors, score_type: as in :func:`ecjax.ece`, plus ``"auto"`` binning.
     """
-    plt = _plt()
-    conf, acc, n = (np.asarray(a, float) for a in (bin_confidence, bin_accuracy, bin_count))
+    v.check_choice(binning, "binning", ("auto", "equal_width", "equal_mass"))
+    v.check_choice(variant, "variant", ("auto", "binary", "top_label"))
+    binning_used = None
+    if labels is not None or scores is not None:
+        if labels is None or scores is None or bin_confidence is not None:
+            raise v.InputError("give `labels` and `scores` together, or the bins, not both")
+        k = 2 if score_type == "llr" else int(np.shape(scores)[-1])
+        if variant == "auto":
+            variant = "binary" if k == 2 else "top_label"
+        bins, binning_used = _reliability_from_scores(labels, scores, score_type, num_bins, binning, variant, priors)
+        conf, acc, n = bins.confidence, bins.frequency, bins.count
+    elif hasattr(bin_confidence, "confidence") and hasattr(bin_confidence, "count"):
+        conf, acc, n = bin_confidence.confidence, bin_confidence.frequency, bin_confidence.count
+    elif bin_confidence is None or bin_accuracy is None or bin_count is None:
+        raise v.InputError("give the bins (confidence, frequency, count), a ReliabilityBins, or `labels` and `scores`")
+    else:
+        conf, acc, n = bin_confidence, bin_accuracy, bin_count
+    conf, acc, n = (np.asarray(a, float) for a in (conf, acc, n))
     keep = n > 0
-    fig, (ax, ax_n) = plt.subplots(2, 1, figsize=(5, 6), gridspec_kw={"height_ratios": [3, 1]}, sharex=True)
+    conf, acc, n = conf[keep], acc[keep], n[keep]
+    ece = float(np.sum(n * np.abs(acc - conf)) / np.sum(n)) if n.size else float("nan")
+    lo, hi = _wilson_interval(acc * n, n, 1.959963984540054)  # z of a two-sided 95 % interval
+
+    neg, pos = _class_names(class_names)
+    if variant == "binary":
+        default_x, ylabel = f"predicted probability of {pos}", f"observed frequency of {pos}"
+    elif variant == "top_label":
+        default_x, ylabel = "confidence: predicted probability of the decided class", "accuracy of the decided class"
+    else:
+        default_x, ylabel = "predicted probability (binary: of class 1; else of the decided class)", "observed frequency"
+    owned = ax is None
+    if owned:
+        fig, (ax, ax_n) = _plt().subplots(2, 1, figsize=(5, 6), gridspec_kw={"height_ratios": [3, 1]}, sharex=True,
+                                          layout="constrained")
+    else:
+        fig, ax = _figure_and_axes(ax, None)
     ax.plot([0, 1], [0, 1], ls="--", color="gray", label="perfect calibration")
-    ax.plot(conf[keep], acc[keep], marker="o", label="observed")
-    ax.set_ylabel("observed frequency")
+    ax.plot(conf, acc, marker="o", label="observed")
+    ax.vlines(conf, lo, hi, color="C0", alpha=0.6, label="95 % interval (Wilson)")
+    bins_text = f"{int(keep.sum())} non-empty bins" if binning_used is None else \
+        f"{num_bins} {binning_used.replace('_', '-')} bins"
+    ax.text(0.97, 0.03, f"ECE = {100 * ece:.2f} %\n({bins_text})", transform=ax.transAxes, ha="right", va="bottom")
+    ax.set_ylabel(ylabel)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_title(title)
-    ax.legend(loc="upper left")
-    ax_n.bar(conf[keep], n[keep], width=0.9 / max(1, keep.sum()), color="gray")
-    ax_n.set_xlabel(xlabel)
-    ax_n.set_ylabel("samples")
+    ax.legend(loc="upper left", fontsize=8)
+    if owned:
+        ax_n.vlines(conf, 0, n, color="gray", lw=3)
+        ax_n.set_xlabel(xlabel or default_x)
+        ax_n.set_ylabel("samples")
+        ax_n.set_ylim(bottom=0)
+    else:
+        ax.set_xlabel(xlabel or default_x)
     return _finish(fig, path)
 
 
-def cost_vs_threshold(thresholds, ec, *, bayes_threshold=None, optimal_threshold=None, normalized=True,
-                      title="Expected cost against threshold", path=None):
-    """EC (or NEC) of thresholded binary scores, with the Bayes and the optimal thresholds marked (seed 002 Fig. 3)."""
-    plt = _plt()
+# ----------------------------------------------------------- binary thresholds
+
+def cost_vs_threshold(thresholds, ec=None, *, bayes_threshold=None, optimal_threshold=None, normalized=True,
+                      yscale="auto", title="Expected cost against threshold", ax=None, path=None):
+    """EC (or NEC) of "decide class 1 iff log-odds > threshold", with the Bayes and the optimal thresholds marked.
+
+    Drawn: the cost at every threshold (``thresholds`` may be the
+    ``(thresholds, ec)`` result of :func:`ecjax.scores.expected_cost_vs_threshold`;
+    infinite thresholds are left out), vertical lines at the given thresholds,
+    and the naive level (NEC 1).  With ``yscale="auto"`` the y-axis is linear
+    up to the naive level and logarithmic above when the curve rises beyond
+    ``EXPLODES_AT`` times that level (the naive level of an unnormalized curve
+    is the cheaper of its two ends, where every sample gets the same decision).
+    """
+    if ec is None:
+        thresholds, ec = thresholds
     t, e = np.asarray(thresholds, float), np.asarray(ec, float)
-    fig, ax = plt.subplots(figsize=(6, 4))
+    naive_level = 1.0 if normalized else float(np.nanmin(e[[0, -1]])) if e.size else 0.0
+    finite = np.isfinite(t) & np.isfinite(e)
+    t, e = t[finite], e[finite]
+    fig, ax = _figure_and_axes(ax, (6, 4))
     ax.plot(t, e, color="C0", label="NEC" if normalized else "EC")
     if bayes_threshold is not None:
         ax.axvline(bayes_threshold, color="C1", ls="--", label=f"Bayes threshold {bayes_threshold:.3g}")
     if optimal_threshold is not None:
         ax.axvline(optimal_threshold, color="C2", ls=":", label=f"optimal threshold {optimal_threshold:.3g}")
-    if normalized:
-        ax.axhline(1.0, color="gray", lw=0.8)
+    if naive_level > 0:
+        ax.axhline(naive_level, color="gray", lw=0.8, label="naive decision (no scores)")
+    scale = _apply_yscale(ax, e, naive_level, yscale)
     ax.set_xlabel("threshold on the log-odds score")
-    ax.set_ylabel("normalized expected cost" if normalized else "expected cost")
-    ax.set_title(title)
-    ax.legend()
-    return _finish(fig, path)
-
-
-def bayes_risk_curves(prior_log_odds, actual, minimum, *, names=None, title="Bayes-risk curves", path=None):
-    """Normalized EC of Bayes decisions (solid) and of the best threshold (dashed) against the effective prior log-odds.
-
-    Args:
-      prior_log_odds: ``(P,)`` effective prior log-odds.
-      actual, minimum: ``(P,)`` or ``(M, P)`` normalized ECs.
-    """
-    plt = _plt()
-    x = np.asarray(prior_log_odds, float)
-    act, mn = np.atleast_2d(actual), np.atleast_2d(minimum)
-    names = names or [f"system {i}" for i in range(act.shape[0])]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for i, (a, m, c) in enumerate(zip(act, mn, _colors(len(act)))):
-        ax.plot(x, a, color=c, label=f"{names[i]} (actual)")
-        ax.plot(x, m, color=c, ls="--", label=f"{names[i]} (minimum)")
-    ax.axhline(1.0, color="gray", lw=0.8)
-    ax.set_xlabel("effective prior log-odds")
-    ax.set_ylabel("normalized expected cost")
+    ax.set_ylabel(("normalized expected cost" if normalized else "expected cost")
+                  + _scale_note(scale, naive_level, normalized))
     ax.set_title(title)
     ax.legend(fontsize=8)
     return _finish(fig, path)
 
 
-def roc_with_iso_utility(fpr, tpr, *, utilities=None, priors=None, names=None, title="ROC", path=None):
-    """ROC curves; with a utility matrix, the iso-utility line tangent to the best curve (seed 004 Fig. 8).
+def _curves(prior_log_odds, actual, minimum):
+    """``[(x, actual, minimum, naive)]`` from BayesRiskCurve objects or from arrays."""
+    if actual is None:
+        items = [prior_log_odds] if hasattr(prior_log_odds, "actual") else list(prior_log_odds)
+        return [tuple(np.asarray(getattr(c, f), float) for f in ("prior_log_odds", "actual", "minimum", "naive"))
+                for c in items]
+    x = np.asarray(prior_log_odds, float)
+    return [(x, np.asarray(a, float), np.asarray(m, float), np.ones_like(x))
+            for a, m in zip(np.atleast_2d(actual), np.atleast_2d(minimum))]
 
-    The utility yield is linear in (FPR, TPR) (seed 004 eqs. 20-25):
-    ``P0 (U00 (1 - FPR) + U01 FPR) + P1 (U10 (1 - TPR) + U11 TPR)``, so its
-    level sets are lines of slope ``P0 (U00 - U01) / (P1 (U11 - U10))``.
-    Each curve is marked at its point of highest yield, and the iso-utility
-    line through the best of those points is drawn.
+
+def bayes_risk_curves(prior_log_odds, actual=None, minimum=None, *, names=None, yscale="auto",
+                      title="Bayes-risk curves", ax=None, path=None):
+    """Normalized EC of Bayes decisions (solid) and of the best threshold (dashed) against the effective prior log-odds.
+
+    Drawn: for each system, the actual risk of its Bayes decisions and the
+    minimum risk at the best threshold for each effective prior (the gap is
+    what calibration could recover), and the naive risk (1 when normalized).
+    With ``yscale="auto"`` the y-axis is linear up to the naive level and
+    logarithmic above when a curve rises beyond ``EXPLODES_AT`` times it
+    (badly calibrated scores at extreme priors).
 
     Args:
-      fpr, tpr: ``(T,)`` arrays or lists of them, one per system.
-      utilities: ``(2, 2)`` utility matrix, rows = true class.
-      priors: ``(2,)`` class priors (required with ``utilities``).
+      prior_log_odds: ``(P,)`` effective prior log-odds, or a
+        :class:`~ecjax.scores.BayesRiskCurve` (:func:`ecjax.bayes_risk_curve`)
+        or a list of them (then ``actual`` and ``minimum`` are not given).
+      actual, minimum: ``(P,)`` or ``(M, P)`` normalized ECs.
     """
-    plt = _plt()
-    fprs = [np.asarray(fpr, float)] if np.ndim(fpr[0]) == 0 else [np.asarray(f, float) for f in fpr]
-    tprs = [np.asarray(tpr, float)] if np.ndim(tpr[0]) == 0 else [np.asarray(t, float) for t in tpr]
-    names = names or [f"system {i}" for i in range(len(fprs))]
-    fig, ax = plt.subplots(figsize=(5, 5))
-    ax.plot([0, 1], [0, 1], color="gray", lw=0.8, ls=":")
-    best = None
-    for f, t, name, c in zip(fprs, tprs, names, _colors(len(fprs))):
-        ax.plot(f, t, color=c, label=name)
-        if utilities is not None:
-            u, p = np.asarray(utilities, float), np.asarray(priors, float)
-            y = p[0] * (u[0, 0] * (1 - f) + u[0, 1] * f) + p[1] * (u[1, 0] * (1 - t) + u[1, 1] * t)
-            i = int(np.argmax(y))
-            ax.plot(f[i], t[i], "o", color=c)
-            if best is None or y[i] > best[0]:
-                best = (y[i], f[i], t[i])
-    if utilities is not None and best is not None:
-        u, p = np.asarray(utilities, float), np.asarray(priors, float)
-        slope = p[0] * (u[0, 0] - u[0, 1]) / (p[1] * (u[1, 1] - u[1, 0]))
-        xs = np.linspace(0, 1, 50)
-        ax.plot(xs, best[2] + slope * (xs - best[1]), color="k", ls="--", lw=1,
-                label=f"iso-utility line (yield {best[0]:.3g})")
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("false-positive rate")
-    ax.set_ylabel("true-positive rate")
+    curves = _curves(prior_log_odds, actual, minimum)
+    names = names or [f"system {i}" for i in range(len(curves))]
+    normalized = all(np.allclose(c[3], 1.0) for c in curves)
+    naive_level = 1.0 if normalized else float(max(np.max(c[3]) for c in curves))
+    fig, ax = _figure_and_axes(ax, (6, 4))
+    for (x, a, m, _), name, c in zip(curves, names, _colors(len(curves))):
+        ax.plot(x, a, color=c, label=f"{name} (actual)")
+        ax.plot(x, m, color=c, ls="--", label=f"{name} (minimum)")
+    if normalized:
+        ax.axhline(1.0, color="gray", lw=0.8, label="naive decision (no scores)")
+    else:
+        ax.plot(curves[0][0], curves[0][3], color="gray", lw=0.8, label="naive decision (no scores)")
+    scale = _apply_yscale(ax, np.concatenate([np.r_[c[1], c[2]] for c in curves]), naive_level, yscale)
+    ax.set_xlabel("effective prior log-odds of class 1")
+    ax.set_ylabel(("normalized expected cost" if normalized else "expected cost (0-1 costs)")
+                  + _scale_note(scale, naive_level, normalized))
     ax.set_title(title)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(fontsize=8)
     return _finish(fig, path)
 
 
-def yield_posteriors(yields, *, names=None, p_best=None, title="Posterior of the utility yield", path=None):
-    """Histograms of posterior draws of each system's utility yield, labelled with P(best).
+# The name used in scikit-learn/ArviZ-style calls: ``plots.bayes_risk(curve, ax=ax)``.
+bayes_risk = bayes_risk_curves
+
+
+# ------------------------------------------------------------------------ ROC
+
+def _roc_inputs(fpr, tpr):
+    if tpr is None:
+        # One (fpr, tpr[, thresholds]) result of ecjax.roc_curve, or a list of them.
+        results = list(fpr) if isinstance(fpr[0], (tuple, list)) else [fpr]
+        return [np.asarray(r[0], float) for r in results], [np.asarray(r[1], float) for r in results]
+    fprs = [np.asarray(fpr, float)] if np.ndim(fpr[0]) == 0 else [np.asarray(f, float) for f in fpr]
+    tprs = [np.asarray(tpr, float)] if np.ndim(tpr[0]) == 0 else [np.asarray(t, float) for t in tpr]
+    return fprs, tprs
+
+
+_DET_TICKS = np.array([1e-4, 1e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.95])
+
+
+def _probit_axes(ax, lo, hi):
+    """Normal-deviate (probit) scales on both axes, as in DET plots: binormal ROCs become straight lines."""
+    from scipy.special import ndtr, ndtri
+
+    def forward(p):
+        # Rates of exactly 0 or 1 lie at infinity: park them far outside the visible range.
+        return ndtri(np.clip(p, 1e-12, 1 - 1e-12))
+
+    ticks = _DET_TICKS[(_DET_TICKS >= lo) & (_DET_TICKS <= hi)]
+    for set_scale, set_lim, set_ticks in ((ax.set_xscale, ax.set_xlim, ax.set_xticks),
+                                          (ax.set_yscale, ax.set_ylim, ax.set_yticks)):
+        set_scale("function", functions=(forward, ndtr))
+        set_lim(lo, hi)
+        set_ticks(ticks, [f"{100 * t:g}" for t in ticks])
+
+
+def roc_with_iso_utility(fpr, tpr=None, *, utilities=None, costs=None, priors=None, names=None, tangents="all",
+                         class_names=None, det=False, title=None, ax=None, path=None):
+    """ROC (or DET) curves; with utilities or costs, each system's best operating point and iso-utility tangent.
+
+    The utility yield is linear in (FPR, TPR) (the ROC tangent criterion of
+    Dyrland, Lundervold and Porta Mana, eqs. 20-25):
+    ``P0 (U00 (1 - FPR) + U01 FPR) + P1 (U10 (1 - TPR) + U11 TPR)``, so its
+    level sets are lines of slope ``P0 (U00 - U01) / (P1 (U11 - U10))``,
+    i.e. ``P0 c01 / (P1 c10)`` for costs with a zero diagonal.  Drawn: each
+    curve, its point of highest yield (a dot) and, with ``tangents="all"``
+    (default), the iso-utility line through that point in the curve's
+    colour (it touches the curve without crossing it); ``tangents="best"``
+    draws the line of the best system only, and the legend says whose.
+    Class 1 is the positive class: the axis labels and title name it.
 
     Args:
-      yields: ``(draws, M)`` posterior draws.
-      p_best: ``(M,)`` probability that each system is the best.
+      fpr, tpr: ``(T,)`` arrays or lists of them, one per system; or, with
+        ``tpr`` left out, the ``(fpr, tpr, thresholds)`` result of
+        :func:`ecjax.roc_curve` or a list of such results.
+      utilities: ``(2, 2)`` utility matrix, rows = true class; or ``costs``
+        (its negation; the legend then gives expected costs).
+      priors: ``(2,)`` class priors (required with ``utilities``/``costs``).
+      class_names: ``(negative, positive)`` class names (default "class 0", "class 1").
+      det: draw a DET plot instead: miss rate (1 - TPR) against FPR on
+        normal-deviate axes; the iso-utility lines are then curves.
     """
-    plt = _plt()
+    v.check_choice(tangents, "tangents", ("all", "best"))
+    if utilities is not None and costs is not None:
+        raise v.InputError("give `utilities` or `costs`, not both")
+    as_cost = costs is not None
+    u = None if utilities is None and costs is None else \
+        (-np.asarray(costs, float) if as_cost else np.asarray(utilities, float))
+    if u is not None and priors is None:
+        raise v.InputError("`priors` are needed with `utilities` or `costs` (the iso-utility slope depends on them)")
+    fprs, tprs = _roc_inputs(fpr, tpr)
+    names = names or [f"system {i}" for i in range(len(fprs))]
+    neg, pos = _class_names(class_names)
+    fig, ax = _figure_and_axes(ax, (5, 5))
+
+    if det:
+        rates = np.concatenate([np.r_[f, 1 - t] for f, t in zip(fprs, tprs)])
+        positive = rates[rates > 0]
+        lo = max(1e-4, 0.5 * positive.min()) if positive.size else 1e-3
+        hi = 0.95
+        from scipy.special import ndtr, ndtri
+
+        grid = ndtr(np.linspace(ndtri(lo), ndtri(hi), 400))  # even steps on the probit axis
+
+        def to_y(t):
+            return 1 - t
+    else:
+        grid = np.linspace(0, 1, 400)
+
+        def to_y(t):
+            return t
+    ax.plot(grid, to_y(grid), color="gray", lw=0.8, ls=":", label="chance")
+
+    best_points = []
+    for f, t, name, c in zip(fprs, tprs, names, _colors(len(fprs))):
+        ax.plot(f, to_y(t), color=c, label=name)
+        if u is not None:
+            p = np.asarray(priors, float)
+            y = p[0] * (u[0, 0] * (1 - f) + u[0, 1] * f) + p[1] * (u[1, 0] * (1 - t) + u[1, 1] * t)
+            i = int(np.argmax(y))
+            ax.plot(f[i], to_y(t[i]), "o", color=c)
+            best_points.append((y[i], f[i], t[i], name, c))
+    if best_points:
+        p = np.asarray(priors, float)
+        num, den = p[0] * (u[0, 0] - u[0, 1]), p[1] * (u[1, 1] - u[1, 0])
+        top = max(range(len(best_points)), key=lambda j: best_points[j][0])
+        if num > 0 and den > 0:
+            slope = num / den
+            for j, (y, f0, t0, name, c) in enumerate(best_points):
+                if tangents == "best" and j != top:
+                    continue
+                value = f"expected cost {-y:.3g}" if as_cost else f"yield {y:.3g}"
+                mark = ", best" if j == top and len(best_points) > 1 else ""
+                label = f"iso-utility line: {name} ({value}{mark})"
+                if det:
+                    line = t0 + slope * (grid - f0)
+                    ax.plot(grid, np.where((line >= 0) & (line <= 1), 1 - line, np.nan), color=c, ls="--",
+                            lw=1, label=label)
+                else:
+                    x_lo, x_hi = max(0.0, f0 - t0 / slope), min(1.0, f0 + (1 - t0) / slope)
+                    ax.plot([x_lo, x_hi], [t0 + slope * (x_lo - f0), t0 + slope * (x_hi - f0)], color=c, ls="--",
+                            lw=1, label=label)
+        else:
+            ax.plot([], [], " ", label="no iso-utility line: these utilities do not reward correct decisions")
+    if det:
+        _probit_axes(ax, lo, hi)
+        ax.set_xlabel(f"false-positive rate (%): {neg} decided {pos}")
+        ax.set_ylabel(f"miss rate (%): {pos} decided {neg}")
+        ax.legend(loc="lower left", fontsize=8)
+    else:
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0, 1)
+        ax.set_xlabel(f"false-positive rate: {neg} decided {pos}")
+        ax.set_ylabel(f"true-positive rate: {pos} decided {pos}")
+        ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(title or f"{'DET' if det else 'ROC'} (positive class: {pos})")
+    return _finish(fig, path)
+
+
+# ------------------------------------------------------------------ posteriors
+
+def yield_posteriors(yields, *, names=None, p_best=None, hdi=None, hdi_prob=0.9,
+                     title="Posterior of the utility yield", ax=None, path=None):
+    """Histograms of posterior draws of each system's utility yield, with P(best) and highest-density intervals.
+
+    Drawn: one density histogram per system, labelled with P(best) when
+    known, and below the histograms one bar per system spanning its HDI
+    (the narrowest interval holding ``hdi_prob`` of the draws).
+
+    Args:
+      yields: ``(draws, M)`` posterior draws, or a :class:`~ecjax.prob.Comparison`
+        (its draws, system names, P(best) and HDIs are used).
+      p_best: ``(M,)`` probability that each system is the best.
+      hdi: ``(M, 2)`` intervals to mark; by default computed from the draws
+        with :func:`ecjax.prob.hdi` at ``hdi_prob``.
+    """
+    if hasattr(yields, "yields") and hasattr(yields, "p_best"):
+        result = yields
+        yields = result.yields
+        names = names or list(result.systems)
+        p_best = result.p_best if p_best is None else p_best
+        if hdi is None:
+            hdi, hdi_prob = result.hdi, result.hdi_prob
     y = np.asarray(yields, float)
     m = y.shape[1]
+    if hdi is None:
+        from ecjax.prob import hdi as highest_density_interval
+
+        hdi = highest_density_interval(y, hdi_prob)
+    hdi = np.asarray(hdi, float)
     names = names or [f"system {i}" for i in range(m)]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = _figure_and_axes(ax, (6, 4))
     bins = np.linspace(y.min(), y.max(), 60)
-    for i, c in enumerate(_colors(m)):
+    colors = _colors(m)
+    for i, c in enumerate(colors):
         label = names[i] + (f"  P(best) = {float(p_best[i]):.3f}" if p_best is not None else "")
         ax.hist(y[:, i], bins=bins, density=True, alpha=0.5, color=c, label=label)
+    top = ax.get_ylim()[1]
+    step = 0.05 * top
+    for i, c in enumerate(colors):
+        bar, = ax.plot(hdi[i], [-(i + 1) * step] * 2, color=c, lw=4, solid_capstyle="butt")
+        bar.set_gid(f"hdi:{names[i]}")
+    ax.plot([], [], color="gray", lw=4, label=f"{100 * hdi_prob:g} % highest-density interval")
+    ax.set_ylim(-(m + 1) * step, top)
+    ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= top])
     ax.set_xlabel("utility yield")
     ax.set_ylabel("posterior density")
     ax.set_title(title)
@@ -173,13 +496,18 @@ def yield_posteriors(yields, *, names=None, p_best=None, title="Posterior of the
     return _finish(fig, path)
 
 
-def rank_probabilities(matrix, *, names=None, title="Rank probabilities", path=None):
-    """Heat map of ``P(system i has rank r)`` (rows: systems, columns: rank 1 = best), annotated."""
-    plt = _plt()
+def rank_probabilities(matrix, *, names=None, title="Rank probabilities", ax=None, path=None):
+    """Heat map of ``P(system i has rank r)`` (rows: systems, columns: rank 1 = best), annotated.
+
+    ``matrix``: ``(M, M)`` probabilities, or a :class:`~ecjax.prob.Comparison`.
+    """
+    if hasattr(matrix, "rank_probabilities"):
+        names = names or list(matrix.systems)
+        matrix = matrix.rank_probabilities
     p = np.asarray(matrix, float)
     m = p.shape[0]
     names = names or [f"system {i}" for i in range(m)]
-    fig, ax = plt.subplots(figsize=(1.2 * m + 2, 0.8 * m + 1.5))
+    fig, ax = _figure_and_axes(ax, (1.2 * m + 2, 0.8 * m + 1.5))
     ax.imshow(p, vmin=0, vmax=1, cmap="Blues")
     for i in range(m):
         for r in range(p.shape[1]):
@@ -191,85 +519,151 @@ def rank_probabilities(matrix, *, names=None, title="Rank probabilities", path=N
     return _finish(fig, path)
 
 
-def winner_map(x, y, winners, *, names=None, title="Winner over the utility space", path=None):
-    """Utility-space map (seed 004 Fig. 1 coordinates): each point coloured by the winning system.
+# ---------------------------------------------------------------------- sweeps
+
+# The two corners of [-1, 1]^2 outside the hexagon |x - y| <= 1 (see winner_map).
+INFEASIBLE_CORNERS = (((0.0, -1.0), (1.0, -1.0), (1.0, 0.0)), ((-1.0, 0.0), (-1.0, 1.0), (0.0, 1.0)))
+
+
+def winner_map(x, y=None, winners=None, *, names=None, class_names=None, title="Winner over the utility space",
+               ax=None, path=None):
+    """Every binary evaluation problem as a point, coloured by the system of highest utility yield there.
+
+    After the yield-preserving rescaling of a binary utility matrix to
+    ``[0, 1]``, two numbers are left (the plane of Dyrland, Lundervold and
+    Porta Mana, Fig. 1 and eq. 13, with rows = true class):
+
+    * ``x = U11 - U00``: how much more a correct class-1 decision is worth
+      than a correct class-0 one (right: class 1 matters more);
+    * ``y = U10 - U01``: the worth of a missed class 1 minus that of a false
+      alarm on class 0 (up: misses hurt less than false alarms).
+
+    ``(0, 0)`` is accuracy.  Drawn: the winner at each grid point (grey where
+    several systems tie, typically all making the same naive decision), the
+    share of the feasible area each wins in the legend, and the two hatched
+    corners ``|x - y| > 1``, which are no utility matrix: there an error
+    would be worth more than a correct decision.
 
     Args:
-      x, y: ``(nx,)`` and ``(ny,)`` grid coordinates (seed 004 eq. 13).
+      x, y: ``(nx,)`` and ``(ny,)`` grid coordinates, or ``x`` a
+        :class:`~ecjax.sweep.UtilitySpaceMap` (then ``y``, ``winners`` are not given).
       winners: ``(ny, nx)`` index of the winning system; ``-2`` where the
-        best value is shared (a tie, drawn grey: typically every system makes
-        the naive decision there); ``-1`` outside the admissible hexagon
-        ``|x - y| <= 1`` (left blank).
+        best value is shared (a tie); ``-1`` outside the feasible hexagon.
+      class_names: ``(class 0, class 1)`` names for the axis labels.
     """
-    plt = _plt()
     from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Polygon
 
-    w = np.asarray(winners)
+    if y is None and winners is None:
+        x, y, winners = x.x, x.y, x.winners
+        if winners is None:
+            raise v.InputError("this UtilitySpaceMap kept no per-point winners: nothing to draw")
+    x, y, w = np.asarray(x, float), np.asarray(y, float), np.asarray(winners)
     m = int(w.max()) + 1 if names is None else len(names)
     names = names or [f"system {i}" for i in range(m)]
+    neg, pos = _class_names(class_names)
     colors = _colors(m)
     tie_colour = (0.75, 0.75, 0.75, 1.0)
     # Shift so that ties (-2) map to colour 0 and system i to colour i + 1; outside (-1) is masked.
     img = np.ma.masked_where(w == -1, np.where(w == -2, 0, w + 1))
-    fig, ax = plt.subplots(figsize=(5.5, 5))
-    ax.imshow(img, origin="lower", extent=(x[0], x[-1], y[0], y[-1]), cmap=ListedColormap([tie_colour] + colors),
-              vmin=-0.5, vmax=m + 0.5, interpolation="nearest", aspect="equal")
+    fig, ax = _figure_and_axes(ax, (5.5, 6.5))
+    # Grid points are pixel centres: the image reaches half a step beyond the first and last.
+    dx = (x[-1] - x[0]) / max(len(x) - 1, 1) / 2
+    dy = (y[-1] - y[0]) / max(len(y) - 1, 1) / 2
+    ax.imshow(img, origin="lower", extent=(x[0] - dx, x[-1] + dx, y[0] - dy, y[-1] + dy),
+              cmap=ListedColormap([tie_colour] + colors), vmin=-0.5, vmax=m + 0.5, interpolation="nearest",
+              aspect="equal")
     inside = w != -1
     for i, c in enumerate(colors):
         share = np.mean(w[inside] == i) if np.any(inside) else 0.0
         ax.plot([], [], "s", color=c, label=f"{names[i]} ({100 * share:.1f} %)")
     if np.any(w == -2):
         ax.plot([], [], "s", color=tie_colour, label=f"tie ({100 * np.mean(w[inside] == -2):.1f} %)")
-    ax.plot(0, 0, "k+", label="accuracy (identity utilities)")
-    ax.set_xlabel("x (seed 004 eq. 13)")
-    ax.set_ylabel("y (seed 004 eq. 13)")
+    for j, corner in enumerate(INFEASIBLE_CORNERS):
+        ax.add_patch(Polygon(corner, closed=True, facecolor="none", edgecolor="0.5", hatch="//", lw=0.5,
+                             label="not a utility matrix: an error worth\nmore than a correct decision"
+                             if j == 0 else None))
+    ax.plot(0, 0, "k+", label="accuracy (equal utilities)")
+    ax.set_xlim(x[0] - dx, x[-1] + dx)
+    ax.set_ylim(y[0] - dy, y[-1] + dy)
+    ax.set_xlabel(f"x: worth of a correct {pos} decision\nminus that of a correct {neg} one")
+    ax.set_ylabel(f"y: worth of a missed {pos}\nminus that of a false alarm")
     ax.set_title(title)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
     return _finish(fig, path)
 
 
-def metric_vs_yield(yields, metric_values, *, metric_name="metric", labels=None, title=None, path=None):
-    """Scatter of a popular metric against the utility yield (seed 004 Figs. 2 and 6).
+def _average_ranks(a):
+    from scipy.stats import rankdata
 
-    Points where the two rank pairs differently are what the seed warns about;
-    the Spearman rank correlation is shown in the title.  ``labels`` names
-    the points (systems), if few.
+    return rankdata(a)
+
+
+def metric_vs_yield(yields, metric_values, *, metric_name="metric", labels=None, title=None, ax=None, path=None):
+    """Scatter of a popular metric against the utility yield (Dyrland, Lundervold and Porta Mana, Figs. 2 and 6).
+
+    Points where the two order pairs differently are what the paper warns
+    about.  With ``MIN_POINTS_FOR_RANK_CORRELATION`` points or more the
+    Spearman rank correlation (ties at their average rank) is shown in the
+    title; below that it is omitted (with two systems it is always +-1 and
+    says nothing).  ``labels`` names the points (systems), if few.
     """
-    plt = _plt()
     a, b = np.asarray(yields, float).ravel(), np.asarray(metric_values, float).ravel()
-    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
-    rho = np.corrcoef(ra, rb)[0, 1] if len(a) > 1 else np.nan
-    fig, ax = plt.subplots(figsize=(5, 4))
+    fig, ax = _figure_and_axes(ax, (5, 4))
     ax.scatter(a, b, s=6 if labels is None else 30, alpha=0.5 if labels is None else 0.9)
     for name, xa, yb in zip(labels or [], a, b):
         ax.annotate(str(name), (xa, yb), textcoords="offset points", xytext=(4, 4), fontsize=8)
     ax.set_xlabel("utility yield")
     ax.set_ylabel(metric_name)
-    ax.set_title(title or f"{metric_name} vs utility yield (Spearman {rho:.2f})")
+    if title is None:
+        title = f"{metric_name} vs utility yield"
+        if len(a) >= MIN_POINTS_FOR_RANK_CORRELATION:
+            rho = np.corrcoef(_average_ranks(a), _average_ranks(b))[0, 1]
+            title += f" (Spearman {rho:.2f})"
+    ax.set_title(title)
     return _finish(fig, path)
 
 
-def sweep_curves(x, values, *, names=None, xlabel="swept parameter", ylabel="NEC", log_x=False, flips=(),
-                 title="Sensitivity sweep", path=None):
+def sweep_curves(x, values=None, *, names=None, xlabel="swept parameter", ylabel="NEC", log_x=False, flips=None,
+                 yscale="auto", title="Sensitivity sweep", ax=None, path=None):
     """Each system's metric along a one-dimensional sweep, with the points where rankings flip marked.
 
+    Drawn: one curve per system, a dotted vertical line at each flip, and for
+    NECs (a ``SweepResult`` of NECs, or a ``ylabel`` that names the NEC) the
+    naive level 1.  With ``yscale="auto"`` NEC curves that rise beyond
+    ``EXPLODES_AT`` get a y-axis linear up to 1 and logarithmic above.
+
     Args:
-      x: ``(P,)`` swept coordinate (a cost ratio, an effective prior, ...).
+      x: ``(P,)`` swept coordinate (a cost ratio, an effective prior, ...), or
+        a one-dimensional :class:`~ecjax.sweep.SweepResult` kept with its
+        values (its coordinates, values and, unless ``flips`` is given,
+        flip points are used).
       values: ``(P, M)`` metric of each system at each point.
       flips: x positions where the order of two systems reverses (vertical lines).
     """
-    plt = _plt()
+    is_nec = "NEC" in ylabel
+    if values is None:
+        result = x
+        if result.values is None or not result.coords or result.coords[0] is None or len(result.shape) != 1:
+            raise v.InputError("sweep_curves needs a one-dimensional SweepResult with its values and coordinates")
+        x, values, is_nec = np.asarray(result.coords[0]), result.values, result.metric == "nec"
+        if flips is None:
+            s = np.shape(values)[1]
+            flips = [float(x[i[0]]) for a in range(s) for b in range(a + 1, s) for i in result.flip_points(a, b)]
     xs, vals = np.asarray(x, float), np.asarray(values, float)
     names = names or [f"system {i}" for i in range(vals.shape[1])]
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = _figure_and_axes(ax, (6, 4))
     for i, c in enumerate(_colors(vals.shape[1])):
         ax.plot(xs, vals[:, i], color=c, label=names[i])
-    for j, f in enumerate(flips):
+    for j, f in enumerate(flips or ()):
         ax.axvline(f, color="gray", ls=":", lw=0.8, label="ranking flips" if j == 0 else None)
+    if is_nec:
+        ax.axhline(1.0, color="gray", lw=0.8, label="naive decision (no scores)")
+    scale = _apply_yscale(ax, vals, 1.0 if is_nec else 0.0, yscale)
     if log_x:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel(ylabel + (_scale_note(scale, 1.0, True) if is_nec else ""))
     ax.set_title(title)
     ax.legend(fontsize=8)
     return _finish(fig, path)

@@ -70,6 +70,66 @@ def metric_columns(counts, *, costs=None, utilities=None, priors=None, pos_label
     return cols
 
 
+def score_columns(labels, scores, *, priors=None, score_type="log_posteriors"):
+    """The score-based metrics of ``M`` systems, as named columns (lower is better except AUC).
+
+    Args:
+      labels: ``M`` label vectors (each system against its own).
+      scores: ``M`` ``(N_m, K)`` score arrays (``(N_m,)`` for ``"llr"``).
+      priors: evaluation priors of the cross-entropy and Brier score (default:
+        each system's data priors); for likelihood-type scores also the
+        priors that make them posteriors.
+      score_type: as everywhere.
+
+    Columns: ``XE`` (cross-entropy, nats), ``Brier``, ``ECE`` (15 equal-width
+    bins; binary for ``K = 2``, top-label otherwise) and ``AUC`` (binary) or
+    ``AUC_ovr`` (the macro average of the one-vs-rest AUCs for ``K > 2``).
+    """
+    from ecjax import scores as sc  # the score rules sit above the counts in the data flow
+
+    k = 2 if score_type == "llr" else int(np.shape(scores[0])[-1])
+    likelihood = score_type in ("llr", "log_likelihoods")
+
+    def column(fn):
+        out = []
+        for y, s in zip(labels, scores):
+            p = priors
+            if p is None and likelihood:  # likelihoods need priors to become posteriors: the data's
+                p = np.bincount(np.asarray(y), minlength=k) / np.size(y)
+            out.append(float(fn(y, s, p)))
+        return np.asarray(out)
+
+    cols = [
+        Column("XE", False, column(lambda y, s, p: sc.cross_entropy(y, s, priors=p, score_type=score_type))),
+        Column("Brier", False, column(lambda y, s, p: sc.brier(y, s, priors=p, score_type=score_type))),
+        Column("ECE", False, column(lambda y, s, p: sc.ece(y, s, priors=p if likelihood else None,
+                                                          score_type=score_type))),
+    ]
+    if k == 2:
+        cols.append(Column("AUC", True, column(lambda y, s, p: sc.auc(y, s, score_type=score_type))))
+    else:
+        cols.append(Column("AUC_ovr", True, column(lambda y, s, p: sc.auc_one_vs_rest(
+            y, s, priors=p if likelihood else None, score_type=score_type))))
+    return cols
+
+
+def averaging_note(num_classes: int, num_decisions: int, pos_label: int, with_scores: bool) -> str:
+    """One line that says how the columns of :func:`metric_columns` and :func:`score_columns` average."""
+    if num_classes != num_decisions:
+        parts = [f"{num_decisions} decisions for {num_classes} classes: only the utility yield, EC and NEC apply"]
+    elif num_classes == 2:
+        parts = [f"precision, recall, F1, specificity and Fowlkes-Mallows of class {pos_label} as the positive class"]
+    else:
+        parts = [f"precision, recall and F1 are macro averages over the {num_classes} classes"]
+    if with_scores:
+        parts.append("XE and Brier average each class's samples, weighted by the priors")
+        parts.append("ECE bins the class-1 posterior" if num_classes == 2 else
+                     "ECE bins the confidence of the most probable class (top-label)")
+        if num_classes > 2:
+            parts.append("AUC_ovr is the macro average of the one-vs-rest AUCs")
+    return "; ".join(parts)
+
+
 def winner(column: Column) -> int:
     vals = column.values if column.higher_is_better else -column.values
     return int(np.argmax(vals))
@@ -84,15 +144,22 @@ def disagreements(columns, reference: str = "utility_yield"):
 
 def format_table(columns, names, *, reference: str = "utility_yield") -> str:
     """A plain-text table: systems as rows; ``*`` marks each column's winner,
-    ``!`` marks columns whose winner differs from the reference column's."""
-    disagree = set(disagreements(columns, reference))
+    ``!`` marks columns whose winner differs from the reference column's (neither for a single system)."""
+    several = len(names) > 1  # one system wins nothing
+    disagree = set(disagreements(columns, reference)) if several else set()
     heads = ["system"] + [c.name + ("!" if c.name in disagree else "") for c in columns]
     rows = []
     for i, name in enumerate(names):
         cells = [name]
         for c in columns:
-            cells.append(f"{c.values[i]:.4g}" + ("*" if winner(c) == i else " "))
+            cells.append(f"{c.values[i]:.4g}" + ("*" if several and winner(c) == i else " " if several else ""))
         rows.append(cells)
     widths = [max(len(r[j]) for r in [heads] + rows) for j in range(len(heads))]
-    line = lambda cells: "  ".join(s.rjust(w) if j else s.ljust(w) for j, (s, w) in enumerate(zip(cells, widths)))
-    return "\n".join([line(heads), line(["-" * w for w in widths])] + [line(r) for r in rows])
+    return "\n".join(aligned([heads, ["-" * w for w in widths]] + rows))
+
+
+def aligned(rows) -> list:
+    """Rows of cells as lines: the first column left-aligned, the others right-aligned, for any cell width."""
+    widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
+    return ["  ".join(s.rjust(w) if j else s.ljust(w) for j, (s, w) in enumerate(zip(r, widths))).rstrip()
+            for r in rows]

@@ -573,6 +573,41 @@ def auc(labels, scores, *, score_type="log_posteriors"):
 
 
 @jax.jit
+def _auc_one_vs_rest_kernel(labels, log_post):
+    classes = jnp.arange(log_post.shape[-1])
+    per_class = jax.vmap(lambda c: _auc_kernel((labels == c).astype(labels.dtype), log_post[:, c]))(classes)
+    return jnp.mean(per_class)
+
+
+def auc_one_vs_rest(labels, scores, *, priors=None, score_type="log_posteriors"):
+    """Macro average over the ``K`` classes of the one-vs-rest AUC (seed 002 §4.7).
+
+    ``AUC_ovr = (1/K) sum_i AUC(class i against the rest, ranked by P(i|x))``,
+    each term the Mann-Whitney statistic of :func:`auc`.  Equal to
+    ``sklearn.metrics.roc_auc_score(labels, posteriors, multi_class="ovr",
+    average="macro")``; for ``K = 2`` both terms equal the binary AUC.
+
+    Args:
+      labels: ``(N,)`` true classes; every class needs samples (and so does
+        its complement).
+      scores: ``(N, K)`` scores of one system.
+      priors, score_type: as in :func:`cross_entropy` (priors only to form
+        posteriors from likelihood-type scores, whose ranking depends on them).
+    """
+    labels, log_post, _, n_i = _psr_inputs(labels, scores, priors, score_type)
+    if log_post.ndim != 2:
+        raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(log_post.shape)}")
+    if not v.any_traced(labels, log_post) and np.any(np.asarray(n_i) == 0):
+        absent = [int(i) for i in np.flatnonzero(np.asarray(n_i) == 0)]
+        raise v.InputError(f"`labels` has no sample of class {absent}: its one-vs-rest AUC is undefined")
+    out = _auc_one_vs_rest_kernel(labels, log_post)
+    if v.any_traced(labels, log_post):
+        ok = _scores_ok(labels, log_post) & jnp.all(jnp.asarray(n_i) > 0)
+        out = v.nan_where_invalid(out, ok)
+    return out
+
+
+@jax.jit
 def _eer_kernel(labels, s):
     _, miss, fa, valid = _cuts(labels, s)
 
@@ -760,15 +795,17 @@ def _bayes_risk_kernel(labels, llr, plo, *, normalize):
     # Bayes decision: class 1 iff llr > -plo (ties go to class 0, as decisions.bayes_decisions).
     act_miss = jnp.minimum(jnp.searchsorted(tar, thr, side="right"), n1) / n1
     act_fa = 1.0 - jnp.minimum(jnp.searchsorted(non, thr, side="right"), n0) / n0
-    pi = jax.nn.sigmoid(plo)
-    actual = pi * act_miss + (1.0 - pi) * act_fa
+    # 1 - pi as sigmoid(-theta): in float32, 1 - sigmoid(theta) loses up to 2.4e-5 relative at theta = 6.
+    pi, pi0 = jax.nn.sigmoid(plo), jax.nn.sigmoid(-plo)
+    actual = pi * act_miss + pi0 * act_fa
 
     def min_one(p):
         # A linear function of the ROC points is minimized at a vertex of their convex hull.
-        return jnp.min(jnp.where(valid, p * miss + (1.0 - p) * fa, jnp.inf))
+        p1, p0 = p
+        return jnp.min(jnp.where(valid, p1 * miss + p0 * fa, jnp.inf))
 
-    minimum = jax.lax.map(min_one, pi, batch_size=64)
-    naive = jnp.minimum(pi, 1.0 - pi)
+    minimum = jax.lax.map(min_one, (pi, pi0), batch_size=64)
+    naive = jnp.minimum(pi, pi0)
     if normalize:
         return actual / naive, minimum / naive, jnp.ones_like(naive)
     return actual, minimum, naive

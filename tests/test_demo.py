@@ -50,7 +50,7 @@ def test_disagreements_mark_metrics_that_prefer_the_other_system():
 
 def test_demo_prints_every_section_and_flags():
     out = _run_demo()
-    for title in ("1a. Factory", "1b. The same classifiers", "2. Screening"):
+    for title in ("1a. A factory", "1b. The same classifiers", "2. Screening"):
         assert title in out
     assert "always deciding 1 beats them all" in out
     # The Bayes system's EC, recomputed in numpy: treat iff 20 P(sick|x) > P(healthy|x), i.e. P(sick|x) > 1/21.

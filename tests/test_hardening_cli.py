@@ -393,10 +393,13 @@ sys.exit(cli.main(["metrics", "--labels", "y.npy", "--decisions", "dec.npy"]))
 def test_signals_exit_with_one_line(d, sig, code, word):
     proc = subprocess.Popen([sys.executable, "-c", _SLOW], cwd=d, stderr=subprocess.PIPE, text=True)
     try:
-        for _ in range(600):
+        # Wait for the command itself to run (importing JAX can take long on a loaded machine): the signal is
+        # meant for a running command (Ctrl-C during the import has its own test).
+        for _ in range(2400):
             if (d / "started").exists() or proc.poll() is not None:
                 break
             time.sleep(0.05)
+        assert (d / "started").exists(), "the command did not start within 120 s"
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:

@@ -108,11 +108,6 @@ def test_block_arithmetic_stays_far_below_int32_at_the_target_scale():
             assert plan.chunk * k * k <= max(compare_mod._CHUNK_ELEMENTS, plan.block * k * k)
     # The block, hence every random number, depends on S and the shape, not on the chunk size.
     assert len({compare_mod.plan_draws(s, elements, c).block for c in (None, 1, 777, 10**6)}) == 1
-    # Dense paired tables (per-draw decisions of paired systems) are refused beyond 2^16 cells per draw.
-    with pytest.raises(ecjax.InputError, match="dense joint table"):
-        costs = prob.intervals(np.zeros((100, 100)), np.ones((100, 100)), kind="cost")
-        prob.compare(np.zeros(10, int), scores=np.zeros((3, 10, 100)), score_type="logits", costs=costs,
-                     decision_rule="per_draw", key=KEY, num_draws=100)
 
 
 def test_progress_reports_every_chunk():

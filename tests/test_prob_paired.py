@@ -19,7 +19,6 @@ import ecjax
 from ecjax import prob
 from ecjax.confusion import JointOutcomeTable, joint_outcome_table
 from ecjax.prob import paired
-from ecjax.prob.compare import _dense_joint_posterior
 
 KEY = jax.random.key(11)
 DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -168,17 +167,14 @@ def _paths(cells, counts, k, d, num_draws, key):
     samples = np.repeat(np.asarray(cells), np.asarray(counts, int), axis=0)
     clustered = prob.clustered_outcome_table(samples[:, 0], samples[:, 1:].T, np.arange(len(samples)),
                                              num_classes=k, num_decisions=d)
-    # The scores-mode path takes the dense counts over all K D**M cells, one row per draw.
-    index = np.ravel_multi_index(tuple(np.asarray(cells).T), (k,) + (d,) * m)
-    dense = np.zeros((num_draws, k * d ** m), np.int32)
-    dense[:, index] = counts
+    # The scores-mode path (compare's per-draw decisions) takes the decisions of every draw, one weight per sample.
     k1, k2, k3 = jax.random.split(key, 3)
-    alpha = prob.rates.default_concentration(d, k)
     out = {
         "paired": prob.sample_joint_confusions(k1, table, num_draws=num_draws),
         "clustered": prob.sample_clustered_confusions(k2, clustered, num_draws=num_draws),
-        "scores": _dense_joint_posterior(k3, jnp.asarray(dense), alpha, num_systems=m, num_classes=k,
-                                         num_decisions=d),
+        "scores": prob.paired.sample_joint_confusions_per_draw(
+            k3, samples[:, 0], np.broadcast_to(samples[:, 1:].T, (num_draws, m, len(samples))), num_classes=k,
+            num_decisions=d),
     }
     return {name: np.asarray(jnp.trace(w, axis1=-2, axis2=-1), np.float64) for name, w in out.items()}
 
@@ -303,3 +299,40 @@ def test_per_draw_sampler_matches_the_table_sampler_and_refuses_bad_shapes():
         prob.paired.sample_joint_confusions_per_draw(KEY, labels, dec, num_classes=3, num_decisions=3)
     with pytest.raises(ecjax.InputError, match="decisions"):
         prob.paired.sample_joint_confusions_per_draw(KEY, labels, dec[None] + 3, num_classes=3, num_decisions=3)
+
+
+def test_paired_compare_with_per_draw_decisions_at_100_classes():
+    # The case: raw against calibrated 100-class systems, paired, Bayes decisions per drawn cost matrix.
+    # K D**M = 10^6 joint cells per draw for M = 3 (the dense path overflowed or was refused); the sparse path
+    # keeps each draw's decisions.  Reference: numpy draws its own utility matrices from the same uniform
+    # intervals, makes the Bayes decisions in float64 and averages the closed-form posterior mean yield given
+    # them, sum_ij u_ij (n_ij(u) + a) / (N + a K D) (the per-system marginal of eq. 1 is Dirichlet(n + a)).
+    k, n, m, draws = 100, 400, 3, 600
+    rng = np.random.default_rng(100)
+    labels = rng.integers(0, k, n)
+    logits = rng.normal(size=(n, k)) + 2.5 * np.eye(k)[labels]
+    scores = np.stack([logits, 0.5 * logits, 2.0 * logits + rng.normal(size=(n, k))])
+    low = rng.uniform(-1.0, 0.0, (k, k)) + np.eye(k)
+    width = rng.uniform(0.5, 1.5, (k, k))
+    res = prob.compare(labels, scores=scores, score_type="logits", utilities=prob.intervals(low, low + width),
+                       decision_rule="per_draw", key=KEY, num_draws=draws)
+    assert res.info["decision_rule"] == "per_draw" and res.info["model"].startswith("paired")
+    a = res.info["concentration"]
+    log_post = scores - np.log(np.exp(scores - scores.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
+        - scores.max(-1, keepdims=True)
+    post = np.exp(log_post)
+    ref = []
+    for _ in range(300):
+        u = low + width * rng.random((k, k))
+        dec = np.argmax(post @ u, -1)  # (M, N): maximum expected utility
+        counts = np.stack([np.bincount(labels * k + d, minlength=k * k).reshape(k, k) for d in dec])
+        ref.append(np.sum(u * (counts + a) / (n + a * k * k), (-2, -1)))
+    ref = np.asarray(ref)
+    y = np.asarray(res.yields, np.float64)
+    assert y.shape == (draws, m) and np.all(np.isfinite(y))
+    se = np.sqrt(y.var(0) / draws + ref.var(0) / len(ref))
+    assert np.all(np.abs(res.expected_yield - ref.mean(0)) < 5 * se), (res.expected_yield, ref.mean(0), se)
+    # The under-confident system (halved logits) makes the worst decisions by far; the probabilities are a
+    # distribution.
+    assert int(np.argmin(ref.mean(0))) == 1 and res.p_best[1] < 0.01
+    np.testing.assert_allclose(np.sum(res.p_best), 1.0, atol=1e-6)

@@ -364,3 +364,22 @@ def test_bad_inputs_raise_input_error():
         S.cross_entropy(y, np.array([0.1, -0.3, 2.0]), score_type="llr")  # LLRs need priors
     with pytest.raises(InputError, match="sensitivity"):
         S.specificity_at_sensitivity(y, lp, 1.5)
+
+
+def test_auc_one_vs_rest_matches_sklearn_on_cifar10():
+    # sklearn ranks class i by P(i|x); log P(i|x) gives the same ranking.  Reference: roc_auc_score, ovr, macro.
+    targets, scores, score_type = load_dataset("cifar10_vgg19_bn")
+    p = np.exp(log_softmax(scores.astype(np.float64), axis=1))
+    ref = roc_auc_score(targets, p, multi_class="ovr", average="macro")
+    assert float(S.auc_one_vs_rest(targets, scores, score_type=score_type)) == pytest.approx(ref, abs=1e-6)
+    # Two classes: both one-vs-rest terms are the binary AUC.
+    y = targets[targets < 2]
+    s2 = scores[targets < 2][:, :2]
+    assert float(S.auc_one_vs_rest(y, s2, score_type="logits")) == pytest.approx(
+        roc_auc_score(y, s2[:, 1] - s2[:, 0]), abs=1e-6)
+    # Under jit the same number; a class without samples is refused eagerly and NaN under jit.
+    jitted = jax.jit(lambda lab, s: S.auc_one_vs_rest(lab, s, score_type="logits"))
+    assert float(jitted(targets, scores)) == pytest.approx(ref, abs=1e-6)
+    with pytest.raises(InputError, match="class"):
+        S.auc_one_vs_rest(np.where(targets == 3, 4, targets), scores, score_type="logits")
+    assert np.isnan(float(jitted(np.where(targets == 3, 4, targets), scores)))

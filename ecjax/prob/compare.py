@@ -110,7 +110,7 @@ from ecjax.decisions import bayes_decisions_kernel, log_posteriors_kernel, naive
 from ecjax.metrics import expected_value
 from ecjax.prob import paired as paired_mod
 from ecjax.prob import ranking
-from ecjax.prob._sampling import dirichlet, gamma
+from ecjax.prob._sampling import dirichlet
 from ecjax.prob.rates import (
     PriorDistribution,
     as_class_priors,
@@ -122,12 +122,10 @@ from ecjax.prob.rates import (
 )
 from ecjax.prob.utility_priors import UtilityPrior, as_utility_prior
 
-# Scores mode materializes a dense joint table of K * D**M cells per draw.
-_MAX_DENSE_CELLS = 1 << 16
 
 DECISION_RULES = ("expected_utility", "per_draw")
 
-# A block's largest intermediate (its rate draws (B, M, K, D), its per-draw counts or dense joint cells) holds at
+# A block's largest intermediate (its rate draws (B, M, K, D), its per-draw counts or decisions) holds at
 # most this many elements, far below 2**31 (int32 indexing); blocks hold at most _MAX_BLOCK draws.
 _BLOCK_ELEMENTS = 1 << 22
 _MAX_BLOCK = 1 << 16
@@ -280,7 +278,11 @@ def _check_paired_labels(label_list):
 @partial(jax.jit, static_argnames=("score_type", "num_classes", "num_decisions", "paired", "batch_size"))
 def _scores_counts(log_scores, log_prior_draws, labels, costs, *, score_type, num_classes, num_decisions, paired,
                    batch_size):
-    """Counts of each draw's Bayes decisions: ``(S, M, K, D)`` (unpaired) or ``(S, K * D**M)`` (paired).
+    """Each draw's Bayes decisions: their counts ``(S, M, K, D)`` (unpaired) or the decisions ``(S, M, N)`` (paired).
+
+    The paired posterior needs which samples each pair of systems gets
+    right together, so it keeps the decisions themselves (``O(M N)`` per
+    draw) rather than a table of the ``K * D**M`` joint cells.
 
     ``log_scores``: ``(M, N, K)`` (or ``(M, N)`` llr); ``costs``: ``(S, K, D)``
     (one block of draws: :func:`compare` never passes more than ``_MAX_BLOCK``);
@@ -290,7 +292,6 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, *, score_type, nu
     number.
     """
     s = costs.shape[0]
-    m = log_scores.shape[0]
     pad = (-s) % batch_size
     costs_p = jnp.concatenate([costs, jnp.broadcast_to(costs[:1], (pad,) + costs.shape[1:])])
     priors_p = jnp.concatenate([log_prior_draws, jnp.broadcast_to(log_prior_draws[:1], (pad, num_classes))])
@@ -302,39 +303,10 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, *, score_type, nu
         dec = bayes_decisions_kernel(log_post, c[:, None])  # (B, M, N): decisions follow the drawn costs
         if not paired:
             return confusion_counts(labels, dec, num_classes=num_classes, num_decisions=num_decisions)
-        powers = num_decisions ** jnp.arange(m - 1, -1, -1)
-        flat = labels[0] * num_decisions ** m + (dec * powers[:, None]).sum(1)  # the cell index, < K * D**M
-        size = num_classes * num_decisions ** m
-        return jax.vmap(lambda f: jnp.zeros(size, jnp.int32).at[f].add(1))(flat)
+        return dec.astype(jnp.int32)
 
     out = jax.lax.map(one_chunk, chunks)
     return out.reshape((-1,) + out.shape[2:])[:s]
-
-
-def _dense_marginals(weights, num_systems, num_classes, num_decisions):
-    """Dense joint weights ``(S, K * D**M)`` -> per-system marginals ``(S, M, K, D)`` (the paired model's helper)."""
-    return paired_mod._dense_marginals(weights, num_systems, num_classes, num_decisions)
-
-
-@partial(jax.jit, static_argnames=("num_systems", "num_classes", "num_decisions"))
-def _dense_joint_posterior(key, counts, concentration, *, num_systems, num_classes, num_decisions):
-    """Per-draw paired posterior from dense joint counts ``(S, K * D**M)``: eq. (1) of :mod:`ecjax.prob.paired`.
-
-    ``w ~ Dirichlet(n_c + a / D**(M-1))`` over *all* joint cells, occupied
-    or not, with ``concentration = a`` per cell of a system's confusion
-    matrix (its marginals are then ``Dirichlet(n_m + a)``, as in the
-    unpaired model).
-    """
-    counts = counts.astype(jnp.result_type(float))
-    w = gamma(key, counts + concentration / num_decisions ** (num_systems - 1))
-    w = w / w.sum(-1, keepdims=True)
-    return _dense_marginals(w, num_systems, num_classes, num_decisions)
-
-
-@partial(jax.jit, static_argnames=("num_systems", "num_classes", "num_decisions"))
-def _dense_point(counts, *, num_systems, num_classes, num_decisions):
-    w = counts.astype(jnp.result_type(float))
-    return _dense_marginals(w / w.sum(-1, keepdims=True), num_systems, num_classes, num_decisions)
 
 
 @partial(jax.jit, static_argnames=("small_shapes",))
@@ -367,13 +339,38 @@ class DrawPlan(NamedTuple):
         return self.block * self.blocks_per_chunk
 
 
+# Multiply-adds per second of the per-draw Bayes decisions and cells per second of the posterior draws, measured
+# with benchmarks/bench_draws.py (2-core CPU: 18 ms per draw of 3 x 10^4 x 100 x 100; H100: 1.7 s for 10^4 draws,
+# issue 10) and rounded down, so that an estimate errs on the long side.
+_DECISION_RATE = {"cpu": 1e10, "gpu": 1e12, "tpu": 1e12}
+_CELL_RATE = {"cpu": 3e7, "gpu": 3e9, "tpu": 3e9}
+
+
+def estimated_seconds(num_draws: int, *, num_systems: int, num_samples: int, num_classes: int, num_decisions: int,
+                      per_draw_decisions: bool, backend: str | None = None) -> float:
+    """A rough duration of :func:`compare` after compilation, to warn before a long run.
+
+    ``S (M K D / cell_rate + [per-draw decisions] M N K D / decision_rate)``:
+    every draw samples ``M K D`` rate cells; with ``decision_rule="per_draw"``
+    and uncertain costs it also makes ``M N`` Bayes decisions over ``K x D``
+    costs.  The rates are per backend (``jax.default_backend()`` by default),
+    measured by ``benchmarks/bench_draws.py`` and rounded down.
+    """
+    backend = jax.default_backend() if backend is None else backend
+    cells = num_draws * num_systems * num_classes * num_decisions
+    seconds = cells / _CELL_RATE.get(backend, _CELL_RATE["cpu"])
+    if per_draw_decisions:
+        seconds += cells * num_samples / _DECISION_RATE.get(backend, _DECISION_RATE["cpu"])
+    return float(seconds)
+
+
 def plan_draws(num_draws: int, elements_per_draw: int, chunk_size=None, *, utility_cells: int = 1) -> DrawPlan:
     """Blocks and chunks of posterior draws (the memory plan of :func:`compare`).
 
     Args:
       num_draws: ``S``.
       elements_per_draw: size of the largest per-draw intermediate (the
-        ``M K D`` rate cells, the occupied joint cells, a dense joint table).
+        ``M K D`` rate cells, the occupied joint cells, the per-draw decisions).
       chunk_size: draws per chunk (the outputs copied to the host at once,
         and the unit of progress), rounded up to whole blocks; ``None``:
         about ``2^24 / (K D)`` draws, at most ``2^16``.
@@ -484,7 +481,7 @@ def _draw_fixed(key, data, model):
 
 
 def _draw_counts(data, model, utilities, log_priors):
-    """Counts of the Bayes decisions for ``utilities`` ``(B, K, D)``: ``(B, M, K, D)`` or dense joint ``(B, K D^M)``."""
+    """The Bayes decisions for ``utilities`` ``(B, K, D)``: their counts ``(B, M, K, D)`` or, paired, ``(B, M, N)``."""
     b, k, d = model.block, model.num_classes, model.num_decisions
     costs = jnp.broadcast_to(-utilities, (b, k, d))
     log_priors = jnp.broadcast_to(log_priors, (b, k))
@@ -496,27 +493,30 @@ def _draw_counts(data, model, utilities, log_priors):
                             for s, lab in zip(data["log_scores"], data["labels"])], 1)
 
 
-@partial(jax.jit, static_argnames=("num_systems", "num_classes", "num_decisions"))
-def _dense_marginal_counts(counts, *, num_systems, num_classes, num_decisions):
-    return _dense_marginals(counts, num_systems, num_classes, num_decisions)
+@partial(jax.jit, static_argnames=("num_classes", "num_decisions"))
+def _paired_counts(labels, decisions, *, num_classes, num_decisions):
+    return confusion_counts(labels, decisions, num_classes=num_classes, num_decisions=num_decisions)
 
 
-def _marginal_counts(model, counts):
+def _marginal_counts(model, data, counts):
+    """Per-system counts ``(B, M, K, D)`` of one block's decisions (paired: from the decisions themselves)."""
     if model.kind == "scores_joint":
-        return _dense_marginal_counts(counts, num_systems=model.num_systems, num_classes=model.num_classes,
-                                      num_decisions=model.num_decisions)
+        return _paired_counts(data["labels"], counts, num_classes=model.num_classes,
+                              num_decisions=model.num_decisions)
     return counts
 
 
-def _posterior_mean(model, counts):
+def _posterior_mean(model, data, counts):
     """Posterior mean weights ``n_m,ij + alpha`` of per-draw counts (see :func:`_mean_weights`)."""
-    return _marginal_counts(model, counts) + jnp.asarray(model.alpha, jnp.result_type(float))
+    return _marginal_counts(model, data, counts) + jnp.asarray(model.alpha, jnp.result_type(float))
 
 
-def _posterior_draw(key, model, counts):
+def _posterior_draw(key, model, data, counts):
     if model.kind == "scores_joint":
-        return _dense_joint_posterior(key, counts, model.alpha, num_systems=model.num_systems,
-                                      num_classes=model.num_classes, num_decisions=model.num_decisions)
+        # Eq. (1) of ecjax.prob.paired from the decisions: memory O(M (N + K D)) per draw, whatever K D**M.
+        return paired_mod.joint_confusions_per_draw_kernel(key, data["labels"][0], counts, model.alpha,
+                                                           num_classes=model.num_classes,
+                                                           num_decisions=model.num_decisions)
     return _per_draw_rates(key, counts, model.alpha, small_shapes=0 < model.alpha < 1)
 
 
@@ -566,19 +566,19 @@ def _block(b, key_all, key_rates, u, p_all, p_rates, data, model):
         return jnp.broadcast_to(counts, (bsz,) + counts.shape)
 
     c_all = _draw_counts(data, model, u, jnp.log(p_all) if model.all_by_p else lp_bar)
-    w = _posterior_draw(key_all, model, c_all)
+    w = _posterior_draw(key_all, model, data, c_all)
     out["yields"], out["ec"], out["nec"] = _all_outputs(u, w, p_all, joint_priors=model.joint_priors)
-    out["ties_all"] = _tie_labels(_marginal_counts(model, c_all))
+    out["ties_all"] = _tie_labels(_marginal_counts(model, data, c_all))
     if model.decompose:
         c = _draw_counts(data, model, u, lp_bar) if model.all_by_p else c_all
-        component("costs_only", u, _posterior_mean(model, c), p_bar)
-        out["ties_costs_only"] = _tie_labels(_marginal_counts(model, c))
+        component("costs_only", u, _posterior_mean(model, data, c), p_bar)
+        out["ties_costs_only"] = _tie_labels(_marginal_counts(model, data, c))
         c = _draw_counts(data, model, u_hat, jnp.log(p_all)) if model.priors_by_p else per_block(hat)
-        component("priors_only", u_hat, _posterior_mean(model, c), p_all)
-        out["ties_priors_only"] = _tie_labels(_marginal_counts(model, c))
+        component("priors_only", u_hat, _posterior_mean(model, data, c), p_all)
+        out["ties_priors_only"] = _tie_labels(_marginal_counts(model, data, c))
         c = _draw_counts(data, model, u_hat, jnp.log(p_rates)) if model.rates_by_p else per_block(hat)
-        component("rates_only", u_hat, _posterior_draw(key_rates, model, c), p_rates)
-        out["ties_rates_only"] = _tie_labels(_marginal_counts(model, c))
+        component("rates_only", u_hat, _posterior_draw(key_rates, model, data, c), p_rates)
+        out["ties_rates_only"] = _tie_labels(_marginal_counts(model, data, c))
     return out
 
 
@@ -817,11 +817,6 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
         varies = isinstance(prior, UtilityPrior) or (likelihood and (
             isinstance(class_priors, PriorDistribution) or (class_priors is None and not joint)))
         if decision_rule == "per_draw" and varies:
-            if joint and k * d ** num_systems > _MAX_DENSE_CELLS:
-                raise v.InputError(
-                    f"decision_rule='per_draw' with paired systems needs a dense joint table of K * D**M = "
-                    f"{k * d ** num_systems} cells per draw (at most {_MAX_DENSE_CELLS}); use paired=False or "
-                    "decision_rule='expected_utility'")
             if not joint and alpha == 0 and np.any(class_counts == 0):
                 raise v.InputError("with `concentration=0` every class needs test samples")
             log_scores = [jnp.asarray(x) for x in items]
@@ -836,7 +831,7 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
             return _run_compare(prior, class_priors, class_counts, k=k, d=d, alpha=alpha, joint=joint,
                                 per_draw=per_draw, p_decide=p_decide, info=info, **common)
         info.update(decision_rule=decision_rule, decisions=(
-            "Bayes decisions of the expected utility matrix (seed 004 eq. 19)" if decision_rule == "expected_utility"
+            "Bayes decisions of the expected utility matrix (the mean of the uncertain utilities)" if decision_rule == "expected_utility"
             else "Bayes decisions of each drawn utility matrix (the same in every draw: the costs are fixed)"))
     else:
         info.update(decision_rule="given", decisions="given")
@@ -1009,7 +1004,7 @@ def _closed_form_yield(u_hat, mean_weights, p_bar, joint_priors):
 class _PerDraw(NamedTuple):
     """Scores whose Bayes decisions are made again in every draw."""
 
-    kind: str  # "scores" (unpaired) or "scores_joint" (paired, dense joint table)
+    kind: str  # "scores" (unpaired) or "scores_joint" (paired: each draw keeps its decisions, (M, N))
     data: dict
     score_type: str
     likelihood: bool
@@ -1069,7 +1064,8 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
     utilities_drawn = isinstance(prior, UtilityPrior)
     deployment_uncertain = isinstance(class_priors, PriorDistribution)
     if per_draw is not None and per_draw.kind == "scores_joint":
-        elements = max(m * k * d, k * d ** m)
+        elements = paired_mod.per_draw_elements(alpha, num_systems=m, num_classes=k, num_decisions=d,
+                                                num_samples=per_draw.num_samples)
     else:
         elements = max(m * k * d, 2 * cells_bound)
     plan = plan_draws(num_draws, elements + k * d, chunk_size, utility_cells=k * d)

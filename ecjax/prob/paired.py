@@ -401,10 +401,27 @@ def sample_joint_confusions_per_draw(key, labels, decisions, *, num_classes: int
     if decisions.ndim != 3 or decisions.shape[-1] != labels.shape[0]:
         raise v.InputError(f"`decisions` must be (S, M, N) with N = {labels.shape[0]} (the length of `labels`), "
                            f"got shape {tuple(decisions.shape)}")
-    alpha = resolve_concentration(concentration, k, d)
-    plan = _prior_plan(alpha, k, d, decisions.shape[1])
-    return _per_draw_kernel(key, jnp.asarray(labels, jnp.int32), jnp.asarray(decisions, jnp.int32), alpha * k * d,
-                            num_classes=k, num_decisions=d, plan=plan)
+    return joint_confusions_per_draw_kernel(key, jnp.asarray(labels, jnp.int32), jnp.asarray(decisions, jnp.int32),
+                                            resolve_concentration(concentration, k, d), num_classes=k,
+                                            num_decisions=d)
+
+
+def joint_confusions_per_draw_kernel(key, labels, decisions, concentration, *, num_classes, num_decisions):
+    """Kernel of :func:`sample_joint_confusions_per_draw` (no validation): ``(S, M, N)`` decisions -> ``(S, M, K, D)``.
+
+    ``concentration`` is the resolved ``a`` (a Python float); the prior's
+    plan (dense cells or sticks) depends on it and on the shapes only.
+    """
+    plan = _prior_plan(concentration, num_classes, num_decisions, decisions.shape[1])
+    return _per_draw_kernel(key, labels, decisions, concentration * num_classes * num_decisions,
+                            num_classes=num_classes, num_decisions=num_decisions, plan=plan)
+
+
+def per_draw_elements(concentration, *, num_systems, num_classes, num_decisions, num_samples):
+    """Elements per draw of :func:`joint_confusions_per_draw_kernel` (for sizing blocks of draws)."""
+    plan = _prior_plan(concentration, num_classes, num_decisions, num_systems)
+    return num_systems * (num_samples + num_classes * num_decisions) + num_samples + _prior_size(
+        plan, num_systems, num_classes, num_decisions)
 
 
 def posterior_mean(table: JointOutcomeTable, *, concentration=None):

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import _validate as v
+from ecjax.report import aligned
 
 
 @jax.jit
@@ -315,15 +316,34 @@ class Comparison:
         dims = {name: ["system"] for name in posterior}
         return az.from_dict(posterior=posterior, coords={"system": list(self.systems)}, dims=dims)
 
+    @property
+    def practically_equivalent(self) -> tuple:
+        """Names of the systems practically equivalent to the recommended one (empty without a ``rope``).
+
+        System ``j`` is when, of the three ROPE outcomes against the
+        recommendation ``r`` (``r`` better by more than ``rope``, ``|yield_r -
+        yield_j| <= rope``, ``j`` better by more than ``rope``), the middle
+        one is the most probable: the yields then most probably differ by
+        less than what matters, whatever ``P(best)`` says about who is ahead.
+        """
+        if self.rope_probabilities is None:
+            return ()
+        r = self.recommendation
+        return tuple(name for j, name in enumerate(self.systems)
+                     if j != r and int(np.argmax(self.rope_probabilities[r, j])) == 1)
+
     def summary(self) -> str:
-        """A plain-text table: expected yield, HDI, P(best), the recommendation, ties, decisions and doubt."""
-        width = max(len(s) for s in self.systems)
-        lines = [f"{'system':<{width}}  E[yield]   {int(round(self.hdi_prob * 100))}% HDI              P(best)"]
+        """A plain-text table: expected yield, HDI, P(best), the recommendation (and, with a ``rope``, what it means
+        against every other system), ties, decisions and doubt.  One system: its yield only (nothing to choose)."""
+        single = len(self.systems) == 1
+        rows = [["system", "E[yield]", f"{int(round(self.hdi_prob * 100))}% HDI"] + ([] if single else ["P(best)"])]
         for m, name in enumerate(self.systems):
             lo, hi = self.hdi[m]
-            lines.append(
-                f"{name:<{width}}  {self.expected_yield[m]: .4f}  [{lo: .4f}, {hi: .4f}]  {self.p_best[m]:.3f}")
-        lines.append(f"recommended: {self.best} (P(best) = {self.recommendation_probability:.3f})")
+            rows.append([name, f"{self.expected_yield[m]:.4f}", f"[{lo:.4f}, {hi:.4f}]"]
+                        + ([] if single else [f"{self.p_best[m]:.3f}"]))
+        lines = aligned(rows)
+        if not single:
+            lines += self._recommendation_lines()
         for group in self.ties:
             lines.append(f"tied: {' = '.join(group)} (identical confusion counts: equal expected yields)")
         tied = self.info.get("recommendation_tied_fraction", 0.0)
@@ -335,10 +355,27 @@ class Comparison:
             lines.append("decisions: given")
         elif rule is not None:
             lines.append(f"decisions: {self.info.get('decisions', rule)} [decision_rule={rule}]")
-        if self.doubt is not None:
+        if self.doubt is not None and not single:
             lines.append(self.doubt.text())
             lines.append(f"  ({DOUBT_EXPLANATION})")
         return "\n".join(lines)
+
+    def _recommendation_lines(self) -> list:
+        line = f"recommended: {self.best} (P(best) = {self.recommendation_probability:.3f})"
+        if self.rope_probabilities is None:
+            return [line]
+        equivalent = self.practically_equivalent
+        if equivalent:
+            line += (f", but practically equivalent to {', '.join(equivalent)}: their yields most probably differ "
+                     f"by less than the ROPE {self.rope:g}, so either choice is as good")
+        r, lines = self.recommendation, [line]
+        for j, name in enumerate(self.systems):
+            if j != r:
+                better, same, worse = (float(x) for x in self.rope_probabilities[r, j])
+                lines.append(f"  vs {name}: P({self.best} better by > {self.rope:g}) = {better:.3f}, "
+                             f"P(|difference| <= {self.rope:g}) = {same:.3f}, "
+                             f"P({name} better by > {self.rope:g}) = {worse:.3f}")
+        return lines
 
     def __repr__(self):
         return f"Comparison(systems={self.systems}, num_draws={self.num_draws}, best={self.best!r})\n{self.summary()}"

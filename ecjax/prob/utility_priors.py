@@ -421,7 +421,7 @@ def seed004_uniform() -> UtilityPrior:
     return UtilityPrior(
         model=seed004_uniform_model, site="utility", shape=(2, 2),
         constraint=_hexagon_constraint, constraint_sites=("x", "y"),
-        mean=mean, mean_method="closed_form", name="seed 004 uniform (Fig. 1)",
+        mean=mean, mean_method="closed_form", name="uniform over the binary utility space",
     )
 
 
@@ -487,7 +487,7 @@ def seed004_gaussian(center=(0.0, 0.0), sd: float = 1.0 / 3.0) -> UtilityPrior:
         raise v.InputError(f"`center` must be finite, got {center!r}")
     xp, xn, yp, yn = _hexagon_gaussian_moments(cx, cy, sd)
     if not np.all(np.isfinite([xp, xn, yp, yn])):
-        raise v.InputError("the Gaussian has (numerically) no mass on the hexagon of seed 004 Fig. 1")
+        raise v.InputError("the Gaussian has (numerically) no mass on the hexagon of valid binary utilities (|x|, |y|, |x - y| <= 1)")
     mean = jnp.array([[1.0 - xp, yn], [yp, 1.0 - xn]])
     return UtilityPrior(
         model=partial(seed004_gaussian_model, (cx, cy), sd), site="utility", shape=(2, 2),

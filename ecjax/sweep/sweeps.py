@@ -109,6 +109,26 @@ class SweepResult:
         flat = self.flips[key]
         return np.stack(np.unravel_index(flat, self.shape), -1) if len(flat) else np.zeros((0, len(self.shape)), int)
 
+    def winner_runs(self):
+        """Who wins where along a one-dimensional sweep: ``[(first, last, winner), ...]``.
+
+        Consecutive points with the same winner form one run; ``first`` and
+        ``last`` are point indices (inclusive) and ``winner`` a system index,
+        :data:`TIE` or :data:`UNDEFINED`.  The true boundary between two runs
+        lies somewhere between the last point of one and the first of the
+        next: a finer grid narrows it.  Needs ``return_values=True``.
+        """
+        if self.winners is None:
+            raise v.InputError("winner_runs needs the per-point winners: run the sweep with return_values=True")
+        if len(self.shape) != 1:
+            raise v.InputError(f"winner_runs is for one-dimensional sweeps, got shape {self.shape}")
+        w = np.asarray(self.winners)
+        if w.size == 0:
+            return []
+        starts = np.flatnonzero(np.r_[True, w[1:] != w[:-1]])
+        ends = np.r_[starts[1:] - 1, len(w) - 1]
+        return [(int(a), int(b), int(w[a])) for a, b in zip(starts, ends)]
+
 
 # ============================================================ reductions
 

@@ -1,0 +1,87 @@
+"""What a Comparison says: the recommendation against the ROPE, and nothing to choose for one system.
+
+References: the ROPE probabilities are recomputed in numpy from the comparison's own yield draws (an
+independent reduction of the draws), and the equivalence rule from those numbers.
+"""
+
+import re
+
+import numpy as np
+
+import jax
+
+from ecjax import prob
+
+KEY = jax.random.key(5)
+
+
+def _two_close_systems(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, n)
+    a = np.where(rng.random(n) < 0.85, labels, 1 - labels)
+    b = a.copy()
+    b[:3] = labels[:3]  # B fixes up to three of A's samples: the same system up to noise
+    return labels, np.stack([a, b])
+
+
+def _numpy_rope(yields, rope):
+    d = yields[:, :, None] - yields[:, None, :]
+    return np.stack([(d > rope).mean(0), (np.abs(d) <= rope).mean(0), (d < -rope).mean(0)], -1)
+
+
+def test_recommendation_names_the_practically_equivalent_system():
+    labels, dec = _two_close_systems()
+    res = prob.compare(labels, dec, utilities=np.eye(2), key=KEY, num_draws=4000, rope=0.05,
+                       systems=["A", "B"])
+    y = np.asarray(res.yields, np.float64)
+    ref = _numpy_rope(y, 0.05)
+    np.testing.assert_allclose(res.rope_probabilities, ref, atol=1e-6)
+    r = res.recommendation
+    other = 1 - r
+    assert np.argmax(ref[r, other]) == 1 and ref[r, other, 1] > 0.9  # |difference| <= 0.05 is most probable
+    assert res.practically_equivalent == (res.systems[other],)
+    text = res.summary()
+    line = next(s for s in text.splitlines() if s.startswith("recommended:"))
+    assert "practically equivalent to " + res.systems[other] in line
+    assert f"P(|difference| <= 0.05) = {ref[r, other, 1]:.3f}" in text
+    assert f"P({res.best} better by > 0.05) = {ref[r, other, 0]:.3f}" in text
+
+
+def test_no_equivalence_when_the_difference_exceeds_the_rope():
+    labels, dec = _two_close_systems()
+    dec[1] = labels  # B is perfect: about 15 points better than A
+    res = prob.compare(labels, dec, utilities=np.eye(2), key=KEY, num_draws=4000, rope=0.01, systems=["A", "B"])
+    ref = _numpy_rope(np.asarray(res.yields, np.float64), 0.01)
+    assert res.best == "B" and ref[1, 0, 0] > 0.99
+    assert res.practically_equivalent == ()
+    assert "practically equivalent" not in res.summary()
+    # Without a ROPE there is nothing to say about equivalence.
+    plain = prob.compare(labels, dec, utilities=np.eye(2), key=KEY, num_draws=4000, systems=["A", "B"])
+    assert plain.practically_equivalent == () and "vs A" not in plain.summary()
+
+
+def test_one_system_gets_no_recommendation():
+    labels, dec = _two_close_systems()
+    res = prob.compare(labels, dec[:1], utilities=np.eye(2), key=KEY, num_draws=2000, systems=["only"])
+    text = res.summary()
+    assert "recommended" not in text and "P(best)" not in text and "doubt" not in text
+    # The line still carries the yield: accuracy's posterior mean under a Dirichlet over the 4 cells.
+    n, correct = labels.size, np.sum(dec[0] == labels)
+    a = res.info["concentration"]
+    expected = (correct + 2 * a) / (n + 4 * a)
+    assert f"{expected: .4f}" in text.splitlines()[1]
+
+
+def test_summary_columns_align_for_long_names():
+    labels, dec = _two_close_systems()
+    names = ["a", "a-much-longer-system-name-than-the-header"]
+    lines = prob.compare(labels, dec, utilities=np.eye(2), key=KEY, num_draws=2000, systems=names).summary()
+    rows = lines.splitlines()[:3]
+
+    def right_edges(row):
+        return [m.end() for m in re.finditer(r"\S+(?: \S+)*", row)]  # cells are separated by 2+ spaces
+
+    # Numeric columns are right-aligned under their headers, whatever the length of the names.
+    edges = [right_edges(r) for r in rows]
+    assert len(edges[0]) == 4 and edges[0][1:] == edges[1][1:] == edges[2][1:]
+    assert rows[2].startswith(names[1] + "  ")
