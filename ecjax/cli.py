@@ -186,7 +186,7 @@ def _check_priors_cover(spec, labels, label_file, costs_arg):
 
 def _check_naive(spec, labels, label_file, costs_arg):
     """The NEC needs a best naive decision of positive cost: say which file makes it 0."""
-    p = spec.priors if spec.priors is not None else np.bincount(labels, minlength=spec.costs.shape[0]) / len(labels)
+    p = _priors_or_frequencies(spec.priors, labels, spec.costs.shape[0])
     if np.min(np.matmul(p, spec.costs)) > 0:  # numpy, float64
         return
     if np.all(spec.costs == 0):
@@ -350,7 +350,8 @@ def cmd_metrics(args):
                        for y, dm in zip(labels, decisions)])
     cols = metric_columns(counts, costs=spec.costs, priors=priors, pos_label=args.pos_label)
     if kind == "scores":  # how good the scores are as posteriors, whatever the decisions
-        cols += score_columns(labels, arrays, priors=priors, score_type=st)
+        cols += score_columns(labels, arrays, priors=[_evaluation_priors(st, priors, y, k) for y in labels],
+                              score_type=st)
     if out_dir is not None and len(names) >= 2 and args.scatter_metric not in {c.name for c in cols}:
         raise InputError(f"--scatter-metric: unknown metric {args.scatter_metric!r}; one of {sorted(c.name for c in cols)}")
     record = {
@@ -423,11 +424,11 @@ def _training_priors(args, spec, labels, label_files, num_classes):
     if choice == "data":
         out = []
         for y, lf in zip(labels, label_files):
-            n_i = np.bincount(y, minlength=num_classes)
+            n_i = _frequencies(y, num_classes)
             if np.any(n_i == 0):
                 raise InputError(f"--training-priors data: {lf} has no sample of class {spec.classes[int(np.argmin(n_i))]!r}; "
                                  "give the training priors as numbers")
-            out.append(n_i / n_i.sum())
+            out.append(n_i)
         return out
     try:
         values = np.array([float(x) for x in choice.split(",")])
@@ -455,6 +456,7 @@ def _decisions_made_by(kind, score_type, spec, training, choice):
 
 def _lose_to_argmax(kind, score_type, spec, labels, arrays, decisions, names, k, d):
     """Systems whose Bayes decisions cost more on the data than deciding the most probable class (K = D)."""
+    from ecjax.confusion import confusion_matrix
     from ecjax.costs import normalize_rows
     from ecjax.metrics import expected_cost
 
@@ -463,17 +465,21 @@ def _lose_to_argmax(kind, score_type, spec, labels, arrays, decisions, names, k,
     costs = normalize_rows(spec.costs)  # as the EC column: each row shifted to a minimum of 0 (same ranking)
     out = []
     for y, s, dec, name in zip(labels, arrays, decisions, names):
-        ec = [float(expected_cost(np.asarray(_confusion_counts(y, x, k)), costs, priors=spec.priors))
+        ec = [float(expected_cost(np.asarray(confusion_matrix(y, x, num_classes=k, num_decisions=k)), costs,
+                                  priors=spec.priors))
               for x in (dec, np.argmax(s, -1))]
         if ec[0] > ec[1] * (1 + 1e-6):
             out.append(name)
     return out
 
 
-def _confusion_counts(labels, decisions, num_classes):
-    from ecjax.confusion import confusion_matrix
+def _frequencies(labels, num_classes):
+    """The class frequencies of a label vector: the priors wherever the cost specification gives none."""
+    return np.bincount(labels, minlength=num_classes) / len(labels)
 
-    return confusion_matrix(labels, decisions, num_classes=num_classes, num_decisions=num_classes)
+
+def _priors_or_frequencies(priors, labels, num_classes):
+    return priors if priors is not None else _frequencies(labels, num_classes)
 
 
 def _likelihood_priors(score_type, priors, labels, num_classes):
@@ -481,13 +487,14 @@ def _likelihood_priors(score_type, priors, labels, num_classes):
     priors, else the system's own test-set class frequencies; ``None`` for posterior-type scores."""
     if score_type not in ("llr", "log_likelihoods"):
         return None
-    return priors if priors is not None else np.bincount(labels, minlength=num_classes) / len(labels)
+    return _priors_or_frequencies(priors, labels, num_classes)
 
 
-def _threshold_priors(score_type, priors, labels):
-    """Priors of the binary threshold functions: they weigh the EC for every score type, and turn likelihoods
-    into posteriors."""
-    return priors if score_type not in ("llr", "log_likelihoods") else _likelihood_priors(score_type, priors, labels, 2)
+def _evaluation_priors(score_type, priors, labels, num_classes):
+    """Priors of the score-based functions: they weigh the EC or the scoring rule for every score type (``None``:
+    the data's), and turn likelihoods into posteriors (then the data's are given explicitly)."""
+    return priors if score_type not in ("llr", "log_likelihoods") else _likelihood_priors(
+        score_type, priors, labels, num_classes)
 
 
 def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training):
@@ -502,14 +509,14 @@ def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training)
     costs = np.asarray(normalize_rows(spec.costs))
     result = {}
     for y, s, name in zip(labels, arrays, names):
-        nec, thr = optimal_threshold_expected_cost(y, s, costs, priors=_threshold_priors(st, spec.priors, y),
+        nec, thr = optimal_threshold_expected_cost(y, s, costs, priors=_evaluation_priors(st, spec.priors, y, 2),
                                                    score_type=st, normalize=True)
         result[name] = {"nec": float(nec), "threshold": float(thr)}
     if out_dir is None:
         return result
     files = record.setdefault("files", [])
     for y, s, name, t in zip(labels, arrays, names, training):
-        p = spec.priors if spec.priors is not None else np.bincount(y, minlength=2) / len(y)
+        p = _priors_or_frequencies(spec.priors, y, 2)
         # Bayes threshold on the class-1 log-odds: decide 1 iff P1 (c10 - c11) > P0 (c01 - c00);
         # for LLRs the prior log-odds move it (seed 001 eq. 20), and for posteriors re-weighted from
         # training priors t the move is that of the prior log-odds, less the training log-odds.
@@ -518,7 +525,7 @@ def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training)
             bayes_thr -= np.log(p[1] / p[0])
         elif t is not None:
             bayes_thr -= np.log(p[1] / p[0]) - np.log(t[1] / t[0])
-        t, nec_t = expected_cost_vs_threshold(y, s, costs, priors=_threshold_priors(st, spec.priors, y),
+        t, nec_t = expected_cost_vs_threshold(y, s, costs, priors=_evaluation_priors(st, spec.priors, y, 2),
                                               score_type=st, normalize=True)
         finite = np.isfinite(t)
         fig = plots.cost_vs_threshold(t[finite], nec_t[finite], bayes_threshold=float(bayes_thr),
@@ -528,7 +535,7 @@ def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training)
     rocs = [roc_curve(y, s, score_type=st)[:2] for y, s in zip(labels, arrays)]
     # The iso-utility lines use the deployment priors, else the class frequencies of all the label files together.
     pooled = np.concatenate(labels)
-    p = spec.priors if spec.priors is not None else np.bincount(pooled, minlength=2) / len(pooled)
+    p = _priors_or_frequencies(spec.priors, pooled, 2)
     fig = plots.roc_with_iso_utility([np.asarray(r[0]) for r in rocs], [np.asarray(r[1]) for r in rocs],
                                      costs=costs, priors=p, names=names, class_names=spec.classes)
     files.append(_save_figure(fig, out_dir, "roc.png", args.force))
@@ -657,7 +664,7 @@ def _before_after(args, st, out_type, test, out, labels, record, out_dir):
     from ecjax.scores import brier, cross_entropy
 
     # Likelihood-type scores need priors to become posteriors: the labels' class frequencies, for both sides.
-    data_priors = np.bincount(labels, minlength=2 if out_type == "llr" else test.shape[1]) / len(labels)
+    data_priors = _frequencies(labels, 2 if out_type == "llr" else test.shape[1])
     sides = {"before": (test, st), "after": (out, out_type)}
     prior = {t: data_priors if t in ("llr", "log_likelihoods") else None for t in (st, out_type)}
     scores = {}
@@ -871,7 +878,7 @@ def _sweep_priors(spec, labels, names, k, fixed, costs_arg):
         return {n: spec.priors for n in names}, costs_arg
     if fixed is not None:
         return {n: fixed for n in names}, "the class frequencies of the first --labels file"
-    return ({n: np.bincount(y, minlength=k) / len(y) for n, y in zip(names, labels)},
+    return ({n: _frequencies(y, k) for n, y in zip(names, labels)},
             "the class frequencies of the labels")
 
 
@@ -960,9 +967,7 @@ def cmd_sweep(args):
     if kind == "scores" and lab is None:
         raise InputError("--labels: systems with test sets of different sizes cannot be swept together")
     scores = np.stack(arrays) if kind == "scores" else None
-    score_priors = priors
-    if kind == "scores" and st in ("llr", "log_likelihoods") and priors is None:
-        score_priors = np.bincount(labels[0], minlength=k) / len(labels[0])
+    score_priors = _evaluation_priors(st, priors, labels[0], k)
     used, source = _sweep_priors(spec, labels, names, k, score_priors if kind == "scores" else None, args.costs)
     record = {"schema": JSON_SCHEMA_VERSION, "command": "sweep", "over": over, "systems": names, "input": kind,
               "classes": spec.classes, "priors": {n: np.asarray(p).tolist() for n, p in used.items()},

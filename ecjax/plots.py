@@ -593,12 +593,6 @@ def winner_map(x, y=None, winners=None, *, names=None, class_names=None, title="
     return _finish(fig, path)
 
 
-def _average_ranks(a):
-    from scipy.stats import rankdata
-
-    return rankdata(a)
-
-
 def metric_vs_yield(yields, metric_values, *, metric_name="metric", labels=None, title=None, ax=None, path=None):
     """Scatter of a popular metric against the utility yield (Dyrland, Lundervold and Porta Mana, Figs. 2 and 6).
 
@@ -618,7 +612,9 @@ def metric_vs_yield(yields, metric_values, *, metric_name="metric", labels=None,
     if title is None:
         title = f"{metric_name} vs utility yield"
         if len(a) >= MIN_POINTS_FOR_RANK_CORRELATION:
-            rho = np.corrcoef(_average_ranks(a), _average_ranks(b))[0, 1]
+            from scipy.stats import rankdata  # ties at their average rank
+
+            rho = np.corrcoef(rankdata(a), rankdata(b))[0, 1]
             title += f" (Spearman {rho:.2f})"
     ax.set_title(title)
     return _finish(fig, path)

@@ -70,15 +70,16 @@ def metric_columns(counts, *, costs=None, utilities=None, priors=None, pos_label
     return cols
 
 
-def score_columns(labels, scores, *, priors=None, score_type="log_posteriors"):
+def score_columns(labels, scores, *, priors, score_type="log_posteriors"):
     """The score-based metrics of ``M`` systems, as named columns (lower is better except AUC).
 
     Args:
       labels: ``M`` label vectors (each system against its own).
       scores: ``M`` ``(N_m, K)`` score arrays (``(N_m,)`` for ``"llr"``).
-      priors: evaluation priors of the cross-entropy and Brier score (default:
-        each system's data priors); for likelihood-type scores also the
-        priors that make them posteriors.
+      priors: one entry per system: the evaluation priors of the
+        cross-entropy and Brier score (``None``: that system's data
+        priors); for likelihood-type scores also the priors that make them
+        posteriors (required then).
       score_type: as everywhere.
 
     Columns: ``XE`` (cross-entropy, nats), ``Brier``, ``ECE`` (15 equal-width
@@ -91,13 +92,7 @@ def score_columns(labels, scores, *, priors=None, score_type="log_posteriors"):
     likelihood = score_type in ("llr", "log_likelihoods")
 
     def column(fn):
-        out = []
-        for y, s in zip(labels, scores):
-            p = priors
-            if p is None and likelihood:  # likelihoods need priors to become posteriors: the data's
-                p = np.bincount(np.asarray(y), minlength=k) / np.size(y)
-            out.append(float(fn(y, s, p)))
-        return np.asarray(out)
+        return np.asarray([float(fn(y, s, p)) for y, s, p in zip(labels, scores, priors)])
 
     cols = [
         Column("XE", False, column(lambda y, s, p: sc.cross_entropy(y, s, priors=p, score_type=score_type))),

@@ -73,6 +73,8 @@ def test_npz_member_chosen_by_key_is_checked(tmp_path):
 
 def test_pickled_npy_refused(tmp_path):
     p = tmp_path / "obj.npy"
+    # The test writes the hostile file a user might hand us (an object array needs pickle); ecjax must refuse to
+    # load it, never unpickle it.
     np.save(p, np.array([{"a": 1}], dtype=object), allow_pickle=True)
     raises(p, eio.load_array, p)
 
