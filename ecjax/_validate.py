@@ -28,7 +28,14 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-SCORE_TYPES = ("log_posteriors", "logits", "llr", "log_likelihoods")
+SCORE_TYPES = ("log_posteriors", "logits", "probabilities", "llr", "log_likelihoods")
+# Scores that already hold the training priors (posteriors), and scores that need priors to become posteriors.
+POSTERIOR_TYPES = ("log_posteriors", "logits", "probabilities")
+LIKELIHOOD_TYPES = ("llr", "log_likelihoods")
+
+# Tolerance on the row sums of probabilities: float32 softmax outputs and text files with 6 significant
+# digits are off by up to ~1e-5 at K = 100; rows off by more are not probability vectors.
+_PROBABILITY_SUM_TOL = 1e-3
 
 # Relative tolerance used to accept priors and log-posterior rows as
 # normalized: loose enough for float32 round-off, tight enough to catch
@@ -261,8 +268,20 @@ def as_scores(x, name: str = "scores", *, score_type: str):
     to 1, given as logits or log-posteriors, are refused: they are
     probabilities, and read as log-domain scores they would give wrong
     posteriors without any sign.
+
+    ``score_type="probabilities"`` takes rows in ``[0, 1]`` summing to 1 and
+    returns their logarithm, so every caller works in the log domain (where
+    ``"probabilities"`` then behaves as ``"log_posteriors"``).  A probability
+    of exactly 0 becomes the log of the smallest positive normal number of
+    its dtype (-87.3 for float32, -708.4 for float64): stored zeros are
+    almost always a softmax that underflowed, the true value lies below that
+    number, and a finite log keeps decisions, calibration and sweeps defined.
+    The proper scoring rules keep the exact reading instead (a zero on the
+    true class gives an infinite cross-entropy).
     """
     check_score_type(score_type)
+    if score_type == "probabilities":
+        return _log_of_probabilities(x, name)
     arr = as_array(x, name, min_ndim=1 if score_type == "llr" else 2)
     if not _is_tracer(arr) and np.asarray(arr).dtype.kind not in "fiu":
         raise InputError(f"`{name}` must be numeric, got dtype {np.asarray(arr).dtype}")
@@ -274,9 +293,9 @@ def as_scores(x, name: str = "scores", *, score_type: str):
     if score_type in ("log_posteriors", "logits") and not _is_tracer(arr) and looks_like_probabilities(arr):
         # Read as logits, probabilities give wrong posteriors without any sign (softmax of p, not p).
         raise InputError(
-            f"`{name}` rows look like probabilities (in [0, 1], summing to 1), not log-domain scores: pass their "
-            f"logarithm, np.log({name}), with score_type=\"log_posteriors\" (logits that happen to look like this "
-            "can be shifted by a constant per row, which leaves their posteriors unchanged)"
+            f"`{name}` rows look like probabilities (in [0, 1], summing to 1), not log-domain scores: pass "
+            "score_type=\"probabilities\" (logits that happen to look like this can be shifted by a constant per "
+            "row, which leaves their posteriors unchanged)"
         )
     if score_type in ("logits", "log_likelihoods") and not _is_tracer(arr):
         a = np.asarray(arr)
@@ -297,6 +316,32 @@ def as_scores(x, name: str = "scores", *, score_type: str):
                 f"{np.max(np.abs(norm)):.3g}); if these are unnormalized logits, pass score_type=\"logits\""
             )
     return arr
+
+
+def _log_of_probabilities(x, name: str):
+    """``log`` of probability rows ``(..., N, K)``, zeros floored at the dtype's smallest normal (see as_scores)."""
+    arr = as_array(x, name, min_ndim=2)
+    if _is_tracer(arr):
+        return jnp.log(jnp.maximum(arr, jnp.finfo(arr.dtype).tiny))
+    a = np.asarray(arr)
+    if a.dtype.kind not in "fiu":
+        raise InputError(f"`{name}` must be numeric, got dtype {a.dtype}")
+    if a.shape[-1] < 2 or a.shape[-2] == 0:
+        raise InputError(f"`{name}` must be (N, K) probabilities with N >= 1 and K >= 2, got shape {tuple(a.shape)}")
+    check_finite(a, name)
+    if a.min() < 0 or a.max() > 1:
+        raise InputError(f"`{name}` are probabilities (score_type=\"probabilities\") and must lie in [0, 1], got "
+                         f"values from {a.min():.4g} to {a.max():.4g}; for log-domain scores pass "
+                         "score_type=\"log_posteriors\" or \"logits\"")
+    sums = a.astype(np.float64).sum(-1)
+    if np.max(np.abs(sums - 1.0)) > _PROBABILITY_SUM_TOL:
+        worst = sums.reshape(-1)[np.argmax(np.abs(sums - 1.0))]
+        raise InputError(f"`{name}` rows must sum to 1 (probabilities of the K classes), got a row summing to "
+                         f"{worst:.6g}")
+    a = a.astype(np.float64 if a.dtype.itemsize > 4 or a.dtype.kind != "f" else np.float32)
+    with np.errstate(divide="ignore"):
+        log_p = np.log(np.maximum(a, np.finfo(a.dtype).tiny))
+    return jnp.asarray(log_p, dtype=jnp.result_type(float))
 
 
 def check_same_length(name_a: str, a, name_b: str, b, *, axis_a: int = -1, axis_b: int = -1):

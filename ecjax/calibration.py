@@ -198,7 +198,7 @@ class Calibrator:
         must match it (a calibrator of logits is not one of LLRs).
         """
         score_type = self.input_type if score_type is None else score_type
-        if score_type != self.input_type and {score_type, self.input_type} != {"logits", "log_posteriors"}:
+        if score_type != self.input_type and not {score_type, self.input_type} <= set(v.POSTERIOR_TYPES):
             raise v.InputError(f"this calibrator was fitted on score_type={self.input_type!r}, got {score_type!r}")
         s = _calibration_inputs(scores, score_type, self.method, self.num_classes)
         return _apply_jit(self, s)
@@ -240,7 +240,7 @@ def _calibration_inputs(scores, score_type, method, num_classes=None):
         if method != "llr":
             raise v.InputError(f"LLR scores (score_type='llr') need method='llr', got method={method!r}")
         return s
-    if score_type in ("log_posteriors", "logits"):
+    if score_type in v.POSTERIOR_TYPES:
         s = log_posteriors_kernel(s, jnp.zeros(s.shape[-1], s.dtype), score_type)
     k = s.shape[-1]
     if num_classes is not None and k != num_classes:

@@ -27,7 +27,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ecjax._validate import MAX_INFERRED_CLASSES, InputError, looks_like_probabilities
+from ecjax._validate import (
+    LIKELIHOOD_TYPES,
+    MAX_INFERRED_CLASSES,
+    POSTERIOR_TYPES,
+    SCORE_TYPES,
+    InputError,
+    looks_like_probabilities,
+)
 
 JSON_SCHEMA_VERSION = 1
 
@@ -76,7 +83,7 @@ def _check_scores(a, path, ndim, score_type=None):
         raise InputError(f"{path}: scores need at least 2 columns (classes), got shape {a.shape}")
     if score_type in ("log_posteriors", "logits") and looks_like_probabilities(a):
         raise InputError(f"{path}: the rows look like probabilities (in [0, 1], summing to 1), not log-domain "
-                         f"scores: save their logarithm (np.log) and pass --score-type log_posteriors")
+                         f"scores: pass --score-type probabilities")
 
 
 def _load_labels(path):
@@ -410,12 +417,12 @@ def _training_priors(args, spec, labels, label_files, num_classes):
     priors of the cost specification), or ``None`` where nothing is re-weighted."""
     choice = args.training_priors.strip()
     none = [None] * len(labels)
-    posterior_type = args.scores is not None and args.score_type in ("log_posteriors", "logits")
+    posterior_type = args.scores is not None and args.score_type in POSTERIOR_TYPES
     deployment = spec.priors is not None or spec.priors_low is not None
     if choice == "data" and (not posterior_type or not deployment):
         return none  # the default: nothing to re-weight
     if not posterior_type:
-        raise InputError("--training-priors: only for posterior-type scores (--score-type log_posteriors or logits)")
+        raise InputError("--training-priors: only for posterior-type scores (--score-type log_posteriors, logits or probabilities)")
     if not deployment:
         raise InputError(f"--training-priors: {args.costs or 'the 0-1 costs'} gives no deployment priors to "
                          "re-weight the posteriors to")
@@ -446,7 +453,7 @@ def _decisions_made_by(kind, score_type, spec, training, choice):
     text = "Bayes decisions for the nominal costs"
     if spec.priors is None:
         return text + " and the test data's class frequencies"
-    if score_type not in ("log_posteriors", "logits"):
+    if score_type not in POSTERIOR_TYPES:
         return text + " and the deployment priors"
     if training[0] is None:
         return text + "; posteriors used as given (--training-priors none: not re-weighted to the deployment priors)"
@@ -460,7 +467,7 @@ def _lose_to_argmax(kind, score_type, spec, labels, arrays, decisions, names, k,
     from ecjax.costs import normalize_rows
     from ecjax.metrics import expected_cost
 
-    if kind != "scores" or score_type not in ("log_posteriors", "logits") or k != d:
+    if kind != "scores" or score_type not in POSTERIOR_TYPES or k != d:
         return []
     costs = normalize_rows(spec.costs)  # as the EC column: each row shifted to a minimum of 0 (same ranking)
     out = []
@@ -485,7 +492,7 @@ def _priors_or_frequencies(priors, labels, num_classes):
 def _likelihood_priors(score_type, priors, labels, num_classes):
     """The priors that turn likelihood-type scores into posteriors (see ecjax.bayes_decisions): the deployment
     priors, else the system's own test-set class frequencies; ``None`` for posterior-type scores."""
-    if score_type not in ("llr", "log_likelihoods"):
+    if score_type not in LIKELIHOOD_TYPES:
         return None
     return _priors_or_frequencies(priors, labels, num_classes)
 
@@ -493,7 +500,7 @@ def _likelihood_priors(score_type, priors, labels, num_classes):
 def _evaluation_priors(score_type, priors, labels, num_classes):
     """Priors of the score-based functions: they weigh the EC or the scoring rule for every score type (``None``:
     the data's), and turn likelihoods into posteriors (then the data's are given explicitly)."""
-    return priors if score_type not in ("llr", "log_likelihoods") else _likelihood_priors(
+    return priors if score_type not in LIKELIHOOD_TYPES else _likelihood_priors(
         score_type, priors, labels, num_classes)
 
 
@@ -553,7 +560,7 @@ def _safe(name):
 def _reliability_figures(args, labels, arrays, names, out_dir, record):
     from ecjax import plots
 
-    if args.score_type not in ("log_posteriors", "logits"):
+    if args.score_type not in POSTERIOR_TYPES:
         return
     for y, s, name in zip(labels, arrays, names):
         # Equal-mass bins when the scores are skewed, and the multiclass axis names: the plot decides from the data.
@@ -1071,7 +1078,8 @@ def _add_common(p):
     g.add_argument("--scores", nargs="+", metavar="FILE", help="one (N, K) score file per system")
     g.add_argument("--decisions", nargs="+", metavar="FILE", help="one (N,) decision file per system")
     p.add_argument("--score-type", default="log_posteriors",
-                   choices=["log_posteriors", "logits", "llr", "log_likelihoods"], help="type of --scores")
+                   choices=SCORE_TYPES,
+                   help="type of --scores (probabilities: rows in [0, 1] summing to 1)")
     p.add_argument("--names", nargs="+", help="system names (default: file stems, with parent folders where stems collide)")
     p.add_argument("--costs", metavar="SPEC", help="cost specification, .toml or .json (default: 0-1 costs)")
     p.add_argument("--json", action="store_true", help="print a JSON record instead of the table")
@@ -1214,7 +1222,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="calibration transform (llr scores always use the binary LLR calibration)")
     c.add_argument("--loss", default="xe", choices=["xe", "brier"], help="training objective")
     c.add_argument("--score-type", default="log_posteriors",
-                   choices=["log_posteriors", "logits", "llr", "log_likelihoods"], help="type of the scores")
+                   choices=SCORE_TYPES,
+                   help="type of the scores (probabilities: rows in [0, 1] summing to 1)")
     c.add_argument("--json", action="store_true", help="print a JSON record instead of text")
     c.add_argument("--out", metavar="DIR",
                    help="also write the JSON record and, with --labels, reliability diagrams before and after "

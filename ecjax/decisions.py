@@ -1,7 +1,8 @@
 """Decisions: posteriors from scores, Bayes decisions and the naive decision.
 
 Scores follow DESIGN.md: ``(..., N, K)`` log-posteriors by default, or
-``"logits"`` (log-softmax applied), ``"llr"`` (binary log-likelihood ratio
+``"logits"`` (log-softmax applied), ``"probabilities"`` (logged by the
+validator, see :func:`ecjax._validate.as_scores`), ``"llr"`` (binary log-likelihood ratio
 ``log p(x|1) - log p(x|0)``, shape ``(..., N)``) and ``"log_likelihoods"``
 (combined with priors by Bayes' rule, seed 002 eqs. 45-47).
 """
@@ -24,8 +25,9 @@ def log_posteriors_kernel(scores, log_priors, score_type: str):
 
     ``log_priors`` is used only for likelihood-type scores.
     """
-    if score_type == "log_posteriors":
-        # Already normalized (validated); renormalizing removes float32 round-off.
+    if score_type in ("log_posteriors", "probabilities"):
+        # Already normalized logs (validated; probabilities are logged by the validator); renormalizing
+        # removes float32 round-off.
         return jax.nn.log_softmax(scores, axis=-1)
     if score_type == "logits":
         return jax.nn.log_softmax(scores, axis=-1)
@@ -76,7 +78,7 @@ def log_likelihoods_from_posteriors(scores, training_priors, *, score_type: str 
     Returns:
       ``(..., N, K)`` log-likelihoods (up to a per-sample constant).
     """
-    if score_type not in ("log_posteriors", "logits"):
+    if score_type not in v.POSTERIOR_TYPES:
         raise v.InputError(f"`training_priors` is for posterior-type scores (log_posteriors, logits); with "
                            f"score_type={score_type!r} pass the deployment `priors` only")
     s = v.as_scores(scores, score_type=score_type)

@@ -89,7 +89,7 @@ def score_columns(labels, scores, *, priors, score_type="log_posteriors"):
     from ecjax import scores as sc  # the score rules sit above the counts in the data flow
 
     k = 2 if score_type == "llr" else int(np.shape(scores[0])[-1])
-    likelihood = score_type in ("llr", "log_likelihoods")
+    likelihood = score_type in v.LIKELIHOOD_TYPES
 
     def column(fn):
         return np.asarray([float(fn(y, s, p)) for y, s, p in zip(labels, scores, priors)])

@@ -36,7 +36,7 @@ from ecjax.precision import (
 
 
 def _labels_and_scores(labels, scores, priors, score_type):
-    scores, log_p = _prepare(scores, None if score_type in ("log_posteriors", "logits") else priors, score_type)
+    scores, log_p = _prepare(scores, None if score_type in v.POSTERIOR_TYPES else priors, score_type)
     k = log_p.shape[-1]
     labels = v.as_index_array(labels, "labels", upper=k)
     n_axis = -1 if score_type == "llr" else -2
@@ -263,7 +263,7 @@ ECE_VARIANTS = ("auto", "binary", "top_label")
 # ------------------------------------------------------------------ inputs
 
 def _as_log_domain_scores(scores, score_type):
-    """Validate scores for the PSRs, allowing ``-inf`` (a probability of exactly 0).
+    """Validate scores for the PSRs, allowing ``-inf`` (a probability of exactly 0), or exact zeros in probabilities.
 
     ``-inf`` in log-domain scores is a legitimate value (a true-class
     posterior of 0 gives an infinite cross-entropy, seed 002 §4.1.2), so it
@@ -277,6 +277,10 @@ def _as_log_domain_scores(scores, score_type):
         return arr, None
     a = np.asarray(arr)
     neg_inf = None
+    if score_type == "probabilities":
+        # The validator floors log 0 to keep decisions finite; a scoring rule keeps the exact log 0 = -inf.
+        zeros = a == 0
+        return a, zeros if zeros.any() else None
     if a.dtype.kind == "f":
         if np.any(np.isnan(a)):
             raise v.InputError("`scores` contains NaN; all entries must be numbers (-inf, a zero probability, is allowed)")
@@ -838,7 +842,7 @@ def bayes_risk_curve(labels, scores, *, prior_log_odds=None, priors=None, score_
     Returns:
       :class:`BayesRiskCurve`.
     """
-    if score_type in ("log_posteriors", "logits"):
+    if score_type in v.POSTERIOR_TYPES:
         labels_c, s = _binary_log_odds(labels, scores, score_type)
         if priors is None:
             p1 = float(np.mean(np.asarray(labels_c)))

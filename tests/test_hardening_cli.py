@@ -417,7 +417,11 @@ def test_probabilities_file_is_refused_with_command_line_advice(tmp_path, capsys
     rc = cli.main(["metrics", "--labels", str(tmp_path / "y.npy"), "--scores", str(tmp_path / "p.npy"), *score_type])
     err = capsys.readouterr().err
     assert rc == 2 and len(err.strip().splitlines()) == 1
-    assert "p.npy: the rows look like probabilities" in err and "--score-type log_posteriors" in err
+    assert "p.npy: the rows look like probabilities" in err and "--score-type probabilities" in err
+    # Following the advice works (and gives the cross-entropy of the probabilities themselves).
+    rc = cli.main(["metrics", "--labels", str(tmp_path / "y.npy"), "--scores", str(tmp_path / "p.npy"),
+                   "--score-type", "probabilities", "--json"])
+    assert rc == 0
 
 
 def test_library_messages_name_the_command_line_option(tmp_path, capsys):
