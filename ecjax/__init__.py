@@ -9,7 +9,7 @@ import sys as _sys
 
 try:
     from ecjax import costs
-    from ecjax._validate import InputError
+    from ecjax.inputs import InputError
     from ecjax.confusion import (
         JointOutcomeTable,
         confusion_matrix,

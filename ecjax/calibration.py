@@ -43,7 +43,7 @@ import jax.numpy as jnp
 import optax
 import optax.tree_utils as otu
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
 from ecjax.scores import (

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ecjax._validate import (
+from ecjax.inputs import (
     LIKELIHOOD_TYPES,
     MAX_INFERRED_CLASSES,
     POSTERIOR_TYPES,

@@ -7,7 +7,7 @@ matrix on the device; beyond that :func:`confusion_matrix` counts on the host
 in ``int64``).  Sums of counts (class totals, rates, priors) are taken in
 floating point, never in ``int32``, so they cannot wrap.
 
-Under ``jit``/``vmap`` (see :mod:`ecjax._validate`, the NaN contract) a count
+Under ``jit``/``vmap`` (see :mod:`ecjax.inputs`, the NaN contract) a count
 matrix built from an invalid index has every cell ``-1`` (``NaN`` for
 weighted counts), and :func:`rates` / :func:`data_priors` of a matrix with a
 negative count are ``NaN``.
@@ -23,7 +23,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 
 # Above this many samples per matrix, int32 device counts could wrap: count on the host in int64.
 _DEVICE_COUNT_LIMIT = v.INT32_MAX
@@ -107,12 +107,12 @@ def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None,
             f"leading (batch) axes of `labels` {labels.shape} and `decisions` {decisions.shape} do not broadcast"
         ) from None
     if num_classes is None:
-        if v._is_tracer(labels):
+        if v.is_tracer(labels):
             raise v.InputError("`num_classes` is required when `labels` are traced (inside jit/vmap)")
         num_classes = v.inferred_size(int(labels.max()), "labels", argument="num_classes")
     if num_decisions is None:
         # Traced decisions have no concrete maximum: D defaults to K there.
-        num_decisions = num_classes if v._is_tracer(decisions) else max(
+        num_decisions = num_classes if v.is_tracer(decisions) else max(
             num_classes, v.inferred_size(int(decisions.max()), "decisions", argument="num_decisions"))
     v.check_num_cells(num_classes, num_decisions, "num_classes` x `num_decisions")
     w = None
@@ -120,7 +120,7 @@ def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None,
         w = v.as_array(weights, "weights", min_ndim=1)
         v.check_finite(w, "weights")
         v.check_same_length("labels", labels, "weights", w)
-        if not v._is_tracer(w) and np.any(np.asarray(w) < 0):
+        if not v.is_tracer(w) and np.any(np.asarray(w) < 0):
             raise v.InputError("`weights` must be non-negative")
         w = jnp.asarray(w, dtype=jnp.result_type(float))
     if v.any_traced(labels, decisions, w):
@@ -171,7 +171,7 @@ def rates(counts):
 
 def _float_counts(counts, name):
     """Counts as floats (sums never wrap); concrete negative or non-finite counts refused."""
-    if not v._is_tracer(counts) and not isinstance(counts, jax.Array):
+    if not v.is_tracer(counts) and not isinstance(counts, jax.Array):
         a = np.asarray(counts)
         if a.dtype.kind in "iufb":
             if a.dtype.kind == "f" and not np.all(np.isfinite(a)):

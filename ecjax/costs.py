@@ -7,7 +7,7 @@ transposed here.
 
 Invalid parameters raise :class:`~ecjax.InputError` when concrete; under
 ``jit``/``vmap`` the matrices built from them are ``NaN`` (the NaN contract
-of :mod:`ecjax._validate`), never a plausible matrix.
+of :mod:`ecjax.inputs`), never a plausible matrix.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 
 import jax.numpy as jnp
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 
 
 def zero_one(num_classes: int, abstain: float | None = None):
@@ -29,7 +29,7 @@ def zero_one(num_classes: int, abstain: float | None = None):
     v.check_num_cells(k, k + (abstain is not None), "num_classes")
     c = 1.0 - jnp.eye(k)
     if abstain is not None:
-        if v._is_tracer(abstain):
+        if v.is_tracer(abstain):
             a = jnp.where(jnp.isfinite(abstain) & (abstain >= 0), abstain, jnp.nan)
             return _nan_if_nan(jnp.concatenate([c, jnp.full((k, 1), a, dtype=c.dtype)], axis=1), a)
         else:
@@ -43,12 +43,12 @@ def zero_one(num_classes: int, abstain: float | None = None):
 def balanced(priors):
     """Costs ``c_ij = 1 / (K P_i)`` for ``i != j``: their EC is the balanced error rate (seed 000 eq. 12)."""
     p = v.as_priors(priors)
-    if not v._is_tracer(p) and np.any(np.asarray(p) <= 0):
+    if not v.is_tracer(p) and np.any(np.asarray(p) <= 0):
         raise v.InputError("`priors` must be strictly positive for balanced costs (1 / (K P_i))")
     k = p.shape[-1]
     out = (1.0 - jnp.eye(k)) / (k * p[..., :, None])
-    if v._is_tracer(p):
-        ok = jnp.all(p > 0, -1) & (jnp.abs(p.sum(-1) - 1.0) <= v._SUM_TOL)
+    if v.is_tracer(p):
+        ok = jnp.all(p > 0, -1) & (jnp.abs(p.sum(-1) - 1.0) <= v.SUM_TOL)
         out = v.nan_where_invalid(out, ok, extra_axes=2)
     return out
 
@@ -58,7 +58,7 @@ def _scalar_parameter(x, name: str, *, valid, expected: str):
     if isinstance(x, (str, bytes, bool, np.bool_)):
         raise v.InputError(f"`{name}` must be {expected}, got {x!r}")
     arr = v.as_array(x, name)
-    if not v._is_tracer(arr):
+    if not v.is_tracer(arr):
         a = np.asarray(arr)
         if a.dtype.kind not in "fiu" or not np.all(np.isfinite(a)) or not np.all(valid(a)):
             raise v.InputError(f"`{name}` must be {expected}, got {x!r}")
@@ -132,7 +132,7 @@ def rescale_unit(utilities):
     lo = u.min((-2, -1), keepdims=True)
     hi = u.max((-2, -1), keepdims=True)
     # Checked on concrete input only: under jit/vmap a constant matrix gives NaN.
-    if not v._is_tracer(u) and np.any(np.asarray(hi - lo) == 0):
+    if not v.is_tracer(u) and np.any(np.asarray(hi - lo) == 0):
         raise v.InputError("`utilities` has all entries equal: rescaling to [0, 1] is undefined")
     return (u - lo) / (hi - lo)
 
@@ -153,7 +153,7 @@ def utility_from_xy(x, y):
     x = v.check_finite(v.as_array(x, "x"), "x")
     y = v.check_finite(v.as_array(y, "y"), "y")
     eps = 1e-6
-    if not v._is_tracer(x) and not v._is_tracer(y):
+    if not v.is_tracer(x) and not v.is_tracer(y):
         for name, a in (("x", x), ("y", y)):
             if np.asarray(a).dtype.kind not in "iuf":
                 raise v.InputError(f"`{name}` must be numeric, got dtype {np.asarray(a).dtype}")
@@ -186,7 +186,7 @@ def xy_from_utility(utilities):
     x = jnp.where(u[..., 0, 0] < 1.0, 1.0 - u[..., 0, 0], -(1.0 - u[..., 1, 1]))
     y = jnp.where(u[..., 1, 0] > 0.0, u[..., 1, 0], -u[..., 0, 1])
     back = _utility_from_xy(x, y)
-    if v._is_tracer(u):
+    if v.is_tracer(u):
         ok = jnp.all(jnp.abs(back - u) <= 1e-5 + 1e-8 * jnp.abs(u), (-2, -1))
         return v.nan_where_invalid(x, ok), v.nan_where_invalid(y, ok)
     if not np.allclose(np.asarray(back), np.asarray(u), atol=1e-5):

@@ -2,7 +2,7 @@
 
 Scores follow DESIGN.md: ``(..., N, K)`` log-posteriors by default, or
 ``"logits"`` (log-softmax applied), ``"probabilities"`` (logged by the
-validator, see :func:`ecjax._validate.as_scores`), ``"llr"`` (binary log-likelihood ratio
+validator, see :func:`ecjax.inputs.as_scores`), ``"llr"`` (binary log-likelihood ratio
 ``log p(x|1) - log p(x|0)``, shape ``(..., N)``) and ``"log_likelihoods"``
 (combined with priors by Bayes' rule, seed 002 eqs. 45-47).
 """
@@ -16,7 +16,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax.precision import argmin_of_products, check_precision, einsum
 
 
@@ -36,29 +36,6 @@ def log_posteriors_kernel(scores, log_priors, score_type: str):
     # llr: log-odds of class 1 = llr + log(P1 / P0), in the log domain via log_sigmoid.
     log_odds = scores + (log_priors[..., 1] - log_priors[..., 0])[..., None]
     return jnp.stack([jax.nn.log_sigmoid(-log_odds), jax.nn.log_sigmoid(log_odds)], axis=-1)
-
-
-def _prepare(scores, priors, score_type):
-    """Validate scores and priors; return (scores, log_priors)."""
-    scores = v.as_scores(scores, score_type=score_type)
-    k = 2 if score_type == "llr" else scores.shape[-1]
-    if score_type in ("llr", "log_likelihoods"):
-        if priors is None:
-            raise v.InputError(
-                f"`priors` is required with score_type={score_type!r}: likelihoods become posteriors only given priors"
-            )
-        p = v.as_priors(priors, num_classes=k)
-        with jax.numpy_dtype_promotion("standard"):
-            log_p = jnp.log(p)
-    else:
-        if priors is not None:
-            raise v.InputError(
-                f"`priors` cannot be combined with score_type={score_type!r}: posteriors already contain "
-                "the training priors. To shift them to deployment priors, also pass `training_priors` (the "
-                "priors they were trained with)"
-            )
-        log_p = jnp.zeros(k)
-    return scores, log_p
 
 
 def log_likelihoods_from_posteriors(scores, training_priors, *, score_type: str = "log_posteriors"):
@@ -83,7 +60,7 @@ def log_likelihoods_from_posteriors(scores, training_priors, *, score_type: str 
                            f"score_type={score_type!r} pass the deployment `priors` only")
     s = v.as_scores(scores, score_type=score_type)
     train = v.as_priors(training_priors, "training_priors", num_classes=s.shape[-1])
-    if not v._is_tracer(train) and np.any(np.asarray(train) <= 0):
+    if not v.is_tracer(train) and np.any(np.asarray(train) <= 0):
         raise v.InputError("`training_priors` must be > 0 for every class: a posterior trained with a prior of 0 "
                            "cannot be re-weighted")
     return jax.nn.log_softmax(s, axis=-1) - jnp.log(train)
@@ -109,7 +86,7 @@ def log_posteriors(scores, *, priors=None, score_type: str = "log_posteriors", t
     ``training_priors`` it is refused (see :func:`bayes_decisions`).
     """
     scores, priors, score_type = _with_training_priors(scores, priors, score_type, training_priors)
-    scores, log_p = _prepare(scores, priors, score_type)
+    scores, log_p = v.scores_and_log_priors(scores, priors, score_type)
     return log_posteriors_kernel(scores, log_p, score_type)
 
 
@@ -123,7 +100,7 @@ def bayes_decisions_kernel(log_post, costs, precision: str = "exact"):
     same decisions: :func:`ecjax.precision.argmin_of_products`).
 
     A sample whose log posteriors hold a NaN gets ``-1`` (the NaN contract
-    of traced input, see :mod:`ecjax._validate`): under ``jit``/``vmap``
+    of traced input, see :mod:`ecjax.inputs`): under ``jit``/``vmap``
     no error can be raised, and any decision would be a silent guess.
     """
     decisions = argmin_of_products(jnp.exp(log_post), costs, precision=precision)
@@ -165,7 +142,7 @@ def bayes_decisions(scores, costs, *, priors=None, score_type: str = "log_poster
     """
     precision = check_precision(precision)
     scores, priors, score_type = _with_training_priors(scores, priors, score_type, training_priors)
-    scores, log_p = _prepare(scores, priors, score_type)
+    scores, log_p = v.scores_and_log_priors(scores, priors, score_type)
     k = log_p.shape[-1]
     costs = v.as_matrix(costs, "costs", shape=(k, None))
     try:

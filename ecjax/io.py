@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ecjax._validate import InputError
+from ecjax.inputs import InputError
 
 # Largest array a file may declare before it is loaded (``max_bytes``); 1 GiB.
 DEFAULT_MAX_BYTES = 2**30

@@ -17,7 +17,7 @@ public function here returns ``NaN`` for a batch element whose concrete call
 would have raised (negative or non-finite counts, a matrix with no samples,
 non-finite costs, priors that are negative, do not sum to 1 or weigh a class
 absent from the data, a zero naive EC for the NEC, ``beta <= 0``...): see
-the NaN contract in :mod:`ecjax._validate`.
+the NaN contract in :mod:`ecjax.inputs`.
 
 Counts are summed in floating point (host integer counts past ``2**31`` are
 converted through ``float64`` before reaching the device), never in
@@ -33,7 +33,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax.confusion import class_counts, data_priors, rates
 from ecjax.decisions import naive_expected_cost
 
@@ -42,10 +42,10 @@ AVERAGES = ("binary", "macro", "micro", None)
 
 # ----------------------------------------------------------------- validation
 
-def _as_counts(counts, *, square: bool = False):
+def as_counts(counts, *, square: bool = False):
     """Validated counts, as floats: every sum over them is then a float sum that cannot wrap."""
     c = v.as_array(counts, "counts", min_ndim=2)
-    if not v._is_tracer(c):
+    if not v.is_tracer(c):
         if isinstance(c, np.ndarray) and c.dtype.kind in "iu":
             c = c.astype(np.float64)  # exact int64 -> float64 on the host; jnp.asarray would wrap past int32
         a = np.asarray(c)
@@ -70,9 +70,9 @@ def _counts_ok(c):
 
 
 def _priors_ok(counts, p):
-    """Traced-input mask of valid deployment priors for these counts (see :func:`_resolve_priors`)."""
+    """Traced-input mask of valid deployment priors for these counts (see :func:`resolve_priors`)."""
     absent = (class_counts(counts) == 0) & (p > 0)
-    return (jnp.all(jnp.isfinite(p) & (p >= 0), -1) & (jnp.abs(p.sum(-1) - 1.0) <= v._SUM_TOL)
+    return (jnp.all(jnp.isfinite(p) & (p >= 0), -1) & (jnp.abs(p.sum(-1) - 1.0) <= v.SUM_TOL)
             & ~jnp.any(absent, -1))
 
 
@@ -83,7 +83,7 @@ def _guard(out, ok_fn, *inputs, extra_axes=0):
     return v.nan_where_invalid(out, ok_fn(), extra_axes=extra_axes)
 
 
-def _resolve_priors(counts, priors, *, compute_data_priors=True):
+def resolve_priors(counts, priors, *, compute_data_priors=True):
     """Data priors by default; deployment priors checked against the counts.
 
     With ``compute_data_priors=False`` the default is returned as ``None``
@@ -92,7 +92,7 @@ def _resolve_priors(counts, priors, *, compute_data_priors=True):
     if priors is None:
         return data_priors(counts) if compute_data_priors else None
     p = v.as_priors(priors, num_classes=counts.shape[-2])
-    if not v._is_tracer(p) and not v._is_tracer(counts):
+    if not v.is_tracer(p) and not v.is_tracer(counts):
         missing = (np.asarray(class_counts(counts)) == 0) & (np.asarray(p) > 0)
         if np.any(missing):
             cls = np.nonzero(missing)[-1][0]
@@ -154,9 +154,9 @@ def expected_cost(counts, costs, *, priors=None):
       >>> float(expected_cost(jnp.array([[3, 1], [2, 4]]), 1 - jnp.eye(2)))
       0.3
     """
-    counts = _as_counts(counts)
+    counts = as_counts(counts)
     c = _costs_for(counts, costs)
-    p = _resolve_priors(counts, priors, compute_data_priors=False)
+    p = resolve_priors(counts, priors, compute_data_priors=False)
     return _guard(_expected_value_jit(counts, c, p), lambda: _ec_ok(counts, c, p), counts, c, p)
 
 
@@ -174,10 +174,10 @@ def normalized_expected_cost(counts, costs, *, priors=None):
     EC is 0 (some decision costs nothing for every class), where the NEC is
     undefined; under ``jit``/``vmap`` it is then ``NaN`` (the NaN contract).
     """
-    counts = _as_counts(counts)
+    counts = as_counts(counts)
     c = _costs_for(counts, costs)
-    p = _resolve_priors(counts, priors, compute_data_priors=False)
-    if not any(v._is_tracer(x) for x in (counts, c, p)):
+    p = resolve_priors(counts, priors, compute_data_priors=False)
+    if not any(v.is_tracer(x) for x in (counts, c, p)):
         # The check runs in numpy: no JAX dispatch before the one jitted kernel.
         cn = np.asarray(counts, np.float64)
         pn = np.asarray(p, np.float64) if p is not None else cn.sum(-1) / cn.sum((-2, -1))[..., None]
@@ -202,9 +202,9 @@ def utility_yield(counts, utilities, *, priors=None):
     ``C`` normalized by the number of samples.  Higher is better; the yield
     of utilities ``U`` is minus the EC of costs ``-U``.
     """
-    counts = _as_counts(counts)
+    counts = as_counts(counts)
     u = _costs_for(counts, utilities, "utilities")
-    p = _resolve_priors(counts, priors, compute_data_priors=False)
+    p = resolve_priors(counts, priors, compute_data_priors=False)
     return _guard(_expected_value_jit(counts, u, p), lambda: _ec_ok(counts, u, p), counts, u, p)
 
 
@@ -293,14 +293,14 @@ def _select(kind, counts, pos_label, average, zero_division, b2=1.0):
     pos = _check_pos_label(pos_label, counts.shape[-1]) if average == "binary" else 0
     zero_division = v.check_zero_division(zero_division)
     out = _select_kernel(counts, pos, zero_division, b2, kind=kind, average=average)
-    beta_ok = (lambda: jnp.isfinite(b2) & (b2 > 0)) if v._is_tracer(b2) else (lambda: True)
+    beta_ok = (lambda: jnp.isfinite(b2) & (b2 > 0)) if v.is_tracer(b2) else (lambda: True)
     return _guard(out, lambda: _counts_ok(counts) & beta_ok(), counts, b2,
                   extra_axes=1 if average is None else 0)
 
 
 def _metric(kind, doc):
     def metric(counts, *, pos_label=1, average="binary", zero_division=0.0):
-        counts = _as_counts(counts, square=True)
+        counts = as_counts(counts, square=True)
         return _select(kind, counts, pos_label, average, zero_division)
 
     metric.__doc__ = doc + _AVERAGE_DOC
@@ -336,8 +336,8 @@ def f_beta_score(counts, *, beta=1.0, pos_label=1, average="binary", zero_divisi
     Equals ``1 - EC_beta / (b^2 P_2 + R_*2)`` with the costs of
     :func:`ecjax.costs.f_beta` (seed 000 eq. 22).
     """
-    counts = _as_counts(counts, square=True)
-    if v._is_tracer(beta):
+    counts = as_counts(counts, square=True)
+    if v.is_tracer(beta):
         b2 = jnp.where(beta > 0, jnp.asarray(beta, jnp.result_type(float)) ** 2, jnp.nan)
     else:
         b = v.as_real(beta, "beta")
@@ -362,7 +362,7 @@ def _accuracy_kernel(c):
 
 def _counts_metric(kernel, counts, *args, square=True):
     """A metric of the counts alone, with the NaN contract under jit."""
-    c = _as_counts(counts, square=square)
+    c = as_counts(counts, square=square)
     return _guard(kernel(c, *args), lambda: _counts_ok(c), c, *args)
 
 
@@ -436,7 +436,7 @@ def cohen_kappa(counts, *, zero_division=0.0):
 
 def fowlkes_mallows(counts, *, pos_label=1, average="binary", zero_division=0.0):
     """Fowlkes-Mallows index ``sqrt(PPV * TPR)`` for the positive class (seed 004 Table 1)."""
-    counts = _as_counts(counts, square=True)
+    counts = as_counts(counts, square=True)
     return _select("fowlkes_mallows", counts, pos_label, average, zero_division)
 
 
@@ -472,9 +472,9 @@ def _binary_ok(c, pos):
 
 def _binary_counts(counts, pos_label):
     """Square counts with both the positive class and the rest present."""
-    c = _as_counts(counts, square=True)
+    c = as_counts(counts, square=True)
     pos = _check_pos_label(pos_label, c.shape[-1])
-    if not v._is_tracer(c):
+    if not v.is_tracer(c):
         n_i = np.asarray(c).sum(-1)
         if np.any(n_i[..., pos] == 0) or np.any(n_i.sum(-1) - n_i[..., pos] == 0):
             raise v.InputError("likelihood ratios need test samples of both the positive class and the rest")
@@ -494,9 +494,9 @@ def net_benefit(counts, *, threshold_probability, pos_label=1):
     Equals ``P_pos - EC`` with the costs of :func:`ecjax.costs.net_benefit`
     (seed 002 eqs. 12-15).
     """
-    c = _as_counts(counts, square=True)
+    c = as_counts(counts, square=True)
     pos = _check_pos_label(pos_label, c.shape[-1])
-    if v._is_tracer(threshold_probability):
+    if v.is_tracer(threshold_probability):
         p = jnp.asarray(threshold_probability, jnp.result_type(float))
         p_ok = (p > 0) & (p < 1)
     else:
@@ -520,14 +520,14 @@ def informedness(counts, *, pos_label=1):
 
     A 0/0 rate counts as 0 (as in :func:`recall`).
     """
-    c = _as_counts(counts, square=True)
+    c = as_counts(counts, square=True)
     out = _youden_kernel(c, _check_pos_label(pos_label, c.shape[-1]), kind="informedness")
     return _guard(out, lambda: _counts_ok(c), c)
 
 
 def markedness(counts, *, pos_label=1):
     """Markedness ``PPV + NPV - 1``; a 0/0 predictive value counts as 0."""
-    c = _as_counts(counts, square=True)
+    c = as_counts(counts, square=True)
     out = _youden_kernel(c, _check_pos_label(pos_label, c.shape[-1]), kind="markedness")
     return _guard(out, lambda: _counts_ok(c), c)
 
@@ -579,7 +579,7 @@ def general_performance_score(values):
     v.check_finite(p, "values")
     if p.shape[-1] < 2:
         raise v.InputError(f"`values` needs at least 2 metrics, got shape {tuple(p.shape)}")
-    if not v._is_tracer(p):
+    if not v.is_tracer(p):
         a = np.asarray(p)
         if a.dtype.kind not in "iuf":
             raise v.InputError(f"`values` must be numeric, got dtype {a.dtype}")
@@ -605,7 +605,7 @@ def unified_performance_measure(counts, *, pos_label=1):
 
     Returns ``(upm, sd)``.
     """
-    c = _as_counts(counts, square=True)
+    c = as_counts(counts, square=True)
     return _guard(_upm_kernel(c, _check_pos_label(pos_label, c.shape[-1])), lambda: _counts_ok(c), c)
 
 

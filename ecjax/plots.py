@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 
 YSCALES = ("auto", "linear", "symlog", "log")
 # "auto" y-scale: values beyond this many times the naive level (NEC 1) would flatten the useful range [0, 1]

@@ -37,8 +37,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from ecjax import _validate as v
-from ecjax._random import first_true_indices
+from ecjax import inputs as v
+from ecjax.random_bits import first_true_indices
 
 EXACT = jax.lax.Precision.HIGHEST
 PRECISIONS = ("exact", "fast")

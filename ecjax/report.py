@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax import metrics as m
 from ecjax.costs import normalize_rows
 

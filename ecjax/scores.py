@@ -15,15 +15,14 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax.confusion import class_counts, confusion_counts
 from ecjax.decisions import (
-    _prepare,
     bayes_decisions_kernel,
     log_posteriors_kernel,
     naive_expected_cost,
 )
-from ecjax.metrics import _resolve_priors, expected_value
+from ecjax.metrics import resolve_priors, expected_value
 from ecjax.precision import (
     argmin_and_near_ties,
     check_precision,
@@ -36,7 +35,7 @@ from ecjax.precision import (
 
 
 def _labels_and_scores(labels, scores, priors, score_type):
-    scores, log_p = _prepare(scores, None if score_type in v.POSTERIOR_TYPES else priors, score_type)
+    scores, log_p = v.scores_and_log_priors(scores, None if score_type in v.POSTERIOR_TYPES else priors, score_type)
     k = log_p.shape[-1]
     labels = v.as_index_array(labels, "labels", upper=k)
     n_axis = -1 if score_type == "llr" else -2
@@ -48,7 +47,7 @@ def _labels_and_scores(labels, scores, priors, score_type):
 
 def _evaluation_priors(labels, k, priors):
     counts = confusion_counts(labels, labels, num_classes=k, num_decisions=k)
-    return counts, _resolve_priors(counts, priors)
+    return counts, resolve_priors(counts, priors)
 
 
 @partial(jax.jit, static_argnames=("score_type", "normalize", "batch_size", "precision"))
@@ -253,8 +252,7 @@ def optimal_threshold_expected_cost(labels, scores, costs=None, *, priors=None, 
 from typing import NamedTuple  # noqa: E402
 
 from ecjax.confusion import class_counts, confusion_counts  # noqa: E402
-from ecjax.decisions import _prepare as _prepare_scores  # noqa: E402
-from ecjax.metrics import _resolve_priors  # noqa: E402
+from ecjax.metrics import resolve_priors  # noqa: E402
 
 ECE_BINNINGS = ("equal_width", "equal_mass")
 ECE_VARIANTS = ("auto", "binary", "top_label")
@@ -273,7 +271,7 @@ def _as_log_domain_scores(scores, score_type):
     """
     v.check_score_type(score_type)
     arr = v.as_array(scores, "scores", min_ndim=1 if score_type == "llr" else 2)
-    if v._is_tracer(arr):
+    if v.is_tracer(arr):
         return arr, None
     a = np.asarray(arr)
     neg_inf = None
@@ -305,7 +303,7 @@ def _psr_inputs(labels, scores, priors, score_type):
     """
     a, neg_inf = _as_log_domain_scores(scores, score_type)
     likelihood_type = score_type in ("llr", "log_likelihoods")
-    s, log_p = _prepare_scores(a, priors if likelihood_type else None, score_type)
+    s, log_p = v.scores_and_log_priors(a, priors if likelihood_type else None, score_type)
     if neg_inf is not None:
         s = jnp.where(jnp.asarray(neg_inf), -jnp.inf, s)
     k = log_p.shape[-1]
@@ -314,7 +312,7 @@ def _psr_inputs(labels, scores, priors, score_type):
         raise v.InputError(f"`labels` must be one vector of N classes, got shape {labels.shape}")
     v.check_same_length("labels", labels, "scores", s, axis_b=-1 if score_type == "llr" else -2)
     counts = confusion_counts(labels, labels, num_classes=k, num_decisions=k)
-    p = _resolve_priors(counts, priors)
+    p = resolve_priors(counts, priors)
     log_post = log_posteriors_kernel(s, log_p, score_type)
     return labels, log_post, p, class_counts(counts)
 
@@ -330,20 +328,20 @@ def class_weights(n_i, priors):
 
 
 def _scores_ok(labels, log_post, n_i=None, p=None, priors_given=False):
-    """Traced-input mask (the NaN contract of :mod:`ecjax._validate`), one entry per system.
+    """Traced-input mask (the NaN contract of :mod:`ecjax.inputs`), one entry per system.
 
-    Invalid labels arrive as ``-1`` from :func:`ecjax._validate.as_index_array`; NaN (or ``+inf``)
+    Invalid labels arrive as ``-1`` from :func:`ecjax.inputs.as_index_array`; NaN (or ``+inf``)
     scores give NaN log-posteriors; deployment priors must be a distribution that gives no
     weight to a class absent from the data.
     """
     ok = jnp.all(labels >= 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
     if priors_given:
-        ok = ok & jnp.all(p >= 0) & (jnp.abs(jnp.sum(p) - 1.0) <= v._SUM_TOL) & ~jnp.any((n_i == 0) & (p > 0))
+        ok = ok & jnp.all(p >= 0) & (jnp.abs(jnp.sum(p) - 1.0) <= v.SUM_TOL) & ~jnp.any((n_i == 0) & (p > 0))
     return ok
 
 
 def _check_normalizable(naive, what):
-    if not v._is_tracer(naive) and np.any(np.asarray(naive) <= 0):
+    if not v.is_tracer(naive) and np.any(np.asarray(naive) <= 0):
         raise v.InputError(
             f"the naive {what} is 0 (the priors put all mass on one class, e.g. a single-class label set): "
             "the normalized value is undefined; use normalize=False"
@@ -473,7 +471,7 @@ def _binary_log_odds(labels, scores, score_type, *, need_both=True):
         raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(s.shape)}")
     labels = v.as_index_array(labels, "labels", upper=2)
     v.check_same_length("labels", labels, "scores", s)
-    if need_both and not v._is_tracer(labels):
+    if need_both and not v.is_tracer(labels):
         n1 = int(np.sum(np.asarray(labels)))
         if n1 == 0 or n1 == labels.shape[0]:
             raise v.InputError("`labels` has a single class: ROC, AUC and EER need samples of both classes")

@@ -50,7 +50,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
 
 

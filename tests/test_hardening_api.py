@@ -3,7 +3,7 @@
 Each case asserts the exact error class (``ecjax.InputError``) and that the
 message names the argument; numeric cases are checked against an
 independent numpy float64 / scikit-learn computation written here.  Under
-``jit``/``vmap`` the NaN contract of ``ecjax._validate`` holds: a value a
+``jit``/``vmap`` the NaN contract of ``ecjax.inputs`` holds: a value a
 concrete call refuses is NaN (floats) or -1 (indices, counts), never a
 plausible number.
 """
@@ -18,7 +18,7 @@ import jax.numpy as jnp
 
 import ecjax
 from ecjax import InputError, costs
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax import confusion
 from ecjax.confusion import confusion_matrix, joint_outcome_table
 

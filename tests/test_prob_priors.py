@@ -19,7 +19,7 @@ from numpyro.infer import Predictive
 
 import ecjax
 from ecjax import prob
-from ecjax.prob._sampling import dirichlet, gamma
+from ecjax.prob.sampling import dirichlet, gamma
 
 KEY = jax.random.key(20240611)
 N_DRAWS = 40_000
@@ -58,7 +58,7 @@ def test_gamma_sampler_matches_scipy(shape):
 
 
 def test_gamma_large_inputs_drawn_in_blocks():
-    from ecjax.prob._sampling import _BLOCK
+    from ecjax.prob.sampling import _BLOCK
 
     n = 3 * _BLOCK + 123  # several blocks and a padded tail
     shapes = np.where(np.arange(n) % 2 == 0, 2.5, 0.3)

@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 from jax.extend.random import threefry_2x32
 
-from ecjax._random import first_true_indices, threefry2x32, uniform, uniform_pair
-from ecjax.prob import _sampling
+from ecjax.random_bits import first_true_indices, threefry2x32, uniform, uniform_pair
+from ecjax.prob import sampling as _sampling
 from ecjax.prob.distributions import TruncatedStandardNormal
 
 KEY = jax.random.key(7)

@@ -103,14 +103,14 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax.confusion import JointOutcomeTable, confusion_counts, data_priors, joint_outcome_table, rates
 from ecjax.costs import normalize_rows
 from ecjax.decisions import bayes_decisions_kernel, log_posteriors_kernel, naive_expected_cost
 from ecjax.metrics import expected_value
 from ecjax.prob import paired as paired_mod
 from ecjax.prob import ranking
-from ecjax.prob._sampling import dirichlet
+from ecjax.prob.sampling import dirichlet
 from ecjax.prob.rates import (
     PriorDistribution,
     as_class_priors,
@@ -120,7 +120,7 @@ from ecjax.prob.rates import (
     sample_class_priors,
     sample_rates,
 )
-from ecjax.prob.utility_priors import UtilityPrior, as_utility_prior
+from ecjax.prob.utility_priors import UtilityPrior, as_utility_prior, resolve_utilities
 
 
 DECISION_RULES = ("expected_utility", "per_draw")
@@ -243,15 +243,6 @@ def _split_labels(labels, num_systems, names):
     if len(items) != num_systems:
         raise v.InputError(f"`labels` has {len(items)} label vectors for {num_systems} systems")
     return items
-
-
-def _resolve_utilities(utilities, costs):
-    if (utilities is None) == (costs is None):
-        raise v.InputError("give exactly one of `utilities` and `costs` (a (K, D) matrix or a utility prior)")
-    if utilities is not None:
-        return as_utility_prior(utilities, "utilities")
-    prior = as_utility_prior(costs, "costs")
-    return prior if isinstance(prior, UtilityPrior) else -prior + 0.0
 
 
 def _check_paired_labels(label_list):
@@ -582,10 +573,10 @@ def _block(b, key_all, key_rates, u, p_all, p_rates, data, model):
     return out
 
 
-def _progress_bar(progress, total):
+def progress_bar(progress, total):
     if not progress:
         return None
-    from ecjax.sweep.engine import _progress_bar as bar  # the sweeps' convention: True (tqdm) or a factory
+    from ecjax.sweep.engine import progress_bar as bar  # the sweeps' convention: True (tqdm) or a factory
 
     return bar(progress, total)
 
@@ -609,7 +600,7 @@ def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
     host, mean_sum = {}, None
     fixed_u = jnp.broadcast_to(data["u_hat"], (bsz,) + data["u_hat"].shape)
     fixed_p = jnp.broadcast_to(data["p_bar"], (bsz,) + data["p_bar"].shape)
-    bar = _progress_bar(progress, plan.num_chunks)
+    bar = progress_bar(progress, plan.num_chunks)
     try:
         for c in range(plan.num_chunks):
             pending = []
@@ -748,7 +739,7 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
     if (decisions is None) == (scores is None):
         raise v.InputError("give exactly one of `decisions` and `scores`")
     v.check_choice(decision_rule, "decision_rule", DECISION_RULES)
-    prior = _resolve_utilities(utilities, costs)
+    prior = resolve_utilities(utilities, costs)
     k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     if k < 2:
         raise v.InputError(f"the utility matrix must have at least 2 classes (rows), got shape {(k, d)}")
@@ -876,7 +867,7 @@ def compare_counts(counts, *, utilities=None, costs=None, priors=None, concentra
         raise v.InputError(f"`counts` must be (K, D) or (M, K, D), got shape {tuple(c.shape)}")
     if np.any(np.asarray(c).sum((-2, -1)) == 0):
         raise v.InputError("`counts` has a system with no samples")
-    prior = _resolve_utilities(utilities, costs)
+    prior = resolve_utilities(utilities, costs)
     k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     if tuple(c.shape[1:]) != (k, d):
         raise v.InputError(f"`counts` have (K, D) = {tuple(c.shape[1:])} but the utility matrix is {(k, d)}")

@@ -1,4 +1,4 @@
-"""NumPyro distributions with exact samplers built on :mod:`ecjax._random`.
+"""NumPyro distributions with exact samplers built on :mod:`ecjax.random_bits`.
 
 NumPyro's own samplers draw through ``jax.random.uniform``, whose
 threefry hash JAX lowers on CPU as a rolled loop; the utility priors draw
@@ -15,7 +15,7 @@ import numpy as np
 from jax.scipy.special import log_ndtr
 from numpyro.distributions import Distribution, constraints
 
-from ecjax._random import truncated_standard_normal
+from ecjax.random_bits import truncated_standard_normal
 
 _LOG_SQRT_2PI = 0.5 * np.log(2.0 * np.pi)
 
@@ -25,7 +25,7 @@ class TruncatedStandardNormal(Distribution):
 
     Density ``phi(z) / Z`` on the interval, ``Z = Phi(high) - Phi(low)``.
     Sampling inverts the CDF on the side of the lower tail
-    (:func:`ecjax._random.truncated_standard_normal`); ``Z`` is computed as
+    (:func:`ecjax.random_bits.truncated_standard_normal`); ``Z`` is computed as
     a log-difference of ``log Phi`` for the same reason of precision.
     """
 

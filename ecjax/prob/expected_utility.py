@@ -23,7 +23,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax.decisions import bayes_decisions, bayes_decisions_kernel
 from ecjax.prob.utility_priors import UtilityPrior, as_utility_prior
 

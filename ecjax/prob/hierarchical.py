@@ -35,12 +35,12 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.infer import MCMC, NUTS
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax.confusion import confusion_counts
 from ecjax.prob import ranking
 from ecjax.prob.compare import evaluate_draws
 from ecjax.prob.rates import PriorDistribution, as_class_priors, as_counts, check_concentration
-from ecjax.prob.utility_priors import UtilityPrior
+from ecjax.prob.utility_priors import UtilityPrior, resolve_utilities
 
 DISPERSION_LOC = math.log(100.0)
 DISPERSION_SCALE = 1.5
@@ -173,8 +173,6 @@ def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=No
     """
     import arviz as az
 
-    from ecjax.prob.compare import _resolve_utilities
-
     key = v.as_key(key)
     counts = as_counts(counts)
     if counts.ndim != 4:
@@ -196,7 +194,7 @@ def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=No
         rope = float(rope)
         if not np.isfinite(rope) or rope < 0:
             raise v.InputError(f"`rope` must be a finite number >= 0, got {rope!r}")
-    prior = _resolve_utilities(utilities, costs)
+    prior = resolve_utilities(utilities, costs)
     shape = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     if shape != (k, d):
         raise v.InputError(f"the utility matrix has shape {shape}, the counts have (K, D) = {(k, d)}")

@@ -105,10 +105,10 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ecjax import _validate as v
-from ecjax._random import uniform
+from ecjax import inputs as v
+from ecjax.random_bits import uniform
 from ecjax.confusion import JointOutcomeTable, joint_outcome_table
-from ecjax.prob._sampling import _in_blocks, gamma_draws
+from ecjax.prob.sampling import in_blocks, gamma_draws
 from ecjax.prob.rates import check_concentration, default_concentration
 
 # None: ``default_concentration(D, K)`` per cell of each system's matrix (see resolve_concentration).
@@ -325,7 +325,7 @@ def _paired_kernel(key, cells, counts, mass, *, num_draws, num_classes, num_deci
         return _with_prior(key_prior, _marginal_counts(h, cells, num_classes, num_decisions), h.sum(-1), mass,
                            g[:, c:], **kw)
 
-    return _in_blocks(key, num_draws, rows, block, (m, num_classes, num_decisions), f)
+    return in_blocks(key, num_draws, rows, block, (m, num_classes, num_decisions), f)
 
 
 def sample_joint_confusions(key, table: JointOutcomeTable, *, num_draws: int, concentration=None):
@@ -462,7 +462,7 @@ def _clustered_kernel(key, cells, groups, counts, mass, *, num_draws, num_groups
         return _with_prior(key_prior, _marginal_counts(h, cells, num_classes, num_decisions), h.sum(-1), mass,
                            g[:, c_end:], **kw)
 
-    return _in_blocks(key, num_draws, rows, block, (m, num_classes, num_decisions), f)
+    return in_blocks(key, num_draws, rows, block, (m, num_classes, num_decisions), f)
 
 
 def sample_clustered_confusions(key, table: ClusteredOutcomeTable, *, num_draws: int, concentration=None):

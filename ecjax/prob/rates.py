@@ -85,8 +85,8 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.infer import MCMC, NUTS
 
-from ecjax import _validate as v
-from ecjax.prob._sampling import dirichlet, dirichlet_draws, rejection_sample
+from ecjax import inputs as v
+from ecjax.prob.sampling import dirichlet, dirichlet_draws, rejection_sample
 
 
 # A: pseudo-observations of the default prior, per confusion matrix (or per joint table of paired systems).
@@ -123,7 +123,7 @@ def check_concentration(concentration, name="concentration", *, allow_zero=True)
 def as_counts(counts, name="counts"):
     """Non-negative finite count matrices ``(..., K, D)`` (integers or weighted floats)."""
     c = v.as_array(counts, name, min_ndim=2)
-    if not v._is_tracer(c):
+    if not v.is_tracer(c):
         a = np.asarray(c)
         if a.dtype.kind not in "iuf":
             raise v.InputError(f"`{name}` must be numeric, got dtype {a.dtype}")
@@ -162,7 +162,7 @@ def sample_rates(key, counts, *, num_draws: int, concentration=None):
     num_draws = v.as_positive_int(num_draws, "num_draws")
     k, d = counts.shape[-2:]
     alpha = default_concentration(d, k) if concentration is None else check_concentration(concentration)
-    if alpha == 0 and not v._is_tracer(counts) and np.any(np.asarray(counts).sum(-1) == 0):
+    if alpha == 0 and not v.is_tracer(counts) and np.any(np.asarray(counts).sum(-1) == 0):
         raise v.InputError("with `concentration=0` every class needs test samples: a row of `counts` is all zero")
     return _rates_kernel(key, counts, alpha, num_draws=num_draws, small_shapes=0 < alpha < 1)
 

@@ -33,9 +33,9 @@ import numpyro
 import numpyro.distributions as dist
 from numpyro.infer import Predictive
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax.costs import utility_from_xy
-from ecjax.prob._sampling import rejection_sample
+from ecjax.prob.sampling import rejection_sample
 from ecjax.prob.distributions import TruncatedStandardNormal
 
 SITES = ("utility", "cost")
@@ -544,3 +544,16 @@ def as_utility_prior(utilities, name: str = "utilities"):
     if m.ndim != 2:
         raise v.InputError(f"`{name}` must be one (K, D) matrix or a utility prior, got shape {tuple(m.shape)}")
     return m
+
+
+def resolve_utilities(utilities, costs):
+    """Exactly one of ``utilities`` and ``costs`` (a matrix or a prior) as a utility matrix or prior.
+
+    Costs become utilities by negation (``U = -C``), so every caller ranks by utility yield.
+    """
+    if (utilities is None) == (costs is None):
+        raise v.InputError("give exactly one of `utilities` and `costs` (a (K, D) matrix or a utility prior)")
+    if utilities is not None:
+        return as_utility_prior(utilities, "utilities")
+    prior = as_utility_prior(costs, "costs")
+    return prior if isinstance(prior, UtilityPrior) else -prior + 0.0

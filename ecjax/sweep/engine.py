@@ -43,7 +43,7 @@ import jax.numpy as jnp
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 
 AXIS = "points"
 MAX_POINTS = 2**31 - 1
@@ -164,7 +164,7 @@ def _step(args, acc, start, num_points, *, plan: Plan):
     return acc, (out if plan.collect else None)
 
 
-def _progress_bar(progress, total):
+def progress_bar(progress, total):
     if not progress:
         return None
     if callable(progress):
@@ -243,7 +243,7 @@ def map_reduce(local_fn, reduce_fn, init, num_points: int, *, args: Any = (), ch
     # Host scalars (not single-device arrays), so the same call works with a multi-process global mesh.
     n_arr = np.int32(num_points)
     host = None
-    bar = _progress_bar(progress, num_chunks)
+    bar = progress_bar(progress, num_chunks)
     try:
         for c in range(num_chunks):
             start = c * chunk

@@ -33,7 +33,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,7 +77,7 @@ def _materialize(fn, data, idx):
 
 # ------------------------------------------------------------------ arrays
 
-def _take(data, idx):
+def take(data, idx):
     return jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0, mode="clip"), data)
 
 
@@ -102,7 +102,7 @@ def values(array, *, name: str = "values") -> Axis:
         raise v.InputError(f"`{name}` is empty: the swept (leading) axis has length 0")
     if any(a.shape[0] != b for a in arrs):
         raise v.InputError(f"all leaves of `{name}` must share the leading (swept) axis")
-    return Axis((b,), _take, jax.tree_util.tree_unflatten(treedef, arrs), (None,))
+    return Axis((b,), take, jax.tree_util.tree_unflatten(treedef, arrs), (None,))
 
 
 # ------------------------------------------------------------------ scalars

@@ -30,12 +30,12 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax.decisions import naive_expected_cost
-from ecjax.sweep._inputs import _log_odds, _split, _systems_scores
+from ecjax.sweep.inputs import class_one_log_odds, split_point_values, systems_scores
 
 
-def _hull_of_roc(labels, s):
+def hull_of_roc(labels, s):
     """Upper-left convex hull of the ROC points of one system (numpy, float64).
 
     ROC points are taken at every cut between distinct scores (tied scores
@@ -72,15 +72,15 @@ def roc_convex_hull(labels, scores, *, priors=None, score_type: str = "log_poste
     odds of class 1.  ``priors`` (for ``"llr"``/``"log_likelihoods"``) only
     shift the log odds and so leave the hull unchanged.
     """
-    labels, scores, k = _systems_scores(labels, scores, score_type)
+    labels, scores, k = systems_scores(labels, scores, score_type)
     if k != 2:
         raise v.InputError(f"ROC curves need binary scores (K = 2), got K = {k}")
-    s = np.asarray(_log_odds(scores, score_type), np.float64)
+    s = np.asarray(class_one_log_odds(scores, score_type), np.float64)
     labels = np.asarray(labels)
-    return [_hull_of_roc(labels[i], s[i]) for i in range(s.shape[0])]
+    return [hull_of_roc(labels[i], s[i]) for i in range(s.shape[0])]
 
 
-def _padded_hulls(hulls):
+def padded_hulls(hulls):
     h = max(len(f) for f, _ in hulls)
     fs = np.stack([np.concatenate([f, np.full(h - len(f), f[-1])]) for f, _ in hulls])
     ts = np.stack([np.concatenate([t, np.full(h - len(t), t[-1])]) for _, t in hulls])
@@ -132,7 +132,7 @@ def roc_tangent_winners(labels, scores, utilities, *, priors=None, score_type: s
       system, ``(B, S)`` utility yields at each system's tangent point, and
       ``(B, S, 2)`` the tangent points ``(fpr, tpr)``.
     """
-    labels_v, scores_v, k = _systems_scores(labels, scores, score_type)
+    labels_v, scores_v, k = systems_scores(labels, scores, score_type)
     if k != 2:
         raise v.InputError(f"the ROC tangent criterion needs binary scores (K = 2), got K = {k}")
     u = v.as_matrix(utilities, "utilities", shape=(2, 2))
@@ -149,9 +149,9 @@ def roc_tangent_winners(labels, scores, utilities, *, priors=None, score_type: s
         p = v.as_priors(priors, num_classes=2)
         if p.ndim != 1:
             raise v.InputError("`priors` must be one (2,) vector here")
-    log_odds = np.asarray(_log_odds(scores_v, score_type), np.float64)
-    hulls = [_hull_of_roc(np.asarray(labels_v)[i], s) for i, s in enumerate(log_odds)]
-    fs, ts, slopes = _padded_hulls(hulls)
+    log_odds = np.asarray(class_one_log_odds(scores_v, score_type), np.float64)
+    hulls = [hull_of_roc(np.asarray(labels_v)[i], s) for i, s in enumerate(log_odds)]
+    fs, ts, slopes = padded_hulls(hulls)
     yields, vertex = _tangent_jit(fs, ts, slopes, u, p)
     yields = np.asarray(yields)
     vertex = np.asarray(vertex)
@@ -178,7 +178,7 @@ class TangentPoint:
 
     def __call__(self, args, idx):
         fs, ts, slopes, data_p, fixed_m, fixed_p, data = args
-        m, p = _split(self.axis_fn(data, idx), self.layout, fixed_m, fixed_p)
+        m, p = split_point_values(self.axis_fn(data, idx), self.layout, fixed_m, fixed_p)
         c = idx.shape[0]
         m = jnp.broadcast_to(m, (c, 2, 2))
         u = m if self.kind == "yield" else -m

@@ -28,25 +28,25 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax.confusion import class_counts, data_priors, rates
 from ecjax.decisions import bayes_decisions_kernel, log_posteriors_kernel, naive_expected_cost
-from ecjax.metrics import _as_counts, expected_value
+from ecjax.metrics import as_counts, expected_value
 from ecjax.precision import einsum
 from ecjax.sweep import engine
-from ecjax.sweep._inputs import (
-    _check_absent_classes,
-    _combined_axis,
-    _log_odds,
-    _matrix_source,
-    _per_class_counts,
-    _prior_source,
-    _sorted_by_class,
-    _split,
-    _systems_scores,
+from ecjax.sweep.inputs import (
+    check_absent_classes,
+    combined_axis,
+    class_one_log_odds,
+    matrix_source,
+    per_class_counts,
+    prior_source,
+    sorted_by_class,
+    split_point_values,
+    systems_scores,
 )
 from ecjax.sweep.grids import Axis
-from ecjax.sweep.roc import TangentPoint, _hull_of_roc, _padded_hulls
+from ecjax.sweep.roc import TangentPoint, hull_of_roc, padded_hulls
 
 DENSE_CHUNK = 256  # points per device per step on a CPU when every point makes N decisions
 TIE = -2  # winner code where the best value is shared by several systems
@@ -379,7 +379,7 @@ class _CountsPoint:
 
     def __call__(self, args, idx):
         rate, weights, data_p, fixed_m, fixed_p, data = args
-        m, p = _split(self.axis_fn(data, idx), self.layout, fixed_m, fixed_p)
+        m, p = split_point_values(self.axis_fn(data, idx), self.layout, fixed_m, fixed_p)
         c = idx.shape[0]
         m = jnp.broadcast_to(m, (c,) + rate.shape[-2:])
         if p is None:
@@ -475,17 +475,17 @@ def _kind(matrix_name, normalize):
 
 def counts_problem(counts, costs=None, utilities=None, priors=None, normalize=False) -> Problem:
     """Validate the inputs of :func:`sweep_counts` and prepare its sweep."""
-    counts = _as_counts(counts)
+    counts = as_counts(counts)
     if counts.ndim == 2:
         counts = counts[None]
     if counts.ndim != 3:
         raise v.InputError(f"`counts` must be (K, D) or (S, K, D), got shape {tuple(counts.shape)}")
     k, d = counts.shape[-2:]
-    name, fixed_m, m_axis = _matrix_source(costs, utilities, k, d)
+    name, fixed_m, m_axis = matrix_source(costs, utilities, k, d)
     kind = _kind(name, normalize)
-    fixed_p, p_axis = _prior_source(priors, k)
-    _check_absent_classes(class_counts(counts), fixed_p, p_axis)
-    axis, layout = _combined_axis(m_axis, p_axis)
+    fixed_p, p_axis = prior_source(priors, k)
+    check_absent_classes(class_counts(counts), fixed_p, p_axis)
+    axis, layout = combined_axis(m_axis, p_axis)
     rate = rates(counts).astype(jnp.float32)
     data_p = data_priors(counts).astype(jnp.float32)
     weights = (fixed_p if fixed_p is not None else data_p)[..., :, None] * rate  # W_ij = P_i R_ij
@@ -512,7 +512,7 @@ class _DenseScoresPoint:
 
         def one(point):
             _, point_vals = point
-            m, p = _split(point_vals, self.layout, fixed_m, fixed_p)
+            m, p = split_point_values(point_vals, self.layout, fixed_m, fixed_p)
             costs = -m if self.kind == "yield" else m
             if self.recompute_posteriors:
                 with jax.numpy_dtype_promotion("standard"):
@@ -545,7 +545,7 @@ class _ThresholdPoint:
 
     def __call__(self, args, idx):
         sorted0, sorted1, n_i, fixed_m, fixed_p, data = args
-        m, p = _split(self.axis_fn(data, idx), self.layout, fixed_m, fixed_p)
+        m, p = split_point_values(self.axis_fn(data, idx), self.layout, fixed_m, fixed_p)
         c = idx.shape[0]
         m = jnp.broadcast_to(m, (c, 2, 2))
         costs = -m if self.kind == "yield" else m
@@ -645,32 +645,32 @@ def scores_problem(labels, scores, costs=None, utilities=None, priors=None, *, s
     v.check_choice(decision_rule, "decision_rule", ("bayes", "optimal_threshold"))
     v.check_score_type(score_type)
     likelihood = score_type in ("llr", "log_likelihoods")
-    labels, scores, k = _systems_scores(labels, scores, score_type)
-    n_i = _per_class_counts(labels, k)
-    name, fixed_m, m_axis = _matrix_source(costs, utilities, k, None)
+    labels, scores, k = systems_scores(labels, scores, score_type)
+    n_i = per_class_counts(labels, k)
+    name, fixed_m, m_axis = matrix_source(costs, utilities, k, None)
     d = (fixed_m if fixed_m is not None else m_axis.values(np.array([0]))).shape[-1]
     kind = _kind(name, normalize)
     if priors is None and likelihood and decision_rule == "bayes":
         raise v.InputError(f"`priors` is required with score_type={score_type!r}: likelihoods become posteriors "
                            "only given priors")
-    fixed_p, p_axis = _prior_source(priors, k)
-    _check_absent_classes(n_i, fixed_p, p_axis)
-    axis, layout = _combined_axis(m_axis, p_axis)
+    fixed_p, p_axis = prior_source(priors, k)
+    check_absent_classes(n_i, fixed_p, p_axis)
+    axis, layout = combined_axis(m_axis, p_axis)
     num_systems = scores.shape[0]
     if decision_rule == "optimal_threshold" or method == "threshold" or (method == "auto" and k == 2 and d == 2):
         if not (k == 2 and d == 2):
             what = "decision_rule='optimal_threshold'" if decision_rule != "bayes" else "method='threshold'"
             raise v.InputError(f"{what} needs K = 2 classes and D = 2 decisions, got K = {k}, D = {d}")
-        log_odds = _log_odds(scores, score_type)
+        log_odds = class_one_log_odds(scores, score_type)
         if decision_rule == "optimal_threshold":
             # The ROC tangent criterion (seed 004 eqs. 24-25): O(log H) per point on each system's ROC hull.
-            hulls = [_hull_of_roc(np.asarray(labels[i]), np.asarray(log_odds[i], np.float64))
+            hulls = [hull_of_roc(np.asarray(labels[i]), np.asarray(log_odds[i], np.float64))
                      for i in range(num_systems)]
-            fs, ts, slopes = _padded_hulls(hulls)
+            fs, ts, slopes = padded_hulls(hulls)
             data_p = n_i / n_i.sum(-1, keepdims=True)
             return Problem(TangentPoint(axis.fn, layout, kind), (fs, ts, slopes, data_p, fixed_m, fixed_p, axis.data),
                            axis, num_systems, kind)
-        s0, s1 = _sorted_by_class(labels, log_odds)
+        s0, s1 = sorted_by_class(labels, log_odds)
         return Problem(_ThresholdPoint(axis.fn, layout, kind, likelihood), (s0, s1, n_i, fixed_m, fixed_p, axis.data),
                        axis, num_systems, kind)
     point_batch = v.as_positive_int(point_batch, "point_batch")

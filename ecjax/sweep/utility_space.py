@@ -24,7 +24,7 @@ import numpy as np
 
 import jax.numpy as jnp
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax.costs import utility_from_xy
 from ecjax.sweep.grids import Axis, linspace, product, transform
 from ecjax.sweep.sweeps import SweepResult, counts_problem, scores_problem

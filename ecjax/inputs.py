@@ -1,7 +1,11 @@
-"""All input checks of ecjax, in one place.
+"""Inputs: the checks and canonical forms every public function of ecjax starts from.
 
 Public entry points call these on concrete (non-traced) inputs before any
-kernel runs; kernels never validate.  Every check raises :class:`InputError`
+kernel runs; kernels never validate.  Canonical forms: scores become
+finite float arrays in the log domain (probabilities are logged here) with
+the log-priors that make them posteriors (:func:`scores_and_log_priors`),
+priors become probability vectors, indices and counts become exact integer
+arrays.  Every check raises :class:`InputError`
 naming the argument, the expected form and what was received.  Shapes are
 always checked.
 
@@ -40,7 +44,7 @@ _PROBABILITY_SUM_TOL = 1e-3
 # Relative tolerance used to accept priors and log-posterior rows as
 # normalized: loose enough for float32 round-off, tight enough to catch
 # unnormalized inputs.
-_SUM_TOL = 1e-4
+SUM_TOL = 1e-4
 
 INT32_MAX = 2**31 - 1
 # The sentinel of an invalid class/decision index (or count) under jit/vmap.
@@ -57,7 +61,7 @@ class InputError(ValueError):
     """An argument of a public ecjax function is not of the expected form."""
 
 
-def _is_tracer(x) -> bool:
+def is_tracer(x) -> bool:
     return isinstance(x, jax.core.Tracer)
 
 
@@ -70,7 +74,7 @@ def as_array(x, name: str, *, min_ndim: int = 0, dtype=None):
     """Convert ``x`` to an array, raising :class:`InputError` if impossible."""
     if x is None:
         raise InputError(f"`{name}` is required, got None")
-    if _is_tracer(x):
+    if is_tracer(x):
         arr = x
     else:
         try:
@@ -99,7 +103,7 @@ def as_index_array(x, name: str, *, upper: int | None = None, min_ndim: int = 1)
     arr = as_array(x, name, min_ndim=min_ndim)
     if arr.shape[-1] == 0:
         raise InputError(f"`{name}` is empty: at least one sample is needed")
-    if _is_tracer(arr):
+    if is_tracer(arr):
         if arr.dtype == jnp.bool_:
             return arr.astype(jnp.int32)
         if not jnp.issubdtype(arr.dtype, jnp.integer) and not jnp.issubdtype(arr.dtype, jnp.floating):
@@ -165,7 +169,7 @@ def as_real(x, name: str, *, finite: bool = True) -> float:
 
 def check_zero_division(z, name: str = "zero_division"):
     """The value returned for 0/0: a number (``nan`` allowed), possibly traced."""
-    if _is_tracer(z):
+    if is_tracer(z):
         return z
     return as_real(z, name, finite=False)
 
@@ -175,7 +179,7 @@ def as_key(key, name: str = "key"):
     if key is None:
         raise InputError(f"`{name}` is required: pass a jax.random key, e.g. jax.random.key(0)")
     dtype = getattr(key, "dtype", None)
-    if isinstance(key, (jax.Array, np.ndarray)) or _is_tracer(key):
+    if isinstance(key, (jax.Array, np.ndarray)) or is_tracer(key):
         if jnp.issubdtype(dtype, jax.dtypes.prng_key):
             return key
         if dtype == np.uint32 and key.ndim >= 1 and key.shape[-1] in (2, 4):
@@ -202,12 +206,12 @@ def nan_where_invalid(out, ok, *, extra_axes: int = 0):
 
 
 def any_traced(*xs) -> bool:
-    return any(_is_tracer(x) for x in jax.tree_util.tree_leaves(xs))
+    return any(is_tracer(x) for x in jax.tree_util.tree_leaves(xs))
 
 
 def check_finite(arr, name: str):
     """Reject NaN and +/-inf (skipped for tracers)."""
-    if _is_tracer(arr):
+    if is_tracer(arr):
         return arr
     a = np.asarray(arr)
     if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
@@ -219,7 +223,7 @@ def check_finite(arr, name: str):
 def as_matrix(x, name: str, *, shape: tuple[int | None, int | None] | None = None):
     """A finite float matrix of shape ``(..., K, D)`` (cost or utility)."""
     arr = as_array(x, name, min_ndim=2)
-    if not _is_tracer(arr) and np.asarray(arr).dtype.kind not in "fiub":
+    if not is_tracer(arr) and np.asarray(arr).dtype.kind not in "fiub":
         raise InputError(f"`{name}` must be numeric, got dtype {np.asarray(arr).dtype}")
     check_finite(arr, name)
     if shape is not None:
@@ -236,12 +240,12 @@ def as_priors(x, name: str = "priors", *, num_classes: int | None = None):
     check_finite(arr, name)
     if num_classes is not None and arr.shape[-1] != num_classes:
         raise InputError(f"`{name}` must have {num_classes} entries (one per class), got shape {tuple(arr.shape)}")
-    if not _is_tracer(arr):
+    if not is_tracer(arr):
         a = np.asarray(arr, dtype=np.float64)
         if np.any(a < 0):
             raise InputError(f"`{name}` must be non-negative, got {a.min()}")
         sums = a.sum(-1)
-        if np.any(np.abs(sums - 1.0) > _SUM_TOL):
+        if np.any(np.abs(sums - 1.0) > SUM_TOL):
             raise InputError(f"`{name}` must sum to 1, got sum(s) {np.unique(np.round(sums, 6))[:3]}")
     return jnp.asarray(arr, dtype=jnp.result_type(float))
 
@@ -283,21 +287,21 @@ def as_scores(x, name: str = "scores", *, score_type: str):
     if score_type == "probabilities":
         return _log_of_probabilities(x, name)
     arr = as_array(x, name, min_ndim=1 if score_type == "llr" else 2)
-    if not _is_tracer(arr) and np.asarray(arr).dtype.kind not in "fiu":
+    if not is_tracer(arr) and np.asarray(arr).dtype.kind not in "fiu":
         raise InputError(f"`{name}` must be numeric, got dtype {np.asarray(arr).dtype}")
     if arr.shape[-1] == 0 or (score_type != "llr" and arr.shape[-2] == 0):
         raise InputError(f"`{name}` is empty, got shape {tuple(arr.shape)}")
     if score_type != "llr" and arr.shape[-1] < 2:
         raise InputError(f"`{name}` must have at least 2 classes in its last axis, got shape {tuple(arr.shape)}")
     check_finite(arr, name)
-    if score_type in ("log_posteriors", "logits") and not _is_tracer(arr) and looks_like_probabilities(arr):
+    if score_type in ("log_posteriors", "logits") and not is_tracer(arr) and looks_like_probabilities(arr):
         # Read as logits, probabilities give wrong posteriors without any sign (softmax of p, not p).
         raise InputError(
             f"`{name}` rows look like probabilities (in [0, 1], summing to 1), not log-domain scores: pass "
             "score_type=\"probabilities\" (logits that happen to look like this can be shifted by a constant per "
             "row, which leaves their posteriors unchanged)"
         )
-    if score_type in ("logits", "log_likelihoods") and not _is_tracer(arr):
+    if score_type in ("logits", "log_likelihoods") and not is_tracer(arr):
         a = np.asarray(arr)
         if a.dtype.kind in "iu" or (a.dtype.kind == "f" and a.dtype.itemsize > 4):
             # Adding a constant to a row leaves its posteriors (and every log-odds) unchanged.
@@ -307,7 +311,7 @@ def as_scores(x, name: str = "scores", *, score_type: str):
             a = a.astype(np.float64)
             arr = a - a.max(-1, keepdims=True)
     arr = jnp.asarray(arr, dtype=jnp.result_type(float))
-    if score_type == "log_posteriors" and not _is_tracer(arr):
+    if score_type == "log_posteriors" and not is_tracer(arr):
         a = np.asarray(arr, dtype=np.float64)
         norm = np.log(np.exp(a - a.max(-1, keepdims=True)).sum(-1)) + a.max(-1)
         if np.max(np.abs(norm)) > 1e-3:
@@ -321,7 +325,7 @@ def as_scores(x, name: str = "scores", *, score_type: str):
 def _log_of_probabilities(x, name: str):
     """``log`` of probability rows ``(..., N, K)``, zeros floored at the dtype's smallest normal (see as_scores)."""
     arr = as_array(x, name, min_ndim=2)
-    if _is_tracer(arr):
+    if is_tracer(arr):
         return jnp.log(jnp.maximum(arr, jnp.finfo(arr.dtype).tiny))
     a = np.asarray(arr)
     if a.dtype.kind not in "fiu":
@@ -342,6 +346,34 @@ def _log_of_probabilities(x, name: str):
     with np.errstate(divide="ignore"):
         log_p = np.log(np.maximum(a, np.finfo(a.dtype).tiny))
     return jnp.asarray(log_p, dtype=jnp.result_type(float))
+
+
+def scores_and_log_priors(scores, priors, score_type: str):
+    """Validated scores and the log-priors that turn them into posteriors: ``(scores, log_priors)``.
+
+    Likelihood-type scores (``llr``, ``log_likelihoods``) need ``priors``;
+    posterior-type scores refuse them (they already hold the training priors)
+    and get zeros, which the posterior kernel ignores.
+    """
+    scores = as_scores(scores, score_type=score_type)
+    k = 2 if score_type == "llr" else scores.shape[-1]
+    if score_type in ("llr", "log_likelihoods"):
+        if priors is None:
+            raise InputError(
+                f"`priors` is required with score_type={score_type!r}: likelihoods become posteriors only given priors"
+            )
+        p = as_priors(priors, num_classes=k)
+        with jax.numpy_dtype_promotion("standard"):
+            log_p = jnp.log(p)
+    else:
+        if priors is not None:
+            raise InputError(
+                f"`priors` cannot be combined with score_type={score_type!r}: posteriors already contain "
+                "the training priors. To shift them to deployment priors, also pass `training_priors` (the "
+                "priors they were trained with)"
+            )
+        log_p = jnp.zeros(k)
+    return scores, log_p
 
 
 def check_same_length(name_a: str, a, name_b: str, b, *, axis_a: int = -1, axis_b: int = -1):

@@ -26,7 +26,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ecjax._random import first_true_indices, uniform_pair
+from ecjax.random_bits import first_true_indices, uniform_pair
 
 
 def _mt_constants(shape):
@@ -153,7 +153,7 @@ def _gamma_block(key, shape, *, boost, constants=None, shrink=16):
 _BLOCK = 1 << 18
 
 
-def _in_blocks(key, num_rows, rows, draw_block, trailing_shape, dtype):
+def in_blocks(key, num_rows, rows, draw_block, trailing_shape, dtype):
     """``(num_rows,) + trailing_shape`` filled ``rows`` rows at a time by ``draw_block(key_b, start)``.
 
     Block ``b`` gets the key ``fold_in(key, b)``.  The last block starts
@@ -177,7 +177,7 @@ def _gamma_flat(key, shape, *, boost):
     def draw_block(k, start):
         return _gamma_block(k, jax.lax.dynamic_slice_in_dim(shape, start, rows), boost=boost)
 
-    return _in_blocks(key, n, rows, draw_block, (), shape.dtype)
+    return in_blocks(key, n, rows, draw_block, (), shape.dtype)
 
 
 def gamma(key, shape, *, small_shapes: bool = True):
@@ -230,7 +230,7 @@ def _repeated(key, shape, *, num_draws, boost, normalize):
         g = _gamma_block(k, tile(flat), boost=boost, constants=(tile(d), tile(c))).reshape((rows,) + shape.shape)
         return _normalize_last(g) if normalize else g
 
-    return _in_blocks(key, num_draws, rows, draw_block, shape.shape, flat.dtype)
+    return in_blocks(key, num_draws, rows, draw_block, shape.shape, flat.dtype)
 
 
 def gamma_draws(key, shape, num_draws: int, *, small_shapes: bool = True):
@@ -257,7 +257,7 @@ def rejection_sample(draw_batch, accept, key, num_draws: int, *, max_rounds: int
     or when the acceptance rate is too low to finish within ``max_rounds``
     batches, instead of looping forever.
     """
-    from ecjax._validate import InputError
+    from ecjax.inputs import InputError
 
     kept, have, rounds = [], 0, 0
     while have < num_draws:

@@ -6,12 +6,12 @@ import numpy as np
 
 import jax.numpy as jnp
 
-from ecjax import _validate as v
+from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
-from ecjax.sweep.grids import Axis, _take, product
+from ecjax.sweep.grids import Axis, product, take
 
 
-def _matrix_source(costs, utilities, k, d):
+def matrix_source(costs, utilities, k, d):
     """(kind, fixed matrix or None, axis or None) from exactly one of costs/utilities."""
     if (costs is None) == (utilities is None):
         raise v.InputError("give exactly one of `costs` (EC/NEC) or `utilities` (utility yield)")
@@ -34,10 +34,10 @@ def _matrix_source(costs, utilities, k, d):
         raise v.InputError(f"`{name}` must be one ({k}, D) matrix or a (B, {k}, D) grid, got shape {tuple(arr.shape)}")
     if arr.shape[0] == 0:
         raise v.InputError(f"`{name}` is an empty grid (B = 0)")
-    return name, None, Axis((arr.shape[0],), _take, arr, (None,))  # validated above: no second pass
+    return name, None, Axis((arr.shape[0],), take, arr, (None,))  # validated above: no second pass
 
 
-def _prior_source(priors, k):
+def prior_source(priors, k):
     if priors is None:
         return None, None
     if isinstance(priors, Axis):
@@ -54,10 +54,10 @@ def _prior_source(priors, k):
         return p, None
     if p.ndim != 2:
         raise v.InputError(f"`priors` must be ({k},) or a (B, {k}) grid, got shape {tuple(p.shape)}")
-    return None, Axis((p.shape[0],), _take, p, (None,))
+    return None, Axis((p.shape[0],), take, p, (None,))
 
 
-def _check_absent_classes(n_i, fixed_p, p_axis):
+def check_absent_classes(n_i, fixed_p, p_axis):
     """A class with no test samples for some system cannot get prior mass (its rates are unknown)."""
     absent = np.any(np.asarray(n_i) == 0, axis=0)  # (K,)
     if not absent.any():
@@ -66,7 +66,7 @@ def _check_absent_classes(n_i, fixed_p, p_axis):
     if fixed_p is not None and np.any(np.asarray(fixed_p)[absent] > 0):
         raise v.InputError(f"class {cls} has no test samples (for some system) but a non-zero prior in `priors`")
     if p_axis is not None:
-        if p_axis.fn is _take:
+        if p_axis.fn is take:
             pv = np.asarray(p_axis.data)
             if np.any(pv[:, absent] > 0):
                 raise v.InputError(f"class {cls} has no test samples (for some system) but a non-zero prior "
@@ -76,7 +76,7 @@ def _check_absent_classes(n_i, fixed_p, p_axis):
                                "of every class")
 
 
-def _combined_axis(m_axis, p_axis):
+def combined_axis(m_axis, p_axis):
     """The swept axis and how to split its values: product when both are swept (costs outer)."""
     if m_axis is not None and p_axis is not None:
         return product(m_axis, p_axis), "both"
@@ -91,7 +91,7 @@ def _no_values(data, idx):
     return ()
 
 
-def _split(vals, layout, fixed_m, fixed_p):
+def split_point_values(vals, layout, fixed_m, fixed_p):
     if layout == "both":
         m, p = vals
     elif layout == "matrix":
@@ -103,7 +103,7 @@ def _split(vals, layout, fixed_m, fixed_p):
     return m, p
 
 
-def _systems_scores(labels, scores, score_type):
+def systems_scores(labels, scores, score_type):
     """Validated ``(S, N)`` labels and ``(S, N, K)`` (or ``(S, N)`` llr) scores."""
     if isinstance(scores, (list, tuple)):
         try:
@@ -129,11 +129,11 @@ def _systems_scores(labels, scores, score_type):
     return labels, scores, k
 
 
-def _per_class_counts(labels, k):
+def per_class_counts(labels, k):
     return jnp.stack([jnp.sum(labels == i, -1) for i in range(k)], -1).astype(jnp.int32)  # (S, K)
 
 
-def _log_odds(scores, score_type):
+def class_one_log_odds(scores, score_type):
     if score_type == "llr":
         return scores
     if score_type == "log_likelihoods":
@@ -142,7 +142,7 @@ def _log_odds(scores, score_type):
     return lp[..., 1] - lp[..., 0]
 
 
-def _sorted_by_class(labels, s):
+def sorted_by_class(labels, s):
     """Per system, the log odds of each class sorted ascending and padded with +inf."""
     labels = np.asarray(labels)
     s = np.asarray(s, np.float32)

@@ -1,0 +1,74 @@
+"""The house rules of ``ecjax/`` that a reader relies on: what one module uses of another is public.
+
+A name with a leading underscore is private to the module that defines it; when another module needs it, it is
+made public (and documented) where it belongs, so that a change inside one module cannot silently break another.
+"""
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "ecjax"
+
+
+def _modules():
+    out = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _private(name):
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_names_crossing(modules):
+    """``[(module, what, line)]``: private names one ecjax module takes from another."""
+    found = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text())
+        aliases = {}  # local name -> ecjax module it stands for
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "ecjax":
+                for alias in node.names:
+                    if _private(alias.name) or any(_private(part) for part in node.module.split(".")):
+                        found.append((name, f"from {node.module} import {alias.name}", node.lineno))
+                    if f"{node.module}.{alias.name}" in modules:
+                        aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] == "ecjax":
+                        if any(_private(part) for part in alias.name.split(".")):
+                            found.append((name, f"import {alias.name}", node.lineno))
+                        if alias.asname:
+                            aliases[alias.asname] = alias.name
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                    and _private(node.attr)):
+                found.append((name, f"{aliases[node.value.id]}.{node.attr}", node.lineno))
+    return found
+
+
+def test_no_private_name_crosses_a_module_boundary():
+    assert private_names_crossing(_modules()) == []
+
+
+def test_the_check_finds_a_crossing(tmp_path):
+    # The rule above must be able to fail: a module reaching into another's private helper is caught, in each form.
+    pkg = tmp_path / "ecjax"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "inputs.py").write_text("def _helper():\n    return 1\n")
+    (pkg / "sub" / "_hidden.py").write_text("X = 1\n")
+    (pkg / "user.py").write_text(
+        "from ecjax.inputs import _helper\n"
+        "from ecjax import inputs as v\n"
+        "from ecjax.sub._hidden import X\n"
+        "y = v._helper()\n"
+    )
+    modules = {"ecjax": pkg / "__init__.py", "ecjax.inputs": pkg / "inputs.py", "ecjax.sub": pkg / "sub" / "__init__.py",
+               "ecjax.sub._hidden": pkg / "sub" / "_hidden.py", "ecjax.user": pkg / "user.py"}
+    found = {what for _, what, _ in private_names_crossing(modules)}
+    assert found == {"from ecjax.inputs import _helper", "from ecjax.sub._hidden import X", "ecjax.inputs._helper"}
