@@ -33,6 +33,7 @@ from ecjax.inputs import (
     POSTERIOR_TYPES,
     SCORE_TYPES,
     InputError,
+    as_scores,
     looks_like_probabilities,
 )
 
@@ -81,6 +82,8 @@ def _check_scores(a, path, ndim, score_type=None):
         raise InputError(f"{path}: scores contain NaN or inf")
     if ndim == 2 and a.shape[1] < 2:
         raise InputError(f"{path}: scores need at least 2 columns (classes), got shape {a.shape}")
+    if score_type == "probabilities":
+        as_scores(a, path, score_type=score_type)  # the library's check, naming the file
     if score_type in ("log_posteriors", "logits") and looks_like_probabilities(a):
         raise InputError(f"{path}: the rows look like probabilities (in [0, 1], summing to 1), not log-domain "
                          f"scores: pass --score-type probabilities")
@@ -762,6 +765,7 @@ def cmd_compare(args):
     import jax
 
     from ecjax import plots, prob
+    from ecjax.prob import ranking
 
     kind, labels, label_files, arrays, names = _load_inputs(args)
     files = args.scores or args.decisions
@@ -839,6 +843,15 @@ def cmd_compare(args):
         record["practically_equivalent_to_recommendation"] = list(result.practically_equivalent)
     if result.doubt is not None:
         record["doubt"] = result.doubt.as_dict()  # all, costs_only, priors_only, rates_only (ecjax.prob.Doubt)
+    # Every Monte Carlo number above, with its standard error (batch means; 0 for a closed form).
+    errors = {"method": f"batch means over {ranking.NUM_BATCHES} batches of the draws",
+              "expected_yield": _float_dict(names, result.errors["expected_yield"]),
+              "p_best": _float_dict(names, result.errors["p_best"])}
+    if result.rope_probabilities is not None:
+        errors["rope_probabilities"] = np.asarray(result.errors["rope_probabilities"]).tolist()
+    if result.doubt is not None:
+        errors["doubt"] = {c: result.doubt.error(c) or 0.0 for c in result.doubt.COMPONENTS}
+    record["monte_carlo_errors"] = errors
     out_dir = _out_dir(args)
     if out_dir is not None:
         fig = plots.yield_posteriors(result, names=names)  # the HDI marks are the printed intervals

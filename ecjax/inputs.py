@@ -336,7 +336,7 @@ def _log_of_probabilities(x, name: str):
     if a.min() < 0 or a.max() > 1:
         raise InputError(f"`{name}` are probabilities (score_type=\"probabilities\") and must lie in [0, 1], got "
                          f"values from {a.min():.4g} to {a.max():.4g}; for log-domain scores pass "
-                         "score_type=\"log_posteriors\" or \"logits\"")
+                         "score_type=\"log_posteriors\" or score_type=\"logits\"")
     sums = a.astype(np.float64).sum(-1)
     if np.max(np.abs(sums - 1.0)) > _PROBABILITY_SUM_TOL:
         worst = sums.reshape(-1)[np.argmax(np.abs(sums - 1.0))]

@@ -286,3 +286,25 @@ def test_constraints_without_support_are_reported_not_looped():
         prob.from_model(lambda: numpyro.sample("z", dist.Normal()))
     with pytest.raises(ecjax.InputError, match="key"):
         prob.expected_utility_matrix(prob.from_model(rarely_right))
+
+
+def test_equal_priors_share_one_compiled_sampler():
+    # Rebuilding the same prior (a command run again in one process, a loop over keys) must not compile its
+    # sampler again; a prior with other arguments must get its own (it draws from another distribution).
+    traces = []
+
+    def model(low, high):
+        traces.append((low, high))  # runs only while JAX traces the sampler
+        numpyro.sample("utility", dist.Uniform(jnp.full((2, 2), low), jnp.full((2, 2), high)).to_event(2))
+
+    one, two, three = (prob.from_model(model, *bounds) for bounds in ((0.0, 1.0), (0.0, 1.0), (2.0, 3.0)))
+    built = len(traces)  # from_model runs the model once to read the site's shape
+    first = one.sample(jax.random.key(0), 64)
+    again = two.sample(jax.random.key(0), 64)
+    assert len(traces) == built + 1
+    np.testing.assert_array_equal(np.asarray(first), np.asarray(again))
+    other = three.sample(jax.random.key(0), 64)
+    assert len(traces) == built + 2 and float(jnp.min(other)) >= 2.0
+    a = prob.intervals(np.zeros((2, 2)), np.ones((2, 2)))
+    b = prob.intervals(np.zeros((2, 2)), np.full((2, 2), 2.0))
+    assert float(jnp.max(b.sample(jax.random.key(1), 4000))) > 1.5 > float(jnp.max(a.sample(jax.random.key(1), 4000)))

@@ -1028,7 +1028,7 @@ def _tie_groups(labels, systems):
 
 def _doubt(host, yields, p_best, rec, static_ties, per_draw, components, key):
     """The four doubt components (see the module docstring), ties counted as the recommended system's wins."""
-    values, recs, p_bests = {}, {}, {"all": p_best}
+    values, recs, p_bests, errors = {}, {}, {"all": p_best}, {}
     keys = jax.random.split(key, 3)
     for i, name in enumerate(ranking.Doubt.COMPONENTS):
         if name != "all" and name not in components:
@@ -1040,10 +1040,12 @@ def _doubt(host, yields, p_best, rec, static_ties, per_draw, components, key):
         r = rec if (name == "all" or not per_draw) else int(np.argmax(y.mean(0, dtype=np.float64)))
         wins = ranking.group_is_best(jnp.asarray(y), jnp.asarray(ties), r)
         values[name], recs[name] = float(1.0 - np.mean(np.asarray(wins))), r
+        errors[name] = float(ranking.batch_means_error(wins))
         if name != "all":
             p_bests[name] = np.asarray(ranking.summarize(keys[i - 1], jnp.asarray(y))["p_best"])
     return ranking.Doubt(p_bests["all"], p_bests["costs_only"], p_bests["rates_only"], rec,
-                         p_best_priors_only=p_bests["priors_only"], values=values, recommendations=recs)
+                         p_best_priors_only=p_bests["priors_only"], values=values, recommendations=recs,
+                         errors=errors)
 
 
 def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, num_draws, rope, hdi_prob, systems,
@@ -1133,7 +1135,12 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
                         class_priors.name if deployment_uncertain else "fixed deployment priors"),
                 num_draws=num_draws, expected_yield=method, expected_utility_matrix=u_method,
                 draw_block=plan.block, chunk=plan.chunk, num_chunks=plan.num_chunks)
+    errors = {"expected_yield": (np.zeros(m) if method == "closed form" else summary["errors"]["mean_yield"]),
+              "p_best": summary["errors"]["p_best"]}
+    if rope is not None:
+        errors["rope_probabilities"] = summary["errors"]["rope_probabilities"]
     return ranking.Comparison(
+        errors=errors,
         systems=systems,
         yields=yields_j,
         expected_costs=jnp.asarray(host["ec"]),

@@ -15,6 +15,11 @@ better), everything below is a Monte Carlo average over the draws:
 Exact ties (systems with identical decisions have identical yields in
 every draw) are broken uniformly at random, so tied systems share their
 probability of being best instead of favouring the lowest index.
+
+Every Monte Carlo average comes with its standard error, estimated by batch
+means (:func:`batch_means_error`): the draws are cut into consecutive
+batches and the spread of the batch averages measures the precision of
+their mean, without assuming that the draws are independent.
 """
 
 from __future__ import annotations
@@ -105,8 +110,55 @@ def hdi(draws, prob: float = 0.9):
     return _hdi_kernel(draws, prob=p)
 
 
+# Batches of the batch-means error: with 20 the estimated error is itself within about +-16 % of the true one
+# (the spread of a chi distribution with 19 degrees of freedom), and each batch still holds many draws.
+NUM_BATCHES = 20
+
+
+def _batches(draws, num_batches):
+    """``(B, S // B, ...)`` consecutive batches of the draws (the last ``S mod B`` draws left out), or ``None``."""
+    s = draws.shape[0]
+    b = min(num_batches, s // 2)
+    if b < 2:
+        return None
+    return draws[: b * (s // b)].reshape((b, s // b) + draws.shape[1:])
+
+
+def _spread_of_means(batch_means):
+    b = batch_means.shape[0]
+    return np.asarray(jnp.std(batch_means.astype(jnp.float32), axis=0, ddof=1), np.float64) / math.sqrt(b)
+
+
+def batch_means_error(per_draw, num_batches: int = NUM_BATCHES):
+    """Monte Carlo standard error of ``per_draw.mean(0)`` by batch means.
+
+    The ``S`` draws are cut into ``B = min(num_batches, S // 2)`` consecutive
+    batches of ``S // B`` draws; the error is ``sd(batch means) / sqrt(B)``
+    (Flegal, Haran & Jones 2008, "Markov chain Monte Carlo: can we trust the
+    third significant figure?", Statistical Science 23(2)).  It needs no
+    independence between neighbouring draws, only that batches are long
+    compared with the correlation between draws.  NaN with fewer than 4 draws.
+
+    Args:
+      per_draw: ``(S, ...)`` per-draw values (indicators for a probability).
+
+    Returns:
+      ``(...)`` float64 standard errors.
+    """
+    x = jnp.asarray(per_draw)
+    batches = _batches(x, num_batches)
+    if batches is None:
+        return np.full(x.shape[1:], np.nan)
+    return _spread_of_means(batches.astype(jnp.float32).mean(1))
+
+
 def summarize(key, yields, *, rope=None):
-    """All ranking summaries of ``(S, M)`` yield draws, as a dict of arrays."""
+    """All ranking summaries of ``(S, M)`` yield draws, as a dict of arrays.
+
+    ``errors`` holds the batch-means standard errors of ``p_best``,
+    ``mean_yield`` (the Monte Carlo mean of the yields) and, with a ``rope``,
+    ``rope_probabilities``.
+    """
     m = yields.shape[1]
     r = ranks(key, yields)
     out = {
@@ -115,8 +167,14 @@ def summarize(key, yields, *, rope=None):
         "pairwise": pairwise_better(yields),
     }
     out["p_best"] = out["rank_probabilities"][:, 0]
+    errors = {"p_best": batch_means_error(r == 0), "mean_yield": batch_means_error(yields)}
     if rope is not None:
-        out["rope_probabilities"] = rope_probabilities(yields, jnp.asarray(rope, yields.dtype))
+        rope = jnp.asarray(rope, yields.dtype)
+        out["rope_probabilities"] = rope_probabilities(yields, rope)
+        batches = _batches(yields, NUM_BATCHES)
+        errors["rope_probabilities"] = (np.full((m, m, 3), np.nan) if batches is None else
+                                        _spread_of_means(jax.vmap(rope_probabilities, (0, None))(batches, rope)))
+    out["errors"] = errors
     return out
 
 
@@ -176,8 +234,16 @@ class Doubt:
     p_best_priors_only: np.ndarray | None = None
     values: dict | None = None
     recommendations: dict | None = None
+    errors: dict | None = None
 
     COMPONENTS = DOUBT_COMPONENTS
+
+    def error(self, component: str) -> float | None:
+        """Monte Carlo standard error of one component's doubt (``None`` where not estimated: a certain source,
+        whose doubt is exactly 0, or a result made without errors)."""
+        v.check_choice(component, "component", DOUBT_COMPONENTS)
+        error = None if self.errors is None else self.errors.get(component)
+        return None if error is None else float(error)
 
     def doubt(self, component: str) -> float:
         """The doubt of one component (``"all"``, ``"costs_only"``, ``"priors_only"``, ``"rates_only"``)."""
@@ -207,13 +273,22 @@ class Doubt:
         return {name: self.doubt(name) for name in DOUBT_COMPONENTS}
 
     def text(self) -> str:
-        """One line: ``doubt: all 0.012 | costs_only 0.000, priors_only 0.000, rates_only 0.012``."""
-        d = self.as_dict()
-        return (f"doubt: all {d['all']:.3f} | costs_only {d['costs_only']:.3f}, priors_only {d['priors_only']:.3f}, "
-                f"rates_only {d['rates_only']:.3f}")
+        """One line: ``doubt: all 0.012 ± 0.001 | costs_only 0.000 ± 0.000, ...`` (± where the error is known)."""
+        d = {name: with_error(self.doubt(name), self.error(name), 3) for name in DOUBT_COMPONENTS}
+        return (f"doubt: all {d['all']} | costs_only {d['costs_only']}, priors_only {d['priors_only']}, "
+                f"rates_only {d['rates_only']}")
 
     def __repr__(self):
         return "Doubt(" + ", ".join(f"{name}={value:.3f}" for name, value in self.as_dict().items()) + ")"
+
+
+def with_error(value, error, digits: int) -> str:
+    """``"0.944 ± 0.002"``; the value alone when the error is ``None`` (not estimated).  An error that would
+    print as 0 without being 0 gets one more digit (``"0.997 ± 0.0004"``), so a small error never reads as none."""
+    if error is None:
+        return f"{value:.{digits}f}"
+    error_digits = digits + 1 if 0 < error < 0.5 * 10.0**-digits else digits
+    return f"{value:.{digits}f} ± {error:.{error_digits}f}"
 
 
 @dataclass(frozen=True)
@@ -250,6 +325,10 @@ class Comparison:
         ``decision_rule``, whether ``expected_yield`` is exact).
       ties: groups of tied systems (identical confusion counts, so equal
         expected yields), by name; their P(best) is split between them.
+      errors: Monte Carlo standard errors (batch means over the draws,
+        :func:`batch_means_error`) of ``expected_yield`` (0 where it is the
+        closed form), ``p_best`` and, with a ``rope``,
+        ``rope_probabilities``; empty when not estimated.
     """
 
     systems: tuple
@@ -270,6 +349,13 @@ class Comparison:
     doubt: Doubt | None = None
     info: dict = field(default_factory=dict)
     ties: tuple = ()
+    errors: dict = field(default_factory=dict)
+
+    def error(self, name: str, *index):
+        """Standard error of ``expected_yield``, ``p_best`` or ``rope_probabilities`` (at ``index``), or ``None``."""
+        if name not in self.errors:
+            return None
+        return float(np.asarray(self.errors[name])[index]) if index else np.asarray(self.errors[name])
 
     @property
     def num_draws(self) -> int:
@@ -339,9 +425,13 @@ class Comparison:
         rows = [["system", "E[yield]", f"{int(round(self.hdi_prob * 100))}% HDI"] + ([] if single else ["P(best)"])]
         for m, name in enumerate(self.systems):
             lo, hi = self.hdi[m]
-            rows.append([name, f"{self.expected_yield[m]:.4f}", f"[{lo:.4f}, {hi:.4f}]"]
-                        + ([] if single else [f"{self.p_best[m]:.3f}"]))
+            y_err = self.error("expected_yield", m)
+            rows.append([name, with_error(self.expected_yield[m], y_err or None, 4), f"[{lo:.4f}, {hi:.4f}]"]
+                        + ([] if single else [with_error(self.p_best[m], self.error("p_best", m), 3)]))
         lines = aligned(rows)
+        if self.errors:
+            exact = "; E[yield] exact (closed form)" if not np.any(self.error("expected_yield")) else ""
+            lines.append(f"± Monte Carlo standard error ({self.num_draws} draws, batch means){exact}")
         if not single:
             lines += self._recommendation_lines()
         for group in self.ties:
@@ -361,7 +451,8 @@ class Comparison:
         return "\n".join(lines)
 
     def _recommendation_lines(self) -> list:
-        line = f"recommended: {self.best} (P(best) = {self.recommendation_probability:.3f})"
+        r = self.recommendation
+        line = f"recommended: {self.best} (P(best) = {with_error(self.p_best[r], self.error('p_best', r), 3)})"
         if self.rope_probabilities is None:
             return [line]
         equivalent = self.practically_equivalent
@@ -371,10 +462,11 @@ class Comparison:
         r, lines = self.recommendation, [line]
         for j, name in enumerate(self.systems):
             if j != r:
-                better, same, worse = (float(x) for x in self.rope_probabilities[r, j])
-                lines.append(f"  vs {name}: P({self.best} better by > {self.rope:g}) = {better:.3f}, "
-                             f"P(|difference| <= {self.rope:g}) = {same:.3f}, "
-                             f"P({name} better by > {self.rope:g}) = {worse:.3f}")
+                better, same, worse = (with_error(float(self.rope_probabilities[r, j, i]),
+                                                  self.error("rope_probabilities", r, j, i), 3) for i in range(3))
+                lines.append(f"  vs {name}: P({self.best} better by > {self.rope:g}) = {better}, "
+                             f"P(|difference| <= {self.rope:g}) = {same}, "
+                             f"P({name} better by > {self.rope:g}) = {worse}")
         return lines
 
     def __repr__(self):

@@ -21,6 +21,7 @@ raises :class:`ecjax.InputError` when the constraints leave no support.
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Callable
@@ -147,6 +148,34 @@ def seed004_gaussian_model(center=(0.0, 0.0), sd=1.0 / 3.0):
 
 # -------------------------------------------------------------- the wrapper
 
+_SAMPLERS: OrderedDict = OrderedDict()  # compiled samplers shared between equal priors, oldest first
+_MAX_SHARED_SAMPLERS = 32
+
+
+def _value_key(x):
+    """A hashable stand-in for a bound model argument: arrays by shape, dtype and content."""
+    if isinstance(x, (np.ndarray, jax.Array, np.generic)):
+        a = np.asarray(x)
+        return ("array", a.shape, a.dtype.str, a.tobytes())
+    if isinstance(x, (tuple, list)):
+        return (type(x).__name__,) + tuple(_value_key(y) for y in x)
+    hash(x)  # TypeError for anything else unhashable
+    return x
+
+
+def _model_key(model):
+    """A hashable identity of a model with its bound arguments (``functools.partial``), or ``None`` if it has none."""
+    try:
+        if isinstance(model, partial):
+            inner = _model_key(model.func)
+            return None if inner is None else (inner, tuple(_value_key(a) for a in model.args),
+                                               tuple((k, _value_key(v)) for k, v in sorted(model.keywords.items())))
+        hash(model)
+        return model
+    except TypeError:
+        return None
+
+
 @dataclass(frozen=True, eq=False)
 class UtilityPrior:
     """A NumPyro model over ``(K, D)`` utility or cost matrices, with what is known about it.
@@ -185,12 +214,19 @@ class UtilityPrior:
         return self.shape[1]
 
     def _sampler(self, num_draws):
-        fn = self._cache.get(num_draws)
+        # Shared between priors built with the same model and arguments (`cost_ratio(1, 5)` called twice, a
+        # command run again in the same process), so the second one compiles nothing.
+        model_key = _model_key(self.model)
+        key = (num_draws,) if model_key is None else (model_key, self.site, self.constraint_sites, num_draws)
+        cache = self._cache if model_key is None else _SAMPLERS
+        fn = cache.get(key)
         if fn is None:
             sites = [self.site, *self.constraint_sites]
             predictive = Predictive(self.model, num_samples=num_draws, parallel=True, return_sites=sites)
             fn = jax.jit(lambda key: predictive(key))
-            self._cache[num_draws] = fn
+            cache[key] = fn
+            while len(_SAMPLERS) > _MAX_SHARED_SAMPLERS:
+                _SAMPLERS.popitem(last=False)
         return fn
 
     def sample(self, key, num_draws: int):
