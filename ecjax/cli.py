@@ -1263,6 +1263,40 @@ def _as_options(message: str) -> str:
     return message.replace("`score_type`", "--score-type")
 
 
+# The command line keeps JAX's compiled programs between runs, so a second run of a similar command skips most of
+# its compilation. Off with ECJAX_NO_COMPILATION_CACHE=1; elsewhere with ECJAX_COMPILATION_CACHE_DIR; a cache dir
+# the user gave JAX (JAX_COMPILATION_CACHE_DIR) wins. Bounded and file-locked, so concurrent runs share it safely.
+COMPILATION_CACHE_BYTES = 2**30
+
+
+def compilation_cache_dir():
+    """The folder of the command line's compilation cache, or ``None`` when it is switched off."""
+    if os.environ.get("ECJAX_NO_COMPILATION_CACHE", "").strip() not in ("", "0"):
+        return None
+    explicit = os.environ.get("ECJAX_COMPILATION_CACHE_DIR")
+    if explicit:
+        return explicit
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "ecjax", "jax-compilation-cache")
+
+
+def _use_compilation_cache():
+    path = compilation_cache_dir()
+    if path is None:
+        return
+    import jax
+
+    if jax.config.jax_compilation_cache_dir:
+        return  # the user's own JAX setting
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError:
+        return  # no writable cache folder: run without one
+    jax.config.update("jax_compilation_cache_dir", path)
+    jax.config.update("jax_compilation_cache_max_size", COMPILATION_CACHE_BYTES)  # LRU eviction, file-locked
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
+
+
 def main(argv=None) -> int:
     parser = _build_parser()
     try:
@@ -1276,6 +1310,7 @@ def main(argv=None) -> int:
     except ValueError:  # not the main thread: leave signals alone
         previous = None
     try:
+        _use_compilation_cache()
         return COMMANDS[args.command](args)
     except InputError as err:
         print(f"ecjax {args.command}: error: {_as_options(' '.join(str(err).split()))}", file=sys.stderr)

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import os
 import pathlib
+import tempfile
 
 # The suite runs in two worker processes (pyproject's addopts).  On a GPU each JAX process would otherwise reserve
 # 75 % of the device's memory at start, and the second worker would fail to allocate.
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# The command line keeps a compilation cache in the user's cache folder; the tests keep theirs in a temporary one
+# (made once by the controller; the workers and the command lines they start inherit it).
+os.environ.setdefault("ECJAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="ecjax-test-compilation-cache-"))
 
 import numpy as np
 import pytest
