@@ -740,10 +740,11 @@ def cmd_calibrate(args):
 
 
 _LONG_RUN_SECONDS = 60.0
+_PROGRESS_SECONDS = 2.0  # shorter runs answer before a progress line would help
 
 
 def _warn_if_long(args, kind, spec, arrays, k, d):
-    """Say so before a comparison estimated at more than a minute, and how to make it shorter."""
+    """Say so before a comparison estimated at more than a minute, and how to make it shorter; the estimate."""
     from ecjax.prob.compare import estimated_seconds
 
     per_draw = kind == "scores" and args.decision_rule == "per_draw" and spec.uncertain
@@ -751,13 +752,58 @@ def _warn_if_long(args, kind, spec, arrays, k, d):
     seconds = estimated_seconds(args.draws, num_systems=len(arrays), num_samples=n, num_classes=k, num_decisions=d,
                                 per_draw_decisions=per_draw)
     if seconds <= _LONG_RUN_SECONDS:  # on stderr, so --json output stays clean
-        return
+        return seconds
     advice = "fewer --draws"
     if per_draw:
         advice += (", the default --decision-rule expected_utility (decisions made once), or --decisions with "
                    "decisions made beforehand")
     print(f"ecjax compare: this run may take about {seconds / 60:.0f} min ({args.draws} draws of {len(arrays)} "
           f"systems x {n} samples x {k} x {d} costs); for a shorter one use {advice}", file=sys.stderr, flush=True)
+    return seconds
+
+
+class DrawProgress:
+    """Progress of ``compare`` on stderr: draws done and the current leader's P(best) with its Monte Carlo error.
+
+    Called with the number of chunks (``compare``'s ``progress=`` factory convention); rewrites one line.
+    """
+
+    def __init__(self, names, stream):
+        self.names, self.stream, self.shown = list(names), stream, False
+
+    def __call__(self, total):
+        return self
+
+    def update(self, n):
+        pass
+
+    def draws_done(self, done, yields):
+        from ecjax.prob.ranking import batch_means_error, with_error
+
+        yields = np.asarray(yields)
+        leader = int(np.argmax(yields.mean(0)))
+        is_best = np.argmax(yields, 1) == leader
+        p = with_error(float(is_best.mean()), float(batch_means_error(is_best)), 3)
+        self.stream.write(f"\r  {done:,} draws: P(best) {self.names[leader]} {p}   ")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self):
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _stderr_is_terminal():
+    return sys.stderr.isatty()
+
+
+def _compare_progress(args, names, seconds):
+    """A :class:`DrawProgress` when a person watches a run that takes a while: stderr is a terminal, no --json,
+    and the estimate exceeds a couple of seconds; else ``False``."""
+    if args.json or seconds < _PROGRESS_SECONDS or not _stderr_is_terminal():
+        return False
+    return DrawProgress(names, sys.stderr)
 
 
 def cmd_compare(args):
@@ -804,7 +850,10 @@ def cmd_compare(args):
 
         arrays = [np.asarray(log_likelihoods_from_posteriors(a, t, score_type=st)) for a, t in zip(arrays, training)]
         st = "log_likelihoods"
-    _warn_if_long(args, kind, spec, arrays, k, d)
+    seconds = _warn_if_long(args, kind, spec, arrays, k, d)
+    common["progress"] = _compare_progress(args, names, seconds)
+    if common["progress"]:
+        common["chunk_size"] = -(-args.draws // 10)  # about ten updates (chunking changes no number: tested)
     if kind == "scores":
         result = prob.compare(lab, scores=arrays if not paired else np.stack(arrays), score_type=st,
                               decision_rule=args.decision_rule, **common)

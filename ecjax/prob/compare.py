@@ -623,6 +623,10 @@ def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
                     host[name][start:stop] = x[: stop - start]
             if bar is not None:
                 bar.update(1)
+                if hasattr(bar, "draws_done") and "yields" in host:
+                    # A reporter that can show the running answer gets the draws so far (the command line's does).
+                    done = min((c + 1) * plan.blocks_per_chunk * bsz, plan.num_draws)
+                    bar.draws_done(done, host["yields"][:done])
     finally:
         if bar is not None:
             bar.close()
