@@ -42,9 +42,9 @@ def test_progress_only_for_a_person_watching_a_long_run(monkeypatch, json_out, s
 
 
 def test_compare_at_a_terminal_reports_progress_and_the_same_answer(tmp_path, capsys, monkeypatch):
-    # Per-draw decisions on 2000 samples: the draws run in several blocks, the unit of progress.
+    # Per-draw decisions on 1000 samples: the draws run in several blocks, the unit of progress.
     rng = np.random.default_rng(1)
-    y = rng.integers(0, 2, 2000)
+    y = rng.integers(0, 2, 1000)
     np.save(tmp_path / "y.npy", y)
     for name, noise in (("a", 1.3), ("b", 1.4)):
         s = np.where(y == 1, 1.0, -1.0) + rng.normal(0, noise, y.size)

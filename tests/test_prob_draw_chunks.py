@@ -35,6 +35,9 @@ def _same(a, b):
     assert a.doubt.as_dict() == b.doubt.as_dict()
 
 
+# ~40 s on two cores; the default lane checks the same invariance with per-draw decisions at the command line
+# (tests/test_cli_progress.py: chunked and unchunked runs print the same table) and exactly with fixed decisions above.
+@pytest.mark.slow
 def test_per_draw_bayes_decisions_identical_for_every_chunk_size():
     # The brief's workload at reduced size: 6000 draws of 20 x 20 cost matrices, each making the Bayes
     # decisions of 3 systems on 500 samples; chunks of one block, of two blocks, and one chunk.
