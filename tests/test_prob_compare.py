@@ -50,6 +50,8 @@ def _seed004_yields(x, y, conf):
     return [u00 * c[0, 0] + u01 * c[0, 1] + u10 * c[1, 0] + u11 * c[1, 1] for c in conf]
 
 
+# ~30 s: slow lane to keep CI under 20 minutes (P(best) from costs alone is also checked by the doubt tests)
+@pytest.mark.slow
 def test_utility_uncertainty_alone_p_best_is_the_prior_mass_where_a_system_wins():
     priors = np.array([0.3, 0.7])
     tnr_tpr = [(0.95, 0.70), (0.80, 0.90), (0.88, 0.82)]

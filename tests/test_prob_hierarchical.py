@@ -19,6 +19,8 @@ from ecjax.prob.hierarchical import counts_from_sets
 KEY = jax.random.key(5)
 
 
+# NUTS, ~45 s on two cores: slow lane to keep CI under 20 minutes (the hierarchical inputs stay in the default lane)
+@pytest.mark.slow
 def test_pooling_limit_matches_beta_posterior_of_pooled_counts():
     counts = np.array([[[[40, 10], [6, 44]]], [[[35, 15], [9, 41]]], [[[45, 5], [4, 46]]], [[[38, 12], [7, 43]]]])
     res = prob.compare_test_sets(counts, utilities=np.eye(2), key=KEY, dispersion=1e6, num_warmup=300,

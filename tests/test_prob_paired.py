@@ -179,6 +179,9 @@ def _paths(cells, counts, k, d, num_draws, key):
     return {name: np.asarray(jnp.trace(w, axis1=-2, axis2=-1), np.float64) for name, w in out.items()}
 
 
+# 10^5 draws through every sampler path, ~40 s: slow lane to keep CI under 20 minutes (the joint law is checked
+# against numpy Dirichlet draws in test_joint_law_matches_numpy_dirichlet_over_all_cells)
+@pytest.mark.slow
 def test_three_discordant_pairs_give_a_beta_p_best_not_certainty():
     # Two binary systems agree on 17 samples; on the other 3, only B is right.  A sign test gives p = 0.125 and a
     # uniform Beta on the discordant pairs P(B better) = P(Beta(4, 1) > 1/2) = 0.9375; the Bayesian bootstrap

@@ -49,6 +49,8 @@ def test_class_priors_posterior_and_fixed():
     np.testing.assert_allclose(fixed, np.tile([0.2, 0.3, 0.5], (4, 1)), rtol=1e-6)
 
 
+# ~24 s at 100 classes: slow lane to keep CI under 20 minutes (the binary default stays in the default lane)
+@pytest.mark.slow
 def test_default_prior_is_two_pseudo_observations_per_matrix_at_100_classes():
     # Issue 16 item 2.  K = D = 100, 10 samples per class: with the class frequencies left uncertain, the
     # defaults (2 / (K D) per cell, 2 / K per class) form the Dirichlet(n + 2 / (K D)) over all K D cells, so
