@@ -676,7 +676,7 @@ def _before_after(args, st, out_type, test, out, labels, record, out_dir):
     # Likelihood-type scores need priors to become posteriors: the labels' class frequencies, for both sides.
     data_priors = _frequencies(labels, 2 if out_type == "llr" else test.shape[1])
     sides = {"before": (test, st), "after": (out, out_type)}
-    prior = {t: data_priors if t in ("llr", "log_likelihoods") else None for t in (st, out_type)}
+    prior = {t: data_priors if t in LIKELIHOOD_TYPES else None for t in (st, out_type)}
     scores = {}
     for name, fn in (("xe", cross_entropy), ("brier", brier)):
         scores[name] = {side: float(fn(labels, s, priors=prior[t], score_type=t)) for side, (s, t) in sides.items()}

@@ -357,7 +357,7 @@ def scores_and_log_priors(scores, priors, score_type: str):
     """
     scores = as_scores(scores, score_type=score_type)
     k = 2 if score_type == "llr" else scores.shape[-1]
-    if score_type in ("llr", "log_likelihoods"):
+    if score_type in LIKELIHOOD_TYPES:
         if priors is None:
             raise InputError(
                 f"`priors` is required with score_type={score_type!r}: likelihoods become posteriors only given priors"

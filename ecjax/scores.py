@@ -302,7 +302,7 @@ def _psr_inputs(labels, scores, priors, score_type):
     the evaluation (deployment) priors.
     """
     a, neg_inf = _as_log_domain_scores(scores, score_type)
-    likelihood_type = score_type in ("llr", "log_likelihoods")
+    likelihood_type = score_type in v.LIKELIHOOD_TYPES
     s, log_p = v.scores_and_log_priors(a, priors if likelihood_type else None, score_type)
     if neg_inf is not None:
         s = jnp.where(jnp.asarray(neg_inf), -jnp.inf, s)

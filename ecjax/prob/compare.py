@@ -573,14 +573,6 @@ def _block(b, key_all, key_rates, u, p_all, p_rates, data, model):
     return out
 
 
-def progress_bar(progress, total):
-    if not progress:
-        return None
-    from ecjax.sweep.engine import progress_bar as bar  # the sweeps' convention: True (tqdm) or a factory
-
-    return bar(progress, total)
-
-
 class _Inputs(NamedTuple):
     """Per-block draws of the utilities and priors (``None``: fixed at ``U_hat`` / ``E[P]``)."""
 
@@ -600,6 +592,8 @@ def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
     host, mean_sum = {}, None
     fixed_u = jnp.broadcast_to(data["u_hat"], (bsz,) + data["u_hat"].shape)
     fixed_p = jnp.broadcast_to(data["p_bar"], (bsz,) + data["p_bar"].shape)
+    from ecjax.sweep.engine import progress_bar  # the sweeps' convention: True (tqdm) or a factory
+
     bar = progress_bar(progress, plan.num_chunks)
     try:
         for c in range(plan.num_chunks):
@@ -802,7 +796,7 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
     model_name = ("clustered two-level Bayesian bootstrap" if groups is not None else
                   "paired: Dirichlet over joint outcome cells" if joint else "unpaired: Dirichlet per system and class")
     info = {"model": model_name, "concentration": alpha}
-    likelihood = scores is not None and score_type in ("llr", "log_likelihoods")
+    likelihood = scores is not None and score_type in v.LIKELIHOOD_TYPES
     p_decide = _decision_priors(class_priors, class_counts, joint)
     common = dict(key=key, num_draws=num_draws, rope=rope, hdi_prob=hdi_prob, systems=systems, decompose=decompose,
                   chunk_size=chunk_size, progress=progress)

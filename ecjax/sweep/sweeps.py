@@ -644,7 +644,7 @@ def scores_problem(labels, scores, costs=None, utilities=None, priors=None, *, s
     v.check_choice(method, "method", ("auto", "threshold", "dense"))
     v.check_choice(decision_rule, "decision_rule", ("bayes", "optimal_threshold"))
     v.check_score_type(score_type)
-    likelihood = score_type in ("llr", "log_likelihoods")
+    likelihood = score_type in v.LIKELIHOOD_TYPES
     labels, scores, k = systems_scores(labels, scores, score_type)
     n_i = per_class_counts(labels, k)
     name, fixed_m, m_axis = matrix_source(costs, utilities, k, None)
