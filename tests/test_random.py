@@ -111,7 +111,13 @@ def test_gamma_retry_cascade_is_exact_even_when_buffers_overflow(shrink):
 
 # ------------------------------------------------------------ repeated draws
 
-def test_dirichlet_draws_span_several_blocks_with_an_overlapping_last_block():
+def _maybe_traced(fn, traced, **static):
+    """``fn(key, x, **static)`` called eagerly (the compiled-once unit sampler) or inside a jit (the inline one)."""
+    return jax.jit(lambda k, x: fn(k, x, **static)) if traced else (lambda k, x: fn(k, x, **static))
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "traced"])
+def test_dirichlet_draws_span_several_blocks_with_an_overlapping_last_block(traced):
     # 300 concentrations: _BLOCK // 300 draws per block; 2.33 blocks' worth of draws is not a whole number of
     # blocks, so the last block starts early and overwrites part of the one before.
     rng = np.random.default_rng(3)
@@ -119,7 +125,8 @@ def test_dirichlet_draws_span_several_blocks_with_an_overlapping_last_block():
     rows = _sampling._BLOCK // conc.size
     num_draws = 2 * rows + rows // 3
     assert num_draws > rows and num_draws % rows
-    r = np.asarray(_sampling.dirichlet_draws(KEY, jnp.asarray(conc), num_draws), np.float64)
+    draw = _maybe_traced(_sampling.dirichlet_draws, traced, num_draws=num_draws)
+    r = np.asarray(draw(KEY, jnp.asarray(conc)), np.float64)
     assert r.shape == (num_draws,) + conc.shape
     np.testing.assert_allclose(r.sum(-1), 1.0, atol=1e-5)
     # Marginals of a Dirichlet: R_ij ~ Beta(a_ij, a_i0 - a_ij); check a large and a small cell, last draws included.
@@ -131,15 +138,52 @@ def test_dirichlet_draws_span_several_blocks_with_an_overlapping_last_block():
     assert np.all(np.isfinite(tail)) and len(np.unique(tail)) == len(tail)
 
 
-def test_gamma_draws_match_scipy_and_zero_rows_stay_zero():
+@pytest.mark.parametrize("traced", [False, True], ids=["eager", "traced"])
+def test_gamma_draws_match_scipy_and_zero_rows_stay_zero(traced):
     shape = jnp.asarray([[3.7, 0.3, 0.0], [0.0, 0.0, 0.0]])
-    g = np.asarray(_sampling.gamma_draws(KEY, shape, 30_000), np.float64)
+    g = np.asarray(_maybe_traced(_sampling.gamma_draws, traced, num_draws=30_000)(KEY, shape), np.float64)
     assert g.shape == (30_000, 2, 3)
     for j, a in enumerate([3.7, 0.3]):
         assert stats.kstest(g[:, 0, j], stats.gamma(a).cdf).pvalue > 1e-3
     assert np.all(g[:, 0, 2] == 0) and np.all(g[:, 1] == 0)
-    d = np.asarray(_sampling.dirichlet_draws(KEY, shape, 100), np.float64)
+    d = np.asarray(_maybe_traced(_sampling.dirichlet_draws, traced, num_draws=100)(KEY, shape), np.float64)
     assert np.all(d[:, 1] == 0) and np.allclose(d[:, 0].sum(-1), 1.0)
+
+
+def test_gamma_of_an_array_longer_than_a_unit_draws_every_unit_independently():
+    # 2.5 units of shapes: the eager path draws them as three units with their own keys (the last one padded).
+    n = 2 * _sampling._BLOCK + _sampling._BLOCK // 2
+    shape = jnp.asarray(np.where(np.arange(n) % 2 == 0, 0.4, 2.5), jnp.float32)
+    x = np.asarray(_sampling.gamma(KEY, shape), np.float64)
+    assert x.shape == (n,) and np.all(np.isfinite(x)) and np.all(x > 0)
+    for part in np.split(np.arange(n), [_sampling._BLOCK, 2 * _sampling._BLOCK]):
+        assert stats.kstest(x[part[part % 2 == 0]], stats.gamma(0.4).cdf).pvalue > 1e-3
+        assert stats.kstest(x[part[part % 2 == 1]], stats.gamma(2.5).cdf).pvalue > 1e-3
+    # Units with the same shapes but their own keys: no unit repeats the one before.
+    u = _sampling._BLOCK
+    assert not np.any(x[:u // 2] == x[u:u + u // 2])
+
+
+def test_the_eager_sampler_compiles_once_whatever_the_shapes(monkeypatch):
+    # Each new table shape used to recompile the whole sampler (4-9 s on two cores); the eager path reuses one
+    # compiled unit per unit size, so new shapes and draw counts add no entry to its cache.
+    def draw_all(k, d, num_draws):
+        conc = jnp.full((2, k, d), 1.5)
+        _sampling.dirichlet_draws(KEY, conc, num_draws).block_until_ready()
+        _sampling.gamma_draws(KEY, conc + 0.5, num_draws, small_shapes=False).block_until_ready()
+        _sampling.dirichlet(KEY, jnp.full((num_draws, k), 0.7)).block_until_ready()
+
+    draw_all(3, 3, 50_000)
+    draw_all(2, 2, 10)
+    before = _sampling._gamma_unit._cache_size()
+    assert before >= 2  # both unit sizes are compiled now
+    traces = []
+    original = _sampling._gamma_block
+    # _gamma_block only runs while a sampler is being traced: any call below is a new compilation of it.
+    monkeypatch.setattr(_sampling, "_gamma_block", lambda *a, **kw: traces.append(1) or original(*a, **kw))
+    draw_all(4, 5, 30_001)
+    draw_all(7, 2, 3)
+    assert not traces and _sampling._gamma_unit._cache_size() == before
 
 
 def test_other_key_types_fall_back_to_jax_random():

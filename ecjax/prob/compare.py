@@ -300,8 +300,8 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, *, score_type, nu
     return out.reshape((-1,) + out.shape[2:])[:s]
 
 
-@partial(jax.jit, static_argnames=("small_shapes",))
 def _per_draw_rates(key, counts, concentration, *, small_shapes):
+    # Not jitted as a whole: the sampler inside is compiled once per process, whatever the shape of counts.
     return dirichlet(key, counts.astype(jnp.result_type(float)) + concentration, small_shapes=small_shapes)
 
 

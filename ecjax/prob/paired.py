@@ -305,27 +305,32 @@ def _checked(table, table_type, num_draws, concentration):
     return num_draws, k, d, alpha, _prior_plan(alpha, k, d, table.num_systems)
 
 
-@partial(jax.jit, static_argnames=("num_draws", "num_classes", "num_decisions", "plan"))
+@partial(jax.jit, static_argnames=("num_classes", "num_decisions", "plan"))
+def _paired_block(key, gammas, cells, mass, *, num_classes, num_decisions, plan):
+    """One block of eq. (1) from its Gamma draws ``(B, C + L)``: the cells' ``Gamma(n_c)`` then the prior's shapes."""
+    c = cells.shape[0]
+    h = gammas[:, :c]
+    return _with_prior(key, _marginal_counts(h, cells, num_classes, num_decisions), h.sum(-1), mass, gammas[:, c:],
+                       plan=plan, num_systems=cells.shape[1] - 1, num_classes=num_classes,
+                       num_decisions=num_decisions)
+
+
 def _paired_kernel(key, cells, counts, mass, *, num_draws, num_classes, num_decisions, plan):
+    # Python blocks over two compiled pieces (the sampler, compiled once per process, and the block's
+    # assembly), rather than one jit per table shape, which would recompile the sampler for every table.
     m = cells.shape[1] - 1
-    f = jnp.result_type(float)
     rows = _block_rows(num_draws, counts.shape[0] + _prior_size(plan, m, num_classes, num_decisions)
                        + m * num_classes * num_decisions)
-
+    # One sampler call per block for both parts: Gamma(n_c) on the occupied cells (the Bayesian-bootstrap
+    # part) and the prior's Gamma shapes.
     shapes = jnp.concatenate([counts, _prior_shapes(mass, plan, m, num_classes, num_decisions)])
-    c = counts.shape[0]
-    kw = dict(plan=plan, num_systems=m, num_classes=num_classes, num_decisions=num_decisions)
 
     def block(k, start):
         key_gamma, key_prior = jax.random.split(k)
-        # One sampler call for both parts: Gamma(n_c) on the occupied cells (the Bayesian-bootstrap part) and
-        # the prior's Gamma shapes.
-        g = gamma_draws(key_gamma, shapes, rows)
-        h = g[:, :c]
-        return _with_prior(key_prior, _marginal_counts(h, cells, num_classes, num_decisions), h.sum(-1), mass,
-                           g[:, c:], **kw)
+        return _paired_block(key_prior, gamma_draws(key_gamma, shapes, rows), cells, mass, num_classes=num_classes,
+                             num_decisions=num_decisions, plan=plan)
 
-    return in_blocks(key, num_draws, rows, block, (m, num_classes, num_decisions), f)
+    return in_blocks(key, num_draws, rows, block, (m, num_classes, num_decisions), jnp.result_type(float))
 
 
 def sample_joint_confusions(key, table: JointOutcomeTable, *, num_draws: int, concentration=None):
@@ -438,29 +443,35 @@ def posterior_mean(table: JointOutcomeTable, *, concentration=None):
     return (counts + alpha) / (counts.sum((-2, -1), keepdims=True) + alpha * k * d)
 
 
-@partial(jax.jit, static_argnames=("num_draws", "num_groups", "num_classes", "num_decisions", "plan"))
+@partial(jax.jit, static_argnames=("num_groups", "num_classes", "num_decisions", "plan"))
+def _clustered_block(key, gammas, cells, groups, size, mass, *, num_groups, num_classes, num_decisions, plan):
+    """One block of the two-level bootstrap from its Gamma draws: group weights, cells, then the prior's shapes."""
+    g_end, c_end = num_groups, num_groups + cells.shape[0]
+    group_weight, cell = gammas[:, :g_end], gammas[:, g_end:c_end]
+    within = jax.ops.segment_sum(cell.T, groups, num_segments=num_groups).T  # (B, G)
+    scale = group_weight * size / jnp.where(within > 0, within, 1.0)
+    h = cell * scale[:, groups]  # G_g n_g u_gc
+    return _with_prior(key, _marginal_counts(h, cells, num_classes, num_decisions), h.sum(-1), mass,
+                       gammas[:, c_end:], plan=plan, num_systems=cells.shape[1] - 1, num_classes=num_classes,
+                       num_decisions=num_decisions)
+
+
 def _clustered_kernel(key, cells, groups, counts, mass, *, num_draws, num_groups, num_classes, num_decisions, plan):
+    # Python blocks over compiled pieces, as _paired_kernel.
     m = cells.shape[1] - 1
     f = jnp.result_type(float)
     size = jax.ops.segment_sum(counts, groups, num_segments=num_groups)  # n_g
     rows = _block_rows(num_draws, counts.shape[0] + num_groups + _prior_size(plan, m, num_classes, num_decisions)
                        + m * num_classes * num_decisions)
-
-    # One sampler call: the group weights Gamma(1), the cells' Gamma(n_gc) and the prior's shapes.
+    # One sampler call per block: the group weights Gamma(1), the cells' Gamma(n_gc) and the prior's shapes.
     shapes = jnp.concatenate([jnp.ones(num_groups, f), counts, _prior_shapes(mass, plan, m, num_classes,
                                                                              num_decisions)])
-    g_end, c_end = num_groups, num_groups + counts.shape[0]
-    kw = dict(plan=plan, num_systems=m, num_classes=num_classes, num_decisions=num_decisions)
 
     def block(k, start):
         key_gamma, key_prior = jax.random.split(k)
-        g = gamma_draws(key_gamma, shapes, rows)
-        group_weight, cell = g[:, :g_end], g[:, g_end:c_end]
-        within = jax.ops.segment_sum(cell.T, groups, num_segments=num_groups).T  # (B, G)
-        scale = group_weight * size / jnp.where(within > 0, within, 1.0)
-        h = cell * scale[:, groups]  # G_g n_g u_gc
-        return _with_prior(key_prior, _marginal_counts(h, cells, num_classes, num_decisions), h.sum(-1), mass,
-                           g[:, c_end:], **kw)
+        return _clustered_block(key_prior, gamma_draws(key_gamma, shapes, rows), cells, groups, size, mass,
+                                num_groups=num_groups, num_classes=num_classes, num_decisions=num_decisions,
+                                plan=plan)
 
     return in_blocks(key, num_draws, rows, block, (m, num_classes, num_decisions), f)
 

@@ -86,7 +86,7 @@ import numpyro.distributions as dist
 from numpyro.infer import MCMC, NUTS
 
 from ecjax import inputs as v
-from ecjax.prob.sampling import dirichlet, dirichlet_draws, rejection_sample
+from ecjax.prob.sampling import dirichlet_draws, rejection_sample
 
 
 # A: pseudo-observations of the default prior, per confusion matrix (or per joint table of paired systems).
@@ -137,8 +137,8 @@ def as_counts(counts, name="counts"):
 
 # ------------------------------------------------------------ conjugate path
 
-@partial(jax.jit, static_argnames=("num_draws", "small_shapes"))
 def _rates_kernel(key, counts, concentration, *, num_draws, small_shapes):
+    # Not jitted as a whole: the sampler is compiled once per process, not once per shape of counts.
     return dirichlet_draws(key, counts + concentration, num_draws, small_shapes=small_shapes)
 
 
@@ -192,6 +192,10 @@ class PriorDistribution:
         return self._draw(key, num_draws)
 
 
+def _dirichlet_priors_draw(concentration, key, num_draws):
+    return dirichlet_draws(key, concentration, num_draws)
+
+
 def _dirichlet_priors_model(concentration):
     numpyro.sample("priors", dist.Dirichlet(concentration))
 
@@ -205,7 +209,7 @@ def dirichlet_priors(concentration) -> PriorDistribution:
     if np.any(a <= 0):
         raise v.InputError(f"`concentration` must be > 0 for a Dirichlet over priors, got minimum {a.min()}")
     conc = jnp.asarray(a, jnp.result_type(float))
-    draw = jax.jit(lambda key, n: dirichlet(key, jnp.broadcast_to(conc, (n, conc.shape[0]))), static_argnums=1)
+    draw = partial(_dirichlet_priors_draw, conc)
     return PriorDistribution(partial(_dirichlet_priors_model, conc), a.shape[0], conc / conc.sum(),
                              f"Dirichlet({a.tolist()})", draw)
 
@@ -283,10 +287,8 @@ def as_class_priors(priors, num_classes: int):
     return p
 
 
-@partial(jax.jit, static_argnames=("num_draws",))
 def _class_prior_kernel(key, class_counts, concentration, *, num_draws):
-    alpha = jnp.broadcast_to(class_counts + concentration, (num_draws,) + class_counts.shape)
-    return dirichlet(key, alpha)
+    return dirichlet_draws(key, class_counts + concentration, num_draws)
 
 
 def sample_class_priors(key, priors, class_counts, *, num_draws: int, concentration=None):
