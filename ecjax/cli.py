@@ -843,6 +843,8 @@ def cmd_compare(args):
         priors = spec.priors
     common = dict(costs=costs, priors=priors, paired=paired, num_draws=args.draws, key=jax.random.key(args.seed),
                   rope=args.rope, systems=names)
+    if args.mc_error is not None:
+        common.update(mc_error=args.mc_error, max_draws=args.max_draws)
     lab = labels[0] if paired else list(labels)
     training = _training_priors(args, spec, labels, label_files, k)
     if training[0] is not None:  # decide for the deployment priors: posteriors -> likelihoods (seed 002 §3.2)
@@ -900,6 +902,9 @@ def cmd_compare(args):
         errors["rope_probabilities"] = np.asarray(result.errors["rope_probabilities"]).tolist()
     if result.doubt is not None:
         errors["doubt"] = {c: result.doubt.error(c) or 0.0 for c in result.doubt.COMPONENTS}
+    if "mc_error_target" in result.info:
+        errors.update(target=result.info["mc_error_target"], target_met=result.info["mc_error_met"],
+                      runs=result.info["mc_error_runs"])
     record["monte_carlo_errors"] = errors
     out_dir = _out_dir(args)
     if out_dir is not None:
@@ -1238,6 +1243,11 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_training_priors(cp)
     cp.add_argument("--draws", type=_int_in(1, MAX_DRAWS, "--draws"), default=20_000,
                     help=f"posterior draws (default 20000, at most {MAX_DRAWS:.0e})")
+    cp.add_argument("--mc-error", type=_float_in(0.0, "--mc-error", strict=True),
+                    help="draw more (from --draws up to --max-draws) until every reported probability has at most "
+                         "this Monte Carlo standard error, e.g. 0.005")
+    cp.add_argument("--max-draws", type=_int_in(1, MAX_DRAWS, "--max-draws"), default=1_000_000,
+                    help="the most draws --mc-error may use (default 1000000)")
     cp.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key (default 0)")
     cp.add_argument("--rope", type=_float_in(0.0, "--rope"),
                     help="half-width of the region of practical equivalence (yield units)")

@@ -167,6 +167,14 @@ def as_real(x, name: str, *, finite: bool = True) -> float:
     return value
 
 
+def as_number_between(x, name: str, low: float, high: float) -> float:
+    """One real number strictly between ``low`` and ``high`` (a probability in ``(0, 1)``, a target error...)."""
+    value = as_real(x, name)
+    if not low < value < high:
+        raise InputError(f"`{name}` must be in ({low:g}, {high:g}), got {x!r}")
+    return value
+
+
 def check_zero_division(z, name: str = "zero_division"):
     """The value returned for 0/0: a number (``nan`` allowed), possibly traced."""
     if is_tracer(z):

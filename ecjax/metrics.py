@@ -500,9 +500,7 @@ def net_benefit(counts, *, threshold_probability, pos_label=1):
         p = jnp.asarray(threshold_probability, jnp.result_type(float))
         p_ok = (p > 0) & (p < 1)
     else:
-        p = v.as_real(threshold_probability, "threshold_probability")
-        if not 0.0 < p < 1.0:
-            raise v.InputError(f"`threshold_probability` must be in (0, 1), got {threshold_probability!r}")
+        p = v.as_number_between(threshold_probability, "threshold_probability", 0.0, 1.0)
         p_ok = True
     return _guard(_net_benefit_kernel(c, p / (1.0 - p), pos), lambda: _counts_ok(c) & p_ok, c, p)
 

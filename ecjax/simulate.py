@@ -59,8 +59,7 @@ from ecjax.decisions import log_posteriors_kernel
 def first_class_priors(num_classes, first_prior):
     """``P_1 = first_prior`` and ``P_i = (1 - P_1) / (K - 1)`` for the rest (both seeds, step 1)."""
     k = v.as_positive_int(num_classes, "num_classes", minimum=2)
-    if not 0.0 < first_prior < 1.0:
-        raise v.InputError(f"`first_prior` must be in (0, 1), got {first_prior}")
+    first_prior = v.as_number_between(first_prior, "first_prior", 0.0, 1.0)
     return np.array([first_prior] + [(1.0 - first_prior) / (k - 1)] * (k - 1))
 
 

@@ -13,7 +13,7 @@ import jax
 import numpy as np
 import pytest
 
-from ecjax import cli, prob
+from ecjax import InputError, cli, prob
 from ecjax.prob.ranking import batch_means_error, with_error
 
 
@@ -116,3 +116,51 @@ def test_command_line_json_carries_the_errors(tmp_path, capsys):
     assert errors["expected_yield"] == {n: 0.0 for n in rec["systems"]}
     assert np.shape(errors["rope_probabilities"]) == (2, 2, 3)
     assert set(errors["doubt"]) == {"all", "costs_only", "priors_only", "rates_only"}
+    assert "target" not in errors  # no precision target asked for
+
+    rc = cli.main(["compare", "--labels", str(tmp_path / "y.npy"), "--decisions", str(tmp_path / "a.npy"),
+                   str(tmp_path / "b.npy"), "--costs", str(tmp_path / "c.toml"), "--draws", "1000",
+                   "--mc-error", "0.006", "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    rec = json.loads(out.out)
+    errors = rec["monte_carlo_errors"]
+    assert errors["target"] == 0.006 and errors["target_met"] and errors["runs"][0] == 1000
+    assert rec["num_draws"] == errors["runs"][-1] > 1000
+    assert max(errors["p_best"].values()) <= 0.006 and max(errors["doubt"].values()) <= 0.006
+
+
+# ------------------------------------------------------------ a precision target
+
+def test_mc_error_target_draws_until_every_probability_is_that_precise():
+    y, d = _problem()
+    r = prob.compare(y, d, costs=prob.cost_ratio(1, 5), key=jax.random.key(0), num_draws=2000, rope=0.01,
+                     mc_error=0.004)
+    assert r.info["mc_error_met"] and r.info["mc_error_target"] == 0.004
+    runs = r.info["mc_error_runs"]
+    assert runs[0] == 2000 and runs[-1] == r.num_draws > 2000 and runs == sorted(runs)
+    assert r.largest_probability_error() <= 0.004
+    # Independent reference: the binomial error of P(best) at the final number of draws (fixed decisions: the
+    # draws are independent) meets the target, up to the batch-means estimate's own spread (~16 %).
+    p = r.p_best
+    assert np.all(np.sqrt(p * (1 - p) / r.num_draws) <= 0.004 * 1.25)
+    # ...and the first run alone did not: more draws were needed.
+    assert np.sqrt(p * (1 - p) / 2000).max() > 0.004
+    assert "target 0.004 met" in r.summary()
+
+
+def test_mc_error_target_stops_at_max_draws_and_says_so():
+    y, d = _problem()
+    r = prob.compare(y, d, costs=prob.cost_ratio(1, 5), key=jax.random.key(1), num_draws=2000, mc_error=0.001,
+                     max_draws=3000)
+    assert r.num_draws == 3000 and r.info["mc_error_runs"] == [2000, 3000]
+    assert not r.info["mc_error_met"] and r.largest_probability_error() > 0.001
+    assert "target 0.001 NOT met" in r.summary()
+
+
+@pytest.mark.parametrize("kw, name", [(dict(mc_error=0.6), "mc_error"), (dict(mc_error="tight"), "mc_error"),
+                                      (dict(mc_error=0.01, max_draws=100), "max_draws")])
+def test_mc_error_target_refuses_bad_values(kw, name):
+    y, d = _problem()
+    with pytest.raises(InputError, match=name):
+        prob.compare(y, d, costs=prob.cost_ratio(1, 5), key=jax.random.key(0), num_draws=1000, **kw)

@@ -645,6 +645,43 @@ def _check_common(key, num_draws, hdi_prob, rope, chunk_size):
     return num_draws, hdi_prob, rope
 
 
+# Runs aim this much below the target, so that the error estimated by the next run (itself uncertain) meets it.
+_PRECISION_MARGIN = 1.2
+
+
+def draw_to_precision(run, mc_error, *, num_draws: int, max_draws: int):
+    """``run(S)`` with ``S`` raised until the reported probabilities are as precise as ``mc_error``.
+
+    The batch-means error of a Monte Carlo probability falls as ``1 /
+    sqrt(S)``, so after a run of ``S`` draws whose largest error is ``e >
+    mc_error`` the next run has ``S (e / mc_error)^2`` draws (times
+    ``1.2``, at least ``1.5 S``, at most ``max_draws``).  Each run starts
+    afresh from the same key (the draws of a larger run are not an
+    extension of the smaller one's), so the result is one ordinary run.
+    ``info`` records the target, whether it was met and the runs' sizes.
+
+    Args:
+      run: ``S -> Comparison``.
+      mc_error: the largest standard error allowed, in ``(0, 0.5)``.
+      num_draws: the first run's ``S``.
+      max_draws: the largest ``S`` tried.
+    """
+    target = v.as_number_between(mc_error, "mc_error", 0.0, 0.5)  # a standard error of a probability
+    max_draws = v.as_positive_int(max_draws, "max_draws")
+    if max_draws < num_draws:
+        raise v.InputError(f"`max_draws` ({max_draws}) must be at least `num_draws` ({num_draws})")
+    sizes, s = [], num_draws
+    while True:
+        result = run(s)
+        sizes.append(s)
+        error = result.largest_probability_error()
+        if error <= target or s >= max_draws:
+            break
+        s = min(max_draws, max(int(np.ceil(s * _PRECISION_MARGIN * (error / target) ** 2)), int(1.5 * s)))
+    info = dict(result.info, mc_error_target=target, mc_error_met=bool(error <= target), mc_error_runs=sizes)
+    return dataclasses.replace(result, info=info)
+
+
 def _system_names(systems, names, num_systems):
     if systems is not None:
         systems = tuple(str(s) for s in systems)
@@ -657,7 +694,7 @@ def _system_names(systems, names, num_systems):
 def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, score_type: str = "log_posteriors",
             decision_rule: str = "expected_utility", priors=None, paired: bool = True, groups=None,
             concentration=None, num_draws: int = 20_000, key=None, rope=None, hdi_prob: float = 0.9, systems=None,
-            decompose: bool = True, chunk_size=None, progress=False):
+            decompose: bool = True, chunk_size=None, progress=False, mc_error=None, max_draws: int = 1_000_000):
     """Posterior ranking of classifiers under uncertain utilities and priors and a finite test set.
 
     Args:
@@ -717,6 +754,13 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
       progress: ``True`` for a progress bar over the chunks (``tqdm``), or a
         callable ``total -> bar`` with ``update(n)`` and ``close()`` (the
         convention of :func:`ecjax.sweep.engine.map_reduce`).
+      mc_error: a target for the Monte Carlo standard errors of the reported
+        probabilities (P(best), the ROPE probabilities, the doubt
+        components; see :func:`draw_to_precision`): ``num_draws`` is then
+        the first run, and larger runs follow until the largest error is at
+        most ``mc_error`` or ``max_draws`` is reached.  ``None``: one run of
+        ``num_draws``.
+      max_draws: the cap of the ``mc_error`` target.
 
     Returns:
       a :class:`~ecjax.prob.Comparison`; ``info["decision_rule"]`` says how
@@ -734,6 +778,14 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
       ((2,), (2, 2))
     """
     num_draws, hdi_prob, rope = _check_common(key, num_draws, hdi_prob, rope, chunk_size)
+    if mc_error is not None:
+        def run(draws):
+            return compare(labels, decisions, utilities=utilities, costs=costs, scores=scores, score_type=score_type,
+                           decision_rule=decision_rule, priors=priors, paired=paired, groups=groups,
+                           concentration=concentration, num_draws=draws, key=key, rope=rope, hdi_prob=hdi_prob,
+                           systems=systems, decompose=decompose, chunk_size=chunk_size, progress=progress)
+
+        return draw_to_precision(run, mc_error, num_draws=num_draws, max_draws=max_draws)
     if (decisions is None) == (scores is None):
         raise v.InputError("give exactly one of `decisions` and `scores`")
     v.check_choice(decision_rule, "decision_rule", DECISION_RULES)

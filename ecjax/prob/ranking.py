@@ -72,12 +72,7 @@ def min_draws_for_hdi(prob: float) -> int:
 
 
 def check_hdi_prob(prob, num_draws):
-    try:
-        p = float(prob)
-    except (TypeError, ValueError):
-        raise v.InputError(f"`hdi_prob` must be a number in (0, 1), got {prob!r}") from None
-    if not 0.0 < p < 1.0:
-        raise v.InputError(f"`hdi_prob` must be in (0, 1), got {prob!r}")
+    p = v.as_number_between(prob, "hdi_prob", 0.0, 1.0)
     need = min_draws_for_hdi(p)
     if num_draws < need:
         raise v.InputError(
@@ -357,6 +352,16 @@ class Comparison:
             return None
         return float(np.asarray(self.errors[name])[index]) if index else np.asarray(self.errors[name])
 
+    def largest_probability_error(self) -> float:
+        """The largest Monte Carlo standard error of the probabilities reported: P(best), the ROPE
+        probabilities and the doubt components (0 when none was estimated as uncertain)."""
+        found = [np.asarray(self.errors.get(name, []), np.float64).ravel() for name in ("p_best", "rope_probabilities")]
+        if self.doubt is not None and self.doubt.errors:
+            found.append(np.asarray(list(self.doubt.errors.values()), np.float64))
+        found = np.concatenate(found) if found else np.zeros(0)
+        found = found[np.isfinite(found)]
+        return float(found.max()) if found.size else 0.0
+
     @property
     def num_draws(self) -> int:
         return int(self.yields.shape[0])
@@ -431,6 +436,10 @@ class Comparison:
         lines = aligned(rows)
         if self.errors:
             exact = "; E[yield] exact (closed form)" if not np.any(self.error("expected_yield")) else ""
+            target = self.info.get("mc_error_target")
+            if target is not None:
+                met = "met" if self.info.get("mc_error_met") else "NOT met: the draws reached max_draws"
+                exact += f"; target {target:g} {met}"
             lines.append(f"± Monte Carlo standard error ({self.num_draws} draws, batch means){exact}")
         if not single:
             lines += self._recommendation_lines()

@@ -422,8 +422,7 @@ def cost_ratio(low: float, high: float, *, distribution: str = "log_uniform", po
             raise v.InputError("a log-uniform ratio needs low < high (use a fixed cost matrix for a known ratio)")
         mean_r = (hi - lo) / math.log(hi / lo)
     else:
-        if not 0.0 < float(interval_mass) < 1.0:
-            raise v.InputError(f"`interval_mass` must be in (0, 1), got {interval_mass!r}")
+        interval_mass = v.as_number_between(interval_mass, "interval_mass", 0.0, 1.0)
         if lo == hi:
             raise v.InputError("a log-normal ratio needs low < high")
         loc, sigma = _log_normal_params(lo, hi, float(interval_mass))
