@@ -10,15 +10,19 @@ import sys
 
 import numpy as np
 
-# A fresh process runs the command and prints how many compiled programs it loaded from the persistent cache.
+# A fresh process runs the command and prints how many compiled programs it loaded from the persistent cache and
+# how many it had to compile (JAX counts every program that asks the cache, and every one found there).
 _COUNT_HITS = """
 import sys, jax.monitoring
-hits = []
+hits, requests = [], []
 jax.monitoring.register_event_listener(
     lambda event, **kw: hits.append(event) if event == "/jax/compilation_cache/cache_hits" else None)
+jax.monitoring.register_event_listener(
+    lambda event, **kw: requests.append(event)
+    if event == "/jax/compilation_cache/compile_requests_use_cache" else None)
 from ecjax.cli import main
 rc = main(sys.argv[1:])
-print("HITS", len(hits), file=sys.stderr)
+print("HITS", len(hits), "COMPILED", len(requests) - len(hits), file=sys.stderr)
 sys.exit(rc)
 """
 
@@ -38,7 +42,9 @@ def _run(args, cwd, **env):
     proc = subprocess.run([sys.executable, "-c", _COUNT_HITS, *args], capture_output=True, text=True, cwd=cwd,
                           env=environ, timeout=300)
     assert proc.returncode == 0, proc.stderr
-    return int(proc.stderr.split("HITS")[-1].split()[0]), proc.stdout
+    counts = proc.stderr.split("HITS")[-1].split()
+    _run.compiled = int(counts[2])
+    return int(counts[0]), proc.stdout
 
 
 def test_second_run_loads_what_the_first_compiled(tmp_path):
@@ -46,8 +52,11 @@ def test_second_run_loads_what_the_first_compiled(tmp_path):
     cache = tmp_path / "cache"
     hits_first, out_first = _run(args, tmp_path, ECJAX_COMPILATION_CACHE_DIR=str(cache))
     assert any(cache.iterdir())
+    compiled_first = _run.compiled
     hits_second, out_second = _run(args, tmp_path, ECJAX_COMPILATION_CACHE_DIR=str(cache))
-    assert hits_first == 0 and hits_second >= 1  # every program compiled for > 0.1 s in the first run
+    assert hits_first == 0 and compiled_first >= 10
+    # The second run compiles nothing: every program of the first one, however small, is loaded.
+    assert _run.compiled == 0 and hits_second == compiled_first
     assert out_second == out_first  # same numbers from the cached programs
 
 
