@@ -794,8 +794,45 @@ class DrawProgress:
             self.stream.flush()
 
 
+class ChunkProgress:
+    """Progress of a sweep on stderr: chunks done and seconds so far, once the run has lasted ``after`` seconds.
+
+    A sweep's duration is not estimated beforehand, so the line waits: a run that answers within ``after``
+    seconds prints nothing.  Called with the number of chunks (the sweeps' ``progress=`` factory convention).
+    """
+
+    def __init__(self, what, stream, *, after=_PROGRESS_SECONDS, clock=None):
+        import time
+
+        self.what, self.stream, self.after = what, stream, after
+        self.clock = time.monotonic if clock is None else clock
+        self.shown = False
+
+    def __call__(self, total):
+        self.total, self.done, self.start = total, 0, self.clock()
+        return self
+
+    def update(self, n):
+        self.done += n
+        elapsed = self.clock() - self.start
+        if elapsed >= self.after:
+            self.stream.write(f"\r  {self.what}: {self.done} of {self.total} chunks, {elapsed:.0f} s   ")
+            self.stream.flush()
+            self.shown = True
+
+    def close(self):
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
 def _stderr_is_terminal():
     return sys.stderr.isatty()
+
+
+def _sweep_progress(args):
+    """A :class:`ChunkProgress` for a person watching (stderr a terminal, no --json); else ``False``."""
+    return False if args.json or not _stderr_is_terminal() else ChunkProgress("sweep", sys.stderr)
 
 
 def _compare_progress(args, names, seconds):
@@ -1050,9 +1087,10 @@ def cmd_sweep(args):
     if over == "utility-space":
         if kind == "scores":
             m = sweep.utility_space_map(labels=lab, scores=scores, priors=score_priors, score_type=st,
-                                        resolution=resolution)
+                                        resolution=resolution, progress=_sweep_progress(args))
         else:
-            m = sweep.utility_space_map(counts, priors=priors, resolution=resolution)
+            m = sweep.utility_space_map(counts, priors=priors, resolution=resolution,
+                                        progress=_sweep_progress(args))
         record["win_fraction"] = _float_dict(names, m.win_fraction)
         record["resolution"] = resolution
         lines = [f"winner over the binary utility space (every normalized 2 x 2 utility matrix; {resolution} x "
@@ -1076,9 +1114,10 @@ def cmd_sweep(args):
             axis = -np.asarray(prior.sample(jax.random.key(args.seed), resolution))  # samples are utilities
             coord_name = f"random cost matrices: {cost_source}; key --seed {args.seed}"
         if kind == "scores":
-            res = sweep.sweep_scores(lab, scores, axis, priors=score_priors, score_type=st, normalize=True)
+            res = sweep.sweep_scores(lab, scores, axis, priors=score_priors, score_type=st, normalize=True,
+                                     progress=_sweep_progress(args))
         else:
-            res = sweep.sweep_counts(counts, axis, priors=priors, normalize=True)
+            res = sweep.sweep_counts(counts, axis, priors=priors, normalize=True, progress=_sweep_progress(args))
         record["win_fraction"] = _float_dict(names, res.win_fraction)
         record["tie_fraction"] = float(res.tie_fraction)
         record["num_points"] = int(res.num_points)

@@ -17,6 +17,12 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 # The command line keeps a compilation cache in the user's cache folder; the tests keep theirs in a temporary one
 # (made once by the controller; the workers and the command lines they start inherit it).
 os.environ.setdefault("ECJAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="ecjax-test-compilation-cache-"))
+# The same folder is JAX's own cache for every process of the session: the two workers and the examples, notebooks
+# and multi-process runs they start load the large programs (the Gamma sampler, about 5 s to compile) that another
+# process compiled, instead of compiling them again. A size bound turns on JAX's file lock, so concurrent processes
+# never read a half-written entry. Tests of the command line's own cache start their processes without it.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.environ["ECJAX_COMPILATION_CACHE_DIR"])
+os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**31))
 
 import numpy as np
 import pytest

@@ -1,5 +1,6 @@
-"""Progress of `ecjax compare` at a terminal: draws done and the running P(best) with its error, on stderr only when
-a person watches a run that takes a while; the printed answer is the same with and without it.
+"""Progress at a terminal: `ecjax compare` shows draws done and the running P(best) with its error, `ecjax sweep`
+the chunks done; on stderr, only when a person watches a run that takes a while; the printed answer is the same
+with and without it.
 
 Reference: P(best) of the leader and its binomial error computed with numpy from the same draws.
 """
@@ -63,3 +64,59 @@ def test_compare_at_a_terminal_reports_progress_and_the_same_answer(tmp_path, ca
     assert quiet.err == "" and watched.out == quiet.out  # chunked draws give the same numbers
     updates = re.findall(r"\r  ([\d,]+) draws: P\(best\) [ab] \d\.\d{3} ± \d\.\d{3,4}", watched.err)
     assert len(updates) >= 3 and updates[-1] == "4,000", watched.err
+
+
+# ------------------------------------------------------------ sweeps
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_sweep_progress_waits_then_counts_chunks():
+    clock, stream = _Clock(), io.StringIO()
+    bar = cli.ChunkProgress("sweep", stream, after=2.0, clock=clock)(5)
+    clock.now = 1.0
+    bar.update(1)
+    assert stream.getvalue() == ""  # a run that answers within 2 s prints nothing
+    clock.now = 4.2
+    bar.update(2)
+    bar.close()
+    assert stream.getvalue() == "\r  sweep: 3 of 5 chunks, 4 s   \n"
+    quick = io.StringIO()
+    bar = cli.ChunkProgress("sweep", quick, after=2.0, clock=_Clock())(3)
+    for _ in range(3):
+        bar.update(1)
+    bar.close()
+    assert quick.getvalue() == ""
+
+
+@pytest.mark.parametrize("json_out, terminal, shown", [(False, True, True), (True, True, False),
+                                                       (False, False, False)])
+def test_sweep_progress_only_for_a_person_watching(monkeypatch, json_out, terminal, shown):
+    monkeypatch.setattr(cli, "_stderr_is_terminal", lambda: terminal)
+    progress = cli._sweep_progress(SimpleNamespace(json=json_out))
+    assert isinstance(progress, cli.ChunkProgress) == shown and (shown or progress is False)
+
+
+def test_sweep_at_a_terminal_reports_chunks_and_the_same_answer(tmp_path, capsys, monkeypatch):
+    # 100,000 cost ratios: more than one automatic chunk (2^16 points per device) on a CPU.
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 2, 500)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "a.npy", np.where(rng.random(500) < 0.8, y, 1 - y))
+    np.save(tmp_path / "b.npy", np.where(rng.random(500) < 0.75, y, 1 - y))
+    args = ["sweep", "--labels", str(tmp_path / "y.npy"), "--decisions", str(tmp_path / "a.npy"),
+            str(tmp_path / "b.npy"), "--over", "cost-ratio", "--resolution", "100000"]
+    assert cli.main(args) == 0
+    quiet = capsys.readouterr()
+    monkeypatch.setattr(cli, "_stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(cli, "_sweep_progress", lambda a: cli.ChunkProgress("sweep", cli.sys.stderr, after=0.0))
+    assert cli.main(args) == 0
+    watched = capsys.readouterr()
+    assert quiet.err == "" and watched.out == quiet.out
+    updates = re.findall(r"\r  sweep: (\d+) of (\d+) chunks, \d+ s", watched.err)
+    assert len(updates) >= 2 and updates[-1][0] == updates[-1][1] == str(len(updates)), watched.err
