@@ -762,14 +762,32 @@ def _warn_if_long(args, kind, spec, arrays, k, d):
     return seconds
 
 
-class DrawProgress:
+class _ProgressLine:
+    """One line of progress on ``stream``, rewritten in place (``show``) and ended by ``close`` if it was shown."""
+
+    def __init__(self, stream):
+        self.stream, self.shown = stream, False
+
+    def show(self, text):
+        self.stream.write(f"\r  {text}   ")
+        self.stream.flush()
+        self.shown = True
+
+    def close(self):
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+class DrawProgress(_ProgressLine):
     """Progress of ``compare`` on stderr: draws done and the current leader's P(best) with its Monte Carlo error.
 
     Called with the number of chunks (``compare``'s ``progress=`` factory convention); rewrites one line.
     """
 
     def __init__(self, names, stream):
-        self.names, self.stream, self.shown = list(names), stream, False
+        super().__init__(stream)
+        self.names = list(names)
 
     def __call__(self, total):
         return self
@@ -784,17 +802,10 @@ class DrawProgress:
         leader = int(np.argmax(yields.mean(0)))
         is_best = np.argmax(yields, 1) == leader
         p = with_error(float(is_best.mean()), float(batch_means_error(is_best)), 3)
-        self.stream.write(f"\r  {done:,} draws: P(best) {self.names[leader]} {p}   ")
-        self.stream.flush()
-        self.shown = True
-
-    def close(self):
-        if self.shown:
-            self.stream.write("\n")
-            self.stream.flush()
+        self.show(f"{done:,} draws: P(best) {self.names[leader]} {p}")
 
 
-class ChunkProgress:
+class ChunkProgress(_ProgressLine):
     """Progress of a sweep on stderr: chunks done and seconds so far, once the run has lasted ``after`` seconds.
 
     A sweep's duration is not estimated beforehand, so the line waits: a run that answers within ``after``
@@ -804,9 +815,9 @@ class ChunkProgress:
     def __init__(self, what, stream, *, after=_PROGRESS_SECONDS, clock=None):
         import time
 
-        self.what, self.stream, self.after = what, stream, after
+        super().__init__(stream)
+        self.what, self.after = what, after
         self.clock = time.monotonic if clock is None else clock
-        self.shown = False
 
     def __call__(self, total):
         self.total, self.done, self.start = total, 0, self.clock()
@@ -816,14 +827,7 @@ class ChunkProgress:
         self.done += n
         elapsed = self.clock() - self.start
         if elapsed >= self.after:
-            self.stream.write(f"\r  {self.what}: {self.done} of {self.total} chunks, {elapsed:.0f} s   ")
-            self.stream.flush()
-            self.shown = True
-
-    def close(self):
-        if self.shown:
-            self.stream.write("\n")
-            self.stream.flush()
+            self.show(f"{self.what}: {self.done} of {self.total} chunks, {elapsed:.0f} s")
 
 
 def _stderr_is_terminal():
