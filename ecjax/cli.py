@@ -721,7 +721,9 @@ def cmd_calibrate(args):
     out_type = "llr" if method == "llr" else "log_posteriors"
     record = {"schema": JSON_SCHEMA_VERSION, "command": "calibrate", "method": method, "loss": args.loss,
               "protocol": protocol, "output": str(args.output), "output_type": out_type}
-    out, fitted = _fit_calibrator(args, method, st, train, train_labels, test, protocol, record)
+    what = f"calibrate: fitting {method}" + (f" on {args.cv} folds" if protocol == "cross_validation" else "")
+    with _heartbeat(args, what):
+        out, fitted = _fit_calibrator(args, method, st, train, train_labels, test, protocol, record)
     buf = _io.BytesIO()
     np.save(buf, out, allow_pickle=False)
     _defer(args.output, buf.getvalue(), args.force, "--output")
@@ -743,14 +745,16 @@ _LONG_RUN_SECONDS = 60.0
 _PROGRESS_SECONDS = 2.0  # shorter runs answer before a progress line would help
 
 
-def _warn_if_long(args, kind, spec, arrays, k, d):
+def _warn_if_long(args, kind, spec, arrays, k, d, paired):
     """Say so before a comparison estimated at more than a minute, and how to make it shorter; the estimate."""
     from ecjax.prob.compare import estimated_seconds
 
     per_draw = kind == "scores" and args.decision_rule == "per_draw" and spec.uncertain
     n = max(a.shape[0] for a in arrays)
+    shared = _decision_rule(args).resolve(num_systems=len(arrays), num_samples=n, num_classes=k, num_decisions=d,
+                                          paired=paired) if per_draw else 1
     seconds = estimated_seconds(args.draws, num_systems=len(arrays), num_samples=n, num_classes=k, num_decisions=d,
-                                per_draw_decisions=per_draw)
+                                per_draw_decisions=per_draw, rate_draws=shared)
     if seconds <= _LONG_RUN_SECONDS:  # on stderr, so --json output stays clean
         return seconds
     advice = "fewer --draws"
@@ -830,6 +834,51 @@ class ChunkProgress(_ProgressLine):
             self.show(f"{self.what}: {self.done} of {self.total} chunks, {elapsed:.0f} s")
 
 
+class Heartbeat(_ProgressLine):
+    """Seconds so far of one long library call that has no progress hook (a calibrator's fit, its folds).
+
+    A context manager: once the call has lasted ``after`` seconds, a background thread rewrites
+    ``what, t s`` every ``every`` seconds until the call returns.  A call that answers sooner prints nothing.
+    """
+
+    def __init__(self, what, stream, *, after=_PROGRESS_SECONDS, every=1.0):
+        import threading
+
+        super().__init__(stream)
+        self.what, self.after, self.every = what, after, every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, daemon=True)
+
+    def _beat(self):
+        import time
+
+        start = time.monotonic()
+        if self._stop.wait(self.after):
+            return
+        while True:
+            self.show(f"{self.what}, {time.monotonic() - start:.0f} s")
+            if self._stop.wait(self.every):
+                return
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.close()
+        return False
+
+
+class _Silent:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 def _stderr_is_terminal():
     return sys.stderr.isatty()
 
@@ -839,12 +888,29 @@ def _sweep_progress(args):
     return False if args.json or not _stderr_is_terminal() else ChunkProgress("sweep", sys.stderr)
 
 
+def _heartbeat(args, what):
+    """A :class:`Heartbeat` for a person watching (stderr a terminal, no --json); else a context that does nothing."""
+    return _Silent() if args.json or not _stderr_is_terminal() else Heartbeat(what, sys.stderr,
+                                                                               after=_PROGRESS_SECONDS)
+
+
 def _compare_progress(args, names, seconds):
     """A :class:`DrawProgress` when a person watches a run that takes a while: stderr is a terminal, no --json,
     and the estimate exceeds a couple of seconds; else ``False``."""
     if args.json or seconds < _PROGRESS_SECONDS or not _stderr_is_terminal():
         return False
     return DrawProgress(names, sys.stderr)
+
+
+def _decision_rule(args):
+    """``--decision-rule`` and ``--rate-draws`` as the library's ``decision_rule``."""
+    from ecjax import prob
+
+    if args.decision_rule == "per_draw":
+        return prob.PerDraw(args.rate_draws)
+    if args.rate_draws is not None:
+        raise InputError("--rate-draws: draws of the rates per drawn cost matrix need --decision-rule per_draw")
+    return args.decision_rule
 
 
 def cmd_compare(args):
@@ -893,13 +959,13 @@ def cmd_compare(args):
 
         arrays = [np.asarray(log_likelihoods_from_posteriors(a, t, score_type=st)) for a, t in zip(arrays, training)]
         st = "log_likelihoods"
-    seconds = _warn_if_long(args, kind, spec, arrays, k, d)
+    seconds = _warn_if_long(args, kind, spec, arrays, k, d, paired)
     common["progress"] = _compare_progress(args, names, seconds)
     if common["progress"]:
         common["chunk_size"] = -(-args.draws // 10)  # about ten updates (chunking changes no number: tested)
     if kind == "scores":
         result = prob.compare(lab, scores=arrays if not paired else np.stack(arrays), score_type=st,
-                              decision_rule=args.decision_rule, **common)
+                              decision_rule=_decision_rule(args), **common)
     else:
         result = prob.compare(lab, arrays if not paired else np.stack(arrays), **common)
     record = {
@@ -923,6 +989,7 @@ def cmd_compare(args):
         "recommendation": result.best,
         "recommendation_probability": float(result.recommendation_probability),
         "decision_rule": result.info["decision_rule"],
+        "rate_draws_per_cost_draw": result.info.get("rate_draws_per_cost_draw"),
         "expected_yield_method": result.info["expected_yield"],
         "ties": [list(group) for group in result.ties],
         "training_priors": None if training[0] is None else {n: np.asarray(t).tolist() for n, t in zip(names, training)},
@@ -1296,6 +1363,10 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="half-width of the region of practical equivalence (yield units)")
     cp.add_argument("--decision-rule", default="expected_utility", choices=["expected_utility", "per_draw"],
                     help="with --scores: Bayes decisions of the expected cost matrix, made once (default), or of each drawn cost matrix (costs known at deployment)")
+    cp.add_argument("--rate-draws", type=_int_in(1, 1024, "--rate-draws"), default=None,
+                    help="with --decision-rule per_draw: draws of the rates for each drawn cost matrix (its Bayes "
+                         "decisions are made once and shared by them; default: chosen from the problem's size, "
+                         "see ecjax.prob.PerDraw)"),
     sw = sub.add_parser("sweep", help="which system wins where: utility-space winner maps, cost-ratio sweeps")
     _add_common(sw)
     sw.add_argument("--over", default="auto", choices=["auto", "utility-space", "cost-ratio", "matrices"],

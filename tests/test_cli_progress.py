@@ -120,3 +120,47 @@ def test_sweep_at_a_terminal_reports_chunks_and_the_same_answer(tmp_path, capsys
     assert quiet.err == "" and watched.out == quiet.out
     updates = re.findall(r"\r  sweep: (\d+) of (\d+) chunks, \d+ s", watched.err)
     assert len(updates) >= 2 and updates[-1][0] == updates[-1][1] == str(len(updates)), watched.err
+
+
+def test_heartbeat_waits_then_beats_until_the_call_returns():
+    import time
+
+    stream = io.StringIO()
+    with cli.Heartbeat("calibrate: fitting affine", stream, after=0.2, every=0.05):
+        time.sleep(0.5)
+    text = stream.getvalue()
+    beats = re.findall(r"\r  calibrate: fitting affine, (\d+) s   ", text)
+    assert len(beats) >= 3 and text.endswith("\n"), text
+    assert text.replace("".join(f"\r  calibrate: fitting affine, {b} s   " for b in beats), "") == "\n"
+    quick = io.StringIO()
+    with cli.Heartbeat("calibrate", quick, after=0.5):
+        pass  # answers before the line would help: nothing printed
+    assert quick.getvalue() == ""
+
+
+@pytest.mark.parametrize("json_out, terminal, shown", [(False, True, True), (True, True, False),
+                                                       (False, False, False)])
+def test_heartbeat_only_for_a_person_watching(monkeypatch, json_out, terminal, shown):
+    monkeypatch.setattr(cli, "_stderr_is_terminal", lambda: terminal)
+    assert isinstance(cli._heartbeat(SimpleNamespace(json=json_out), "calibrate"), cli.Heartbeat) == shown
+
+
+def test_calibrate_at_a_terminal_beats_and_writes_the_same_scores(tmp_path, capsys, monkeypatch):
+    rng = np.random.default_rng(2)
+    y = rng.integers(0, 3, 600)
+    s = rng.normal(size=(600, 3)) + 2.0 * np.eye(3)[y]
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "s.npy", s - np.log(np.exp(s).sum(1, keepdims=True)))
+    outputs = {}
+    for terminal in (False, True):
+        monkeypatch.setattr(cli, "_stderr_is_terminal", lambda: terminal)
+        monkeypatch.setattr(cli, "_PROGRESS_SECONDS", 0.0)  # beat from the start, however quick the fit
+        out = tmp_path / f"cal{terminal}.npy"
+        assert cli.main(["calibrate", "--scores", str(tmp_path / "s.npy"), "--labels", str(tmp_path / "y.npy"),
+                         "--cv", "3", "--method", "matrix", "--output", str(out)]) == 0
+        captured = capsys.readouterr()
+        outputs[terminal] = (np.load(out), captured.out)
+        assert ("calibrate: fitting matrix on 3 folds, " in captured.err) == terminal, captured.err
+    np.testing.assert_array_equal(outputs[True][0], outputs[False][0])
+    assert outputs[True][1].replace(str(tmp_path / "calTrue.npy"), "X") == \
+        outputs[False][1].replace(str(tmp_path / "calFalse.npy"), "X")

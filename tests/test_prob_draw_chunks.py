@@ -162,7 +162,7 @@ def test_a_million_per_draw_decisions_past_int32():
     kw = dict(scores=llr, score_type="llr", costs=prob.cost_ratio(0.5, 4), priors=[0.7, 0.3],
               decision_rule="per_draw", decompose=False)
     big = prob.compare(labels, num_draws=2**20, key=KEY, **kw)
-    assert 2**20 * n * 2 > INT32_LIMIT
+    assert 2**20 * n * 2 > np.iinfo(np.int32).max  # 2^31 decisions: one more than int32 can count
     small = prob.compare(labels, num_draws=20_000, key=jax.random.key(1), **kw)
     se = np.asarray(small.yields).std(0) / np.sqrt(20_000)
     assert np.all(np.abs(big.expected_yield - small.expected_yield) < 5 * se)

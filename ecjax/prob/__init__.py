@@ -16,7 +16,7 @@
 * :func:`compare`: which classifier, and how sure are we.
 """
 
-from ecjax.prob.compare import compare, compare_counts, draw_to_precision, evaluate_draws
+from ecjax.prob.compare import PerDraw, compare, compare_counts, draw_to_precision, evaluate_draws
 from ecjax.prob.distributions import TruncatedStandardNormal
 from ecjax.prob.expected_utility import (
     ExpectedUtility,
@@ -57,7 +57,7 @@ from ecjax.prob.utility_priors import (
 )
 
 __all__ = [
-    "ClusteredOutcomeTable", "Comparison", "Doubt", "ExpectedUtility", "HierarchicalComparison",
+    "ClusteredOutcomeTable", "Comparison", "Doubt", "ExpectedUtility", "HierarchicalComparison", "PerDraw",
     "PriorDistribution", "TruncatedStandardNormal", "UtilityPrior", "clustered_outcome_table", "compare", "compare_counts",
     "compare_test_sets", "cost_ratio", "cost_ratio_model", "dirichlet_priors", "draw_to_precision", "evaluate_draws",
     "expected_utility_bayes_decisions", "expected_utility_decision", "expected_utility_matrix", "from_model", "hdi",

@@ -125,6 +125,77 @@ from ecjax.prob.utility_priors import UtilityPrior, as_utility_prior, resolve_ut
 
 DECISION_RULES = ("expected_utility", "per_draw")
 
+
+@dataclass(frozen=True)
+class PerDraw:
+    """``decision_rule=PerDraw(rate_draws=r)``: per-draw Bayes decisions, each shared by ``r`` rate draws.
+
+    With scores and ``decision_rule="per_draw"`` every utility draw ``U_s``
+    makes ``M N`` Bayes decisions (``M N K D`` multiply-adds), while a draw
+    of the rates given the resulting counts is a Dirichlet draw of ``M K D``
+    cells (paired: ``N`` sample weights).  The ``S`` draws are therefore
+    made as ``S / r`` utility draws, each followed by ``r`` draws of the
+    rates (and of the priors, unless likelihood-type scores decide with
+    them): two-stage sampling.  Every draw still has the right marginal
+    distribution; draws of one group are correlated, which the batch-means
+    errors take into account (a group is far shorter than a batch).
+
+    For an average over the draws (P(best), E[yield]) with between-group
+    variance ``s_b^2`` (the part due to ``U``) and within-group variance
+    ``s_w^2`` (due to the rates given ``U``), ``n = S / r`` groups have
+    variance ``(s_b^2 + s_w^2 / r) / n`` and cost ``n (c_U + r c_R)``; the
+    cost of a given variance is least at (Cochran, *Sampling Techniques*,
+    1977, eq. 10.8)
+
+        r* = sqrt((c_U / c_R) (s_w^2 / s_b^2)).
+
+    ``rate_draws=None`` takes ``r*`` with ``c_U / c_R`` from the problem's
+    shape (the measured rates of :func:`estimated_seconds`) and ``s_w^2 /
+    s_b^2 = 1``, about what ``benchmarks/bench_rate_draws.py`` measured on
+    the data sets of ``../shared/data`` (see ``benchmarks/README.md``),
+    rounded down to at most 32.  ``info["variance_between_cost_draws"]``
+    and ``info["variance_within_cost_draws"]`` report the decomposition of
+    the recommendation's P(best) and E[yield] measured on the run itself,
+    and ``info["efficient_rate_draws"]`` the ``r*`` it implies.
+    """
+
+    rate_draws: int | None = None
+
+    def resolve(self, *, num_systems: int, num_samples: int, num_classes: int, num_decisions: int,
+                paired: bool) -> int:
+        """``r``: as given, or the default above for this shape."""
+        if self.rate_draws is not None:
+            return v.as_positive_int(self.rate_draws, "PerDraw.rate_draws")
+        ratio = _cost_ratio(num_systems=num_systems, num_samples=num_samples, num_classes=num_classes,
+                            num_decisions=num_decisions, paired=paired)
+        return int(max(1, min(_MAX_RATE_DRAWS, math.floor(math.sqrt(ratio * _VARIANCE_RATIO)))))
+
+
+# The default of PerDraw: the within / between variance ratio assumed, and the largest r.
+_VARIANCE_RATIO = 1.0
+_MAX_RATE_DRAWS = 32
+
+
+def _cost_ratio(*, num_systems, num_samples, num_classes, num_decisions, paired):
+    """``c_U / c_R``: one utility draw's Bayes decisions over one draw of the rates.
+
+    The CPU rates of :func:`estimated_seconds` (their ratio is about the
+    same on a GPU), so the default, and the numbers, do not depend on the
+    backend.
+    """
+    decisions = num_systems * num_samples * num_classes * num_decisions / _DECISION_RATE["cpu"]
+    cells = (num_systems * (num_samples + num_classes * num_decisions) + num_samples if paired else
+             num_systems * num_classes * num_decisions)
+    return decisions / (cells / _CELL_RATE["cpu"])
+
+
+def _as_decision_rule(decision_rule):
+    """``(name, PerDraw or None)`` of a ``decision_rule`` argument."""
+    if isinstance(decision_rule, PerDraw):
+        return "per_draw", decision_rule
+    v.check_choice(decision_rule, "decision_rule", DECISION_RULES)
+    return decision_rule, PerDraw() if decision_rule == "per_draw" else None
+
 # A block's largest intermediate (its rate draws (B, M, K, D), its per-draw counts or decisions) holds at
 # most this many elements, far below 2**31 (int32 indexing); blocks hold at most _MAX_BLOCK draws.
 _BLOCK_ELEMENTS = 1 << 22
@@ -338,24 +409,26 @@ _CELL_RATE = {"cpu": 3e7, "gpu": 3e9, "tpu": 3e9}
 
 
 def estimated_seconds(num_draws: int, *, num_systems: int, num_samples: int, num_classes: int, num_decisions: int,
-                      per_draw_decisions: bool, backend: str | None = None) -> float:
+                      per_draw_decisions: bool, backend: str | None = None, rate_draws: int = 1) -> float:
     """A rough duration of :func:`compare` after compilation, to warn before a long run.
 
-    ``S (M K D / cell_rate + [per-draw decisions] M N K D / decision_rate)``:
+    ``S (M K D / cell_rate + [per-draw decisions] M N K D / (r decision_rate))``:
     every draw samples ``M K D`` rate cells; with ``decision_rule="per_draw"``
-    and uncertain costs it also makes ``M N`` Bayes decisions over ``K x D``
-    costs.  The rates are per backend (``jax.default_backend()`` by default),
-    measured by ``benchmarks/bench_draws.py`` and rounded down.
+    and uncertain costs every ``r``-th draw (``rate_draws``, :class:`PerDraw`)
+    also makes ``M N`` Bayes decisions over ``K x D`` costs.  The rates are
+    per backend (``jax.default_backend()`` by default), measured by
+    ``benchmarks/bench_draws.py`` and rounded down.
     """
     backend = jax.default_backend() if backend is None else backend
     cells = num_draws * num_systems * num_classes * num_decisions
     seconds = cells / _CELL_RATE.get(backend, _CELL_RATE["cpu"])
     if per_draw_decisions:
-        seconds += cells * num_samples / _DECISION_RATE.get(backend, _DECISION_RATE["cpu"])
+        seconds += cells * num_samples / (rate_draws * _DECISION_RATE.get(backend, _DECISION_RATE["cpu"]))
     return float(seconds)
 
 
-def plan_draws(num_draws: int, elements_per_draw: int, chunk_size=None, *, utility_cells: int = 1) -> DrawPlan:
+def plan_draws(num_draws: int, elements_per_draw: int, chunk_size=None, *, utility_cells: int = 1,
+               group: int = 1) -> DrawPlan:
     """Blocks and chunks of posterior draws (the memory plan of :func:`compare`).
 
     Args:
@@ -366,6 +439,8 @@ def plan_draws(num_draws: int, elements_per_draw: int, chunk_size=None, *, utili
         and the unit of progress), rounded up to whole blocks; ``None``:
         about ``2^24 / (K D)`` draws, at most ``2^16``.
       utility_cells: ``K D``, for the automatic chunk size.
+      group: the block is a multiple of it (the draws that share one set
+        of per-draw decisions stay in one block).
 
     The block size depends on ``S`` and ``elements_per_draw`` only: the
     fewest blocks of at most ``2^16`` draws with ``block * elements_per_draw
@@ -378,8 +453,10 @@ def plan_draws(num_draws: int, elements_per_draw: int, chunk_size=None, *, utili
     if chunk_size is not None:
         chunk_size = v.as_positive_int(chunk_size, "chunk_size")
     largest = max(1, min(_MAX_BLOCK, _BLOCK_ELEMENTS // max(1, int(elements_per_draw))))
+    largest = max(group, largest - largest % group)
     num_blocks = -(-num_draws // largest)
     block = -(-num_draws // num_blocks)  # balanced: fewer than num_blocks draws are computed and dropped
+    block += (-block) % group
     if chunk_size is None:  # whole blocks whose utility draws, queued together, hold at most ~2^24 numbers
         per_chunk = max(1, min(_MAX_AUTO_CHUNK, _CHUNK_ELEMENTS // max(1, int(utility_cells))) // block)
     else:
@@ -419,6 +496,7 @@ class _Model:
     fixed_point_only: bool = False
     score_type: str = ""
     sub_batch: int = 1
+    rate_draws: int = 1  # consecutive draws that share one utility draw's decisions (see PerDraw)
     all_by_p: bool = False
     priors_by_p: bool = False
     rates_by_p: bool = False
@@ -550,24 +628,45 @@ def _block(b, key_all, key_rates, u, p_all, p_rates, data, model):
             out["mean_sum"] = _masked_sum(w if model.joint_priors else rates(w), valid)
         return out
 
-    # Per-draw decisions: each draw's counts, then the posterior given them.
+    # Per-draw decisions: each draw's counts, then the posterior given them.  With ``rate_draws = r > 1``
+    # the block holds B / r utility draws (and, where they decide, prior draws), each repeated for r
+    # consecutive draws: their decisions are made once and r rate draws follow (see PerDraw).
     lp_bar, hat = data["log_p_decide"], data["hat_counts"]
+    r = model.rate_draws
+    g = bsz // r
+    decide_model = model if r == 1 else dataclasses.replace(model, block=g, sub_batch=min(model.sub_batch, g))
+
+    def spread(x):
+        return x if r == 1 else jnp.repeat(x[:g], r, axis=0, total_repeat_length=bsz)
+
+    def decide(utilities, log_priors):
+        # One decision per group: the groups' first draws (the spread arrays are constant within a group).
+        if utilities.ndim == 3:
+            utilities = utilities[::r]
+        if log_priors.ndim == 2:
+            log_priors = log_priors[::r]
+        return spread(_draw_counts(data, decide_model, utilities, log_priors))
 
     def per_block(counts):
         return jnp.broadcast_to(counts, (bsz,) + counts.shape)
 
-    c_all = _draw_counts(data, model, u, jnp.log(p_all) if model.all_by_p else lp_bar)
+    u = spread(u)
+    if model.all_by_p:
+        p_all = spread(p_all)
+    if model.rates_by_p:
+        p_rates = spread(p_rates)
+    c_all = decide(u, jnp.log(p_all) if model.all_by_p else lp_bar)
     w = _posterior_draw(key_all, model, data, c_all)
     out["yields"], out["ec"], out["nec"] = _all_outputs(u, w, p_all, joint_priors=model.joint_priors)
     out["ties_all"] = _tie_labels(_marginal_counts(model, data, c_all))
     if model.decompose:
-        c = _draw_counts(data, model, u, lp_bar) if model.all_by_p else c_all
+        c = decide(u, lp_bar) if model.all_by_p else c_all
         component("costs_only", u, _posterior_mean(model, data, c), p_bar)
         out["ties_costs_only"] = _tie_labels(_marginal_counts(model, data, c))
-        c = _draw_counts(data, model, u_hat, jnp.log(p_all)) if model.priors_by_p else per_block(hat)
+        c = decide(u_hat, jnp.log(p_all)) if model.priors_by_p else per_block(hat)
         component("priors_only", u_hat, _posterior_mean(model, data, c), p_all)
         out["ties_priors_only"] = _tie_labels(_marginal_counts(model, data, c))
-        c = _draw_counts(data, model, u_hat, jnp.log(p_rates)) if model.rates_by_p else per_block(hat)
+        c = decide(u_hat, jnp.log(p_rates)) if model.rates_by_p else per_block(hat)
         component("rates_only", u_hat, _posterior_draw(key_rates, model, data, c), p_rates)
         out["ties_rates_only"] = _tie_labels(_marginal_counts(model, data, c))
     return out
@@ -692,7 +791,7 @@ def _system_names(systems, names, num_systems):
 
 
 def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, score_type: str = "log_posteriors",
-            decision_rule: str = "expected_utility", priors=None, paired: bool = True, groups=None,
+            decision_rule: str | PerDraw = "expected_utility", priors=None, paired: bool = True, groups=None,
             concentration=None, num_draws: int = 20_000, key=None, rope=None, hdi_prob: float = 0.9, systems=None,
             decompose: bool = True, chunk_size=None, progress=False, mc_error=None, max_draws: int = 1_000_000):
     """Posterior ranking of classifiers under uncertain utilities and priors and a finite test set.
@@ -716,7 +815,9 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
         costs are uncertain); the counts are then fixed, as with
         ``decisions``.  ``"per_draw"``: each draw makes the Bayes decisions
         of its own utility matrix, the value of a rule that knows the costs
-        at deployment.  Likelihood-type scores (``"llr"``,
+        at deployment; :class:`PerDraw` ``(rate_draws=r)`` says how many
+        draws share one utility draw's decisions (``"per_draw"``: ``r``
+        chosen from the problem's shape).  Likelihood-type scores (``"llr"``,
         ``"log_likelihoods"``) are combined with the expected class priors
         (per draw, with ``"per_draw"``, the drawn priors; the test set's
         class frequencies for paired systems without deployment priors).
@@ -788,7 +889,7 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
         return draw_to_precision(run, mc_error, num_draws=num_draws, max_draws=max_draws)
     if (decisions is None) == (scores is None):
         raise v.InputError("give exactly one of `decisions` and `scores`")
-    v.check_choice(decision_rule, "decision_rule", DECISION_RULES)
+    decision_rule, per_draw_rule = _as_decision_rule(decision_rule)
     prior = resolve_utilities(utilities, costs)
     k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     if k < 2:
@@ -867,8 +968,10 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
             else:
                 data = {"log_scores": tuple(log_scores), "labels": tuple(jnp.asarray(lab) for lab in label_list)}
             info.update(decision_rule="per_draw", decisions="Bayes decisions of each drawn utility matrix")
-            per_draw = _PerDraw("scores_joint" if joint else "scores", data, score_type, likelihood,
-                                max(x.shape[0] for x in items))
+            n_max = max(x.shape[0] for x in items)
+            r = per_draw_rule.resolve(num_systems=num_systems, num_samples=n_max, num_classes=k, num_decisions=d,
+                                      paired=joint)
+            per_draw = _PerDraw("scores_joint" if joint else "scores", data, score_type, likelihood, n_max, r)
             return _run_compare(prior, class_priors, class_counts, k=k, d=d, alpha=alpha, joint=joint,
                                 per_draw=per_draw, p_decide=p_decide, info=info, **common)
         info.update(decision_rule=decision_rule, decisions=(
@@ -1050,6 +1153,36 @@ class _PerDraw(NamedTuple):
     score_type: str
     likelihood: bool
     num_samples: int  # the largest N
+    rate_draws: int  # draws per set of decisions (PerDraw)
+
+
+def _two_stage_info(yields, rec, per_draw, *, m, k, d, joint):
+    """Per-draw decisions: how the draws were shared, and the variance decomposition measured on them (PerDraw).
+
+    One-way analysis of variance over the complete groups of ``r``
+    consecutive draws (one utility draw each): ``s_w^2`` is the mean
+    within-group variance and ``s_b^2 = var(group means) - s_w^2 / r``
+    (clipped at 0), for the recommendation's best-indicator and its yield.
+    """
+    r = per_draw.rate_draws
+    s = yields.shape[0]
+    info = {"rate_draws_per_cost_draw": r, "cost_draws": -(-s // r)}
+    groups = s // r
+    if r < 2 or groups < 2:
+        return info
+    y = yields[: groups * r].reshape(groups, r, m).astype(np.float64)
+    best = (np.argmax(y, -1) == rec).astype(np.float64)
+    between, within = {}, {}
+    for name, x in (("p_best", best), ("yield", y[..., rec])):
+        within[name] = float(np.mean(np.var(x, 1, ddof=1)))
+        between[name] = float(max(0.0, np.var(x.mean(1), ddof=1) - within[name] / r))
+    ratio = _cost_ratio(num_systems=m, num_samples=per_draw.num_samples, num_classes=k, num_decisions=d,
+                        paired=joint)
+    efficient = {name: (float(np.sqrt(ratio * within[name] / between[name])) if between[name] > 0 else math.inf)
+                 for name in within}
+    info.update(variance_between_cost_draws=between, variance_within_cost_draws=within,
+                efficient_rate_draws=efficient)
+    return info
 
 
 def _expected_utilities(prior, plan, sample_u):
@@ -1111,7 +1244,8 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
                                                 num_samples=per_draw.num_samples)
     else:
         elements = max(m * k * d, 2 * cells_bound)
-    plan = plan_draws(num_draws, elements + k * d, chunk_size, utility_cells=k * d)
+    group = 1 if per_draw is None else per_draw.rate_draws
+    plan = plan_draws(num_draws, elements + k * d, chunk_size, utility_cells=k * d, group=group)
 
     def sample_u(b):
         return prior.sample(jax.random.fold_in(key_u, b), plan.block)
@@ -1149,11 +1283,11 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
             data["log_p_decide"] = jnp.asarray(np.log(p_decide), f)
         per_slab = (m if per_draw.kind == "scores_joint" else 1) * per_draw.num_samples * max(k, d)
         lik = per_draw.likelihood
-        model = dataclasses.replace(model, kind=per_draw.kind, score_type=per_draw.score_type,
+        model = dataclasses.replace(model, kind=per_draw.kind, score_type=per_draw.score_type, rate_draws=group,
                                     sub_batch=max(1, min(plan.block, _DECISION_ELEMENTS // per_slab)),
                                     all_by_p=lik and inputs.sample_p is not None,
                                     priors_by_p=lik and deployment_uncertain, rates_by_p=lik and data_priors_drawn)
-        one = dataclasses.replace(model, block=1, sub_batch=1)
+        one = dataclasses.replace(model, block=1, sub_batch=1, rate_draws=1)
         data["hat_counts"] = _draw_counts(data, one, data["u_hat"], data["log_p_decide"])[0]
         static_ties = None
 
@@ -1180,6 +1314,7 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
     if per_draw is not None:
         ties_all = host["ties_all"]
         info["recommendation_tied_fraction"] = float(np.mean(np.sum(ties_all == ties_all[:, rec:rec + 1], 1) > 1))
+        info.update(_two_stage_info(yields, rec, per_draw, m=m, k=k, d=d, joint=joint))
     info = {"utilities": prior.name if utilities_drawn else "fixed matrix", **info}
     info.update(priors=("test-set class frequencies (uncertain)" if class_priors is None else
                         class_priors.name if deployment_uncertain else "fixed deployment priors"),

@@ -453,7 +453,9 @@ class Comparison:
         if rule == "given":
             lines.append("decisions: given")
         elif rule is not None:
-            lines.append(f"decisions: {self.info.get('decisions', rule)} [decision_rule={rule}]")
+            shared = self.info.get("rate_draws_per_cost_draw", 1)
+            how = f"; {self.info['cost_draws']} cost draws x {shared} rate draws each" if shared > 1 else ""
+            lines.append(f"decisions: {self.info.get('decisions', rule)} [decision_rule={rule}{how}]")
         if self.doubt is not None and not single:
             lines.append(self.doubt.text())
             lines.append(f"  ({DOUBT_EXPLANATION})")
