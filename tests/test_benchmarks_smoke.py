@@ -1,4 +1,4 @@
-"""Every benchmark at its tiny size (five of them in the slow lane): they must run and print their ratio table.
+"""Every benchmark at its tiny size (six of them in the slow lane): they must run and print their ratio table.
 
 Benchmarks are not timed tests (DESIGN.md): this only checks that each one runs end to end,
 compares ecjax with its anchor and prints a ratio.
@@ -14,7 +14,7 @@ BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("b
 # These take 25-35 s each even at --tiny (a fresh process compiling calibration, ranking, draw or sweep kernels
 # and running their anchors); their code paths are tested against references in the default lane, so the
 # smoke runs are in the slow lane.  The others stay in the default lane.
-SLOW = {"bench_calibration", "bench_draws", "bench_ranking", "bench_rate_draws", "bench_sweep"}
+SLOW = {"bench_calibration", "bench_draws", "bench_interactive", "bench_ranking", "bench_rate_draws", "bench_sweep"}
 BENCHMARK_PARAMS = [pytest.param(b, marks=pytest.mark.slow) if b.stem in SLOW else b for b in BENCHMARKS]
 
 
