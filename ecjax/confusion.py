@@ -100,12 +100,8 @@ def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None,
         num_decisions = v.as_positive_int(num_decisions, "num_decisions")
     decisions = v.as_index_array(decisions, "decisions", upper=num_decisions)
     v.check_same_length("labels", labels, "decisions", decisions)
-    try:
-        jnp.broadcast_shapes(labels.shape[:-1], decisions.shape[:-1])
-    except ValueError:
-        raise v.InputError(
-            f"leading (batch) axes of `labels` {labels.shape} and `decisions` {decisions.shape} do not broadcast"
-        ) from None
+    v.check_batch_axes_broadcast("labels", labels.shape, labels.shape[:-1], "decisions", decisions.shape,
+                                 decisions.shape[:-1])
     if num_classes is None:
         if v.is_tracer(labels):
             raise v.InputError("`num_classes` is required when `labels` are traced (inside jit/vmap)")

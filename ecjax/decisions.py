@@ -145,12 +145,8 @@ def bayes_decisions(scores, costs, *, priors=None, score_type: str = "log_poster
     scores, log_p = v.scores_and_log_priors(scores, priors, score_type)
     k = log_p.shape[-1]
     costs = v.as_matrix(costs, "costs", shape=(k, None))
-    try:
-        jnp.broadcast_shapes(scores.shape[: scores.ndim - (1 if score_type == "llr" else 2)], costs.shape[:-2])
-    except ValueError:
-        raise v.InputError(
-            f"batch axes of `scores` {scores.shape} and `costs` {costs.shape} do not broadcast"
-        ) from None
+    batch = scores.shape[: scores.ndim - (1 if score_type == "llr" else 2)]
+    v.check_batch_axes_broadcast("scores", scores.shape, batch, "costs", costs.shape, costs.shape[:-2])
     return _bayes_decisions_jit(scores, log_p, costs, score_type, precision)
 
 

@@ -402,6 +402,15 @@ def as_positive_int(x, name: str, *, minimum: int = 1, maximum: int | None = Non
     return int(x)
 
 
+def check_batch_axes_broadcast(name_a: str, shape_a, batch_a, name_b: str, shape_b, batch_b):
+    """The leading (batch) axes ``batch_a`` of ``name_a`` and ``batch_b`` of ``name_b`` broadcast: their shape."""
+    try:
+        return np.broadcast_shapes(tuple(batch_a), tuple(batch_b))
+    except ValueError:
+        raise InputError(f"batch axes of `{name_a}` {tuple(shape_a)} and `{name_b}` {tuple(shape_b)} do not "
+                         "broadcast") from None
+
+
 def check_choice(x, name: str, choices):
     if x not in choices:
         raise InputError(f"`{name}` must be one of {tuple(choices)}, got {x!r}")

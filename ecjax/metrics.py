@@ -105,12 +105,7 @@ def resolve_priors(counts, priors, *, compute_data_priors=True):
 
 def _costs_for(counts, costs, name="costs"):
     c = v.as_matrix(costs, name, shape=(counts.shape[-2], counts.shape[-1]))
-    try:
-        jnp.broadcast_shapes(counts.shape[:-2], c.shape[:-2])
-    except ValueError:
-        raise v.InputError(
-            f"batch axes of `counts` {tuple(counts.shape)} and `{name}` {tuple(c.shape)} do not broadcast"
-        ) from None
+    v.check_batch_axes_broadcast("counts", counts.shape, counts.shape[:-2], name, c.shape, c.shape[:-2])
     return c
 
 

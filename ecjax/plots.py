@@ -102,6 +102,17 @@ def _apply_yscale(ax, values, naive_level, yscale):
     return yscale
 
 
+def _finish_cost_axes(fig, ax, values, naive_level, yscale, normalized, title, path, *, xlabel, cost_label):
+    """Y-scale, labels, title and legend of an (N)EC plot, then :func:`_finish`."""
+    scale = _apply_yscale(ax, values, naive_level, yscale)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(("normalized expected cost" if normalized else cost_label)
+                  + _scale_note(scale, naive_level, normalized))
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return _finish(fig, path)
+
+
 def _scale_note(scale, naive_level, normalized):
     if scale != "symlog":
         return ""
@@ -247,13 +258,8 @@ def cost_vs_threshold(thresholds, ec=None, *, bayes_threshold=None, optimal_thre
         ax.axvline(optimal_threshold, color="C2", ls=":", label=f"optimal threshold {optimal_threshold:.3g}")
     if naive_level > 0:
         ax.axhline(naive_level, color="gray", lw=0.8, label="naive decision (no scores)")
-    scale = _apply_yscale(ax, e, naive_level, yscale)
-    ax.set_xlabel("threshold on the log-odds score")
-    ax.set_ylabel(("normalized expected cost" if normalized else "expected cost")
-                  + _scale_note(scale, naive_level, normalized))
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    return _finish(fig, path)
+    return _finish_cost_axes(fig, ax, e, naive_level, yscale, normalized, title, path,
+                             xlabel="threshold on the log-odds score", cost_label="expected cost")
 
 
 def _curves(prior_log_odds, actual, minimum):
@@ -296,13 +302,9 @@ def bayes_risk_curves(prior_log_odds, actual=None, minimum=None, *, names=None, 
         ax.axhline(1.0, color="gray", lw=0.8, label="naive decision (no scores)")
     else:
         ax.plot(curves[0][0], curves[0][3], color="gray", lw=0.8, label="naive decision (no scores)")
-    scale = _apply_yscale(ax, np.concatenate([np.r_[c[1], c[2]] for c in curves]), naive_level, yscale)
-    ax.set_xlabel("effective prior log-odds of class 1")
-    ax.set_ylabel(("normalized expected cost" if normalized else "expected cost (0-1 costs)")
-                  + _scale_note(scale, naive_level, normalized))
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    return _finish(fig, path)
+    return _finish_cost_axes(fig, ax, np.concatenate([np.r_[c[1], c[2]] for c in curves]), naive_level, yscale,
+                             normalized, title, path, xlabel="effective prior log-odds of class 1",
+                             cost_label="expected cost (0-1 costs)")
 
 
 # The name used in scikit-learn/ArviZ-style calls: ``plots.bayes_risk(curve, ax=ax)``.

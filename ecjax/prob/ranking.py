@@ -248,21 +248,10 @@ class Doubt:
         p = getattr(self, f"p_best_{component}")
         return 0.0 if p is None else float(1.0 - p[self.recommendation])
 
-    @property
-    def doubt_all(self) -> float:
-        return self.doubt("all")
-
-    @property
-    def doubt_costs_only(self) -> float:
-        return self.doubt("costs_only")
-
-    @property
-    def doubt_priors_only(self) -> float:
-        return self.doubt("priors_only")
-
-    @property
-    def doubt_rates_only(self) -> float:
-        return self.doubt("rates_only")
+    doubt_all = property(partial(doubt, component="all"), doc="``doubt('all')``.")
+    doubt_costs_only = property(partial(doubt, component="costs_only"), doc="``doubt('costs_only')``.")
+    doubt_priors_only = property(partial(doubt, component="priors_only"), doc="``doubt('priors_only')``.")
+    doubt_rates_only = property(partial(doubt, component="rates_only"), doc="``doubt('rates_only')``.")
 
     def as_dict(self) -> dict:
         return {name: self.doubt(name) for name in DOUBT_COMPONENTS}
