@@ -879,25 +879,29 @@ class _Silent:
         return False
 
 
+def _watching(args):
+    """A person watches stderr: it is a terminal, and neither --json nor --quiet was given."""
+    return not args.json and not getattr(args, "quiet", False) and _stderr_is_terminal()
+
+
 def _stderr_is_terminal():
     return sys.stderr.isatty()
 
 
 def _sweep_progress(args):
-    """A :class:`ChunkProgress` for a person watching (stderr a terminal, no --json); else ``False``."""
-    return False if args.json or not _stderr_is_terminal() else ChunkProgress("sweep", sys.stderr)
+    """A :class:`ChunkProgress` for a person watching (:func:`_watching`); else ``False``."""
+    return ChunkProgress("sweep", sys.stderr) if _watching(args) else False
 
 
 def _heartbeat(args, what):
-    """A :class:`Heartbeat` for a person watching (stderr a terminal, no --json); else a context that does nothing."""
-    return _Silent() if args.json or not _stderr_is_terminal() else Heartbeat(what, sys.stderr,
-                                                                               after=_PROGRESS_SECONDS)
+    """A :class:`Heartbeat` for a person watching (:func:`_watching`); else a context that does nothing."""
+    return Heartbeat(what, sys.stderr, after=_PROGRESS_SECONDS) if _watching(args) else _Silent()
 
 
 def _compare_progress(args, names, seconds):
-    """A :class:`DrawProgress` when a person watches a run that takes a while: stderr is a terminal, no --json,
-    and the estimate exceeds a couple of seconds; else ``False``."""
-    if args.json or seconds < _PROGRESS_SECONDS or not _stderr_is_terminal():
+    """A :class:`DrawProgress` when a person watches (:func:`_watching`) a run that takes a while (the estimate
+    exceeds a couple of seconds); else ``False``."""
+    if seconds < _PROGRESS_SECONDS or not _watching(args):
         return False
     return DrawProgress(names, sys.stderr)
 
@@ -1260,6 +1264,8 @@ def _add_common(p):
     p.add_argument("--names", nargs="+", help="system names (default: file stems, with parent folders where stems collide)")
     p.add_argument("--costs", metavar="SPEC", help="cost specification, .toml or .json (default: 0-1 costs)")
     p.add_argument("--json", action="store_true", help="print a JSON record instead of the table")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr (also silent with --json, or "
+                                                        "when stderr is not a terminal)")
     p.add_argument("--out", metavar="DIR", help="write the JSON record and figures into DIR")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
     _add_max_input(p)
@@ -1366,7 +1372,7 @@ def _build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--rate-draws", type=_int_in(1, 1024, "--rate-draws"), default=None,
                     help="with --decision-rule per_draw: draws of the rates for each drawn cost matrix (its Bayes "
                          "decisions are made once and shared by them; default: chosen from the problem's size, "
-                         "see ecjax.prob.PerDraw)"),
+                         "see ecjax.prob.PerDraw)")
     sw = sub.add_parser("sweep", help="which system wins where: utility-space winner maps, cost-ratio sweeps")
     _add_common(sw)
     sw.add_argument("--over", default="auto", choices=["auto", "utility-space", "cost-ratio", "matrices"],
@@ -1411,6 +1417,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    choices=SCORE_TYPES,
                    help="type of the scores (probabilities: rows in [0, 1] summing to 1)")
     c.add_argument("--json", action="store_true", help="print a JSON record instead of text")
+    c.add_argument("--quiet", action="store_true", help="no progress line on stderr (also silent with --json, or "
+                                                        "when stderr is not a terminal)")
     c.add_argument("--out", metavar="DIR",
                    help="also write the JSON record and, with --labels, reliability diagrams before and after "
                         "calibration into DIR")

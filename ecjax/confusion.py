@@ -260,4 +260,4 @@ def joint_outcome_table(labels, decisions, *, num_classes=None, num_decisions=No
         if np.any(w < 0):
             raise v.InputError("`weights` must be non-negative")
         counts = np.bincount(inverse.ravel(), weights=w, minlength=len(cells)).astype(np.float32)
-    return JointOutcomeTable(jnp.asarray(cells, jnp.int32), jnp.asarray(counts), k, d)
+    return JointOutcomeTable(v.to_device(cells, np.int32), v.to_device(counts), k, d)

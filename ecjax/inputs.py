@@ -70,6 +70,19 @@ def _describe(x) -> str:
     return f"an array of shape {arr.shape} and dtype {arr.dtype}"
 
 
+def to_device(x, dtype=None):
+    """``jnp.asarray(x, dtype)``, without compiling anything for a host array.
+
+    JAX (0.10) stages a host array into a small compiled program per new
+    shape and dtype; ``device_put`` of the numpy cast copies it instead, so
+    data of a new size compile nothing on their way in (the values are the
+    same: numpy and XLA round float casts to nearest).
+    """
+    if isinstance(x, jax.Array) or is_tracer(x):
+        return jnp.asarray(x, dtype=dtype)
+    return jax.device_put(np.asarray(x, dtype=dtype))
+
+
 def as_array(x, name: str, *, min_ndim: int = 0, dtype=None):
     """Convert ``x`` to an array, raising :class:`InputError` if impossible."""
     if x is None:
@@ -90,7 +103,7 @@ def as_array(x, name: str, *, min_ndim: int = 0, dtype=None):
     return arr
 
 
-def as_index_array(x, name: str, *, upper: int | None = None, min_ndim: int = 1):
+def as_index_array(x, name: str, *, upper: int | None = None, min_ndim: int = 1, upper_is: str = ""):
     """Integer class or decision indices in ``[0, upper)``, as ``int32``.
 
     Floats holding whole numbers (``1.0``) are accepted; ``1.5`` is not.
@@ -99,6 +112,8 @@ def as_index_array(x, name: str, *, upper: int | None = None, min_ndim: int = 1)
     (inside ``jit``/``vmap``) cannot raise: invalid entries (negative,
     ``>= upper``, non-integer or NaN) become :data:`INVALID_INDEX` (``-1``),
     which the counting kernels turn into an invalid count matrix.
+    ``upper_is`` says in the error what ``upper`` is (``"the utility
+    matrix's columns"``).
     """
     arr = as_array(x, name, min_ndim=min_ndim)
     if arr.shape[-1] == 0:
@@ -128,10 +143,10 @@ def as_index_array(x, name: str, *, upper: int | None = None, min_ndim: int = 1)
         raise InputError(f"`{name}` must be >= 0, got minimum {arr.min()}")
     top = int(arr.max()) if arr.size else 0
     if upper is not None and top >= upper:
-        raise InputError(f"`{name}` must be < {upper}, got maximum {top}")
+        raise InputError(f"`{name}` must be < {upper}{f' ({upper_is})' if upper_is else ''}, got maximum {top}")
     if top > INT32_MAX:
         raise InputError(f"`{name}` holds the index {top}, past the largest supported index 2**31 - 1")
-    return jnp.asarray(arr.astype(np.int32))
+    return to_device(arr.astype(np.int32))
 
 
 def inferred_size(max_index: int, name: str, *, argument: str) -> int:
@@ -318,7 +333,7 @@ def as_scores(x, name: str = "scores", *, score_type: str):
             # otherwise leave ~1 of absolute precision).
             a = a.astype(np.float64)
             arr = a - a.max(-1, keepdims=True)
-    arr = jnp.asarray(arr, dtype=jnp.result_type(float))
+    arr = to_device(arr, dtype=jnp.result_type(float))
     if score_type == "log_posteriors" and not is_tracer(arr):
         a = np.asarray(arr, dtype=np.float64)
         norm = np.log(np.exp(a - a.max(-1, keepdims=True)).sum(-1)) + a.max(-1)

@@ -4,6 +4,7 @@ instead of compiling them again, the cache can be switched off, and a folder giv
 Reference: JAX's own monitoring events (``/jax/compilation_cache/cache_hits``), counted in a fresh process.
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -68,3 +69,29 @@ def test_default_folder_and_switching_it_off(tmp_path):
     off = tmp_path / "off"
     hits, _ = _run(args, tmp_path, XDG_CACHE_HOME=str(off), HOME=str(tmp_path), ECJAX_NO_COMPILATION_CACHE="1")
     assert hits == 0 and not off.exists()
+
+
+def _score_files(tmp_path, n, tag):
+    """Two systems' log-posteriors on ``n`` shared samples, and a cost file with uncertain costs."""
+    rng = np.random.default_rng(n)
+    y = rng.integers(0, 3, n)
+    np.save(tmp_path / f"y{tag}.npy", y)
+    for name, noise in (("a", 1.0), ("b", 1.2)):
+        s = 2.0 * np.eye(3)[y] + rng.normal(0, noise, (n, 3))
+        np.save(tmp_path / f"{name}{tag}.npy", s - np.log(np.exp(s).sum(1, keepdims=True)))
+    (tmp_path / "c.toml").write_text("costs = [[0, 1, 2], [1, 0, 1], [4, 1, 0]]\n[uncertainty]\n"
+                                     "low = [[0, 0.5, 1], [0.5, 0, 0.5], [2, 0.5, 0]]\n"
+                                     "high = [[0, 2, 4], [2, 0, 2], [8, 2, 0]]\n")
+    return ["compare", "--labels", f"y{tag}.npy", "--scores", f"a{tag}.npy", f"b{tag}.npy", "--costs", "c.toml",
+            "--draws", "2000", "--json"]
+
+
+def test_a_run_on_data_of_a_similar_size_compiles_nothing(tmp_path):
+    # The samples reach the compiled programs padded to a power of two (prob.compare.bucket_size): after a run on
+    # 1000 samples, a run on 900 (paired, then unpaired) loads every program from the cache.
+    cache = str(tmp_path / "cache")
+    for extra in ([], ["--unpaired"]):
+        _run(_score_files(tmp_path, 1000, "big") + extra, tmp_path, ECJAX_COMPILATION_CACHE_DIR=cache)
+        hits, out = _run(_score_files(tmp_path, 900, "small") + extra, tmp_path, ECJAX_COMPILATION_CACHE_DIR=cache)
+        assert _run.compiled == 0 and hits > 10, (extra, _run.compiled)
+        assert json.loads(out)["paired"] == (extra == [])

@@ -64,6 +64,20 @@ def test_compare_at_a_terminal_reports_progress_and_the_same_answer(tmp_path, ca
     assert quiet.err == "" and watched.out == quiet.out  # chunked draws give the same numbers
     updates = re.findall(r"\r  ([\d,]+) draws: P\(best\) [ab] \d\.\d{3} ± \d\.\d{3,4}", watched.err)
     assert len(updates) >= 3 and updates[-1] == "4,000", watched.err
+    assert cli.main(args + ["--quiet"]) == 0  # a person at the terminal who asked for silence
+    hushed = capsys.readouterr()
+    assert hushed.err == "" and hushed.out == quiet.out
+
+
+def test_quiet_silences_every_progress_line(monkeypatch):
+    monkeypatch.setattr(cli, "_stderr_is_terminal", lambda: True)
+    hush = SimpleNamespace(json=False, quiet=True)
+    assert cli._compare_progress(hush, ["a", "b"], 100.0) is False
+    assert cli._sweep_progress(hush) is False
+    assert not isinstance(cli._heartbeat(hush, "calibrate"), cli.Heartbeat)
+    watch = SimpleNamespace(json=False, quiet=False)
+    assert cli._compare_progress(watch, ["a", "b"], 100.0) and cli._sweep_progress(watch)
+    assert isinstance(cli._heartbeat(watch, "calibrate"), cli.Heartbeat)
 
 
 # ------------------------------------------------------------ sweeps

@@ -188,3 +188,26 @@ def test_cli_decision_rule_and_doubt_record(tmp_path, capsys):
     assert cli.main(base[:-1]) == 0
     text = capsys.readouterr().out
     assert "decision_rule=expected_utility" in text and "doubt: all" in text and "rates_only" in text
+
+
+@pytest.mark.parametrize("n", [1000, 1024, 1025])
+@pytest.mark.parametrize("paired", [False, True])
+def test_counts_of_padded_samples_are_exact(n, paired):
+    # The samples reach the compiled kernels padded to a power of two (bucket_size); the padding must not count.
+    from ecjax.prob.compare import bucket_size
+
+    assert bucket_size(n) >= max(n, 1024) and bucket_size(n) & (bucket_size(n) - 1) == 0
+    rng = np.random.default_rng(n)
+    labels = rng.integers(0, 3, n)
+    dec = np.stack([np.where(rng.random(n) < acc, labels, rng.integers(0, 3, n)) for acc in (0.8, 0.6)])
+    u = -(1 - np.eye(3))
+    res = prob.compare(labels, dec, utilities=u, paired=paired, concentration=0.5, num_draws=200, key=KEY,
+                       decompose=False)
+    counts = np.stack([_counts(labels, d, 3, 3) for d in dec])
+    if paired:  # the class marginals of Dirichlet(n_m,ij + alpha) over the K D cells
+        p_bar = (counts[0].sum(-1) + 3 * 0.5) / (n + 9 * 0.5)
+    else:
+        a_p = default_class_concentration(3)
+        p_bar = (counts[0].sum(-1) + a_p) / (n + 3 * a_p)
+    closed = np.einsum("ij,i,mij->m", u, p_bar, _mean_rates(counts, 0.5))
+    np.testing.assert_allclose(res.expected_yield, closed, rtol=1e-6)

@@ -263,10 +263,16 @@ def _padded(size):
 
 
 def _pad_cells(cells, counts, extra=()):
-    """Pad ``cells`` (rows of zeros), ``counts`` (zeros) and the arrays in ``extra`` (zeros) to :func:`_padded` rows."""
+    """Pad ``cells`` (rows of zeros), ``counts`` (zeros, as floats) and the arrays in ``extra`` (zeros) to
+    :func:`_padded` rows."""
+    f = jnp.result_type(float)
     pad = _padded(cells.shape[0]) - cells.shape[0]
-    out = [jnp.pad(cells, ((0, pad), (0, 0))), jnp.pad(counts, (0, pad))]
-    return out + [jnp.pad(x, (0, pad)) for x in extra]
+    if not any(v.is_tracer(x) for x in (cells, counts, *extra)):
+        # On the host, then to the device: nothing is compiled for the table's own (unpadded) size.
+        return [v.to_device(np.pad(np.asarray(x, dtype), ((0, pad),) + ((0, 0),) * (np.ndim(x) - 1)))
+                for x, dtype in ((cells, np.int32), (counts, f), *((x, None) for x in extra))]
+    out = [jnp.pad(jnp.asarray(cells), ((0, pad), (0, 0))), jnp.pad(jnp.asarray(counts, f), (0, pad))]
+    return out + [jnp.pad(jnp.asarray(x), (0, pad)) for x in extra]
 
 
 def _block_rows(num_draws, per_draw):
@@ -353,7 +359,7 @@ def sample_joint_confusions(key, table: JointOutcomeTable, *, num_draws: int, co
       their row-normalization, data priors their row sums).
     """
     num_draws, k, d, alpha, plan = _checked(table, JointOutcomeTable, num_draws, concentration)
-    cells, counts = _pad_cells(jnp.asarray(table.cells), jnp.asarray(table.counts, jnp.result_type(float)))
+    cells, counts = _pad_cells(table.cells, table.counts)
     return _paired_kernel(key, cells, counts, alpha * k * d, num_draws=num_draws, num_classes=k, num_decisions=d,
                           plan=plan)
 
@@ -484,7 +490,6 @@ def sample_clustered_confusions(key, table: ClusteredOutcomeTable, *, num_draws:
     :func:`sample_joint_confusions`.
     """
     num_draws, k, d, alpha, plan = _checked(table, ClusteredOutcomeTable, num_draws, concentration)
-    cells, counts, groups = _pad_cells(jnp.asarray(table.cells), jnp.asarray(table.counts, jnp.result_type(float)),
-                                       (jnp.asarray(table.groups),))
+    cells, counts, groups = _pad_cells(table.cells, table.counts, (table.groups,))
     return _clustered_kernel(key, cells, groups, counts, alpha * k * d, num_draws=num_draws,
                              num_groups=table.num_groups, num_classes=k, num_decisions=d, plan=plan)
