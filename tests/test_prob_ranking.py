@@ -7,9 +7,11 @@ independent reduction of the draws), and the equivalence rule from those numbers
 import re
 
 import numpy as np
+import pytest
 
 import jax
 
+import ecjax
 from ecjax import prob
 
 KEY = jax.random.key(5)
@@ -85,3 +87,31 @@ def test_summary_columns_align_for_long_names():
     edges = [right_edges(r) for r in rows]
     assert len(edges[0]) == 4 and edges[0][1:] == edges[1][1:] == edges[2][1:]
     assert rows[2].startswith(names[1] + "  ")
+
+
+def test_nec_summaries_stay_finite_when_a_decision_is_best_for_every_class():
+    # The factory of seed 004 with every utility uniform on +-50 around its value: class 1 always prefers
+    # decision 1 (165 vs -335), class 0 prefers decision 1 too when U01 > U00, i.e. when the difference of two
+    # uniforms on [-50, 50] is below -50: probability 50^2 / 2 / 100^2 = 0.125.  In those draws the best naive
+    # system (always decision 1) costs nothing and the NEC is undefined.
+    import arviz as az
+
+    from ecjax.demo import FACTORY_COUNTS, FACTORY_UTILITIES
+
+    u = FACTORY_UTILITIES
+    res = prob.compare_counts(FACTORY_COUNTS, utilities=prob.intervals(u - 50, u + 50), key=jax.random.key(3),
+                              num_draws=20_000)
+    assert abs(res.nec_undefined_fraction - 0.125) < 4 * np.sqrt(0.125 * 0.875 / 20_000)
+    idata = res.to_arviz()
+    assert "normalized_expected_cost" not in idata.posterior
+    assert "undefined in 12." in idata.posterior.attrs["normalized_expected_cost"]
+    summary = az.summary(idata)
+    assert np.all(np.isfinite(summary[["mean", "sd", "hdi_3%", "hdi_97%"]].to_numpy()))
+    assert "NEC undefined in 12." in res.summary()
+    with pytest.raises(ecjax.InputError, match="undefined"):
+        res.interval("normalized_expected_costs")
+    # Tight intervals: every draw has a costly naive system, and the NEC stays in the summaries.
+    tight = prob.compare_counts(FACTORY_COUNTS, utilities=prob.intervals(u - 5, u + 5), key=jax.random.key(3),
+                                num_draws=2000)
+    assert tight.nec_undefined_fraction == 0 and "NEC" not in tight.summary()
+    assert np.all(np.isfinite(az.summary(tight.to_arviz())["mean"].to_numpy()))

@@ -266,6 +266,10 @@ class Doubt:
         return "Doubt(" + ", ".join(f"{name}={value:.3f}" for name, value in self.as_dict().items()) + ")"
 
 
+_NEC_LEFT_OUT = ("left out: undefined in {:.2f} % of the draws (their utility matrix makes one decision the best for "
+                 "every class, so the best naive system costs nothing)")
+
+
 def with_error(value, error, digits: int) -> str:
     """``"0.944 ± 0.002"``; the value alone when the error is ``None`` (not estimated).  An error that would
     print as 0 without being 0 gets one more digit (``"0.997 ± 0.0004"``), so a small error never reads as none."""
@@ -369,16 +373,33 @@ class Comparison:
             return np.asarray(hdi(d, prob))
         v.check_choice(values, "values", ("yields", "expected_costs", "normalized_expected_costs"))
         x = getattr(self, values)
-        if values == "normalized_expected_costs" and not bool(jnp.all(jnp.isfinite(x))):
-            raise v.InputError("some NEC draws are undefined (the best naive system costs nothing in them)")
+        if values == "normalized_expected_costs" and self.nec_undefined_fraction > 0:
+            raise v.InputError("`values`: the NEC is " + _NEC_LEFT_OUT.format(100 * self.nec_undefined_fraction)
+                               .replace("left out: ", ""))
         return np.asarray(hdi(x, prob))
+
+    @property
+    def nec_undefined_fraction(self) -> float:
+        """Fraction of the draws whose NEC is undefined (NaN for some system).
+
+        The NEC divides by the expected cost of the best naive system (seed
+        000 eq. 4), which is 0 in a draw whose utility matrix makes one
+        decision the best for every class (loose utility intervals do): a
+        system that ignores its input is then perfect and the ratio has no
+        value.  Those draws are not NEC draws at all, so no NEC summary is
+        made from them (see :meth:`to_arviz`).
+        """
+        nec = np.asarray(self.normalized_expected_costs)
+        return float(np.mean(~np.all(np.isfinite(nec), axis=-1))) if nec.size else 0.0
 
     def to_arviz(self):
         """An ``arviz.InferenceData`` with dims ``(chain, draw, system)``; ``arviz.summary`` works on it.
 
         Conjugate draws are independent, so they are split into 4 "chains"
         (when the number of draws allows) only to let ArviZ compute R-hat,
-        which should then be 1 up to Monte Carlo noise.
+        which should then be 1 up to Monte Carlo noise.  The NEC is left
+        out when it is undefined in some draw (:attr:`nec_undefined_fraction`;
+        the posterior's ``attrs`` say so), so every summary is finite.
         """
         import arviz as az
 
@@ -388,13 +409,15 @@ class Comparison:
             x = np.asarray(x, dtype=np.float64)
             return x.reshape((chains, -1) + x.shape[1:])
 
-        posterior = {
-            "utility_yield": one_chain(self.yields),
-            "expected_cost": one_chain(self.expected_costs),
-            "normalized_expected_cost": one_chain(self.normalized_expected_costs),
-        }
+        posterior = {"utility_yield": one_chain(self.yields), "expected_cost": one_chain(self.expected_costs)}
+        undefined = self.nec_undefined_fraction
+        if undefined == 0:
+            posterior["normalized_expected_cost"] = one_chain(self.normalized_expected_costs)
         dims = {name: ["system"] for name in posterior}
-        return az.from_dict(posterior=posterior, coords={"system": list(self.systems)}, dims=dims)
+        idata = az.from_dict(posterior=posterior, coords={"system": list(self.systems)}, dims=dims)
+        if undefined > 0:
+            idata.posterior.attrs["normalized_expected_cost"] = _NEC_LEFT_OUT.format(100 * undefined)
+        return idata
 
     @property
     def practically_equivalent(self) -> tuple:
@@ -445,6 +468,10 @@ class Comparison:
             shared = self.info.get("rate_draws_per_cost_draw", 1)
             how = f"; {self.info['cost_draws']} cost draws x {shared} rate draws each" if shared > 1 else ""
             lines.append(f"decisions: {self.info.get('decisions', rule)} [decision_rule={rule}{how}]")
+        undefined = self.nec_undefined_fraction
+        if undefined > 0:
+            lines.append("NEC " + _NEC_LEFT_OUT.format(100 * undefined).replace("left out: ", "")
+                         + "; to_arviz() leaves it out")
         if self.doubt is not None and not single:
             lines.append(self.doubt.text())
             lines.append(f"  ({DOUBT_EXPLANATION})")
