@@ -994,6 +994,7 @@ def cmd_compare(args):
         "recommendation_probability": float(result.recommendation_probability),
         "decision_rule": result.info["decision_rule"],
         "rate_draws_per_cost_draw": result.info.get("rate_draws_per_cost_draw"),
+        "nec_undefined_fraction": result.nec_undefined_fraction,
         "expected_yield_method": result.info["expected_yield"],
         "ties": [list(group) for group in result.ties],
         "training_priors": None if training[0] is None else {n: np.asarray(t).tolist() for n, t in zip(names, training)},

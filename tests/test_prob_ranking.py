@@ -115,3 +115,26 @@ def test_nec_summaries_stay_finite_when_a_decision_is_best_for_every_class():
                                 num_draws=2000)
     assert tight.nec_undefined_fraction == 0 and "NEC" not in tight.summary()
     assert np.all(np.isfinite(az.summary(tight.to_arviz())["mean"].to_numpy()))
+
+
+def test_command_line_reports_where_the_nec_is_undefined(tmp_path, capsys):
+    # c00 ~ U(0, 2), c01 ~ U(0, 1), c10 ~ U(1, 5), c11 = 0: class 1 always prefers decision 1, class 0 does when
+    # c01 < c00, with probability 1 - E[c01] / 2 = 0.75: in those draws the naive "always 1" costs nothing.
+    import json
+
+    from ecjax import cli
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 400)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "a.npy", np.where(rng.random(400) < 0.8, y, 1 - y))
+    np.save(tmp_path / "b.npy", np.where(rng.random(400) < 0.7, y, 1 - y))
+    (tmp_path / "c.toml").write_text("costs = [[1, 0.5], [3, 0]]\n[uncertainty]\nlow = [[0, 0], [1, 0]]\n"
+                                     "high = [[2, 1], [5, 0]]\n")
+    args = ["compare", "--labels", str(tmp_path / "y.npy"), "--decisions", str(tmp_path / "a.npy"),
+            str(tmp_path / "b.npy"), "--costs", str(tmp_path / "c.toml"), "--draws", "8000"]
+    assert cli.main(args + ["--json"]) == 0
+    fraction = json.loads(capsys.readouterr().out)["nec_undefined_fraction"]
+    assert abs(fraction - 0.75) < 4 * np.sqrt(0.75 * 0.25 / 8000)
+    assert cli.main(args) == 0
+    assert "NEC undefined in 7" in capsys.readouterr().out
