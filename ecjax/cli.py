@@ -871,14 +871,6 @@ class Heartbeat(_ProgressLine):
         return False
 
 
-class _Silent:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def _watching(args):
     """A person watches stderr: it is a terminal, and neither --json nor --quiet was given."""
     return not args.json and not getattr(args, "quiet", False) and _stderr_is_terminal()
@@ -895,7 +887,9 @@ def _sweep_progress(args):
 
 def _heartbeat(args, what):
     """A :class:`Heartbeat` for a person watching (:func:`_watching`); else a context that does nothing."""
-    return Heartbeat(what, sys.stderr, after=_PROGRESS_SECONDS) if _watching(args) else _Silent()
+    import contextlib
+
+    return Heartbeat(what, sys.stderr, after=_PROGRESS_SECONDS) if _watching(args) else contextlib.nullcontext()
 
 
 def _compare_progress(args, names, seconds):

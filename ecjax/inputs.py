@@ -83,6 +83,24 @@ def to_device(x, dtype=None):
     return jax.device_put(np.asarray(x, dtype=dtype))
 
 
+def bucket_length(n: int, minimum: int = 1) -> int:
+    """The next power of two ``>= max(n, minimum)``: the padded length of ``n`` rows.
+
+    Arrays padded to it reach compiled programs in a few shapes only, so
+    data of a similar size reuse what was compiled (or cached) for earlier
+    data instead of compiling anew; the padding at most doubles the rows.
+    """
+    return max(int(minimum), 1 << max(0, int(n) - 1).bit_length())
+
+
+def pad_to_bucket(x, *, axis: int = 0, minimum: int = 1, dtype=None) -> np.ndarray:
+    """Host array ``x`` (cast to ``dtype``) padded with zeros along ``axis`` to :func:`bucket_length`."""
+    x = np.asarray(x, dtype=dtype)
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (0, bucket_length(x.shape[axis], minimum) - x.shape[axis])
+    return np.pad(x, pad)
+
+
 def as_array(x, name: str, *, min_ndim: int = 0, dtype=None):
     """Convert ``x`` to an array, raising :class:`InputError` if impossible."""
     if x is None:

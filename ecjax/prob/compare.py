@@ -1073,24 +1073,18 @@ def _decide_kernel(scores, costs, log_priors, *, score_type):
     return bayes_decisions_kernel(log_posteriors_kernel(scores, log_priors, score_type), costs)
 
 
-def bucket_size(n: int) -> int:
-    """The padded length of ``n`` samples: the next power of two, at least 1024.
+# Fixed decisions and their counts are computed on samples padded to a power of two (ecjax.inputs.bucket_length),
+# at least this many, so that data of a similar size (9,000 or 10,000 samples) reach the same compiled programs.
+_MIN_SAMPLE_BUCKET = 1024
 
-    The fixed decisions and their counts are computed on samples padded to
-    this length, so that data of a similar size (9,000 or 10,000 samples)
-    reach the same compiled programs (and a warm compilation cache) instead
-    of compiling new ones; the padding costs at most twice one pass over the
-    samples, made once per system.
-    """
-    return max(1024, 1 << (int(n) - 1).bit_length())
+
+def bucket_size(n: int) -> int:
+    """The padded length of ``n`` samples: the next power of two, at least 1024 (padding made once per system)."""
+    return v.bucket_length(n, _MIN_SAMPLE_BUCKET)
 
 
 def _padded(x, axis=0):
-    """``x`` padded with zeros along ``axis`` to :func:`bucket_size`."""
-    x = np.asarray(x)
-    pad = [(0, 0)] * x.ndim
-    pad[axis] = (0, bucket_size(x.shape[axis]) - x.shape[axis])
-    return np.pad(x, pad)
+    return v.pad_to_bucket(x, axis=axis, minimum=_MIN_SAMPLE_BUCKET)
 
 
 def _decide(scores, costs, log_priors, score_type):

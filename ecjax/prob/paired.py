@@ -256,10 +256,13 @@ def _marginal_counts(weights, cells, num_classes, num_decisions):
     return jnp.stack(outs, 1)
 
 
+# Tables are padded to a power of two of cell slots (ecjax.inputs.bucket_length), at least this many, so tables of
+# similar size share one compiled kernel; the padding cells have count 0, whose Gamma(0) = 0 adds nothing.
+_MIN_CELL_BUCKET = 8
+
+
 def _padded(size):
-    """The number of cell slots for ``size`` occupied cells: a power of two (>= 8), so tables of similar size share
-    one compiled kernel; the padding cells have count 0, whose ``Gamma(0) = 0`` adds nothing."""
-    return max(8, 1 << max(0, size - 1).bit_length())
+    return v.bucket_length(size, _MIN_CELL_BUCKET)
 
 
 def _pad_cells(cells, counts, extra=()):
@@ -269,7 +272,7 @@ def _pad_cells(cells, counts, extra=()):
     pad = _padded(cells.shape[0]) - cells.shape[0]
     if not any(v.is_tracer(x) for x in (cells, counts, *extra)):
         # On the host, then to the device: nothing is compiled for the table's own (unpadded) size.
-        return [v.to_device(np.pad(np.asarray(x, dtype), ((0, pad),) + ((0, 0),) * (np.ndim(x) - 1)))
+        return [v.to_device(v.pad_to_bucket(x, minimum=_MIN_CELL_BUCKET, dtype=dtype))
                 for x, dtype in ((cells, np.int32), (counts, f), *((x, None) for x in extra))]
     out = [jnp.pad(jnp.asarray(cells), ((0, pad), (0, 0))), jnp.pad(jnp.asarray(counts, f), (0, pad))]
     return out + [jnp.pad(jnp.asarray(x), (0, pad)) for x in extra]

@@ -266,8 +266,9 @@ class Doubt:
         return "Doubt(" + ", ".join(f"{name}={value:.3f}" for name, value in self.as_dict().items()) + ")"
 
 
-_NEC_LEFT_OUT = ("left out: undefined in {:.2f} % of the draws (their utility matrix makes one decision the best for "
-                 "every class, so the best naive system costs nothing)")
+def _nec_undefined(fraction: float) -> str:
+    return (f"undefined in {100 * fraction:.2f} % of the draws (their utility matrix makes one decision the best for "
+            "every class, so the best naive system costs nothing)")
 
 
 def with_error(value, error, digits: int) -> str:
@@ -374,8 +375,7 @@ class Comparison:
         v.check_choice(values, "values", ("yields", "expected_costs", "normalized_expected_costs"))
         x = getattr(self, values)
         if values == "normalized_expected_costs" and self.nec_undefined_fraction > 0:
-            raise v.InputError("`values`: the NEC is " + _NEC_LEFT_OUT.format(100 * self.nec_undefined_fraction)
-                               .replace("left out: ", ""))
+            raise v.InputError("`values`: the NEC is " + _nec_undefined(self.nec_undefined_fraction))
         return np.asarray(hdi(x, prob))
 
     @property
@@ -416,7 +416,7 @@ class Comparison:
         dims = {name: ["system"] for name in posterior}
         idata = az.from_dict(posterior=posterior, coords={"system": list(self.systems)}, dims=dims)
         if undefined > 0:
-            idata.posterior.attrs["normalized_expected_cost"] = _NEC_LEFT_OUT.format(100 * undefined)
+            idata.posterior.attrs["normalized_expected_cost"] = "left out: " + _nec_undefined(undefined)
         return idata
 
     @property
@@ -470,8 +470,7 @@ class Comparison:
             lines.append(f"decisions: {self.info.get('decisions', rule)} [decision_rule={rule}{how}]")
         undefined = self.nec_undefined_fraction
         if undefined > 0:
-            lines.append("NEC " + _NEC_LEFT_OUT.format(100 * undefined).replace("left out: ", "")
-                         + "; to_arviz() leaves it out")
+            lines.append(f"NEC {_nec_undefined(undefined)}; to_arviz() leaves it out")
         if self.doubt is not None and not single:
             lines.append(self.doubt.text())
             lines.append(f"  ({DOUBT_EXPLANATION})")
