@@ -52,6 +52,17 @@ try:
         unified_performance_measure,
         utility_yield,
     )
+    from ecjax.curves import (
+        DecisionCurve,
+        DetCurve,
+        PrecisionRecallCurve,
+        auc_one_vs_one,
+        average_precision,
+        decision_curve,
+        det_curve,
+        precision_recall_curve,
+    )
+    from ecjax.metric_thresholds import MetricThreshold, optimal_metric_threshold
     from ecjax.scores import (
         auc,
         auc_one_vs_rest,

@@ -387,6 +387,7 @@ def cmd_metrics(args):
         record["optimal_threshold"] = _binary_extras(args, labels, arrays, names, spec, out_dir, record, training)
     if kind == "scores" and out_dir is not None:
         _reliability_figures(args, labels, arrays, names, out_dir, record)
+    extra_text = _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, record)
     if out_dir is not None and len(names) >= 2:
         from ecjax import plots
 
@@ -405,6 +406,7 @@ def cmd_metrics(args):
         text += (f"\n! the Bayes decisions of {', '.join(record['lose_to_argmax'])} cost more on these data than "
                  "deciding the most probable class: the scores are not calibrated for these priors (see "
                  "`ecjax calibrate` and --training-priors)")
+    text += extra_text
     text += f"\ndecisions: {record['decisions_made_by']}"
     record["averaging"] = averaging_note(k, d, args.pos_label, kind == "scores")
     text += f"\naveraging: {record['averaging']}"
@@ -505,6 +507,66 @@ def _evaluation_priors(score_type, priors, labels, num_classes):
     the data's), and turn likelihoods into posteriors (then the data's are given explicitly)."""
     return priors if score_type not in LIKELIHOOD_TYPES else _likelihood_priors(
         score_type, priors, labels, num_classes)
+
+
+# Threshold probabilities of the decision curves in the JSON record: 1 % to 99 %, the range clinicians read.
+DECISION_CURVE_THRESHOLDS = np.round(np.arange(1, 100) / 100, 2)
+
+
+def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, record):
+    """--metric-thresholds and --curves: into ``record``; returns the lines they add to the table's text."""
+    from ecjax.curves import auc_one_vs_one, average_precision, decision_curve, det_curve, precision_recall_curve
+    from ecjax.metric_thresholds import optimal_metric_threshold
+
+    wanted = [f for f, on in (("--metric-thresholds", args.metric_thresholds), ("--curves", args.curves)) if on]
+    if not wanted:
+        return ""
+    if kind != "scores":
+        raise InputError(f"{wanted[0]}: needs --scores (thresholds and curves rank the samples by their scores)")
+    if args.metric_thresholds and k != 2:
+        raise InputError(f"--metric-thresholds: needs binary scores (K = 2), got {k} classes")
+    st = args.score_type
+    text = ""
+    if args.metric_thresholds:
+        record["metric_thresholds"] = {}
+        text += ("\nthresholds that maximize a metric, and the cost of a miss (in false alarms) for which each is "
+                 "the Bayes threshold (seed 001 §4.1):")
+        for y, s, name in zip(labels, arrays, names):
+            rows = record["metric_thresholds"][name] = {}
+            for metric in ("f1", "mcc", "youden"):
+                r = optimal_metric_threshold(y, s, metric=metric, score_type=st,
+                                             priors=_evaluation_priors(st, spec.priors, y, 2))
+                rows[metric] = {"value": float(r.metric_value), "threshold": float(r.threshold),
+                                "implied_cost_ratio": float(r.implied_cost_ratio),
+                                "effective_prior_log_odds": float(r.effective_prior_log_odds),
+                                "implied_nec": float(r.implied_nec)}
+                text += (f"\n  {name}: best {metric.upper() if metric != 'youden' else 'Youden J'} "
+                         f"{rows[metric]['value']:.4f} at {'LLR' if st in LIKELIHOOD_TYPES else 'log-odds'} > "
+                         f"{rows[metric]['threshold']:.3g}: a miss costs {rows[metric]['implied_cost_ratio']:.3g} "
+                         "false alarms")
+    if args.curves:
+        record["curves"] = {}
+        for y, s, name in zip(labels, arrays, names):
+            if k > 2:
+                ovo = float(auc_one_vs_one(y, s, priors=_likelihood_priors(st, spec.priors, y, k), score_type=st))
+                record["curves"][name] = {"auc_one_vs_one": ovo}
+                text += f"\n{name}: AUC one-vs-one (Hand & Till) {ovo:.4f}"
+                continue
+            pr = precision_recall_curve(y, s, score_type=st)
+            det = det_curve(y, s, score_type=st)
+            dc = decision_curve(y, s, threshold_probabilities=DECISION_CURVE_THRESHOLDS, score_type=st,
+                                priors=_likelihood_priors(st, spec.priors, y, 2))
+            ap = float(average_precision(y, s, score_type=st))
+            record["curves"][name] = {
+                "average_precision": ap,
+                "precision_recall": {f: np.asarray(x).tolist() for f, x in zip(pr._fields, pr)},
+                "det": {f: np.asarray(x).tolist() for f, x in zip(det._fields, det)},
+                "decision_curve": {f: np.asarray(x).tolist() for f, x in zip(dc._fields, dc)},
+            }
+            text += f"\n{name}: average precision {ap:.4f}"
+        if k == 2:
+            text += " (curve points: --json or --out)"
+    return text
 
 
 def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training):
@@ -1346,6 +1408,12 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--pos-label", type=_int_in(0, 2**31 - 1, "--pos-label"), default=1,
                    help="positive class of the binary metrics (default 1)")
     _add_training_priors(m)
+    m.add_argument("--metric-thresholds", action="store_true",
+                   help="binary scores: the thresholds that maximize F1, MCC and Youden's J, and the cost ratio each "
+                        "one implies (the cost of a miss in false alarms for which it is the Bayes threshold)")
+    m.add_argument("--curves", action="store_true",
+                   help="scores: average precision, precision-recall, DET and decision curves (binary; the points "
+                        "in --json / --out), or the one-vs-one AUC (multiclass)")
     m.add_argument("--scatter-metric", default="F1",
                    help="with --out and several systems: the metric plotted against the utility yield (default F1)")
     cp = sub.add_parser("compare", help="which classifier, and how sure are we, under uncertain costs")

@@ -389,6 +389,50 @@ def _log_of_probabilities(x, name: str):
     return jnp.asarray(log_p, dtype=jnp.result_type(float))
 
 
+def as_log_domain_scores(scores, score_type: str):
+    """Scores that may hold a zero probability: ``(array, where)`` with ``-inf`` replaced by a finite stand-in.
+
+    ``-inf`` in log-domain scores (an exact zero posterior) is a legitimate
+    value: it ranks below everything (ROC, PR, DET curves) and gives an
+    infinite cross-entropy to its class (seed 002 §4.1.2); NaN and ``+inf``
+    are refused.  :func:`as_scores` then checks the finite stand-in (shape,
+    normalization) and :func:`restore_neg_inf` puts ``-inf`` back.  For
+    probabilities, ``where`` marks the exact zeros (which :func:`as_scores`
+    floors to keep decisions finite) so that their logarithm is ``-inf``
+    again.  ``where`` is ``None`` when there is nothing to put back (and for
+    traced scores).
+    """
+    check_score_type(score_type)
+    arr = as_array(scores, "scores", min_ndim=1 if score_type == "llr" else 2)
+    if is_tracer(arr):
+        return arr, None
+    a = np.asarray(arr)
+    if score_type == "probabilities":
+        zeros = a == 0
+        return a, zeros if zeros.any() else None
+    if a.dtype.kind != "f":
+        return a, None
+    if np.any(np.isnan(a)):
+        raise InputError("`scores` contains NaN; all entries must be numbers (-inf, a zero probability, is allowed)")
+    if np.any(a == np.inf):
+        raise InputError("`scores` contains +inf; log-domain scores must be < +inf (use a large finite value)")
+    neg_inf = np.isneginf(a)
+    if not neg_inf.any():
+        return a, None
+    if score_type != "llr" and np.any(np.all(neg_inf, axis=-1)):
+        raise InputError("`scores` has a row that is -inf for every class: it is not a distribution")
+    return np.where(neg_inf, np.finfo(np.float32).min / 4, a), neg_inf
+
+
+def restore_neg_inf(s, where):
+    """``s`` with ``-inf`` at ``where`` (from :func:`as_log_domain_scores`); on the host, as eager device
+    operations would compile a program for every new shape."""
+    if where is None:
+        return s
+    s = np.asarray(s)
+    return to_device(np.where(where, np.asarray(-np.inf, s.dtype), s))
+
+
 def scores_and_log_priors(scores, priors, score_type: str):
     """Validated scores and the log-priors that turn them into posteriors: ``(scores, log_priors)``.
 

@@ -260,40 +260,6 @@ ECE_VARIANTS = ("auto", "binary", "top_label")
 
 # ------------------------------------------------------------------ inputs
 
-def _as_log_domain_scores(scores, score_type):
-    """Validate scores for the PSRs, allowing ``-inf`` (a probability of exactly 0), or exact zeros in probabilities.
-
-    ``-inf`` in log-domain scores is a legitimate value (a true-class
-    posterior of 0 gives an infinite cross-entropy, seed 002 §4.1.2), so it
-    is accepted here while NaN and ``+inf`` are rejected.  The core checks
-    (shape, normalization of log-posteriors) run on a finite stand-in and the
-    ``-inf`` entries are put back afterwards.
-    """
-    v.check_score_type(score_type)
-    arr = v.as_array(scores, "scores", min_ndim=1 if score_type == "llr" else 2)
-    if v.is_tracer(arr):
-        return arr, None
-    a = np.asarray(arr)
-    neg_inf = None
-    if score_type == "probabilities":
-        # The validator floors log 0 to keep decisions finite; a scoring rule keeps the exact log 0 = -inf.
-        zeros = a == 0
-        return a, zeros if zeros.any() else None
-    if a.dtype.kind == "f":
-        if np.any(np.isnan(a)):
-            raise v.InputError("`scores` contains NaN; all entries must be numbers (-inf, a zero probability, is allowed)")
-        if np.any(a == np.inf):
-            raise v.InputError("`scores` contains +inf; log-domain scores must be < +inf (use a large finite value)")
-        neg_inf = np.isneginf(a)
-        if not neg_inf.any():
-            neg_inf = None
-        else:
-            if score_type != "llr" and np.any(np.all(neg_inf, axis=-1)):
-                raise v.InputError("`scores` has a row that is -inf for every class: it is not a distribution")
-            a = np.where(neg_inf, np.finfo(np.float32).min / 4, a)
-    return a, neg_inf
-
-
 def _psr_inputs(labels, scores, priors, score_type):
     """Validated ``(labels, log_posteriors, evaluation priors, class counts)``.
 
@@ -301,11 +267,10 @@ def _psr_inputs(labels, scores, priors, score_type):
     posteriors (and are required); for posterior-type scores they are only
     the evaluation (deployment) priors.
     """
-    a, neg_inf = _as_log_domain_scores(scores, score_type)
+    a, neg_inf = v.as_log_domain_scores(scores, score_type)
     likelihood_type = score_type in v.LIKELIHOOD_TYPES
     s, log_p = v.scores_and_log_priors(a, priors if likelihood_type else None, score_type)
-    if neg_inf is not None:
-        s = jnp.where(jnp.asarray(neg_inf), -jnp.inf, s)
+    s = v.restore_neg_inf(s, neg_inf)
     k = log_p.shape[-1]
     labels = v.as_index_array(labels, "labels", upper=k)
     if labels.ndim != 1:
@@ -453,17 +418,11 @@ def _binary_log_odds(labels, scores, score_type, *, need_both=True):
     ``"llr"`` is used as is, ``"log_likelihoods"`` gives ``l_1 - l_0`` and
     posterior-type scores give ``log P(1|x) - log P(0|x)``.
     """
-    a, neg_inf = _as_log_domain_scores(scores, score_type)
-    if score_type == "llr":
-        s = v.as_scores(a, score_type="llr")
-        if neg_inf is not None:
-            s = jnp.where(jnp.asarray(neg_inf), -jnp.inf, s)
-    else:
-        s = v.as_scores(a, score_type=score_type)
+    a, neg_inf = v.as_log_domain_scores(scores, score_type)
+    s = v.restore_neg_inf(v.as_scores(a, score_type=score_type), neg_inf)
+    if score_type != "llr":
         if s.shape[-1] != 2:
             raise v.InputError(f"binary scores are needed (K = 2), got shape {tuple(s.shape)}")
-        if neg_inf is not None:
-            s = jnp.where(jnp.asarray(neg_inf), -jnp.inf, s)
         if score_type == "logits":
             s = jax.nn.log_softmax(s, axis=-1)
         s = s[..., 1] - s[..., 0]

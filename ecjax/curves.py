@@ -1,0 +1,580 @@
+"""Curves users expect beside the EC: precision-recall, DET, one-vs-one AUC and decision curves.
+
+These complement :func:`ecjax.scores.roc_curve`, :func:`ecjax.scores.auc` and
+:func:`ecjax.scores.auc_one_vs_rest`.  The binary ones rank samples by the
+class-1 log-odds of the scores exactly as those functions do (``"llr"`` as
+is, ``"log_likelihoods"`` as ``l_1 - l_0``, log-posteriors and probabilities
+as ``log P(1|x) - log P(0|x)``, logits after a log-softmax), so all of them
+share one set of thresholds.  Seed 001 App. C.3 and seed 002 §4.5 explain
+what such threshold-free curves can and cannot tell (they ignore calibration
+and threshold selection); the decision curve, in contrast, is a family of
+expected costs of Bayes decisions (seed 001 App. C.1).
+
+Curves with one point per distinct threshold have a data-dependent length:
+with ``padded=True`` they instead have one point per sample (its score as
+the threshold), tied scores sharing their threshold's point and points that
+scikit-learn leaves out repeating their neighbour (the same curve, traced
+with repeated vertices), so the curves of systems scored on the same labels
+stack along leading batch axes and the functions run under ``jax.jit`` /
+``jax.vmap``.  Scalar summaries
+(:func:`average_precision`, :func:`auc_one_vs_one`) and
+:func:`decision_curve` have fixed shapes and are batched and jit-able as
+they are.  Under ``jit`` invalid values follow the NaN contract of
+:mod:`ecjax.inputs`.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from ecjax import inputs as v
+from ecjax.decisions import log_posteriors_kernel
+
+AUC_AVERAGES = ("macro", "weighted")
+
+
+# ----------------------------------------------------------------- inputs
+
+def _ranking_log_odds(s, score_type):
+    """Kernel: class-1 log-odds of validated binary scores, up to a constant shift (the ranking).
+
+    The same expression as :func:`ecjax.scores.roc_curve`, so both give the same thresholds.
+    """
+    if score_type == "llr":
+        return s
+    if score_type == "logits":
+        s = jax.nn.log_softmax(s, axis=-1)
+    return s[..., 1] - s[..., 0]
+
+
+def _labels_for(labels, s, score_type, *, what):
+    """Binary labels ``(N,)`` matching the sample axis of validated scores ``s``; both classes needed."""
+    labels = v.as_index_array(labels, "labels", upper=2, upper_is="binary labels are 0 or 1")
+    if labels.ndim != 1:
+        raise v.InputError(f"`labels` must be one vector of N classes, got shape {tuple(labels.shape)}")
+    v.check_same_length("labels", labels, "scores", s, axis_b=-1 if score_type == "llr" else -2)
+    if not v.is_tracer(labels):
+        n1 = int(np.sum(np.asarray(labels)))
+        if n1 == 0 or n1 == labels.shape[0]:
+            missing = 1 if n1 == 0 else 0
+            raise v.InputError(f"`labels` has no sample of class {missing}: {what} needs samples of both classes")
+    return labels
+
+
+def _check_binary(s, score_type):
+    if score_type != "llr" and s.shape[-1] != 2:
+        raise v.InputError(f"`scores` must be binary (K = 2 in the last axis), got shape {tuple(s.shape)}")
+
+
+def _binary_inputs(labels, scores, score_type, *, what):
+    """Validated ``(labels, scores)``; the kernels turn the scores into class-1 log-odds (no priors)."""
+    a, neg_inf = v.as_log_domain_scores(scores, score_type)
+    s = v.restore_neg_inf(v.as_scores(a, score_type=score_type), neg_inf)
+    _check_binary(s, score_type)
+    return _labels_for(labels, s, score_type, what=what), s
+
+
+def _labels_ok(labels):
+    """Traced-input mask of binary labels: all in {0, 1} (invalid ones arrive as -1), both classes present."""
+    n1 = jnp.sum(labels == 1)
+    return jnp.all((labels == 0) | (labels == 1)) & (n1 > 0) & (n1 < labels.shape[0])
+
+
+def _binary_ok(labels, s):
+    """Traced-input mask, one entry per system: valid labels and no NaN score."""
+    return _labels_ok(labels) & ~jnp.any(jnp.isnan(s), axis=-1)
+
+
+def _per_system(kernel, labels, s, *args):
+    """Apply a kernel written for one system ``s`` ``(N,)`` over the leading batch axes of ``s``."""
+    batch = s.shape[:-1]
+    out = jax.vmap(lambda one: kernel(labels, one, *args))(s.reshape((-1, s.shape[-1])))
+    return jax.tree_util.tree_map(lambda x: x.reshape(batch + x.shape[1:]), out)
+
+
+def _check_padded(padded, s, labels, score_type):
+    if not isinstance(padded, (bool, np.bool_)):
+        raise v.InputError(f"`padded` must be True or False, got {padded!r}")
+    batched = s.ndim != (1 if score_type == "llr" else 2)
+    if not padded and (batched or v.any_traced(labels, s)):
+        why = "scores with batch axes" if batched else "traced inputs (inside jit/vmap)"
+        raise v.InputError(f"`padded=False` gives one point per distinct threshold, a length that depends on the "
+                           f"data; for {why} pass padded=True (one point per sample, equal length for every system)")
+    return bool(padded)
+
+
+# --------------------------------------------------- counts at every threshold
+
+def _counts_at_scores(labels, s):
+    """Kernel: for each sorted score ``t``, the samples of each class with log-odds ``>= t``.
+
+    Returns ``(s_sorted, tp, fp, valid)``: ``tp[k]`` (``fp[k]``) counts the
+    class-1 (class-0) samples decided 1 by "class 1 iff ``s >= s_sorted[k]``",
+    as exact integers; tied scores get the counts of their common threshold,
+    and ``valid[k]`` marks the first of each run of ties (one point per
+    distinct threshold).  Binary searches in the sorted scores of each class
+    (as :func:`ecjax.scores.auc`) need neither cumulative sums nor a pass to
+    carry tied points.
+    """
+    is1 = labels == 1
+    s_sorted = jnp.sort(s)
+    # Padding with +inf: never below any threshold, so "samples below t" counts only the class's own scores.
+    below1 = jnp.searchsorted(jnp.sort(jnp.where(is1, s, jnp.inf)), s_sorted, side="left")
+    below0 = jnp.searchsorted(jnp.sort(jnp.where(is1, jnp.inf, s)), s_sorted, side="left")
+    n1 = jnp.sum(is1, dtype=jnp.int32)
+    valid = jnp.concatenate([jnp.array([True]), s_sorted[1:] > s_sorted[:-1]])
+    return s_sorted, n1 - below1, (s.shape[0] - n1) - below0, valid
+
+
+# ------------------------------------------------------------ precision-recall
+
+class PrecisionRecallCurve(NamedTuple):
+    """Points of the precision-recall curve, thresholds increasing (scikit-learn's order).
+
+    ``precision[n]`` and ``recall[n]`` belong to "class 1 iff log-odds
+    ``>= thresholds[n]``"; the last point (``precision = 1``, ``recall = 0``)
+    has no threshold, so ``thresholds`` is one shorter.
+    """
+
+    precision: jax.Array
+    recall: jax.Array
+    thresholds: jax.Array
+
+
+def _pr_points(s_sorted, tp, fp, valid):
+    """Kernel: padded PR curve ``(precision, recall, thresholds, keep, tp)``: one point per sorted score + (1, 0)."""
+    tp = jnp.concatenate([tp, jnp.zeros((1,), tp.dtype)])  # the last point decides nothing as class 1
+    decided = tp + jnp.concatenate([fp, jnp.zeros((1,), fp.dtype)])
+    precision = jnp.where(decided > 0, tp / jnp.maximum(decided, 1), 1.0)
+    return precision, tp / tp[0], s_sorted, jnp.concatenate([valid, jnp.array([True])]), tp
+
+
+def _average_precision_of(precision, tp):
+    # Recall steps from the exact integer counts: differences of rounded float32 recalls would lose ~1e-6
+    # over 10^3 thresholds. Repeated points (ties) add zero-width steps.
+    return jnp.sum((tp[:-1] - tp[1:]) / tp[0] * precision[:-1])
+
+
+def _traced_guard(out, labels, scores, score_type, *, extra_axes=0):
+    """The NaN contract for traced input (inside a caller's jit/vmap, so nothing compiles here)."""
+    if not v.any_traced(labels, scores):
+        return out
+    return v.nan_where_invalid(out, _binary_ok(labels, _ranking_log_odds(scores, score_type)), extra_axes=extra_axes)
+
+
+def _kept(arrays, keep):
+    """Host-side selection of the points in ``keep`` (device indexing would compile per shape)."""
+    return tuple(v.to_device(np.asarray(a)[k]) for a, k in zip(arrays, keep))
+
+
+def precision_recall_curve(labels, scores, *, score_type="log_posteriors", padded=False):
+    """Precision ``N_22 / N_*2`` against recall ``R_22`` over all thresholds (seed 001 App. C.3, seed 002 §4.5).
+
+    A sample is decided class 1 (the positive class, the seeds' H2) iff its
+    class-1 log-odds is ``>= threshold``.  With ``padded=False`` there is one
+    point per distinct log-odds plus the end point ``(precision 1, recall
+    0)``, as ``sklearn.metrics.precision_recall_curve(labels, log_odds)``.
+    Like the ROC (and unlike the EC), the curve ignores calibration: any
+    increasing transformation of the scores leaves it unchanged.
+
+    Args:
+      labels: ``(N,)`` classes in {0, 1}; both must be present.
+      scores: binary scores ``(..., N, 2)`` (``(..., N)`` for ``"llr"``);
+        leading axes are systems and need ``padded=True``.
+      score_type: any score type; only the ranking is used, so no priors.
+      padded: one threshold per sample, its log-odds, in increasing order
+        (``N`` thresholds, ``N + 1`` points with the end point), tied scores
+        sharing their threshold's point: the same curve with repeated
+        vertices and a length that depends on ``N`` only, for batches and
+        ``jit``.
+
+    Returns:
+      :class:`PrecisionRecallCurve`.
+
+    Example:
+      >>> c = precision_recall_curve([0, 1, 0, 1], [-1.0, 2.0, 0.5, 0.5], score_type="llr")
+      >>> [float(x) for x in c.precision], [float(x) for x in c.recall], [float(x) for x in c.thresholds]
+      ([0.5, 0.6666666865348816, 1.0, 1.0], [1.0, 1.0, 0.5, 0.0], [-1.0, 0.5, 2.0])
+    """
+    labels, s = _binary_inputs(labels, scores, score_type, what="a precision-recall curve")
+    padded = _check_padded(padded, s, labels, score_type)
+    precision, recall, thresholds, keep = _binary_curves_kernel(labels, s, score_type=score_type)["pr"]
+    if padded:
+        out = PrecisionRecallCurve(precision, recall, thresholds)
+        return _traced_guard(out, labels, s, score_type, extra_axes=1)
+    keep = np.asarray(keep)
+    return PrecisionRecallCurve(*_kept((precision, recall, thresholds), (keep, keep, keep[:-1])))
+
+
+def average_precision(labels, scores, *, score_type="log_posteriors"):
+    """Average precision ``AP = sum_n (R_n - R_{n-1}) P_n`` (the step-wise area under the PR curve).
+
+    ``R_n`` and ``P_n`` are the recall and precision at the ``n``-th
+    threshold, from the highest down (scikit-learn's
+    ``average_precision_score``: no interpolation, tied scores share one
+    threshold).  It is the mean, over class-1 samples, of the precision at
+    that sample's score.  Seed 001 App. C.3 and seed 002 §4.5 on what such
+    threshold-free summaries assume.
+
+    Args:
+      labels: ``(N,)`` classes in {0, 1}; both must be present.
+      scores: binary scores ``(..., N, 2)`` (``(..., N)`` for ``"llr"``);
+        leading axes are systems.
+      score_type: any score type; only the ranking is used.
+
+    Returns:
+      AP in ``[0, 1]``, one per system.
+    """
+    labels, s = _binary_inputs(labels, scores, score_type, what="average precision")
+    return _traced_guard(_binary_curves_kernel(labels, s, score_type=score_type)["ap"], labels, s, score_type)
+
+
+# ---------------------------------------------------------------------- DET
+
+class DetCurve(NamedTuple):
+    """Detection error trade-off points, thresholds increasing (false-positive rate decreasing).
+
+    ``false_positive_rate = R_12`` (false alarms) and ``false_negative_rate
+    = R_21`` (misses) of "class 1 iff log-odds ``>= thresholds[n]``".  DET
+    plots draw both on probit axes (Martin et al. 1997), where normally
+    distributed scores give straight lines: see the ``probit_*`` properties.
+    """
+
+    false_positive_rate: jax.Array
+    false_negative_rate: jax.Array
+    thresholds: jax.Array
+
+    @property
+    def probit_false_positive_rate(self):
+        """``Phi^{-1}(R_12)``, the standard normal quantile (``-inf`` at rate 0, ``+inf`` at 1)."""
+        return jax.scipy.special.ndtri(self.false_positive_rate)
+
+    @property
+    def probit_false_negative_rate(self):
+        """``Phi^{-1}(R_21)``, the standard normal quantile (``-inf`` at rate 0, ``+inf`` at 1)."""
+        return jax.scipy.special.ndtri(self.false_negative_rate)
+
+
+def _det_points(s_sorted, tp, fp, valid):
+    """Kernel: padded DET curve ``(fpr, fnr, thresholds, keep)``: one point per sorted score."""
+    n = s_sorted.shape[0]
+    cut = jnp.arange(n)
+    n1, n0 = tp[0], fp[0]
+    # scikit-learn's det_curve drops the redundant ends: of the highest thresholds that share the least
+    # false-positive count it keeps the lowest, and of the lowest thresholds that share a full true-positive
+    # count the highest. Padding repeats those end points instead. Both are found among all sorted scores:
+    # tied scores carry the same counts.
+    top = jnp.min(jnp.where(fp == fp[n - 1], cut, n - 1))  # the first score of a run of ties
+    bottom = jnp.max(jnp.where(tp == n1, cut, 0))  # the last score of a run of ties
+    idx = jnp.clip(cut, bottom, top)
+    keep = valid & (s_sorted >= s_sorted[bottom]) & (cut <= top)
+    return fp[idx] / n0, (n1 - tp[idx]) / n1, s_sorted[idx], keep
+
+
+def _curves_one(labels, s):
+    counts = _counts_at_scores(labels, s)
+    precision, recall, thresholds, keep, tp = _pr_points(*counts)
+    return {"pr": (precision, recall, thresholds, keep), "ap": _average_precision_of(precision, tp),
+            "det": _det_points(*counts)}
+
+
+@partial(jax.jit, static_argnames=("score_type",))
+def _binary_curves_kernel(labels, scores, *, score_type):
+    """All binary curves from one sort per system; one compiled program serves every function of them.
+
+    Under a caller's ``jit`` XLA drops the outputs that are not used.
+    """
+    return _per_system(_curves_one, labels, _ranking_log_odds(scores, score_type))
+
+
+def det_curve(labels, scores, *, score_type="log_posteriors", padded=False):
+    """Detection error trade-off: misses ``R_21`` against false alarms ``R_12`` over all thresholds.
+
+    The ROC of seed 002 §4.5 with the miss rate ``1 - R_22`` on the vertical
+    axis, plotted on probit axes (Martin et al., "The DET curve in assessment
+    of detection task performance", Eurospeech 1997).  A sample is decided
+    class 1 iff its class-1 log-odds is ``>= threshold``.  With
+    ``padded=False`` the points equal ``sklearn.metrics.det_curve(labels,
+    log_odds)``: one per distinct log-odds, without the redundant ends (the
+    thresholds above the one that reaches the least false-positive rate, and
+    below the one that first reaches a miss rate of 0).
+
+    Args:
+      labels: ``(N,)`` classes in {0, 1}; both must be present.
+      scores: binary scores ``(..., N, 2)`` (``(..., N)`` for ``"llr"``);
+        leading axes are systems and need ``padded=True``.
+      score_type: any score type; only the ranking is used, so no priors.
+      padded: one point per sample, its log-odds as the threshold, in
+        increasing order (``N`` points); tied scores share their threshold's
+        point and the points scikit-learn leaves out at the ends repeat the
+        end point they lead to: the same curve with repeated vertices and a
+        length that depends on ``N`` only, for batches and ``jit``.
+
+    Returns:
+      :class:`DetCurve`; its ``probit_false_positive_rate`` and
+      ``probit_false_negative_rate`` give the DET plot's axes.
+    """
+    labels, s = _binary_inputs(labels, scores, score_type, what="a DET curve")
+    padded = _check_padded(padded, s, labels, score_type)
+    fpr, fnr, thresholds, keep = _binary_curves_kernel(labels, s, score_type=score_type)["det"]
+    if padded:
+        return _traced_guard(DetCurve(fpr, fnr, thresholds), labels, s, score_type, extra_axes=1)
+    keep = np.asarray(keep)
+    return DetCurve(*_kept((fpr, fnr, thresholds), (keep,) * 3))
+
+
+# ----------------------------------------------------------- one-vs-one AUC
+
+def _pairwise_auc(labels, log_post):
+    """Kernel: ``A[i, j] = P(s_i(x) > s_i(x')) + P(=)/2`` for ``x`` of class ``i``, ``x'`` of class ``j``.
+
+    ``s_i = log P(i|x)`` ``(N, K)``.  One sort per column ``i``: cumulative
+    class counts along the sorted scores give, for every sample, how many
+    samples of each class lie strictly below and at or below it; each
+    sample's share (a fraction of ``N_j`` in ``[0, 1]``, so float32 sums stay
+    accurate) is summed over the samples of class ``i``.  The diagonal is
+    meaningless.
+    """
+    n, k = log_post.shape
+    one_hot = jax.nn.one_hot(labels, k, dtype=jnp.int32)
+    n_i = jnp.sum(one_hot, axis=0)
+    of_class = labels[:, None] == jnp.arange(k)[None, :]
+
+    def column(i):
+        s = log_post[:, i]
+        order = jnp.argsort(s)
+        s_sorted = s[order]
+        cum = jnp.concatenate([jnp.zeros((1, k), jnp.int32), jnp.cumsum(one_hot[order], axis=0)])
+        below = cum[jnp.searchsorted(s_sorted, s, side="left")]  # (N, K): per class, samples with score < s_n
+        not_above = cum[jnp.searchsorted(s_sorted, s, side="right")]  # ... with score <= s_n
+        share = (below + not_above) / (2 * jnp.maximum(n_i, 1))
+        return jnp.sum(jnp.where(of_class[:, i, None], share, 0.0), axis=0) / jnp.maximum(n_i[i], 1)
+
+    return jax.lax.map(column, jnp.arange(k)), n_i
+
+
+def _ovo_one(labels, log_post, weighted):
+    pairwise, n_i = _pairwise_auc(labels, log_post)
+    k = log_post.shape[-1]
+    off_diagonal = ~jnp.eye(k, dtype=bool)
+    # Every pair appears twice (A_ij and A_ji), so the mean over the off-diagonal is the mean of
+    # (A_ij + A_ji) / 2 over the pairs, with the same (symmetric) weights.
+    # A traced switch, so "macro" and "weighted" share one compiled program.
+    weights = jnp.where(weighted, (n_i[:, None] + n_i[None, :]) / labels.shape[0], 1.0)
+    weights = jnp.where(off_diagonal, weights, 0.0)
+    return jnp.sum(weights * pairwise) / jnp.sum(weights)
+
+
+@jax.jit
+def _ovo_kernel(labels, scores, log_p, weighted):
+    # For every (N, K) score type the log-posteriors are log_softmax(scores + log-priors), the log-priors
+    # being 0 for posterior types: one compiled program serves them all.
+    log_post = log_posteriors_kernel(scores, log_p, "log_likelihoods")
+    batch = log_post.shape[:-2]
+    flat = log_post.reshape((-1,) + log_post.shape[-2:])
+    return jax.vmap(lambda lp: _ovo_one(labels, lp, weighted))(flat).reshape(batch)
+
+
+def auc_one_vs_one(labels, scores, *, priors=None, score_type="log_posteriors", average="macro"):
+    """Multiclass AUC of Hand & Till (2001): the AUC averaged over all pairs of classes.
+
+    For classes ``i != j``, ``A(i|j)`` is the Mann-Whitney statistic of the
+    posterior ``P(i|x)`` on the samples of classes ``i`` and ``j`` only:
+    ``P(P(i|x) > P(i|x')) + P(P(i|x) = P(i|x')) / 2`` for ``x`` of class
+    ``i`` and ``x'`` of class ``j`` (ties count one half, as in
+    :func:`ecjax.scores.auc`).  Hand & Till's ``M`` ("A simple
+    generalisation of the area under the ROC curve for multiple class
+    classification problems", Machine Learning 45, 171-186) averages ``A_ij
+    = (A(i|j) + A(j|i)) / 2`` over the ``K (K - 1) / 2`` pairs.  Unlike
+    :func:`ecjax.scores.auc_one_vs_rest`, whose "rest" mixes the other
+    classes in their data proportions, each term compares two classes only,
+    so ``M`` does not depend on the class distribution; seed 002 §4.7
+    explains why such averages of binary detection metrics need not track
+    classification performance.  Equal to
+    ``sklearn.metrics.roc_auc_score(labels, posteriors, multi_class="ovo")``;
+    for ``K = 2`` it is the binary AUC.
+
+    Args:
+      labels: ``(N,)`` true classes; every one of the ``K`` classes needs samples.
+      scores: ``(..., N, K)`` scores; leading axes are systems.
+      priors, score_type: as in :func:`ecjax.scores.auc_one_vs_rest`: only
+        likelihood-type scores take (and need) priors, to form the
+        posteriors whose ranking is used; posterior-type scores need none.
+      average: ``"macro"`` (Hand & Till: every pair counts the same) or
+        ``"weighted"`` (pair ``{i, j}`` weighted by its share of the samples
+        ``(N_i + N_j) / N``, as scikit-learn's ``average="weighted"``).
+
+    Returns:
+      The multiclass AUC, one per system.
+    """
+    v.check_choice(average, "average", AUC_AVERAGES)
+    if score_type == "llr":
+        raise v.InputError("`score_type` 'llr' is binary; the one-vs-one AUC of two classes is "
+                           "ecjax.scores.auc, or pass (N, K) scores of another score type")
+    a, neg_inf = v.as_log_domain_scores(scores, score_type)
+    s, log_p = v.scores_and_log_priors(a, priors, score_type)
+    s = v.restore_neg_inf(s, neg_inf)
+    k = s.shape[-1]
+    labels = v.as_index_array(labels, "labels", upper=k, upper_is="the number of classes in `scores`")
+    if labels.ndim != 1:
+        raise v.InputError(f"`labels` must be one vector of N classes, got shape {tuple(labels.shape)}")
+    v.check_same_length("labels", labels, "scores", s, axis_b=-2)
+    if not v.is_tracer(labels):
+        counts = np.bincount(np.asarray(labels), minlength=k)
+        if np.any(counts == 0):
+            absent = [int(i) for i in np.flatnonzero(counts == 0)]
+            raise v.InputError(f"`labels` has no sample of class {absent}: the AUC of its pairs is undefined")
+    out = _ovo_kernel(labels, s, log_p, np.bool_(average == "weighted"))
+    if v.any_traced(labels, s, log_p):
+        log_post = log_posteriors_kernel(s, log_p, score_type)
+        present = jnp.all(jnp.bincount(jnp.where(labels >= 0, labels, k), length=k + 1)[:k] > 0)
+        ok = jnp.all(labels >= 0) & present & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
+        out = v.nan_where_invalid(out, ok)
+    return out
+
+
+# ------------------------------------------------------------ decision curve
+
+class DecisionCurve(NamedTuple):
+    """Net benefit of treating when ``P(1|x) >= p_t``, with the two default strategies as references.
+
+    ``net_benefit`` has the systems' batch axes followed by those of
+    ``threshold_probabilities``; ``treat_all`` and ``treat_none`` have the
+    shape of ``threshold_probabilities`` (they do not depend on the scores).
+    """
+
+    threshold_probabilities: jax.Array
+    net_benefit: jax.Array
+    treat_all: jax.Array
+    treat_none: jax.Array
+
+
+def _decision_one(labels, s, cut, odds, p1):
+    is1 = labels == 1
+    n1 = jnp.sum(is1)
+    n0 = labels.shape[0] - n1
+    # Padding with +inf: never below a finite cut, so "samples below" counts only the class's own scores.
+    pos_sorted = jnp.sort(jnp.where(is1, s, jnp.inf))
+    neg_sorted = jnp.sort(jnp.where(is1, jnp.inf, s))
+    tp = n1 - jnp.minimum(jnp.searchsorted(pos_sorted, cut, side="left"), n1)
+    fp = n0 - jnp.minimum(jnp.searchsorted(neg_sorted, cut, side="left"), n0)
+    # P_i / N_i weights (seed 000 eq. 2): with data priors P_1 TP/N_1 = TP/N.
+    return p1 * (tp / n1) - (1.0 - p1) * (fp / n0) * odds
+
+
+@partial(jax.jit, static_argnames=("score_type",))
+def _decision_kernel(labels, scores, log_p, cut, odds, *, score_type):
+    s = _ranking_log_odds(scores, score_type)
+    if score_type in v.LIKELIHOOD_TYPES:
+        s = s + (log_p[1] - log_p[0])  # posterior log-odds: Bayes' rule (seed 002 eqs. 45-47)
+        p1 = jnp.exp(log_p[1])
+    else:
+        p1 = jnp.mean(labels == 1, dtype=s.dtype)
+    flat_cut, flat_odds = cut.reshape(-1), odds.reshape(-1)
+    nb = _per_system(lambda lab, one: jax.vmap(lambda c, o: _decision_one(lab, one, c, o, p1))(flat_cut, flat_odds),
+                     labels, s)
+    return nb.reshape(s.shape[:-1] + cut.shape), p1 - (1.0 - p1) * odds
+
+
+def _threshold_log_odds(threshold_probabilities, dtype):
+    """``(p_t, cut, odds)``: the log-odds cut realizing "treat iff P(1|x) >= p_t" on scores of ``dtype``.
+
+    For concrete ``p_t`` the cut is ``logit(p_t)`` computed in float64 and
+    rounded up to ``dtype``: for log-odds ``s`` of that dtype, ``s >= cut``
+    holds exactly when ``s >= logit(p_t)``.
+    """
+    p = v.as_array(threshold_probabilities, "threshold_probabilities")
+    if p.ndim > 1:
+        raise v.InputError(f"`threshold_probabilities` must be a number or a 1-D array, got shape {tuple(p.shape)}")
+    if v.is_tracer(p):
+        p = jnp.asarray(p, dtype)
+        return p, jnp.log(p) - jnp.log1p(-p), p / (1.0 - p)
+    a = np.asarray(p)
+    if a.dtype.kind not in "fiu":
+        raise v.InputError(f"`threshold_probabilities` must be numeric, got dtype {a.dtype}")
+    a = a.astype(np.float64)
+    if a.size == 0:
+        raise v.InputError("`threshold_probabilities` is empty: give at least one threshold probability")
+    if not np.all((a > 0) & (a < 1)):
+        bad = a[~((a > 0) & (a < 1))].flat[0]
+        raise v.InputError(f"`threshold_probabilities` must lie in (0, 1) (open), got {bad!r}")
+    logit = np.log(a) - np.log1p(-a)
+    dt = np.dtype(dtype)
+    cut = logit.astype(dt)
+    cut = np.where(cut < logit, np.nextafter(cut, np.array(np.inf, dt)), cut)
+    return v.to_device(a, dt), v.to_device(cut, dt), v.to_device(a / (1.0 - a), dt)
+
+
+def decision_curve(labels, scores, *, threshold_probabilities, priors=None, score_type="log_posteriors"):
+    """Decision curve analysis (Vickers & Elkin, Med. Decis. Making 26, 565-574, 2006).
+
+    For each threshold probability ``p_t``, the system treats (decides class
+    1) iff ``P(1|x) >= p_t``, and its net benefit is
+
+        ``NB = TP/N - FP/N * p_t / (1 - p_t) = P_2 R_22 - P_1 R_12 p_t / (1 - p_t)``
+
+    (seed 001 eqs. 25-26, seed 002 eqs. 12-13; ``P_2`` = prevalence of
+    class 1).  References: treat all, ``P_2 - P_1 p_t / (1 - p_t)``, and
+    treat none, 0.
+
+    Link to the expected cost (seed 001 eqs. 26-27, App. C.1): ``NB = P_2 -
+    EC``, the EC (seed 000 eq. 2) with ``c_21 = 1`` (a miss), ``c_12 = p_t /
+    (1 - p_t)`` (a false alarm) and no cost for hits; so ``NB = P_2 -
+    min(P_2, P_1 p_t / (1 - p_t)) NEC`` and, since treat none has ``EC =
+    P_2``, NB is the EC saved over treating nobody (the utility yield of
+    seed 004 eq. 10 with utilities ``-c``, shifted by ``P_2``).  For those
+    costs "``P(1|x) >= p_t``" is the Bayes decision (seed 001 eq. 7, up to
+    ties), which is why ``p_t`` is called a threshold probability; the curve
+    is thus the EC of Bayes decisions over a family of cost ratios, and it
+    judges calibration as well as discrimination.
+
+    The posterior is taken from the scores as given: ``P(1|x) >= p_t`` is
+    evaluated as class-1 log-odds ``>= logit(p_t)``, with the log-odds in the
+    scores' float precision (``logit(p_t)`` rounded up to it, so the
+    comparison is exact for those log-odds).
+
+    Args:
+      labels: ``(N,)`` classes in {0, 1}; both must be present.
+      scores: binary scores ``(..., N, 2)`` (``(..., N)`` for ``"llr"``);
+        leading axes are systems.
+      threshold_probabilities: ``p_t``, a number or ``(T,)`` array in ``(0, 1)``.
+      priors: ``(2,)`` class priors, required for (and only for) ``"llr"``
+        and ``"log_likelihoods"``, like :func:`ecjax.scores.cross_entropy`:
+        they turn the likelihoods into posteriors and are the population the
+        net benefit is computed for (``NB = P_2 TP/N_2 - P_1 FP/N_1 p_t / (1 -
+        p_t)`` with ``N_2``, ``N_1`` the numbers of class-1 and class-0
+        samples, which is ``TP/N - FP/N p_t/(1 - p_t)`` when the priors equal
+        the class frequencies of ``labels``; the prior-shift reading of seed
+        000 eq. 2).  Posterior-type scores use the class frequencies of
+        ``labels``.
+      score_type: any score type.
+
+    Returns:
+      :class:`DecisionCurve`; ``net_benefit`` has shape ``scores_batch +
+      threshold_probabilities.shape``.
+    """
+    a, neg_inf = v.as_log_domain_scores(scores, score_type)
+    s, log_p = v.scores_and_log_priors(a, priors, score_type)
+    s = v.restore_neg_inf(s, neg_inf)
+    _check_binary(s, score_type)
+    if score_type in v.LIKELIHOOD_TYPES and not v.is_tracer(log_p) and not np.all(np.isfinite(np.asarray(log_p))):
+        raise v.InputError(f"`priors` must be > 0 for both classes, got {np.exp(np.asarray(log_p))}")
+    labels = _labels_for(labels, s, score_type, what="a decision curve")
+    p_t, cut, odds = _threshold_log_odds(threshold_probabilities, s.dtype)
+    nb, treat_all = _decision_kernel(labels, s, log_p, cut, odds, score_type=score_type)
+    if v.any_traced(labels, s, p_t, log_p):
+        p_ok = (p_t > 0) & (p_t < 1)
+        batch = s.shape[:-1] if score_type == "llr" else s.shape[:-2]
+        common = p_ok & _labels_ok(labels)
+        if score_type in v.LIKELIHOOD_TYPES:  # traced priors: a distribution with both classes possible
+            common = common & jnp.all(jnp.isfinite(log_p)) & (jnp.abs(jnp.sum(jnp.exp(log_p)) - 1.0) <= v.SUM_TOL)
+        ok = ~jnp.any(jnp.isnan(_ranking_log_odds(s, score_type)), axis=-1).reshape(batch + (1,) * p_t.ndim)
+        nb = v.nan_where_invalid(nb, ok & common)
+        treat_all = v.nan_where_invalid(treat_all, common)
+    return DecisionCurve(p_t, nb, treat_all, v.to_device(np.zeros(treat_all.shape, treat_all.dtype)))

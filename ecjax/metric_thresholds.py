@@ -1,0 +1,308 @@
+"""Thresholds chosen by F-beta, MCC or Youden's J, and the costs they imply.
+
+Seed 001 §4.1 (Figs. 1-2) and §5 (conclusions): the binary threshold that maximizes
+F-beta, the Matthews correlation coefficient or Youden's J is the Bayes
+threshold of *some* expected cost, whose cost ratio the user never chose and
+which moves with the score distribution.  :func:`optimal_metric_threshold`
+finds that threshold exactly (every cut between distinct scores, one sort)
+and makes the implied cost explicit.
+
+Notation.  Class 1 is the positive class (the seeds' ``H_2``); ``s`` is the
+class-1 log-odds of the scores (:func:`optimal_metric_threshold` says which
+log-odds per score type); the decisions are "class 1 iff ``s > t``".  Costs
+follow :mod:`ecjax.costs`: ``c[i, j]`` is the cost of deciding ``j`` when the
+truth is ``i``, so ``c[0, 1]`` is a false alarm and ``c[1, 0]`` a miss (the
+seeds' ``c_12`` and ``c_21``).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from ecjax import inputs as v
+
+METRICS = ("f1", "f_beta", "mcc", "youden")
+_METRIC_INDEX = {"f1": 0, "f_beta": 0, "mcc": 1, "youden": 2}  # rows of _metric_at_cuts
+# Samples are padded to a power of two (ecjax.inputs.bucket_length), at least this many, so that data of a
+# similar size (and every set up to this size) reach the same compiled program.
+_MIN_SAMPLE_BUCKET = 2048
+
+
+class MetricThreshold(NamedTuple):
+    """The threshold that maximizes a metric, and the expected cost it is the Bayes threshold of.
+
+    Every array has the batch shape of the inputs (``counts`` adds ``(2, 2)``).
+
+    Attributes:
+      threshold: decide class 1 iff ``s > threshold``: the midpoint of the
+        gap between the two sorted scores the best cut falls between
+        (``-inf``: every sample is class 1; ``+inf``: none is).
+      threshold_low, threshold_high: every ``t`` in ``[threshold_low,
+        threshold_high)`` gives the same decisions (the scores on either side
+        of the cut), so every cost ratio whose Bayes threshold lies there is
+        implied equally; ``implied_cost_ratio`` is the one at ``threshold``.
+      metric_value: the largest value of the metric over all thresholds.
+      counts: ``(2, 2)`` exact confusion counts at ``threshold`` (rows = true
+        class, columns = decision): ``[[TN, FP], [FN, TP]]``.
+      implied_cost_ratio: ``r = c[1, 0] / c[0, 1]``, the cost of a miss
+        relative to a false alarm for which ``threshold`` is the Bayes
+        threshold (seed 001 eq. 20; seed 002 eq. 48 for LLRs).  The implied
+        cost matrix is ``[[0, 1], [r, 0]]``.
+      effective_prior_log_odds: ``theta = log(P_1 c[1, 0] / (P_0 c[0, 1]))``
+        with the evaluation priors ``P``: the one parameter of a binary EC
+        (seed 002 eq. 9, ``alpha = exp(-theta)``); the Bayes threshold on the
+        LLR is ``-theta``.
+      implied_nec: NEC at ``threshold`` under the implied costs and priors
+        ``P``: ``(alpha R_01 + R_10) / min(alpha, 1)`` (seed 002 eq. 8), with
+        ``R_01`` the false-alarm and ``R_10`` the miss rate (1 for a
+        trivial cut: it is then the best naive decision).
+    """
+
+    threshold: jax.Array
+    threshold_low: jax.Array
+    threshold_high: jax.Array
+    metric_value: jax.Array
+    counts: jax.Array
+    implied_cost_ratio: jax.Array
+    effective_prior_log_odds: jax.Array
+    implied_nec: jax.Array
+
+
+def _metric_at_cuts(tp, fp, fn, tn, beta, metric_index):
+    """The metric at every cut from exact counts (seed 001 eqs. 9 and 14; Youden's J = R_11 - R_01).
+
+    ``metric_index`` (traced, so one compiled program serves every metric) picks
+    F-beta (0), MCC (1) or Youden's J (2); the three curves cost O(N), next to
+    the O(N log N) sort.
+    """
+    dtype = jnp.result_type(float)
+    tp, fp, fn, tn = (x.astype(dtype) for x in (tp, fp, fn, tn))
+    n1, n0 = tp + fn, tn + fp
+    b2 = jnp.asarray(beta, dtype) ** 2
+    # Both classes have samples, so (1 + b2) TP + b2 FN + FP >= b2 N_1 > 0: never 0/0.
+    f_beta = (1.0 + b2) * tp / ((1.0 + b2) * tp + b2 * fn + fp)
+    youden = tp / n1 - fp / n0
+    # MCC = J sqrt(N_0 N_1 / (D_0 D_1)) (seed 001 eq. 14, D_j = decisions j): products of counts
+    # would pass 2**31 and lose float32 digits to cancellation; this form has neither.
+    d1, d0 = tp + fp, tn + fn
+    trivial = (d1 == 0) | (d0 == 0)
+    # A cut that decides one class only has MCC 0/0; 0 as scikit-learn (J is 0 there too).
+    mcc = jnp.where(trivial, 0.0, youden * jnp.sqrt((n0 / jnp.where(trivial, 1.0, d0))
+                                                    * (n1 / jnp.where(trivial, 1.0, d1))))
+    return jnp.stack([f_beta, mcc, youden])[metric_index]
+
+
+def _one_system(labels, s, num_samples, priors, beta, metric_index, likelihood, data_priors):
+    """Best cut of one system: one sort, cumulative counts, the metric at every cut, argmax.
+
+    ``s`` may be padded past ``num_samples`` with ``+inf`` (labels 0): padding
+    sorts last, is counted in no class, and the cuts inside it are not valid.
+    """
+    n = s.shape[0]
+    order = jnp.argsort(s)
+    s_sorted = s[order]
+    real = jnp.arange(n) < num_samples
+    is1 = (labels[order] == 1) & real
+    is0 = (labels[order] == 0) & real
+    # Cut k decides class 0 for the k lowest scores and class 1 for the rest.
+    zero = jnp.zeros((1,), jnp.int32)
+    fn = jnp.concatenate([zero, jnp.cumsum(is1, dtype=jnp.int32)])
+    tn = jnp.concatenate([zero, jnp.cumsum(is0, dtype=jnp.int32)])
+    n1, n0 = fn[-1], tn[-1]
+    tp, fp = n1 - fn, n0 - tn
+    # A cut between tied scores is realized by no threshold.
+    valid = jnp.concatenate([jnp.array([True]), s_sorted[1:] > s_sorted[:-1], jnp.array([True])])
+    valid = valid & (jnp.arange(n + 1) <= num_samples)
+    value = _metric_at_cuts(tp, fp, fn, tn, beta, metric_index)
+    k = jnp.argmax(jnp.where(valid, value, -jnp.inf))  # ties: the first, i.e. the lowest threshold
+
+    low = jnp.where(k > 0, s_sorted[jnp.maximum(k - 1, 0)], -jnp.inf)
+    high = jnp.where(k < n, s_sorted[jnp.minimum(k, n - 1)], jnp.inf)
+    mid = 0.5 * (low + high)
+    # Two adjacent floats can have a midpoint that rounds up to the higher one, which would then
+    # be decided class 0: keep the lower one instead (s > low still puts the cut in the same place).
+    mid = jnp.where(mid >= high, low, mid)
+    threshold = jnp.where(jnp.isinf(low), -jnp.inf, jnp.where(jnp.isinf(high), jnp.inf, mid))
+
+    dtype = s.dtype
+    p1 = jnp.where(data_priors, n1.astype(dtype) / num_samples, priors[1])
+    p0 = jnp.where(data_priors, n0.astype(dtype) / num_samples, priors[0])
+    log_prior_odds = jnp.log(p1) - jnp.log(p0)
+    # Bayes on LLRs (seed 002 eq. 48): class 1 iff llr > log(P_0 c01 / (P_1 c10)), so theta = -t.
+    # Bayes on posteriors as given (seed 001 eq. 20): class 1 iff s > log(c01 / c10), so log r = -t.
+    log_ratio = jnp.where(likelihood, -threshold - log_prior_odds, -threshold)
+    theta = log_prior_odds + log_ratio
+
+    miss = fn[k].astype(dtype) / n1.astype(dtype)
+    false_alarm = fp[k].astype(dtype) / n0.astype(dtype)
+    # NEC = miss e^{max(theta, 0)} + fa e^{max(-theta, 0)} (seed 002 eq. 8 with alpha = e^-theta), where
+    # 0 * inf = 0: a trivial cut (theta = +-inf) is the naive decision and has NEC 1.
+    nec = (jnp.where(miss > 0, miss * jnp.exp(jnp.maximum(theta, 0.0)), 0.0)
+           + jnp.where(false_alarm > 0, false_alarm * jnp.exp(jnp.maximum(-theta, 0.0)), 0.0))
+    counts = jnp.stack([jnp.stack([tn[k], fp[k]]), jnp.stack([fn[k], tp[k]])])
+    ok = (jnp.all((labels == 0) | (labels == 1)) & ~jnp.any(jnp.isnan(s)) & (n1 > 0) & (n0 > 0)
+          & (data_priors | (jnp.all(priors > 0) & (jnp.abs(jnp.sum(priors) - 1.0) <= v.SUM_TOL)))
+          & ((metric_index != 0) | (jnp.isfinite(beta) & (beta > 0))))
+    out = MetricThreshold(threshold, low, high, value[k], counts, jnp.exp(log_ratio), theta, nec)
+    return out, ok
+
+
+@jax.jit
+def _metric_threshold_kernel(labels, s, num_samples, priors, beta, metric_index, likelihood, data_priors):
+    """Kernel: :func:`_one_system` over the flattened batch ``(B, N_padded)``.
+
+    The metric, the flags and the number of samples are traced, not static:
+    one compiled program per padded shape serves every metric, score type and
+    data size in the bucket.
+    """
+    return jax.vmap(_one_system, in_axes=(0, 0, None, 0, None, None, None, None))(
+        labels, s, num_samples, priors, beta, metric_index, likelihood, data_priors)
+
+
+def _class1_log_odds(scores, score_type):
+    """``(..., N)`` class-1 log-odds: ``a_1 - a_0`` of the (log-domain) scores, or the LLR itself.
+
+    For logits the log-softmax cancels in the difference; probabilities are
+    logged by :func:`ecjax.inputs.as_scores`; for ``"log_likelihoods"`` the
+    difference is the LLR.
+    """
+    a = v.as_scores(scores, score_type=score_type)
+    if score_type == "llr":
+        return a
+    if a.shape[-1] != 2:
+        raise v.InputError(f"`scores` must be binary (K = 2 in the last axis), got shape {tuple(a.shape)}")
+    return a[..., 1] - a[..., 0]
+
+
+def _flat_padded(x, batch, fill):
+    """``x`` broadcast to ``batch + (N,)``, flattened to ``(B, N)`` and padded with ``fill`` to the bucket length.
+
+    Concrete arrays are padded on the host: eager ``jnp`` operations would
+    compile a small program for every new shape, the cost the bucket avoids.
+    """
+    n = x.shape[-1]
+    pad = ((0, 0), (0, v.bucket_length(n, _MIN_SAMPLE_BUCKET) - n))
+    if v.is_tracer(x):
+        return jnp.pad(jnp.broadcast_to(x, batch + (n,)).reshape(-1, n), pad, constant_values=fill)
+    return v.to_device(np.pad(np.broadcast_to(np.asarray(x), batch + (n,)).reshape(-1, n), pad, constant_values=fill))
+
+
+def _check_beta(beta, metric):
+    if v.is_tracer(beta):
+        if metric != "f_beta":
+            raise v.InputError(f"`beta` is only used with metric='f_beta', got metric={metric!r}")
+        return beta
+    b = v.as_real(beta, "beta")
+    if b <= 0:
+        raise v.InputError(f"`beta` must be a positive finite number, got {beta!r}")
+    if metric != "f_beta" and b != 1.0:
+        raise v.InputError(f"`beta` is only used with metric='f_beta', got beta={beta!r} with metric={metric!r}")
+    return b
+
+
+def optimal_metric_threshold(labels, scores, *, metric="f1", beta=1.0, score_type="log_posteriors", priors=None):
+    """The threshold that maximizes F1, F-beta, MCC or Youden's J, and the cost ratio it implies.
+
+    Metrics of the decisions "class 1 iff ``s > t``" (class 1 positive):
+
+    * ``"f_beta"``: ``(1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP)`` (seed 001
+      eq. 9; ``"f1"`` is ``b = 1``),
+    * ``"mcc"``: ``(TP TN - FP FN) / sqrt(D_1 N_1 N_0 D_0)`` (seed 001
+      eq. 13; 0 for a cut that decides one class only, as scikit-learn),
+    * ``"youden"``: ``J = TP / N_1 - FP / N_0 = 1 - NEC_b`` (Youden 1950;
+      ``NEC_b = R_12 + R_21`` as in seed 001 §3.2), whose best threshold on
+      calibrated scores is the Bayes threshold of ``r = P_0 / P_1``.
+
+    The best cut is found exactly: one sort of ``s``, cumulative counts, the
+    metric at every cut between distinct scores (tied scores are never
+    split, and the cuts deciding every sample 0 or 1 are included), and its
+    maximum (ties: the lowest threshold).  O(N log N), no grid.  The metric
+    is computed in floating point from exact integer counts, so two cuts
+    whose values differ by less than its rounding (~1e-7 relative in
+    float32) may be taken for one another.
+
+    The implied cost (seed 001 §4.1): ``threshold`` is the Bayes threshold
+    of the costs ``[[0, 1], [r, 0]]`` with
+
+    * posterior-type scores (``"log_posteriors"``, ``"logits"``,
+      ``"probabilities"``; ``s = log P(1|x) - log P(0|x)``): ``t = log(1/r)``
+      (seed 001 eq. 20), the rule :func:`ecjax.decisions.bayes_decisions`
+      applies to the posteriors as given;
+    * likelihood-type scores (``"llr"``, ``"log_likelihoods"``; ``s`` = the
+      LLR ``log p(x|1) - log p(x|0)``): ``t = log(P_0 / (P_1 r))`` (seed 002
+      eq. 48), with ``P`` = ``priors``.
+
+    So ``r = exp(-t)`` for posteriors and ``r = exp(-t) P_0 / P_1`` for
+    LLRs; for calibrated scores optimizing the metric is then, in effect,
+    optimizing ``NEC`` with these costs, a trade-off that depends on the
+    score distribution (seed 001 Fig. 2).
+
+    Args:
+      labels: ``(N,)`` (or ``(..., N)``, broadcasting with the scores'
+        batch axes) classes in {0, 1}; both classes must have samples.
+      scores: binary scores ``(..., N, 2)``, or ``(..., N)`` LLRs for
+        ``score_type="llr"``; leading axes are systems.
+      metric: ``"f1"``, ``"f_beta"``, ``"mcc"`` or ``"youden"``.
+      beta: ``b > 0`` of F-beta (only with ``metric="f_beta"``).
+      score_type: as everywhere in ecjax.  The threshold is on the same scale
+        as :func:`ecjax.scores.roc_curve` (posterior log-odds, or the LLR for
+        ``"llr"`` and ``"log_likelihoods"``).
+      priors: ``(P_0, P_1)`` (or ``(..., 2)``), both > 0; default: the class
+        frequencies of ``labels``.  They turn LLRs into the implied cost
+        ratio, and weigh the classes in ``effective_prior_log_odds`` and
+        ``implied_nec``; the threshold and metric do not depend on them.
+
+    Returns:
+      :class:`MetricThreshold`.  Under ``jax.jit`` invalid values (a label
+      outside {0, 1}, a class without samples, NaN scores, bad priors) give
+      NaN (``-1`` counts) in the affected systems instead of an error.
+
+    Example:
+      >>> import numpy as np
+      >>> res = optimal_metric_threshold([0, 0, 1, 1], np.array([-2.0, 1.0, 0.0, 3.0]), score_type="llr",
+      ...                                metric="youden")
+      >>> float(res.threshold), float(res.metric_value), round(float(res.implied_cost_ratio), 4)
+      (-1.0, 0.5, 2.7183)
+    """
+    v.check_choice(metric, "metric", METRICS)
+    beta = _check_beta(beta, metric)
+    v.check_score_type(score_type)
+    s = _class1_log_odds(scores, score_type)
+    labels = v.as_index_array(labels, "labels", upper=2, upper_is="binary labels: 0 or 1")
+    v.check_same_length("labels", labels, "scores", s)
+    batch = v.check_batch_axes_broadcast("labels", labels.shape, labels.shape[:-1], "scores", s.shape, s.shape[:-1])
+    if not v.is_tracer(labels):
+        per_class = np.stack([np.sum(np.asarray(labels) == c, axis=-1) for c in (0, 1)])
+        for c in (0, 1):
+            if np.any(per_class[c] == 0):
+                raise v.InputError(f"`labels` has no sample of class {c}: the metrics and the implied cost need "
+                                   "samples of both classes")
+    data_priors = priors is None
+    if data_priors:
+        p = jnp.full(batch + (2,), 0.5, dtype=s.dtype)  # unused: the kernel takes the class frequencies
+    else:
+        p = v.as_priors(priors, num_classes=2)
+        if not v.is_tracer(p) and np.any(np.asarray(p) <= 0):
+            raise v.InputError(f"`priors` must both be > 0 (the implied cost ratio divides by them), got "
+                               f"{np.asarray(p).tolist()}")
+        batch = v.check_batch_axes_broadcast("priors", p.shape, p.shape[:-1], "scores", s.shape, batch)
+        p = jnp.asarray(p, dtype=s.dtype)
+    n = s.shape[-1]
+    out, ok = _metric_threshold_kernel(
+        _flat_padded(labels, batch, 0),
+        _flat_padded(s, batch, np.inf),  # +inf sorts after every (finite) score
+        jnp.asarray(n, jnp.int32),
+        jnp.broadcast_to(p, batch + (2,)).reshape(-1, 2),
+        jnp.asarray(beta, s.dtype),
+        jnp.asarray(_METRIC_INDEX[metric], jnp.int32),
+        jnp.asarray(score_type in v.LIKELIHOOD_TYPES),
+        jnp.asarray(data_priors),
+    )
+    if v.any_traced(labels, s, p, beta):
+        out = MetricThreshold(*(v.nan_where_invalid(x, ok, extra_axes=x.ndim - 1) for x in out))
+    return MetricThreshold(*(x.reshape(batch + x.shape[1:]) for x in out))

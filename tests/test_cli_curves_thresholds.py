@@ -1,0 +1,96 @@
+"""`ecjax metrics --metric-thresholds --curves`, run in this process (``cli.main``): the numbers against
+scikit-learn and a brute force written here, and the flags refused where they mean nothing."""
+import json
+
+import numpy as np
+import pytest
+from sklearn import metrics as skm
+
+from ecjax import cli
+
+
+def _run(capsys, *args):
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture()
+def binary(tmp_path, monkeypatch):
+    rng = np.random.default_rng(3)
+    n = 400
+    y = rng.integers(0, 2, n)
+    llr = 2.5 * (y - 0.5) + rng.normal(size=n)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "llr.npy", llr)
+    monkeypatch.chdir(tmp_path)
+    return y, llr
+
+
+def test_metric_thresholds_and_curves_match_scikit_learn(binary, capsys):
+    y, llr = binary
+    code, out, err = _run(capsys, "metrics", "--labels", "y.npy", "--scores", "llr.npy", "--score-type", "llr",
+                          "--names", "A", "--metric-thresholds", "--curves", "--json")
+    assert code == 0, err
+    rec = json.loads(out)
+    # Brute force over every cut between distinct scores (and the two trivial cuts), with scikit-learn's metrics.
+    s = np.sort(np.unique(llr))
+    cuts = np.r_[-np.inf, (s[:-1] + s[1:]) / 2, np.inf]
+    best = {"f1": max(skm.f1_score(y, llr > t, zero_division=0) for t in cuts),
+            "mcc": max(skm.matthews_corrcoef(y, llr > t) for t in cuts),
+            "youden": max(np.mean(llr[y == 1] > t) - np.mean(llr[y == 0] > t) for t in cuts)}
+    p1 = y.mean()
+    for metric, value in best.items():
+        row = rec["metric_thresholds"]["A"][metric]
+        assert row["value"] == pytest.approx(value, abs=1e-6)
+        # The threshold is the Bayes threshold of a miss costing r false alarms: for LLRs with the data's priors,
+        # decide 1 iff llr > log(P0 / (P1 r)).
+        assert row["threshold"] == pytest.approx(np.log((1 - p1) / (p1 * row["implied_cost_ratio"])), abs=1e-5)
+    curves = rec["curves"]["A"]
+    assert curves["average_precision"] == pytest.approx(skm.average_precision_score(y, llr), abs=1e-6)
+    prec, rec_, _ = skm.precision_recall_curve(y, llr)
+    np.testing.assert_allclose(curves["precision_recall"]["precision"], prec, atol=1e-6)
+    np.testing.assert_allclose(curves["precision_recall"]["recall"], rec_, atol=1e-6)
+    fpr, fnr, _ = skm.det_curve(y, llr)
+    np.testing.assert_allclose(curves["det"]["false_positive_rate"], fpr, atol=1e-6)
+    np.testing.assert_allclose(curves["det"]["false_negative_rate"], fnr, atol=1e-6)
+    # Net benefit (Vickers & Elkin 2006) of treating when P(1 | x) >= p_t, the posterior from the LLR and the
+    # data's priors: NB = TP/N - FP/N p_t / (1 - p_t).
+    dc = curves["decision_curve"]
+    pt = np.asarray(dc["threshold_probabilities"])
+    post = 1 / (1 + np.exp(-(llr + np.log(p1 / (1 - p1)))))
+    treat = post[None, :] >= pt[:, None]
+    nb = ((treat & (y == 1)).sum(1) - (treat & (y == 0)).sum(1) * pt / (1 - pt)) / len(y)
+    near = np.abs(post[None, :] - pt[:, None]).min(1) > 1e-6  # rounding cannot move a decision there
+    # float32 odds p_t / (1 - p_t): 1 - p_t rounds to a relative 2^-24 / (1 - p_t), so the error grows with them.
+    tol = 1e-6 * (1 + pt / (1 - pt))
+    assert np.all(np.abs(np.asarray(dc["net_benefit"]) - nb)[near] <= tol[near])
+    assert np.all(np.abs(np.asarray(dc["treat_all"]) - (p1 - (1 - p1) * pt / (1 - pt))) <= tol)
+
+
+def test_curves_of_multiclass_scores_give_the_one_vs_one_auc(tmp_path, monkeypatch, capsys):
+    rng = np.random.default_rng(4)
+    n, k = 300, 3
+    y = rng.integers(0, k, n)
+    logits = rng.normal(size=(n, k)) + 1.5 * np.eye(k)[y]
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "s.npy", logits)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _run(capsys, "metrics", "--labels", "y.npy", "--scores", "s.npy", "--score-type", "logits",
+                          "--curves", "--json")
+    assert code == 0, err
+    post = np.exp(logits - logits.max(1, keepdims=True))
+    post /= post.sum(1, keepdims=True)
+    ref = skm.roc_auc_score(y, post, multi_class="ovo")
+    assert json.loads(out)["curves"]["s"]["auc_one_vs_one"] == pytest.approx(ref, abs=1e-6)
+    code, _, err = _run(capsys, "metrics", "--labels", "y.npy", "--scores", "s.npy", "--score-type", "logits",
+                        "--metric-thresholds")
+    assert code == 2 and "--metric-thresholds: needs binary scores (K = 2), got 3 classes" in err
+
+
+def test_thresholds_and_curves_need_scores(binary, capsys):
+    y, llr = binary
+    np.save("d.npy", (llr > 0).astype(int))
+    for flag in ("--metric-thresholds", "--curves"):
+        code, _, err = _run(capsys, "metrics", "--labels", "y.npy", "--decisions", "d.npy", flag)
+        assert code == 2 and f"{flag}: needs --scores" in err
