@@ -52,6 +52,15 @@ try:
         unified_performance_measure,
         utility_yield,
     )
+    from ecjax.calibration_error import (
+        ReliabilityBands,
+        adaptive_calibration_error,
+        binned_calibration_error,
+        classwise_ece,
+        max_calibration_error,
+        reliability_bands,
+        rms_calibration_error,
+    )
     from ecjax.curves import (
         DecisionCurve,
         DetCurve,

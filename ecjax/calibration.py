@@ -56,7 +56,13 @@ from ecjax.scores import (
     cross_entropy_kernel,
 )
 
-METHODS = ("affine", "temperature", "bias", "vector", "matrix", "llr", "histogram")
+METHODS = ("affine", "temperature", "bias", "vector", "matrix", "llr", "histogram", "isotonic", "beta")
+# Methods that count rather than optimize: no L-BFGS, ``converged`` is always True.
+NON_ITERATIVE_METHODS = ("histogram", "isotonic")
+# Isotonic outputs are clipped to [ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]: PAV gives exactly 0 or 1 where the most
+# extreme training samples are all of one class, and log 0 = -inf would make one held-out sample of the other
+# class cost an infinite cross-entropy.  With the clip it costs at most -log(1e-6) = 13.8 nats.
+ISOTONIC_CLIP = 1e-6
 LOSSES = ("xe", "brier")
 BINNINGS = ("equal_width", "equal_mass")
 PROTOCOLS = ("cross_validation", "held_out", "train_on_test")
@@ -80,6 +86,9 @@ def _init_params(method, k, dtype):
         return {"weight": jnp.eye(k, dtype=dtype), "bias": zeros}
     if method == "llr":
         return {"scale": one, "bias": jnp.zeros((), dtype)}
+    if method == "beta":
+        # a = b = 1, c = 0: logit = log p - log(1 - p), the input log-odds unchanged.
+        return {"scale": jnp.ones((2,), dtype), "bias": jnp.zeros((), dtype)}
     raise AssertionError(method)
 
 
@@ -89,8 +98,14 @@ def _transform(method, params, s):
     ``affine`` is seed 002 eq. 61, ``log_softmax(alpha * log s + beta)``
     with scalar ``alpha`` and vector ``beta``; ``temperature`` keeps only
     ``alpha``, ``bias`` only ``beta``; ``vector`` has one ``alpha`` per class;
-    ``matrix`` is ``W log s + beta``.
+    ``matrix`` is ``W log s + beta``.  ``beta`` (binary; the beta calibration
+    map of Kull, Silva Filho & Flach 2017) gives the logits ``(0, a log p - b log(1 - p) + c)``
+    with ``log p = s_1`` and ``log(1 - p) = s_0`` the input log-posteriors
+    (so no probability is rounded before its log is taken).
     """
+    if method == "beta":
+        t = params["scale"][0] * s[..., 1] - params["scale"][1] * s[..., 0] + params["bias"]
+        return jnp.stack([jnp.zeros_like(t), t], axis=-1)
     if method in ("affine", "vector", "llr"):
         return params["scale"] * s + params["bias"]
     if method == "temperature":
@@ -158,13 +173,20 @@ class Calibrator:
       method: one of :data:`METHODS`.
       params: the fitted parameters, a dict of arrays (``scale``/``bias``;
         ``weight`` for ``matrix``; for ``histogram``: ``upper_edges`` and
-        ``frequencies``, the class-1 frequency of each bin).
-      num_iterations: L-BFGS iterations used (0 for ``histogram``).
+        ``frequencies``, the class-1 frequency of each bin; for ``isotonic``:
+        ``thresholds``, the distinct training log-odds in increasing order
+        (padded to the number of training samples by repeating the last), and
+        ``frequencies``, ``(len(thresholds), 2)``, the fitted
+        ``[class-0, class-1]`` probabilities there, unclipped; for ``beta``:
+        ``scale = [a, b]`` and ``bias = c``).
+      num_iterations: L-BFGS iterations used (0 for ``histogram`` and
+        ``isotonic``; for ``beta``, both fits when a coefficient was dropped).
       grad_norm: gradient norm of the objective at the returned parameters,
         in the optimizer's parametrization (scales and matrix multiplied by
         the RMS spread of the training inputs; biases as they are).
       loss: the training objective at the returned parameters.
-      converged: ``grad_norm < tol`` (always True for ``histogram``).
+      converged: ``grad_norm < tol`` (always True for ``histogram`` and
+        ``isotonic``, which are computed exactly).
       num_classes, input_type, loss_name: static settings.
 
     A calibrator from :func:`calibrate_cross_validated` holds one set of
@@ -205,6 +227,8 @@ class Calibrator:
 
 
 def _apply_kernel(cal, s):
+    if cal.method == "isotonic":
+        return _isotonic_log_posteriors(cal.params, s)
     if cal.method == "histogram":
         f = cal.params["frequencies"][_histogram_bins(cal.params, jnp.exp(s[..., 1]))]
         return jnp.stack([jnp.log1p(-f), jnp.log(f)], axis=-1)  # log 0 = -inf for an all-one-class bin
@@ -213,6 +237,90 @@ def _apply_kernel(cal, s):
 
 
 _apply_jit = jax.jit(_apply_kernel)
+
+
+def _isotonic_log_posteriors(params, log_odds):
+    """Kernel: ``(..., 2)`` log-posteriors of a fitted isotonic calibrator at the class-1 ``log_odds``.
+
+    The fitted step values are joined linearly between consecutive knots
+    (``thresholds``) and held constant beyond the first and last knot: the
+    prediction of ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip")``
+    with the log-odds as ``X``.  Both class probabilities are interpolated
+    (the class-0 one from its own exact value, so that ``1 - p`` near 1 keeps
+    its digits) and clipped to ``[ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]``; the
+    log of the larger one is ``log1p(-smaller)``, exact where float32 cannot
+    hold ``1 - 1e-6`` itself.
+    """
+    x, f = params["thresholds"], params["frequencies"]
+    m = x.shape[-1]
+    i = jnp.clip(jnp.searchsorted(x, log_odds, side="right"), 1, m - 1)
+    x0, x1 = x[i - 1], x[i]
+    dx = x1 - x0
+    # dx = 0 only between padding knots (or below the first knot via the clip on i): hold the value.
+    t = jnp.where(dx > 0, jnp.clip((log_odds - x0) / jnp.where(dx > 0, dx, 1.0), 0.0, 1.0), 0.0)
+    p = jnp.clip(f[i - 1] + t[..., None] * (f[i] - f[i - 1]), ISOTONIC_CLIP, 1.0 - ISOTONIC_CLIP)
+    return jnp.where(p < 0.5, jnp.log(p), jnp.log1p(-p[..., ::-1]))
+
+
+def _pool_adjacent_violators(log_odds, labels, weights):
+    """Weighted isotonic regression of ``[label = 1]`` on ``log_odds`` (samples of weight 0 ignored).
+
+    As ``sklearn.isotonic.IsotonicRegression``: samples with equal log-odds
+    are first pooled into one point (their weighted class-1 frequency), then
+    the stack-based pool-adjacent-violators algorithm (Ayer et al. 1955;
+    Barlow et al. 1972) scans the points in increasing order, pushing each as
+    a block and merging the top two blocks while the lower one's frequency is
+    >= the upper one's: O(N) after the sort, each point pushed and merged at
+    most once.  Blocks hold exact integer class counts ``(n_0, n_1)``; their
+    value is ``w_1 n_1 / (w_0 n_0 + w_1 n_1)`` with the class weights
+    ``w_i = P_i / N_i`` of the fit.  (Which blocks merge depends only on
+    ``n_1 / n_0``, so on the counts and not on the priors.)
+
+    Returns ``{"thresholds", "frequencies"}`` (see :class:`Calibrator`).
+    """
+    n = log_odds.shape[0]
+    dtype = log_odds.dtype
+    in_train = weights > 0
+    order = jnp.argsort(jnp.where(in_train, log_odds, jnp.inf), stable=True)
+    z, y, kept = log_odds[order], labels[order], in_train[order]
+    starts_point = kept & jnp.concatenate([jnp.ones((1,), bool), z[1:] != z[:-1]])
+    point = jnp.cumsum(starts_point) - 1  # ignored samples (at the end) fall in the last point with count 0
+    num_points = point[-1] + 1
+    counts = jax.ops.segment_sum(jax.nn.one_hot(y, 2, dtype=jnp.int32) * kept[:, None], point, num_segments=n)
+    knots = jnp.zeros((n,), dtype).at[jnp.where(starts_point, point, n)].set(z, mode="drop")
+    class_weight = jax.ops.segment_max(weights, labels, num_segments=2)
+
+    def class1_frequency(c):
+        w = class_weight * c.astype(dtype)
+        return w[1] / (w[0] + w[1])
+
+    def push(i, carry):
+        block_counts, block_start, top = carry
+        block_counts = block_counts.at[top].set(counts[i])
+        block_start = block_start.at[top].set(i)
+
+        def violated(c):
+            bc, _, t = c
+            return (t >= 2) & (class1_frequency(bc[t - 2]) >= class1_frequency(bc[t - 1]))
+
+        def merge(c):
+            bc, bs, t = c
+            return bc.at[t - 2].add(bc[t - 1]), bs, t - 1
+
+        return jax.lax.while_loop(violated, merge, (block_counts, block_start, top + 1))
+
+    init = (jnp.zeros((n, 2), jnp.int32), jnp.zeros((n,), jnp.int32), jnp.zeros((), jnp.int32))
+    block_counts, block_start, top = jax.lax.fori_loop(0, num_points, push, init)
+    first_of_block = jnp.zeros((n,), jnp.int32).at[jnp.where(jnp.arange(n) < top, block_start, n)].set(
+        1, mode="drop")
+    block_of_point = jnp.cumsum(first_of_block) - 1
+    w = class_weight * block_counts[block_of_point].astype(dtype)
+    freqs = w / jnp.sum(w, axis=-1, keepdims=True)
+    # Past the last point: repeat the last knot, so the knots stay sorted and the fit is held constant there.
+    real = jnp.arange(n) < num_points
+    knots = jnp.where(real, knots, knots[num_points - 1])
+    freqs = jnp.where(real[:, None], freqs, freqs[num_points - 1])
+    return {"thresholds": knots, "frequencies": freqs}
 
 
 def _histogram_bins(params, p):
@@ -231,7 +339,9 @@ def _calibration_inputs(scores, score_type, method, num_classes=None):
     ``log_posteriors`` give the same calibrator); log-likelihoods are used as
     they are (the bias absorbs the priors); ``llr`` is ``(N,)`` and only for
     ``method="llr"``, which also accepts binary scores of any type (it uses
-    the class-1 log-odds).
+    the class-1 log-odds).  ``isotonic`` works on the class-1 log-odds and
+    ``beta`` on binary log-posteriors (log-likelihoods are normalized first:
+    the posteriors for equal priors, whose shift the bias ``c`` absorbs).
     """
     s = v.as_scores(scores, score_type=score_type)
     if s.ndim != (1 if score_type == "llr" else 2):
@@ -245,10 +355,12 @@ def _calibration_inputs(scores, score_type, method, num_classes=None):
     k = s.shape[-1]
     if num_classes is not None and k != num_classes:
         raise v.InputError(f"`scores` must have {num_classes} classes, got shape {tuple(s.shape)}")
-    if method in ("llr", "histogram") and k != 2:
+    if method in ("llr", "histogram", "isotonic", "beta") and k != 2:
         raise v.InputError(f"method={method!r} is for binary scores (K = 2), got K = {k}; use 'affine'")
-    if method == "llr":
+    if method in ("llr", "isotonic"):
         return s[:, 1] - s[:, 0]
+    if method == "beta" and score_type == "log_likelihoods":
+        return jax.nn.log_softmax(s, axis=-1)
     return s
 
 
@@ -330,6 +442,44 @@ def _fit_kernel(s, labels, weights, log_prior_odds, l2, tol, *, method, loss, ma
         params["frequencies"] = freq
         zero = jnp.zeros((), jnp.int32)
         return params, zero, jnp.zeros((), dtype), jnp.zeros((), dtype)
+    if method == "isotonic":
+        params = _pool_adjacent_violators(s, labels, weights)
+        log_post = _isotonic_log_posteriors(params, s)
+        # PAV minimizes every proper scoring rule over monotone maps at once (Brummer & du Preez 2013): `loss`
+        # only chooses which one is reported, on the clipped outputs.
+        value = (cross_entropy_kernel if loss == "xe" else brier_kernel)(labels, log_post, weights)
+        return params, jnp.zeros((), jnp.int32), jnp.zeros((), dtype), value
+    fit_with = partial(_fit_lbfgs, labels=labels, weights=weights, log_prior_odds=log_prior_odds, l2=l2, tol=tol,
+                       method=method, loss=loss, max_iter=max_iter)
+    if method != "beta":
+        return fit_with(s)
+    # Kull et al. (2017) and their betacal package: a and b must be >= 0 for a monotone map.  If the
+    # unconstrained fit gives a < 0, refit without the log p feature (a = 0); else if b < 0, without
+    # -log(1 - p) (b = 0).  The remaining coefficient is kept as refitted, as in betacal.
+    # Two stages of one loop, so that the L-BFGS program is compiled once: stage 0 fits both coefficients,
+    # stage 1 refits only when stage 0 found one negative.
+    def stage(i, carry):
+        result, keep = carry  # keep = [keep a, keep b]
+
+        def run():
+            # Zeroing a feature's column freezes its coefficient (zero gradient); it is then set to 0.
+            params, n_iter, gnorm, value = fit_with(s * keep[::-1])
+            return {"scale": params["scale"] * keep, "bias": params["bias"]}, result[1] + n_iter, gnorm, value
+
+        result = jax.lax.cond((i == 0) | jnp.any(keep == 0), run, lambda: result)
+        a, b = result[0]["scale"][0], result[0]["scale"][1]
+        keep = jnp.where(i == 0, jnp.stack([a >= 0, (a < 0) | (b >= 0)]).astype(dtype), keep)
+        return result, keep
+
+    zero = jnp.zeros((), dtype)
+    init = (_init_params(method, 2, dtype), jnp.zeros((), jnp.int32), zero, zero)
+    result, _ = jax.lax.fori_loop(0, 2, stage, (init, jnp.ones((2,), dtype)))
+    return result
+
+
+def _fit_lbfgs(s, *, labels, weights, log_prior_odds, l2, tol, method, loss, max_iter):
+    """L-BFGS fit of a parametric calibrator: ``(params, iterations, gradient norm, objective)``."""
+    dtype = s.dtype
     k = 2 if s.ndim == 1 else s.shape[-1]
     # Precondition: optimize the scales times the RMS spread sigma of the training inputs, so that
     # scale and bias gradients are of comparable size (log-posteriors can span tens or thousands
@@ -386,6 +536,26 @@ def fit(scores, labels, *, method="affine", priors=None, loss="xe", score_type="
       to the (prior-weighted) class-1 frequency of its training samples; an
       empty bin maps to the class-1 prior.  Outputs of exactly 0 or 1 are
       possible (then ``log 0 = -inf``).
+    - ``"isotonic"``: binary isotonic regression (Zadrozny & Elkan 2002) of
+      the class-1 indicator on the class-1 log-odds ``log p - log(1 - p)``,
+      by pool-adjacent-violators with the weights ``P_i / N_i``: the
+      monotone non-decreasing map with the lowest expected PSR on the
+      training data, for every proper scoring rule at once (so ``loss`` only
+      chooses the reported ``Calibrator.loss``).  Equal to
+      ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip")`` fitted
+      on the log-odds with these sample weights: linear between the
+      distinct training log-odds, constant beyond them.  Output
+      probabilities are clipped to ``[ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]``
+      (``1e-6``), so that no log-posterior is ``-inf``.  Binary only: a
+      one-vs-rest isotonic fit renormalized over classes minimizes no
+      proper scoring rule of the multiclass posterior (use ``"affine"``,
+      ``"vector"`` or ``"matrix"``).
+    - ``"beta"``: binary beta calibration (Kull, Silva Filho & Flach 2017):
+      ``logit q = a log p - b log(1 - p) + c`` fitted by prior-weighted
+      logistic regression on the features ``[log p, -log(1 - p)]`` (XE, or
+      Brier with ``loss="brier"``).  The paper requires ``a, b >= 0`` (a
+      monotone map); as its betacal package, if the free fit has ``a < 0``
+      the model is refitted with ``a = 0``, else if ``b < 0`` with ``b = 0``.
 
     Args:
       scores: ``(N, K)`` scores of one system (``(N,)`` for ``"llr"``).
@@ -412,7 +582,7 @@ def fit(scores, labels, *, method="affine", priors=None, loss="xe", score_type="
     params, n_iter, gnorm, value = _fit_kernel(
         s, labels, jnp.asarray(w, dtype), log_prior_odds, jnp.asarray(l2, dtype), jnp.asarray(tol, dtype),
         method=method, loss=loss, max_iter=int(max_iter), num_bins=num_bins, binning=binning)
-    converged = jnp.asarray(True) if method == "histogram" else gnorm < tol
+    converged = jnp.asarray(True) if method in NON_ITERATIVE_METHODS else gnorm < tol
     return Calibrator(params, n_iter, gnorm, value, converged, method, k, score_type, loss)
 
 
@@ -609,7 +779,7 @@ def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affin
         s, labels, jnp.asarray(idx), jnp.asarray(w, dtype), jnp.asarray(folds), jnp.asarray(lpo, dtype),
         jnp.asarray(l2, dtype), jnp.asarray(tol, dtype), method=method, loss=loss, max_iter=int(max_iter),
         num_bins=num_bins, binning=binning)
-    converged = jnp.ones(num_folds, bool) if method == "histogram" else gnorm < tol
+    converged = jnp.ones(num_folds, bool) if method in NON_ITERATIVE_METHODS else gnorm < tol
     cal = Calibrator(params, n_iter, gnorm, value, converged, method, k, score_type, loss)
     return CalibrationResult(out, cal, "cross_validation", False, jnp.asarray(folds))
 

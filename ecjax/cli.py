@@ -689,7 +689,9 @@ def _load_groups(path, n, scores_path):
 
 
 def _optimizer_note(method, record, folds):
-    if method == "histogram":  # counted, not optimized
+    from ecjax.calibration import NON_ITERATIVE_METHODS
+
+    if method in NON_ITERATIVE_METHODS:  # counted, not optimized
         return ""
     most, largest = ("up to ", "largest ") if folds else ("", "")
     note = f"; {most}{record['iterations']} L-BFGS iterations, {largest}gradient norm {record['grad_norm']:.2g}"
@@ -746,6 +748,8 @@ def _before_after(args, st, out_type, test, out, labels, record, out_dir):
         scores[name]["loss"] = before - after
         scores[name]["relative_loss_percent"] = 100.0 * (before - after) / before if before > 0 else 0.0
     record["cross_entropy"], record["brier"] = scores["xe"], scores["brier"]
+    if args.calibration_errors:
+        record["calibration_errors"] = _calibration_errors(sides, labels, prior)
     record["relative_calibration_loss_percent"] = {m: scores[m]["relative_loss_percent"] for m in ("xe", "brier")}
     if out_dir is not None:
         for side, (s, t) in sides.items():
@@ -753,6 +757,22 @@ def _before_after(args, st, out_type, test, out, labels, record, out_dir):
                                             title=f"{Path(args.scores).name}: {side} calibration")
             record.setdefault("files", []).append(_save_figure(fig, out_dir, f"reliability_{side}.png", args.force))
     return scores
+
+
+# (name, norm, variant, binning) of the binned calibration errors of --calibration-errors (15 bins each).
+CALIBRATION_ERRORS = (("ECE", "l1", "auto", "equal_width"), ("MCE", "max", "auto", "equal_width"),
+                      ("RMS", "l2", "auto", "equal_width"), ("classwise ECE", "l1", "classwise", "equal_width"),
+                      ("adaptive (ACE)", "l1", "classwise", "equal_mass"))
+
+
+def _calibration_errors(sides, labels, prior):
+    """``{name: {"before": x, "after": y}}`` for :data:`CALIBRATION_ERRORS`."""
+    from ecjax.calibration_error import binned_calibration_error
+
+    return {name: {side: float(binned_calibration_error(labels, s, norm=norm, variant=variant, binning=binning,
+                                                        priors=prior[t], score_type=t))
+                   for side, (s, t) in sides.items()}
+            for name, norm, variant, binning in CALIBRATION_ERRORS}
 
 
 _PROTOCOL_WORDS = {
@@ -799,6 +819,11 @@ def cmd_calibrate(args):
                   f"{xe['loss']:.4f} nats ({xe['relative_loss_percent']:.1f} % of the cross-entropy before)",
                   f"  Brier score (mean over the classes) {br['before']:.4f} before, {br['after']:.4f} after: "
                   f"calibration loss {br['loss']:.4f} ({br['relative_loss_percent']:.1f} %)"]
+        errors = record.get("calibration_errors", {})
+        lines += [f"  {name} {e['before']:.4f} before, {e['after']:.4f} after" for name, e in errors.items()]
+        if errors:
+            lines.append("  (binned over 15 bins, equal-mass for ACE: they depend on the bins and miss what a bin "
+                         "averages out; the proper scores above are the measure, seed 002 §4.3.2)")
     _emit(args, record, "\n".join(lines), out_dir)
     return 0
 
@@ -1473,8 +1498,11 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="random key for the --cv folds (default 0)")
     c.add_argument("--output", required=True, metavar="FILE.npy", help="where to write the calibrated scores")
     c.add_argument("--method", default="affine",
-                   choices=["affine", "temperature", "bias", "vector", "matrix", "histogram"],
-                   help="calibration transform (llr scores always use the binary LLR calibration)")
+                   choices=["affine", "temperature", "bias", "vector", "matrix", "histogram", "isotonic", "beta"],
+                   help="calibration transform (llr scores always use the binary LLR calibration; histogram, "
+                        "isotonic and beta are binary)")
+    c.add_argument("--calibration-errors", action="store_true",
+                   help="with --labels: ECE, MCE, RMS, classwise and adaptive calibration errors before and after")
     c.add_argument("--loss", default="xe", choices=["xe", "brier"], help="training objective")
     c.add_argument("--score-type", default="log_posteriors",
                    choices=SCORE_TYPES,

@@ -163,7 +163,10 @@ def reliability_diagram(bin_confidence=None, bin_accuracy=None, bin_count=None, 
       takes equal-mass bins when the scores are skewed (one equal-width bin
       would hold more than a quarter of the samples, as for an accurate
       multiclass system whose confidences crowd near 1), else equal-width.
-    * ``reliability_diagram(bins)`` with a :class:`~ecjax.scores.ReliabilityBins`.
+    * ``reliability_diagram(bins)`` with a :class:`~ecjax.scores.ReliabilityBins`,
+      or with a :class:`~ecjax.calibration_error.ReliabilityBands`: its
+      credible intervals of each bin's true frequency (Beta posterior) are
+      drawn as a shaded band instead of the Wilson intervals.
     * ``reliability_diagram(confidence, frequency, count)`` with ``(B,)`` arrays.
 
     Args:
@@ -175,7 +178,7 @@ def reliability_diagram(bin_confidence=None, bin_accuracy=None, bin_count=None, 
     """
     v.check_choice(binning, "binning", ("auto", "equal_width", "equal_mass"))
     v.check_choice(variant, "variant", ("auto", "binary", "top_label"))
-    binning_used = None
+    binning_used = band = None
     if labels is not None or scores is not None:
         if labels is None or scores is None or bin_confidence is not None:
             raise v.InputError("give `labels` and `scores` together, or the bins, not both")
@@ -186,6 +189,7 @@ def reliability_diagram(bin_confidence=None, bin_accuracy=None, bin_count=None, 
         conf, acc, n = bins.confidence, bins.frequency, bins.count
     elif hasattr(bin_confidence, "confidence") and hasattr(bin_confidence, "count"):
         conf, acc, n = bin_confidence.confidence, bin_confidence.frequency, bin_confidence.count
+        band = bin_confidence if hasattr(bin_confidence, "low") else None
     elif bin_confidence is None or bin_accuracy is None or bin_count is None:
         raise v.InputError("give the bins (confidence, frequency, count), a ReliabilityBins, or `labels` and `scores`")
     else:
@@ -193,6 +197,8 @@ def reliability_diagram(bin_confidence=None, bin_accuracy=None, bin_count=None, 
     conf, acc, n = (np.asarray(a, float) for a in (conf, acc, n))
     keep = n > 0
     conf, acc, n = conf[keep], acc[keep], n[keep]
+    if band is not None:
+        band_low, band_high = np.asarray(band.low, float)[keep], np.asarray(band.high, float)[keep]
     ece = float(np.sum(n * np.abs(acc - conf)) / np.sum(n)) if n.size else float("nan")
     lo, hi = _wilson_interval(acc * n, n, 1.959963984540054)  # z of a two-sided 95 % interval
 
@@ -211,7 +217,12 @@ def reliability_diagram(bin_confidence=None, bin_accuracy=None, bin_count=None, 
         fig, ax = _figure_and_axes(ax, None)
     ax.plot([0, 1], [0, 1], ls="--", color="gray", label="perfect calibration")
     ax.plot(conf, acc, marker="o", label="observed")
-    ax.vlines(conf, lo, hi, color="C0", alpha=0.6, label="95 % interval (Wilson)")
+    if band is None:
+        ax.vlines(conf, lo, hi, color="C0", alpha=0.6, label="95 % interval (Wilson)")
+    else:
+        what = "HDI" if band.interval == "hdi" else "interval"
+        ax.fill_between(conf, band_low, band_high, color="C0", alpha=0.25, step=None,
+                        label=f"{100 * band.prob:g} % credible {what} (Beta posterior, uniform prior)")
     bins_text = f"{int(keep.sum())} non-empty bins" if binning_used is None else \
         f"{num_bins} {binning_used.replace('_', '-')} bins"
     ax.text(0.97, 0.03, f"ECE = {100 * ece:.2f} %\n({bins_text})", transform=ax.transAxes, ha="right", va="bottom")

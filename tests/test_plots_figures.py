@@ -417,3 +417,23 @@ def test_figure_text_is_plain_words(name):
                             *(a.get_legend().get_texts() if a.get_legend() else [])] for a in fig.axes]
     for t in (t for group in texts for t in group):
         assert not re.search(r"\bseed\b|\beq\.|\bFig\. \d", t.get_text()), t.get_text()
+
+
+def test_reliability_with_credible_bands_draws_the_beta_posterior_band():
+    # The band of each non-empty bin is the Beta(1 + hits, 1 + misses) posterior's equal-tailed 90 % interval.
+    rng = np.random.default_rng(5)
+    n = 600
+    p1 = rng.uniform(0.02, 0.98, n)
+    labels = (rng.uniform(size=n) < p1).astype(int)
+    bands = ecjax.reliability_bands(labels, np.log(np.stack([1 - p1, p1], -1)), prob=0.9, num_bins=10)
+    ax = plots.reliability_diagram(bands).axes[0]
+    fill = next(c for c in ax.collections if c.get_label().startswith("90 % credible interval"))
+    keep = np.asarray(bands.count) > 0
+    hits, count = np.asarray(bands.hits)[keep], np.asarray(bands.count)[keep]
+    low, high = beta.ppf(0.05, 1 + hits, 1 + count - hits), beta.ppf(0.95, 1 + hits, 1 + count - hits)
+    verts = fill.get_paths()[0].vertices
+    # fill_between's polygon: the upper edge runs back over the x values; compare the y values it spans at each x.
+    for x, lo_ref, hi_ref in zip(np.asarray(bands.confidence)[keep], low, high):
+        ys = verts[np.isclose(verts[:, 0], x), 1]
+        np.testing.assert_allclose([ys.min(), ys.max()], [lo_ref, hi_ref], rtol=1e-9)
+    assert not any(c.get_label().startswith("95 % interval") for c in ax.collections)

@@ -1,0 +1,320 @@
+"""Binned calibration errors beyond the ECE, and reliability diagrams with credible bands.
+
+A binned calibration error compares, bin by bin, the mean confidence with
+the observed frequency (seed 002 §4.3, eqs. 62-63).  With bins ``B_m`` of
+``|B_m|`` of the ``N`` samples and gap ``g_m = frac(B_m) - avg(B_m)``:
+
+- ``norm="l1"``: ``sum_m |B_m|/N |g_m|``, the ECE (Naeini, Cooper &
+  Hauskrecht 2015; :func:`ecjax.ece`);
+- ``norm="l2"``: ``sqrt(sum_m |B_m|/N g_m^2)``, the RMS (l2) calibration
+  error (Kumar, Liang & Ma 2019, "Verified uncertainty calibration";
+  Hendrycks et al. 2019);
+- ``norm="max"``: ``max_m |g_m|`` over the non-empty bins, the maximum
+  calibration error MCE (Naeini et al. 2015).
+
+What is binned (``variant``) is as in :func:`ecjax.ece`: the class-1
+posterior (``"binary"``, eq. 62) or the top-label confidence against the
+accuracy of the argmax decision (``"top_label"``, eq. 63), plus
+``"classwise"``: each class's posterior against the indicator of that class,
+one calibration error per class, averaged over the ``K`` classes -- the
+classwise-ECE of Kull et al. (2019, "Beyond temperature scaling: obtaining
+well-calibrated multiclass probabilities with Dirichlet calibration"), the
+"static calibration error" of Nixon et al. (2019, "Measuring calibration in
+deep learning").  With equal-mass bins (:func:`ecjax.scores.bin_indices`)
+the classwise form is Nixon et al.'s adaptive calibration error ACE,
+weighted by ``|B_m|/N`` (equal to their ``1/R`` when no tie makes bins
+unequal).
+
+These are the calibration losses of histogram binning trained on the test
+data (seed 002 eq. 66): they depend on the bins, are optimistic for small
+bins and are no substitute for a proper scoring rule (seed 002 §4.3.2).
+
+:func:`reliability_bands` adds, for each bin of the reliability diagram, a
+credible interval of the true frequency under a uniform prior.
+
+Example:
+  >>> import jax.numpy as jnp
+  >>> lp = jnp.log(jnp.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.3, 0.7]]))
+  >>> round(float(max_calibration_error([0, 1, 1, 1], lp, num_bins=5)), 4)
+  0.6
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from ecjax import inputs as v
+from ecjax.decisions import log_posteriors_kernel
+from ecjax.scores import bin_indices, reliability_bins
+
+NORMS = ("l1", "l2", "max")
+BINNINGS = ("equal_width", "equal_mass")
+VARIANTS = ("auto", "binary", "top_label", "classwise")
+INTERVALS = ("equal_tailed", "hdi")
+# Bisection steps for the HDI's lower tail mass: halving (0, 1 - prob) 60 times reaches float64 resolution.
+_HDI_BISECTION_STEPS = 60
+
+
+# ------------------------------------------------------------------ kernels
+
+def _confidences_and_hits(labels, log_post, variant):
+    """``(conf, hit)``, each ``(..., C, N)``: ``C = K`` for ``"classwise"``, else 1."""
+    if variant == "top_label":
+        conf = jnp.exp(jnp.max(log_post, axis=-1))
+        hit = (jnp.argmax(log_post, axis=-1) == labels).astype(conf.dtype)
+        return conf[..., None, :], hit[..., None, :]
+    if variant == "binary":
+        conf = jnp.exp(log_post[..., 1])
+        hit = jnp.broadcast_to((labels == 1).astype(conf.dtype), conf.shape)
+        return conf[..., None, :], hit[..., None, :]
+    conf = jnp.swapaxes(jnp.exp(log_post), -1, -2)  # (..., K, N)
+    hit = jnp.broadcast_to(jax.nn.one_hot(labels, log_post.shape[-1], dtype=conf.dtype).T, conf.shape)
+    return conf, hit
+
+
+def _binned_errors(conf, hit, *, num_bins, binning):
+    """``(3,)``: the l1, l2 and max calibration errors of one set of ``(N,)`` confidences and hits."""
+    n = conf.shape[-1]
+    idx, _ = bin_indices(conf, num_bins, binning)
+    count = jax.ops.segment_sum(jnp.ones(idx.shape, jnp.int32), idx, num_segments=num_bins)
+    # Summing the per-sample gaps keeps float32 accuracy (see ecjax.scores.ece): the difference of the
+    # two bin sums would lose ~1e-3 of the gap over 10^4 confidences near 1.
+    gap_sum = jax.ops.segment_sum(hit - conf, idx, num_segments=num_bins)
+    filled = count > 0
+    gap = gap_sum / jnp.where(filled, count, 1).astype(conf.dtype)
+    return jnp.stack([jnp.sum(jnp.abs(gap_sum)) / n,
+                      jnp.sqrt(jnp.sum(gap * gap_sum) / n),
+                      jnp.max(jnp.where(filled, jnp.abs(gap), 0.0))])
+
+
+@partial(jax.jit, static_argnames=("num_bins", "binning", "variant"))
+def _calibration_errors_kernel(labels, log_post, *, num_bins, binning, variant):
+    """``(..., 3)``: the l1, l2 and max errors (averaged over classes for ``"classwise"``).
+
+    All three norms come from one pass over the same bins, and one compiled
+    program serves them all.
+    """
+    conf, hit = _confidences_and_hits(labels, log_post, variant)
+    flat_conf = conf.reshape((-1, conf.shape[-1]))
+    flat_hit = hit.reshape((-1, hit.shape[-1]))
+    one = partial(_binned_errors, num_bins=num_bins, binning=binning)
+    per_class = jax.vmap(one)(flat_conf, flat_hit).reshape(conf.shape[:-1] + (len(NORMS),))
+    return jnp.mean(per_class, axis=-2)
+
+
+# ------------------------------------------------------------------- inputs
+
+def _resolve_variant(variant, k):
+    if variant == "binary" and k != 2:
+        raise v.InputError(f"variant='binary' needs K = 2 classes, got K = {k}; use variant='top_label' or "
+                           "'classwise'")
+    if variant == "auto":
+        return "binary" if k == 2 else "top_label"
+    return variant
+
+
+def _inputs(labels, scores, priors, score_type):
+    """Validated ``(labels, log_posteriors (..., N, K))``."""
+    s, log_p = v.scores_and_log_priors(scores, priors, score_type)
+    log_post = log_posteriors_kernel(s, log_p, score_type)
+    k = log_post.shape[-1]
+    labels = v.as_index_array(labels, "labels", upper=k)
+    if labels.ndim != 1:
+        raise v.InputError(f"`labels` must be one vector of N classes, got shape {labels.shape}")
+    v.check_same_length("labels", labels, "scores", log_post, axis_b=-2)
+    return labels, log_post
+
+
+def binned_calibration_error(labels, scores, *, norm="l1", num_bins=15, binning="equal_width", variant="auto",
+                             priors=None, score_type="log_posteriors"):
+    """Binned calibration error with an ``l1`` (ECE), ``l2`` (RMS) or ``max`` (MCE) norm over the bins.
+
+    See the module docstring for the formulas and sources.  With
+    ``norm="l1"`` and ``variant`` ``"binary"``/``"top_label"`` this is
+    :func:`ecjax.ece` (seed 002 eqs. 62-63); here it also takes leading
+    batch axes and the ``"classwise"`` variant.  ``"classwise"`` averages the
+    per-class errors of the same ``norm`` over the ``K`` classes.
+
+    Args:
+      labels: ``(N,)`` true classes.
+      scores: ``(..., N, K)`` scores (``(..., N)`` for ``"llr"``); leading
+        axes are systems, each binned on its own.  ``-inf`` is not accepted:
+        pass exact zeros as ``score_type="probabilities"``.
+      norm: ``"l1"``, ``"l2"`` or ``"max"``.
+      num_bins: ``M`` (default 15).
+      binning: ``"equal_width"`` or ``"equal_mass"`` (:func:`ecjax.scores.bin_indices`;
+        equal-mass bins are taken per system and, for ``"classwise"``, per class).
+      variant: ``"auto"`` (binary for K = 2, else top-label), ``"binary"``,
+        ``"top_label"`` or ``"classwise"``.
+      priors: only to turn likelihood-type scores into posteriors.
+      score_type: any of :data:`ecjax.inputs.SCORE_TYPES`.
+
+    Returns:
+      The calibration error (a fraction in ``[0, 1]``), one per system.
+      Under ``jax.jit`` an invalid traced input (a label out of range, a NaN
+      score) gives NaN.
+    """
+    v.check_choice(norm, "norm", NORMS)
+    v.check_choice(binning, "binning", BINNINGS)
+    v.check_choice(variant, "variant", VARIANTS)
+    num_bins = v.as_positive_int(num_bins, "num_bins")
+    labels, log_post = _inputs(labels, scores, priors, score_type)
+    variant = _resolve_variant(variant, log_post.shape[-1])
+    out = _calibration_errors_kernel(labels, log_post, num_bins=num_bins, binning=binning,
+                                     variant=variant)[..., NORMS.index(norm)]
+    if v.any_traced(labels, log_post):
+        ok = jnp.all(labels >= 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
+        out = v.nan_where_invalid(out, ok)
+    return out
+
+
+def max_calibration_error(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
+                          score_type="log_posteriors"):
+    """MCE: the largest ``|frequency - confidence|`` over the non-empty bins (Naeini et al. 2015).
+
+    ``binned_calibration_error(..., norm="max")``; arguments as there.  With few
+    samples per bin it is dominated by sampling noise: read it with
+    :func:`reliability_bands`.
+    """
+    return binned_calibration_error(labels, scores, norm="max", num_bins=num_bins, binning=binning,
+                                    variant=variant, priors=priors, score_type=score_type)
+
+
+def rms_calibration_error(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
+                          score_type="log_posteriors"):
+    """RMS (l2) calibration error ``sqrt(sum_m |B_m|/N g_m^2)`` (Kumar et al. 2019).
+
+    ``binned_calibration_error(..., norm="l2")``; arguments as there.
+    """
+    return binned_calibration_error(labels, scores, norm="l2", num_bins=num_bins, binning=binning,
+                                    variant=variant, priors=priors, score_type=score_type)
+
+
+def classwise_ece(labels, scores, *, num_bins=15, binning="equal_width", priors=None, score_type="log_posteriors"):
+    """Classwise-ECE (Kull et al. 2019): ``(1/K) sum_j sum_m |B_jm|/N |frac_j(B_jm) - avg_j(B_jm)|``.
+
+    ``B_jm`` bins the class-``j`` posteriors of all samples, ``frac_j`` is
+    the fraction of class ``j`` in the bin, ``avg_j`` the mean class-``j``
+    posterior.  Nixon et al. (2019) call it the static calibration error
+    (SCE).  ``binned_calibration_error(..., variant="classwise")``.
+    """
+    return binned_calibration_error(labels, scores, norm="l1", num_bins=num_bins, binning=binning,
+                                    variant="classwise", priors=priors, score_type=score_type)
+
+
+def adaptive_calibration_error(labels, scores, *, num_bins=15, priors=None, score_type="log_posteriors"):
+    """ACE of Nixon et al. (2019): the classwise ECE with equal-mass bins per class.
+
+    ``binned_calibration_error(..., variant="classwise", binning="equal_mass")``.
+    Bins hold ``N/M`` samples each except where tied posteriors must share
+    a bin, hence the ``|B_m|/N`` weights (Nixon et al. write ``1/M``).  For
+    the top-label ECE with equal-mass bins use
+    ``ecjax.ece(..., binning="equal_mass")``.
+    """
+    return binned_calibration_error(labels, scores, norm="l1", num_bins=num_bins, binning="equal_mass",
+                                    variant="classwise", priors=priors, score_type=score_type)
+
+
+# -------------------------------------------------------- reliability bands
+
+class ReliabilityBands(NamedTuple):
+    """Reliability diagram bins with credible intervals of each bin's true frequency.
+
+    Empty bins have count 0, NaN ``confidence`` and ``frequency``, and the
+    band of the prior alone.
+    """
+
+    confidence: np.ndarray  # mean confidence (binary: mean class-1 posterior) of each bin
+    frequency: np.ndarray  # observed accuracy (binary: class-1 frequency) of each bin
+    count: np.ndarray  # samples per bin (int64)
+    hits: np.ndarray  # correct decisions (binary: class-1 samples) per bin (int64)
+    low: np.ndarray  # lower end of the credible interval of the true frequency
+    high: np.ndarray  # upper end
+    prob: float  # posterior mass of each interval
+    interval: str  # "equal_tailed" or "hdi"
+
+
+def _hdi_of_beta(a, b, prob):
+    """Highest-density interval of ``Beta(a, b)``, ``a, b >= 1`` (float64 arrays).
+
+    Unimodal with ``a, b > 1``: the interval ``[F^-1(t), F^-1(t + prob)]``
+    whose ends have equal density, found by bisection on the lower tail
+    mass ``t`` in ``(0, 1 - prob)`` (the log-density difference of the ends
+    increases with ``t``).  ``a = 1 < b`` has a decreasing density, so the
+    HDI is ``[0, F^-1(prob)]``; ``b = 1 < a`` gives ``[F^-1(1 - prob), 1]``;
+    ``a = b = 1`` (uniform: every interval of length ``prob`` is one) gives
+    the central interval.
+    """
+    from scipy import special  # a dependency of jax; imported here to keep `import ecjax` light
+
+    def log_density(x):  # unnormalized: only differences at equal (a, b) are compared
+        with np.errstate(divide="ignore", invalid="ignore"):  # log 0; 0 * log 0 where a or b is 1 (overridden)
+            return (a - 1) * np.log(x) + (b - 1) * np.log1p(-x)
+
+    lo, hi = np.zeros_like(a), np.full_like(a, 1.0 - prob)
+    for _ in range(_HDI_BISECTION_STEPS):
+        t = 0.5 * (lo + hi)
+        upper_denser = log_density(special.betaincinv(a, b, t)) < log_density(special.betaincinv(a, b, t + prob))
+        lo, hi = np.where(upper_denser, t, lo), np.where(upper_denser, hi, t)
+    t = 0.5 * (lo + hi)
+    t = np.where(a == 1, np.where(b == 1, 0.5 * (1.0 - prob), 0.0), np.where(b == 1, 1.0 - prob, t))
+    low, high = special.betaincinv(a, b, t), special.betaincinv(a, b, t + prob)
+    return np.where((a == 1) & (b > 1), 0.0, low), np.where((b == 1) & (a > 1), 1.0, high)
+
+
+def reliability_bands(labels, scores, *, prob=0.9, interval="equal_tailed", num_bins=15, binning="equal_width",
+                      variant="auto", priors=None, score_type="log_posteriors"):
+    """Reliability-diagram bins with a credible band for each bin's true frequency.
+
+    The bins are those of :func:`ecjax.scores.reliability_bins` (and of
+    :func:`ecjax.ece`).  In bin ``m`` with ``n_m`` samples of which ``h_m``
+    are hits (class 1 for the binary variant, correct argmax decisions for
+    the top-label one), the true frequency ``theta_m`` has, under the uniform
+    prior ``Beta(1, 1)`` and a binomial likelihood, the posterior
+    ``Beta(1 + h_m, 1 + n_m - h_m)`` (Bayes-Laplace; Gelman et al.,
+    *Bayesian Data Analysis*, 3rd ed., §2.1; intervals §2.3).  The band holds ``prob``
+    of that posterior: the equal-tailed interval
+    ``[F^-1((1 - prob)/2), F^-1((1 + prob)/2)]`` or the highest-density
+    interval (``interval="hdi"``: the ends have equal density; it is
+    one-sided, ``[0, F^-1(prob)]``, when ``h_m = 0`` and
+    ``[F^-1(1 - prob), 1]`` when ``h_m = n_m``, and central for an empty
+    bin, whose uniform posterior makes every interval of length ``prob`` an HDI).  A bin whose mean confidence lies
+    outside its band is miscalibrated beyond what its sample size explains.
+    The quantiles are computed on the host in float64
+    (``scipy.special.betaincinv``).
+
+    Args:
+      labels, scores, num_bins, binning, variant, priors, score_type: as in
+        :func:`ecjax.ece` (``variant`` ``"auto"``, ``"binary"`` or
+        ``"top_label"``; scores of one system).
+      prob: posterior mass of each band, in ``(0, 1)`` (default 0.9).
+      interval: ``"equal_tailed"`` (default) or ``"hdi"``.
+
+    Returns:
+      :class:`ReliabilityBands` (NumPy arrays, one entry per bin).
+    """
+    from scipy import special  # a dependency of jax; imported here to keep `import ecjax` light
+
+    prob = v.as_number_between(prob, "prob", 0.0, 1.0)
+    v.check_choice(interval, "interval", INTERVALS)
+    if variant == "classwise":
+        raise v.InputError("`variant` must be 'auto', 'binary' or 'top_label' for a reliability diagram, got "
+                           "'classwise' (draw one binary diagram per class instead)")
+    bins = reliability_bins(labels, scores, num_bins=num_bins, binning=binning, variant=variant, priors=priors,
+                            score_type=score_type)
+    count = bins.count
+    # The per-bin hit sums are whole numbers, exact in float32 below 2^24 samples.
+    hits = np.rint(np.where(count > 0, bins.frequency * count, 0.0)).astype(np.int64)
+    a, b = 1.0 + hits, 1.0 + (count - hits)
+    if interval == "equal_tailed":
+        low = special.betaincinv(a, b, 0.5 * (1.0 - prob))
+        high = special.betaincinv(a, b, 0.5 * (1.0 + prob))
+    else:
+        low, high = _hdi_of_beta(a.astype(np.float64), b.astype(np.float64), prob)
+    return ReliabilityBands(bins.confidence, bins.frequency, count, hits, low, high, prob, interval)

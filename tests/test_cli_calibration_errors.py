@@ -1,0 +1,57 @@
+"""`ecjax calibrate --method isotonic|beta --calibration-errors`, run in this process (``cli.main``): the calibrated
+scores against scikit-learn, the calibration errors against numpy written here."""
+import json
+
+import numpy as np
+import pytest
+from sklearn.isotonic import IsotonicRegression
+
+from ecjax import cli
+
+
+def _binary_files(tmp_path, rng, name, n):
+    y = rng.integers(0, 2, n)
+    log_odds = 3.0 * (y - 0.5) + rng.normal(size=n)  # overconfident: the class-1 log-odds are 3 per unit
+    np.save(tmp_path / f"{name}_y.npy", y)
+    np.save(tmp_path / f"{name}_s.npy", np.stack([-np.logaddexp(0, log_odds), -np.logaddexp(0, -log_odds)], 1))
+    return y, log_odds
+
+
+def test_held_out_isotonic_matches_scikit_learn_and_errors_match_numpy(tmp_path, monkeypatch, capsys):
+    rng = np.random.default_rng(6)
+    y_tr, z_tr = _binary_files(tmp_path, rng, "train", 500)
+    y_te, z_te = _binary_files(tmp_path, rng, "test", 300)
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["calibrate", "--train-scores", "train_s.npy", "--train-labels", "train_y.npy", "--scores",
+                     "test_s.npy", "--labels", "test_y.npy", "--method", "isotonic", "--output", "out.npy",
+                     "--calibration-errors", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    rec = json.loads(out)
+    # Isotonic regression of the labels on the class-1 log-odds, predictions interpolated and clipped at the ends;
+    # ecjax clips the probabilities to [1e-6, 1 - 1e-6] (a log needs them away from 0 and 1).
+    ref = IsotonicRegression(out_of_bounds="clip").fit(z_tr, y_tr).predict(z_te)
+    got = np.exp(np.load("out.npy")[:, 1])
+    np.testing.assert_allclose(got, np.clip(ref, 1e-6, 1 - 1e-6), atol=2e-6)
+    # ECE and MCE before calibration: 15 equal-width bins of the class-1 posterior (upper edges closed).
+    p = 1 / (1 + np.exp(-z_te))
+    b = np.clip(np.ceil(p * 15).astype(int) - 1, 0, 14)
+    gaps = [(np.sum(b == m), abs(np.mean(y_te[b == m]) - np.mean(p[b == m]))) for m in range(15) if np.any(b == m)]
+    ece = sum(c * g for c, g in gaps) / len(p)
+    errors = rec["calibration_errors"]
+    assert errors["ECE"]["before"] == pytest.approx(ece, abs=1e-6)
+    assert errors["MCE"]["before"] == pytest.approx(max(g for _, g in gaps), abs=1e-6)
+    assert errors["RMS"]["before"] == pytest.approx(np.sqrt(sum(c * g * g for c, g in gaps) / len(p)), abs=1e-6)
+    assert set(errors) == {"ECE", "MCE", "RMS", "classwise ECE", "adaptive (ACE)"}
+
+
+def test_beta_calibration_is_offered_and_reports_its_iterations(tmp_path, monkeypatch, capsys):
+    rng = np.random.default_rng(7)
+    _binary_files(tmp_path, rng, "d", 300)
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["calibrate", "--scores", "d_s.npy", "--labels", "d_y.npy", "--method", "beta",
+                     "--output", "out.npy"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "fitted beta calibrator" in out and "L-BFGS iterations" in out
+    assert "ECE" not in out  # only with --calibration-errors
