@@ -388,6 +388,7 @@ def cmd_metrics(args):
     if kind == "scores" and out_dir is not None:
         _reliability_figures(args, labels, arrays, names, out_dir, record)
     extra_text = _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, record)
+    extra_text += _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, record)
     if out_dir is not None and len(names) >= 2:
         from ecjax import plots
 
@@ -567,6 +568,38 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
         if k == 2:
             text += " (curve points: --json or --out)"
     return text
+
+
+def _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, record):
+    """--bootstrap METRIC: the Bayesian-bootstrap posterior of a score metric of every system, paired."""
+    if args.bootstrap is None:
+        return ""
+    import jax
+
+    from ecjax.prob.bootstrap import BUILTIN_METRICS, bootstrap_metric
+
+    if kind != "scores":
+        raise InputError("--bootstrap: needs --scores (the metric is computed from the scores)")
+    if any(not np.array_equal(labels[0], y) for y in labels[1:]):
+        raise InputError(f"--bootstrap: the systems must be scored on the same samples in the same order (one "
+                         f"labels file), but {label_files[0]} and the others differ: the bootstrap reweights the "
+                         "samples every system shares")
+    st = args.score_type
+    y = labels[0]
+    uses_priors = "priors" in BUILTIN_METRICS[args.bootstrap].options
+    priors = _likelihood_priors(st, spec.priors, y, k) if st in LIKELIHOOD_TYPES else (
+        spec.priors if uses_priors else None)
+    post = bootstrap_metric(jax.random.key(args.seed), y, dict(zip(names, arrays)), args.bootstrap,
+                            num_draws=args.bootstrap_draws, score_type=st, priors=priors)
+    record["bootstrap"] = {
+        "metric": args.bootstrap, "higher_is_better": post.higher_is_better, "num_draws": post.num_draws,
+        "seed": args.seed, "hdi_prob": post.hdi_prob,
+        "estimate": _float_dict(names, post.estimate), "mean": _float_dict(names, post.mean),
+        "hdi": {n: np.asarray(h).tolist() for n, h in zip(names, post.hdi)},
+        "p_best": _float_dict(names, post.p_best),
+        "pairwise": {a: _float_dict(names, row) for a, row in zip(names, np.asarray(post.pairwise))},
+    }
+    return "\n" + post.summary()
 
 
 def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training):
@@ -1439,6 +1472,13 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--curves", action="store_true",
                    help="scores: average precision, precision-recall, DET and decision curves (binary; the points "
                         "in --json / --out), or the one-vs-one AUC (multiclass)")
+    m.add_argument("--bootstrap", metavar="METRIC", default=None,
+                   choices=["cross_entropy", "brier", "auc", "eer", "ece", "nec_best_threshold"],
+                   help="posterior of a score metric by the Bayesian bootstrap over the samples, paired across "
+                        "systems: HDI, P(best), P(a better than b); one of %(choices)s")
+    m.add_argument("--bootstrap-draws", type=_int_in(200, 10**6, "--bootstrap-draws"), default=2000, metavar="N",
+                   help="bootstrap draws (default 2000)")
+    m.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key of --bootstrap")
     m.add_argument("--scatter-metric", default="F1",
                    help="with --out and several systems: the metric plotted against the utility yield (default F1)")
     cp = sub.add_parser("compare", help="which classifier, and how sure are we, under uncertain costs")

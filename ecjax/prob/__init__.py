@@ -16,6 +16,7 @@
 * :func:`compare`: which classifier, and how sure are we.
 """
 
+from ecjax.prob.bootstrap import BUILTIN_METRICS, MetricPosterior, bootstrap_metric, weighted_metric
 from ecjax.prob.compare import PerDraw, compare, compare_counts, draw_to_precision, evaluate_draws
 from ecjax.prob.distributions import TruncatedStandardNormal
 from ecjax.prob.expected_utility import (
@@ -57,6 +58,7 @@ from ecjax.prob.utility_priors import (
 )
 
 __all__ = [
+    "BUILTIN_METRICS", "MetricPosterior", "bootstrap_metric", "weighted_metric",
     "ClusteredOutcomeTable", "Comparison", "Doubt", "ExpectedUtility", "HierarchicalComparison", "PerDraw",
     "PriorDistribution", "TruncatedStandardNormal", "UtilityPrior", "clustered_outcome_table", "compare", "compare_counts",
     "compare_test_sets", "cost_ratio", "cost_ratio_model", "dirichlet_priors", "draw_to_precision", "evaluate_draws",

@@ -781,15 +781,6 @@ def draw_to_precision(run, mc_error, *, num_draws: int, max_draws: int):
     return dataclasses.replace(result, info=info)
 
 
-def _system_names(systems, names, num_systems):
-    if systems is not None:
-        systems = tuple(str(s) for s in systems)
-        if len(systems) != num_systems:
-            raise v.InputError(f"`systems` names {len(systems)} systems, but there are {num_systems}")
-        return systems
-    return tuple(names) if names is not None else tuple(f"system {m}" for m in range(num_systems))
-
-
 def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, score_type: str = "log_posteriors",
             decision_rule: str | PerDraw = "expected_utility", priors=None, paired: bool = True, groups=None,
             concentration=None, num_draws: int = 20_000, key=None, rope=None, hdi_prob: float = 0.9, systems=None,
@@ -924,7 +915,7 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
             raise v.InputError(f"labels of system {m} must be a vector, got shape {tuple(lab.shape)}")
         if lab.shape[0] != x.shape[0]:
             raise v.InputError(f"system {m} has {x.shape[0]} decisions/scores but {lab.shape[0]} labels")
-    systems = _system_names(systems, names, num_systems)
+    systems = ranking.system_names(systems, names, num_systems)
     paired = bool(paired)
     if paired and num_systems > 1:
         shared_labels = _check_paired_labels(label_list)
@@ -1023,7 +1014,7 @@ def compare_counts(counts, *, utilities=None, costs=None, priors=None, concentra
     source = _unpaired_source(np.asarray(c), alpha)
     return _run_compare(prior, class_priors, class_counts, k=k, d=d, alpha=alpha, joint=False,
                         source=lambda u_hat: source, key=key, num_draws=num_draws, rope=rope, hdi_prob=hdi_prob,
-                        systems=_system_names(systems, None, c.shape[0]), decompose=decompose, chunk_size=chunk_size,
+                        systems=ranking.system_names(systems, None, c.shape[0]), decompose=decompose, chunk_size=chunk_size,
                         progress=progress,
                         info={"model": "unpaired: Dirichlet per system and class", "concentration": alpha,
                               "decision_rule": "given", "decisions": "given (counts)"})

@@ -66,6 +66,34 @@ def rope_probabilities(yields, rope):
     return jnp.stack([(diff > rope).mean(0), (jnp.abs(diff) <= rope).mean(0), (diff < -rope).mean(0)], -1)
 
 
+def system_names(systems, names, num_systems: int) -> tuple:
+    """Names of ``num_systems`` systems: ``systems`` given by the user (checked), else ``names`` taken from the
+    inputs (a mapping's keys), else ``"system 0"``, ``"system 1"``, ..."""
+    if systems is not None:
+        systems = tuple(str(s) for s in systems)
+        if len(systems) != num_systems:
+            raise v.InputError(f"`systems` names {len(systems)} systems, but there are {num_systems}")
+        return systems
+    return tuple(names) if names is not None else tuple(f"system {m}" for m in range(num_systems))
+
+
+class Recommends:
+    """What a result that recommends one of its ``systems`` (by index, ``recommendation``) and keeps the Monte
+    Carlo errors of its estimates (``errors``, by field name) offers."""
+
+    def error(self, name: str, *index):
+        """Standard error of the estimate ``name`` (``p_best``, ``rope_probabilities``, ...; at ``index``), or
+        ``None`` when not estimated."""
+        if name not in self.errors:
+            return None
+        return float(np.asarray(self.errors[name])[index]) if index else np.asarray(self.errors[name])
+
+    @property
+    def best(self) -> str:
+        """Name of the recommended system."""
+        return self.systems[self.recommendation]
+
+
 def min_draws_for_hdi(prob: float) -> int:
     """At least 10 draws must fall outside a ``prob`` interval for its ends to mean anything."""
     return int(math.ceil(10.0 / (1.0 - prob) - 1e-9))
@@ -281,7 +309,7 @@ def with_error(value, error, digits: int) -> str:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(Recommends):
     """Posterior comparison of ``M`` classifiers under uncertain utilities and a finite test set.
 
     Attributes:
@@ -340,12 +368,6 @@ class Comparison:
     ties: tuple = ()
     errors: dict = field(default_factory=dict)
 
-    def error(self, name: str, *index):
-        """Standard error of ``expected_yield``, ``p_best`` or ``rope_probabilities`` (at ``index``), or ``None``."""
-        if name not in self.errors:
-            return None
-        return float(np.asarray(self.errors[name])[index]) if index else np.asarray(self.errors[name])
-
     def largest_probability_error(self) -> float:
         """The largest Monte Carlo standard error of the probabilities reported: P(best), the ROPE
         probabilities and the doubt components (0 when none was estimated as uncertain)."""
@@ -359,11 +381,6 @@ class Comparison:
     @property
     def num_draws(self) -> int:
         return int(self.yields.shape[0])
-
-    @property
-    def best(self) -> str:
-        """Name of the recommended system."""
-        return self.systems[self.recommendation]
 
     def interval(self, values: str = "yields", prob: float | None = None):
         """HDI ``(M, 2)`` of ``"yields"``, ``"expected_costs"``, ``"normalized_expected_costs"``

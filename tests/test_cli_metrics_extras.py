@@ -1,5 +1,5 @@
-"""`ecjax metrics --metric-thresholds --curves`, run in this process (``cli.main``): the numbers against
-scikit-learn and a brute force written here, and the flags refused where they mean nothing."""
+"""`ecjax metrics --metric-thresholds --curves --bootstrap`, run in this process (``cli.main``): the numbers
+against scikit-learn, a brute force and closed forms written here, and the flags refused where they mean nothing."""
 import json
 
 import numpy as np
@@ -88,9 +88,32 @@ def test_curves_of_multiclass_scores_give_the_one_vs_one_auc(tmp_path, monkeypat
     assert code == 2 and "--metric-thresholds: needs binary scores (K = 2), got 3 classes" in err
 
 
-def test_thresholds_and_curves_need_scores(binary, capsys):
+def test_thresholds_curves_and_bootstrap_need_scores(binary, capsys):
     y, llr = binary
     np.save("d.npy", (llr > 0).astype(int))
-    for flag in ("--metric-thresholds", "--curves"):
+    for flag in ("--metric-thresholds", "--curves", "--bootstrap=auc"):
         code, _, err = _run(capsys, "metrics", "--labels", "y.npy", "--decisions", "d.npy", flag)
-        assert code == 2 and f"{flag}: needs --scores" in err
+        assert code == 2 and f"{flag.split('=')[0]}: needs --scores" in err
+
+
+def test_bootstrap_cross_entropy_matches_rubins_closed_form(binary, capsys):
+    # Under Dirichlet(1, ..., 1) weights a weighted mean has mean xbar and variance sum (x - xbar)^2 / (N (N + 1))
+    # (Rubin 1981); the cross-entropy with the data's priors is the mean of -log P(true class | x).
+    y, llr = binary
+    p1 = y.mean()
+    z = llr + np.log(p1 / (1 - p1))  # class-1 log-odds of the posteriors
+    np.save("b.npy", llr / 4)  # the true LLR is 2.5 llr: B is further from it than A, so worse
+    code, out, err = _run(capsys, "metrics", "--labels", "y.npy", "--scores", "llr.npy", "b.npy", "--names", "A",
+                          "B", "--score-type", "llr", "--bootstrap", "cross_entropy", "--bootstrap-draws", "4000",
+                          "--json")
+    assert code == 0, err
+    boot = json.loads(out)["bootstrap"]
+    assert boot["metric"] == "cross_entropy" and boot["num_draws"] == 4000 and not boot["higher_is_better"]
+    x = np.logaddexp(0, np.where(y == 1, -z, z))  # -log P(true class | x)
+    n = len(x)
+    sd = np.sqrt(np.sum((x - x.mean()) ** 2) / (n * (n + 1)))
+    assert boot["estimate"]["A"] == pytest.approx(x.mean(), rel=1e-5)
+    assert abs(boot["mean"]["A"] - x.mean()) < 4 * sd / np.sqrt(4000)
+    low, high = boot["hdi"]["A"]
+    assert (high - low) == pytest.approx(2 * 1.6449 * sd, rel=0.1)  # nearly normal at N = 400
+    assert boot["p_best"]["A"] > 0.99 and boot["pairwise"]["A"]["B"] > 0.99

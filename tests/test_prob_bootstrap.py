@@ -1,0 +1,368 @@
+"""Bayesian-bootstrap posterior of any metric of the scores (ecjax issue 13, item 1).
+
+References, never ecjax itself: scikit-learn (``log_loss``, ``brier_score_loss``,
+``roc_auc_score``, ``roc_curve`` with ``sample_weight``), short numpy
+computations written here (multiclass Brier, ECE, the ROCCH-EER as the least
+crossing of the diagonal over pairs of ROC points, the NEC at every
+threshold), the same metrics on data whose rows are repeated (integer
+weights), Rubin's (1981) closed-form mean and variance of a
+Bayesian-bootstrap mean, and the percentile bootstrap of
+``confidence-intervals``.
+
+Sizes are small and every bootstrap call uses ``S = 4000`` draws of ``M = 2``
+systems, so the summaries (ranks, HDIs, batch means) compile once for the file.
+"""
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.stats import rankdata
+from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score, roc_curve
+
+import jax
+import jax.numpy as jnp
+
+from ecjax.inputs import InputError
+from ecjax.prob.bootstrap import BUILTIN_METRICS, bootstrap_metric, weighted_metric
+
+from conftest import load_dataset
+
+KEY = jax.random.key(13)
+S = 4000
+
+
+def _binary_data(n, seed, shift=1.0, labels=None):
+    """Labels (drawn, or ``labels``) and (N, 2) float64 log-posteriors, with log-odds rounded to 0.25 so that
+    scores tie."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n) if labels is None else labels
+    s = np.round((rng.normal(size=n) + shift * (2 * y - 1)) * 4) / 4
+    return y, np.stack([-np.logaddexp(0, s), -np.logaddexp(0, -s)], -1)
+
+
+def _weights(n, seed):
+    """Three weight vectors: uniform, integer counts 0..3 (some rows dropped), positive reals."""
+    rng = np.random.default_rng(seed)
+    return np.stack([np.ones(n), rng.integers(0, 4, n), rng.gamma(1.0, size=n)]).astype(np.float64)
+
+
+# ------------------------------------------------------------ numpy references
+
+def _brier_ref(y, p, w):
+    k = p.shape[1]
+    return np.average(((p - np.eye(k)[y]) ** 2).sum(1) / k, weights=w)
+
+
+def _eer_ref(y, s, w):
+    """ROCCH-EER: the lowest point where a segment between two ROC points crosses miss = fa (LP duality of
+    max_pi min_t [pi miss + (1 - pi) fa]; by Caratheodory two points suffice)."""
+    fpr, tpr, _ = roc_curve(y, s, sample_weight=w, drop_intermediate=False)
+    miss, fa = 1.0 - tpr, fpr
+    d = miss - fa
+    i, j = np.nonzero((d[:, None] >= 0) & (d[None, :] <= 0))
+    di, dj = d[i], d[j]
+    t = np.where(di - dj != 0, di / np.where(di - dj != 0, di - dj, 1.0), 0.0)
+    return np.min(miss[i] + t * (miss[j] - miss[i]))
+
+
+def _ece_ref(y, p, w, num_bins=15):
+    if p.shape[1] == 2:
+        conf, hit = p[:, 1], (y == 1).astype(float)
+    else:
+        conf, hit = p.max(1), (p.argmax(1) == y).astype(float)
+    b = np.clip(np.ceil(conf * num_bins).astype(int) - 1, 0, num_bins - 1)  # bins (m/M, (m+1)/M]
+    gap = np.bincount(b, weights=w * (hit - conf), minlength=num_bins)
+    return np.abs(gap).sum() / w.sum()
+
+
+def _nec_ref(y, s, w, costs=np.array([[0.0, 1.0], [1.0, 0.0]]), priors=None):
+    """Brute force: every threshold between distinct scores, decide 1 iff s > t."""
+    u = np.unique(s)
+    thresholds = np.concatenate([[-np.inf], (u[1:] + u[:-1]) / 2, [np.inf]])
+    w0, w1 = w[y == 0].sum(), w[y == 1].sum()
+    p = np.array([w0, w1]) / (w0 + w1) if priors is None else np.asarray(priors)
+    best = np.inf
+    for t in thresholds:
+        d = (s > t).astype(int)
+        rates = np.array([[np.sum(w * ((y == i) & (d == j))) for j in (0, 1)] for i in (0, 1)]) / np.array([[w0], [w1]])
+        best = min(best, np.sum(p[:, None] * costs * rates))
+    return best / np.min(p @ costs)
+
+
+def _reference(metric, y, lp, w, **options):
+    p = np.exp(lp)
+    s = lp[:, 1] - lp[:, 0] if lp.shape[1] == 2 else None
+    if metric == "cross_entropy":
+        if options.get("priors") is not None:
+            losses = -lp[np.arange(len(y)), y]
+            return sum(pi * np.average(losses[y == i], weights=w[y == i]) for i, pi in enumerate(options["priors"]))
+        return log_loss(y, p, sample_weight=w, labels=np.arange(p.shape[1]))
+    if metric == "brier":
+        return brier_score_loss(y, p[:, 1], sample_weight=w) if p.shape[1] == 2 else _brier_ref(y, p, w)
+    if metric == "auc":
+        return roc_auc_score(y, s, sample_weight=w)
+    if metric == "eer":
+        return _eer_ref(y, s, w)
+    if metric == "ece":
+        return _ece_ref(y, p, w)
+    return _nec_ref(y, s, w, **options)
+
+
+# ------------------------------------------------------------ weighted kernels
+
+CASES = [(name, 2, {}) for name in BUILTIN_METRICS] + [
+    ("cross_entropy", 3, {}), ("brier", 3, {}), ("ece", 3, {}),
+    ("cross_entropy", 2, {"priors": np.array([0.3, 0.7])}),
+    ("nec_best_threshold", 2, {"costs": np.array([[0.0, 1.0], [4.0, 0.0]]), "priors": np.array([0.8, 0.2])}),
+]
+
+
+@pytest.mark.parametrize("metric,k,options", CASES, ids=[f"{c[0]}-K{c[1]}{'-opts' if c[2] else ''}" for c in CASES])
+def test_weighted_builtins_match_references(metric, k, options):
+    n = 120
+    if k == 2:
+        y, lp = _binary_data(n, seed=1)
+    else:
+        rng = np.random.default_rng(2)
+        y = rng.integers(0, k, n)
+        logits = rng.normal(size=(n, k)) + 1.5 * np.eye(k)[y]
+        lp = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+    w = _weights(n, seed=3)
+    got = np.asarray(weighted_metric(y, lp.astype(np.float32), w, metric, **options), np.float64)
+    assert got.shape == (3,)
+    # The reference sees the same float32 scores, renormalized in float64 (as the kernels renormalize them).
+    lp32 = lp.astype(np.float32).astype(np.float64)
+    lp32 = lp32 - np.logaddexp.reduce(lp32, axis=1, keepdims=True)
+    expected = [_reference(metric, y, lp32, np.ones(n), **options),  # uniform: the ordinary metric
+                # integer weights: the metric of the data with row n repeated w_n times (an independent check of
+                # the weighting: no weights in the reference at all)
+                _reference(metric, np.repeat(y, w[1].astype(int)), np.repeat(lp32, w[1].astype(int), 0),
+                           np.ones(int(w[1].sum())), **options),
+                _reference(metric, y, lp32, w[2], **options)]  # real weights: sklearn's sample_weight
+    # float32 kernels against float64 references: sums of 120 terms round at ~1e-6 relative.
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_weighted_metric_batches_systems_and_works_under_jit_and_vmap():
+    y, lp_a = _binary_data(80, seed=4)
+    _, lp_b = _binary_data(80, seed=5, labels=y)
+    scores = np.stack([lp_a, lp_b]).astype(np.float32)
+    w = _weights(80, seed=6)
+    direct = np.asarray(weighted_metric(y, scores, w, "cross_entropy"))
+    assert direct.shape == (3, 2)
+    p = np.exp(scores.astype(np.float64))
+    expected = [[log_loss(y, pm / pm.sum(1, keepdims=True), sample_weight=wi) for pm in p] for wi in w]
+    np.testing.assert_allclose(direct, expected, rtol=1e-5)
+    jitted = jax.jit(lambda ws: weighted_metric(y, scores, ws, "cross_entropy"))(jnp.asarray(w))
+    mapped = jax.vmap(lambda wi: weighted_metric(y, scores, wi, "cross_entropy"))(jnp.asarray(w))
+    np.testing.assert_allclose(jitted, direct, rtol=1e-6)
+    np.testing.assert_allclose(mapped, direct, rtol=1e-6)
+
+
+# ------------------------------------------------------- the bootstrap posterior
+
+def _moment_check(draws, x):
+    """Rubin (1981): a Dirichlet(1..1)-weighted mean of x has mean xbar and variance sum (x - xbar)^2 / (N (N + 1)).
+
+    Returns ``(z of the mean, z of the variance, z of the variance against the ordinary bootstrap's
+    sum (x - xbar)^2 / N^2)``, each in Monte Carlo standard errors of the draws (independent draws).
+    """
+    n, s = len(x), len(draws)
+    closed_var = np.sum((x - x.mean()) ** 2) / (n * (n + 1))
+    ordinary_var = np.sum((x - x.mean()) ** 2) / n**2
+    centred = draws - draws.mean()
+    var_hat = np.mean(centred**2)
+    se_var = np.sqrt((np.mean(centred**4) - var_hat**2) / s)
+    return ((draws.mean() - x.mean()) / np.sqrt(closed_var / s), (var_hat - closed_var) / se_var,
+            (var_hat - ordinary_var) / se_var)
+
+
+@pytest.mark.parametrize("metric", ["cross_entropy", "brier"])
+def test_bootstrap_of_a_weighted_mean_matches_rubins_closed_form(metric):
+    # N = 6 samples: the Bayesian bootstrap's variance is N / (N + 1) = 0.86 times the ordinary bootstrap's, a
+    # difference of about 8 Monte Carlo standard errors at S = 4000, so the check tells the two apart.
+    y = np.array([0, 1, 1, 0, 1, 0])
+    p1 = np.array([[0.2, 0.9, 0.6, 0.4, 0.35, 0.05], [0.5, 0.7, 0.8, 0.1, 0.45, 0.3]])
+    lp = np.log(np.stack([1 - p1, p1], -1))
+    res = bootstrap_metric(KEY, y, lp.astype(np.float32), metric, num_draws=S)
+    draws = np.asarray(res.draws, np.float64)
+    p32 = np.exp(lp.astype(np.float32).astype(np.float64))
+    if metric == "cross_entropy":
+        per_sample = -np.log(p32[:, np.arange(6), y])  # (M, N)
+    else:
+        per_sample = ((p32 - np.eye(2)[y]) ** 2).sum(-1) / 2
+    for m in range(2):
+        z_mean, z_var, z_ordinary = _moment_check(draws[:, m], per_sample[m])
+        assert abs(z_mean) < 4 and abs(z_var) < 4, (m, z_mean, z_var)
+        assert abs(z_ordinary) > 5, z_ordinary  # the check would catch ordinary-bootstrap weights
+    np.testing.assert_allclose(res.estimate, per_sample.mean(1), rtol=1e-6)
+    # Paired: the difference is the weighted mean of the per-sample differences (shared weights). Independent
+    # weights per system would give the sum of the two variances instead.
+    z_mean, z_var, _ = _moment_check(draws[:, 0] - draws[:, 1], per_sample[0] - per_sample[1])
+    assert abs(z_mean) < 4 and abs(z_var) < 4
+
+
+def test_auc_interval_agrees_with_confidence_intervals_bootstrap():
+    import confidence_intervals
+
+    labels, scores, _ = load_dataset("pneumoniamnist_resnet50")
+    s0 = scores[:, 1] - scores[:, 0]
+    s1 = s0 + np.random.default_rng(7).normal(0.0, 2.0, s0.shape)  # a second, noisier system on the same samples
+    llr = np.stack([s0, s1]).astype(np.float32)
+    # LLRs without priors: the ranking metrics need none.  A mapping names the systems.
+    res = bootstrap_metric(KEY, labels, {"resnet": llr[0], "noisy": llr[1]}, "auc", score_type="llr", num_draws=S)
+    assert res.best == "resnet"
+
+    def auc(y, s):  # Mann-Whitney by ranks (scipy), much faster than roc_auc_score inside the anchor's loop
+        r = rankdata(s)
+        n1 = y.sum()
+        return (r[y == 1].sum() - n1 * (n1 + 1) / 2) / (n1 * (len(y) - n1))
+
+    per_set = []
+
+    def difference(y, a, b):  # the anchor's resampled sets, recorded for both systems
+        per_set.append((auc(y, a), auc(y, b)))
+        return per_set[-1][0] - per_set[-1][1]
+
+    llr64 = llr.astype(np.float64)
+    _, ci_diff = confidence_intervals.evaluate_with_conf_int(llr64[0], difference, labels, num_bootstraps=1000,
+                                                             alpha=10, samples2=llr64[1])
+    ci_auc = np.percentile(np.array(per_set)[1:, 0], [5, 95])  # [0] is the anchor's centre (all samples)
+    draws = np.asarray(res.draws, np.float64)
+    np.testing.assert_allclose(res.estimate[0], auc(labels, llr64[0]), rtol=1e-6)
+    # Bayesian and ordinary bootstrap differ in variance by N / (N + 1) (Rubin 1981): 0.1 % at N = 624, far below
+    # the Monte Carlo error of the anchor's 5 % and 95 % percentiles with 1000 sets, sqrt(0.05 * 0.95 / 1000) /
+    # phi(1.645) = 0.067 sd (ours, 4000 draws: 0.033 sd). Four combined standard errors: 0.3 sd per endpoint.
+    for ours, theirs in [(draws[:, 0], ci_auc), (draws[:, 0] - draws[:, 1], np.asarray(ci_diff))]:
+        np.testing.assert_allclose(np.percentile(ours, [5, 95]), theirs, atol=0.3 * ours.std())
+    # The check would catch unpaired systems: breaking the pairing of the draws widens the difference's interval.
+    unpaired = draws[:, 0] - np.random.default_rng(0).permutation(draws[:, 1])
+    paired_sd = (draws[:, 0] - draws[:, 1]).std()
+    assert np.max(np.abs(np.percentile(unpaired, [5, 95]) - np.asarray(ci_diff))) > 0.3 * paired_sd
+    # The reported HDI is the narrowest 90 % interval: never wider than the equal-tailed one.
+    assert np.all(res.hdi[:, 1] - res.hdi[:, 0] <= np.diff(np.percentile(draws, [5, 95], axis=0), axis=0)[0] + 1e-7)
+
+
+def test_clusters_of_repeated_samples_equal_one_copy_per_cluster():
+    # Each cluster repeats one sample c = 3 times: the two-level bootstrap gives the cluster Dirichlet(1..1)
+    # weight as a whole (eq. 2 of the module), so it must equal, in distribution, the one-level bootstrap of
+    # one copy per cluster.  The clustering lives in the weights, whatever the metric: the Brier score (a
+    # weighted mean) also has Rubin's closed form for both the right and the wrong answer.
+    g, c = 40, 3
+    y, lp_a = _binary_data(g, seed=8)
+    _, lp_b = _binary_data(g, seed=9, shift=0.5, labels=y)
+    one_copy = np.stack([lp_a, lp_b]).astype(np.float32)
+    repeated = np.repeat(one_copy, c, axis=1)
+    ids = np.repeat([f"patient {i}" for i in range(g)], c)
+    clustered = bootstrap_metric(KEY, np.repeat(y, c), repeated, "brier", groups=ids, num_draws=S)
+    reference = bootstrap_metric(jax.random.key(99), y, one_copy, "brier", num_draws=S)
+    assert clustered.info["num_groups"] == g
+    p32 = np.exp(one_copy.astype(np.float64))
+    per_sample = ((p32 - np.eye(2)[y]) ** 2).sum(-1) / 2  # (M, G)
+    for m in range(2):
+        a, b = np.asarray(clustered.draws[:, m]), np.asarray(reference.draws[:, m])
+        assert stats.ks_2samp(a, b).pvalue > 1e-3
+        z_mean, z_var, _ = _moment_check(a.astype(np.float64), per_sample[m])  # Rubin over the G clusters
+        assert abs(z_mean) < 4 and abs(z_var) < 4
+        # Ignoring the clusters would treat the 120 rows as independent: variance sum over the rows of
+        # (x - xbar)^2 / (120 * 121), about a third of the above; the draws are far from it.
+        x = np.repeat(per_sample[m], c)
+        ignored_var = np.sum((x - x.mean()) ** 2) / (len(x) * (len(x) + 1))
+        assert a.var() > 2 * ignored_var
+    # The same 90 % intervals, to the Monte Carlo error of two independent sets of HDI ends from 4000 draws each
+    # (about 0.05 sd each, so 0.07 sd for their difference): four standard errors, 0.3 sd.
+    sd = np.asarray(reference.draws).std(0)[:, None]
+    assert np.all(np.abs(clustered.hdi - reference.hdi) < 0.3 * sd), (clustered.hdi, reference.hdi, sd)
+    np.testing.assert_allclose(clustered.estimate, reference.estimate, rtol=1e-6)
+
+
+def test_user_metric_is_paired_and_matches_closed_form():
+    def accuracy(labels, log_posteriors, weights):
+        return jnp.sum(weights * (jnp.argmax(log_posteriors, -1) == labels))
+
+    y, lp = _binary_data(50, seed=10)
+    twins = np.stack([lp, lp]).astype(np.float32)
+    res = bootstrap_metric(KEY, y, twins, accuracy, higher_is_better=True, num_draws=S, rope=0.01,
+                           systems=("a", "a copy"))
+    draws = np.asarray(res.draws)
+    hits = (lp.argmax(1) == y).astype(float)
+    # Identical systems: identical draws, so "a strictly better than b" never happens either way, their
+    # difference has no spread, and P(best) is split evenly by the random tie-break.
+    np.testing.assert_array_equal(draws[:, 0], draws[:, 1])
+    np.testing.assert_array_equal(res.pairwise, np.zeros((2, 2)))
+    np.testing.assert_array_equal(res.interval("differences")[0, 1], [0.0, 0.0])
+    np.testing.assert_array_equal(res.rope_probabilities[0, 1], [0.0, 1.0, 0.0])
+    assert abs(res.p_best[0] - 0.5) < 4 * res.error("p_best", 0)
+    z_mean, z_var, _ = _moment_check(draws[:, 0].astype(np.float64), hits)  # accuracy is a weighted mean of hits
+    assert abs(z_mean) < 4 and abs(z_var) < 4
+    assert res.estimate[0] == pytest.approx(hits.mean(), rel=1e-6)
+    # The draws are fixed by the key and the draw's index, not by how the draws are chunked (up to float32
+    # rounding of sums vectorized differently).
+    chunked = bootstrap_metric(KEY, y, twins, accuracy, higher_is_better=True, num_draws=S, chunk_size=997)
+    np.testing.assert_allclose(chunked.draws, res.draws, atol=1e-6)
+    text = res.summary()
+    assert "a copy" in text and "P(|difference| <= 0.01)" in text and "lower" not in text.splitlines()[0]
+    assert res.interval().shape == (2, 2) and np.all(res.rank_probabilities.sum(1) == pytest.approx(1.0))
+
+
+# ------------------------------------------------------------------- bad inputs
+
+@pytest.mark.parametrize("kwargs,names", [
+    (dict(metric="accuracy"), "`metric`"),
+    (dict(metric=42), "`metric`"),
+    (dict(metric="auc", k=3), "`metric`"),
+    (dict(metric="eer", labels_n=9), "`labels`"),
+    (dict(metric="auc", one_class=True), "`labels` has a single class"),
+    (dict(metric="brier", num_draws=50), "num_draws"),
+    (dict(metric=lambda y, lp, w: jnp.sum(w * lp[:, 0])), "`higher_is_better`"),
+    (dict(metric=lambda y, lp, w: w * lp[:, 0], higher_is_better=True), "`metric`"),
+    (dict(metric="auc", higher_is_better=False), "`higher_is_better`"),
+    (dict(metric="brier", groups=[0, 1]), "`groups`"),
+    (dict(metric="auc", costs=[[0, 1], [1, 0]]), "`costs`"),
+    (dict(metric="auc", priors=[0.5, 0.5]), "`priors`"),
+    (dict(metric="cross_entropy", score_type="llr"), "`priors`"),
+    (dict(metric="nec_best_threshold", costs=[[0, 0], [0, 0]]), "`costs`"),
+    (dict(metric="brier", rope=-1.0), "`rope`"),
+    (dict(metric="brier", hdi_prob=1.5), "`hdi_prob`"),
+    (dict(metric="brier", key=0), "`key`"),
+])
+def test_bad_inputs_raise_input_error_naming_the_argument(kwargs, names):
+    kwargs = dict(kwargs)
+    k, labels_n, one_class = kwargs.pop("k", 2), kwargs.pop("labels_n", 10), kwargs.pop("one_class", False)
+    key = kwargs.pop("key", KEY)
+    score_type = kwargs.get("score_type", "log_posteriors")
+    rng = np.random.default_rng(0)
+    y = np.zeros(labels_n, int) if one_class else rng.integers(0, k, labels_n)
+    if score_type == "llr":
+        scores = rng.normal(size=10)
+    else:
+        logits = rng.normal(size=(10, k))
+        scores = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+    metric = kwargs.pop("metric")
+    with pytest.raises(InputError, match=names):
+        bootstrap_metric(key, y, scores, metric, **kwargs)
+
+
+def test_bad_weights_raise_input_error():
+    y, lp = _binary_data(10, seed=0)
+    for weights, message in [(np.ones(9), "`weights` must have N = 10"), (-np.ones(10), "non-negative"),
+                             (np.zeros(10), "positive sum"), (np.full(10, np.nan), "`weights` contains NaN")]:
+        with pytest.raises(InputError, match=message):
+            weighted_metric(y, lp, weights, "auc")
+
+
+# ------------------------------------------------------------------------ scale
+
+@pytest.mark.slow  # ~1 min on two cores: 10^4 draws of 10^4 samples for three metrics; the default lane covers
+# the same code at small sizes, this checks that memory stays bounded (chunks) and the numbers stay sane.
+def test_ten_thousand_draws_of_ten_thousand_samples():
+    y, lp_a = _binary_data(10_000, seed=11)
+    _, lp_b = _binary_data(10_000, seed=12, shift=0.8, labels=y)
+    scores = np.stack([lp_a, lp_b]).astype(np.float32)
+    for metric in ("auc", "eer", "cross_entropy"):
+        res = bootstrap_metric(KEY, y, scores, metric, num_draws=10_000)
+        draws = np.asarray(res.draws, np.float64)
+        assert np.all(np.isfinite(draws)) and res.info["chunk_size"] < 10_000
+        # At N = 10^4 the posterior is nearly normal around the estimate: the mean within 5 Monte Carlo errors.
+        assert np.all(np.abs(res.mean - res.estimate) < 0.05 * draws.std(0) + 5 * res.error("mean"))
+        assert res.best == "system 0"
