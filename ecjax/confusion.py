@@ -62,7 +62,7 @@ def _scatter_counts(flat, size, weights):
     return out.reshape(batch + (size,))
 
 
-def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None, weights=None):
+def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None, sample_weight=None):
     """Confusion matrix ``K_ij``: samples of true class ``i`` given decision ``j``.
 
     Args:
@@ -74,8 +74,12 @@ def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None,
       num_decisions: ``D``; defaults to ``K`` (or ``max(decisions) + 1`` if larger;
         inside ``jit``/``vmap``, where values are not concrete, to ``K``, and
         ``num_classes`` is then required).
-      weights: optional ``(..., N)`` non-negative sample weights; counts are
-        then float sums of weights.
+      sample_weight: optional ``(..., N)`` non-negative finite weight of each
+        sample (scikit-learn's name and meaning): ``K_ij = sum_n w_n [y_n = i]
+        [d_n = j]``, float weighted counts (an integer weight ``k`` counts the
+        sample ``k`` times), as ``sklearn.metrics.confusion_matrix(...,
+        sample_weight=)``.  :func:`ecjax.metrics.as_counts` accepts such float
+        counts, so they go to every metric that takes a count matrix.
 
     Returns:
       ``(..., K, D)`` counts: exact ``int32`` without weights (a numpy
@@ -111,14 +115,7 @@ def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None,
         num_decisions = num_classes if v.is_tracer(decisions) else max(
             num_classes, v.inferred_size(int(decisions.max()), "decisions", argument="num_decisions"))
     v.check_num_cells(num_classes, num_decisions, "num_classes` x `num_decisions")
-    w = None
-    if weights is not None:
-        w = v.as_array(weights, "weights", min_ndim=1)
-        v.check_finite(w, "weights")
-        v.check_same_length("labels", labels, "weights", w)
-        if not v.is_tracer(w) and np.any(np.asarray(w) < 0):
-            raise v.InputError("`weights` must be non-negative")
-        w = jnp.asarray(w, dtype=jnp.result_type(float))
+    w = v.as_sample_weight(sample_weight, labels, batched=True)
     if v.any_traced(labels, decisions, w):
         return _checked_counts(labels, decisions, w, num_classes=num_classes, num_decisions=num_decisions)
     if w is None and labels.shape[-1] > _DEVICE_COUNT_LIMIT:
@@ -226,12 +223,14 @@ class JointOutcomeTable:
         ).astype(self.counts.dtype)
 
 
-def joint_outcome_table(labels, decisions, *, num_classes=None, num_decisions=None, weights=None):
+def joint_outcome_table(labels, decisions, *, num_classes=None, num_decisions=None, sample_weight=None):
     """Joint outcome table of ``M`` systems scored on the same ``N`` samples.
 
     Args:
       labels: ``(N,)`` true classes shared by all systems.
       decisions: ``(M, N)`` decisions of each system on the same samples.
+      sample_weight: optional ``(N,)`` non-negative weights; each cell then
+        holds the sum of its samples' weights (float32).
 
     Returns:
       :class:`JointOutcomeTable` with the occupied cells and their counts.
@@ -252,12 +251,9 @@ def joint_outcome_table(labels, decisions, *, num_classes=None, num_decisions=No
         raise v.InputError(f"`labels` has {labels.shape[0]} samples: joint outcome tables count at most 2**31 - 1")
     rows = np.concatenate([labels[None], decisions], 0).T
     cells, inverse = np.unique(rows, axis=0, return_inverse=True)
-    if weights is None:
+    if sample_weight is None:
         counts = np.bincount(inverse.ravel(), minlength=len(cells)).astype(np.int32)
     else:
-        w = np.asarray(v.check_finite(v.as_array(weights, "weights", min_ndim=1), "weights"), dtype=np.float64)
-        v.check_same_length("labels", labels, "weights", w)
-        if np.any(w < 0):
-            raise v.InputError("`weights` must be non-negative")
+        w = np.asarray(v.as_sample_weight(sample_weight, labels), dtype=np.float64)
         counts = np.bincount(inverse.ravel(), weights=w, minlength=len(cells)).astype(np.float32)
     return JointOutcomeTable(v.to_device(cells, np.int32), v.to_device(counts), k, d)

@@ -389,6 +389,31 @@ def _log_of_probabilities(x, name: str):
     return jnp.asarray(log_p, dtype=jnp.result_type(float))
 
 
+def as_sample_weight(sample_weight, labels, *, batched: bool = False):
+    """Validated float sample weights (``None`` stays ``None``), on the device.
+
+    scikit-learn's ``sample_weight``: one finite, non-negative weight per
+    sample, each sample's contribution multiplied by it (an integer weight
+    ``k`` is the same as ``k`` copies of the sample, 0 the same as leaving it
+    out).  Shape ``(N,)`` matching ``labels``; ``(..., N)`` with ``batched``.
+    """
+    if sample_weight is None:
+        return None
+    w = as_array(sample_weight, "sample_weight", min_ndim=1)
+    if w.ndim != 1 and not batched:
+        raise InputError(f"`sample_weight` must be one weight per sample, shape (N,), got shape {tuple(w.shape)}")
+    check_same_length("labels", labels, "sample_weight", w)
+    if is_tracer(w):
+        return jnp.asarray(w, dtype=jnp.result_type(float))
+    a = np.asarray(w)
+    if a.dtype.kind not in "iufb":
+        raise InputError(f"`sample_weight` must be numeric, got dtype {a.dtype}")
+    check_finite(a, "sample_weight")
+    if np.any(a < 0):
+        raise InputError(f"`sample_weight` must be non-negative, got {a.min()}")
+    return to_device(a, jnp.result_type(float))
+
+
 def as_log_domain_scores(scores, score_type: str):
     """Scores that may hold a zero probability: ``(array, where)`` with ``-inf`` replaced by a finite stand-in.
 

@@ -45,13 +45,41 @@ def _labels_and_scores(labels, scores, priors, score_type):
     return labels, scores, log_p, k
 
 
-def _evaluation_priors(labels, k, priors):
-    counts = confusion_counts(labels, labels, num_classes=k, num_decisions=k)
+def _check_weighted_classes(labels, sample_weight, num_classes, priors):
+    """Weights must leave something to average: any weight with data priors, each prior-weighted class otherwise."""
+    if sample_weight is None or v.any_traced(labels, sample_weight, priors):
+        return
+    y = np.asarray(labels)
+    w = np.asarray(sample_weight, dtype=np.float64)
+    totals = np.bincount(y, weights=w, minlength=num_classes)
+    if not totals.sum() > 0:
+        raise v.InputError("`sample_weight` is 0 for every sample: there is nothing to average")
+    if priors is not None:
+        p = np.asarray(v.as_priors(priors, num_classes=num_classes))
+        present = np.bincount(y, minlength=num_classes) > 0
+        zeroed = present & (totals == 0) & (p > 0)
+        if np.any(zeroed):
+            raise v.InputError(f"`sample_weight` is 0 for every sample of class {int(np.flatnonzero(zeroed)[0])}, "
+                               "which has a non-zero prior in `priors`: its weighted average is undefined")
+
+
+def _weights_ok(sample_weight):
+    """Traced-input mask of valid weights (the NaN contract): finite, non-negative, some positive."""
+    if sample_weight is None:
+        return jnp.asarray(True)
+    return jnp.all(jnp.isfinite(sample_weight) & (sample_weight >= 0)) & (jnp.sum(sample_weight) > 0)
+
+
+def _evaluation_priors(labels, k, priors, sample_weight=None):
+    """Class counts (weighted: class weight totals) and the evaluation priors they give."""
+    _check_weighted_classes(labels, sample_weight, k, priors)
+    counts = confusion_counts(labels, labels, sample_weight, num_classes=k, num_decisions=k)
     return counts, resolve_priors(counts, priors)
 
 
 @partial(jax.jit, static_argnames=("score_type", "normalize", "batch_size", "precision"))
-def _bayes_ec(labels, scores, log_p, costs, class_weights, p, *, score_type, normalize, batch_size, precision):
+def _bayes_ec(labels, scores, log_p, costs, class_weights, p, sample_weight=None, *, score_type, normalize,
+              batch_size, precision):
     post = jnp.exp(log_posteriors_kernel(scores, log_p, score_type))  # (S, N, K)
     s, n, k = post.shape
     b, _, d = costs.shape
@@ -59,6 +87,8 @@ def _bayes_ec(labels, scores, log_p, costs, class_weights, p, *, score_type, nor
     chunks = jnp.concatenate([costs, jnp.zeros((pad, k, d), costs.dtype)]).reshape(-1, batch_size, k, d)
     flat_post = post.reshape(s * n, k)
     true_one_hot = jax.nn.one_hot(labels, k, dtype=post.dtype)  # (N, K)
+    if sample_weight is not None:
+        true_one_hot = true_one_hot * sample_weight[:, None]  # per-class sums become weighted sums
     cell = labels[None, :, None] * d  # offset of the true class's row in each flattened cost matrix
 
     def decisions(c):
@@ -98,7 +128,7 @@ def _default_batch_size(num_rows, num_decisions, num_costs):
 
 
 def bayes_expected_cost(labels, scores, costs, *, priors=None, score_type="log_posteriors", normalize=False,
-                        batch_size=None, precision="exact"):
+                        batch_size=None, precision="exact", sample_weight=None):
     """EC of Bayes decisions made from ``scores`` for each cost matrix.
 
     ``EC = sum_n w_n c(y_n, d_n)`` with ``d_n`` the Bayes decision (seed 001
@@ -122,6 +152,12 @@ def bayes_expected_cost(labels, scores, costs, *, priors=None, score_type="log_p
       precision: ``"exact"`` or ``"fast"`` (tensor-core products with the
         near ties recomputed in float32: the same decisions, see
         :func:`ecjax.decisions.bayes_decisions`).
+      sample_weight: optional ``(N,)`` non-negative sample weights
+        (scikit-learn's meaning): ``K_i*`` becomes the class's weight total
+        ``W_i``, the data priors ``W_i / W`` and ``w_n = P_{y_n} u_n /
+        W_{y_n}`` for sample weight ``u_n``, so an integer weight ``k`` is
+        ``k`` copies of the sample (as ``expected_cost``'s
+        ``average_cost_for_bayes_decisions(..., sample_weight=)``).
 
     Returns:
       EC of shape ``scores_batch + costs_batch`` (a scalar for one system
@@ -129,7 +165,8 @@ def bayes_expected_cost(labels, scores, costs, *, priors=None, score_type="log_p
     """
     precision = check_precision(precision)
     labels, scores, log_p, k = _labels_and_scores(labels, scores, priors, score_type)
-    counts, p = _evaluation_priors(labels, k, priors)
+    sample_weight = v.as_sample_weight(sample_weight, labels)
+    counts, p = _evaluation_priors(labels, k, priors, sample_weight)
     costs = v.as_matrix(costs, "costs", shape=(k, None))
     if costs.ndim > 3:
         raise v.InputError(f"`costs` must be (K, D) or (B, K, D), got shape {tuple(costs.shape)}")
@@ -145,7 +182,7 @@ def bayes_expected_cost(labels, scores, costs, *, priors=None, score_type="log_p
     if batch_size is None:
         batch_size = _default_batch_size(flat_scores.shape[0] * labels.shape[0], costs.shape[-1], flat_costs.shape[0])
     batch_size = v.as_positive_int(batch_size, "batch_size")
-    out = _bayes_ec(labels, flat_scores, log_p, flat_costs, class_weights, p,
+    out = _bayes_ec(labels, flat_scores, log_p, flat_costs, class_weights, p, sample_weight,
                     score_type=score_type, normalize=bool(normalize), batch_size=batch_size, precision=precision)
     return out.reshape(s_batch + costs.shape[:-2])
 
@@ -158,26 +195,27 @@ def _log_odds(scores, log_p, score_type):
 
 
 @jax.jit
-def _threshold_curve(labels, s, costs, p):
+def _threshold_curve(labels, s, costs, p, sample_weight=None):
     """One sort: the EC at every cut of the sorted scores (``+inf`` where a cut would split ties).
 
     The rates at each cut, ``R = [[1 - fa, fa], [miss, 1 - miss]]``, go
     straight into the EC kernel (rates are their own row-normalized counts).
     """
-    s_sorted, miss, fa, valid = _cuts(labels, s)
+    s_sorted, miss, fa, valid = _cuts(labels, s, sample_weight)
     rates_at_cut = jnp.stack([jnp.stack([1.0 - fa, fa], -1), jnp.stack([miss, 1.0 - miss], -1)], -2)
     return s_sorted, jnp.where(valid, expected_value(rates_at_cut, costs, p), jnp.inf)
 
 
 @jax.jit
-def _threshold_sweep(labels, s, costs, p):
-    s_sorted, ec = _threshold_curve(labels, s, costs, p)
+def _threshold_sweep(labels, s, costs, p, sample_weight=None):
+    s_sorted, ec = _threshold_curve(labels, s, costs, p, sample_weight)
     k = jnp.argmin(ec)
     return ec[k], _cut_threshold(s_sorted, k)
 
 
-def _binary_threshold_inputs(labels, scores, costs, priors, score_type):
+def _binary_threshold_inputs(labels, scores, costs, priors, score_type, sample_weight=None):
     labels, scores, log_p, k = _labels_and_scores(labels, scores, priors, score_type)
+    sample_weight = v.as_sample_weight(sample_weight, labels)
     if k != 2:
         raise v.InputError(f"thresholds need binary scores (K = 2), got K = {k}")
     costs = jnp.asarray(1.0 - jnp.eye(2)) if costs is None else v.as_matrix(costs, "costs", shape=(2, 2))
@@ -185,8 +223,25 @@ def _binary_threshold_inputs(labels, scores, costs, priors, score_type):
         raise v.InputError(f"`costs` must be one (2, 2) matrix, got shape {tuple(costs.shape)}")
     if scores.ndim != (1 if score_type == "llr" else 2):
         raise v.InputError(f"`scores` must be for one system, got shape {tuple(scores.shape)}")
-    _, p = _evaluation_priors(labels, 2, priors)
-    return labels, _log_odds(scores, log_p, score_type), costs, p
+    _, p = _evaluation_priors(labels, 2, priors, sample_weight)
+    s = _log_odds(scores, log_p, score_type)
+    labels, s, sample_weight = _drop_zero_weights(labels, s, sample_weight)
+    return labels, s, costs, p, sample_weight
+
+
+def _drop_zero_weights(labels, s, sample_weight):
+    """Concrete input: leave out samples of weight 0, as if absent (as scikit-learn's curves do).
+
+    Otherwise their scores would add cuts (thresholds) that no sample with
+    weight moves; under ``jit`` they stay, with the same rates at every cut.
+    """
+    if sample_weight is None or v.any_traced(labels, s, sample_weight):
+        return labels, s, sample_weight
+    keep = np.asarray(sample_weight) > 0
+    if keep.all():
+        return labels, s, sample_weight
+    keep = jnp.asarray(keep)
+    return labels[keep], s[keep], sample_weight[keep]
 
 
 def _normalizer(costs, p, normalize):
@@ -199,18 +254,23 @@ def _normalizer(costs, p, normalize):
 
 
 def expected_cost_vs_threshold(labels, scores, costs=None, *, priors=None, score_type="log_posteriors",
-                               normalize=False):
+                               normalize=False, sample_weight=None):
     """EC (or NEC) of "decide 1 iff s > t" at every threshold that changes a decision (one sort).
 
     ``s`` is the class-1 log-odds of the scores (the LLR for ``"llr"``); the
     curve of seed 002 Fig. 3.  Thresholds sit halfway between consecutive
     distinct scores, plus ``-inf`` (always 1) and ``+inf`` (always 0).
 
+    With ``sample_weight`` (see :func:`bayes_expected_cost`) the rates at
+    each cut are weighted fractions of each class; samples of weight 0 are
+    left out (they would only add thresholds).
+
     Returns:
       ``(thresholds, ec)`` as numpy arrays, thresholds increasing.
     """
-    labels, s, costs, p = _binary_threshold_inputs(labels, scores, costs, priors, score_type)
-    s_sorted, ec = _threshold_curve(labels, s, costs, p)
+    labels, s, costs, p, sample_weight = _binary_threshold_inputs(labels, scores, costs, priors, score_type,
+                                                                  sample_weight)
+    s_sorted, ec = _threshold_curve(labels, s, costs, p, sample_weight)
     keep = np.isfinite(np.asarray(ec))
     cuts = np.nonzero(keep)[0]
     thresholds = np.asarray(jax.vmap(lambda k: _cut_threshold(s_sorted, k))(jnp.asarray(cuts)))
@@ -218,7 +278,7 @@ def expected_cost_vs_threshold(labels, scores, costs=None, *, priors=None, score
 
 
 def optimal_threshold_expected_cost(labels, scores, costs=None, *, priors=None, score_type="log_posteriors",
-                                    normalize=False):
+                                    normalize=False, sample_weight=None):
     """EC at the empirically optimal threshold for binary scores, by one sort.
 
     Sorts the log-odds ``s = log P(1|x) - log P(0|x)`` (the LLR for
@@ -232,14 +292,17 @@ def optimal_threshold_expected_cost(labels, scores, costs=None, *, priors=None, 
       labels: ``(N,)`` classes in {0, 1}.
       scores: binary scores of any score type.
       costs: ``(2, 2)`` costs (default 0-1).
-      priors, score_type, normalize: as in :func:`bayes_expected_cost`.
+      priors, score_type, normalize, sample_weight: as in
+        :func:`bayes_expected_cost` (weighted rates at each cut; samples of
+        weight 0 left out).
 
     Returns:
       ``(ec, threshold)``: decide class 1 when ``s > threshold``
       (``-inf``: always 1; ``+inf``: always 0).
     """
-    labels, s, costs, p = _binary_threshold_inputs(labels, scores, costs, priors, score_type)
-    ec, thr = _threshold_sweep(labels, s, costs, p)
+    labels, s, costs, p, sample_weight = _binary_threshold_inputs(labels, scores, costs, priors, score_type,
+                                                                  sample_weight)
+    ec, thr = _threshold_sweep(labels, s, costs, p, sample_weight)
     return ec / _normalizer(costs, p, normalize), thr
 
 
@@ -260,12 +323,14 @@ ECE_VARIANTS = ("auto", "binary", "top_label")
 
 # ------------------------------------------------------------------ inputs
 
-def _psr_inputs(labels, scores, priors, score_type):
+def _psr_inputs(labels, scores, priors, score_type, sample_weight=None):
     """Validated ``(labels, log_posteriors, evaluation priors, class counts)``.
 
     For ``"llr"`` and ``"log_likelihoods"`` the priors also turn scores into
     posteriors (and are required); for posterior-type scores they are only
-    the evaluation (deployment) priors.
+    the evaluation (deployment) priors.  With ``sample_weight`` (already
+    validated by :func:`ecjax.inputs.as_sample_weight`) the class counts are the classes'
+    weight totals, and the data priors their fractions.
     """
     a, neg_inf = v.as_log_domain_scores(scores, score_type)
     likelihood_type = score_type in v.LIKELIHOOD_TYPES
@@ -276,7 +341,10 @@ def _psr_inputs(labels, scores, priors, score_type):
     if labels.ndim != 1:
         raise v.InputError(f"`labels` must be one vector of N classes, got shape {labels.shape}")
     v.check_same_length("labels", labels, "scores", s, axis_b=-1 if score_type == "llr" else -2)
-    counts = confusion_counts(labels, labels, num_classes=k, num_decisions=k)
+    if sample_weight is not None:
+        v.check_same_length("labels", labels, "sample_weight", sample_weight)
+    _check_weighted_classes(labels, sample_weight, k, priors)
+    counts = confusion_counts(labels, labels, sample_weight, num_classes=k, num_decisions=k)
     p = resolve_priors(counts, priors)
     log_post = log_posteriors_kernel(s, log_p, score_type)
     return labels, log_post, p, class_counts(counts)
@@ -345,8 +413,10 @@ def naive_brier(priors):
 
 
 @partial(jax.jit, static_argnames=("rule", "normalize"))
-def _psr(labels, log_post, p, n_i, *, rule, normalize):
+def _psr(labels, log_post, p, n_i, sample_weight=None, *, rule, normalize):
     w = class_weights(n_i, p)[labels]
+    if sample_weight is not None:
+        w = w * sample_weight  # P_i u_n / W_i: n_i holds the class weight totals W_i
     if rule == "xe":
         value = cross_entropy_kernel(labels, log_post, w)
         return value / naive_cross_entropy(p) if normalize else value
@@ -354,19 +424,21 @@ def _psr(labels, log_post, p, n_i, *, rule, normalize):
     return value / naive_brier(p) if normalize else value
 
 
-def _psr_public(rule, labels, scores, priors, score_type, normalize):
-    labels, log_post, p, n_i = _psr_inputs(labels, scores, priors, score_type)
+def _psr_public(rule, labels, scores, priors, score_type, normalize, sample_weight=None):
+    if sample_weight is not None:
+        sample_weight = v.as_sample_weight(sample_weight, v.as_array(labels, "labels", min_ndim=1))
+    labels, log_post, p, n_i = _psr_inputs(labels, scores, priors, score_type, sample_weight)
     naive = naive_cross_entropy(p) if rule == "xe" else naive_brier(p)
     if normalize:
         _check_normalizable(naive, "cross-entropy" if rule == "xe" else "Brier score")
-    out = _psr(labels, log_post, p, n_i, rule=rule, normalize=bool(normalize))
-    if v.any_traced(labels, log_post, p):
-        ok = _scores_ok(labels, log_post, n_i, p, priors is not None)
+    out = _psr(labels, log_post, p, n_i, sample_weight, rule=rule, normalize=bool(normalize))
+    if v.any_traced(labels, log_post, p, sample_weight):
+        ok = _scores_ok(labels, log_post, n_i, p, priors is not None) & _weights_ok(sample_weight)
         out = v.nan_where_invalid(out, ok & (naive > 0) if normalize else ok)
     return out
 
 
-def cross_entropy(labels, scores, *, priors=None, score_type="log_posteriors", normalize=False):
+def cross_entropy(labels, scores, *, priors=None, score_type="log_posteriors", normalize=False, sample_weight=None):
     """Cross-entropy (empirical expected logarithmic loss) of the scores.
 
     ``XE = -sum_i (P_i / N_i) sum_{n: y_n = i} log s_i(x_n)`` (seed 002
@@ -387,6 +459,12 @@ def cross_entropy(labels, scores, *, priors=None, score_type="log_posteriors", n
       normalize: divide by the XE of the naive system that outputs the priors,
         ``-sum_i P_i log P_i`` (seed 002 §4.1.2); values above 1 are worse than
         that system.  Same as ``psrcal.losses.LogLoss(norm=True)``.
+      sample_weight: optional ``(N,)`` non-negative weights (scikit-learn's
+        meaning): ``N_i`` becomes the class weight total ``W_i`` and each
+        sample's loss is multiplied by its weight, ``XE = -sum_i (P_i / W_i)
+        sum_{n: y_n = i} u_n log s_i(x_n)``; with data priors ``P_i = W_i /
+        W`` this is ``sklearn.metrics.log_loss(..., sample_weight=)``.  An
+        integer weight ``k`` is ``k`` copies of the sample.
 
     Returns:
       The XE (in nats), one per system.
@@ -395,18 +473,20 @@ def cross_entropy(labels, scores, *, priors=None, score_type="log_posteriors", n
       >>> float(cross_entropy([0, 1], jnp.log(jnp.array([[0.5, 0.5], [0.5, 0.5]]))))  # doctest: +ELLIPSIS
       0.693...
     """
-    return _psr_public("xe", labels, scores, priors, score_type, normalize)
+    return _psr_public("xe", labels, scores, priors, score_type, normalize, sample_weight)
 
 
-def brier(labels, scores, *, priors=None, score_type="log_posteriors", normalize=False):
+def brier(labels, scores, *, priors=None, score_type="log_posteriors", normalize=False, sample_weight=None):
     """Brier score ``sum_i (P_i/N_i) sum_{n: y_n=i} (1/K) sum_j (s_j(x_n) - [j = i])^2``.
 
     Seed 002 eqs. 56-57 (note the ``1/K``: the mean over classes, as in
     ``psrcal.losses.Brier``).  ``normalize`` divides by the Brier score of the
     naive system that outputs the priors, ``(1/K) sum_i P_i (1 - P_i)``.
-    Arguments as in :func:`cross_entropy`.
+    Arguments as in :func:`cross_entropy`; for ``K = 2`` with data priors and
+    ``sample_weight`` this is ``sklearn.metrics.brier_score_loss(...,
+    sample_weight=)``.
     """
-    return _psr_public("brier", labels, scores, priors, score_type, normalize)
+    return _psr_public("brier", labels, scores, priors, score_type, normalize, sample_weight)
 
 
 # ------------------------------------------------------------- binary scores
@@ -437,18 +517,23 @@ def _binary_log_odds(labels, scores, score_type, *, need_both=True):
     return labels, s
 
 
-def _cuts(labels, s):
+def _cuts(labels, s, sample_weight=None):
     """Error rates at every cut of the sorted scores (one sort).
 
     Cut ``k`` decides class 0 for the ``k`` lowest scores and 1 for the
     rest.  Returns ``(s_sorted, miss, fa, valid)`` with ``miss[k]`` the
     fraction of class-1 samples below the cut, ``fa[k]`` the fraction of
     class-0 samples above it, and ``valid[k]`` False where the cut would split
-    tied scores (no threshold realizes it).
+    tied scores (no threshold realizes it).  With ``sample_weight`` the
+    fractions are of each class's weight total.
     """
     order = jnp.argsort(s)
     s_sorted = s[order]
     is1 = labels[order] == 1
+    if sample_weight is not None:
+        miss, fa = _weighted_rates_at_cuts(is1, sample_weight[order])
+        valid = jnp.concatenate([jnp.array([True]), s_sorted[1:] > s_sorted[:-1], jnp.array([True])])
+        return s_sorted, miss, fa, valid
     zero = jnp.zeros((1,), jnp.int32)
     cum1 = jnp.concatenate([zero, jnp.cumsum(is1, dtype=jnp.int32)])
     cum0 = jnp.arange(s.shape[0] + 1, dtype=jnp.int32) - cum1
@@ -462,6 +547,18 @@ def _cuts(labels, s):
     return s_sorted, miss, fa, valid
 
 
+def _weighted_rates_at_cuts(is1, w):
+    """``(miss, fa)`` at every cut of sorted samples, as fractions of each class's weight total."""
+    zero = jnp.zeros((1,), w.dtype)
+    below1 = jnp.concatenate([zero, jnp.cumsum(jnp.where(is1, w, 0.0))])
+    # fa summed from the top down: W_0 minus a running sum would lose the small rates to cancellation.
+    above0 = jnp.concatenate([jnp.cumsum(jnp.where(is1, 0.0, w)[::-1])[::-1], zero])
+    w1, w0 = below1[-1], above0[0]
+    miss = jnp.clip(below1 / jnp.where(w1 > 0, w1, 1.0), 0.0, 1.0)
+    fa = jnp.clip(above0 / jnp.where(w0 > 0, w0, 1.0), 0.0, 1.0)
+    return miss, fa
+
+
 def _cut_threshold(s_sorted, k):
     """A threshold realizing cut ``k`` with the rule "class 1 iff s > t"."""
     n = s_sorted.shape[0]
@@ -472,20 +569,48 @@ def _cut_threshold(s_sorted, k):
 
 
 @jax.jit
-def _roc_kernel(labels, s):
-    s_sorted, miss, fa, valid = _cuts(labels, s)
+def _roc_kernel(labels, s, sample_weight=None):
+    s_sorted, miss, fa, valid = _cuts(labels, s, sample_weight)
     # sklearn's convention: thresholds descending, "positive iff s >= t", first +inf.
     thresholds = jnp.concatenate([s_sorted, jnp.array([jnp.inf], s_sorted.dtype)])
     return fa[::-1], (1.0 - miss)[::-1], thresholds[::-1], valid[::-1]
 
 
-def _binary_ok(labels, s):
-    """Traced-input mask of ROC/AUC/EER inputs: valid labels, no NaN score, both classes present."""
+def _binary_ok(labels, s, sample_weight=None):
+    """Traced-input mask of ROC/AUC/EER inputs: valid labels, no NaN score, both classes present.
+
+    With ``sample_weight``: valid weights, and each class with a positive weight total.
+    """
+    if sample_weight is not None:
+        w1 = jnp.sum(jnp.where(labels == 1, sample_weight, 0.0))
+        w0 = jnp.sum(jnp.where(labels == 0, sample_weight, 0.0))
+        return (jnp.all((labels == 0) | (labels == 1)) & ~jnp.any(jnp.isnan(s)) & _weights_ok(sample_weight)
+                & (w1 > 0) & (w0 > 0))
     n1 = jnp.sum(labels == 1)
     return jnp.all((labels == 0) | (labels == 1)) & ~jnp.any(jnp.isnan(s)) & (n1 > 0) & (n1 < labels.shape[0])
 
 
-def roc_curve(labels, scores, *, score_type="log_posteriors"):
+def _weighted_binary_inputs(labels, scores, score_type, sample_weight, *, drop_zero_weights):
+    """:func:`_binary_log_odds` plus validated weights ``(labels, s, sample_weight)``.
+
+    Both classes need a positive weight total (checked on concrete input).
+    """
+    if sample_weight is None:
+        labels, s = _binary_log_odds(labels, scores, score_type)
+        return labels, s, None
+    labels, s = _binary_log_odds(labels, scores, score_type, need_both=False)
+    sample_weight = v.as_sample_weight(sample_weight, labels)
+    if not v.any_traced(labels, sample_weight):
+        totals = np.bincount(np.asarray(labels), weights=np.asarray(sample_weight, np.float64), minlength=2)
+        if np.any(totals <= 0):
+            raise v.InputError(f"`sample_weight` is 0 for every sample of class {int(np.argmin(totals))} (or "
+                               "that class is absent from `labels`): ROC, AUC and EER need weight in both classes")
+    if drop_zero_weights:
+        labels, s, sample_weight = _drop_zero_weights(labels, s, sample_weight)
+    return labels, s, sample_weight
+
+
+def roc_curve(labels, scores, *, score_type="log_posteriors", sample_weight=None):
     """ROC points at every distinct threshold (seed 002 §4.5).
 
     Args:
@@ -493,6 +618,9 @@ def roc_curve(labels, scores, *, score_type="log_posteriors"):
       scores: binary scores of one system (``(N, 2)``, or ``(N,)`` for ``"llr"``).
       score_type: any score type; only the ranking of the class-1 log-odds is
         used, so no priors are needed.
+      sample_weight: optional ``(N,)`` non-negative weights: the rates are
+        fractions of each class's weight total, samples of weight 0 are left
+        out (as ``sklearn.metrics.roc_curve(..., sample_weight=)``).
 
     Returns:
       ``(fpr, tpr, thresholds)`` as ``sklearn.metrics.roc_curve(...,
@@ -501,8 +629,9 @@ def roc_curve(labels, scores, *, score_type="log_posteriors"):
       ``tpr = R_22``, both within ``[0, 1]``.  Concrete input only (the
       number of points depends on the data), so not usable inside ``jit``.
     """
-    labels, s = _binary_log_odds(labels, scores, score_type)
-    fpr, tpr, thr, valid = _roc_kernel(labels, s)
+    labels, s, sample_weight = _weighted_binary_inputs(labels, scores, score_type, sample_weight,
+                                                       drop_zero_weights=True)
+    fpr, tpr, thr, valid = _roc_kernel(labels, s, sample_weight)
     keep = np.asarray(valid)
     return fpr[keep], tpr[keep], thr[keep]
 
@@ -520,17 +649,39 @@ def _auc_kernel(labels, s):
     return jnp.sum(jnp.where(is1, per_positive, 0.0)) / jnp.sum(is1)
 
 
-def auc(labels, scores, *, score_type="log_posteriors"):
+@jax.jit
+def _weighted_auc_kernel(labels, s, sample_weight):
+    order = jnp.argsort(s)
+    s_sorted = s[order]
+    w0 = jnp.where(labels == 0, sample_weight, 0.0)[order]
+    below0 = jnp.concatenate([jnp.zeros((1,), w0.dtype), jnp.cumsum(w0)])
+    below = below0[jnp.searchsorted(s_sorted, s, side="left")]  # class-0 weight with scores < s_n
+    not_above = below0[jnp.searchsorted(s_sorted, s, side="right")]  # class-0 weight with scores <= s_n
+    total0 = below0[-1]
+    # Each positive's term in [0, 1] before the weighted mean keeps float32 accurate (as _auc_kernel).
+    per_positive = (below + 0.5 * (not_above - below)) / jnp.where(total0 > 0, total0, 1.0)
+    w1 = jnp.where(labels == 1, sample_weight, 0.0)
+    total1 = jnp.sum(w1)
+    return jnp.sum(w1 * per_positive) / jnp.where(total1 > 0, total1, 1.0)
+
+
+def auc(labels, scores, *, score_type="log_posteriors", sample_weight=None):
     """Area under the ROC curve, ties counted as one half (seed 002 §4.5).
 
     Equal to the Mann-Whitney statistic ``P(s_1 > s_0) + P(s_1 = s_0) / 2``
     for a random class-1 score ``s_1`` and class-0 score ``s_0`` (and to
     ``sklearn.metrics.roc_auc_score``).  One sort plus binary searches:
     O(N log N).  Arguments as in :func:`roc_curve`.
+
+    With ``sample_weight`` ``u``: the weighted statistic ``sum_{m: y=1}
+    sum_{n: y=0} u_m u_n ([s_m > s_n] + [s_m = s_n] / 2) / (W_1 W_0)``, the
+    area under the weighted ROC (``roc_auc_score(..., sample_weight=)``).
     """
-    labels, s = _binary_log_odds(labels, scores, score_type)
-    out = _auc_kernel(labels, s)
-    return v.nan_where_invalid(out, _binary_ok(labels, s)) if v.any_traced(labels, s) else out
+    labels, s, sample_weight = _weighted_binary_inputs(labels, scores, score_type, sample_weight,
+                                                       drop_zero_weights=False)
+    out = _auc_kernel(labels, s) if sample_weight is None else _weighted_auc_kernel(labels, s, sample_weight)
+    traced = v.any_traced(labels, s, sample_weight)
+    return v.nan_where_invalid(out, _binary_ok(labels, s, sample_weight)) if traced else out
 
 
 @jax.jit
@@ -569,8 +720,8 @@ def auc_one_vs_rest(labels, scores, *, priors=None, score_type="log_posteriors")
 
 
 @jax.jit
-def _eer_kernel(labels, s):
-    _, miss, fa, valid = _cuts(labels, s)
+def _eer_kernel(labels, s, sample_weight=None):
+    _, miss, fa, valid = _cuts(labels, s, sample_weight)
 
     def active(pi):
         # Line of the cut minimizing pi*miss + (1-pi)*fa: a vertex of the ROC convex hull.
@@ -591,7 +742,7 @@ def _eer_kernel(labels, s):
     return miss[a] + t * (miss[b] - miss[a])
 
 
-def eer(labels, scores, *, score_type="log_posteriors"):
+def eer(labels, scores, *, score_type="log_posteriors", sample_weight=None):
     """Equal error rate on the ROC convex hull (ROCCH-EER, seed 002 §4.5).
 
     The rate at which the convex hull of the ROC crosses ``R_12 = R_21``
@@ -601,10 +752,15 @@ def eer(labels, scores, *, score_type="log_posteriors"):
     exact intersection of the hull segment with the diagonal.  This is the
     definition of the BOSARIS toolkit and ``llreval`` (``ROCCH.EER``); on a
     step ROC it interpolates between the two cuts that straddle the diagonal.
+
+    With ``sample_weight`` the ROC is the weighted one of :func:`roc_curve`
+    (rates as fractions of each class's weight total).
     """
-    labels, s = _binary_log_odds(labels, scores, score_type)
-    out = _eer_kernel(labels, s)
-    return v.nan_where_invalid(out, _binary_ok(labels, s)) if v.any_traced(labels, s) else out
+    labels, s, sample_weight = _weighted_binary_inputs(labels, scores, score_type, sample_weight,
+                                                       drop_zero_weights=False)
+    out = _eer_kernel(labels, s, sample_weight)
+    traced = v.any_traced(labels, s, sample_weight)
+    return v.nan_where_invalid(out, _binary_ok(labels, s, sample_weight)) if traced else out
 
 
 class OperatingPoint(NamedTuple):
@@ -858,7 +1014,7 @@ def bin_indices(values, num_bins, binning, reference=None):
 
 
 @partial(jax.jit, static_argnames=("num_bins", "binning", "top_label"))
-def _bin_sums(labels, log_post, *, num_bins, binning, top_label):
+def _bin_sums(labels, log_post, sample_weight=None, *, num_bins, binning, top_label):
     """Per bin: samples, sum of confidences, sum of hits, sum of (hit - confidence) (eqs. 62-63).
 
     The ECE uses the last: in float32, summing the differences keeps ~1e-7 accuracy, while
@@ -872,21 +1028,28 @@ def _bin_sums(labels, log_post, *, num_bins, binning, top_label):
         hit = (labels == 1).astype(conf.dtype)
     idx, _ = bin_indices(conf, num_bins, binning)
     stats = jnp.stack([jnp.ones_like(conf), conf, hit, hit - conf], -1)
+    if sample_weight is not None:
+        stats = stats * sample_weight[:, None]  # |B_m| becomes the bin's weight total
     sums = jax.ops.segment_sum(stats, idx, num_segments=num_bins)
     return sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3]
 
 
 @partial(jax.jit, static_argnames=("num_bins", "binning", "top_label"))
-def _ece_kernel(labels, log_post, *, num_bins, binning, top_label):
-    *_, gap_sum = _bin_sums(labels, log_post, num_bins=num_bins, binning=binning, top_label=top_label)
-    return jnp.sum(jnp.abs(gap_sum)) / labels.shape[0]
+def _ece_kernel(labels, log_post, sample_weight=None, *, num_bins, binning, top_label):
+    *_, gap_sum = _bin_sums(labels, log_post, sample_weight, num_bins=num_bins, binning=binning,
+                            top_label=top_label)
+    total = labels.shape[0] if sample_weight is None else jnp.sum(sample_weight)
+    return jnp.sum(jnp.abs(gap_sum)) / total
 
 
-def _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type):
+def _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type, sample_weight=None):
     v.check_choice(binning, "binning", ECE_BINNINGS)
     v.check_choice(variant, "variant", ECE_VARIANTS)
     num_bins = v.as_positive_int(num_bins, "num_bins")
-    labels, log_post, _, _ = _psr_inputs(labels, scores, priors, score_type)
+    if sample_weight is not None and binning != "equal_width":
+        raise v.InputError("`sample_weight` is supported with binning='equal_width' only (weighted equal-mass "
+                           "bin edges are not implemented)")
+    labels, log_post, _, _ = _psr_inputs(labels, scores, priors, score_type, sample_weight)
     if log_post.ndim != 2:
         raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(log_post.shape)}")
     k = log_post.shape[-1]
@@ -897,7 +1060,7 @@ def _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type):
 
 
 def ece(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
-        score_type="log_posteriors"):
+        score_type="log_posteriors", sample_weight=None):
     """Expected calibration error (seed 002 eqs. 62-63), as a fraction.
 
     ``ECE = sum_m |B_m|/N |frac(B_m) - avg(B_m)|``.  ``variant="binary"``
@@ -921,10 +1084,20 @@ def ece(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", p
       variant: ``"auto"``, ``"binary"`` or ``"top_label"``.
       priors, score_type: as in :func:`cross_entropy` (priors only to form
         posteriors from likelihood-type scores).
+      sample_weight: optional ``(N,)`` non-negative weights ``u``: ``|B_m|``
+        and ``N`` become weight totals and the bin averages weighted
+        averages, ``ECE = sum_m |sum_{n in B_m} u_n (hit_n - conf_n)| /
+        sum_n u_n`` (an integer weight ``k`` is ``k`` copies of the sample).
+        Only with ``binning="equal_width"``.
     """
-    labels, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type)
-    out = _ece_kernel(labels, log_post, num_bins=num_bins, binning=binning, top_label=top_label)
-    return v.nan_where_invalid(out, _scores_ok(labels, log_post)) if v.any_traced(labels, log_post) else out
+    if sample_weight is not None:
+        sample_weight = v.as_sample_weight(sample_weight, v.as_array(labels, "labels", min_ndim=1))
+    labels, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type,
+                                                        sample_weight)
+    out = _ece_kernel(labels, log_post, sample_weight, num_bins=num_bins, binning=binning, top_label=top_label)
+    if v.any_traced(labels, log_post, sample_weight):
+        return v.nan_where_invalid(out, _scores_ok(labels, log_post) & _weights_ok(sample_weight))
+    return out
 
 
 class ReliabilityBins(NamedTuple):

@@ -54,14 +54,14 @@ def test_weighted_confusion_matrix(n):
     y = rng.integers(0, k, n)
     d = rng.integers(0, k, n)
     w = rng.uniform(0, 2, n)
-    got = confusion_matrix(y, d, num_classes=k, weights=w)
+    got = confusion_matrix(y, d, num_classes=k, sample_weight=w)
     assert jnp.issubdtype(got.dtype, jnp.floating)
     np.testing.assert_allclose(np.asarray(got), _bincount(y, d, k, k, w), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(got), sk_confusion_matrix(y, d, labels=np.arange(k), sample_weight=w),
                                rtol=1e-5)
     # Integer weights give the counts of the repeated samples.
     wi = rng.integers(0, 4, n)
-    np.testing.assert_allclose(np.asarray(confusion_matrix(y, d, num_classes=k, weights=wi)),
+    np.testing.assert_allclose(np.asarray(confusion_matrix(y, d, num_classes=k, sample_weight=wi)),
                                np.asarray(confusion_matrix(np.repeat(y, wi), np.repeat(d, wi), num_classes=k)))
 
 
@@ -89,7 +89,7 @@ def test_batched_confusion_matrices(n):
             np.testing.assert_array_equal(got[a, i], _bincount(y2[a, 0], dec[i], k, k))
     # Weighted and batched.
     w = rng.uniform(0, 1, n)
-    got = np.asarray(confusion_matrix(y, dec, num_classes=k, weights=w))
+    got = np.asarray(confusion_matrix(y, dec, num_classes=k, sample_weight=w))
     for i in range(m):
         np.testing.assert_allclose(got[i], _bincount(y, dec[i], k, k, w), rtol=1e-5)
 
@@ -168,7 +168,7 @@ def test_weighted_joint_outcome_table():
     y = rng.integers(0, 2, 300)
     dec = rng.integers(0, 3, (2, 300))
     w = rng.uniform(0, 1, 300)
-    table = joint_outcome_table(y, dec, num_decisions=3, weights=w)
+    table = joint_outcome_table(y, dec, num_decisions=3, sample_weight=w)
     want = _counter_table(y, dec, w)
     got = {tuple(c): float(v) for c, v in zip(np.asarray(table.cells).tolist(), np.asarray(table.counts))}
     assert got.keys() == want.keys()

@@ -335,7 +335,7 @@ def test_confusion_matrix_marks_invalid_indices_under_jit_and_vmap():
     bad_d = jnp.array([0, 1, 5, 0])  # decision >= D = K under jit
     assert np.all(np.asarray(jax.jit(lambda a: confusion_matrix(y[0], a, num_classes=2))(bad_d)) == -1)
     w = jnp.array([1.0, -1.0, 1.0, 1.0])
-    assert np.all(np.isnan(np.asarray(jax.jit(lambda w: confusion_matrix(y[0], d, num_classes=2, weights=w))(w))))
+    assert np.all(np.isnan(np.asarray(jax.jit(lambda w: confusion_matrix(y[0], d, num_classes=2, sample_weight=w))(w))))
 
 
 def test_invalid_count_matrix_propagates_nan():

@@ -53,12 +53,12 @@ def test_confusion_matrix_bad_labels_or_decisions(labels, decisions, kwargs, nam
 
 
 def test_confusion_matrix_bad_weights_and_batch_axes():
-    with pytest.raises(InputError, match="`weights`"):
-        confusion_matrix([0, 1, 1], [0, 1, 1], weights=[1.0, -1.0, 1.0])
-    with pytest.raises(InputError, match="`weights`"):
-        confusion_matrix([0, 1, 1], [0, 1, 1], weights=[1.0, np.inf, 1.0])
-    with pytest.raises(InputError, match="`weights`"):
-        confusion_matrix([0, 1, 1], [0, 1, 1], weights=[1.0, 1.0])
+    with pytest.raises(InputError, match="`sample_weight`"):
+        confusion_matrix([0, 1, 1], [0, 1, 1], sample_weight=[1.0, -1.0, 1.0])
+    with pytest.raises(InputError, match="`sample_weight`"):
+        confusion_matrix([0, 1, 1], [0, 1, 1], sample_weight=[1.0, np.inf, 1.0])
+    with pytest.raises(InputError, match="`sample_weight`"):
+        confusion_matrix([0, 1, 1], [0, 1, 1], sample_weight=[1.0, 1.0])
     with pytest.raises(InputError, match="`labels`.*`decisions`"):
         confusion_matrix(np.zeros((2, 4), int), np.zeros((3, 4), int))
 

@@ -187,7 +187,7 @@ def test_batched_decisions_equal_separate_calls(shape, m, seed):
     dec = rng.integers(0, d, (m, n))
     w = rng.uniform(0, 2, n)
     batched = np.asarray(confusion_matrix(y, dec, num_classes=k, num_decisions=d))
-    weighted = np.asarray(confusion_matrix(y, dec, num_classes=k, num_decisions=d, weights=w))
+    weighted = np.asarray(confusion_matrix(y, dec, num_classes=k, num_decisions=d, sample_weight=w))
     costs = rng.uniform(0, 1, (k, d))
     ecs = np.asarray(metrics.expected_cost(batched, costs))
     for i in range(m):
