@@ -63,3 +63,23 @@ def dataset(request):
     """Each dataset of ``../shared/data`` in turn: ``(name, targets, scores, score_type)``."""
     targets, scores, score_type = load_dataset(request.param)
     return request.param, targets, scores, score_type
+
+
+def run_cli(*args, cwd):
+    """``(exit code, stdout, stderr)`` of ``ecjax ARGS`` run in this process from ``cwd``, as the console script
+    runs it (``ecjax.cli.main``): the compiled kernels of earlier tests are reused instead of compiled again in a
+    new interpreter.  Tests of signals, of the interpreter's exit and of a fresh process start real processes."""
+    import contextlib
+    import io
+
+    from ecjax import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main([str(a) for a in args])
+    finally:
+        os.chdir(here)
+    return code, out.getvalue(), err.getvalue()

@@ -1,19 +1,15 @@
-"""The `ecjax` command, run in a subprocess: outputs checked against independent computations,
+"""The `ecjax` command, run in this process (``cli.main``, as the console script calls it; the tests of signals,
+exit codes of the interpreter and fresh-process behaviour start real processes elsewhere): outputs checked
+against independent computations,
 bad input giving exit code 2 and a one-line message naming the file."""
 
 import json
 import pickle
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-
-def run(*args, cwd):
-    proc = subprocess.run([sys.executable, "-m", "ecjax.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
-    return proc.returncode, proc.stdout, proc.stderr
+from conftest import run_cli as run
 
 
 @pytest.fixture()

@@ -10,13 +10,8 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import run_cli as run
 from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
-
-
-def run(*args, cwd):
-    proc = subprocess.run([sys.executable, "-m", "ecjax.cli", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)
-    return proc.returncode, proc.stdout, proc.stderr
 
 
 def _softmax(x):
