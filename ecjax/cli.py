@@ -861,6 +861,39 @@ def cmd_calibrate(args):
     return 0
 
 
+def cmd_compare_folds(args):
+    """Compare systems from their per-fold results: Bayesian correlated t-test, or the hierarchical model."""
+    import jax
+
+    from ecjax.io import load_results_table
+    from ecjax.prob.from_results import compare_results, hierarchical_test
+
+    table = load_results_table(args.results)
+    key = jax.random.key(args.seed)
+    common = dict(rope=args.rope, runs=args.runs, test_fraction=args.test_fraction)
+    record = {"schema": JSON_SCHEMA_VERSION, "command": "compare-folds", "systems": table.systems,
+              "rope": args.rope, "runs": args.runs, "test_fraction": args.test_fraction, "seed": args.seed}
+    if table.datasets is None:
+        res = compare_results(table.scores, key=key, systems=table.systems, **common)
+        record.update(model="correlated t-test (Corani & Benavoli 2015)", mean=_float_dict(table.systems,
+                      res.mean_scores), p_best=_float_dict(table.systems, res.p_best),
+                      hdi={n: np.asarray(h).tolist() for n, h in zip(table.systems, res.hdi)},
+                      pairwise={a: {b: np.asarray(res.pairwise[i, j]).tolist() for j, b in enumerate(table.systems)}
+                                for i, a in enumerate(table.systems)})
+        text = res.summary()
+    else:
+        if len(table.systems) != 2:
+            raise InputError(f"{args.results}: the hierarchical model over data sets compares two systems, got "
+                             f"{len(table.systems)} ({', '.join(table.systems)}); give one pair per file")
+        with _heartbeat(args, "compare-folds: NUTS on the hierarchical model"):
+            res = hierarchical_test(table.scores[0], table.scores[1], key=key, **common)
+        record.update(model="hierarchical (Benavoli et al. 2017)", datasets=table.datasets, p_left=res.p_left,
+                      p_rope=res.p_rope, p_right=res.p_right, predictive=np.asarray(res.predictive).tolist())
+        text = res.summary(names=tuple(table.systems))
+    _emit(args, record, text, None)
+    return 0
+
+
 _LONG_RUN_SECONDS = 60.0
 _PROGRESS_SECONDS = 2.0  # shorter runs answer before a progress line would help
 
@@ -1501,6 +1534,20 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="with --decision-rule per_draw: draws of the rates for each drawn cost matrix (its Bayes "
                          "decisions are made once and shared by them; default: chosen from the problem's size, "
                          "see ecjax.prob.PerDraw)")
+    cf = sub.add_parser("compare-folds", help="compare systems from per-fold (and per-data-set) results: "
+                                              "Bayesian correlated t-test, or the hierarchical model over data sets")
+    cf.add_argument("results", metavar="RESULTS.csv",
+                    help="header naming the systems (and an optional `dataset` column), one row per fold; "
+                         "higher is better")
+    cf.add_argument("--rope", type=_float_in(0.0, "--rope"), default=0.0,
+                    help="region of practical equivalence, in the results' units (default 0)")
+    cf.add_argument("--runs", type=_int_in(1, 10**6, "--runs"), default=1,
+                    help="repetitions of the cross-validation in the rows (folds correlate as runs / rows)")
+    cf.add_argument("--test-fraction", type=_float_in(0.0, "--test-fraction", strict=True), default=None,
+                    help="fraction of the data in each test fold (the Nadeau-Bengio correlation), instead of --runs")
+    cf.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key (default 0)")
+    cf.add_argument("--json", action="store_true", help="print a JSON record instead of the table")
+    cf.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     sw = sub.add_parser("sweep", help="which system wins where: utility-space winner maps, cost-ratio sweeps")
     _add_common(sw)
     sw.add_argument("--over", default="auto", choices=["auto", "utility-space", "cost-ratio", "matrices"],
@@ -1558,7 +1605,8 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = {"demo": cmd_demo, "metrics": cmd_metrics, "calibrate": cmd_calibrate, "compare": cmd_compare, "sweep": cmd_sweep}
+COMMANDS = {"demo": cmd_demo, "metrics": cmd_metrics, "calibrate": cmd_calibrate, "compare": cmd_compare,
+            "compare-folds": cmd_compare_folds, "sweep": cmd_sweep}
 
 
 class _Terminated(BaseException):

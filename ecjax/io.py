@@ -156,6 +156,53 @@ def _load_csv(p: Path) -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class ResultsTable:
+    """Per-fold (or per-run) results of several systems, from :func:`load_results_table`."""
+
+    systems: list[str]
+    scores: np.ndarray  # (M, n), or (M, q, n) with data sets
+    datasets: list[str] | None = None
+
+
+def load_results_table(path) -> ResultsTable:
+    """A CSV of results: a header naming the columns, one row per fold (higher is better).
+
+    Every column is a system, except an optional ``dataset`` column that
+    groups the rows by data set (each data set with the same number of
+    folds): ``dataset,A,B`` / ``iris,0.93,0.95`` / ...
+    """
+    p = Path(path)
+    lines = [ln.strip() for ln in _read_text(p).splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if len(lines) < 2:
+        raise InputError(f"{p}: needs a header naming the systems and at least one row of results")
+    header = [h.strip() for h in lines[0].split(",")]
+    if len(set(header)) != len(header) or not all(header):
+        raise InputError(f"{p}: the header must name every column once, got {lines[0][:80]!r}")
+    cells = [[c.strip() for c in ln.split(",")] for ln in lines[1:]]
+    for i, row in enumerate(cells):
+        if len(row) != len(header):
+            raise InputError(f"{p}: line {i + 2} has {len(row)} columns, the header {len(header)}")
+    by = header.index("dataset") if "dataset" in header else None
+    systems = [h for j, h in enumerate(header) if j != by]
+    if not systems:
+        raise InputError(f"{p}: no system column besides `dataset`")
+    try:
+        values = np.array([[float(c) for j, c in enumerate(row) if j != by] for row in cells])
+    except ValueError:
+        raise InputError(f"{p}: every result must be a number") from None
+    if not np.all(np.isfinite(values)):
+        raise InputError(f"{p}: results contain NaN or inf")
+    if by is None:
+        return ResultsTable(systems, values.T)
+    names = list(dict.fromkeys(row[by] for row in cells))
+    groups = [values[[row[by] == d for row in cells]] for d in names]
+    if len({len(g) for g in groups}) != 1:
+        raise InputError(f"{p}: every data set needs the same number of folds, got "
+                         f"{dict(zip(names, (len(g) for g in groups)))}")
+    return ResultsTable(systems, np.stack(groups, 1).transpose(2, 1, 0), names)
+
+
+@dataclass(frozen=True)
 class CostSpec:
     """A parsed cost specification (see the module docstring)."""
 

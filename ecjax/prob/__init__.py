@@ -19,6 +19,15 @@
 from ecjax.prob.bootstrap import BUILTIN_METRICS, MetricPosterior, bootstrap_metric, weighted_metric
 from ecjax.prob.compare import PerDraw, compare, compare_counts, draw_to_precision, evaluate_draws
 from ecjax.prob.distributions import TruncatedStandardNormal
+from ecjax.prob.from_results import (
+    CorrelatedTTest,
+    HierarchicalTTest,
+    ResultsComparison,
+    compare_results,
+    correlated_t_test,
+    hierarchical_t_model,
+    hierarchical_test,
+)
 from ecjax.prob.expected_utility import (
     ExpectedUtility,
     expected_utility_bayes_decisions,
@@ -59,6 +68,8 @@ from ecjax.prob.utility_priors import (
 
 __all__ = [
     "BUILTIN_METRICS", "MetricPosterior", "bootstrap_metric", "weighted_metric",
+    "CorrelatedTTest", "HierarchicalTTest", "ResultsComparison", "compare_results", "correlated_t_test",
+    "hierarchical_t_model", "hierarchical_test",
     "ClusteredOutcomeTable", "Comparison", "Doubt", "ExpectedUtility", "HierarchicalComparison", "PerDraw",
     "PriorDistribution", "TruncatedStandardNormal", "UtilityPrior", "clustered_outcome_table", "compare", "compare_counts",
     "compare_test_sets", "cost_ratio", "cost_ratio_model", "dirichlet_priors", "draw_to_precision", "evaluate_draws",

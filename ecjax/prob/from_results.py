@@ -1,0 +1,859 @@
+"""Comparisons from per-fold or per-dataset results (cross-validation, several benchmarks).
+
+The inputs are not labels and scores but one number per fold (or per fold
+of each data set) for each system: an accuracy, an expected cost, a
+utility yield.  Three tools, after ``baycomp`` (Benavoli, Corani, Demšar &
+Zaffalon 2017, "Time for a change: a tutorial for comparing multiple
+classifiers through Bayesian analysis", JMLR 18(77)):
+
+* :func:`correlated_t_test`: one data set, ``n`` folds (``runs`` repetitions
+  of ``k``-fold cross-validation).  The Bayesian correlated t-test of Corani
+  & Benavoli (2015, "A Bayesian approach for comparing cross-validated
+  algorithms on multiple data sets", Machine Learning 100(2-3); the tutorial above).
+  The fold results overlap in their training sets, so they are correlated
+  with ``rho = n_test / n_total`` (Nadeau & Bengio 2003, "Inference for the
+  generalization error", Machine Learning 52).  With the prior ``p(mu,
+  sigma^2) ∝ 1 / sigma^2`` the posterior of the mean difference is a
+  Student t::
+
+      mu | d ~ St(df = n - 1, loc = mean(d), scale^2 = (1/n + rho/(1 - rho)) s^2)
+
+  with ``s^2`` the sample variance (``ddof = 1``) of the differences.  The
+  three probabilities against a region of practical equivalence (ROPE)
+  ``[-rope, rope]`` are t CDFs, in closed form.
+* :func:`hierarchical_test`: ``q`` data sets, ``n`` folds each.  The
+  hierarchical model of Corani, Benavoli, Demšar, Mangili & Zaffalon (2017,
+  "Statistical comparison of classifiers through Bayesian hierarchical
+  modelling", Machine Learning 106(11); the tutorial above), baycomp's
+  ``HierarchicalTest`` (Stan) transcribed as the NumPyro model
+  :func:`hierarchical_t_model` and fitted with NUTS.
+* :func:`compare_results`: ``M`` systems on one data set.  The joint
+  posterior of the ``M`` mean scores whose every pairwise marginal is the
+  correlated t-test of that pair (a multivariate t), its ranking
+  (:mod:`ecjax.prob.ranking`) and the closed-form pairwise probabilities.
+
+Conventions (baycomp's): the differences are ``scores_b - scores_a``; ``left``
+is ``mu < -rope`` (the first system, ``a``, better when higher scores are
+better), ``rope`` is ``|mu| <= rope``, ``right`` is ``mu > rope``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import partial
+from typing import NamedTuple
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+import numpyro
+import numpyro.distributions as dist
+from numpyro.infer import MCMC, NUTS
+from numpyro.infer.reparam import LocScaleReparam
+
+from ecjax import inputs as v
+from ecjax.precision import matmul
+from ecjax.prob import ranking
+
+# baycomp's default number of draws of the correlated t-test's posterior (``Posterior.nsamples``).
+DEFAULT_T_DRAWS = 50_000
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Inputs
+
+
+def _as_results(x, name: str, *, min_ndim: int):
+    """Finite per-fold results with at least ``min_ndim`` axes and at least 2 folds.
+
+    Concrete input stays a float64 host array (differences of results near 1
+    are taken before the float32 cast, which would cost them ~1e-7 each);
+    traced input is cast to the default float type.
+    """
+    arr = v.as_array(x, name, min_ndim=min_ndim)
+    if not v.is_tracer(arr) and np.asarray(arr).dtype.kind not in "fiub":
+        raise v.InputError(f"`{name}` must be numeric, got dtype {np.asarray(arr).dtype}")
+    v.check_finite(arr, name)
+    if arr.shape[-1] < 2:
+        raise v.InputError(f"`{name}` needs at least 2 folds (last axis), got shape {tuple(arr.shape)}: the "
+                           "variance of one difference is undefined")
+    return arr.astype(jnp.result_type(float)) if v.is_tracer(arr) else np.asarray(arr, np.float64)
+
+
+def _on_device(x):
+    return x if v.is_tracer(x) else v.to_device(x, jnp.result_type(float))
+
+
+def _differences(scores_a, scores_b, *, min_ndim: int):
+    """``(differences, name)``: ``scores_b - scores_a``, or ``scores_a`` itself when ``scores_b`` is ``None``.
+
+    Concrete differences are a float64 host array; traced ones a jax array.
+    """
+    if scores_b is None:
+        return _as_results(scores_a, "differences", min_ndim=min_ndim), "differences"
+    a = _as_results(scores_a, "scores_a", min_ndim=min_ndim)
+    b = _as_results(scores_b, "scores_b", min_ndim=min_ndim)
+    if a.shape != b.shape:
+        raise v.InputError(f"`scores_a` and `scores_b` must have the same shape, got {tuple(a.shape)} and "
+                           f"{tuple(b.shape)}")
+    return b - a, "differences (scores_b - scores_a)"
+
+
+def _as_rope(rope) -> float:
+    value = v.as_real(rope, "rope")
+    if value < 0:
+        raise v.InputError(f"`rope` must be >= 0, got {rope!r}")
+    return value
+
+
+def fold_correlation(num_folds_total: int, *, runs: int = 1, test_fraction=None) -> float:
+    """``rho``, the correlation between the results of two folds (Nadeau & Bengio 2003).
+
+    ``rho = n_test / n_total``, the fraction of the data in each test fold.
+    By default (``test_fraction=None``) it is ``1 / k`` for ``runs``
+    repetitions of ``k``-fold cross-validation with ``n = runs k`` results,
+    as in baycomp; give ``test_fraction`` for other schemes (repeated
+    hold-out).  Raises :class:`InputError` unless ``0 < rho < 1``.
+    """
+    runs = v.as_positive_int(runs, "runs")
+    if test_fraction is not None:
+        return v.as_number_between(test_fraction, "test_fraction", 0.0, 1.0)
+    if num_folds_total % runs:
+        raise v.InputError(f"`runs` must divide the number of results: {num_folds_total} results are not "
+                           f"{runs} runs of k folds")
+    folds = num_folds_total // runs
+    if folds < 2:
+        raise v.InputError(f"`runs`: {num_folds_total} results in {runs} runs leave {folds} fold per run; "
+                           "cross-validation needs at least 2 folds (or give `test_fraction`)")
+    return 1.0 / folds
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The Student t CDF with integer degrees of freedom (jax.scipy.stats.t has no cdf, and jax.scipy.special.betainc is
+# off by up to 1e-3 in float32 near the centre of the t, enough to move a reported probability)
+
+# |t| beyond this is clipped (its tail is below 1e-15 for any df >= 1) so that t^2 stays finite in float32.
+_T_CLIP = 1e15
+
+
+@partial(jax.jit, static_argnames=("df",))
+def student_t_cdf(x, df: int):
+    """``P(T <= x)`` for a standard Student t with an integer number ``df >= 1`` of degrees of freedom.
+
+    The finite series of Abramowitz & Stegun 26.7.3-26.7.4 (Gosset's), with
+    ``theta = atan(|x| / sqrt(df))`` and ``A = P(|T| <= |x|)``::
+
+        df even:  A = sin(theta) sum_{k < df/2} c_k cos^(2k)(theta),   c_0 = 1, c_k = c_{k-1} (2k - 1) / (2k)
+        df odd:   A = (2 / pi) [theta + sin(theta) cos(theta) sum_{k < (df-1)/2} d_k cos^(2k)(theta)],
+                  d_0 = 1, d_k = d_{k-1} 2k / (2k + 1)
+
+    and ``P(T <= x) = (1 - A) / 2`` for ``x <= 0``.  Every term is positive
+    (no cancellation), ``cos^(2k)`` is ``exp(-k log1p(x^2 / df))``, so the
+    result is within a few float32 roundings of the exact CDF (absolute);
+    ``df`` is static (a Python int), as it is for ``n`` folds (``n - 1``).
+    """
+    df = int(df)
+    x = jnp.asarray(x)
+    a = jnp.minimum(jnp.abs(x), _T_CLIP)
+    theta = jnp.arctan2(a, math.sqrt(df))
+    sin, cos = jnp.sin(theta), jnp.cos(theta)
+    log_cos2 = -jnp.log1p(a * a / df)
+    num_terms = df // 2 if df % 2 == 0 else (df - 1) // 2
+    k = np.arange(num_terms)
+    if df % 2 == 0:
+        coefficients = np.cumprod(np.concatenate([[1.0], (2 * k[1:] - 1) / (2 * k[1:])]))
+    else:
+        coefficients = np.cumprod(np.concatenate([[1.0], (2 * k[1:]) / (2 * k[1:] + 1)]))
+    coefficients = jnp.asarray(coefficients[:num_terms], x.dtype)
+    powers = jnp.exp(jnp.asarray(k, x.dtype) * log_cos2[..., None])
+    series = jnp.sum(coefficients * powers, -1)
+    if df % 2 == 0:
+        inside = sin * series
+    else:
+        inside = (2.0 / math.pi) * (theta + sin * cos * series)
+    tail = 0.5 * jnp.clip(1.0 - inside, 0.0, 1.0)  # P(T > |x|)
+    return jnp.where(x <= 0, tail, 1.0 - tail)
+
+
+def _three_way(loc, scale, df: int, rope):
+    """``(P(mu < -rope), P(|mu| <= rope), P(mu > rope))`` for ``mu ~ St(df, loc, scale)``, ``df`` a static int.
+
+    A zero ``scale`` is the point mass at ``loc`` (the limit of the t as its
+    scale shrinks), with the ROPE closed as in :func:`ranking.rope_probabilities`.
+    """
+    degenerate = scale <= 0
+    safe = jnp.where(degenerate, 1.0, scale)
+    p_left = student_t_cdf((-rope - loc) / safe, df)
+    # P(mu > rope) = P(T < (loc - rope) / scale): the lower-tail form keeps a small right tail accurate.
+    p_right = student_t_cdf((loc - rope) / safe, df)
+    p_left = jnp.where(degenerate, (loc < -rope).astype(loc.dtype), p_left)
+    p_right = jnp.where(degenerate, (loc > rope).astype(loc.dtype), p_right)
+    # With rope = 0 a continuous posterior puts nothing in the ROPE: exactly 0, not the rounding of 1 - p_l - p_r.
+    p_rope = jnp.where((rope > 0) | degenerate, jnp.clip(1.0 - p_left - p_right, 0.0, 1.0), 0.0)
+    return p_left, p_rope, p_right
+
+
+def student_t_draws(key, df: int, shape, dtype):
+    """Standard Student t draws ``z / sqrt(w / df)``, ``w`` a sum of ``df`` squared normals (``df`` a static int).
+
+    Exact for an integer ``df``; one normal sampler in a loop (``df + 1``
+    draws of ``shape``: the first is ``z``), which compiles in a fraction of
+    the time of ``jax.random.t`` (a Gamma rejection sampler) and keeps the
+    memory at two ``shape`` arrays whatever ``df``.
+    """
+    def one_normal(i, carry):
+        z, w = carry
+        g = jax.random.normal(jax.random.fold_in(key, i), shape, dtype)
+        first = i == 0
+        return jnp.where(first, g, z), w + jnp.where(first, 0.0, g * g)
+
+    z, w = jax.lax.fori_loop(0, df + 1, one_normal, (jnp.zeros(shape, dtype), jnp.zeros(shape, dtype)))
+    return z * jnp.sqrt(df / w)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The correlated t-test
+
+
+class CorrelatedTTest(NamedTuple):
+    """Posterior of the mean difference on one data set (Bayesian correlated t-test).
+
+    ``mu | d ~ St(df, loc, scale)``; every field but ``rope`` and ``draws`` has
+    the batch shape of the input (the leading axes before the folds).
+
+    Attributes:
+      p_left: ``P(mu < -rope)``: the first system (``a``) better by more than ``rope``.
+      p_rope: ``P(|mu| <= rope)`` (0 with ``rope = 0`` unless the posterior is a point mass).
+      p_right: ``P(mu > rope)``: the second system (``b``) better.
+      df: degrees of freedom, ``n - 1`` (an int).
+      loc: posterior location, the mean difference.
+      scale: posterior scale, ``sqrt((1/n + rho/(1 - rho)) s^2)``.
+      rho: the fold correlation used.
+      rope: the ROPE half-width.
+      draws: ``(num_draws, ...)`` posterior draws of ``mu``, or ``None`` without a ``key``.
+    """
+
+    p_left: jax.Array
+    p_rope: jax.Array
+    p_right: jax.Array
+    df: int
+    loc: jax.Array
+    scale: jax.Array
+    rho: float
+    rope: float
+    draws: jax.Array | None = None
+
+    @property
+    def probabilities(self):
+        """``(..., 3)``: ``(p_left, p_rope, p_right)``, baycomp's triple."""
+        return jnp.stack([self.p_left, self.p_rope, self.p_right], -1)
+
+    def summary(self, names=("a", "b")) -> str:
+        """One line per comparison: the posterior and the three probabilities."""
+        a, b = names
+        lines = []
+        for index in np.ndindex(np.shape(self.loc)):
+            at = "" if not index else f"[{', '.join(map(str, index))}] "
+            p = [float(np.asarray(x)[index]) for x in (self.p_left, self.p_rope, self.p_right)]
+            lines.append(
+                f"{at}mean difference {b} - {a}: St(df={self.df}, "
+                f"loc={float(np.asarray(self.loc)[index]):.4g}, scale={float(np.asarray(self.scale)[index]):.4g}); "
+                f"P({a} better by > {self.rope:g}) = {p[0]:.3f}, P(|difference| <= {self.rope:g}) = {p[1]:.3f}, "
+                f"P({b} better by > {self.rope:g}) = {p[2]:.3f}")
+        return "\n".join(lines)
+
+
+@jax.jit
+def correlated_t_posterior(differences, rho):
+    """``(loc, scale)`` of the correlated t-test's posterior for ``(..., n)`` differences (no checks).
+
+    Corani & Benavoli (2015): ``mu ~ St(n - 1, loc, scale)``
+    with ``loc = mean(d)``, ``scale^2 = (1/n + rho/(1 - rho)) var(d, ddof=1)``.
+    The scale is exactly 0 when every fold gives the same difference (the
+    float32 mean of equal numbers need not equal them, which would leave a
+    spurious tiny scale).
+    """
+    n = differences.shape[-1]
+    loc = differences.mean(-1)
+    # Two passes (mean, then centred squares): one pass would cancel in float32 for results near 1.
+    var = jnp.sum(jnp.square(differences - loc[..., None]), -1) / (n - 1)
+    constant = jnp.all(differences == differences[..., :1], -1)
+    scale = jnp.where(constant, 0.0, jnp.sqrt(var * (1.0 / n + rho / (1.0 - rho))))
+    return jnp.where(constant, differences[..., 0], loc), scale
+
+
+@partial(jax.jit, static_argnames=("num_draws",))
+def _correlated_t_kernel(differences, rho, rope, key, *, num_draws: int):
+    df = differences.shape[-1] - 1
+    loc, scale = correlated_t_posterior(differences, rho)
+    p_left, p_rope, p_right = _three_way(loc, scale, df, rope)
+    # A constant, non-zero difference makes the posterior improper (sigma -> 0 with the mean away from 0):
+    # NaN under tracing, where the concrete call raises (the NaN contract of ecjax.inputs).
+    ok = (scale > 0) | (loc == 0)
+    p_left, p_rope, p_right, scale = v.nan_where_invalid((p_left, p_rope, p_right, scale), ok)
+    draws = None
+    if num_draws:
+        draws = loc + scale * student_t_draws(key, df, (num_draws,) + loc.shape, loc.dtype)
+    return loc, scale, p_left, p_rope, p_right, draws
+
+
+def correlated_t_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_fraction=None, key=None,
+                      num_draws: int = DEFAULT_T_DRAWS) -> CorrelatedTTest:
+    """Bayesian correlated t-test of two systems cross-validated on one data set.
+
+    ``correlated_t_test(scores_a, scores_b)`` compares the per-fold results of
+    two systems (``(..., n)`` each, same folds); ``correlated_t_test(d)``
+    takes the differences ``d = scores_b - scores_a`` directly.  The
+    posterior of the mean difference is (Corani & Benavoli 2015; baycomp's
+    ``CorrelatedTTest``)::
+
+        mu | d ~ St(n - 1, mean(d), (1/n + rho/(1 - rho)) var(d))
+
+    and ``p_left = P(mu < -rope)``, ``p_rope = P(|mu| <= rope)``,
+    ``p_right = P(mu > rope)`` are t CDFs (closed form, no sampling).
+    ``rho`` is the correlation of the folds (:func:`fold_correlation`):
+    ``runs / n`` (``1 / k`` for ``k``-fold CV), or ``test_fraction``.
+
+    Zero variance (every fold gives the same difference) is a limit of the
+    model: the posterior of ``sigma`` collapses to 0.  When the difference
+    is 0 on every fold (identical systems) the result is the point mass at
+    0: ``P(rope) = 1`` for any ``rope`` (baycomp: the same for ``rope > 0``,
+    and ``(0.5, 0.5)`` for ``(p_left, p_right)`` at ``rope = 0``).  A
+    constant non-zero difference would claim certainty from an improper
+    posterior (baycomp does so): it raises :class:`InputError` (NaN under
+    ``jax.jit``).
+
+    Args:
+      scores_a, scores_b: ``(..., n)`` per-fold results (leading axes are
+        batch axes: several metrics, several pairs).  ``scores_b=None``:
+        ``scores_a`` holds the differences.
+      rope: half-width of the region of practical equivalence (>= 0), in
+        the units of the results.
+      runs: repetitions of the cross-validation (``n`` must be a multiple).
+      test_fraction: ``n_test / n_total`` of each fold, in ``(0, 1)``;
+        overrides ``runs / n``.
+      key: a ``jax.random`` key to also draw ``num_draws`` posterior samples.
+      num_draws: draws made with ``key``.
+
+    Returns:
+      :class:`CorrelatedTTest`.
+
+    Example::
+
+        >>> res = correlated_t_test([0.81, 0.79, 0.83, 0.80, 0.82], [0.84, 0.80, 0.85, 0.83, 0.83], rope=0.01)
+        >>> round(float(res.p_right), 3)  # P(b better by more than 0.01)
+        0.895
+    """
+    differences, name = _differences(scores_a, scores_b, min_ndim=1)
+    rope = _as_rope(rope)
+    rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
+    if key is not None:
+        key = v.as_key(key)
+        num_draws = v.as_positive_int(num_draws, "num_draws")
+    else:
+        num_draws = 0
+    if not v.is_tracer(differences):
+        d = np.asarray(differences)
+        constant = np.all(d == d[..., :1], axis=-1) & np.any(d != 0, axis=-1)
+        if np.any(constant):
+            where = np.argwhere(constant)
+            at = f" (at batch index {tuple(int(i) for i in where[0])})" if d.ndim > 1 else ""
+            raise v.InputError(
+                f"`{name}` is the same non-zero number on every fold{at}: zero variance makes the posterior of the "
+                "mean difference a point mass claiming certainty (baycomp reports P = 1); compare on data that "
+                "vary between folds, or set the differences to 0 if the systems are truly identical")
+    differences = _on_device(differences)
+    f = differences.dtype
+    draw_key = key if num_draws else jax.random.key(0)
+    loc, scale, p_left, p_rope, p_right, draws = _correlated_t_kernel(
+        differences, jnp.asarray(rho, f), jnp.asarray(rope, f), draw_key, num_draws=num_draws)
+    return CorrelatedTTest(p_left=p_left, p_rope=p_rope, p_right=p_right, df=differences.shape[-1] - 1, loc=loc,
+                           scale=scale, rho=rho, rope=rope, draws=draws)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# The hierarchical model (several data sets)
+
+# baycomp's ``HierarchicalTest.sample`` defaults: bounds of the uniform hyper-priors of the Gamma prior on nu - 1,
+# and how far above the observed spreads the uniform priors on the standard deviations reach.
+LOWER_ALPHA, UPPER_ALPHA = 1.0, 2.0
+LOWER_BETA, UPPER_BETA = 0.01, 0.1
+UPPER_SIGMA = 1000.0
+
+
+def hierarchical_t_model(differences, rho, delta_bound, std0_high, std_high, lower_alpha=LOWER_ALPHA,
+                         upper_alpha=UPPER_ALPHA, lower_beta=LOWER_BETA, upper_beta=UPPER_BETA):
+    """NumPyro model of ``(q, n)`` per-fold differences on ``q`` data sets (baycomp's Stan model).
+
+    Corani et al. (2017), as in baycomp 1.0.3's
+    ``hierarchical-t-test.stan``::
+
+        delta0        ~ Uniform(-delta_bound, delta_bound)     mean difference of the population
+        std0          ~ Uniform(0, std0_high)                  spread of the data sets' means
+        gamma_alpha   ~ Uniform(lower_alpha, upper_alpha)
+        gamma_beta    ~ Uniform(lower_beta, upper_beta)
+        nu - 1        ~ Gamma(gamma_alpha, rate=gamma_beta)
+        delta_i       ~ St(nu, delta0, std0)                   mean difference on data set i
+        sigma_i       ~ Uniform(0, std_high)
+        x_i | delta_i, sigma_i ~ N(delta_i 1, sigma_i^2 C(rho))
+
+    ``C(rho)`` is the ``n x n`` correlation matrix with ``rho`` off the
+    diagonal (Nadeau-Bengio).  Its inverse and determinant are known in
+    closed form, ``C^-1 = (I - rho / (1 + (n - 1) rho) 1 1^T) / (1 - rho)``
+    and ``det C = (1 + (n - 1) rho) (1 - rho)^(n - 1)``, so the likelihood
+    is a sum over the folds (no matrix is built).  Sites: ``delta0``,
+    ``std0``, ``gamma_alpha``, ``gamma_beta``, ``nu_minus_one``, ``delta``
+    ``(q,)``, ``sigma`` ``(q,)``, and the factor ``likelihood``.
+    """
+    x = jnp.asarray(differences)
+    q, n = x.shape
+    f = x.dtype
+    delta0 = numpyro.sample("delta0", dist.Uniform(jnp.asarray(-delta_bound, f), jnp.asarray(delta_bound, f)))
+    std0 = numpyro.sample("std0", dist.Uniform(jnp.zeros((), f), jnp.asarray(std0_high, f)))
+    gamma_alpha = numpyro.sample("gamma_alpha", dist.Uniform(jnp.asarray(lower_alpha, f), jnp.asarray(upper_alpha, f)))
+    gamma_beta = numpyro.sample("gamma_beta", dist.Uniform(jnp.asarray(lower_beta, f), jnp.asarray(upper_beta, f)))
+    nu = 1.0 + numpyro.sample("nu_minus_one", dist.Gamma(gamma_alpha, gamma_beta))
+    with numpyro.plate("datasets", q):
+        delta = numpyro.sample("delta", dist.StudentT(nu, delta0, std0))
+        sigma = numpyro.sample("sigma", dist.Uniform(jnp.zeros((), f), jnp.asarray(std_high, f)))
+    numpyro.factor("likelihood", _correlated_normal_log_likelihood(x, delta, sigma, rho))
+
+
+def _correlated_normal_log_likelihood(x, delta, sigma, rho):
+    """``sum_i log N(x_i; delta_i 1, sigma_i^2 C(rho))`` with the closed-form inverse and determinant of ``C``."""
+    n = x.shape[-1]
+    r = x - delta[:, None]
+    shrink = rho / (1.0 + (n - 1) * rho)
+    quadratic = (jnp.sum(r * r, -1) - shrink * jnp.square(r.sum(-1))) / (1.0 - rho)
+    log_det_c = jnp.log1p((n - 1) * rho) + (n - 1) * jnp.log1p(-rho)
+    per_set = -0.5 * (n * math.log(2 * math.pi) + log_det_c + 2 * n * jnp.log(sigma) + quadratic / sigma**2)
+    return per_set.sum()
+
+
+class HierarchicalData(NamedTuple):
+    """The data of :func:`hierarchical_t_model`, prepared as baycomp prepares its Stan data.
+
+    ``differences`` and ``rope`` are divided by ``unit``, the mean over the data
+    sets of the within-set standard deviation (``ddof = 0``), so that the
+    priors' bounds mean the same on any scale; the other fields are the
+    model's arguments in those units.
+    """
+
+    differences: jax.Array
+    rope: float
+    unit: float
+    rho: float
+    delta_bound: float
+    std0_high: float
+    std_high: float
+
+
+def hierarchical_data(differences, *, rope: float, rho: float, upper_sigma: float = UPPER_SIGMA) -> HierarchicalData:
+    """Scale ``(q, n)`` differences and set the priors' bounds (baycomp's ``scaled_data`` and ``prepare_stan_data``).
+
+    ``unit = mean_i std(x_i)``; in those units ``delta_bound = max |x|``,
+    ``std_high = upper_sigma * mean_i std(x_i)``, ``std0_high = upper_sigma *
+    std_i(mean(x_i))`` (the spread of the data sets' means; ``std_high``'s
+    base instead when there is one data set, or when every data set has the
+    same mean, where baycomp's bound would be 0 and its prior empty).
+    Concrete input only (called by :func:`hierarchical_test`, which has checked it).
+    """
+    d = np.asarray(differences, np.float64)
+    unit = float(np.mean(np.std(d, axis=1)))
+    x = d / unit
+    std_within = float(np.mean(np.std(x, axis=1)))
+    std_among = float(np.std(np.mean(x, axis=1))) if x.shape[0] > 1 else 0.0
+    if not std_among > 0:
+        std_among = std_within
+    return HierarchicalData(differences=jnp.asarray(x, jnp.result_type(float)), rope=rope / unit, unit=unit, rho=rho,
+                            delta_bound=float(np.max(np.abs(x))), std0_high=std_among * upper_sigma,
+                            std_high=std_within * upper_sigma)
+
+
+def next_dataset_probabilities(delta0, std0, nu, rope):
+    """``(S, 3)`` float64: per draw, P(a new data set's mean difference is left of / in / right of the ROPE).
+
+    ``delta_new ~ St(nu, delta0, std0)`` in each draw; t CDFs with a
+    non-integer ``nu``, computed with scipy in float64 as baycomp does
+    (post-processing of the NUTS draws on the host, not a kernel).
+    """
+    from scipy import stats
+
+    delta0, std0, nu = (np.asarray(x, np.float64) for x in (delta0, std0, nu))
+    p_left = stats.t.cdf(-rope, nu, delta0, std0)
+    p_right = stats.t.sf(rope, nu, delta0, std0)
+    p_rope = np.clip(1.0 - p_left - p_right, 0.0, 1.0) if rope > 0 else np.zeros_like(p_left)
+    return np.stack([p_left, p_rope, p_right], -1)
+
+
+@dataclass(frozen=True)
+class HierarchicalTTest:
+    """Posterior of the hierarchical model (several data sets), in the units of the results.
+
+    Attributes:
+      p_left, p_rope, p_right: baycomp's probabilities: the fraction of the
+        posterior draws in which the next data set's mean difference is most
+        probably left of the ROPE / in it / right of it (the point of the
+        simplex of :attr:`per_draw` falls in that region; Benavoli et al. 2017).
+        With ``rope = 0`` these are ``P(left) / (P(left) + P(right))`` and
+        ``P(right) / (...)`` as in baycomp, ``p_rope = 0``.
+      predictive: ``(3,)`` the posterior predictive probabilities that the
+        next data set's mean difference ``delta_{q+1} ~ St(nu, delta0, std0)``
+        is left / in / right of the ROPE (the mean of :attr:`per_draw`).
+      per_draw: ``(S, 3)`` those three probabilities in each draw.
+      delta0: ``(S,)`` draws of the population mean difference.
+      std0: ``(S,)`` draws of the spread of the data sets' mean differences.
+      nu: ``(S,)`` draws of the degrees of freedom of that spread.
+      delta: ``(S, q)`` draws of each data set's mean difference.
+      sigma: ``(S, q)`` draws of each data set's within-set standard deviation.
+      rope, rho: as given / used.
+      errors: batch-means Monte Carlo standard errors of ``p_left``, ``p_rope``,
+        ``p_right`` (``"baycomp"``) and of :attr:`predictive`.
+      max_rhat, min_ess_bulk, num_divergences: NUTS diagnostics (ArviZ) over
+        ``delta0``, ``std0``, ``nu_minus_one``, ``delta`` and ``sigma``.
+      inference_data: the ``arviz.InferenceData`` of the run.
+    """
+
+    p_left: float
+    p_rope: float
+    p_right: float
+    predictive: np.ndarray
+    per_draw: np.ndarray
+    delta0: np.ndarray
+    std0: np.ndarray
+    nu: np.ndarray
+    delta: np.ndarray
+    sigma: np.ndarray
+    rope: float
+    rho: float
+    errors: dict = field(default_factory=dict)
+    max_rhat: float = float("nan")
+    min_ess_bulk: float = float("nan")
+    num_divergences: int = 0
+    inference_data: object = None
+
+    @property
+    def probabilities(self) -> np.ndarray:
+        """``(3,)`` baycomp's ``(p_left, p_rope, p_right)``."""
+        return np.array([self.p_left, self.p_rope, self.p_right])
+
+    def summary(self, names=("a", "b")) -> str:
+        """Diagnostics, the population mean difference, baycomp's triple and the predictive one (± MC errors)."""
+        a, b = names
+        e = self.errors.get("baycomp", [None] * 3)
+        ep = self.errors.get("predictive", [None] * 3)
+        lo, hi = np.percentile(self.delta0, [5, 95])
+        r = f"{self.rope:g}"
+        return "\n".join([
+            f"hierarchical model, {self.delta.shape[1]} data sets, {self.delta0.shape[0]} NUTS draws "
+            f"(max R-hat {self.max_rhat:.3f}, min bulk ESS {self.min_ess_bulk:.0f}, {self.num_divergences} "
+            "divergences)",
+            f"population mean difference {b} - {a}: mean {np.mean(self.delta0):.4g}, 90% central interval "
+            f"[{lo:.4g}, {hi:.4g}]",
+            f"P({a} better by > {r}) = {ranking.with_error(self.p_left, e[0], 3)}, "
+            f"P(|difference| <= {r}) = {ranking.with_error(self.p_rope, e[1], 3)}, "
+            f"P({b} better by > {r}) = {ranking.with_error(self.p_right, e[2], 3)}  "
+            "(baycomp: share of draws where each region is the most probable for a new data set)",
+            f"next data set: P(left) = {ranking.with_error(self.predictive[0], ep[0], 3)}, "
+            f"P(rope) = {ranking.with_error(self.predictive[1], ep[1], 3)}, "
+            f"P(right) = {ranking.with_error(self.predictive[2], ep[2], 3)}  (posterior predictive)",
+        ])
+
+    def __repr__(self):
+        return f"HierarchicalTTest(p_left={self.p_left:.3f}, p_rope={self.p_rope:.3f}, p_right={self.p_right:.3f})"
+
+
+def hierarchical_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_fraction=None, key=None,
+                      num_warmup: int = 500, num_samples: int = 1000, num_chains: int = 2,
+                      target_accept_prob: float = 0.99, lower_alpha: float = LOWER_ALPHA,
+                      upper_alpha: float = UPPER_ALPHA, lower_beta: float = LOWER_BETA,
+                      upper_beta: float = UPPER_BETA, upper_sigma: float = UPPER_SIGMA) -> HierarchicalTTest:
+    """Bayesian hierarchical comparison of two systems cross-validated on ``q`` data sets.
+
+    ``hierarchical_test(scores_a, scores_b)`` takes ``(q, n)`` per-fold
+    results of each system (row = data set, the same ``n`` folds on every
+    set); ``hierarchical_test(d)`` takes the differences ``d = scores_b -
+    scores_a``.  The model is :func:`hierarchical_t_model` (Corani et al.
+    2017; Benavoli et al. 2017; baycomp's ``HierarchicalTest``), with the data
+    scaled and the priors bounded as baycomp does (:func:`hierarchical_data`),
+    fitted with NUTS.  NUTS runs on the same model written non-centred
+    (``delta_i = delta0 + std0 z_i``, ``z_i ~ St(nu, 0, 1)``; NumPyro's
+    ``LocScaleReparam``), which has the same posterior: with few data sets
+    the centred form has a funnel in ``std0`` that NUTS crosses badly.  On
+    the 5 data sets of ``tests/test_prob_from_results.py``: centred, 14
+    divergences in 2000 draws and a bulk ESS of 33 for ``std0``;
+    non-centred with ``target_accept_prob = 0.95``, 15 to 83 divergences in
+    20000 draws, and the runs with most strayed (``P(delta0 < 0)`` 0.032
+    against 0.021 by quadrature of the model); at 0.99, 1 to 3, and the
+    predictive probabilities within Monte Carlo error of the quadrature.
+    baycomp's own Stan runs (centred, Stan's default 0.8) put the next data
+    set's ``P(left)`` at 0.092-0.096 where the quadrature gives 0.088.  The answer concerns a new data set: its mean
+    difference is ``St(nu, delta0, std0)``, and in each posterior draw the
+    three probabilities of it being left of / in / right of the ROPE are t
+    CDFs (:attr:`HierarchicalTTest.per_draw`).  ``p_left, p_rope, p_right``
+    are baycomp's summary of those draws (the share of draws in which each
+    region is the most probable); :attr:`HierarchicalTTest.predictive` is
+    their mean, the posterior predictive probabilities.
+
+    A data set whose differences are the same on every fold has no
+    within-set spread, and the model's likelihood grows without bound as its
+    ``sigma`` goes to 0 (the prior allows 0): this raises :class:`InputError`
+    (baycomp instead replaces that row by random numbers within the ROPE).
+
+    Args:
+      scores_a, scores_b: ``(q, n)`` per-fold results (``scores_b=None``: the differences).
+      rope: half-width of the ROPE (>= 0), in the units of the results.
+      runs, test_fraction: the fold correlation ``rho`` (:func:`fold_correlation`).
+      key: ``jax.random`` key (required).
+      num_warmup, num_samples, num_chains: NUTS settings (chains run one after another).
+      target_accept_prob: NUTS's target acceptance rate (higher: smaller
+        steps, fewer divergences; see above); baycomp leaves Stan's 0.8.
+        Check :attr:`HierarchicalTTest.num_divergences`: more than a few
+        per thousand draws mean the probabilities may be biased.
+      lower_alpha, upper_alpha, lower_beta, upper_beta, upper_sigma: the
+        hyper-prior bounds of baycomp (its defaults).
+
+    Returns:
+      :class:`HierarchicalTTest`.
+    """
+    differences, name = _differences(scores_a, scores_b, min_ndim=1)
+    if differences.ndim != 2:
+        raise v.InputError(f"`{name}` must be (q, n): one row of n fold results per data set, got shape "
+                           f"{tuple(differences.shape)}")
+    rope = _as_rope(rope)
+    rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
+    key = v.as_key(key)
+    num_warmup = v.as_positive_int(num_warmup, "num_warmup")
+    num_samples = v.as_positive_int(num_samples, "num_samples")
+    num_chains = v.as_positive_int(num_chains, "num_chains")
+    target_accept_prob = v.as_number_between(target_accept_prob, "target_accept_prob", 0.0, 1.0)
+    bounds = {}
+    for bound_name, value in (("lower_alpha", lower_alpha), ("upper_alpha", upper_alpha), ("lower_beta", lower_beta),
+                              ("upper_beta", upper_beta), ("upper_sigma", upper_sigma)):
+        bounds[bound_name] = v.as_real(value, bound_name)
+        if bounds[bound_name] <= 0:
+            raise v.InputError(f"`{bound_name}` must be > 0, got {value!r}")
+    for low, high in (("lower_alpha", "upper_alpha"), ("lower_beta", "upper_beta")):
+        if not bounds[low] < bounds[high]:
+            raise v.InputError(f"`{low}` must be < `{high}`, got {bounds[low]!r} and {bounds[high]!r}")
+    d = np.asarray(differences)
+    flat = np.all(d == d[:, :1], axis=1)
+    if np.any(flat):
+        raise v.InputError(
+            f"`{name}`: data set {int(np.argmax(flat))} has the same difference on every fold; with no "
+            "within-set spread the hierarchical model's likelihood is unbounded as that set's sigma -> 0 "
+            "(baycomp replaces such rows with random numbers in the ROPE); leave the set out or compare it alone")
+
+    import arviz as az  # slow to import: only once the inputs are known to be good
+
+    data = hierarchical_data(d, rope=rope, rho=rho, upper_sigma=bounds["upper_sigma"])
+    non_centred = numpyro.handlers.reparam(hierarchical_t_model,
+                                           config={"delta": LocScaleReparam(centered=0, shape_params=("df",))})
+    mcmc = MCMC(NUTS(non_centred, target_accept_prob=target_accept_prob), num_warmup=num_warmup,
+                num_samples=num_samples, num_chains=num_chains, chain_method="sequential", progress_bar=False)
+    mcmc.run(key, data.differences, data.rho, data.delta_bound, data.std0_high, data.std_high,
+             bounds["lower_alpha"], bounds["upper_alpha"], bounds["lower_beta"], bounds["upper_beta"])
+    samples = mcmc.get_samples()
+    idata = az.from_numpyro(mcmc)
+    var_names = ["delta0", "std0", "nu_minus_one", "delta", "sigma"]
+    diagnostics = az.summary(idata, var_names=var_names, kind="diagnostics")
+    divergences = int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum())
+
+    nu = 1.0 + np.asarray(samples["nu_minus_one"], np.float64)
+    per_draw = next_dataset_probabilities(samples["delta0"], samples["std0"], nu, data.rope)
+    # baycomp's ties go to the first region (np.argmax), as here.
+    won = np.eye(3)[np.argmax(per_draw, axis=-1)]
+    shares = won.mean(0)
+    share_errors = np.array(ranking.batch_means_error(won), np.float64)
+    if rope == 0:
+        # baycomp's two-way answer: the rope region never wins, the two others are renormalized.
+        total = shares[0] + shares[2]
+        shares = np.array([shares[0] / total, 0.0, shares[2] / total])
+        share_errors = share_errors / total
+        share_errors[1] = 0.0
+    unit = data.unit
+    return HierarchicalTTest(
+        p_left=float(shares[0]), p_rope=float(shares[1]), p_right=float(shares[2]),
+        predictive=per_draw.mean(0), per_draw=per_draw,
+        delta0=np.asarray(samples["delta0"]) * unit, std0=np.asarray(samples["std0"]) * unit, nu=np.asarray(nu),
+        delta=np.asarray(samples["delta"]) * unit, sigma=np.asarray(samples["sigma"]) * unit, rope=rope, rho=rho,
+        errors={"baycomp": np.asarray(share_errors), "predictive": ranking.batch_means_error(per_draw)},
+        max_rhat=_worst(diagnostics["r_hat"].to_numpy(), np.max),
+        min_ess_bulk=_worst(diagnostics["ess_bulk"].to_numpy(), np.min),
+        num_divergences=divergences, inference_data=idata,
+    )
+
+
+def _worst(values, pick) -> float:
+    """``pick`` of the finite diagnostics, NaN when there is none (R-hat needs at least 2 chains)."""
+    values = np.asarray(values, np.float64)
+    values = values[np.isfinite(values)]
+    return float(pick(values)) if values.size else float("nan")
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# M systems on one data set: a ranking
+
+
+@partial(jax.jit, static_argnames=("num_draws",))
+def mean_score_draws(key, scores, rho, *, num_draws: int):
+    """``(num_draws, M)`` draws of the ``M`` mean scores from their joint posterior (no checks).
+
+    ``mu | X ~ St_M(n - 1, mean(X), (1/n + rho/(1 - rho)) S)``, the
+    multivariate t with ``S`` the ``(M, M)`` sample covariance of the
+    systems' fold results.  It is the posterior of the correlated normal
+    model of Corani & Benavoli (2015) for a vector of ``M`` results per fold,
+    with the prior ``p(mu, Sigma) ∝ |Sigma|^-M``, which is their ``1 /
+    sigma^2`` at ``M = 1``: for every pair ``(a, b)`` the marginal of
+    ``mu_b - mu_a`` is exactly the correlated t-test of that pair
+    (:func:`correlated_t_test`).  A draw is ``mean + sqrt(c / (n - 1))
+    (X - mean) z / sqrt(w / (n - 1))`` with ``z ~ N(0, I_n)``, ``w ~
+    chi2(n - 1)``: ``(X - mean) z / sqrt(n - 1)`` has covariance ``S``
+    exactly, even when ``S`` is singular (identical systems, ``M >= n``);
+    ``w`` is the sum of ``n - 1`` more squared normals, drawn in the same
+    ``(num_draws, 2 n - 1)`` normal array.
+    """
+    n = scores.shape[-1]
+    mean = scores.mean(-1)
+    centered = scores - mean[:, None]
+    c = 1.0 / n + rho / (1.0 - rho)
+    g = jax.random.normal(key, (num_draws, 2 * n - 1), scores.dtype)
+    z, w = g[:, :n], jnp.sum(jnp.square(g[:, n:]), -1)
+    spread = matmul(z, centered.T)
+    return mean + spread * jnp.sqrt(c / w)[:, None]
+
+
+@jax.jit
+def _pairwise_closed_form(scores, rho, rope):
+    """``(M, M, 3)``: ``[a, b] = (P(mu_a - mu_b > rope), P(|.| <= rope), P(mu_a - mu_b < -rope))``."""
+    differences = scores[None, :, :] - scores[:, None, :]  # [a, b] = scores_b - scores_a
+    loc, scale = correlated_t_posterior(differences, rho)
+    return jnp.stack(_three_way(loc, scale, scores.shape[-1] - 1, rope), -1)
+
+
+@dataclass(frozen=True)
+class ResultsComparison:
+    """``M`` systems compared on their per-fold results of one data set (higher results are better).
+
+    Attributes:
+      systems: names.
+      mean_scores: ``(M,)`` the mean result of each system (the posterior location).
+      draws: ``(S, M)`` joint posterior draws of the mean results (:func:`mean_score_draws`).
+      p_best: ``(M,)`` P(system has the highest mean result), from the draws.
+      rank_probabilities: ``(M, M)`` ``[m, r] = P(rank of m == r)``, rank 0 best.
+      pairwise: ``(M, M, 3)`` ``[a, b] = (P(a better by > rope), P(|difference| <= rope),
+        P(b better by > rope))`` in closed form: ``[a, b]`` is the correlated
+        t-test ``(p_left, p_rope, p_right)`` of ``scores_a = scores[a]``,
+        ``scores_b = scores[b]``.
+      rope, rho: as given / used.
+      hdi_prob, hdi: ``(M, 2)`` highest-density intervals of the mean results.
+      errors: batch-means Monte Carlo standard errors of ``p_best``.
+    """
+
+    systems: tuple
+    mean_scores: np.ndarray
+    draws: jax.Array
+    p_best: np.ndarray
+    rank_probabilities: np.ndarray
+    pairwise: np.ndarray
+    rope: float
+    rho: float
+    hdi_prob: float
+    hdi: np.ndarray
+    errors: dict = field(default_factory=dict)
+
+    @property
+    def best(self) -> str:
+        """The system of highest mean result."""
+        return self.systems[int(np.argmax(self.mean_scores))]
+
+    def summary(self) -> str:
+        """Mean result, HDI and P(best) per system, then ``(P(left), P(rope), P(right))`` for every pair."""
+        rows = [["system", "mean", f"{int(round(self.hdi_prob * 100))}% HDI", "P(best)"]]
+        for m, name in enumerate(self.systems):
+            lo, hi = self.hdi[m]
+            rows.append([name, f"{self.mean_scores[m]:.4f}", f"[{lo:.4f}, {hi:.4f}]",
+                         ranking.with_error(float(self.p_best[m]), float(self.errors["p_best"][m]), 3)])
+        widths = [max(len(r[j]) for r in rows) for j in range(4)]
+        lines = ["  ".join(s.rjust(w) if j else s.ljust(w) for j, (s, w) in enumerate(zip(r, widths))).rstrip()
+                 for r in rows]
+        lines.append(f"± Monte Carlo standard error ({self.draws.shape[0]} draws, batch means); "
+                     f"fold correlation rho = {self.rho:.4g}")
+        lines.append(f"pairs (P(left), P(rope), P(right)) with rope {self.rope:g}, closed form (correlated t-test):")
+        for a in range(len(self.systems)):
+            for b in range(a + 1, len(self.systems)):
+                pl, pr_, pg = self.pairwise[a, b]
+                lines.append(f"  {self.systems[a]} vs {self.systems[b]}: ({pl:.3f}, {pr_:.3f}, {pg:.3f})  "
+                             f"[{self.systems[a]} better, equivalent, {self.systems[b]} better]")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"ResultsComparison(systems={self.systems}, best={self.best!r})\n{self.summary()}"
+
+
+def compare_results(scores, *, rope=0.0, runs: int = 1, test_fraction=None, key=None, num_draws: int = 20_000,
+                    systems=None, hdi_prob: float = 0.9) -> ResultsComparison:
+    """Rank ``M`` systems from their ``(M, n)`` per-fold results on one data set (higher is better).
+
+    The joint posterior of the mean results is the multivariate t of
+    :func:`mean_score_draws`, whose pairwise marginals are the correlated
+    t-tests of the pairs (Corani & Benavoli 2015).  From its draws:
+    P(best) and rank probabilities (:func:`ranking.ranks`,
+    :func:`ranking.rank_probabilities`; exact ties, from identical systems,
+    are split at random).  The pairwise ``(P(left), P(rope), P(right))``
+    are in closed form.  For a metric where lower is better (an error rate,
+    an expected cost) pass its negation.
+
+    Args:
+      scores: ``(M, n)`` results of ``M`` systems on the same ``n`` folds.
+      rope, runs, test_fraction: as in :func:`correlated_t_test`.
+      key: ``jax.random`` key (required).
+      num_draws: posterior draws (>= what ``hdi_prob`` needs).
+      systems: names (default ``"system 0"``, ...).
+      hdi_prob: mass of the highest-density intervals.
+
+    Returns:
+      :class:`ResultsComparison`.  Two systems whose difference is the same
+      non-zero number on every fold raise :class:`InputError`, as in
+      :func:`correlated_t_test`.
+    """
+    scores = _as_results(scores, "scores", min_ndim=2)
+    if scores.ndim != 2:
+        raise v.InputError(f"`scores` must be (M, n): one row of n fold results per system, got shape "
+                           f"{tuple(scores.shape)} (for several data sets compare pairs with hierarchical_test)")
+    m, n = scores.shape
+    rope = _as_rope(rope)
+    rho = fold_correlation(n, runs=runs, test_fraction=test_fraction)
+    key = v.as_key(key)
+    num_draws = v.as_positive_int(num_draws, "num_draws")
+    hdi_prob = ranking.check_hdi_prob(hdi_prob, num_draws)
+    if systems is None:
+        systems = tuple(f"system {j}" for j in range(m))
+    else:
+        systems = tuple(str(s) for s in systems)
+        if len(systems) != m:
+            raise v.InputError(f"`systems` names {len(systems)} systems, but `scores` has {m} rows")
+    x = np.asarray(scores)
+    for a in range(m):
+        for b in range(a + 1, m):
+            d = x[b] - x[a]
+            if np.all(d == d[0]) and d[0] != 0:
+                raise v.InputError(f"`scores`: {systems[b]} - {systems[a]} is the same non-zero number on every "
+                                   "fold; zero variance makes that pair's posterior an improper point mass")
+    f = jnp.result_type(float)
+    key_draws, key_ranks = jax.random.split(key)
+    draws = mean_score_draws(key_draws, _on_device(x), jnp.asarray(rho, f), num_draws=num_draws)
+    rank_draws = ranking.ranks(key_ranks, draws)
+    rank_probs = np.asarray(ranking.rank_probabilities(rank_draws, num_systems=m))
+    # The fold's mean over systems is common to every pair's difference: removing it in float64 leaves the
+    # float32 kernel numbers of the size of the differences, not of the results (near 1), to subtract.
+    fold_centered = _on_device(x - x.mean(0))
+    return ResultsComparison(
+        systems=systems, mean_scores=x.mean(-1), draws=draws, p_best=rank_probs[:, 0],
+        rank_probabilities=rank_probs,
+        pairwise=np.asarray(_pairwise_closed_form(fold_centered, jnp.asarray(rho, f), jnp.asarray(rope, f))),
+        rope=rope, rho=rho, hdi_prob=hdi_prob, hdi=np.asarray(ranking.hdi(draws, hdi_prob)),
+        errors={"p_best": ranking.batch_means_error(rank_draws == 0)},
+    )
