@@ -388,22 +388,38 @@ def _prepare_fit(scores, labels, method, priors, score_type):
     return s, labels, k, p
 
 
-def _fold_weights(labels_np, k, priors, where=""):
+def _fold_weights(labels_np, k, priors, where="", sample_weight=None):
     """``P_i / N_i`` per sample for the training samples; InputError for an absent class.
 
-    A class with no training samples cannot be calibrated: its bias would be
-    driven to minus infinity (no sample pulls it back), so this is an error,
-    never a silent NaN or a runaway parameter.
+    With ``sample_weight`` ``s_n``: ``s_n P_i / W_i``, ``W_i`` the total
+    weight of class ``i`` (and the data priors ``W_i / W``), so that an
+    integer weight counts a sample that many times.  A class with no training
+    samples (or no weight) cannot be calibrated: its bias would be driven to
+    minus infinity (no sample pulls it back), so this is an error, never a
+    silent NaN or a runaway parameter.
     """
-    n_i = np.bincount(labels_np, minlength=k).astype(np.float64)
+    n_i = np.bincount(labels_np, weights=sample_weight, minlength=k).astype(np.float64)
     missing = np.nonzero(n_i == 0)[0]
     if missing.size:
         raise v.InputError(
-            f"class {int(missing[0])} has no samples in the training data{where}: a calibrator cannot be fitted "
-            "for it (use fewer folds, more data, or drop the class)"
+            f"class {int(missing[0])} has no samples{' of non-zero weight' if sample_weight is not None else ''} "
+            f"in the training data{where}: a calibrator cannot be fitted for it (use fewer folds, more data, or "
+            "drop the class)"
         )
     p = n_i / n_i.sum() if priors is None else priors
-    return (p / n_i)[labels_np], p
+    w = (p / n_i)[labels_np]
+    return (w if sample_weight is None else w * sample_weight), p
+
+
+def _sample_weight_for(method, sample_weight, labels):
+    """Validated host sample weights for a fit, or ``None``; refused where the method cannot weigh samples."""
+    if sample_weight is None:
+        return None
+    if method in NON_ITERATIVE_METHODS:
+        # Their kernels weigh every sample of a class alike (counts times one class weight).
+        raise v.InputError(f"`sample_weight` is not supported by method={method!r} (its bins count samples); use "
+                           f"one of {tuple(m for m in METHODS if m not in NON_ITERATIVE_METHODS)}")
+    return np.asarray(v.as_sample_weight(sample_weight, labels), np.float64)
 
 
 # ----------------------------------------------------------------------- fit
@@ -506,7 +522,7 @@ def _from_internal(params, sigma):
 
 
 def fit(scores, labels, *, method="affine", priors=None, loss="xe", score_type="log_posteriors", l2=1e-3,
-        num_bins=15, binning="equal_width", max_iter=200, tol=1e-5):
+        num_bins=15, binning="equal_width", max_iter=200, tol=1e-5, sample_weight=None):
     """Fit a calibrator on ``(scores, labels)``.
 
     The objective is the expected PSR of the calibrated posteriors with
@@ -562,6 +578,11 @@ def fit(scores, labels, *, method="affine", priors=None, loss="xe", score_type="
       labels: ``(N,)`` true classes; every class must occur.
       method: one of :data:`METHODS`.
       priors: deployment priors for the objective (default: data priors).
+      sample_weight: optional ``(N,)`` non-negative weight of each sample
+        (scikit-learn's meaning: an integer weight counts the sample that many
+        times); the objective's per-sample weights become ``s_n P_i / W_i``
+        with ``W_i`` the total weight of class ``i`` (and the data priors
+        ``W_i / W``).  Not for ``histogram`` and ``isotonic``.
       loss: ``"xe"`` (default) or ``"brier"``.
       score_type: type of ``scores`` (``"log_posteriors"``, ``"logits"``,
         ``"log_likelihoods"``, ``"llr"``).
@@ -576,7 +597,7 @@ def fit(scores, labels, *, method="affine", priors=None, loss="xe", score_type="
     _check_fit_args(method, loss, binning, max_iter, tol, l2)
     num_bins = v.as_positive_int(num_bins, "num_bins")
     s, labels, k, p = _prepare_fit(scores, labels, method, priors, score_type)
-    w, p_used = _fold_weights(np.asarray(labels), k, p)
+    w, p_used = _fold_weights(np.asarray(labels), k, p, sample_weight=_sample_weight_for(method, sample_weight, labels))
     dtype = s.dtype
     log_prior_odds = jnp.asarray(np.log(p_used[1] / p_used[0]) if k == 2 and np.all(p_used > 0) else 0.0, dtype)
     params, n_iter, gnorm, value = _fit_kernel(
@@ -733,7 +754,7 @@ def _cross_validation_kernel(s, labels, train_idx, train_w, folds, log_prior_odd
 
 def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affine", priors=None, loss="xe",
                               score_type="log_posteriors", l2=1e-3, num_bins=15, binning="equal_width",
-                              max_iter=200, tol=1e-5, groups=None):
+                              max_iter=200, tol=1e-5, groups=None, sample_weight=None):
     """Stratified k-fold cross-validated calibration of the test data.
 
     The data are split into ``num_folds`` stratified folds with ``key``
@@ -764,13 +785,15 @@ def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affin
     else:
         folds = grouped_folds(key, labels, groups, num_folds)
     labels_np = np.asarray(labels)
+    sw = _sample_weight_for(method, sample_weight, labels)
     train_sets = [np.nonzero(folds != f)[0] for f in range(num_folds)]
     length = max(len(t) for t in train_sets)
     idx = np.zeros((num_folds, length), np.int32)
     w = np.zeros((num_folds, length))
     lpo = np.zeros(num_folds)
     for f, t in enumerate(train_sets):
-        wf, pf = _fold_weights(labels_np[t], k, p, where=f" of fold {f} (cross-validation)")
+        wf, pf = _fold_weights(labels_np[t], k, p, where=f" of fold {f} (cross-validation)",
+                               sample_weight=None if sw is None else sw[t])
         idx[f, : len(t)] = t
         w[f, : len(t)] = wf
         lpo[f] = np.log(pf[1] / pf[0]) if k == 2 and np.all(pf > 0) else 0.0
