@@ -649,12 +649,17 @@ def _auc_kernel(labels, s):
     return jnp.sum(jnp.where(is1, per_positive, 0.0)) / jnp.sum(is1)
 
 
-@jax.jit
-def _weighted_auc_kernel(labels, s, sample_weight):
+def weighted_auc_kernel(labels, s, sample_weight, cumsum=jnp.cumsum):
+    """Kernel: weighted AUC of the class-1 log-odds ``s``, the weighted Mann-Whitney statistic, ties one half.
+
+    ``sum_{i: y=1} sum_{j: y=0} w_i w_j ([s_i > s_j] + [s_i = s_j] / 2) / (W_1 W_0)``: one sort and one
+    cumulative sum of the class-0 weights (``cumsum``: any inclusive prefix sum along the last axis; the
+    bootstrap passes a faster blocked one).
+    """
     order = jnp.argsort(s)
     s_sorted = s[order]
     w0 = jnp.where(labels == 0, sample_weight, 0.0)[order]
-    below0 = jnp.concatenate([jnp.zeros((1,), w0.dtype), jnp.cumsum(w0)])
+    below0 = jnp.concatenate([jnp.zeros((1,), w0.dtype), cumsum(w0)])
     below = below0[jnp.searchsorted(s_sorted, s, side="left")]  # class-0 weight with scores < s_n
     not_above = below0[jnp.searchsorted(s_sorted, s, side="right")]  # class-0 weight with scores <= s_n
     total0 = below0[-1]
@@ -663,6 +668,9 @@ def _weighted_auc_kernel(labels, s, sample_weight):
     w1 = jnp.where(labels == 1, sample_weight, 0.0)
     total1 = jnp.sum(w1)
     return jnp.sum(w1 * per_positive) / jnp.where(total1 > 0, total1, 1.0)
+
+
+_weighted_auc_kernel = jax.jit(weighted_auc_kernel)
 
 
 def auc(labels, scores, *, score_type="log_posteriors", sample_weight=None):

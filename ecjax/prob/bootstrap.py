@@ -66,7 +66,7 @@ from ecjax.prob.ranking import (
 )
 from ecjax.random_bits import threefry2x32
 from ecjax.report import aligned
-from ecjax.scores import bin_indices, brier_kernel, class_weights, cross_entropy_kernel
+from ecjax.scores import bin_indices, brier_kernel, class_weights, cross_entropy_kernel, weighted_auc_kernel
 
 # Equal-width bins of the built-in "ece", as the default of ecjax.scores.ece (seed 002 eqs. 62-63).
 ECE_NUM_BINS = 15
@@ -177,19 +177,7 @@ def weighted_auc(labels, log_posteriors, weights):
     ``sklearn.metrics.roc_auc_score(..., sample_weight=w)``).  One sort of
     the scores and one cumulative sum of the class-0 weights: O(N log N).
     """
-    s = _log_odds(log_posteriors)
-    order = jnp.argsort(s)
-    s_sorted = s[order]
-    w0 = jnp.where(labels == 0, weights, 0.0)
-    cum0 = jnp.concatenate([jnp.zeros((1,), weights.dtype), prefix_sums(w0[order])])
-    below = cum0[jnp.searchsorted(s_sorted, s, side="left")]  # class-0 weight with scores < s_i
-    not_above = cum0[jnp.searchsorted(s_sorted, s, side="right")]  # class-0 weight with scores <= s_i
-    total0 = cum0[-1]
-    # Each positive's term in [0, 1] before the weighted mean keeps float32 accurate.
-    per_positive = (below + 0.5 * (not_above - below)) / jnp.where(total0 > 0, total0, 1.0)
-    w1 = jnp.where(labels == 1, weights, 0.0)
-    total1 = jnp.sum(w1)
-    return jnp.sum(w1 * per_positive) / jnp.where(total1 > 0, total1, 1.0)
+    return weighted_auc_kernel(labels, _log_odds(log_posteriors), weights, cumsum=prefix_sums)
 
 
 def weighted_eer(labels, log_posteriors, weights):
