@@ -48,12 +48,12 @@ from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
 from ecjax.scores import (
     bayes_expected_cost,
-    bin_indices,
     brier,
     brier_kernel,
     class_weights,
     cross_entropy,
     cross_entropy_kernel,
+    equal_mass_upper_edges,
 )
 
 METHODS = ("affine", "temperature", "bias", "vector", "matrix", "llr", "histogram", "isotonic", "beta")
@@ -262,7 +262,7 @@ def _isotonic_log_posteriors(params, log_odds):
     return jnp.where(p < 0.5, jnp.log(p), jnp.log1p(-p[..., ::-1]))
 
 
-def _pool_adjacent_violators(log_odds, labels, weights):
+def _pool_adjacent_violators(log_odds, labels, weights, sample_weight):
     """Weighted isotonic regression of ``[label = 1]`` on ``log_odds`` (samples of weight 0 ignored).
 
     As ``sklearn.isotonic.IsotonicRegression``: samples with equal log-odds
@@ -271,10 +271,13 @@ def _pool_adjacent_violators(log_odds, labels, weights):
     Barlow et al. 1972) scans the points in increasing order, pushing each as
     a block and merging the top two blocks while the lower one's frequency is
     >= the upper one's: O(N) after the sort, each point pushed and merged at
-    most once.  Blocks hold exact integer class counts ``(n_0, n_1)``; their
-    value is ``w_1 n_1 / (w_0 n_0 + w_1 n_1)`` with the class weights
-    ``w_i = P_i / N_i`` of the fit.  (Which blocks merge depends only on
-    ``n_1 / n_0``, so on the counts and not on the priors.)
+    most once.  Blocks hold per-class totals ``(n_0, n_1)`` of the frequency
+    weights ``sample_weight`` (exact integer counts when they are all 1);
+    their value is ``w_1 n_1 / (w_0 n_0 + w_1 n_1)`` with the class weights
+    ``w_i = P_i / W_i`` of the fit, ``weights = w_{y_n} u_n``.  (Which
+    blocks merge depends only on ``n_1 / n_0``, so on the counts and not on
+    the priors.)  With integer ``sample_weight`` this is the fit on the
+    repeated samples: ``IsotonicRegression(sample_weight=)``.
 
     Returns ``{"thresholds", "frequencies"}`` (see :class:`Calibrator`).
     """
@@ -286,9 +289,10 @@ def _pool_adjacent_violators(log_odds, labels, weights):
     starts_point = kept & jnp.concatenate([jnp.ones((1,), bool), z[1:] != z[:-1]])
     point = jnp.cumsum(starts_point) - 1  # ignored samples (at the end) fall in the last point with count 0
     num_points = point[-1] + 1
-    counts = jax.ops.segment_sum(jax.nn.one_hot(y, 2, dtype=jnp.int32) * kept[:, None], point, num_segments=n)
+    u = jnp.where(kept, sample_weight[order], 0.0).astype(dtype)
+    counts = jax.ops.segment_sum(jax.nn.one_hot(y, 2, dtype=dtype) * u[:, None], point, num_segments=n)
     knots = jnp.zeros((n,), dtype).at[jnp.where(starts_point, point, n)].set(z, mode="drop")
-    class_weight = jax.ops.segment_max(weights, labels, num_segments=2)
+    class_weight = _class_weights_of_fit(weights, sample_weight, labels)
 
     def class1_frequency(c):
         w = class_weight * c.astype(dtype)
@@ -309,7 +313,7 @@ def _pool_adjacent_violators(log_odds, labels, weights):
 
         return jax.lax.while_loop(violated, merge, (block_counts, block_start, top + 1))
 
-    init = (jnp.zeros((n, 2), jnp.int32), jnp.zeros((n,), jnp.int32), jnp.zeros((), jnp.int32))
+    init = (jnp.zeros((n, 2), dtype), jnp.zeros((n,), jnp.int32), jnp.zeros((), jnp.int32))
     block_counts, block_start, top = jax.lax.fori_loop(0, num_points, push, init)
     first_of_block = jnp.zeros((n,), jnp.int32).at[jnp.where(jnp.arange(n) < top, block_start, n)].set(
         1, mode="drop")
@@ -321,6 +325,17 @@ def _pool_adjacent_violators(log_odds, labels, weights):
     knots = jnp.where(real, knots, knots[num_points - 1])
     freqs = jnp.where(real[:, None], freqs, freqs[num_points - 1])
     return {"thresholds": knots, "frequencies": freqs}
+
+
+def _class_weights_of_fit(weights, sample_weight, labels):
+    """``(2,)``: the class weights ``P_i / W_i`` of a binary fit, its per-sample weights without the frequency weights.
+
+    Unweighted (``sample_weight`` all 1) the division is exact; samples outside the training set (weight 0)
+    are skipped.
+    """
+    in_train = weights > 0
+    per_sample = jnp.where(in_train, weights / jnp.where(in_train, sample_weight, 1.0), 0.0)
+    return jax.ops.segment_max(per_sample, labels, num_segments=2)
 
 
 def _histogram_bins(params, p):
@@ -411,44 +426,40 @@ def _fold_weights(labels_np, k, priors, where="", sample_weight=None):
     return (w if sample_weight is None else w * sample_weight), p
 
 
-def _sample_weight_for(method, sample_weight, labels):
-    """Validated host sample weights for a fit, or ``None``; refused where the method cannot weigh samples."""
+def _sample_weight_for(sample_weight, labels):
+    """Validated host sample weights for a fit, or ``None``."""
     if sample_weight is None:
         return None
-    if method in NON_ITERATIVE_METHODS:
-        # Their kernels weigh every sample of a class alike (counts times one class weight).
-        raise v.InputError(f"`sample_weight` is not supported by method={method!r} (its bins count samples); use "
-                           f"one of {tuple(m for m in METHODS if m not in NON_ITERATIVE_METHODS)}")
     return np.asarray(v.as_sample_weight(sample_weight, labels), np.float64)
 
 
 # ----------------------------------------------------------------------- fit
 
 @partial(jax.jit, static_argnames=("method", "loss", "max_iter", "num_bins", "binning"))
-def _fit_kernel(s, labels, weights, log_prior_odds, l2, tol, *, method, loss, max_iter, num_bins, binning):
-    """Fit one calibrator on weighted samples (weights 0 = not in the training set)."""
+def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, l2, tol, *, method, loss, max_iter, num_bins,
+                binning):
+    """Fit one calibrator on weighted samples (weights 0 = not in the training set).
+
+    ``weights`` are the objective's per-sample weights ``u_n P_i / W_i``;
+    ``sample_weight`` the frequency weights ``u_n`` alone (1 without), which
+    the counting methods (histogram, isotonic) need apart from the class
+    weights.
+    """
     dtype = s.dtype
     if method == "histogram":
         p1 = jnp.exp(s[:, 1])
         in_train = weights > 0
+        u = jnp.where(in_train, sample_weight, 0.0).astype(dtype)  # frequency weight of each training sample
         if binning == "equal_width":
             upper = jnp.linspace(0.0, 1.0, num_bins + 1, dtype=dtype)[1:]
         else:
-            # Equal mass over the training samples only: padding goes above every value.
-            ref = jnp.where(in_train, p1, jnp.inf)
-            n_train = jnp.sum(in_train)
-            sorted_ref = jnp.sort(ref)
-            m = jnp.arange(1, num_bins + 1)
-            q, r = n_train // num_bins, n_train % num_bins
-            ends = m * q + jnp.minimum(m, r)
-            upper = jnp.where(ends > 0, sorted_ref[jnp.maximum(ends - 1, 0)], -jnp.inf)
-            upper = upper.at[-1].set(jnp.inf)
+            upper = equal_mass_upper_edges(p1, num_bins, u)  # over the training samples only (weight > 0)
         params = {"upper_edges": upper}
         idx = _histogram_bins(params, p1)
-        # Exact per-bin class counts, then the class weights P_i / N_i: the (prior-weighted)
-        # class-1 frequency without a long float32 sum of weights.
-        cw = jax.ops.segment_max(weights, labels, num_segments=2)
-        n = jax.ops.segment_sum(jax.nn.one_hot(labels, 2, dtype=dtype) * in_train[:, None], idx,
+        # Per-bin class totals of the frequency weights (exact counts unweighted), then the class
+        # weights P_i / W_i: the (prior-weighted) class-1 frequency without a long float32 sum of weights.
+        cw = _class_weights_of_fit(weights, sample_weight, labels)
+        n = jax.ops.segment_sum(jax.nn.one_hot(labels, 2, dtype=dtype) * u[:, None], idx,
                                 num_segments=num_bins)  # (M, 2)
         w1, w_all = cw[1] * n[:, 1], cw[0] * n[:, 0] + cw[1] * n[:, 1]
         # Empty bin (no training sample): fall back to the class-1 prior of the objective.
@@ -459,7 +470,7 @@ def _fit_kernel(s, labels, weights, log_prior_odds, l2, tol, *, method, loss, ma
         zero = jnp.zeros((), jnp.int32)
         return params, zero, jnp.zeros((), dtype), jnp.zeros((), dtype)
     if method == "isotonic":
-        params = _pool_adjacent_violators(s, labels, weights)
+        params = _pool_adjacent_violators(s, labels, weights, sample_weight)
         log_post = _isotonic_log_posteriors(params, s)
         # PAV minimizes every proper scoring rule over monotone maps at once (Brummer & du Preez 2013): `loss`
         # only chooses which one is reported, on the clipped outputs.
@@ -582,7 +593,11 @@ def fit(scores, labels, *, method="affine", priors=None, loss="xe", score_type="
         (scikit-learn's meaning: an integer weight counts the sample that many
         times); the objective's per-sample weights become ``s_n P_i / W_i``
         with ``W_i`` the total weight of class ``i`` (and the data priors
-        ``W_i / W``).  Not for ``histogram`` and ``isotonic``.
+        ``W_i / W``).  ``"histogram"`` counts weight totals per bin (its
+        equal-mass bins split the cumulative weight,
+        :func:`ecjax.scores.equal_mass_upper_edges`) and ``"isotonic"`` runs
+        the weighted PAV (``IsotonicRegression(sample_weight=)``); for all
+        methods integer weights give the fit on the repeated samples.
       loss: ``"xe"`` (default) or ``"brier"``.
       score_type: type of ``scores`` (``"log_posteriors"``, ``"logits"``,
         ``"log_likelihoods"``, ``"llr"``).
@@ -597,11 +612,14 @@ def fit(scores, labels, *, method="affine", priors=None, loss="xe", score_type="
     _check_fit_args(method, loss, binning, max_iter, tol, l2)
     num_bins = v.as_positive_int(num_bins, "num_bins")
     s, labels, k, p = _prepare_fit(scores, labels, method, priors, score_type)
-    w, p_used = _fold_weights(np.asarray(labels), k, p, sample_weight=_sample_weight_for(method, sample_weight, labels))
+    sw = _sample_weight_for(sample_weight, labels)
+    w, p_used = _fold_weights(np.asarray(labels), k, p, sample_weight=sw)
     dtype = s.dtype
     log_prior_odds = jnp.asarray(np.log(p_used[1] / p_used[0]) if k == 2 and np.all(p_used > 0) else 0.0, dtype)
+    sw = np.ones(w.shape) if sw is None else sw
     params, n_iter, gnorm, value = _fit_kernel(
-        s, labels, jnp.asarray(w, dtype), log_prior_odds, jnp.asarray(l2, dtype), jnp.asarray(tol, dtype),
+        s, labels, jnp.asarray(w, dtype), jnp.asarray(sw, dtype), log_prior_odds, jnp.asarray(l2, dtype),
+        jnp.asarray(tol, dtype),
         method=method, loss=loss, max_iter=int(max_iter), num_bins=num_bins, binning=binning)
     converged = jnp.asarray(True) if method in NON_ITERATIVE_METHODS else gnorm < tol
     return Calibrator(params, n_iter, gnorm, value, converged, method, k, score_type, loss)
@@ -727,18 +745,18 @@ def grouped_folds(key, labels, groups, num_folds):
 
 
 @partial(jax.jit, static_argnames=("method", "loss", "max_iter", "num_bins", "binning"))
-def _cross_validation_kernel(s, labels, train_idx, train_w, folds, log_prior_odds, l2, tol, *, method, loss,
-                             max_iter, num_bins, binning):
+def _cross_validation_kernel(s, labels, train_idx, train_w, train_sw, folds, log_prior_odds, l2, tol, *, method,
+                             loss, max_iter, num_bins, binning):
     """All folds in one compiled function: the fit mapped over padded training sets."""
     fit_one = partial(_fit_kernel, method=method, loss=loss, max_iter=max_iter, num_bins=num_bins, binning=binning)
 
-    def one_fold(idx, w, lpo):
-        return fit_one(s[idx], labels[idx], w, lpo, l2, tol)
+    def one_fold(idx, w, sw, lpo):
+        return fit_one(s[idx], labels[idx], w, sw, lpo, l2, tol)
 
     # lax.map, not vmap: under vmap the L-BFGS loop and its line search run until the slowest
     # fold is done and their branches become selects (both sides evaluated), which measured
     # 2-5x slower on CPU; lax.map keeps one compiled function with each fold stopping on its own.
-    params, n_iter, gnorm, value = jax.lax.map(lambda a: one_fold(*a), (train_idx, train_w, log_prior_odds))
+    params, n_iter, gnorm, value = jax.lax.map(lambda a: one_fold(*a), (train_idx, train_w, train_sw, log_prior_odds))
     k = 2 if s.ndim == 1 else s.shape[-1]
 
     def apply_fold(p):
@@ -785,21 +803,24 @@ def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affin
     else:
         folds = grouped_folds(key, labels, groups, num_folds)
     labels_np = np.asarray(labels)
-    sw = _sample_weight_for(method, sample_weight, labels)
+    sw = _sample_weight_for(sample_weight, labels)
     train_sets = [np.nonzero(folds != f)[0] for f in range(num_folds)]
     length = max(len(t) for t in train_sets)
     idx = np.zeros((num_folds, length), np.int32)
     w = np.zeros((num_folds, length))
+    train_sw = np.zeros((num_folds, length))  # padding: weight 0, outside every training set
     lpo = np.zeros(num_folds)
     for f, t in enumerate(train_sets):
         wf, pf = _fold_weights(labels_np[t], k, p, where=f" of fold {f} (cross-validation)",
                                sample_weight=None if sw is None else sw[t])
         idx[f, : len(t)] = t
         w[f, : len(t)] = wf
+        train_sw[f, : len(t)] = 1.0 if sw is None else sw[t]
         lpo[f] = np.log(pf[1] / pf[0]) if k == 2 and np.all(pf > 0) else 0.0
     dtype = s.dtype
     out, params, n_iter, gnorm, value = _cross_validation_kernel(
-        s, labels, jnp.asarray(idx), jnp.asarray(w, dtype), jnp.asarray(folds), jnp.asarray(lpo, dtype),
+        s, labels, jnp.asarray(idx), jnp.asarray(w, dtype), jnp.asarray(train_sw, dtype), jnp.asarray(folds),
+        jnp.asarray(lpo, dtype),
         jnp.asarray(l2, dtype), jnp.asarray(tol, dtype), method=method, loss=loss, max_iter=int(max_iter),
         num_bins=num_bins, binning=binning)
     converged = jnp.ones(num_folds, bool) if method in NON_ITERATIVE_METHODS else gnorm < tol
@@ -809,18 +830,19 @@ def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affin
 
 # --------------------------------------------------------- calibration loss
 
-def _epsr(metric, labels, scores, costs, priors, score_type, normalize):
+def _epsr(metric, labels, scores, costs, priors, score_type, normalize, sample_weight=None):
+    kw = dict(priors=priors, score_type=score_type, normalize=normalize, sample_weight=sample_weight)
     if metric == "xe":
-        return cross_entropy(labels, scores, priors=priors, score_type=score_type, normalize=normalize)
+        return cross_entropy(labels, scores, **kw)
     if metric == "brier":
-        return brier(labels, scores, priors=priors, score_type=score_type, normalize=normalize)
+        return brier(labels, scores, **kw)
     if costs is None:
         raise v.InputError("metric='bayes_ec' needs `costs` (the cost matrix of the Bayes decisions)")
-    return bayes_expected_cost(labels, scores, costs, priors=priors, score_type=score_type, normalize=normalize)
+    return bayes_expected_cost(labels, scores, costs, **kw)
 
 
 def calibration_loss(raw, calibrated, labels, *, metric="xe", relative=True, costs=None, priors=None,
-                     score_type="log_posteriors"):
+                     score_type="log_posteriors", sample_weight=None):
     """Calibration loss ``EPSRraw - EPSRemin`` (seed 002 eq. 59) or its relative form.
 
     ``relative=True`` gives ``100 (EPSRraw - EPSRemin) / EPSRraw`` (eq. 60),
@@ -834,10 +856,12 @@ def calibration_loss(raw, calibrated, labels, *, metric="xe", relative=True, cos
     Args:
       raw, calibrated: scores of the same samples, both of ``score_type``.
       labels: ``(N,)`` true classes.
+      sample_weight: optional ``(N,)`` non-negative frequency weights of
+        the samples, for both EPSRs (as :func:`ecjax.scores.cross_entropy`).
     """
     v.check_choice(metric, "metric", CALIBRATION_METRICS)
-    r = _epsr(metric, labels, raw, costs, priors, score_type, False)
-    c = _epsr(metric, labels, calibrated, costs, priors, score_type, False)
+    r = _epsr(metric, labels, raw, costs, priors, score_type, False, sample_weight)
+    c = _epsr(metric, labels, calibrated, costs, priors, score_type, False, sample_weight)
     if not relative:
         return r - c
     return _relative(r, c)
@@ -865,7 +889,7 @@ class CalibrationDiagnosis(NamedTuple):
 
 def diagnose(scores, labels, *, key=None, method="affine", metric="xe", protocol="cross_validation", costs=None,
              priors=None, score_type="log_posteriors", normalize=False, num_folds=5, train_scores=None,
-             train_labels=None, **fit_kwargs):
+             train_labels=None, sample_weight=None, **fit_kwargs):
     """One-call calibration diagnosis: how much of the EPSR is miscalibration?
 
     Calibrates ``scores`` with ``method`` under ``protocol``
@@ -879,6 +903,9 @@ def diagnose(scores, labels, *, key=None, method="affine", metric="xe", protocol
     ``normalize`` reports the EPSRs normalized by the naive system (the
     relative loss is the same either way; the absolute loss is then in
     normalized units).  ``priors`` are used for both fitting and evaluation.
+    ``sample_weight`` (frequency weights of ``scores``/``labels``) weights
+    the EPSRs and, under cross-validation and train-on-test, the fit; a
+    held-out calibrator is fitted on its own (unweighted) training data.
     """
     v.check_choice(protocol, "protocol", PROTOCOLS)
     v.check_choice(metric, "metric", CALIBRATION_METRICS)
@@ -892,15 +919,16 @@ def diagnose(scores, labels, *, key=None, method="affine", metric="xe", protocol
         if key is None:
             raise v.InputError("protocol='cross_validation' needs a `key` (jax.random.key) for the folds")
         key = v.as_key(key)
-        res = calibrate_cross_validated(scores, labels, key=key, num_folds=num_folds, **kw)
+        res = calibrate_cross_validated(scores, labels, key=key, num_folds=num_folds, sample_weight=sample_weight,
+                                        **kw)
     elif protocol == "held_out":
         if train_scores is None or train_labels is None:
             raise v.InputError("protocol='held_out' needs `train_scores` and `train_labels`")
         res = calibrate_held_out(train_scores, train_labels, scores, **kw)
     else:
-        res = calibrate_train_on_test(scores, labels, **kw)
-    raw = _epsr(metric, labels, scores, costs, priors, score_type, normalize)
-    calv = _epsr(metric, labels, res.scores, costs, priors, "log_posteriors", normalize)
+        res = calibrate_train_on_test(scores, labels, sample_weight=sample_weight, **kw)
+    raw = _epsr(metric, labels, scores, costs, priors, score_type, normalize, sample_weight)
+    calv = _epsr(metric, labels, res.scores, costs, priors, "log_posteriors", normalize, sample_weight)
     absolute = raw - calv
     relative = _relative(raw, calv)
     return CalibrationDiagnosis(metric, res.protocol, raw, calv, absolute, relative, res.scores, res.calibrator)

@@ -78,14 +78,23 @@ def _confidences_and_hits(labels, log_post, variant):
     return conf, hit
 
 
-def _binned_errors(conf, hit, *, num_bins, binning):
-    """``(3,)``: the l1, l2 and max calibration errors of one set of ``(N,)`` confidences and hits."""
-    n = conf.shape[-1]
-    idx, _ = bin_indices(conf, num_bins, binning)
-    count = jax.ops.segment_sum(jnp.ones(idx.shape, jnp.int32), idx, num_segments=num_bins)
+def _binned_errors(conf, hit, sample_weight=None, *, num_bins, binning):
+    """``(3,)``: the l1, l2 and max calibration errors of one set of ``(N,)`` confidences and hits.
+
+    With ``sample_weight`` every count is a weight total (a bin whose samples all have weight 0 is empty).
+    """
+    idx, _ = bin_indices(conf, num_bins, binning, weights=sample_weight)
+    if sample_weight is None:
+        n = conf.shape[-1]
+        count = jax.ops.segment_sum(jnp.ones(idx.shape, jnp.int32), idx, num_segments=num_bins)
+        per_sample = hit - conf
+    else:
+        n = jnp.sum(sample_weight)
+        count = jax.ops.segment_sum(sample_weight, idx, num_segments=num_bins)
+        per_sample = sample_weight * (hit - conf)
     # Summing the per-sample gaps keeps float32 accuracy (see ecjax.scores.ece): the difference of the
     # two bin sums would lose ~1e-3 of the gap over 10^4 confidences near 1.
-    gap_sum = jax.ops.segment_sum(hit - conf, idx, num_segments=num_bins)
+    gap_sum = jax.ops.segment_sum(per_sample, idx, num_segments=num_bins)
     filled = count > 0
     gap = gap_sum / jnp.where(filled, count, 1).astype(conf.dtype)
     return jnp.stack([jnp.sum(jnp.abs(gap_sum)) / n,
@@ -94,7 +103,7 @@ def _binned_errors(conf, hit, *, num_bins, binning):
 
 
 @partial(jax.jit, static_argnames=("num_bins", "binning", "variant"))
-def _calibration_errors_kernel(labels, log_post, *, num_bins, binning, variant):
+def _calibration_errors_kernel(labels, log_post, sample_weight=None, *, num_bins, binning, variant):
     """``(..., 3)``: the l1, l2 and max errors (averaged over classes for ``"classwise"``).
 
     All three norms come from one pass over the same bins, and one compiled
@@ -103,7 +112,7 @@ def _calibration_errors_kernel(labels, log_post, *, num_bins, binning, variant):
     conf, hit = _confidences_and_hits(labels, log_post, variant)
     flat_conf = conf.reshape((-1, conf.shape[-1]))
     flat_hit = hit.reshape((-1, hit.shape[-1]))
-    one = partial(_binned_errors, num_bins=num_bins, binning=binning)
+    one = partial(_binned_errors, sample_weight=sample_weight, num_bins=num_bins, binning=binning)
     per_class = jax.vmap(one)(flat_conf, flat_hit).reshape(conf.shape[:-1] + (len(NORMS),))
     return jnp.mean(per_class, axis=-2)
 
@@ -119,8 +128,8 @@ def _resolve_variant(variant, k):
     return variant
 
 
-def _inputs(labels, scores, priors, score_type):
-    """Validated ``(labels, log_posteriors (..., N, K))``."""
+def _inputs(labels, scores, priors, score_type, sample_weight=None):
+    """Validated ``(labels, log_posteriors (..., N, K), sample_weight)``; some weight must be positive."""
     s, log_p = v.scores_and_log_priors(scores, priors, score_type)
     log_post = log_posteriors_kernel(s, log_p, score_type)
     k = log_post.shape[-1]
@@ -128,11 +137,14 @@ def _inputs(labels, scores, priors, score_type):
     if labels.ndim != 1:
         raise v.InputError(f"`labels` must be one vector of N classes, got shape {labels.shape}")
     v.check_same_length("labels", labels, "scores", log_post, axis_b=-2)
-    return labels, log_post
+    sample_weight = v.as_sample_weight(sample_weight, labels)
+    if sample_weight is not None and not v.is_tracer(sample_weight) and not np.sum(np.asarray(sample_weight)) > 0:
+        raise v.InputError("`sample_weight` is 0 for every sample: there is nothing to average")
+    return labels, log_post, sample_weight
 
 
 def binned_calibration_error(labels, scores, *, norm="l1", num_bins=15, binning="equal_width", variant="auto",
-                             priors=None, score_type="log_posteriors"):
+                             priors=None, score_type="log_posteriors", sample_weight=None):
     """Binned calibration error with an ``l1`` (ECE), ``l2`` (RMS) or ``max`` (MCE) norm over the bins.
 
     See the module docstring for the formulas and sources.  With
@@ -154,6 +166,12 @@ def binned_calibration_error(labels, scores, *, norm="l1", num_bins=15, binning=
         ``"top_label"`` or ``"classwise"``.
       priors: only to turn likelihood-type scores into posteriors.
       score_type: any of :data:`ecjax.inputs.SCORE_TYPES`.
+      sample_weight: optional ``(N,)`` non-negative weights (scikit-learn's
+        frequency weights): ``|B_m|`` and ``N`` become weight totals and the
+        bin means weighted means; equal-mass bins split the cumulative weight
+        (:func:`ecjax.scores.equal_mass_upper_edges`).  An integer weight
+        ``k`` is ``k`` copies of the sample, weight 0 leaves it out (a bin
+        holding only such samples is empty for ``"max"``).
 
     Returns:
       The calibration error (a fraction in ``[0, 1]``), one per system.
@@ -164,18 +182,20 @@ def binned_calibration_error(labels, scores, *, norm="l1", num_bins=15, binning=
     v.check_choice(binning, "binning", BINNINGS)
     v.check_choice(variant, "variant", VARIANTS)
     num_bins = v.as_positive_int(num_bins, "num_bins")
-    labels, log_post = _inputs(labels, scores, priors, score_type)
+    labels, log_post, sample_weight = _inputs(labels, scores, priors, score_type, sample_weight)
     variant = _resolve_variant(variant, log_post.shape[-1])
-    out = _calibration_errors_kernel(labels, log_post, num_bins=num_bins, binning=binning,
+    out = _calibration_errors_kernel(labels, log_post, sample_weight, num_bins=num_bins, binning=binning,
                                      variant=variant)[..., NORMS.index(norm)]
-    if v.any_traced(labels, log_post):
+    if v.any_traced(labels, log_post, sample_weight):
         ok = jnp.all(labels >= 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
+        if sample_weight is not None:
+            ok = ok & jnp.all(jnp.isfinite(sample_weight) & (sample_weight >= 0)) & (jnp.sum(sample_weight) > 0)
         out = v.nan_where_invalid(out, ok)
     return out
 
 
 def max_calibration_error(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
-                          score_type="log_posteriors"):
+                          score_type="log_posteriors", sample_weight=None):
     """MCE: the largest ``|frequency - confidence|`` over the non-empty bins (Naeini et al. 2015).
 
     ``binned_calibration_error(..., norm="max")``; arguments as there.  With few
@@ -183,20 +203,23 @@ def max_calibration_error(labels, scores, *, num_bins=15, binning="equal_width",
     :func:`reliability_bands`.
     """
     return binned_calibration_error(labels, scores, norm="max", num_bins=num_bins, binning=binning,
-                                    variant=variant, priors=priors, score_type=score_type)
+                                    variant=variant, priors=priors, score_type=score_type,
+                                    sample_weight=sample_weight)
 
 
 def rms_calibration_error(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
-                          score_type="log_posteriors"):
+                          score_type="log_posteriors", sample_weight=None):
     """RMS (l2) calibration error ``sqrt(sum_m |B_m|/N g_m^2)`` (Kumar et al. 2019).
 
     ``binned_calibration_error(..., norm="l2")``; arguments as there.
     """
     return binned_calibration_error(labels, scores, norm="l2", num_bins=num_bins, binning=binning,
-                                    variant=variant, priors=priors, score_type=score_type)
+                                    variant=variant, priors=priors, score_type=score_type,
+                                    sample_weight=sample_weight)
 
 
-def classwise_ece(labels, scores, *, num_bins=15, binning="equal_width", priors=None, score_type="log_posteriors"):
+def classwise_ece(labels, scores, *, num_bins=15, binning="equal_width", priors=None, score_type="log_posteriors",
+                  sample_weight=None):
     """Classwise-ECE (Kull et al. 2019): ``(1/K) sum_j sum_m |B_jm|/N |frac_j(B_jm) - avg_j(B_jm)|``.
 
     ``B_jm`` bins the class-``j`` posteriors of all samples, ``frac_j`` is
@@ -205,10 +228,12 @@ def classwise_ece(labels, scores, *, num_bins=15, binning="equal_width", priors=
     (SCE).  ``binned_calibration_error(..., variant="classwise")``.
     """
     return binned_calibration_error(labels, scores, norm="l1", num_bins=num_bins, binning=binning,
-                                    variant="classwise", priors=priors, score_type=score_type)
+                                    variant="classwise", priors=priors, score_type=score_type,
+                                    sample_weight=sample_weight)
 
 
-def adaptive_calibration_error(labels, scores, *, num_bins=15, priors=None, score_type="log_posteriors"):
+def adaptive_calibration_error(labels, scores, *, num_bins=15, priors=None, score_type="log_posteriors",
+                               sample_weight=None):
     """ACE of Nixon et al. (2019): the classwise ECE with equal-mass bins per class.
 
     ``binned_calibration_error(..., variant="classwise", binning="equal_mass")``.
@@ -218,7 +243,8 @@ def adaptive_calibration_error(labels, scores, *, num_bins=15, priors=None, scor
     ``ecjax.ece(..., binning="equal_mass")``.
     """
     return binned_calibration_error(labels, scores, norm="l1", num_bins=num_bins, binning="equal_mass",
-                                    variant="classwise", priors=priors, score_type=score_type)
+                                    variant="classwise", priors=priors, score_type=score_type,
+                                    sample_weight=sample_weight)
 
 
 # -------------------------------------------------------- reliability bands
@@ -232,8 +258,8 @@ class ReliabilityBands(NamedTuple):
 
     confidence: np.ndarray  # mean confidence (binary: mean class-1 posterior) of each bin
     frequency: np.ndarray  # observed accuracy (binary: class-1 frequency) of each bin
-    count: np.ndarray  # samples per bin (int64)
-    hits: np.ndarray  # correct decisions (binary: class-1 samples) per bin (int64)
+    count: np.ndarray  # type: ignore[assignment]  # samples per bin (int64); with sample_weight, the bin's weight total (float64)
+    hits: np.ndarray  # correct decisions (binary: class-1 samples) per bin (int64); weighted: float64
     low: np.ndarray  # lower end of the credible interval of the true frequency
     high: np.ndarray  # upper end
     prob: float  # posterior mass of each interval
@@ -269,7 +295,7 @@ def _hdi_of_beta(a, b, prob):
 
 
 def reliability_bands(labels, scores, *, prob=0.9, interval="equal_tailed", num_bins=15, binning="equal_width",
-                      variant="auto", priors=None, score_type="log_posteriors"):
+                      variant="auto", priors=None, score_type="log_posteriors", sample_weight=None):
     """Reliability-diagram bins with a credible band for each bin's true frequency.
 
     The bins are those of :func:`ecjax.scores.reliability_bins` (and of
@@ -295,6 +321,14 @@ def reliability_bands(labels, scores, *, prob=0.9, interval="equal_tailed", num_
         ``"top_label"``; scores of one system).
       prob: posterior mass of each band, in ``(0, 1)`` (default 0.9).
       interval: ``"equal_tailed"`` (default) or ``"hdi"``.
+      sample_weight: optional ``(N,)`` non-negative frequency weights (as
+        :func:`ecjax.ece`): ``n_m`` and ``h_m`` become the weight totals of
+        the bin and of its hits, and the posterior ``Beta(1 + h_m, 1 + n_m -
+        h_m)``.  The band width then follows the weighted counts: an integer
+        weight ``k`` counts as ``k`` independent observations (the band of
+        the repeated samples), and rescaling all weights by ``c`` narrows
+        (``c > 1``) or widens (``c < 1``) every band, so pass weights on the
+        scale of counts (importance weights normalized to sum to ``N``, say).
 
     Returns:
       :class:`ReliabilityBands` (NumPy arrays, one entry per bin).
@@ -307,10 +341,13 @@ def reliability_bands(labels, scores, *, prob=0.9, interval="equal_tailed", num_
         raise v.InputError("`variant` must be 'auto', 'binary' or 'top_label' for a reliability diagram, got "
                            "'classwise' (draw one binary diagram per class instead)")
     bins = reliability_bins(labels, scores, num_bins=num_bins, binning=binning, variant=variant, priors=priors,
-                            score_type=score_type)
+                            score_type=score_type, sample_weight=sample_weight)
     count = bins.count
-    # The per-bin hit sums are whole numbers, exact in float32 below 2^24 samples.
-    hits = np.rint(np.where(count > 0, bins.frequency * count, 0.0)).astype(np.int64)
+    hits = np.where(count > 0, bins.frequency * count, 0.0)
+    if sample_weight is None:  # whole numbers, exact in float32 below 2^24 samples
+        hits = np.rint(hits).astype(np.int64)
+    else:  # weight totals: keep h_m <= n_m against the rounding of frequency * count
+        hits = np.clip(hits, 0.0, count)
     a, b = 1.0 + hits, 1.0 + (count - hits)
     if interval == "equal_tailed":
         low = special.betaincinv(a, b, 0.5 * (1.0 - prob))

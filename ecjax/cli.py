@@ -33,6 +33,7 @@ from ecjax.inputs import (
     POSTERIOR_TYPES,
     SCORE_TYPES,
     InputError,
+    as_sample_weight,
     as_scores,
     looks_like_probabilities,
 )
@@ -44,7 +45,7 @@ MAX_DRAWS = 10**8
 MAX_SEED = 2**32 - 1  # jax.random.key keeps 32 bits of the seed: larger seeds would repeat smaller ones
 
 # Input size limit (bytes) of this run, from --max-input-mb; outputs waiting to be written.
-_limits = {"max_bytes": None}
+_limits: dict[str, int | None] = {"max_bytes": None}
 _pending: list = []
 
 
@@ -150,7 +151,40 @@ def _load_inputs(args):
     if len(set(names)) != len(names):
         where = "--names" if args.names else f"--{kind}: the same file is given twice (give --names)"
         raise InputError(f"{where}: system names must differ, got {names}")
-    return kind, labels, label_files, arrays, names
+    return kind, labels, label_files, arrays, names, _load_sample_weights(args, labels, label_files)
+
+
+def _load_sample_weights(args, labels, label_files):
+    """Per system: the ``(N,)`` weights of its samples from --sample-weight (one file per --labels file), or ``None``.
+
+    Frequency weights, as scikit-learn's ``sample_weight``: a sample of weight 3 counts as three samples (and
+    carries that much evidence in `compare`), one of weight 0 as none.
+    """
+    files = getattr(args, "sample_weight", None)
+    if not files:
+        return [None] * len(labels)
+    distinct_labels = list(dict.fromkeys(label_files))
+    if len(files) not in (1, len(labels)) or (len(files) == 1 and len(distinct_labels) > 1):
+        raise InputError(f"--sample-weight: give one file per --labels file ({len(distinct_labels)}), got {len(files)}")
+    files = files * len(labels) if len(files) == 1 else files
+    return [_load_sample_weight(f, y, lf) for f, y, lf in zip(files, labels, label_files)]
+
+
+def _load_sample_weight(path, labels, label_file, option="--sample-weight"):
+    """One weight file: ``(N,)`` finite non-negative numbers, one per label of ``label_file``, not all 0."""
+    if path is None:
+        return None
+    w = _load(path)
+    if w.ndim != 1 or w.shape[0] != labels.shape[0]:
+        raise InputError(f"{option} {path}: one weight per sample of {label_file} ({labels.shape[0]}), got shape "
+                         f"{w.shape}")
+    try:
+        w = np.asarray(as_sample_weight(w, labels), np.float64)
+    except InputError as err:  # the library's check, said of the file
+        raise InputError(f"{option} {path}: {err}") from None
+    if not np.any(w > 0):
+        raise InputError(f"{option} {path}: every weight is 0; nothing is left to evaluate")
+    return w
 
 
 def _cost_spec(args, num_classes):
@@ -182,11 +216,11 @@ def _num_classes(labels, kind, arrays, score_type, spec_path, label_file="--labe
     return int(max(labels.max(), max(a.max() for a in arrays))) + 1
 
 
-def _check_priors_cover(spec, labels, label_file, costs_arg):
+def _check_priors_cover(spec, labels, label_file, costs_arg, sample_weight=None):
     """Deployment priors may not weigh a class that has no test samples (its rates are unknown)."""
     if spec.priors is None:
         return
-    n_i = np.bincount(labels, minlength=len(spec.priors))
+    n_i = np.bincount(labels, weights=sample_weight, minlength=len(spec.priors))
     missing = np.nonzero((n_i[: len(spec.priors)] == 0) & (spec.priors > 0))[0]
     if len(missing):
         name = spec.classes[missing[0]]
@@ -194,14 +228,14 @@ def _check_priors_cover(spec, labels, label_file, costs_arg):
                          f"in {costs_arg}: its rates are unknown")
 
 
-def _check_naive(spec, labels, label_file, costs_arg):
+def _check_naive(spec, labels, label_file, costs_arg, sample_weight=None):
     """The NEC needs a best naive decision of positive cost: say which file makes it 0."""
-    p = _priors_or_frequencies(spec.priors, labels, spec.costs.shape[0])
+    p = _priors_or_frequencies(spec.priors, labels, spec.costs.shape[0], sample_weight)
     if np.min(np.matmul(p, spec.costs)) > 0:  # numpy, float64
         return
     if np.all(spec.costs == 0):
         raise InputError(f"{costs_arg}: every cost is 0: all decisions are free and the NEC is undefined")
-    present = np.unique(labels)
+    present = np.unique(labels if sample_weight is None else labels[sample_weight > 0])
     if spec.priors is None and len(present) == 1:
         raise InputError(f"{label_file}: every label is class {present[0]}: with the data's priors some decision "
                          "costs nothing and the NEC is undefined (give deployment priors in --costs)")
@@ -330,7 +364,7 @@ def cmd_metrics(args):
     from ecjax.report import averaging_note, disagreements, format_table, metric_columns, score_columns, winner
 
     st = args.score_type
-    kind, labels, label_files, arrays, names = _load_inputs(args)
+    kind, labels, label_files, arrays, names, weights = _load_inputs(args)
     out_dir = _out_dir(args)
     files = args.scores or args.decisions
     k = max(_num_classes(y, kind, arrays, st, args.costs, lf, files) for y, lf in zip(labels, label_files))
@@ -342,26 +376,27 @@ def cmd_metrics(args):
     spec = _cost_spec(args, k)
     d = spec.costs.shape[1]
     priors = spec.priors
-    for y, lf in zip(labels, label_files):
-        _check_priors_cover(spec, y, lf, args.costs)
-        _check_naive(spec, y, lf, args.costs)
-    training = _training_priors(args, spec, labels, label_files, k)
+    for y, lf, w in zip(labels, label_files, weights):
+        _check_priors_cover(spec, y, lf, args.costs, w)
+        _check_naive(spec, y, lf, args.costs, w)
+    training = _training_priors(args, spec, labels, label_files, k, weights)
     if kind == "scores":
         decisions = [np.asarray(bayes_decisions(s, spec.costs, score_type=st, training_priors=t,
-                                                priors=_likelihood_priors(st, priors, y, k) if t is None else priors))
-                     for s, y, t in zip(arrays, labels, training)]
+                                                priors=_likelihood_priors(st, priors, y, k, w) if t is None else priors))
+                     for s, y, t, w in zip(arrays, labels, training, weights)]
     else:
         decisions = arrays
         for f, a in zip(files, arrays):
             if a.max() >= d or a.min() < 0:
                 raise InputError(f"{f}: decisions must be in [0, {d}) for the cost matrix's {d} decisions")
     # Each system against its own labels (they may differ in order or in number of samples).
-    counts = np.stack([np.asarray(confusion_matrix(y, dm, num_classes=k, num_decisions=d))
-                       for y, dm in zip(labels, decisions)])
+    counts = np.stack([np.asarray(confusion_matrix(y, dm, num_classes=k, num_decisions=d, sample_weight=w))
+                       for y, dm, w in zip(labels, decisions, weights)])
     cols = metric_columns(counts, costs=spec.costs, priors=priors, pos_label=args.pos_label)
     if kind == "scores":  # how good the scores are as posteriors, whatever the decisions
-        cols += score_columns(labels, arrays, priors=[_evaluation_priors(st, priors, y, k) for y in labels],
-                              score_type=st)
+        cols += score_columns(labels, arrays, priors=[_evaluation_priors(st, priors, y, k, w)
+                                                      for y, w in zip(labels, weights)],
+                              score_type=st, sample_weight=weights)
     if out_dir is not None and len(names) >= 2 and args.scatter_metric not in {c.name for c in cols}:
         raise InputError(f"--scatter-metric: unknown metric {args.scatter_metric!r}; one of {sorted(c.name for c in cols)}")
     record = {
@@ -382,13 +417,16 @@ def cmd_metrics(args):
     nec = next(c.values for c in cols if c.name == "NEC")
     # NEC >= 1: the system does no better than the best decision made without looking at the input (seed 001 §2).
     record["no_better_than_naive"] = [n for n, x in zip(names, np.asarray(nec)) if x >= 1]
-    record["lose_to_argmax"] = _lose_to_argmax(kind, st, spec, labels, arrays, decisions, names, k, d)
+    record["lose_to_argmax"] = _lose_to_argmax(kind, st, spec, labels, arrays, decisions, names, k, d, weights)
+    if weights[0] is not None:
+        record["sample_weight"] = args.sample_weight
     if kind == "scores" and k == 2 and d == 2:
-        record["optimal_threshold"] = _binary_extras(args, labels, arrays, names, spec, out_dir, record, training)
+        record["optimal_threshold"] = _binary_extras(args, labels, arrays, names, spec, out_dir, record, training,
+                                                     weights)
     if kind == "scores" and out_dir is not None:
-        _reliability_figures(args, labels, arrays, names, out_dir, record)
-    extra_text = _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, record)
-    extra_text += _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, record)
+        _reliability_figures(args, labels, arrays, names, out_dir, record, weights)
+    extra_text = _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, record, weights)
+    extra_text += _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, record, weights)
     if out_dir is not None and len(names) >= 2:
         from ecjax import plots
 
@@ -418,7 +456,7 @@ def cmd_metrics(args):
     return 0
 
 
-def _training_priors(args, spec, labels, label_files, num_classes):
+def _training_priors(args, spec, labels, label_files, num_classes, weights):
     """Per system: the priors posterior-type scores were trained with (to re-weight them to the deployment
     priors of the cost specification), or ``None`` where nothing is re-weighted."""
     choice = args.training_priors.strip()
@@ -436,8 +474,8 @@ def _training_priors(args, spec, labels, label_files, num_classes):
         return none
     if choice == "data":
         out = []
-        for y, lf in zip(labels, label_files):
-            n_i = _frequencies(y, num_classes)
+        for y, lf, w in zip(labels, label_files, weights):
+            n_i = _frequencies(y, num_classes, w)
             if np.any(n_i == 0):
                 raise InputError(f"--training-priors data: {lf} has no sample of class {spec.classes[int(np.argmin(n_i))]!r}; "
                                  "give the training priors as numbers")
@@ -467,7 +505,7 @@ def _decisions_made_by(kind, score_type, spec, training, choice):
     return text + f" and the deployment priors (posteriors re-weighted from the training priors of {source})"
 
 
-def _lose_to_argmax(kind, score_type, spec, labels, arrays, decisions, names, k, d):
+def _lose_to_argmax(kind, score_type, spec, labels, arrays, decisions, names, k, d, weights):
     """Systems whose Bayes decisions cost more on the data than deciding the most probable class (K = D)."""
     from ecjax.confusion import confusion_matrix
     from ecjax.costs import normalize_rows
@@ -477,8 +515,8 @@ def _lose_to_argmax(kind, score_type, spec, labels, arrays, decisions, names, k,
         return []
     costs = normalize_rows(spec.costs)  # as the EC column: each row shifted to a minimum of 0 (same ranking)
     out = []
-    for y, s, dec, name in zip(labels, arrays, decisions, names):
-        ec = [float(expected_cost(np.asarray(confusion_matrix(y, x, num_classes=k, num_decisions=k)), costs,
+    for y, s, dec, name, w in zip(labels, arrays, decisions, names, weights):
+        ec = [float(expected_cost(np.asarray(confusion_matrix(y, x, num_classes=k, num_decisions=k, sample_weight=w)), costs,
                                   priors=spec.priors))
               for x in (dec, np.argmax(s, -1))]
         if ec[0] > ec[1] * (1 + 1e-6):
@@ -486,35 +524,36 @@ def _lose_to_argmax(kind, score_type, spec, labels, arrays, decisions, names, k,
     return out
 
 
-def _frequencies(labels, num_classes):
-    """The class frequencies of a label vector: the priors wherever the cost specification gives none."""
-    return np.bincount(labels, minlength=num_classes) / len(labels)
+def _frequencies(labels, num_classes, sample_weight=None):
+    """The (weighted) class frequencies of a label vector: the priors wherever the cost specification gives none."""
+    n_i = np.bincount(labels, weights=sample_weight, minlength=num_classes)
+    return n_i / n_i.sum()
 
 
-def _priors_or_frequencies(priors, labels, num_classes):
-    return priors if priors is not None else _frequencies(labels, num_classes)
+def _priors_or_frequencies(priors, labels, num_classes, sample_weight=None):
+    return priors if priors is not None else _frequencies(labels, num_classes, sample_weight)
 
 
-def _likelihood_priors(score_type, priors, labels, num_classes):
+def _likelihood_priors(score_type, priors, labels, num_classes, sample_weight=None):
     """The priors that turn likelihood-type scores into posteriors (see ecjax.bayes_decisions): the deployment
     priors, else the system's own test-set class frequencies; ``None`` for posterior-type scores."""
     if score_type not in LIKELIHOOD_TYPES:
         return None
-    return _priors_or_frequencies(priors, labels, num_classes)
+    return _priors_or_frequencies(priors, labels, num_classes, sample_weight)
 
 
-def _evaluation_priors(score_type, priors, labels, num_classes):
+def _evaluation_priors(score_type, priors, labels, num_classes, sample_weight=None):
     """Priors of the score-based functions: they weigh the EC or the scoring rule for every score type (``None``:
     the data's), and turn likelihoods into posteriors (then the data's are given explicitly)."""
     return priors if score_type not in LIKELIHOOD_TYPES else _likelihood_priors(
-        score_type, priors, labels, num_classes)
+        score_type, priors, labels, num_classes, sample_weight)
 
 
 # Threshold probabilities of the decision curves in the JSON record: 1 % to 99 %, the range clinicians read.
 DECISION_CURVE_THRESHOLDS = np.round(np.arange(1, 100) / 100, 2)
 
 
-def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, record):
+def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, record, weights):
     """--metric-thresholds and --curves: into ``record``; returns the lines they add to the table's text."""
     from ecjax.curves import auc_one_vs_one, average_precision, decision_curve, det_curve, precision_recall_curve
     from ecjax.metric_thresholds import optimal_metric_threshold
@@ -532,11 +571,11 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
         record["metric_thresholds"] = {}
         text += ("\nthresholds that maximize a metric, and the cost of a miss (in false alarms) for which each is "
                  "the Bayes threshold (seed 001 §4.1):")
-        for y, s, name in zip(labels, arrays, names):
+        for y, s, name, w in zip(labels, arrays, names, weights):
             rows = record["metric_thresholds"][name] = {}
             for metric in ("f1", "mcc", "youden"):
                 r = optimal_metric_threshold(y, s, metric=metric, score_type=st,
-                                             priors=_evaluation_priors(st, spec.priors, y, 2))
+                                             priors=_evaluation_priors(st, spec.priors, y, 2, w), sample_weight=w)
                 rows[metric] = {"value": float(r.metric_value), "threshold": float(r.threshold),
                                 "implied_cost_ratio": float(r.implied_cost_ratio),
                                 "effective_prior_log_odds": float(r.effective_prior_log_odds),
@@ -547,17 +586,18 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
                          "false alarms")
     if args.curves:
         record["curves"] = {}
-        for y, s, name in zip(labels, arrays, names):
+        for y, s, name, w in zip(labels, arrays, names, weights):
             if k > 2:
-                ovo = float(auc_one_vs_one(y, s, priors=_likelihood_priors(st, spec.priors, y, k), score_type=st))
+                ovo = float(auc_one_vs_one(y, s, priors=_likelihood_priors(st, spec.priors, y, k, w), score_type=st,
+                                           sample_weight=w))
                 record["curves"][name] = {"auc_one_vs_one": ovo}
                 text += f"\n{name}: AUC one-vs-one (Hand & Till) {ovo:.4f}"
                 continue
-            pr = precision_recall_curve(y, s, score_type=st)
-            det = det_curve(y, s, score_type=st)
+            pr = precision_recall_curve(y, s, score_type=st, sample_weight=w)
+            det = det_curve(y, s, score_type=st, sample_weight=w)
             dc = decision_curve(y, s, threshold_probabilities=DECISION_CURVE_THRESHOLDS, score_type=st,
-                                priors=_likelihood_priors(st, spec.priors, y, 2))
-            ap = float(average_precision(y, s, score_type=st))
+                                priors=_likelihood_priors(st, spec.priors, y, 2, w), sample_weight=w)
+            ap = float(average_precision(y, s, score_type=st, sample_weight=w))
             record["curves"][name] = {
                 "average_precision": ap,
                 "precision_recall": {f: np.asarray(x).tolist() for f, x in zip(pr._fields, pr)},
@@ -570,7 +610,7 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
     return text
 
 
-def _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, record):
+def _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, record, weights):
     """--bootstrap METRIC: the Bayesian-bootstrap posterior of a score metric of every system, paired."""
     if args.bootstrap is None:
         return ""
@@ -584,13 +624,17 @@ def _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, r
         raise InputError(f"--bootstrap: the systems must be scored on the same samples in the same order (one "
                          f"labels file), but {label_files[0]} and the others differ: the bootstrap reweights the "
                          "samples every system shares")
+    if weights[0] is not None and any(not np.array_equal(weights[0], w) for w in weights[1:]):
+        raise InputError("--bootstrap: the systems must share their sample weights (one --sample-weight file): the "
+                         "bootstrap reweights the samples every system shares")
     st = args.score_type
     y = labels[0]
     uses_priors = "priors" in BUILTIN_METRICS[args.bootstrap].options
-    priors = _likelihood_priors(st, spec.priors, y, k) if st in LIKELIHOOD_TYPES else (
+    priors = _likelihood_priors(st, spec.priors, y, k, weights[0]) if st in LIKELIHOOD_TYPES else (
         spec.priors if uses_priors else None)
     post = bootstrap_metric(jax.random.key(args.seed), y, dict(zip(names, arrays)), args.bootstrap,
-                            num_draws=args.bootstrap_draws, score_type=st, priors=priors)
+                            num_draws=args.bootstrap_draws, score_type=st, priors=priors,
+                            sample_weight=weights[0])
     record["bootstrap"] = {
         "metric": args.bootstrap, "higher_is_better": post.higher_is_better, "num_draws": post.num_draws,
         "seed": args.seed, "hdi_prob": post.hdi_prob,
@@ -602,7 +646,7 @@ def _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, r
     return "\n" + post.summary()
 
 
-def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training):
+def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training, weights):
     """EC at the empirically optimal threshold; with --out, threshold, ROC and Bayes-risk figures.
 
     ``labels`` holds each system's own label vector."""
@@ -613,15 +657,15 @@ def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training)
     st = args.score_type
     costs = np.asarray(normalize_rows(spec.costs))
     result = {}
-    for y, s, name in zip(labels, arrays, names):
-        nec, thr = optimal_threshold_expected_cost(y, s, costs, priors=_evaluation_priors(st, spec.priors, y, 2),
-                                                   score_type=st, normalize=True)
+    for y, s, name, w in zip(labels, arrays, names, weights):
+        nec, thr = optimal_threshold_expected_cost(y, s, costs, priors=_evaluation_priors(st, spec.priors, y, 2, w),
+                                                   score_type=st, normalize=True, sample_weight=w)
         result[name] = {"nec": float(nec), "threshold": float(thr)}
     if out_dir is None:
         return result
     files = record.setdefault("files", [])
-    for y, s, name, t in zip(labels, arrays, names, training):
-        p = _priors_or_frequencies(spec.priors, y, 2)
+    for y, s, name, t, w in zip(labels, arrays, names, training, weights):
+        p = _priors_or_frequencies(spec.priors, y, 2, w)
         # Bayes threshold on the class-1 log-odds: decide 1 iff P1 (c10 - c11) > P0 (c01 - c00);
         # for LLRs the prior log-odds move it (seed 001 eq. 20), and for posteriors re-weighted from
         # training priors t the move is that of the prior log-odds, less the training log-odds.
@@ -630,22 +674,23 @@ def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training)
             bayes_thr -= np.log(p[1] / p[0])
         elif t is not None:
             bayes_thr -= np.log(p[1] / p[0]) - np.log(t[1] / t[0])
-        t, nec_t = expected_cost_vs_threshold(y, s, costs, priors=_evaluation_priors(st, spec.priors, y, 2),
-                                              score_type=st, normalize=True)
+        t, nec_t = expected_cost_vs_threshold(y, s, costs, priors=_evaluation_priors(st, spec.priors, y, 2, w),
+                                              score_type=st, normalize=True, sample_weight=w)
         finite = np.isfinite(t)
         fig = plots.cost_vs_threshold(t[finite], nec_t[finite], bayes_threshold=float(bayes_thr),
                                       optimal_threshold=result[name]["threshold"],
                                       title=f"NEC against threshold: {name}")
         files.append(_save_figure(fig, out_dir, f"nec_threshold_{_safe(name)}.png", args.force))
-    rocs = [roc_curve(y, s, score_type=st)[:2] for y, s in zip(labels, arrays)]
+    rocs = [roc_curve(y, s, score_type=st, sample_weight=w)[:2] for y, s, w in zip(labels, arrays, weights)]
     # The iso-utility lines use the deployment priors, else the class frequencies of all the label files together.
     pooled = np.concatenate(labels)
-    p = _priors_or_frequencies(spec.priors, pooled, 2)
+    p = _priors_or_frequencies(spec.priors, pooled, 2, None if weights[0] is None else np.concatenate(weights))
     fig = plots.roc_with_iso_utility([np.asarray(r[0]) for r in rocs], [np.asarray(r[1]) for r in rocs],
                                      costs=costs, priors=p, names=names, class_names=spec.classes)
     files.append(_save_figure(fig, out_dir, "roc.png", args.force))
     if st in ("llr", "log_posteriors", "logits"):
-        curves = [bayes_risk_curve(y, s, score_type=st, priors=None) for y, s in zip(labels, arrays)]
+        curves = [bayes_risk_curve(y, s, score_type=st, priors=None, sample_weight=w)
+                  for y, s, w in zip(labels, arrays, weights)]
         fig = plots.bayes_risk_curves(curves, names=names)
         files.append(_save_figure(fig, out_dir, "bayes_risk.png", args.force))
     return result
@@ -655,19 +700,21 @@ def _safe(name):
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)
 
 
-def _reliability_figures(args, labels, arrays, names, out_dir, record):
+def _reliability_figures(args, labels, arrays, names, out_dir, record, weights):
     from ecjax import plots
 
     if args.score_type not in POSTERIOR_TYPES:
         return
-    for y, s, name in zip(labels, arrays, names):
+    for y, s, name, w in zip(labels, arrays, names, weights):
         # Equal-mass bins when the scores are skewed, and the multiclass axis names: the plot decides from the data.
-        fig = plots.reliability_diagram(labels=y, scores=s, score_type=args.score_type, title=f"Reliability: {name}")
+        fig = plots.reliability_diagram(labels=y, scores=s, score_type=args.score_type, title=f"Reliability: {name}",
+                                        sample_weight=w)
         record.setdefault("files", []).append(_save_figure(fig, out_dir, f"reliability_{_safe(name)}.png", args.force))
 
 
 def _calibration_files(args, st):
-    """``(train, train_labels, test, labels, protocol)``: which data fit the calibrator and how to name the result.
+    """``(train, train_labels, test, labels, protocol, train weights, weights)``: which data fit the calibrator and
+    how to name the result; the weights are ``None`` or the frequency weights of the training / --scores samples.
 
     ``protocol`` is ``"held_out"`` (a separate training file), ``"cross_validation"`` (``--cv``) or
     ``"in_sample"`` (fitted on the very scores it calibrates, by omitting the training file or giving
@@ -696,8 +743,14 @@ def _calibration_files(args, st):
         labels = _load_labels(args.labels)
         if labels.shape[0] != test.shape[0]:
             raise InputError(f"{args.labels}: has {labels.shape[0]} labels but {args.scores} has {test.shape[0]} samples")
+    if args.sample_weight is not None and labels is None:
+        raise InputError("--sample-weight: weighs the samples of --scores, and needs their --labels")
+    weights = _load_sample_weight(args.sample_weight, labels, args.labels)
     if args.train_scores is None:
-        return test, labels, test, labels, "cross_validation" if args.cv else "in_sample"
+        if args.train_sample_weight is not None:
+            raise InputError("--train-sample-weight: weighs the samples of --train-scores; without a training file "
+                             "give --sample-weight")
+        return test, labels, test, labels, "cross_validation" if args.cv else "in_sample", weights, weights
     train_labels = _load_labels(args.train_labels)
     train = _load(args.train_scores)
     _check_scores(train, args.train_scores, want, st)
@@ -707,7 +760,9 @@ def _calibration_files(args, st):
         raise InputError(f"{args.scores}: has {test.shape[1]} classes but the training scores have {train.shape[1]}")
     same = Path(args.train_scores).resolve() == Path(args.scores).resolve() or (
         train.shape == test.shape and np.array_equal(train, test))
-    return train, train_labels, test, labels, "in_sample" if same else "held_out"
+    train_weights = _load_sample_weight(args.train_sample_weight, train_labels, args.train_labels,
+                                        "--train-sample-weight")
+    return train, train_labels, test, labels, "in_sample" if same else "held_out", train_weights, weights
 
 
 def _load_groups(path, n, scores_path):
@@ -731,13 +786,13 @@ def _optimizer_note(method, record, folds):
     return note + ("" if record["converged"] else "  (NOT converged)")
 
 
-def _fit_calibrator(args, method, st, train, train_labels, test, protocol, record):
+def _fit_calibrator(args, method, st, train, train_labels, test, protocol, record, train_weights):
     """The calibrated scores of ``test`` and the text line saying how they were fitted."""
     import jax
 
     from ecjax import calibration
 
-    common = dict(method=method, score_type=st, loss=args.loss)
+    common = dict(method=method, score_type=st, loss=args.loss, sample_weight=train_weights)
     if protocol != "cross_validation":
         cal = calibration.fit(train, train_labels, **common)
         record.update(parameters={k: np.asarray(v).tolist() for k, v in cal.params.items()},
@@ -765,29 +820,31 @@ def _fit_calibrator(args, method, st, train, train_labels, test, protocol, recor
     return np.asarray(res.scores, dtype=np.float64), line + _optimizer_note(method, record, True)
 
 
-def _before_after(args, st, out_type, test, out, labels, record, out_dir):
+def _before_after(args, st, out_type, test, out, labels, record, out_dir, weights):
     """Cross-entropy and Brier score of --scores before and after calibration, and reliability diagrams."""
     from ecjax import plots
     from ecjax.scores import brier, cross_entropy
 
     # Likelihood-type scores need priors to become posteriors: the labels' class frequencies, for both sides.
-    data_priors = _frequencies(labels, 2 if out_type == "llr" else test.shape[1])
+    data_priors = _frequencies(labels, 2 if out_type == "llr" else test.shape[1], weights)
     sides = {"before": (test, st), "after": (out, out_type)}
     prior = {t: data_priors if t in LIKELIHOOD_TYPES else None for t in (st, out_type)}
     scores = {}
     for name, fn in (("xe", cross_entropy), ("brier", brier)):
-        scores[name] = {side: float(fn(labels, s, priors=prior[t], score_type=t)) for side, (s, t) in sides.items()}
+        scores[name] = {side: float(fn(labels, s, priors=prior[t], score_type=t, sample_weight=weights))
+                        for side, (s, t) in sides.items()}
         before, after = scores[name]["before"], scores[name]["after"]
         scores[name]["loss"] = before - after
         scores[name]["relative_loss_percent"] = 100.0 * (before - after) / before if before > 0 else 0.0
     record["cross_entropy"], record["brier"] = scores["xe"], scores["brier"]
     if args.calibration_errors:
-        record["calibration_errors"] = _calibration_errors(sides, labels, prior)
+        record["calibration_errors"] = _calibration_errors(sides, labels, prior, weights)
     record["relative_calibration_loss_percent"] = {m: scores[m]["relative_loss_percent"] for m in ("xe", "brier")}
     if out_dir is not None:
         for side, (s, t) in sides.items():
             fig = plots.reliability_diagram(labels=labels, scores=s, priors=prior[t], score_type=t,
-                                            title=f"{Path(args.scores).name}: {side} calibration")
+                                            title=f"{Path(args.scores).name}: {side} calibration",
+                                            sample_weight=weights)
             record.setdefault("files", []).append(_save_figure(fig, out_dir, f"reliability_{side}.png", args.force))
     return scores
 
@@ -798,12 +855,12 @@ CALIBRATION_ERRORS = (("ECE", "l1", "auto", "equal_width"), ("MCE", "max", "auto
                       ("adaptive (ACE)", "l1", "classwise", "equal_mass"))
 
 
-def _calibration_errors(sides, labels, prior):
+def _calibration_errors(sides, labels, prior, weights):
     """``{name: {"before": x, "after": y}}`` for :data:`CALIBRATION_ERRORS`."""
     from ecjax.calibration_error import binned_calibration_error
 
     return {name: {side: float(binned_calibration_error(labels, s, norm=norm, variant=variant, binning=binning,
-                                                        priors=prior[t], score_type=t))
+                                                        priors=prior[t], score_type=t, sample_weight=weights))
                    for side, (s, t) in sides.items()}
             for name, norm, variant, binning in CALIBRATION_ERRORS}
 
@@ -823,28 +880,30 @@ def cmd_calibrate(args):
     st = args.score_type
     _check_output(args.output, args.force, "--output")
     out_dir = _out_dir(args)
-    train, train_labels, test, labels, protocol = _calibration_files(args, st)
+    train, train_labels, test, labels, protocol, train_weights, weights = _calibration_files(args, st)
     k = 2 if st == "llr" else train.shape[1]
     for y, f in ((train_labels, args.train_labels or args.labels), (labels, args.labels)):
         if y is not None and y.max() >= k:
             raise InputError(f"{f}: label {y.max()} is out of range for the scores' {k} classes")
-    absent = np.nonzero(np.bincount(train_labels, minlength=k) == 0)[0]
+    absent = np.nonzero(np.bincount(train_labels, weights=train_weights, minlength=k) == 0)[0]
     if absent.size:
-        raise InputError(f"{args.train_labels or args.labels}: class {absent[0]} has no samples: a calibrator "
-                         "cannot be fitted for it")
+        raise InputError(f"{args.train_labels or args.labels}: class {absent[0]} has no samples"
+                         f"{'' if train_weights is None else ' of non-zero weight'}: a calibrator cannot be fitted "
+                         "for it")
     method = "llr" if st == "llr" else args.method
     out_type = "llr" if method == "llr" else "log_posteriors"
     record = {"schema": JSON_SCHEMA_VERSION, "command": "calibrate", "method": method, "loss": args.loss,
-              "protocol": protocol, "output": str(args.output), "output_type": out_type}
+              "protocol": protocol, "output": str(args.output), "output_type": out_type,
+              "sample_weight": args.sample_weight, "train_sample_weight": args.train_sample_weight}
     what = f"calibrate: fitting {method}" + (f" on {args.cv} folds" if protocol == "cross_validation" else "")
     with _heartbeat(args, what):
-        out, fitted = _fit_calibrator(args, method, st, train, train_labels, test, protocol, record)
+        out, fitted = _fit_calibrator(args, method, st, train, train_labels, test, protocol, record, train_weights)
     buf = _io.BytesIO()
     np.save(buf, out, allow_pickle=False)
     _defer(args.output, buf.getvalue(), args.force, "--output")
     lines = [fitted, f"wrote calibrated {out_type} of {args.scores} to {args.output}"]
     if labels is not None:
-        s = _before_after(args, st, out_type, test, out, labels, record, out_dir)
+        s = _before_after(args, st, out_type, test, out, labels, record, out_dir, weights)
         xe, br = s["xe"], s["brier"]
         how = _PROTOCOL_WORDS[protocol] + (" or its group" if args.groups is not None else "")
         lines += [f"on the labels of {args.scores} ({how}):",
@@ -866,7 +925,7 @@ def cmd_compare_folds(args):
     import jax
 
     from ecjax.io import load_results_table
-    from ecjax.prob.from_results import compare_results, hierarchical_test
+    from ecjax.prob.from_results import compare_results, hierarchical_compare_results, hierarchical_test
 
     table = load_results_table(args.results)
     key = jax.random.key(args.seed)
@@ -881,15 +940,31 @@ def cmd_compare_folds(args):
                       pairwise={a: {b: np.asarray(res.pairwise[i, j]).tolist() for j, b in enumerate(table.systems)}
                                 for i, a in enumerate(table.systems)})
         text = res.summary()
-    else:
-        if len(table.systems) != 2:
-            raise InputError(f"{args.results}: the hierarchical model over data sets compares two systems, got "
-                             f"{len(table.systems)} ({', '.join(table.systems)}); give one pair per file")
+    elif len(table.systems) == 2 and not isinstance(table.scores, list):
+        # Two systems: baycomp's hierarchical test as such (each data set's sigma sampled, its output format).
         with _heartbeat(args, "compare-folds: NUTS on the hierarchical model"):
             res = hierarchical_test(table.scores[0], table.scores[1], key=key, **common)
         record.update(model="hierarchical (Benavoli et al. 2017)", datasets=table.datasets, p_left=res.p_left,
                       p_rope=res.p_rope, p_right=res.p_right, predictive=np.asarray(res.predictive).tolist())
         text = res.summary(names=tuple(table.systems))
+    else:
+        # M systems (or data sets with different numbers of folds): the joint hierarchical model, ranked.
+        try:
+            with _heartbeat(args, "compare-folds: NUTS on the hierarchical model of all systems"):
+                res = hierarchical_compare_results(table.scores, key=key, systems=table.systems, **common)
+        except InputError as e:
+            raise InputError(f"{args.results}: {e}") from None
+        pairs = {a: {b: np.asarray(res.pairwise[i, j]).tolist() for j, b in enumerate(table.systems)}
+                 for i, a in enumerate(table.systems)}
+        next_dataset = {a: {b: np.asarray(res.next_dataset[i, j]).tolist() for j, b in enumerate(table.systems)}
+                        for i, a in enumerate(table.systems)}
+        record.update(model="hierarchical over data sets, all systems (Corani et al. 2017, joint)",
+                      datasets=table.datasets, effect=_float_dict(table.systems, res.effects),
+                      p_best=_float_dict(table.systems, res.p_best),
+                      hdi={n: np.asarray(h).tolist() for n, h in zip(table.systems, res.hdi)},
+                      pairwise=pairs, next_dataset=next_dataset, max_rhat=res.max_rhat,
+                      num_divergences=res.num_divergences)
+        text = res.summary()
     _emit(args, record, text, None)
     return 0
 
@@ -1071,7 +1146,7 @@ def cmd_compare(args):
     from ecjax import plots, prob
     from ecjax.prob import ranking
 
-    kind, labels, label_files, arrays, names = _load_inputs(args)
+    kind, labels, label_files, arrays, names, weights = _load_inputs(args)
     files = args.scores or args.decisions
     st = args.score_type
     k = 2 if (kind == "scores" and st == "llr") else (arrays[0].shape[1] if kind == "scores" else None)
@@ -1085,14 +1160,16 @@ def cmd_compare(args):
     for y, lf in zip(labels, label_files):
         if y.max() >= k:
             raise InputError(f"{lf}: labels must be in [0, {k}) for the cost matrix's {k} classes")
-        _check_priors_cover(spec, y, lf, args.costs)
+    for y, lf, w in zip(labels, label_files, weights):
+        _check_priors_cover(spec, y, lf, args.costs, w)
     if kind == "decisions":
         for f, a, y, lf in zip(files, arrays, labels, label_files):
             if a.min() < 0 or a.max() >= d:
                 raise InputError(f"{f}: decisions must be in [0, {d}) for the cost matrix's {d} decisions")
             if y.min() < 0 or y.max() >= k:
                 raise InputError(f"{lf}: labels must be in [0, {k}) for the cost matrix's {k} classes")
-    shared = all(np.array_equal(labels[0], y) for y in labels[1:])
+    shared = all(np.array_equal(labels[0], y) for y in labels[1:]) and (
+        weights[0] is None or all(np.array_equal(weights[0], w) for w in weights[1:]))
     paired = shared and not args.unpaired
     costs = prob.intervals(spec.costs_low, spec.costs_high, kind="cost") if spec.uncertain else spec.costs
     if spec.priors_low is not None:
@@ -1103,8 +1180,10 @@ def cmd_compare(args):
                   rope=args.rope, systems=names)
     if args.mc_error is not None:
         common.update(mc_error=args.mc_error, max_draws=args.max_draws)
+    if weights[0] is not None:
+        common["sample_weight"] = weights[0] if paired else list(weights)
     lab = labels[0] if paired else list(labels)
-    training = _training_priors(args, spec, labels, label_files, k)
+    training = _training_priors(args, spec, labels, label_files, k, weights)
     if training[0] is not None:  # decide for the deployment priors: posteriors -> likelihoods (seed 002 §3.2)
         from ecjax.decisions import log_likelihoods_from_posteriors
 
@@ -1148,6 +1227,8 @@ def cmd_compare(args):
     }
     if len(names) == 1:  # nothing to choose between
         record["recommendation"] = record["recommendation_probability"] = None
+    if weights[0] is not None:
+        record["sample_weight"] = args.sample_weight
     if result.rope_probabilities is not None:
         record["rope"] = result.rope
         record["rope_probabilities"] = np.asarray(result.rope_probabilities).tolist()
@@ -1260,7 +1341,7 @@ def cmd_sweep(args):
     from ecjax import plots, sweep
     from ecjax.confusion import confusion_matrix
 
-    kind, labels, label_files, arrays, names = _load_inputs(args)
+    kind, labels, label_files, arrays, names, weights = _load_inputs(args)
     st = args.score_type
     if kind == "scores":
         k = 2 if st == "llr" else arrays[0].shape[1]
@@ -1419,6 +1500,13 @@ def _add_common(p):
     _add_max_input(p)
 
 
+def _add_sample_weight(p):
+    p.add_argument("--sample-weight", nargs="+", metavar="FILE",
+                   help="non-negative weight of each sample (.npy/.npz/.csv vector of N numbers), one file per "
+                        "--labels file: frequency weights, as scikit-learn's sample_weight (a sample of weight 3 "
+                        "counts as three samples, one of weight 0 as none)")
+
+
 def _add_training_priors(p):
     p.add_argument("--training-priors", default="data", metavar="{data,none,P0,P1,...}",
                    help="with posterior-type --scores and deployment priors in --costs: the class priors the scores "
@@ -1490,7 +1578,8 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="ecjax", description="Evaluate classifiers by expected cost and utility yield.",
                      formatter_class=_HelpWithDefaults)
     parser.add_argument("--version", action="version", version=f"ecjax {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=partial(_Parser, formatter_class=_HelpWithDefaults))
+    sub = parser.add_subparsers(dest="command", required=True,
+                                parser_class=partial(_Parser, formatter_class=_HelpWithDefaults))  # type: ignore[call-overload]
     demo = sub.add_parser("demo", help="run the main job on data the package carries or generates")
     demo.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0,
                       help="key for the generated screening data (default 0)")
@@ -1499,6 +1588,7 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--pos-label", type=_int_in(0, 2**31 - 1, "--pos-label"), default=1,
                    help="positive class of the binary metrics (default 1)")
     _add_training_priors(m)
+    _add_sample_weight(m)
     m.add_argument("--metric-thresholds", action="store_true",
                    help="binary scores: the thresholds that maximize F1, MCC and Youden's J, and the cost ratio each "
                         "one implies (the cost of a miss in false alarms for which it is the Bayes threshold)")
@@ -1518,6 +1608,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_common(cp)
     cp.add_argument("--unpaired", action="store_true", help="treat systems as scored on independent samples")
     _add_training_priors(cp)
+    _add_sample_weight(cp)
     cp.add_argument("--draws", type=_int_in(1, MAX_DRAWS, "--draws"), default=20_000,
                     help=f"posterior draws (default 20000, at most {MAX_DRAWS:.0e})")
     cp.add_argument("--mc-error", type=_float_in(0.0, "--mc-error", strict=True),
@@ -1538,7 +1629,9 @@ def _build_parser() -> argparse.ArgumentParser:
                                               "Bayesian correlated t-test, or the hierarchical model over data sets")
     cf.add_argument("results", metavar="RESULTS.csv",
                     help="header naming the systems (and an optional `dataset` column), one row per fold; "
-                         "higher is better")
+                         "higher is better. With a `dataset` column: baycomp's hierarchical test for two systems, "
+                         "the joint hierarchical model (ecjax.prob.hierarchical_compare_results) for more, or "
+                         "when the data sets have different numbers of folds")
     cf.add_argument("--rope", type=_float_in(0.0, "--rope"), default=0.0,
                     help="region of practical equivalence, in the results' units (default 0)")
     cf.add_argument("--runs", type=_int_in(1, 10**6, "--runs"), default=1,
@@ -1571,6 +1664,10 @@ def _build_parser() -> argparse.ArgumentParser:
                         "its --labels: in-sample (optimistic), or by cross-validation with --cv")
     c.add_argument("--train-labels", metavar="FILE", help="true classes of --train-scores")
     c.add_argument("--scores", required=True, metavar="FILE", help="scores to calibrate")
+    c.add_argument("--sample-weight", metavar="FILE",
+                   help="frequency weight of each sample of --scores (as scikit-learn's sample_weight): used to fit "
+                        "(with --cv, or without a training file) and to evaluate before and after")
+    c.add_argument("--train-sample-weight", metavar="FILE", help="frequency weight of each sample of --train-scores")
     c.add_argument("--labels", metavar="FILE",
                    help="true classes of --scores: report the cross-entropy and Brier score before and after "
                         "calibration (and, with --out, reliability diagrams)")

@@ -33,7 +33,7 @@ def zero_one(num_classes: int, abstain: float | None = None):
             a = jnp.where(jnp.isfinite(abstain) & (abstain >= 0), abstain, jnp.nan)
             return _nan_if_nan(jnp.concatenate([c, jnp.full((k, 1), a, dtype=c.dtype)], axis=1), a)
         else:
-            a = v.as_real(abstain, "abstain")
+            a = jnp.asarray(v.as_real(abstain, "abstain"))
             if a < 0:
                 raise v.InputError(f"`abstain` must be a finite non-negative cost, got {abstain!r}")
         c = jnp.concatenate([c, jnp.full((k, 1), a, dtype=c.dtype)], axis=1)

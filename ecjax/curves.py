@@ -80,6 +80,39 @@ def _binary_inputs(labels, scores, score_type, *, what):
     return _labels_for(labels, s, score_type, what=what), s
 
 
+def _binary_weights(labels, s, score_type, sample_weight, *, drop_zero_weights):
+    """Validated ``(labels, s, sample_weight)``: both classes need a positive weight total.
+
+    With ``drop_zero_weights`` (concrete input only) samples of weight 0 are
+    left out, as scikit-learn's curves do: otherwise their scores would add
+    thresholds that no sample with weight moves.
+    """
+    if sample_weight is None:
+        return labels, s, None
+    sample_weight = v.as_sample_weight(sample_weight, labels)
+    if v.any_traced(labels, s, sample_weight):
+        return labels, s, sample_weight
+    w = np.asarray(sample_weight, np.float64)
+    totals = np.bincount(np.asarray(labels), weights=w, minlength=2)
+    if np.any(totals <= 0):
+        raise v.InputError(f"`sample_weight` is 0 for every sample of class {int(np.argmin(totals))}: the curve "
+                           "needs weight in both classes")
+    keep = w > 0
+    if not drop_zero_weights or keep.all():
+        return labels, s, sample_weight
+    idx = v.to_device(np.flatnonzero(keep))
+    return labels[idx], jnp.take(s, idx, axis=-1 if score_type == "llr" else -2), sample_weight[idx]
+
+
+def _weights_ok(labels, sample_weight):
+    """Traced-input mask of weights: finite, non-negative, a positive total in each class (True without)."""
+    if sample_weight is None:
+        return jnp.asarray(True)
+    w1 = jnp.sum(jnp.where(labels == 1, sample_weight, 0.0))
+    w0 = jnp.sum(jnp.where(labels == 0, sample_weight, 0.0))
+    return jnp.all(jnp.isfinite(sample_weight) & (sample_weight >= 0)) & (w1 > 0) & (w0 > 0)
+
+
 def _labels_ok(labels):
     """Traced-input mask of binary labels: all in {0, 1} (invalid ones arrive as -1), both classes present."""
     n1 = jnp.sum(labels == 1)
@@ -111,25 +144,46 @@ def _check_padded(padded, s, labels, score_type):
 
 # --------------------------------------------------- counts at every threshold
 
-def _counts_at_scores(labels, s):
+def _counts_at_scores(labels, s, sample_weight=None):
     """Kernel: for each sorted score ``t``, the samples of each class with log-odds ``>= t``.
 
-    Returns ``(s_sorted, tp, fp, valid)``: ``tp[k]`` (``fp[k]``) counts the
-    class-1 (class-0) samples decided 1 by "class 1 iff ``s >= s_sorted[k]``",
-    as exact integers; tied scores get the counts of their common threshold,
-    and ``valid[k]`` marks the first of each run of ties (one point per
-    distinct threshold).  Binary searches in the sorted scores of each class
-    (as :func:`ecjax.scores.auc`) need neither cumulative sums nor a pass to
-    carry tied points.
+    Returns ``(s_sorted, tp, fp, valid, tp_n, fp_n)``: ``tp[k]`` (``fp[k]``)
+    counts the class-1 (class-0) samples decided 1 by "class 1 iff ``s >=
+    s_sorted[k]``", as exact integers; tied scores get the counts of their
+    common threshold, and ``valid[k]`` marks the first of each run of ties
+    (one point per distinct threshold).  Binary searches in the sorted scores
+    of each class (as :func:`ecjax.scores.auc`) need neither cumulative sums
+    nor a pass to carry tied points.  With ``sample_weight``, ``tp`` and
+    ``fp`` are weight totals, and ``tp_n``, ``fp_n`` the exact integer
+    numbers of samples of positive weight behind them (for comparisons
+    that must be exact); without, ``tp_n, fp_n = tp, fp``.
     """
     is1 = labels == 1
+    if sample_weight is not None:
+        return _weighted_counts_at_scores(is1, s, sample_weight)
     s_sorted = jnp.sort(s)
     # Padding with +inf: never below any threshold, so "samples below t" counts only the class's own scores.
     below1 = jnp.searchsorted(jnp.sort(jnp.where(is1, s, jnp.inf)), s_sorted, side="left")
     below0 = jnp.searchsorted(jnp.sort(jnp.where(is1, jnp.inf, s)), s_sorted, side="left")
     n1 = jnp.sum(is1, dtype=jnp.int32)
     valid = jnp.concatenate([jnp.array([True]), s_sorted[1:] > s_sorted[:-1]])
-    return s_sorted, n1 - below1, (s.shape[0] - n1) - below0, valid
+    tp, fp = n1 - below1, (s.shape[0] - n1) - below0
+    return s_sorted, tp, fp, valid, tp, fp
+
+
+def _suffix_sums(x):
+    """``(N + 1,)``: entry ``k`` is ``sum(x[k:])``, summed from the top down (no cancellation for small sums)."""
+    return jnp.concatenate([jnp.cumsum(x[::-1])[::-1], jnp.zeros((1,), x.dtype)])
+
+
+def _weighted_counts_at_scores(is1, s, w):
+    order = jnp.argsort(s)
+    s_sorted, y1, w = s[order], is1[order], w[order]
+    first = jnp.searchsorted(s_sorted, s_sorted, side="left")  # the first of each run of tied scores
+    present = w > 0
+    tp, fp = (_suffix_sums(jnp.where(c, w, 0.0))[first] for c in (y1, ~y1))
+    tp_n, fp_n = (_suffix_sums((c & present).astype(jnp.int32))[first] for c in (y1, ~y1))
+    return s_sorted, tp, fp, first == jnp.arange(s.shape[0]), tp_n, fp_n
 
 
 # ------------------------------------------------------------ precision-recall
@@ -147,25 +201,26 @@ class PrecisionRecallCurve(NamedTuple):
     thresholds: jax.Array
 
 
-def _pr_points(s_sorted, tp, fp, valid):
+def _pr_points(s_sorted, tp, fp, valid, *_):
     """Kernel: padded PR curve ``(precision, recall, thresholds, keep, tp)``: one point per sorted score + (1, 0)."""
     tp = jnp.concatenate([tp, jnp.zeros((1,), tp.dtype)])  # the last point decides nothing as class 1
     decided = tp + jnp.concatenate([fp, jnp.zeros((1,), fp.dtype)])
-    precision = jnp.where(decided > 0, tp / jnp.maximum(decided, 1), 1.0)
+    precision = jnp.where(decided > 0, tp / jnp.where(decided > 0, decided, 1), 1.0)
     return precision, tp / tp[0], s_sorted, jnp.concatenate([valid, jnp.array([True])]), tp
 
 
 def _average_precision_of(precision, tp):
-    # Recall steps from the exact integer counts: differences of rounded float32 recalls would lose ~1e-6
-    # over 10^3 thresholds. Repeated points (ties) add zero-width steps.
+    # Recall steps from the exact integer counts (weighted: the weight totals): differences of rounded
+    # float32 recalls would lose ~1e-6 over 10^3 thresholds. Repeated points (ties) add zero-width steps.
     return jnp.sum((tp[:-1] - tp[1:]) / tp[0] * precision[:-1])
 
 
-def _traced_guard(out, labels, scores, score_type, *, extra_axes=0):
+def _traced_guard(out, labels, scores, score_type, sample_weight=None, *, extra_axes=0):
     """The NaN contract for traced input (inside a caller's jit/vmap, so nothing compiles here)."""
-    if not v.any_traced(labels, scores):
+    if not v.any_traced(labels, scores, sample_weight):
         return out
-    return v.nan_where_invalid(out, _binary_ok(labels, _ranking_log_odds(scores, score_type)), extra_axes=extra_axes)
+    ok = _binary_ok(labels, _ranking_log_odds(scores, score_type)) & _weights_ok(labels, sample_weight)
+    return v.nan_where_invalid(out, ok, extra_axes=extra_axes)
 
 
 def _kept(arrays, keep):
@@ -173,7 +228,7 @@ def _kept(arrays, keep):
     return tuple(v.to_device(np.asarray(a)[k]) for a, k in zip(arrays, keep))
 
 
-def precision_recall_curve(labels, scores, *, score_type="log_posteriors", padded=False):
+def precision_recall_curve(labels, scores, *, score_type="log_posteriors", padded=False, sample_weight=None):
     """Precision ``N_22 / N_*2`` against recall ``R_22`` over all thresholds (seed 001 App. C.3, seed 002 §4.5).
 
     A sample is decided class 1 (the positive class, the seeds' H2) iff its
@@ -193,6 +248,12 @@ def precision_recall_curve(labels, scores, *, score_type="log_posteriors", padde
         sharing their threshold's point: the same curve with repeated
         vertices and a length that depends on ``N`` only, for batches and
         ``jit``.
+      sample_weight: optional ``(N,)`` non-negative weights (scikit-learn's
+        meaning): the counts ``N_22``, ``N_*2`` and the class-1 total are
+        weight totals, as ``sklearn.metrics.precision_recall_curve(...,
+        sample_weight=)``; with ``padded=False`` samples of weight 0 are
+        left out (they add no threshold), with ``padded=True`` they keep
+        their points (repeated vertices).
 
     Returns:
       :class:`PrecisionRecallCurve`.
@@ -204,15 +265,16 @@ def precision_recall_curve(labels, scores, *, score_type="log_posteriors", padde
     """
     labels, s = _binary_inputs(labels, scores, score_type, what="a precision-recall curve")
     padded = _check_padded(padded, s, labels, score_type)
-    precision, recall, thresholds, keep = _binary_curves_kernel(labels, s, score_type=score_type)["pr"]
+    labels, s, w = _binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=not padded)
+    precision, recall, thresholds, keep = _binary_curves_kernel(labels, s, w, score_type=score_type)["pr"]
     if padded:
         out = PrecisionRecallCurve(precision, recall, thresholds)
-        return _traced_guard(out, labels, s, score_type, extra_axes=1)
+        return _traced_guard(out, labels, s, score_type, w, extra_axes=1)
     keep = np.asarray(keep)
     return PrecisionRecallCurve(*_kept((precision, recall, thresholds), (keep, keep, keep[:-1])))
 
 
-def average_precision(labels, scores, *, score_type="log_posteriors"):
+def average_precision(labels, scores, *, score_type="log_posteriors", sample_weight=None):
     """Average precision ``AP = sum_n (R_n - R_{n-1}) P_n`` (the step-wise area under the PR curve).
 
     ``R_n`` and ``P_n`` are the recall and precision at the ``n``-th
@@ -227,12 +289,17 @@ def average_precision(labels, scores, *, score_type="log_posteriors"):
       scores: binary scores ``(..., N, 2)`` (``(..., N)`` for ``"llr"``);
         leading axes are systems.
       score_type: any score type; only the ranking is used.
+      sample_weight: optional ``(N,)`` non-negative weights: the weighted
+        curve of :func:`precision_recall_curve`, so that ``AP`` is the
+        weighted mean over class-1 samples of the precision at their scores
+        (``sklearn.metrics.average_precision_score(..., sample_weight=)``).
 
     Returns:
       AP in ``[0, 1]``, one per system.
     """
     labels, s = _binary_inputs(labels, scores, score_type, what="average precision")
-    return _traced_guard(_binary_curves_kernel(labels, s, score_type=score_type)["ap"], labels, s, score_type)
+    labels, s, w = _binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=False)
+    return _traced_guard(_binary_curves_kernel(labels, s, w, score_type=score_type)["ap"], labels, s, score_type, w)
 
 
 # ---------------------------------------------------------------------- DET
@@ -261,11 +328,15 @@ class DetCurve(NamedTuple):
         return jax.scipy.special.ndtri(self.false_negative_rate)
 
 
-def _det_points(s_sorted, tp, fp, valid):
+def _det_points(s_sorted, tp, fp, valid, tp_n, fp_n):
     """Kernel: padded DET curve ``(fpr, fnr, thresholds, keep)``: one point per sorted score."""
     n = s_sorted.shape[0]
     cut = jnp.arange(n)
     n1, n0 = tp[0], fp[0]
+    rates = fp / n0, (n1 - tp) / n1
+    # The ends are found on the exact integer counts (of samples with positive weight): equal counts,
+    # equal weighted rates.
+    tp, fp, n1 = tp_n, fp_n, tp_n[0]
     # scikit-learn's det_curve drops the redundant ends: of the highest thresholds that share the least
     # false-positive count it keeps the lowest, and of the lowest thresholds that share a full true-positive
     # count the highest. Padding repeats those end points instead. Both are found among all sorted scores:
@@ -274,26 +345,26 @@ def _det_points(s_sorted, tp, fp, valid):
     bottom = jnp.max(jnp.where(tp == n1, cut, 0))  # the last score of a run of ties
     idx = jnp.clip(cut, bottom, top)
     keep = valid & (s_sorted >= s_sorted[bottom]) & (cut <= top)
-    return fp[idx] / n0, (n1 - tp[idx]) / n1, s_sorted[idx], keep
+    return rates[0][idx], rates[1][idx], s_sorted[idx], keep
 
 
-def _curves_one(labels, s):
-    counts = _counts_at_scores(labels, s)
+def _curves_one(labels, s, sample_weight=None):
+    counts = _counts_at_scores(labels, s, sample_weight)
     precision, recall, thresholds, keep, tp = _pr_points(*counts)
     return {"pr": (precision, recall, thresholds, keep), "ap": _average_precision_of(precision, tp),
             "det": _det_points(*counts)}
 
 
 @partial(jax.jit, static_argnames=("score_type",))
-def _binary_curves_kernel(labels, scores, *, score_type):
+def _binary_curves_kernel(labels, scores, sample_weight=None, *, score_type):
     """All binary curves from one sort per system; one compiled program serves every function of them.
 
     Under a caller's ``jit`` XLA drops the outputs that are not used.
     """
-    return _per_system(_curves_one, labels, _ranking_log_odds(scores, score_type))
+    return _per_system(_curves_one, labels, _ranking_log_odds(scores, score_type), sample_weight)
 
 
-def det_curve(labels, scores, *, score_type="log_posteriors", padded=False):
+def det_curve(labels, scores, *, score_type="log_posteriors", padded=False, sample_weight=None):
     """Detection error trade-off: misses ``R_21`` against false alarms ``R_12`` over all thresholds.
 
     The ROC of seed 002 §4.5 with the miss rate ``1 - R_22`` on the vertical
@@ -315,6 +386,10 @@ def det_curve(labels, scores, *, score_type="log_posteriors", padded=False):
         point and the points scikit-learn leaves out at the ends repeat the
         end point they lead to: the same curve with repeated vertices and a
         length that depends on ``N`` only, for batches and ``jit``.
+      sample_weight: optional ``(N,)`` non-negative weights: rates as
+        fractions of each class's weight total
+        (``sklearn.metrics.det_curve(..., sample_weight=)``); samples of
+        weight 0 as in :func:`precision_recall_curve`.
 
     Returns:
       :class:`DetCurve`; its ``probit_false_positive_rate`` and
@@ -322,16 +397,17 @@ def det_curve(labels, scores, *, score_type="log_posteriors", padded=False):
     """
     labels, s = _binary_inputs(labels, scores, score_type, what="a DET curve")
     padded = _check_padded(padded, s, labels, score_type)
-    fpr, fnr, thresholds, keep = _binary_curves_kernel(labels, s, score_type=score_type)["det"]
+    labels, s, w = _binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=not padded)
+    fpr, fnr, thresholds, keep = _binary_curves_kernel(labels, s, w, score_type=score_type)["det"]
     if padded:
-        return _traced_guard(DetCurve(fpr, fnr, thresholds), labels, s, score_type, extra_axes=1)
+        return _traced_guard(DetCurve(fpr, fnr, thresholds), labels, s, score_type, w, extra_axes=1)
     keep = np.asarray(keep)
     return DetCurve(*_kept((fpr, fnr, thresholds), (keep,) * 3))
 
 
 # ----------------------------------------------------------- one-vs-one AUC
 
-def _pairwise_auc(labels, log_post):
+def _pairwise_auc(labels, log_post, sample_weight=None):
     """Kernel: ``A[i, j] = P(s_i(x) > s_i(x')) + P(=)/2`` for ``x`` of class ``i``, ``x'`` of class ``j``.
 
     ``s_i = log P(i|x)`` ``(N, K)``.  One sort per column ``i``: cumulative
@@ -339,49 +415,56 @@ def _pairwise_auc(labels, log_post):
     samples of each class lie strictly below and at or below it; each
     sample's share (a fraction of ``N_j`` in ``[0, 1]``, so float32 sums stay
     accurate) is summed over the samples of class ``i``.  The diagonal is
-    meaningless.
+    meaningless.  With ``sample_weight`` every count is a weight total (the
+    probabilities are over weighted pairs) and ``n_i`` the class totals.
     """
     n, k = log_post.shape
-    one_hot = jax.nn.one_hot(labels, k, dtype=jnp.int32)
+    if sample_weight is None:
+        one_hot = jax.nn.one_hot(labels, k, dtype=jnp.int32)
+    else:
+        one_hot = jax.nn.one_hot(labels, k, dtype=sample_weight.dtype) * sample_weight[:, None]
     n_i = jnp.sum(one_hot, axis=0)
     of_class = labels[:, None] == jnp.arange(k)[None, :]
+    # Each sample of class i enters the class-i average with its weight (1 unweighted).
+    mass = of_class if sample_weight is None else jnp.where(of_class, sample_weight[:, None], 0.0)
 
     def column(i):
         s = log_post[:, i]
         order = jnp.argsort(s)
         s_sorted = s[order]
-        cum = jnp.concatenate([jnp.zeros((1, k), jnp.int32), jnp.cumsum(one_hot[order], axis=0)])
+        cum = jnp.concatenate([jnp.zeros((1, k), one_hot.dtype), jnp.cumsum(one_hot[order], axis=0)])
         below = cum[jnp.searchsorted(s_sorted, s, side="left")]  # (N, K): per class, samples with score < s_n
         not_above = cum[jnp.searchsorted(s_sorted, s, side="right")]  # ... with score <= s_n
-        share = (below + not_above) / (2 * jnp.maximum(n_i, 1))
-        return jnp.sum(jnp.where(of_class[:, i, None], share, 0.0), axis=0) / jnp.maximum(n_i[i], 1)
+        share = (below + not_above) / (2 * jnp.where(n_i > 0, n_i, 1))
+        return jnp.sum(mass[:, i, None] * share, axis=0) / jnp.where(n_i[i] > 0, n_i[i], 1)
 
     return jax.lax.map(column, jnp.arange(k)), n_i
 
 
-def _ovo_one(labels, log_post, weighted):
-    pairwise, n_i = _pairwise_auc(labels, log_post)
+def _ovo_one(labels, log_post, weighted, sample_weight=None):
+    pairwise, n_i = _pairwise_auc(labels, log_post, sample_weight)
     k = log_post.shape[-1]
     off_diagonal = ~jnp.eye(k, dtype=bool)
     # Every pair appears twice (A_ij and A_ji), so the mean over the off-diagonal is the mean of
     # (A_ij + A_ji) / 2 over the pairs, with the same (symmetric) weights.
     # A traced switch, so "macro" and "weighted" share one compiled program.
-    weights = jnp.where(weighted, (n_i[:, None] + n_i[None, :]) / labels.shape[0], 1.0)
+    weights = jnp.where(weighted, (n_i[:, None] + n_i[None, :]) / jnp.sum(n_i), 1.0)
     weights = jnp.where(off_diagonal, weights, 0.0)
     return jnp.sum(weights * pairwise) / jnp.sum(weights)
 
 
 @jax.jit
-def _ovo_kernel(labels, scores, log_p, weighted):
+def _ovo_kernel(labels, scores, log_p, weighted, sample_weight=None):
     # For every (N, K) score type the log-posteriors are log_softmax(scores + log-priors), the log-priors
     # being 0 for posterior types: one compiled program serves them all.
     log_post = log_posteriors_kernel(scores, log_p, "log_likelihoods")
     batch = log_post.shape[:-2]
     flat = log_post.reshape((-1,) + log_post.shape[-2:])
-    return jax.vmap(lambda lp: _ovo_one(labels, lp, weighted))(flat).reshape(batch)
+    return jax.vmap(lambda lp: _ovo_one(labels, lp, weighted, sample_weight))(flat).reshape(batch)
 
 
-def auc_one_vs_one(labels, scores, *, priors=None, score_type="log_posteriors", average="macro"):
+def auc_one_vs_one(labels, scores, *, priors=None, score_type="log_posteriors", average="macro",
+                   sample_weight=None):
     """Multiclass AUC of Hand & Till (2001): the AUC averaged over all pairs of classes.
 
     For classes ``i != j``, ``A(i|j)`` is the Mann-Whitney statistic of the
@@ -409,6 +492,12 @@ def auc_one_vs_one(labels, scores, *, priors=None, score_type="log_posteriors", 
       average: ``"macro"`` (Hand & Till: every pair counts the same) or
         ``"weighted"`` (pair ``{i, j}`` weighted by its share of the samples
         ``(N_i + N_j) / N``, as scikit-learn's ``average="weighted"``).
+      sample_weight: optional ``(N,)`` non-negative weights (frequency
+        weights): ``A(i|j)`` is taken over pairs weighted by the product of
+        their weights, and ``N_i`` are the class weight totals, so an integer
+        weight ``k`` is ``k`` copies of the sample (scikit-learn's
+        ``multi_class="ovo"`` takes no ``sample_weight``).  Every class needs
+        a positive weight total.
 
     Returns:
       The multiclass AUC, one per system.
@@ -425,16 +514,23 @@ def auc_one_vs_one(labels, scores, *, priors=None, score_type="log_posteriors", 
     if labels.ndim != 1:
         raise v.InputError(f"`labels` must be one vector of N classes, got shape {tuple(labels.shape)}")
     v.check_same_length("labels", labels, "scores", s, axis_b=-2)
-    if not v.is_tracer(labels):
-        counts = np.bincount(np.asarray(labels), minlength=k)
+    if sample_weight is not None:
+        sample_weight = v.as_sample_weight(sample_weight, labels)
+    if not v.any_traced(labels, sample_weight):
+        counts = np.bincount(np.asarray(labels), minlength=k,
+                             weights=None if sample_weight is None else np.asarray(sample_weight, np.float64))
         if np.any(counts == 0):
             absent = [int(i) for i in np.flatnonzero(counts == 0)]
-            raise v.InputError(f"`labels` has no sample of class {absent}: the AUC of its pairs is undefined")
-    out = _ovo_kernel(labels, s, log_p, np.bool_(average == "weighted"))
-    if v.any_traced(labels, s, log_p):
+            what = "`labels` has no sample" if sample_weight is None else "`sample_weight` is 0 for every sample"
+            raise v.InputError(f"{what} of class {absent}: the AUC of its pairs is undefined")
+    out = _ovo_kernel(labels, s, log_p, np.bool_(average == "weighted"), sample_weight)
+    if v.any_traced(labels, s, log_p, sample_weight):
         log_post = log_posteriors_kernel(s, log_p, score_type)
-        present = jnp.all(jnp.bincount(jnp.where(labels >= 0, labels, k), length=k + 1)[:k] > 0)
-        ok = jnp.all(labels >= 0) & present & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
+        w = jnp.ones(labels.shape, log_post.dtype) if sample_weight is None else sample_weight
+        totals = jax.ops.segment_sum(jnp.where(labels >= 0, w, 0.0), jnp.where(labels >= 0, labels, 0),
+                                     num_segments=k)
+        ok = (jnp.all(labels >= 0) & jnp.all(totals > 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
+              & jnp.all(jnp.isfinite(w) & (w >= 0)))
         out = v.nan_where_invalid(out, ok)
     return out
 
@@ -455,30 +551,44 @@ class DecisionCurve(NamedTuple):
     treat_none: jax.Array
 
 
-def _decision_one(labels, s, cut, odds, p1):
+def _decision_one(labels, s, cut, odds, p1, sample_weight=None):
     is1 = labels == 1
-    n1 = jnp.sum(is1)
-    n0 = labels.shape[0] - n1
-    # Padding with +inf: never below a finite cut, so "samples below" counts only the class's own scores.
-    pos_sorted = jnp.sort(jnp.where(is1, s, jnp.inf))
-    neg_sorted = jnp.sort(jnp.where(is1, jnp.inf, s))
-    tp = n1 - jnp.minimum(jnp.searchsorted(pos_sorted, cut, side="left"), n1)
-    fp = n0 - jnp.minimum(jnp.searchsorted(neg_sorted, cut, side="left"), n0)
+    if sample_weight is None:
+        n1 = jnp.sum(is1)
+        n0 = labels.shape[0] - n1
+        # Padding with +inf: never below a finite cut, so "samples below" counts only the class's own scores.
+        pos_sorted = jnp.sort(jnp.where(is1, s, jnp.inf))
+        neg_sorted = jnp.sort(jnp.where(is1, jnp.inf, s))
+        tp = n1 - jnp.minimum(jnp.searchsorted(pos_sorted, cut, side="left"), n1)
+        fp = n0 - jnp.minimum(jnp.searchsorted(neg_sorted, cut, side="left"), n0)
+    else:
+        # Weight totals of each class at or above the cut (suffix sums of the sorted weights).
+        order = jnp.argsort(s)
+        below = jnp.searchsorted(s[order], cut, side="left")
+        tp = _suffix_sums(jnp.where(is1, sample_weight, 0.0)[order])[below]
+        fp = _suffix_sums(jnp.where(is1, 0.0, sample_weight)[order])[below]
+        n1 = jnp.sum(jnp.where(is1, sample_weight, 0.0))
+        n0 = jnp.sum(jnp.where(is1, 0.0, sample_weight))
     # P_i / N_i weights (seed 000 eq. 2): with data priors P_1 TP/N_1 = TP/N.
     return p1 * (tp / n1) - (1.0 - p1) * (fp / n0) * odds
 
 
 @partial(jax.jit, static_argnames=("score_type",))
-def _decision_kernel(labels, scores, log_p, cut, odds, *, score_type):
+def _decision_kernel(labels, scores, log_p, cut, odds, sample_weight=None, *, score_type):
     s = _ranking_log_odds(scores, score_type)
     if score_type in v.LIKELIHOOD_TYPES:
         s = s + (log_p[1] - log_p[0])  # posterior log-odds: Bayes' rule (seed 002 eqs. 45-47)
         p1 = jnp.exp(log_p[1])
-    else:
+    elif sample_weight is None:
         p1 = jnp.mean(labels == 1, dtype=s.dtype)
+    else:
+        p1 = jnp.sum(jnp.where(labels == 1, sample_weight, 0.0)) / jnp.sum(sample_weight)
     flat_cut, flat_odds = cut.reshape(-1), odds.reshape(-1)
-    nb = _per_system(lambda lab, one: jax.vmap(lambda c, o: _decision_one(lab, one, c, o, p1))(flat_cut, flat_odds),
-                     labels, s)
+
+    def one_system(lab, one):
+        return jax.vmap(lambda c, o: _decision_one(lab, one, c, o, p1, sample_weight))(flat_cut, flat_odds)
+
+    nb = _per_system(one_system, labels, s)
     return nb.reshape(s.shape[:-1] + cut.shape), p1 - (1.0 - p1) * odds
 
 
@@ -511,7 +621,8 @@ def _threshold_log_odds(threshold_probabilities, dtype):
     return v.to_device(a, dt), v.to_device(cut, dt), v.to_device(a / (1.0 - a), dt)
 
 
-def decision_curve(labels, scores, *, threshold_probabilities, priors=None, score_type="log_posteriors"):
+def decision_curve(labels, scores, *, threshold_probabilities, priors=None, score_type="log_posteriors",
+                   sample_weight=None):
     """Decision curve analysis (Vickers & Elkin, Med. Decis. Making 26, 565-574, 2006).
 
     For each threshold probability ``p_t``, the system treats (decides class
@@ -554,6 +665,10 @@ def decision_curve(labels, scores, *, threshold_probabilities, priors=None, scor
         000 eq. 2).  Posterior-type scores use the class frequencies of
         ``labels``.
       score_type: any score type.
+      sample_weight: optional ``(N,)`` non-negative weights (frequency
+        weights): ``TP``, ``FP``, ``N_1``, ``N_2`` and ``N`` become weight
+        totals (and the class frequencies of posterior-type scores weighted
+        fractions), so an integer weight ``k`` is ``k`` copies of the sample.
 
     Returns:
       :class:`DecisionCurve`; ``net_benefit`` has shape ``scores_batch +
@@ -566,12 +681,13 @@ def decision_curve(labels, scores, *, threshold_probabilities, priors=None, scor
     if score_type in v.LIKELIHOOD_TYPES and not v.is_tracer(log_p) and not np.all(np.isfinite(np.asarray(log_p))):
         raise v.InputError(f"`priors` must be > 0 for both classes, got {np.exp(np.asarray(log_p))}")
     labels = _labels_for(labels, s, score_type, what="a decision curve")
+    labels, s, w = _binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=False)
     p_t, cut, odds = _threshold_log_odds(threshold_probabilities, s.dtype)
-    nb, treat_all = _decision_kernel(labels, s, log_p, cut, odds, score_type=score_type)
-    if v.any_traced(labels, s, p_t, log_p):
+    nb, treat_all = _decision_kernel(labels, s, log_p, cut, odds, w, score_type=score_type)
+    if v.any_traced(labels, s, p_t, log_p, w):
         p_ok = (p_t > 0) & (p_t < 1)
         batch = s.shape[:-1] if score_type == "llr" else s.shape[:-2]
-        common = p_ok & _labels_ok(labels)
+        common = p_ok & _labels_ok(labels) & _weights_ok(labels, w)
         if score_type in v.LIKELIHOOD_TYPES:  # traced priors: a distribution with both classes possible
             common = common & jnp.all(jnp.isfinite(log_p)) & (jnp.abs(jnp.sum(jnp.exp(log_p)) - 1.0) <= v.SUM_TOL)
         ok = ~jnp.any(jnp.isnan(_ranking_log_odds(s, score_type)), axis=-1).reshape(batch + (1,) * p_t.ndim)

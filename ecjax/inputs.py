@@ -221,7 +221,7 @@ def as_key(key, name: str = "key"):
         raise InputError(f"`{name}` is required: pass a jax.random key, e.g. jax.random.key(0)")
     dtype = getattr(key, "dtype", None)
     if isinstance(key, (jax.Array, np.ndarray)) or is_tracer(key):
-        if jnp.issubdtype(dtype, jax.dtypes.prng_key):
+        if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key):
             return key
         if dtype == np.uint32 and key.ndim >= 1 and key.shape[-1] in (2, 4):
             return jnp.asarray(key)

@@ -160,7 +160,7 @@ class ResultsTable:
     """Per-fold (or per-run) results of several systems, from :func:`load_results_table`."""
 
     systems: list[str]
-    scores: np.ndarray  # (M, n), or (M, q, n) with data sets
+    scores: np.ndarray | list  # (M, n); (M, q, n) with data sets; a list of q (M, n_d) if their folds differ
     datasets: list[str] | None = None
 
 
@@ -168,8 +168,10 @@ def load_results_table(path) -> ResultsTable:
     """A CSV of results: a header naming the columns, one row per fold (higher is better).
 
     Every column is a system, except an optional ``dataset`` column that
-    groups the rows by data set (each data set with the same number of
-    folds): ``dataset,A,B`` / ``iris,0.93,0.95`` / ...
+    groups the rows by data set: ``dataset,A,B`` / ``iris,0.93,0.95`` / ...
+    ``scores`` is ``(M, q, n)`` when every data set has ``n`` folds, else a
+    list of ``q`` ``(M, n_d)`` arrays (the input of
+    :func:`ecjax.prob.hierarchical_compare_results`).
     """
     p = Path(path)
     lines = [ln.strip() for ln in _read_text(p).splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
@@ -197,8 +199,7 @@ def load_results_table(path) -> ResultsTable:
     names = list(dict.fromkeys(row[by] for row in cells))
     groups = [values[[row[by] == d for row in cells]] for d in names]
     if len({len(g) for g in groups}) != 1:
-        raise InputError(f"{p}: every data set needs the same number of folds, got "
-                         f"{dict(zip(names, (len(g) for g in groups)))}")
+        return ResultsTable(systems, [g.T for g in groups], names)
     return ResultsTable(systems, np.stack(groups, 1).transpose(2, 1, 0), names)
 
 
@@ -292,9 +293,9 @@ def parse_cost_spec(data: dict, *, source: str = "<spec>") -> CostSpec:
     if "priors" in data:
         raw = data["priors"]
         if isinstance(raw, dict):
-            unknown = [name for name in raw if name not in classes]
-            if unknown:
-                raise InputError(f"{source}: `priors` names unknown class(es) {unknown}; classes are {classes}")
+            unnamed = [name for name in raw if name not in classes]
+            if unnamed:
+                raise InputError(f"{source}: `priors` names unknown class(es) {unnamed}; classes are {classes}")
             missing = [name for name in classes if name not in raw]
             if missing:
                 raise InputError(f"{source}: `priors` gives no value for class(es) {missing}")

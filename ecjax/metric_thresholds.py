@@ -48,7 +48,8 @@ class MetricThreshold(NamedTuple):
         implied equally; ``implied_cost_ratio`` is the one at ``threshold``.
       metric_value: the largest value of the metric over all thresholds.
       counts: ``(2, 2)`` exact confusion counts at ``threshold`` (rows = true
-        class, columns = decision): ``[[TN, FP], [FN, TP]]``.
+        class, columns = decision): ``[[TN, FP], [FN, TP]]``; with
+        ``sample_weight``, their weight totals (floats).
       implied_cost_ratio: ``r = c[1, 0] / c[0, 1]``, the cost of a miss
         relative to a false alarm for which ``threshold`` is the Bayes
         threshold (seed 001 eq. 20; seed 002 eq. 48 for LLRs).  The implied
@@ -97,11 +98,28 @@ def _metric_at_cuts(tp, fp, fn, tn, beta, metric_index):
     return jnp.stack([f_beta, mcc, youden])[metric_index]
 
 
-def _one_system(labels, s, num_samples, priors, beta, metric_index, likelihood, data_priors):
+def _cut_counts(is1, is0, w):
+    """``(tp, fp, fn, tn)`` at every cut ``k`` (class 0 for the ``k`` lowest sorted scores): exact integer counts,
+    or with frequency weights ``w`` weight totals, those above the cut summed from the top down (no cancellation
+    for small totals)."""
+    if w is None:
+        zero = jnp.zeros((1,), jnp.int32)
+        fn = jnp.concatenate([zero, jnp.cumsum(is1, dtype=jnp.int32)])
+        tn = jnp.concatenate([zero, jnp.cumsum(is0, dtype=jnp.int32)])
+        return fn[-1] - fn, tn[-1] - tn, fn, tn
+    zero = jnp.zeros((1,), w.dtype)
+    w1, w0 = jnp.where(is1, w, 0.0), jnp.where(is0, w, 0.0)
+    below = [jnp.concatenate([zero, jnp.cumsum(x)]) for x in (w1, w0)]
+    above = [jnp.concatenate([jnp.cumsum(x[::-1])[::-1], zero]) for x in (w1, w0)]
+    return above[0], above[1], below[0], below[1]
+
+
+def _one_system(labels, s, w, num_samples, priors, beta, metric_index, likelihood, data_priors):
     """Best cut of one system: one sort, cumulative counts, the metric at every cut, argmax.
 
     ``s`` may be padded past ``num_samples`` with ``+inf`` (labels 0): padding
     sorts last, is counted in no class, and the cuts inside it are not valid.
+    ``w``: frequency weights (``None``: every sample counts 1).
     """
     n = s.shape[0]
     order = jnp.argsort(s)
@@ -110,11 +128,8 @@ def _one_system(labels, s, num_samples, priors, beta, metric_index, likelihood, 
     is1 = (labels[order] == 1) & real
     is0 = (labels[order] == 0) & real
     # Cut k decides class 0 for the k lowest scores and class 1 for the rest.
-    zero = jnp.zeros((1,), jnp.int32)
-    fn = jnp.concatenate([zero, jnp.cumsum(is1, dtype=jnp.int32)])
-    tn = jnp.concatenate([zero, jnp.cumsum(is0, dtype=jnp.int32)])
-    n1, n0 = fn[-1], tn[-1]
-    tp, fp = n1 - fn, n0 - tn
+    tp, fp, fn, tn = _cut_counts(is1, is0, None if w is None else w[order])
+    n1, n0 = tp[0], fp[0]
     # A cut between tied scores is realized by no threshold.
     valid = jnp.concatenate([jnp.array([True]), s_sorted[1:] > s_sorted[:-1], jnp.array([True])])
     valid = valid & (jnp.arange(n + 1) <= num_samples)
@@ -130,8 +145,9 @@ def _one_system(labels, s, num_samples, priors, beta, metric_index, likelihood, 
     threshold = jnp.where(jnp.isinf(low), -jnp.inf, jnp.where(jnp.isinf(high), jnp.inf, mid))
 
     dtype = s.dtype
-    p1 = jnp.where(data_priors, n1.astype(dtype) / num_samples, priors[1])
-    p0 = jnp.where(data_priors, n0.astype(dtype) / num_samples, priors[0])
+    total = num_samples if w is None else n1 + n0  # the data priors are the (weighted) class fractions
+    p1 = jnp.where(data_priors, n1.astype(dtype) / total, priors[1])
+    p0 = jnp.where(data_priors, n0.astype(dtype) / total, priors[0])
     log_prior_odds = jnp.log(p1) - jnp.log(p0)
     # Bayes on LLRs (seed 002 eq. 48): class 1 iff llr > log(P_0 c01 / (P_1 c10)), so theta = -t.
     # Bayes on posteriors as given (seed 001 eq. 20): class 1 iff s > log(c01 / c10), so log r = -t.
@@ -146,6 +162,7 @@ def _one_system(labels, s, num_samples, priors, beta, metric_index, likelihood, 
            + jnp.where(false_alarm > 0, false_alarm * jnp.exp(jnp.maximum(-theta, 0.0)), 0.0))
     counts = jnp.stack([jnp.stack([tn[k], fp[k]]), jnp.stack([fn[k], tp[k]])])
     ok = (jnp.all((labels == 0) | (labels == 1)) & ~jnp.any(jnp.isnan(s)) & (n1 > 0) & (n0 > 0)
+          & (True if w is None else jnp.all(jnp.isfinite(w) & (w >= 0)))
           & (data_priors | (jnp.all(priors > 0) & (jnp.abs(jnp.sum(priors) - 1.0) <= v.SUM_TOL)))
           & ((metric_index != 0) | (jnp.isfinite(beta) & (beta > 0))))
     out = MetricThreshold(threshold, low, high, value[k], counts, jnp.exp(log_ratio), theta, nec)
@@ -153,15 +170,15 @@ def _one_system(labels, s, num_samples, priors, beta, metric_index, likelihood, 
 
 
 @jax.jit
-def _metric_threshold_kernel(labels, s, num_samples, priors, beta, metric_index, likelihood, data_priors):
+def _metric_threshold_kernel(labels, s, w, num_samples, priors, beta, metric_index, likelihood, data_priors):
     """Kernel: :func:`_one_system` over the flattened batch ``(B, N_padded)``.
 
     The metric, the flags and the number of samples are traced, not static:
     one compiled program per padded shape serves every metric, score type and
-    data size in the bucket.
+    data size in the bucket (and one more with weights ``w``).
     """
-    return jax.vmap(_one_system, in_axes=(0, 0, None, 0, None, None, None, None))(
-        labels, s, num_samples, priors, beta, metric_index, likelihood, data_priors)
+    return jax.vmap(_one_system, in_axes=(0, 0, None if w is None else 0, None, 0, None, None, None, None))(
+        labels, s, w, num_samples, priors, beta, metric_index, likelihood, data_priors)
 
 
 def _class1_log_odds(scores, score_type):
@@ -205,7 +222,8 @@ def _check_beta(beta, metric):
     return b
 
 
-def optimal_metric_threshold(labels, scores, *, metric="f1", beta=1.0, score_type="log_posteriors", priors=None):
+def optimal_metric_threshold(labels, scores, *, metric="f1", beta=1.0, score_type="log_posteriors", priors=None,
+                             sample_weight=None):
     """The threshold that maximizes F1, F-beta, MCC or Youden's J, and the cost ratio it implies.
 
     Metrics of the decisions "class 1 iff ``s > t``" (class 1 positive):
@@ -256,6 +274,12 @@ def optimal_metric_threshold(labels, scores, *, metric="f1", beta=1.0, score_typ
         frequencies of ``labels``.  They turn LLRs into the implied cost
         ratio, and weigh the classes in ``effective_prior_log_odds`` and
         ``implied_nec``; the threshold and metric do not depend on them.
+      sample_weight: optional ``(N,)`` non-negative frequency weights
+        (scikit-learn's meaning): ``TP``, ``FP``, ``FN``, ``TN`` (and ``N_i``,
+        ``D_j``) become weight totals and the data priors the weighted class
+        fractions, so an integer weight ``k`` is ``k`` copies of the sample;
+        samples of weight 0 are left out (on concrete input: they would only
+        add thresholds).  Both classes need a positive weight total.
 
     Returns:
       :class:`MetricThreshold`.  Under ``jax.jit`` invalid values (a label
@@ -276,12 +300,19 @@ def optimal_metric_threshold(labels, scores, *, metric="f1", beta=1.0, score_typ
     labels = v.as_index_array(labels, "labels", upper=2, upper_is="binary labels: 0 or 1")
     v.check_same_length("labels", labels, "scores", s)
     batch = v.check_batch_axes_broadcast("labels", labels.shape, labels.shape[:-1], "scores", s.shape, s.shape[:-1])
-    if not v.is_tracer(labels):
-        per_class = np.stack([np.sum(np.asarray(labels) == c, axis=-1) for c in (0, 1)])
+    w = v.as_sample_weight(sample_weight, labels[(0,) * (labels.ndim - 1)])
+    if not v.any_traced(labels, w):
+        u = None if w is None else np.asarray(w, np.float64)
+        lab = np.asarray(labels)
+        per_class = np.stack([np.sum((lab == c) * (1.0 if u is None else u), axis=-1) for c in (0, 1)])
         for c in (0, 1):
             if np.any(per_class[c] == 0):
-                raise v.InputError(f"`labels` has no sample of class {c}: the metrics and the implied cost need "
-                                   "samples of both classes")
+                what = "`labels` has no sample" if u is None else "`sample_weight` is 0 for every sample"
+                raise v.InputError(f"{what} of class {c}: the metrics and the implied cost need samples of both "
+                                   "classes")
+        if u is not None and not v.is_tracer(s) and not np.all(u > 0):
+            keep = v.to_device(np.flatnonzero(u > 0))  # weight 0: a sample that is not there
+            labels, s, w = jnp.take(labels, keep, axis=-1), jnp.take(s, keep, axis=-1), w[keep]
     data_priors = priors is None
     if data_priors:
         p = jnp.full(batch + (2,), 0.5, dtype=s.dtype)  # unused: the kernel takes the class frequencies
@@ -296,6 +327,7 @@ def optimal_metric_threshold(labels, scores, *, metric="f1", beta=1.0, score_typ
     out, ok = _metric_threshold_kernel(
         _flat_padded(labels, batch, 0),
         _flat_padded(s, batch, np.inf),  # +inf sorts after every (finite) score
+        None if w is None else _flat_padded(w, batch, 0.0),
         jnp.asarray(n, jnp.int32),
         jnp.broadcast_to(p, batch + (2,)).reshape(-1, 2),
         jnp.asarray(beta, s.dtype),
@@ -303,6 +335,6 @@ def optimal_metric_threshold(labels, scores, *, metric="f1", beta=1.0, score_typ
         jnp.asarray(score_type in v.LIKELIHOOD_TYPES),
         jnp.asarray(data_priors),
     )
-    if v.any_traced(labels, s, p, beta):
+    if v.any_traced(labels, s, p, beta, w):
         out = MetricThreshold(*(v.nan_where_invalid(x, ok, extra_axes=x.ndim - 1) for x in out))
     return MetricThreshold(*(x.reshape(batch + x.shape[1:]) for x in out))

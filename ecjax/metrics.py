@@ -347,7 +347,7 @@ def f1_score(counts, *, pos_label=1, average="binary", zero_division=0.0):
     return f_beta_score(counts, beta=1.0, pos_label=pos_label, average=average, zero_division=zero_division)
 
 
-f_beta_score.__doc__ += _AVERAGE_DOC
+f_beta_score.__doc__ = (f_beta_score.__doc__ or "") + _AVERAGE_DOC
 
 
 @jax.jit
@@ -435,7 +435,7 @@ def fowlkes_mallows(counts, *, pos_label=1, average="binary", zero_division=0.0)
     return _select("fowlkes_mallows", counts, pos_label, average, zero_division)
 
 
-fowlkes_mallows.__doc__ += _AVERAGE_DOC
+fowlkes_mallows.__doc__ = (fowlkes_mallows.__doc__ or "") + _AVERAGE_DOC
 
 
 @partial(jax.jit, static_argnames=("negative",))

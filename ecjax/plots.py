@@ -131,10 +131,10 @@ def _wilson_interval(hits, n, z):
     return centre - half, centre + half
 
 
-def _reliability_from_scores(labels, scores, score_type, num_bins, binning, variant, priors):
+def _reliability_from_scores(labels, scores, score_type, num_bins, binning, variant, priors, sample_weight):
     from ecjax.scores import reliability_bins
 
-    kw = dict(num_bins=num_bins, variant=variant, priors=priors, score_type=score_type)
+    kw = dict(num_bins=num_bins, variant=variant, priors=priors, score_type=score_type, sample_weight=sample_weight)
     if binning != "auto":
         return reliability_bins(labels, scores, binning=binning, **kw), binning
     b = reliability_bins(labels, scores, binning="equal_width", **kw)
@@ -145,7 +145,8 @@ def _reliability_from_scores(labels, scores, score_type, num_bins, binning, vari
 
 def reliability_diagram(bin_confidence=None, bin_accuracy=None, bin_count=None, *, labels=None, scores=None,
                         score_type="log_posteriors", num_bins=15, binning="auto", variant="auto", priors=None,
-                        class_names=None, title="Reliability diagram", xlabel=None, ax=None, path=None):
+                        class_names=None, title="Reliability diagram", xlabel=None, ax=None, path=None,
+                        sample_weight=None):
     """Observed frequency against predicted probability per bin, with 95 % intervals and the ECE.
 
     Drawn: the diagonal of perfect calibration; each non-empty bin's observed
@@ -174,7 +175,9 @@ def reliability_diagram(bin_confidence=None, bin_accuracy=None, bin_count=None, 
         of the decided class) or ``"auto"`` (binary for two classes); with
         precomputed bins it only sets the axis labels.
       class_names: ``(negative, positive)`` names for the binary labels.
-      num_bins, binning, priors, score_type: as in :func:`ecjax.ece`, plus ``"auto"`` binning.
+      num_bins, binning, priors, score_type, sample_weight: as in
+        :func:`ecjax.ece`, plus ``"auto"`` binning (with ``labels`` and
+        ``scores``; bin counts are then weighted counts).
     """
     v.check_choice(binning, "binning", ("auto", "equal_width", "equal_mass"))
     v.check_choice(variant, "variant", ("auto", "binary", "top_label"))
@@ -185,8 +188,11 @@ def reliability_diagram(bin_confidence=None, bin_accuracy=None, bin_count=None, 
         k = 2 if score_type == "llr" else int(np.shape(scores)[-1])
         if variant == "auto":
             variant = "binary" if k == 2 else "top_label"
-        bins, binning_used = _reliability_from_scores(labels, scores, score_type, num_bins, binning, variant, priors)
+        bins, binning_used = _reliability_from_scores(labels, scores, score_type, num_bins, binning, variant, priors,
+                                                      sample_weight)
         conf, acc, n = bins.confidence, bins.frequency, bins.count
+    elif sample_weight is not None:
+        raise v.InputError("`sample_weight` goes with `labels` and `scores`; precomputed bins already hold their weights")
     elif hasattr(bin_confidence, "confidence") and hasattr(bin_confidence, "count"):
         conf, acc, n = bin_confidence.confidence, bin_confidence.frequency, bin_confidence.count
         band = bin_confidence if hasattr(bin_confidence, "low") else None

@@ -70,7 +70,7 @@ def metric_columns(counts, *, costs=None, utilities=None, priors=None, pos_label
     return cols
 
 
-def score_columns(labels, scores, *, priors, score_type="log_posteriors"):
+def score_columns(labels, scores, *, priors, score_type="log_posteriors", sample_weight=None):
     """The score-based metrics of ``M`` systems, as named columns (lower is better except AUC).
 
     Args:
@@ -81,6 +81,8 @@ def score_columns(labels, scores, *, priors, score_type="log_posteriors"):
         priors); for likelihood-type scores also the priors that make them
         posteriors (required then).
       score_type: as everywhere.
+      sample_weight: ``None`` or one entry per system: ``None`` or the
+        ``(N_m,)`` frequency weights of its samples.
 
     Columns: ``XE`` (cross-entropy, nats), ``Brier``, ``ECE`` (15 equal-width
     bins; binary for ``K = 2``, top-label otherwise) and ``AUC`` (binary) or
@@ -91,20 +93,25 @@ def score_columns(labels, scores, *, priors, score_type="log_posteriors"):
     k = 2 if score_type == "llr" else int(np.shape(scores[0])[-1])
     likelihood = score_type in v.LIKELIHOOD_TYPES
 
+    weights = [None] * len(labels) if sample_weight is None else sample_weight
+
     def column(fn):
-        return np.asarray([float(fn(y, s, p)) for y, s, p in zip(labels, scores, priors)])
+        return np.asarray([float(fn(y, s, p, w)) for y, s, p, w in zip(labels, scores, priors, weights)])
 
     cols = [
-        Column("XE", False, column(lambda y, s, p: sc.cross_entropy(y, s, priors=p, score_type=score_type))),
-        Column("Brier", False, column(lambda y, s, p: sc.brier(y, s, priors=p, score_type=score_type))),
-        Column("ECE", False, column(lambda y, s, p: sc.ece(y, s, priors=p if likelihood else None,
-                                                          score_type=score_type))),
+        Column("XE", False, column(lambda y, s, p, w: sc.cross_entropy(y, s, priors=p, score_type=score_type,
+                                                                       sample_weight=w))),
+        Column("Brier", False, column(lambda y, s, p, w: sc.brier(y, s, priors=p, score_type=score_type,
+                                                                  sample_weight=w))),
+        Column("ECE", False, column(lambda y, s, p, w: sc.ece(y, s, priors=p if likelihood else None,
+                                                             score_type=score_type, sample_weight=w))),
     ]
     if k == 2:
-        cols.append(Column("AUC", True, column(lambda y, s, p: sc.auc(y, s, score_type=score_type))))
+        cols.append(Column("AUC", True, column(lambda y, s, p, w: sc.auc(y, s, score_type=score_type,
+                                                                         sample_weight=w))))
     else:
-        cols.append(Column("AUC_ovr", True, column(lambda y, s, p: sc.auc_one_vs_rest(
-            y, s, priors=p if likelihood else None, score_type=score_type))))
+        cols.append(Column("AUC_ovr", True, column(lambda y, s, p, w: sc.auc_one_vs_rest(
+            y, s, priors=p if likelihood else None, score_type=score_type, sample_weight=w))))
     return cols
 
 

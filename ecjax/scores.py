@@ -425,8 +425,7 @@ def _psr(labels, log_post, p, n_i, sample_weight=None, *, rule, normalize):
 
 
 def _psr_public(rule, labels, scores, priors, score_type, normalize, sample_weight=None):
-    if sample_weight is not None:
-        sample_weight = v.as_sample_weight(sample_weight, v.as_array(labels, "labels", min_ndim=1))
+    sample_weight = _validated_weight(labels, sample_weight)
     labels, log_post, p, n_i = _psr_inputs(labels, scores, priors, score_type, sample_weight)
     naive = naive_cross_entropy(p) if rule == "xe" else naive_brier(p)
     if normalize:
@@ -693,13 +692,19 @@ def auc(labels, scores, *, score_type="log_posteriors", sample_weight=None):
 
 
 @jax.jit
-def _auc_one_vs_rest_kernel(labels, log_post):
+def _auc_one_vs_rest_kernel(labels, log_post, sample_weight=None):
     classes = jnp.arange(log_post.shape[-1])
-    per_class = jax.vmap(lambda c: _auc_kernel((labels == c).astype(labels.dtype), log_post[:, c]))(classes)
-    return jnp.mean(per_class)
+
+    def one(c):
+        is_c = (labels == c).astype(labels.dtype)
+        if sample_weight is None:
+            return _auc_kernel(is_c, log_post[:, c])
+        return weighted_auc_kernel(is_c, log_post[:, c], sample_weight)
+
+    return jnp.mean(jax.vmap(one)(classes))
 
 
-def auc_one_vs_rest(labels, scores, *, priors=None, score_type="log_posteriors"):
+def auc_one_vs_rest(labels, scores, *, priors=None, score_type="log_posteriors", sample_weight=None):
     """Macro average over the ``K`` classes of the one-vs-rest AUC (seed 002 §4.7).
 
     ``AUC_ovr = (1/K) sum_i AUC(class i against the rest, ranked by P(i|x))``,
@@ -713,16 +718,22 @@ def auc_one_vs_rest(labels, scores, *, priors=None, score_type="log_posteriors")
       scores: ``(N, K)`` scores of one system.
       priors, score_type: as in :func:`cross_entropy` (priors only to form
         posteriors from likelihood-type scores, whose ranking depends on them).
+      sample_weight: optional ``(N,)`` non-negative weights: each term is the
+        weighted AUC of :func:`auc` (the average stays unweighted over the
+        classes), as ``roc_auc_score(..., multi_class="ovr",
+        sample_weight=)``; every class needs a positive weight total.
     """
-    labels, log_post, _, n_i = _psr_inputs(labels, scores, priors, score_type)
+    sample_weight = _validated_weight(labels, sample_weight)
+    labels, log_post, _, n_i = _psr_inputs(labels, scores, priors, score_type, sample_weight)
     if log_post.ndim != 2:
         raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(log_post.shape)}")
-    if not v.any_traced(labels, log_post) and np.any(np.asarray(n_i) == 0):
+    if not v.any_traced(labels, log_post, sample_weight) and np.any(np.asarray(n_i) == 0):
         absent = [int(i) for i in np.flatnonzero(np.asarray(n_i) == 0)]
-        raise v.InputError(f"`labels` has no sample of class {absent}: its one-vs-rest AUC is undefined")
-    out = _auc_one_vs_rest_kernel(labels, log_post)
-    if v.any_traced(labels, log_post):
-        ok = _scores_ok(labels, log_post) & jnp.all(jnp.asarray(n_i) > 0)
+        what = "`labels` has no sample" if sample_weight is None else "`sample_weight` is 0 for every sample"
+        raise v.InputError(f"{what} of class {absent}: its one-vs-rest AUC is undefined")
+    out = _auc_one_vs_rest_kernel(labels, log_post, sample_weight)
+    if v.any_traced(labels, log_post, sample_weight):
+        ok = _scores_ok(labels, log_post) & jnp.all(jnp.asarray(n_i) > 0) & _weights_ok(sample_weight)
         out = v.nan_where_invalid(out, ok)
     return out
 
@@ -780,8 +791,8 @@ class OperatingPoint(NamedTuple):
 
 
 @jax.jit
-def _sp_at_se_kernel(labels, s, target):
-    s_sorted, miss, fa, valid = _cuts(labels, s)
+def _sp_at_se_kernel(labels, s, target, sample_weight=None):
+    s_sorted, miss, fa, valid = _cuts(labels, s, sample_weight)
     cut = jnp.arange(miss.shape[0])
     ok = valid & (1.0 - miss >= target)
     # The highest cut still meeting the sensitivity has the largest specificity;
@@ -791,7 +802,7 @@ def _sp_at_se_kernel(labels, s, target):
     return OperatingPoint(1.0 - fa[k], 1.0 - miss[k], _cut_threshold(s_sorted, k))
 
 
-def specificity_at_sensitivity(labels, scores, sensitivity, *, score_type="log_posteriors"):
+def specificity_at_sensitivity(labels, scores, sensitivity, *, score_type="log_posteriors", sample_weight=None):
     """SP@SE: the specificity at the highest threshold that reaches ``sensitivity``.
 
     Seed 002 §4.6: the threshold is chosen on these data so that ``R_22 >=
@@ -800,17 +811,27 @@ def specificity_at_sensitivity(labels, scores, sensitivity, *, score_type="log_p
     poor metric (implicit, system-dependent costs); see
     :func:`nec_for_target_sensitivity` for its recommended replacement.
 
+    With ``sample_weight`` the rates are those of :func:`roc_curve` (weighted
+    fractions of each class; samples of weight 0 left out on concrete input).
+
     Returns:
       :class:`OperatingPoint` ``(specificity, sensitivity, threshold)``; the
       achieved sensitivity may exceed the target when ties or few samples do
       not allow it exactly.
     """
+    target = _target_sensitivity(sensitivity)
+    labels, s, sample_weight = _weighted_binary_inputs(labels, scores, score_type, sample_weight,
+                                                       drop_zero_weights=True)
+    out = _sp_at_se_kernel(labels, s, jnp.asarray(target, s.dtype), sample_weight)
+    traced = v.any_traced(labels, s, sample_weight)
+    return v.nan_where_invalid(out, _binary_ok(labels, s, sample_weight)) if traced else out
+
+
+def _target_sensitivity(sensitivity):
     target = float(sensitivity)
     if not 0.0 <= target <= 1.0:
         raise v.InputError(f"`sensitivity` must be in [0, 1], got {sensitivity}")
-    labels, s = _binary_log_odds(labels, scores, score_type)
-    out = _sp_at_se_kernel(labels, s, jnp.asarray(target, s.dtype))
-    return v.nan_where_invalid(out, _binary_ok(labels, s)) if v.any_traced(labels, s) else out
+    return target
 
 
 class SensitivityTargetNEC(NamedTuple):
@@ -831,8 +852,8 @@ class SensitivityTargetNEC(NamedTuple):
 
 
 @jax.jit
-def _nec_target_kernel(labels, s, target, alphas):
-    s_sorted, miss, fa, valid = _cuts(labels, s)
+def _nec_target_kernel(labels, s, target, alphas, sample_weight=None):
+    s_sorted, miss, fa, valid = _cuts(labels, s, sample_weight)
 
     def best_cut(alpha):
         nec = (alpha * fa + miss) / jnp.minimum(alpha, 1.0)  # seed 002 eq. 8
@@ -849,7 +870,8 @@ def _nec_target_kernel(labels, s, target, alphas):
     return alphas[j], _cut_threshold(s_sorted, k), sens[j], 1.0 - fa[k], necs[j], jnp.any(ok)
 
 
-def nec_for_target_sensitivity(labels, scores, sensitivity, *, alphas=None, score_type="log_posteriors"):
+def nec_for_target_sensitivity(labels, scores, sensitivity, *, alphas=None, score_type="log_posteriors",
+                               sample_weight=None):
     """The NEC-based replacement of SP@SE (seed 002 §4.6), on development data.
 
     For each ``alpha`` in a sweep, the threshold minimizing ``NEC_alpha =
@@ -865,15 +887,17 @@ def nec_for_target_sensitivity(labels, scores, sensitivity, *, alphas=None, scor
       sensitivity: the target ``R_22``.
       alphas: increasing ``alpha`` values to sweep (default: 801 values
         log-spaced over ``[1e-4, 1e4]``).
+      sample_weight: optional ``(N,)`` non-negative weights: weighted rates
+        (as :func:`roc_curve`; weight 0 leaves a sample out) and the
+        development priors ``P_i = W_i / W`` of the class weight totals.
 
     Returns:
       :class:`SensitivityTargetNEC`.  Raises :class:`InputError` when no
       ``alpha`` of the sweep reaches the target.
     """
-    target = float(sensitivity)
-    if not 0.0 <= target <= 1.0:
-        raise v.InputError(f"`sensitivity` must be in [0, 1], got {sensitivity}")
-    labels, s = _binary_log_odds(labels, scores, score_type)
+    target = _target_sensitivity(sensitivity)
+    labels, s, sample_weight = _weighted_binary_inputs(labels, scores, score_type, sample_weight,
+                                                       drop_zero_weights=True)
     if alphas is None:
         alphas = jnp.logspace(-4.0, 4.0, 801)
     else:
@@ -882,10 +906,11 @@ def nec_for_target_sensitivity(labels, scores, sensitivity, *, alphas=None, scor
         if a.ndim != 1 or np.any(~np.isfinite(a)) or np.any(a <= 0) or np.any(np.diff(a) <= 0):
             raise v.InputError("`alphas` must be a 1-D increasing array of positive finite values")
         alphas = jnp.asarray(a, dtype=s.dtype)
-    alpha, thr, sens, spec, nec, found = _nec_target_kernel(labels, s, jnp.asarray(target, s.dtype), alphas)
+    alpha, thr, sens, spec, nec, found = _nec_target_kernel(labels, s, jnp.asarray(target, s.dtype), alphas,
+                                                            sample_weight)
     if not bool(found):
         raise v.InputError(f"no alpha in the sweep reaches sensitivity {target}: extend `alphas` towards 0")
-    p_first = float(np.mean(np.asarray(labels) == 0))  # the seed's P_1 (ecjax class 0)
+    p_first = 1.0 - _class1_fraction(labels, sample_weight)  # the seed's P_1 (ecjax class 0)
     ratio = alpha * (1.0 - p_first) / p_first
     costs = jnp.array([[0.0, 1.0], [0.0, 0.0]], dtype=s.dtype) * ratio + jnp.array([[0.0, 0.0], [1.0, 0.0]], dtype=s.dtype)
     return SensitivityTargetNEC(alpha, costs, ratio, thr, sens, spec, nec)
@@ -908,18 +933,22 @@ class BayesRiskCurve(NamedTuple):
     naive: jax.Array
 
 
+def _class1_fraction(labels, sample_weight):
+    """Host float: the fraction of class-1 samples (of the weight total, with ``sample_weight``)."""
+    is1 = np.asarray(labels) == 1
+    if sample_weight is None:
+        return float(np.mean(is1))
+    w = np.asarray(sample_weight, np.float64)
+    return float(np.sum(w * is1) / np.sum(w))
+
+
 @partial(jax.jit, static_argnames=("normalize",))
-def _bayes_risk_kernel(labels, llr, plo, *, normalize):
-    _, miss, fa, valid = _cuts(labels, llr)
-    is1 = labels == 1
-    n1 = jnp.sum(is1)
-    n0 = labels.shape[0] - n1
-    tar = jnp.sort(jnp.where(is1, llr, jnp.inf))
-    non = jnp.sort(jnp.where(is1, jnp.inf, llr))
-    thr = -plo  # Bayes threshold on the LLR for prior log-odds plo and 0-1 costs
-    # Bayes decision: class 1 iff llr > -plo (ties go to class 0, as decisions.bayes_decisions).
-    act_miss = jnp.minimum(jnp.searchsorted(tar, thr, side="right"), n1) / n1
-    act_fa = 1.0 - jnp.minimum(jnp.searchsorted(non, thr, side="right"), n0) / n0
+def _bayes_risk_kernel(labels, llr, plo, sample_weight=None, *, normalize):
+    s_sorted, miss, fa, valid = _cuts(labels, llr, sample_weight)
+    # Bayes decision: class 1 iff llr > -plo (ties go to class 0, as decisions.bayes_decisions), the
+    # cut below which lie all scores <= -plo; its rates are those of the one-sort ROC.
+    cut = jnp.searchsorted(s_sorted, -plo, side="right")
+    act_miss, act_fa = miss[cut], fa[cut]
     # 1 - pi as sigmoid(-theta): in float32, 1 - sigmoid(theta) loses up to 2.4e-5 relative at theta = 6.
     pi, pi0 = jax.nn.sigmoid(plo), jax.nn.sigmoid(-plo)
     actual = pi * act_miss + pi0 * act_fa
@@ -936,7 +965,8 @@ def _bayes_risk_kernel(labels, llr, plo, *, normalize):
     return actual, minimum, naive
 
 
-def bayes_risk_curve(labels, scores, *, prior_log_odds=None, priors=None, score_type="llr", normalize=True):
+def bayes_risk_curve(labels, scores, *, prior_log_odds=None, priors=None, score_type="llr", normalize=True,
+                     sample_weight=None):
     """Actual and minimum Bayes risk of binary scores over effective priors.
 
     For each effective prior log-odds ``theta`` (prior ``pi = sigmoid(theta)``
@@ -959,14 +989,19 @@ def bayes_risk_curve(labels, scores, *, prior_log_odds=None, priors=None, score_
       priors: only for posterior-type scores: the priors the posteriors were
         computed with (default: the data priors), removed to get LLRs.
       normalize: divide by ``min(pi, 1 - pi)``.
+      sample_weight: optional ``(N,)`` non-negative weights: ``R_21`` and
+        ``R_12`` are fractions of each class's weight total (as
+        :func:`roc_curve`), and the data priors removed from posterior-type
+        scores are the weighted class fractions.
 
     Returns:
       :class:`BayesRiskCurve`.
     """
+    labels_c, s, sample_weight = _weighted_binary_inputs(labels, scores, score_type, sample_weight,
+                                                         drop_zero_weights=False)
     if score_type in v.POSTERIOR_TYPES:
-        labels_c, s = _binary_log_odds(labels, scores, score_type)
         if priors is None:
-            p1 = float(np.mean(np.asarray(labels_c)))
+            p1 = _class1_fraction(labels_c, sample_weight)
             prior_odds = np.log(p1 / (1.0 - p1))
         else:
             p = np.asarray(v.as_priors(priors, num_classes=2), dtype=np.float64)
@@ -978,7 +1013,7 @@ def bayes_risk_curve(labels, scores, *, prior_log_odds=None, priors=None, score_
         if priors is not None:
             raise v.InputError(f"`priors` is only used with posterior-type scores; the priors of a Bayes-risk "
                                f"curve are swept by `prior_log_odds` (got score_type={score_type!r})")
-        labels_c, llr = _binary_log_odds(labels, scores, score_type)
+        llr = s
     if prior_log_odds is None:
         plo = jnp.linspace(-6.0, 6.0, 121)
     else:
@@ -987,38 +1022,70 @@ def bayes_risk_curve(labels, scores, *, prior_log_odds=None, priors=None, score_
         plo = jnp.asarray(plo, dtype=llr.dtype)
         if plo.ndim != 1:
             raise v.InputError(f"`prior_log_odds` must be 1-D, got shape {tuple(plo.shape)}")
-    actual, minimum, naive = _bayes_risk_kernel(labels_c, llr, plo, normalize=bool(normalize))
-    if v.any_traced(labels_c, llr):
-        ok = _binary_ok(labels_c, llr)
+    actual, minimum, naive = _bayes_risk_kernel(labels_c, llr, plo, sample_weight, normalize=bool(normalize))
+    if v.any_traced(labels_c, llr, sample_weight):
+        ok = _binary_ok(labels_c, llr, sample_weight)
         actual, minimum = v.nan_where_invalid(actual, ok), v.nan_where_invalid(minimum, ok)
     return BayesRiskCurve(plo, actual, minimum, naive)
 
 
 # ------------------------------------------------------------------------ ECE
 
-def bin_indices(values, num_bins, binning, reference=None):
+def bin_indices(values, num_bins, binning, reference=None, weights=None):
     """Kernel: bin index in ``[0, num_bins)`` of each value in ``[0, 1]``.
 
     ``"equal_width"``: bins ``(m/M, (m+1)/M]`` (the first also holds 0), as
     in ``psrcal``.  ``"equal_mass"``: the ``M`` bins of ``np.array_split``
     over the sorted ``reference`` values (default ``values``), each closed at
     its largest reference value, so tied values always share a bin (a bin can
-    then be empty).  Returns ``(indices, upper_edges)``.
+    then be empty); ``weights`` are frequency weights of the reference values
+    (see :func:`equal_mass_upper_edges`).  Returns ``(indices, upper_edges)``.
     """
     if binning == "equal_width":
         edges = jnp.linspace(0.0, 1.0, num_bins + 1, dtype=values.dtype)
         idx = jnp.searchsorted(edges, values, side="left") - 1
         return jnp.clip(idx, 0, num_bins - 1), edges[1:]
-    ref = values if reference is None else reference
-    n = ref.shape[-1]
-    sorted_ref = jnp.sort(ref)
-    q, r = divmod(n, num_bins)
-    ends = np.array([(m + 1) * q + min(m + 1, r) for m in range(num_bins)])  # array_split boundaries
-    upper = sorted_ref[np.maximum(ends - 1, 0)]
-    upper = jnp.where(jnp.asarray(ends) > 0, upper, -jnp.inf)  # bins with no samples when n < M
-    upper = upper.at[-1].set(jnp.inf)
+    upper = equal_mass_upper_edges(values if reference is None else reference, num_bins, weights)
     idx = jnp.searchsorted(upper, values, side="left")
     return jnp.clip(idx, 0, num_bins - 1), upper
+
+
+def equal_mass_upper_edges(reference, num_bins, weights=None):
+    """Kernel: ``(M,)`` upper edges of the equal-mass bins of ``reference`` ``(N,)`` (the last is ``+inf``).
+
+    Unweighted: ``np.array_split`` of the sorted values into ``M`` parts of
+    ``q`` or ``q + 1`` values (``q, r = divmod(N, M)``, the first ``r``
+    parts one longer); part ``m`` ends at the ``e_m``-th smallest value,
+    ``e_m = (m + 1) q + min(m + 1, r)``, and that value is its upper edge.
+
+    With frequency ``weights`` ``u`` (scikit-learn's meaning) the same rule
+    runs on the cumulative weight instead of the sample count: ``N`` becomes
+    the total weight ``W``, ``q = floor(W / M)``, ``r = W - q M``, and edge
+    ``m`` is the smallest value whose cumulative weight (sorted order)
+    reaches ``e_m``.  With integer weights these are exactly the edges of
+    the repeated values (sample ``n`` taken ``u_n`` times); weight 0 leaves
+    a value out.  Like repeated samples, the edges depend on the scale of
+    the weights: a total weight below ``M`` acts as fewer samples than bins
+    (bins left empty), so pass weights on the scale of counts.
+    """
+    n = reference.shape[-1]
+    if weights is None:
+        sorted_ref = jnp.sort(reference)
+        q, r = divmod(n, num_bins)
+        ends = jnp.asarray(np.array([(m + 1) * q + min(m + 1, r) for m in range(num_bins)]))  # array_split
+        pos = jnp.maximum(ends - 1, 0)
+    else:
+        order = jnp.argsort(reference)
+        sorted_ref = reference[order]
+        cum = jnp.cumsum(weights[order].astype(sorted_ref.dtype))
+        q = jnp.floor(cum[-1] / num_bins)
+        r = cum[-1] - q * num_bins
+        m = jnp.arange(1, num_bins + 1, dtype=sorted_ref.dtype)
+        ends = m * q + jnp.minimum(m, r)
+        # The first sample whose cumulative weight reaches e_m: the e_m-th of the repeated values.
+        pos = jnp.clip(jnp.searchsorted(cum, ends, side="left"), 0, n - 1)
+    upper = jnp.where(ends > 0, sorted_ref[pos], -jnp.inf)  # e_m = 0: a bin with nothing in it
+    return upper.at[-1].set(jnp.inf)
 
 
 @partial(jax.jit, static_argnames=("num_bins", "binning", "top_label"))
@@ -1034,7 +1101,7 @@ def _bin_sums(labels, log_post, sample_weight=None, *, num_bins, binning, top_la
     else:
         conf = jnp.exp(log_post[..., 1])
         hit = (labels == 1).astype(conf.dtype)
-    idx, _ = bin_indices(conf, num_bins, binning)
+    idx, _ = bin_indices(conf, num_bins, binning, weights=sample_weight)
     stats = jnp.stack([jnp.ones_like(conf), conf, hit, hit - conf], -1)
     if sample_weight is not None:
         stats = stats * sample_weight[:, None]  # |B_m| becomes the bin's weight total
@@ -1054,9 +1121,6 @@ def _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type, 
     v.check_choice(binning, "binning", ECE_BINNINGS)
     v.check_choice(variant, "variant", ECE_VARIANTS)
     num_bins = v.as_positive_int(num_bins, "num_bins")
-    if sample_weight is not None and binning != "equal_width":
-        raise v.InputError("`sample_weight` is supported with binning='equal_width' only (weighted equal-mass "
-                           "bin edges are not implemented)")
     labels, log_post, _, _ = _psr_inputs(labels, scores, priors, score_type, sample_weight)
     if log_post.ndim != 2:
         raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(log_post.shape)}")
@@ -1096,10 +1160,11 @@ def ece(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", p
         and ``N`` become weight totals and the bin averages weighted
         averages, ``ECE = sum_m |sum_{n in B_m} u_n (hit_n - conf_n)| /
         sum_n u_n`` (an integer weight ``k`` is ``k`` copies of the sample).
-        Only with ``binning="equal_width"``.
+        Equal-mass bins then split the cumulative weight, not the sample
+        count (:func:`equal_mass_upper_edges`: integer weights give the bins
+        of the repeated samples).
     """
-    if sample_weight is not None:
-        sample_weight = v.as_sample_weight(sample_weight, v.as_array(labels, "labels", min_ndim=1))
+    sample_weight = _validated_weight(labels, sample_weight)
     labels, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type,
                                                         sample_weight)
     out = _ece_kernel(labels, log_post, sample_weight, num_bins=num_bins, binning=binning, top_label=top_label)
@@ -1113,18 +1178,28 @@ class ReliabilityBins(NamedTuple):
 
     confidence: np.ndarray  # mean confidence (binary: mean class-1 posterior) of each bin
     frequency: np.ndarray  # observed accuracy (binary: class-1 frequency) of each bin
-    count: np.ndarray  # samples per bin
+    count: np.ndarray  # type: ignore[assignment]  # samples per bin (int64); with sample_weight, the bin's weight total (float64)
+
+
+def _validated_weight(labels, sample_weight):
+    """``sample_weight`` validated against the length of ``labels`` (``None`` stays ``None``)."""
+    if sample_weight is None:
+        return None
+    return v.as_sample_weight(sample_weight, v.as_array(labels, "labels", min_ndim=1))
 
 
 def reliability_bins(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
-                     score_type="log_posteriors"):
+                     score_type="log_posteriors", sample_weight=None):
     """The bins behind :func:`ece` and the reliability diagram (seed 002 eqs. 62-63).
 
-    ``ece = sum_m count_m / N * |frequency_m - confidence_m|``.  Arguments as in :func:`ece`.
+    ``ece = sum_m count_m / N * |frequency_m - confidence_m|``.  Arguments as in :func:`ece`.  With
+    ``sample_weight`` the means are weighted means, ``count`` the bins' weight totals (float) and ``N``
+    their sum.
     """
+    sample_weight = _validated_weight(labels, sample_weight)
     labels, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors,
-                                                        score_type)
+                                                        score_type, sample_weight)
     n, conf_sum, hit_sum, _ = (np.asarray(a, np.float64) for a in _bin_sums(
-        labels, log_post, num_bins=num_bins, binning=binning, top_label=top_label))
+        labels, log_post, sample_weight, num_bins=num_bins, binning=binning, top_label=top_label))
     with np.errstate(invalid="ignore", divide="ignore"):
-        return ReliabilityBins(conf_sum / n, hit_sum / n, n.astype(np.int64))
+        return ReliabilityBins(conf_sum / n, hit_sum / n, n.astype(np.int64) if sample_weight is None else n)

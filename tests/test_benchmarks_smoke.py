@@ -14,7 +14,11 @@ BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("b
 # These take 25-35 s each even at --tiny (a fresh process compiling calibration, ranking, draw or sweep kernels
 # and running their anchors); their code paths are tested against references in the default lane, so the
 # smoke runs are in the slow lane.  The others stay in the default lane.
-SLOW = {"bench_calibration", "bench_draws", "bench_interactive", "bench_ranking", "bench_rate_draws", "bench_sweep"}
+# bench_bootstrap_metric: 15-20 s at --tiny, nearly all of it compiling four bootstrap programs; its kernels are
+# tested against scikit-learn and confidence-intervals in tests/test_prob_bootstrap.py (default lane).
+# bench_chunks: ~27 s at --tiny; the chunked engine is tested in tests/test_sweep.py (default lane).
+SLOW = {"bench_bootstrap_metric", "bench_chunks", "bench_calibration", "bench_draws", "bench_interactive", "bench_ranking",
+        "bench_rate_draws", "bench_sweep"}
 BENCHMARK_PARAMS = [pytest.param(b, marks=pytest.mark.slow) if b.stem in SLOW else b for b in BENCHMARKS]
 
 

@@ -10,6 +10,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 # A fresh process runs the command and prints how many compiled programs it loaded from the persistent cache and
 # how many it had to compile (JAX counts every program that asks the cache, and every one found there).
@@ -86,6 +87,7 @@ def _score_files(tmp_path, n, tag):
             "--draws", "2000", "--json"]
 
 
+@pytest.mark.slow  # ~32 s (two cold CLI runs); the default lane keeps test_second_run_loads_what_the_first_compiled
 def test_a_run_on_data_of_a_similar_size_compiles_nothing(tmp_path):
     # The samples reach the compiled programs padded to a power of two (prob.compare.bucket_size): after a run on
     # 1000 samples, a run on 900 (paired, then unpaired) loads every program from the cache.

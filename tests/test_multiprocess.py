@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import jax
 
@@ -95,6 +96,7 @@ def _reference():
     return module.run(None)
 
 
+@pytest.mark.slow  # ~48 s (two JAX processes over gloo); one process with four devices is checked by test_sweep_scale
 def test_two_processes_give_the_single_process_results(tmp_path):
     results = _run_workers(tmp_path)
     # Genuinely two processes, one global device set.

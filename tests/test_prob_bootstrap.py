@@ -202,6 +202,60 @@ def test_bootstrap_of_a_weighted_mean_matches_rubins_closed_form(metric):
     assert abs(z_mean) < 4 and abs(z_var) < 4
 
 
+def test_frequency_weights_match_the_weighted_closed_form_and_repeated_samples():
+    # Frequency weights s_n: Gamma(s_n) sample weights (eq. 3), whose weighted mean has mean sum s x / W and
+    # variance sum s (x - xbar)^2 / (W (W + 1)): Rubin's closed form for the sample repeated s_n times. Zero weights
+    # drop samples. Unit-Exp weights scaled by s_n (a common "weighted bootstrap") give another variance: the
+    # check tells them apart.
+    rng = np.random.default_rng(5)
+    n = 8
+    y = np.array([0, 1, 1, 0, 1, 0, 1, 0])
+    p1 = rng.uniform(0.05, 0.95, size=(2, n))
+    lp = np.log(np.stack([1 - p1, p1], -1)).astype(np.float32)
+    w = np.array([1, 3, 0, 2, 1, 4, 0, 2], float)
+    res = bootstrap_metric(KEY, y, lp, "cross_entropy", num_draws=S, sample_weight=w)
+    draws = np.asarray(res.draws, np.float64)
+    x = -lp.astype(np.float64)[:, np.arange(n), y]  # (M, N)
+    rep = np.repeat(np.arange(n), w.astype(int))
+    big_w = w.sum()
+    for m in range(2):
+        xbar = np.sum(w * x[m]) / big_w
+        closed_var = np.sum(w * (x[m] - xbar) ** 2) / (big_w * (big_w + 1))
+        z_mean, z_var, _ = _moment_check(draws[:, m], x[m][rep])  # Rubin on the repeated samples
+        assert abs(z_mean) < 4 and abs(z_var) < 4, (m, z_mean, z_var)
+        np.testing.assert_allclose(closed_var, np.sum((x[m][rep] - xbar) ** 2) / (len(rep) * (len(rep) + 1)))
+        np.testing.assert_allclose(res.estimate[m], xbar, rtol=1e-6)
+        scaled_exp_var = np.sum((w * (x[m] - xbar)) ** 2) / big_w**2  # Var of sum s e x / sum s e, to first order
+        centred = draws[:, m] - draws[:, m].mean()
+        assert abs(np.mean(centred**2) - scaled_exp_var) > 5 * np.sqrt(np.var(centred**2) / S)
+
+
+def test_frequency_weights_within_clusters_equal_repeated_samples_within_clusters():
+    # Two-level draws (2) with (3): cluster g weighs G_g times its total weight, and within it Gamma(s_n). Integer
+    # weights must give the distribution of the clusters with those samples repeated (checked on the mean and the
+    # variance of the draws, two independent samples of S draws each).
+    y = np.array([0, 1, 1, 0, 1, 0, 1, 0, 1, 1])
+    groups = np.array([0, 0, 1, 1, 1, 2, 2, 3, 3, 3])
+    w = np.array([2, 1, 0, 3, 1, 1, 2, 1, 0, 2], float)
+    p1 = np.random.default_rng(2).uniform(0.05, 0.95, size=10)
+    lp = np.log(np.stack([1 - p1, p1], -1)).astype(np.float32)
+    rep = np.repeat(np.arange(10), w.astype(int))
+    a = np.asarray(bootstrap_metric(KEY, y, lp, "brier", num_draws=S, groups=groups, sample_weight=w).draws)[:, 0]
+    b = np.asarray(bootstrap_metric(jax.random.key(9), y[rep], lp[rep], "brier", num_draws=S,
+                                    groups=groups[rep]).draws)[:, 0]
+    assert abs(a.mean() - b.mean()) < 4 * np.sqrt((a.var() + b.var()) / S)
+    se_var = np.sqrt((np.var((a - a.mean()) ** 2) + np.var((b - b.mean()) ** 2)) / S)
+    assert abs(a.var() - b.var()) < 4 * se_var, (a.var(), b.var(), se_var)
+
+
+def test_bad_sample_weight_raises_input_error():
+    y, lp = _binary_data(10, seed=0)
+    for w, message in [(np.ones(9), "`labels` and `sample_weight`"), (-np.ones(10), "non-negative"),
+                       (np.zeros(10), "0 for every sample"), (np.where(y == 1, 1.0, 0.0), "single class")]:
+        with pytest.raises(InputError, match=message):
+            bootstrap_metric(KEY, y, lp, "auc", num_draws=200, sample_weight=w)
+
+
 def test_auc_interval_agrees_with_confidence_intervals_bootstrap():
     import confidence_intervals
 

@@ -96,6 +96,7 @@ def _simulate_counts(rng, num_sets, n, priors, rates):
     return counts
 
 
+@pytest.mark.slow  # 12-19 s of simulated coverage; test_prob_coverage keeps the faster coverage checks
 def test_frequentist_coverage_of_90_percent_intervals():
     # 500 test sets of N = 300 from a known 3-class generator; the 90 % HDI of the yield must cover
     # the true yield sum_ij U_ij P_i R_ij in 90 +- 3 % of them.  Vectorized over the sets with vmap.
@@ -119,6 +120,7 @@ def test_frequentist_coverage_of_90_percent_intervals():
     assert 0.87 <= coverage <= 0.93, coverage
 
 
+@pytest.mark.slow  # 12-19 s of simulated coverage; test_prob_coverage keeps the faster coverage checks
 def test_frequentist_coverage_of_paired_difference_intervals():
     # Paired model (Bayesian bootstrap over the 8 joint cells of two binary systems): coverage of the
     # 90 % HDI of the yield difference over 500 simulated test sets.

@@ -183,6 +183,7 @@ def _simulated_rates_coverage(num_classes, per_class, num_sets, num_draws, seed,
     return float(covered[0]), float(covered[1])
 
 
+@pytest.mark.slow  # ~19 s of simulated coverage; the smaller coverage tests of this file stay in the default lane
 def test_default_rate_prior_simulated_coverage_10_classes():
     # 400 simulated test sets of 10 classes x 10 samples through the samplers themselves (1000 draws each).
     # Margin: SE 0.015 at 400 sets; the exact coverage of the model here is 0.891 (test above).

@@ -97,6 +97,7 @@ def test_stated_errors_cover_the_spread_of_repeated_runs(rule):
         assert np.all(np.asarray(se_y) == 0) and np.ptp(y_mean) < 1e-6  # closed form: the same in every run
 
 
+@pytest.mark.slow  # ~20 s; the library's errors are checked by this file's default-lane tests, the JSON by test_cli
 def test_command_line_json_carries_the_errors(tmp_path, capsys):
     y, d = _problem()
     files = {"y": y, "a": d[0], "b": d[1]}

@@ -29,6 +29,7 @@ def test_prior_too_large_to_draw_is_refused():
 
 # ------------------------------------------ issue 15 item 1: per-draw decisions without the K D**M cells
 
+@pytest.mark.slow  # 15-25 s at 100 classes: a scale check of code the small-K tests of test_prob_paired cover
 def test_per_draw_sampler_at_100_classes_in_fixed_memory():
     # K = 100, M = 4 systems: K D**M = 10^10 joint cells (past int32, where the dense scores path overflowed).
     # Reference: the two systems' correctness patterns aggregate eq. (1) exactly into a 4-cell Dirichlet —
@@ -75,6 +76,7 @@ def test_per_draw_sampler_matches_the_table_sampler_and_refuses_bad_shapes():
         prob.paired.sample_joint_confusions_per_draw(KEY, labels, dec[None] + 3, num_classes=3, num_decisions=3)
 
 
+@pytest.mark.slow  # 15-25 s at 100 classes: a scale check of code the small-K tests of test_prob_paired cover
 def test_paired_compare_with_per_draw_decisions_at_100_classes():
     # The issue's case: raw against calibrated 100-class systems, paired, Bayes decisions per drawn cost matrix.
     # K D**M = 10^6 joint cells per draw for M = 3 (the dense path overflowed or was refused); the sparse path

@@ -21,10 +21,13 @@ from ecjax.prob.compare import PerDraw, compare, compare_counts, draw_to_precisi
 from ecjax.prob.distributions import TruncatedStandardNormal
 from ecjax.prob.from_results import (
     CorrelatedTTest,
+    HierarchicalResultsComparison,
     HierarchicalTTest,
     ResultsComparison,
     compare_results,
     correlated_t_test,
+    hierarchical_compare_results,
+    hierarchical_results_model,
     hierarchical_t_model,
     hierarchical_test,
 )
@@ -69,7 +72,8 @@ from ecjax.prob.utility_priors import (
 __all__ = [
     "BUILTIN_METRICS", "MetricPosterior", "bootstrap_metric", "weighted_metric",
     "CorrelatedTTest", "HierarchicalTTest", "ResultsComparison", "compare_results", "correlated_t_test",
-    "hierarchical_t_model", "hierarchical_test",
+    "hierarchical_t_model", "hierarchical_test", "HierarchicalResultsComparison", "hierarchical_compare_results",
+    "hierarchical_results_model",
     "ClusteredOutcomeTable", "Comparison", "Doubt", "ExpectedUtility", "HierarchicalComparison", "PerDraw",
     "PriorDistribution", "TruncatedStandardNormal", "UtilityPrior", "clustered_outcome_table", "compare", "compare_counts",
     "compare_test_sets", "cost_ratio", "cost_ratio_model", "dirichlet_priors", "draw_to_precision", "evaluate_draws",

@@ -33,6 +33,18 @@ which mirrors ``confidence-intervals``' resampling of conditions, then of the
 samples within them.  With one sample per group (2) is (1); when every sample
 of a group is the same sample repeated, (2) is (1) over the groups.
 
+Frequency weights (``sample_weight=``, scikit-learn's meaning: a sample of
+weight ``k`` stands for ``k`` samples): by the aggregation property of the
+Dirichlet, ``k`` copies of a sample with Exp(1) weights carry a Gamma(k, 1)
+total, so the weights become
+
+    w_n ∝ e_n,    e_n ~ Gamma(s_n, 1),                                              (3)
+
+(and ``n_g`` in (2) the total weight of group ``g``): integer weights give
+the same posterior as repeated samples, and a zero weight removes the sample.
+For a weighted mean the posterior mean is ``sum_n s_n x_n / W`` and the
+variance ``sum_n s_n (x_n - xbar)^2 / (W (W + 1))``, ``W = sum_n s_n``.
+
 Every weighted metric here is written as a ratio of weighted sums, so the
 built-in kernels are invariant to the scale of ``w``; a user function
 receives weights normalized to sum to 1.
@@ -55,6 +67,7 @@ import jax.numpy as jnp
 from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
+from ecjax.prob import sampling
 from ecjax.prob.ranking import (
     Recommends,
     batch_means_error,
@@ -420,6 +433,22 @@ def _check_user_metric(metric, labels, scores):
         raise v.InputError(f"`metric` must return a numeric scalar, got {out!r}")
 
 
+def _checked_sample_weight(sample_weight, labels, metric, evaluation_priors, num_classes):
+    """Frequency weights ``(N,)`` or ``None``; the class checks of :func:`_validated_scores`, on the weighted counts."""
+    sample_weight = v.as_sample_weight(sample_weight, labels)
+    if sample_weight is None:
+        return None
+    counts = np.bincount(np.asarray(labels), weights=np.asarray(sample_weight), minlength=num_classes)
+    if not counts.sum() > 0:
+        raise v.InputError("`sample_weight` is 0 for every sample: there is nothing to evaluate")
+    if isinstance(metric, str) and metric in _RANKING_METRICS and np.count_nonzero(counts) < 2:
+        raise v.InputError(f"`sample_weight` leaves a single class: metric {metric!r} needs samples of both classes")
+    if evaluation_priors is not None and np.any((counts == 0) & (np.asarray(evaluation_priors) > 0)):
+        raise v.InputError("`priors` give weight to a class whose samples all have `sample_weight` 0: its average "
+                           "is undefined")
+    return sample_weight
+
+
 def _group_index(groups, num_samples):
     """``(group index (N,) int32, G)`` from hashable ids, or ``(None, 0)``."""
     if groups is None:
@@ -471,15 +500,19 @@ def _exponentials(words, draw_ids, size):
     return -jnp.log1p(-u)
 
 
+def _spread_over_clusters(e, group_weight, groups, size, num_groups):
+    """(2): within-cluster weights ``e`` ``(C, N)`` rescaled to ``G_g n_g`` per cluster (``size``: ``n_g``)."""
+    within = jax.ops.segment_sum(e.T, groups, num_segments=num_groups).T
+    return e * (group_weight * size / jnp.where(within > 0, within, 1.0))[:, groups]
+
+
 def _draw_weights(words, draw_ids, groups, num_samples, num_groups):
     """``(C, N)`` draws of (1) (``groups=None``) or (2), each normalized to sum to 1."""
     u = _exponentials(words, draw_ids, num_samples + num_groups)
     e = u[:, :num_samples]
     if groups is not None:
-        group_weight = u[:, num_samples:]
-        within = jax.ops.segment_sum(e.T, groups, num_segments=num_groups).T
         size = jax.ops.segment_sum(jnp.ones((num_samples,), e.dtype), groups, num_segments=num_groups)
-        e = e * (group_weight * size / jnp.where(within > 0, within, 1.0))[:, groups]
+        e = _spread_over_clusters(e, u[:, num_samples:], groups, size, num_groups)
     return e / jnp.sum(e, -1, keepdims=True)
 
 
@@ -487,6 +520,36 @@ def _evaluate(metric, labels, log_post, weights, options):
     """``(M,)``: the metric of every system for one weight vector."""
     kernel = _kernel_of(metric)
     return jax.vmap(lambda lp: kernel(labels, lp, weights, **options))(log_post)
+
+
+@partial(jax.jit, static_argnames=("num_groups",))
+def _weighted_clusters(key, e, groups, sample_weight, *, num_groups):
+    """(2) with (3): cluster weights ``G_g ~ Exp(1)`` times the cluster's total weight ``n_g``."""
+    size = jax.ops.segment_sum(sample_weight, groups, num_segments=num_groups)
+    group_weight = jax.random.exponential(key, (e.shape[0], num_groups), e.dtype)
+    return _spread_over_clusters(e, group_weight, groups, size, num_groups)
+
+
+def _frequency_weighted_draws(key, labels, scores, groups, options, sample_weight, *, metric, score_type, num_draws,
+                              chunk_size, num_groups):
+    """``(S, M)`` draws of (3) and the ``(M,)`` weighted metric on the data.
+
+    Chunk ``c`` draws its Gamma(s_n) weights with ``fold_in(key, c)`` through
+    :func:`ecjax.prob.sampling.gamma`, whose sampler is compiled once per
+    process (a copy inlined into this program would cost seconds of
+    compilation per call shape); the metric is evaluated by the compiled
+    :func:`_weighted_kernel`.  Every chunk is full, so one shape compiles.
+    """
+    shapes = np.broadcast_to(np.asarray(sample_weight, np.float32), (chunk_size, labels.shape[0]))
+    chunks = []
+    for c in range(-(-num_draws // chunk_size)):
+        key_c = jax.random.fold_in(key, c)
+        e = sampling.gamma(key_c, shapes)
+        if groups is not None:
+            e = _weighted_clusters(jax.random.fold_in(key_c, 1), e, groups, sample_weight, num_groups=num_groups)
+        chunks.append(_weighted_kernel(labels, scores, e, options, metric=metric, score_type=score_type))
+    estimate = _weighted_kernel(labels, scores, sample_weight[None], options, metric=metric, score_type=score_type)
+    return jnp.concatenate(chunks)[:num_draws], estimate[0]
 
 
 @partial(jax.jit, static_argnames=("metric", "score_type", "num_draws", "chunk_size", "num_groups"))
@@ -678,7 +741,7 @@ def _check_rope(rope):
 
 def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, groups=None, higher_is_better=None,
                      score_type: str = "log_posteriors", priors=None, costs=None, hdi_prob: float = 0.9, rope=None,
-                     systems=None, chunk_size=None) -> MetricPosterior:
+                     systems=None, chunk_size=None, sample_weight=None) -> MetricPosterior:
     """Posterior of any metric of ``M`` classifiers' scores by the Bayesian bootstrap (eqs. 1-2 of the module).
 
     Each of the ``S`` draws gives every test sample (with ``groups``: every
@@ -713,6 +776,12 @@ def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, grou
       systems: names of the systems (default: the mapping's keys or ``"system m"``).
       chunk_size: draws evaluated together (default: about 4M ``(draw,
         system, sample)`` elements per chunk).
+      sample_weight: optional ``(N,)`` frequency weights (scikit-learn's
+        meaning): the draws are (3) of the module, so an integer weight
+        ``k`` is ``k`` copies of the sample in distribution and 0 removes
+        it; the estimate is the weighted metric.  The weighted draws come
+        from one key per chunk, so they depend on ``chunk_size`` (the
+        unweighted ones do not).
 
     Returns:
       :class:`MetricPosterior`.  Not jit-able itself (it validates and
@@ -733,6 +802,7 @@ def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, grou
     if callable(metric):
         _check_user_metric(metric, labels, scores)
     m, n, _ = scores.shape
+    sample_weight = _checked_sample_weight(sample_weight, labels, metric, evaluation_priors, scores.shape[-1])
     group_index, num_groups = _group_index(groups, n)
     if chunk_size is None:
         chunk_size = max(1, min(num_draws, _CHUNK_ELEMENTS // (n * m)))
@@ -742,9 +812,14 @@ def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, grou
     key_weights, key_rank = jax.random.split(key)
     # Two threefry key words from any key type: the counter-based draws of _exponentials need them.
     words = jax.random.bits(key_weights, (2,), jnp.uint32)
-    draws, estimate = _bootstrap_draws(words, labels, scores, group_index, options, metric=metric,
-                                       score_type=score_type, num_draws=num_draws,
-                                       chunk_size=chunk_size, num_groups=num_groups)
+    if sample_weight is None:
+        draws, estimate = _bootstrap_draws(words, labels, scores, group_index, options, metric=metric,
+                                           score_type=score_type, num_draws=num_draws,
+                                           chunk_size=chunk_size, num_groups=num_groups)
+    else:
+        draws, estimate = _frequency_weighted_draws(key_weights, labels, scores, group_index, options, sample_weight,
+                                                    metric=metric, score_type=score_type, num_draws=num_draws,
+                                                    chunk_size=chunk_size, num_groups=num_groups)
     estimate = np.asarray(estimate, np.float64)
     bad = int(np.sum(~np.all(np.isfinite(np.asarray(draws)), axis=-1)))
     if bad:
@@ -769,7 +844,8 @@ def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, grou
     info = {"method": "Bayesian bootstrap (Rubin 1981)" + (", two-level (clusters, then samples)" if groups is not None
                                                            else ""),
             "num_samples": n, "num_groups": num_groups or None, "chunk_size": chunk_size, "score_type": score_type,
-            "priors": "data (resampled)" if evaluation_priors is None else "given (fixed)"}
+            "priors": "data (resampled)" if evaluation_priors is None else "given (fixed)",
+            "sample_weight": "none" if sample_weight is None else "frequency weights (Gamma(s_n) draws, eq. 3)"}
     return MetricPosterior(
         systems=names, metric=name, higher_is_better=higher, draws=draws, estimate=estimate, mean=mean,
         hdi_prob=hdi_prob, hdi=np.asarray(hdi(draws, hdi_prob)), p_best=np.asarray(summary["p_best"]),

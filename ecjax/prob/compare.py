@@ -52,6 +52,24 @@ Per-draw decisions and the clustered model have no closed form: their
 expected yield is the Monte Carlo estimate (``info["expected_yield"]`` says
 which).  The recommendation is the system of highest expected yield.
 
+**Sample weights** (``sample_weight``) are frequency weights, as in
+scikit-learn and ``expected-cost``: a sample of weight ``w_n`` counts as
+``w_n`` samples.  Every count above is then a weighted count, ``n_m,ij =
+sum_n w_n [y_n = i] [d_m,n = j]`` (fractional), which the posteriors take
+as it is (``Dirichlet(n + alpha)`` is proper for any ``n >= 0``): the
+closed-form expected yield uses it, the test set's class frequencies use
+the weighted class totals ``n_i``, per-draw decisions are counted with the
+weights, the paired per-draw model draws ``Gamma(w_n)`` per sample where it
+draws ``Exp(1)`` (summed over a cell, either is ``Gamma(n_c)``), and the
+clustered model's cells and group sizes are weighted (each group keeps its
+one ``Gamma(1)`` weight).  So an integer weight is exactly that many copies
+of the sample, a zero weight is exactly an absent sample, and scaling all
+weights by ``c`` changes the posterior as ``c`` times the data would (its
+widths shrink about as ``1 / sqrt(c)``).  To reweight (importance or class
+weights) without changing the amount of evidence, scale the weights to sum
+to ``N``, or to the Kish effective sample size ``(sum_n w_n)^2 / sum_n
+w_n^2``.
+
 **Doubt decomposition** (:class:`~ecjax.prob.Doubt`).  With ``r`` the
 recommendation, the doubt is ``P(some system other than r, or than those
 tied with r, has a higher yield)``: systems with identical confusion counts
@@ -297,23 +315,29 @@ def _split_scores(scores, score_type):
     return names, items
 
 
-def _split_labels(labels, num_systems, names):
-    if isinstance(labels, Mapping):
-        if names is None or set(map(str, labels)) != set(names):
-            raise v.InputError("`labels` given as a mapping must have the same keys as `decisions`/`scores`")
-        lookup = {str(k): val for k, val in labels.items()}
+def _per_system(x, name, num_systems, names, what):
+    """One vector of ``x`` per system: a mapping keyed like ``decisions``/``scores``, a list or ``(M, N)`` array,
+    or one ``(N,)`` vector for every system (``labels``, ``sample_weight``)."""
+    if isinstance(x, Mapping):
+        if names is None or set(map(str, x)) != set(names):
+            raise v.InputError(f"`{name}` given as a mapping must have the same keys as `decisions`/`scores`")
+        lookup = {str(k): val for k, val in x.items()}
         return [lookup[n] for n in names]
-    _, items = _systems_from(labels, "labels")
+    _, items = _systems_from(x, name)
     if items is None:
-        arr = v.as_array(labels, "labels", min_ndim=1)
+        arr = v.as_array(x, name, min_ndim=1)
         if arr.ndim == 1:
             return [arr] * num_systems
         if arr.ndim != 2:
-            raise v.InputError(f"`labels` must be (N,) or (M, N), got shape {tuple(arr.shape)}")
+            raise v.InputError(f"`{name}` must be (N,) or (M, N), got shape {tuple(arr.shape)}")
         items = list(arr)
     if len(items) != num_systems:
-        raise v.InputError(f"`labels` has {len(items)} label vectors for {num_systems} systems")
+        raise v.InputError(f"`{name}` has {len(items)} {what} for {num_systems} systems")
     return items
+
+
+def _split_labels(labels, num_systems, names):
+    return _per_system(labels, "labels", num_systems, names, "label vectors")
 
 
 def _check_paired_labels(label_list):
@@ -335,11 +359,72 @@ def _check_paired_labels(label_list):
     return first
 
 
+def _split_weights(sample_weight, label_list, names):
+    """One validated float64 weight vector per system, given like ``labels`` (``None``: unweighted).
+
+    A mapping (keys of ``decisions``/``scores``), a list or ``(M, N)`` array
+    of one vector per system, or one ``(N,)`` vector for every system.  A
+    system whose weights are all 0 has no samples: refused.
+    """
+    if sample_weight is None:
+        return None
+    m = len(label_list)
+    items = _per_system(sample_weight, "sample_weight", m, names, "weight vectors")
+    out = []
+    for j, (w, lab) in enumerate(zip(items, label_list)):
+        where = f" (system {j})" if m > 1 else ""
+        try:
+            v.as_sample_weight(w, lab)  # one finite, non-negative number per sample
+        except v.InputError as e:
+            raise v.InputError(f"{e}{where}") from None
+        w = np.asarray(w, np.float64)
+        if not w.sum() > 0:
+            raise v.InputError(f"`sample_weight` is 0 for every sample{where}: there is nothing to compare")
+        out.append(w)
+    return out
+
+
+def _check_paired_weights(weight_list):
+    """Paired systems are scored on the same samples: one weight per sample, the same for every system."""
+    for j, w in enumerate(weight_list[1:], start=1):
+        diff = np.flatnonzero(w != weight_list[0])
+        if diff.size:
+            raise v.InputError(
+                f"paired systems share their samples, so they must share `sample_weight`: the weights of system {j} "
+                f"differ from system 0 at sample {int(diff[0])} ({w[diff[0]]} vs {weight_list[0][diff[0]]}); give one "
+                "(N,) vector, or pass paired=False"
+            )
+
+
+def _positive_samples(label_list, items, weight_list, groups):
+    """Labels, decisions or scores, weights and groups without the samples of weight 0.
+
+    A sample of weight 0 is exactly an absent sample (see the module
+    docstring), so it is left out before anything is counted or padded.
+    Weights that are then all 1 become ``None``: the unweighted computation,
+    draw for draw.
+    """
+    if groups is not None:
+        g = np.asarray(groups)
+        n = label_list[0].shape[0]
+        if g.shape != (n,):
+            raise v.InputError(f"`groups` must be a vector with one id per sample ({n}), got shape {g.shape}")
+    keep = [np.flatnonzero(w > 0) for w in weight_list]
+    if groups is not None:
+        groups = np.asarray(groups)[keep[0]]
+    label_list = [np.asarray(lab)[i] for lab, i in zip(label_list, keep)]
+    items = [x[i] for x, i in zip(items, keep)]
+    weight_list = [w[i] for w, i in zip(weight_list, keep)]
+    if all(np.all(w == 1) for w in weight_list):
+        weight_list = None
+    return label_list, items, weight_list, groups
+
+
 # ------------------------------------------------------------- scores mode
 
 @partial(jax.jit, static_argnames=("score_type", "num_classes", "num_decisions", "paired", "batch_size"))
-def _scores_counts(log_scores, log_prior_draws, labels, costs, *, score_type, num_classes, num_decisions, paired,
-                   batch_size):
+def _scores_counts(log_scores, log_prior_draws, labels, costs, weights=None, *, score_type, num_classes,
+                   num_decisions, paired, batch_size):
     """Each draw's Bayes decisions: their counts ``(S, M, K, D)`` (unpaired) or the decisions ``(S, M, N)`` (paired).
 
     The paired posterior needs which samples each pair of systems gets
@@ -348,10 +433,11 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, *, score_type, nu
 
     ``log_scores``: ``(M, N, K)`` (or ``(M, N)`` llr); ``costs``: ``(S, K, D)``
     (one block of draws: :func:`compare` never passes more than ``_MAX_BLOCK``);
-    ``log_prior_draws``: ``(S, K)`` used by likelihood-type scores.  Draws are
-    processed ``batch_size`` at a time to bound the ``(batch, M, N, D)``
-    intermediate; the counts are exact integers, so the batch size changes no
-    number.
+    ``log_prior_draws``: ``(S, K)`` used by likelihood-type scores;
+    ``weights``: ``(M, N)`` sample weights of the unpaired counts (``None``:
+    each sample counts 1).  Draws are processed ``batch_size`` at a time to
+    bound the ``(batch, M, N, D)`` intermediate; each draw's counts are
+    summed alone, so the batch size changes no number.
     """
     s = costs.shape[0]
     pad = (-s) % batch_size
@@ -364,7 +450,7 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, *, score_type, nu
         log_post = log_posteriors_kernel(log_scores[None], lp[:, None], score_type)  # (B, M, N, K)
         dec = bayes_decisions_kernel(log_post, c[:, None])  # (B, M, N): decisions follow the drawn costs
         if not paired:
-            return confusion_counts(labels, dec, num_classes=num_classes, num_decisions=num_decisions)
+            return confusion_counts(labels, dec, weights, num_classes=num_classes, num_decisions=num_decisions)
         return dec.astype(jnp.int32)
 
     out = jax.lax.map(one_chunk, chunks)
@@ -558,19 +644,22 @@ def _draw_counts(data, model, utilities, log_priors):
     if model.kind == "scores_joint":
         return _scores_counts(data["log_scores"], log_priors, data["labels"], costs, paired=True, **kw)
     # One system at a time: unpaired test sets may differ in size.
-    return jnp.concatenate([_scores_counts(s[None], log_priors, lab[None], costs, paired=False, **kw)
-                            for s, lab in zip(data["log_scores"], data["labels"])], 1)
+    weights = data.get("weights")
+    weights = (None,) * len(data["labels"]) if weights is None else weights
+    return jnp.concatenate([_scores_counts(s[None], log_priors, lab[None], costs, None if w is None else w[None],
+                                           paired=False, **kw)
+                            for s, lab, w in zip(data["log_scores"], data["labels"], weights)], 1)
 
 
 @partial(jax.jit, static_argnames=("num_classes", "num_decisions"))
-def _paired_counts(labels, decisions, *, num_classes, num_decisions):
-    return confusion_counts(labels, decisions, num_classes=num_classes, num_decisions=num_decisions)
+def _paired_counts(labels, decisions, weights, *, num_classes, num_decisions):
+    return confusion_counts(labels, decisions, weights, num_classes=num_classes, num_decisions=num_decisions)
 
 
 def _marginal_counts(model, data, counts):
     """Per-system counts ``(B, M, K, D)`` of one block's decisions (paired: from the decisions themselves)."""
     if model.kind == "scores_joint":
-        return _paired_counts(data["labels"], counts, num_classes=model.num_classes,
+        return _paired_counts(data["labels"], counts, data.get("weights"), num_classes=model.num_classes,
                               num_decisions=model.num_decisions)
     return counts
 
@@ -585,7 +674,8 @@ def _posterior_draw(key, model, data, counts):
         # Eq. (1) of ecjax.prob.paired from the decisions: memory O(M (N + K D)) per draw, whatever K D**M.
         return paired_mod.joint_confusions_per_draw_kernel(key, data["labels"][0], counts, model.alpha,
                                                            num_classes=model.num_classes,
-                                                           num_decisions=model.num_decisions)
+                                                           num_decisions=model.num_decisions,
+                                                           sample_weight=data.get("weights"))
     return _per_draw_rates(key, counts, model.alpha, small_shapes=0 < model.alpha < 1)
 
 
@@ -784,7 +874,8 @@ def draw_to_precision(run, mc_error, *, num_draws: int, max_draws: int):
 def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, score_type: str = "log_posteriors",
             decision_rule: str | PerDraw = "expected_utility", priors=None, paired: bool = True, groups=None,
             concentration=None, num_draws: int = 20_000, key=None, rope=None, hdi_prob: float = 0.9, systems=None,
-            decompose: bool = True, chunk_size=None, progress=False, mc_error=None, max_draws: int = 1_000_000):
+            decompose: bool = True, chunk_size=None, progress=False, mc_error=None, max_draws: int = 1_000_000,
+            sample_weight=None):
     """Posterior ranking of classifiers under uncertain utilities and priors and a finite test set.
 
     Args:
@@ -828,7 +919,8 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
         posteriors per system and class.
       groups: ``(N,)`` cluster ids (patient, speaker, document) for a
         two-level Bayesian bootstrap; needs shared labels (paired systems,
-        or one system) and ``decisions``.
+        or one system) and ``decisions``.  With ``sample_weight`` a sample
+        counts ``w`` times within its group (each group keeps one weight).
       concentration: Dirichlet concentration added to each cell; default 0
         (Bayesian bootstrap over occupied cells) for the joint model and
         ``1 / D`` (Perks) for the unpaired one; see :mod:`ecjax.prob.rates`.
@@ -853,6 +945,20 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
         most ``mc_error`` or ``max_draws`` is reached.  ``None``: one run of
         ``num_draws``.
       max_draws: the cap of the ``mc_error`` target.
+      sample_weight: frequency weights of the samples, given like
+        ``labels``: one ``(N,)`` vector (shared by all systems), or an
+        ``(M, N)`` array / a list / a mapping of one vector per system
+        (paired systems must then have equal weights).  Finite and
+        non-negative, not all 0.  A sample of weight ``w`` counts as ``w``
+        samples (scikit-learn's and ``expected-cost``'s meaning): every
+        count becomes a weighted count ``sum_n w_n [y_n = i] [d_n = j]``,
+        the test set's class frequencies use the weighted class totals, an
+        integer weight is exactly that many copies of the sample and a zero
+        weight exactly its absence.  The weights are therefore *evidence*:
+        multiplying them all by ``c`` narrows the posterior as ``c`` times
+        the data would.  To reweight without changing the evidence, scale
+        them to sum to ``N`` (or to the Kish effective sample size
+        ``(sum w)^2 / sum w^2``).  See the module docstring.
 
     Returns:
       a :class:`~ecjax.prob.Comparison`; ``info["decision_rule"]`` says how
@@ -875,7 +981,8 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
             return compare(labels, decisions, utilities=utilities, costs=costs, scores=scores, score_type=score_type,
                            decision_rule=decision_rule, priors=priors, paired=paired, groups=groups,
                            concentration=concentration, num_draws=draws, key=key, rope=rope, hdi_prob=hdi_prob,
-                           systems=systems, decompose=decompose, chunk_size=chunk_size, progress=progress)
+                           systems=systems, decompose=decompose, chunk_size=chunk_size, progress=progress,
+                           sample_weight=sample_weight)
 
         return draw_to_precision(run, mc_error, num_draws=num_draws, max_draws=max_draws)
     if (decisions is None) == (scores is None):
@@ -916,13 +1023,22 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
         if lab.shape[0] != x.shape[0]:
             raise v.InputError(f"system {m} has {x.shape[0]} decisions/scores but {lab.shape[0]} labels")
     systems = ranking.system_names(systems, names, num_systems)
+    weight_list = _split_weights(sample_weight, label_list, names)
     paired = bool(paired)
     if paired and num_systems > 1:
-        shared_labels = _check_paired_labels(label_list)
-    else:
-        shared_labels = np.asarray(label_list[0]) if num_systems == 1 else None
-    if groups is not None and shared_labels is None:
+        _check_paired_labels(label_list)
+        if weight_list is not None:
+            _check_paired_weights(weight_list)
+    if groups is not None and not (num_systems == 1 or paired):
         raise v.InputError("`groups` (clustered samples) needs paired systems (shared labels) or a single system")
+    weight_info = None
+    if weight_list is not None:
+        # How much evidence the weights carry: their total, and Kish's effective sample size (sum w)^2 / sum w^2.
+        weight_info = {"total": [float(w.sum()) for w in weight_list],
+                       "kish_effective_size": [float(w.sum() ** 2 / np.sum(w ** 2)) for w in weight_list]}
+        label_list, items, weight_list, groups = _positive_samples(label_list, items, weight_list, groups)
+    shared_labels = np.asarray(label_list[0]) if num_systems == 1 or paired else None
+    shared_weights = None if weight_list is None else weight_list[0]
     joint = shared_labels is not None and (paired or groups is not None)
     if joint:
         # The paired model's default lives in ecjax.prob.paired (per cell of each system's (K, D) matrix).
@@ -930,11 +1046,14 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
             paired_mod.DEFAULT_CONCENTRATION if concentration is None else concentration, k, d)
     else:
         alpha = default_concentration(d, k) if concentration is None else check_concentration(concentration)
-    class_counts = np.mean([np.bincount(np.asarray(lab), minlength=k) for lab in label_list], axis=0)
-    class_priors = _check_class_priors(priors, k, class_counts)
+    class_counts = np.mean([np.bincount(np.asarray(lab), weights=None if weight_list is None else weight_list[j],
+                                        minlength=k) for j, lab in enumerate(label_list)], axis=0)
+    class_priors = _check_class_priors(priors, k, class_counts, weighted=weight_info is not None)
     model_name = ("clustered two-level Bayesian bootstrap" if groups is not None else
                   "paired: Dirichlet over joint outcome cells" if joint else "unpaired: Dirichlet per system and class")
     info = {"model": model_name, "concentration": alpha}
+    if weight_info is not None:
+        info["sample_weight"] = weight_info
     likelihood = scores is not None and score_type in v.LIKELIHOOD_TYPES
     p_decide = _decision_priors(class_priors, class_counts, joint)
     common = dict(key=key, num_draws=num_draws, rope=rope, hdi_prob=hdi_prob, systems=systems, decompose=decompose,
@@ -948,11 +1067,18 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
             if not joint and alpha == 0 and np.any(class_counts == 0):
                 raise v.InputError("with `concentration=0` every class needs test samples")
             log_scores = [jnp.asarray(x) for x in items]
+            f = jnp.result_type(float)
+            data: dict
             if joint:
+                assert shared_labels is not None  # joint systems share one label vector
                 data = {"log_scores": jnp.stack(log_scores), "labels": jnp.broadcast_to(
                     jnp.asarray(shared_labels), (num_systems, shared_labels.shape[0]))}
+                if shared_weights is not None:
+                    data["weights"] = jnp.asarray(shared_weights, f)
             else:
                 data = {"log_scores": tuple(log_scores), "labels": tuple(jnp.asarray(lab) for lab in label_list)}
+                if weight_list is not None:
+                    data["weights"] = tuple(jnp.asarray(w, f) for w in weight_list)
             info.update(decision_rule="per_draw", decisions="Bayes decisions of each drawn utility matrix")
             n_max = max(x.shape[0] for x in items)
             r = per_draw_rule.resolve(num_systems=num_systems, num_samples=n_max, num_classes=k, num_decisions=d,
@@ -975,10 +1101,13 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
 
     if joint:
         def source(u_hat):
-            return _joint_source(shared_labels, np.stack(fixed_decisions(u_hat)), groups, alpha, k, d, num_systems)
+            return _joint_source(shared_labels, np.stack(fixed_decisions(u_hat)), groups, alpha, k, d, num_systems,
+                                 shared_weights)
     else:
         def source(u_hat):
-            counts = np.stack([_fixed_counts(lab, x, k, d) for lab, x in zip(label_list, fixed_decisions(u_hat))])
+            weights = [None] * num_systems if weight_list is None else weight_list
+            counts = np.stack([_fixed_counts(lab, x, k, d, w)
+                               for lab, x, w in zip(label_list, fixed_decisions(u_hat), weights)])
             return _unpaired_source(counts, alpha)
     n_max = max(lab.shape[0] for lab in label_list)
     return _run_compare(prior, class_priors, class_counts, k=k, d=d, alpha=alpha, joint=joint, source=source,
@@ -1022,15 +1151,15 @@ def compare_counts(counts, *, utilities=None, costs=None, priors=None, concentra
 
 # ------------------------------------------------------- sources and priors
 
-def _check_class_priors(priors, k, class_counts):
+def _check_class_priors(priors, k, class_counts, weighted=False):
     class_priors = as_class_priors(priors, k)
     if class_priors is not None:
         mean_p = class_priors.mean if isinstance(class_priors, PriorDistribution) else class_priors
         absent = (np.asarray(mean_p) > 0) & (np.asarray(class_counts) == 0)
         if np.any(absent):
             raise v.InputError(
-                f"class {int(np.argmax(absent))} has no test samples but a non-zero prior in `priors`: its rates "
-                "are unknown"
+                f"class {int(np.argmax(absent))} has no test samples{' of non-zero `sample_weight`' if weighted else ''} "
+                "but a non-zero prior in `priors`: its rates are unknown"
             )
     return class_priors
 
@@ -1087,12 +1216,19 @@ def _decide(scores, costs, log_priors, score_type):
     return np.asarray(dec)[:n]
 
 
-def _fixed_counts(labels, decisions, k, d):
+def _fixed_counts(labels, decisions, k, d, weights=None):
     """``(..., K, D)`` counts of fixed decisions, from samples padded to :func:`bucket_size`.
 
     The padding samples have label 0 and decision 0: their number is taken
-    back out of cell ``(0, 0)`` (exact integers).
+    back out of cell ``(0, 0)`` (exact integers).  With ``weights`` ``(N,)``
+    the float64 weighted counts ``sum_n w_n [y_n = i] [d_n = j]``, summed on
+    the host (no padding, no float32 rounding).
     """
+    if weights is not None:
+        y, dec = np.broadcast_arrays(np.asarray(labels, np.int64), np.asarray(decisions, np.int64))
+        flat = (y * d + dec).reshape(-1, y.shape[-1])
+        counts = [np.bincount(f, weights=weights, minlength=k * d) for f in flat]
+        return np.stack(counts).reshape(y.shape[:-1] + (k, d))
     n = np.shape(labels)[-1]
     counts = np.asarray(confusion_counts(jnp.asarray(_padded(labels, -1)), jnp.asarray(_padded(decisions, -1)),
                                          num_classes=k, num_decisions=d)).astype(np.int64)
@@ -1132,16 +1268,17 @@ def _unpaired_source(counts, alpha):
                    _mean_weights(counts, alpha), m * k * d)
 
 
-def _joint_source(labels, decisions, groups, alpha, k, d, m):
+def _joint_source(labels, decisions, groups, alpha, k, d, m, weights=None):
     """Paired systems (or one clustered system) from the joint outcome table of fixed decisions."""
-    counts = _fixed_counts(labels, decisions, k, d).astype(np.float64)
+    counts = _fixed_counts(labels, decisions, k, d, weights).astype(np.float64)
     f = jnp.result_type(float)
     if groups is not None:
-        table = paired_mod.clustered_outcome_table(labels, decisions, groups, num_classes=k, num_decisions=d)
+        table = paired_mod.clustered_outcome_table(labels, decisions, groups, num_classes=k, num_decisions=d,
+                                                   sample_weight=weights)
         data = {"cells": table.cells, "groups": table.groups, "cell_counts": jnp.asarray(table.counts, f)}
         return _Source("clustered", data, counts, None, max(m * k * d, 2 * int(table.counts.shape[0])),
                        table.num_groups)
-    table = joint_outcome_table(labels, decisions, num_classes=k, num_decisions=d)
+    table = joint_outcome_table(labels, decisions, num_classes=k, num_decisions=d, sample_weight=weights)
     data = {"cells": table.cells, "cell_counts": v.to_device(np.asarray(table.counts), f)}
     return _Source("joint", data, counts, _mean_weights(counts, alpha), max(m * k * d, int(table.cells.shape[0])))
 

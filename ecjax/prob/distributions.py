@@ -30,7 +30,7 @@ class TruncatedStandardNormal(Distribution):
     """
 
     arg_constraints = {"low": constraints.dependent, "high": constraints.dependent}
-    reparametrized_params = []
+    reparametrized_params: list[str] = []
 
     def __init__(self, low=-jnp.inf, high=jnp.inf, *, validate_args=None):
         self.low, self.high = jnp.broadcast_arrays(jnp.asarray(low, jnp.result_type(float)),

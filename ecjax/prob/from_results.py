@@ -31,6 +31,12 @@ classifiers through Bayesian analysis", JMLR 18(77)):
   posterior of the ``M`` mean scores whose every pairwise marginal is the
   correlated t-test of that pair (a multivariate t), its ranking
   (:mod:`ecjax.prob.ranking`) and the closed-form pairwise probabilities.
+* :func:`hierarchical_compare_results`: ``M`` systems on ``q`` data sets.
+  The hierarchical model for all ``M`` at once
+  (:func:`hierarchical_results_model`): each data set's likelihood is the
+  multivariate t of :func:`compare_results` on the differences to one
+  system, the population of data sets a multivariate t with a spread per
+  system; NUTS, then the ranking and every pair's probabilities.
 
 Conventions (baycomp's): the differences are ``scores_b - scores_a``; ``left``
 is ``mu < -rope`` (the first system, ``a``, better when higher scores are
@@ -54,8 +60,9 @@ from numpyro.infer import MCMC, NUTS
 from numpyro.infer.reparam import LocScaleReparam
 
 from ecjax import inputs as v
-from ecjax.precision import matmul
+from ecjax.precision import einsum, matmul
 from ecjax.prob import ranking
+from ecjax.report import aligned
 
 # baycomp's default number of draws of the correlated t-test's posterior (``Posterior.nsamples``).
 DEFAULT_T_DRAWS = 50_000
@@ -166,9 +173,9 @@ def student_t_cdf(x, df: int):
         coefficients = np.cumprod(np.concatenate([[1.0], (2 * k[1:] - 1) / (2 * k[1:])]))
     else:
         coefficients = np.cumprod(np.concatenate([[1.0], (2 * k[1:]) / (2 * k[1:] + 1)]))
-    coefficients = jnp.asarray(coefficients[:num_terms], x.dtype)
+    coefficients_x = jnp.asarray(coefficients[:num_terms], x.dtype)
     powers = jnp.exp(jnp.asarray(k, x.dtype) * log_cos2[..., None])
-    series = jnp.sum(coefficients * powers, -1)
+    series = jnp.sum(coefficients_x * powers, -1)
     if df % 2 == 0:
         inside = sin * series
     else:
@@ -488,8 +495,83 @@ def next_dataset_probabilities(delta0, std0, nu, rope):
     return np.stack([p_left, p_rope, p_right], -1)
 
 
+def _nuts_settings(*, num_warmup, num_samples, num_chains, target_accept_prob) -> dict:
+    """The checked NUTS settings, as keyword arguments of :func:`_fit_nuts`."""
+    return dict(num_warmup=v.as_positive_int(num_warmup, "num_warmup"),
+                num_samples=v.as_positive_int(num_samples, "num_samples"),
+                num_chains=v.as_positive_int(num_chains, "num_chains"),
+                target_accept_prob=v.as_number_between(target_accept_prob, "target_accept_prob", 0.0, 1.0))
+
+
+def _hyper_prior_bounds(**bounds) -> dict:
+    """baycomp's hyper-prior bounds, checked: each > 0, ``lower_alpha < upper_alpha``, ``lower_beta < upper_beta``."""
+    checked = {}
+    for bound_name, value in bounds.items():
+        checked[bound_name] = v.as_real(value, bound_name)
+        if checked[bound_name] <= 0:
+            raise v.InputError(f"`{bound_name}` must be > 0, got {value!r}")
+    for low, high in (("lower_alpha", "upper_alpha"), ("lower_beta", "upper_beta")):
+        if not checked[low] < checked[high]:
+            raise v.InputError(f"`{low}` must be < `{high}`, got {checked[low]!r} and {checked[high]!r}")
+    return checked
+
+
+class _NUTSFit(NamedTuple):
+    samples: dict
+    inference_data: object
+    max_rhat: float
+    min_ess_bulk: float
+    num_divergences: int
+
+
+def _fit_nuts(model, args, key, *, var_names, num_warmup, num_samples, num_chains, target_accept_prob) -> _NUTSFit:
+    """NUTS on ``model(*args)``, chains one after another; ArviZ diagnostics over ``var_names``."""
+    import arviz as az  # slow to import: only once the inputs are known to be good
+
+    mcmc = MCMC(NUTS(model, target_accept_prob=target_accept_prob), num_warmup=num_warmup,
+                num_samples=num_samples, num_chains=num_chains, chain_method="sequential", progress_bar=False)
+    mcmc.run(key, *args)
+    idata = az.from_numpyro(mcmc)
+    diagnostics = az.summary(idata, var_names=var_names, kind="diagnostics")
+    return _NUTSFit(samples=mcmc.get_samples(), inference_data=idata,
+                    max_rhat=_worst(diagnostics["r_hat"].to_numpy(), np.max),
+                    min_ess_bulk=_worst(diagnostics["ess_bulk"].to_numpy(), np.min),
+                    num_divergences=int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum()))
+
+
+def _baycomp_shares(per_draw, rope: float):
+    """baycomp's summary of ``(S, ..., 3)`` next-data-set probabilities: ``(shares, errors)``, each ``(..., 3)``.
+
+    ``shares`` is the fraction of the draws in which each region (left, rope,
+    right) is the most probable, ties to the first region (``np.argmax``, as
+    baycomp); ``errors`` their batch-means standard errors.  With ``rope = 0``
+    the rope region never wins and the two others are renormalized (baycomp's
+    two-way answer).
+    """
+    won = np.eye(3)[np.argmax(per_draw, axis=-1)]
+    shares = won.mean(0)
+    errors = np.array(ranking.batch_means_error(won), np.float64)
+    if rope == 0:
+        total = shares[..., 0] + shares[..., 2]
+        shares = np.stack([shares[..., 0] / total, np.zeros_like(total), shares[..., 2] / total], -1)
+        errors = errors / total[..., None]
+        errors[..., 1] = 0.0
+    return shares, errors
+
+
+@dataclass(frozen=True, kw_only=True)
+class _NUTSResult:
+    """The fields every NUTS-fitted result has (keyword-only, after the result's own)."""
+
+    errors: dict = field(default_factory=dict)
+    max_rhat: float = float("nan")
+    min_ess_bulk: float = float("nan")
+    num_divergences: int = 0
+    inference_data: object = None
+
+
 @dataclass(frozen=True)
-class HierarchicalTTest:
+class HierarchicalTTest(_NUTSResult):
     """Posterior of the hierarchical model (several data sets), in the units of the results.
 
     Attributes:
@@ -528,11 +610,6 @@ class HierarchicalTTest:
     sigma: np.ndarray
     rope: float
     rho: float
-    errors: dict = field(default_factory=dict)
-    max_rhat: float = float("nan")
-    min_ess_bulk: float = float("nan")
-    num_divergences: int = 0
-    inference_data: object = None
 
     @property
     def probabilities(self) -> np.ndarray:
@@ -625,19 +702,10 @@ def hierarchical_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_
     rope = _as_rope(rope)
     rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
-    num_warmup = v.as_positive_int(num_warmup, "num_warmup")
-    num_samples = v.as_positive_int(num_samples, "num_samples")
-    num_chains = v.as_positive_int(num_chains, "num_chains")
-    target_accept_prob = v.as_number_between(target_accept_prob, "target_accept_prob", 0.0, 1.0)
-    bounds = {}
-    for bound_name, value in (("lower_alpha", lower_alpha), ("upper_alpha", upper_alpha), ("lower_beta", lower_beta),
-                              ("upper_beta", upper_beta), ("upper_sigma", upper_sigma)):
-        bounds[bound_name] = v.as_real(value, bound_name)
-        if bounds[bound_name] <= 0:
-            raise v.InputError(f"`{bound_name}` must be > 0, got {value!r}")
-    for low, high in (("lower_alpha", "upper_alpha"), ("lower_beta", "upper_beta")):
-        if not bounds[low] < bounds[high]:
-            raise v.InputError(f"`{low}` must be < `{high}`, got {bounds[low]!r} and {bounds[high]!r}")
+    nuts = _nuts_settings(num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                         target_accept_prob=target_accept_prob)
+    bounds = _hyper_prior_bounds(lower_alpha=lower_alpha, upper_alpha=upper_alpha, lower_beta=lower_beta,
+                                upper_beta=upper_beta, upper_sigma=upper_sigma)
     d = np.asarray(differences)
     flat = np.all(d == d[:, :1], axis=1)
     if np.any(flat):
@@ -646,33 +714,18 @@ def hierarchical_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_
             "within-set spread the hierarchical model's likelihood is unbounded as that set's sigma -> 0 "
             "(baycomp replaces such rows with random numbers in the ROPE); leave the set out or compare it alone")
 
-    import arviz as az  # slow to import: only once the inputs are known to be good
-
     data = hierarchical_data(d, rope=rope, rho=rho, upper_sigma=bounds["upper_sigma"])
     non_centred = numpyro.handlers.reparam(hierarchical_t_model,
                                            config={"delta": LocScaleReparam(centered=0, shape_params=("df",))})
-    mcmc = MCMC(NUTS(non_centred, target_accept_prob=target_accept_prob), num_warmup=num_warmup,
-                num_samples=num_samples, num_chains=num_chains, chain_method="sequential", progress_bar=False)
-    mcmc.run(key, data.differences, data.rho, data.delta_bound, data.std0_high, data.std_high,
-             bounds["lower_alpha"], bounds["upper_alpha"], bounds["lower_beta"], bounds["upper_beta"])
-    samples = mcmc.get_samples()
-    idata = az.from_numpyro(mcmc)
-    var_names = ["delta0", "std0", "nu_minus_one", "delta", "sigma"]
-    diagnostics = az.summary(idata, var_names=var_names, kind="diagnostics")
-    divergences = int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum())
+    fit = _fit_nuts(non_centred, (data.differences, data.rho, data.delta_bound, data.std0_high, data.std_high,
+                                 bounds["lower_alpha"], bounds["upper_alpha"], bounds["lower_beta"],
+                                 bounds["upper_beta"]),
+                   key, var_names=["delta0", "std0", "nu_minus_one", "delta", "sigma"], **nuts)
+    samples = fit.samples
 
     nu = 1.0 + np.asarray(samples["nu_minus_one"], np.float64)
     per_draw = next_dataset_probabilities(samples["delta0"], samples["std0"], nu, data.rope)
-    # baycomp's ties go to the first region (np.argmax), as here.
-    won = np.eye(3)[np.argmax(per_draw, axis=-1)]
-    shares = won.mean(0)
-    share_errors = np.array(ranking.batch_means_error(won), np.float64)
-    if rope == 0:
-        # baycomp's two-way answer: the rope region never wins, the two others are renormalized.
-        total = shares[0] + shares[2]
-        shares = np.array([shares[0] / total, 0.0, shares[2] / total])
-        share_errors = share_errors / total
-        share_errors[1] = 0.0
+    shares, share_errors = _baycomp_shares(per_draw, rope)
     unit = data.unit
     return HierarchicalTTest(
         p_left=float(shares[0]), p_rope=float(shares[1]), p_right=float(shares[2]),
@@ -680,9 +733,8 @@ def hierarchical_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_
         delta0=np.asarray(samples["delta0"]) * unit, std0=np.asarray(samples["std0"]) * unit, nu=np.asarray(nu),
         delta=np.asarray(samples["delta"]) * unit, sigma=np.asarray(samples["sigma"]) * unit, rope=rope, rho=rho,
         errors={"baycomp": np.asarray(share_errors), "predictive": ranking.batch_means_error(per_draw)},
-        max_rhat=_worst(diagnostics["r_hat"].to_numpy(), np.max),
-        min_ess_bulk=_worst(diagnostics["ess_bulk"].to_numpy(), np.min),
-        num_divergences=divergences, inference_data=idata,
+        max_rhat=fit.max_rhat, min_ess_bulk=fit.min_ess_bulk, num_divergences=fit.num_divergences,
+        inference_data=fit.inference_data,
     )
 
 
@@ -733,6 +785,16 @@ def _pairwise_closed_form(scores, rho, rope):
     return jnp.stack(_three_way(loc, scale, scores.shape[-1] - 1, rope), -1)
 
 
+def _ranking_lines(systems, centres, result, header: str = "mean") -> list:
+    """Aligned rows: system, ``centres`` (a posterior location), ``result.hdi`` and ``result.p_best`` ± its error."""
+    rows = [["system", header, f"{int(round(result.hdi_prob * 100))}% HDI", "P(best)"]]
+    for m, name in enumerate(systems):
+        lo, hi = result.hdi[m]
+        rows.append([name, f"{centres[m]:.4f}", f"[{lo:.4f}, {hi:.4f}]",
+                     ranking.with_error(float(result.p_best[m]), float(result.errors["p_best"][m]), 3)])
+    return aligned(rows)
+
+
 @dataclass(frozen=True)
 class ResultsComparison:
     """``M`` systems compared on their per-fold results of one data set (higher results are better).
@@ -771,14 +833,7 @@ class ResultsComparison:
 
     def summary(self) -> str:
         """Mean result, HDI and P(best) per system, then ``(P(left), P(rope), P(right))`` for every pair."""
-        rows = [["system", "mean", f"{int(round(self.hdi_prob * 100))}% HDI", "P(best)"]]
-        for m, name in enumerate(self.systems):
-            lo, hi = self.hdi[m]
-            rows.append([name, f"{self.mean_scores[m]:.4f}", f"[{lo:.4f}, {hi:.4f}]",
-                         ranking.with_error(float(self.p_best[m]), float(self.errors["p_best"][m]), 3)])
-        widths = [max(len(r[j]) for r in rows) for j in range(4)]
-        lines = ["  ".join(s.rjust(w) if j else s.ljust(w) for j, (s, w) in enumerate(zip(r, widths))).rstrip()
-                 for r in rows]
+        lines = _ranking_lines(self.systems, self.mean_scores, self)
         lines.append(f"± Monte Carlo standard error ({self.draws.shape[0]} draws, batch means); "
                      f"fold correlation rho = {self.rho:.4g}")
         lines.append(f"pairs (P(left), P(rope), P(right)) with rope {self.rope:g}, closed form (correlated t-test):")
@@ -822,7 +877,8 @@ def compare_results(scores, *, rope=0.0, runs: int = 1, test_fraction=None, key=
     scores = _as_results(scores, "scores", min_ndim=2)
     if scores.ndim != 2:
         raise v.InputError(f"`scores` must be (M, n): one row of n fold results per system, got shape "
-                           f"{tuple(scores.shape)} (for several data sets compare pairs with hierarchical_test)")
+                           f"{tuple(scores.shape)} (for (M, q, n) results on several data sets use "
+                           "hierarchical_compare_results)")
     m, n = scores.shape
     rope = _as_rope(rope)
     rho = fold_correlation(n, runs=runs, test_fraction=test_fraction)
@@ -856,4 +912,373 @@ def compare_results(scores, *, rope=0.0, runs: int = 1, test_fraction=None, key=
         pairwise=np.asarray(_pairwise_closed_form(fold_centered, jnp.asarray(rho, f), jnp.asarray(rope, f))),
         rope=rope, rho=rho, hdi_prob=hdi_prob, hdi=np.asarray(ranking.hdi(draws, hdi_prob)),
         errors={"p_best": ranking.batch_means_error(rank_draws == 0)},
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# M systems over several data sets: the hierarchical model of the systems' mean results
+
+# The prior of each data set's within-set covariance: "correlated", Corani & Benavoli's, whose integral gives every
+# data set's contrasts the multivariate t posterior of compare_results; "baycomp", baycomp's flat prior on sigma
+# (M = 2) and its generalization, whose integral has M - 1 degrees of freedom fewer.
+WITHIN_PRIORS = ("correlated", "baycomp")
+
+
+class HierarchicalResultsData(NamedTuple):
+    """The data of :func:`hierarchical_results_model`, scaled by ``unit`` as baycomp scales its data.
+
+    For ``q`` data sets and ``M`` systems (``p = M - 1`` differences to system 0):
+
+    Attributes:
+      mean_differences: ``(q, p)`` per data set, the mean over its folds of ``x_m - x_0`` (``m = 1..M-1``).
+      whitening: ``(q, p, p)`` ``L_d^-1`` with ``L_d L_d^T = c_d S_d``, ``S_d`` the sample covariance (``ddof
+        = 1``) of the fold differences, ``c_d = 1 / n_d + rho_d / (1 - rho_d)``.
+      exponents: ``(q,)`` the power of the within-set factor (see :func:`hierarchical_results_model`).
+      folds_minus_one: ``(q,)`` ``n_d - 1``.
+      rope, unit: the ROPE in units, and the unit: the mean over the data sets and the pairs of systems ``a <
+        b`` of the standard deviation (``ddof = 0``) of the fold differences ``x_b - x_a``.
+      rho: ``(q,)`` the fold correlations.
+      delta_bound: the largest ``|x_b - x_a|`` of any pair on any fold (in units): the bound of the uniform
+        priors of the population differences.
+      std0_high: ``upper_sigma`` times the root mean square over the pairs of the standard deviation over the
+        data sets of their mean difference (``upper_sigma`` times 1, the within-set spread in units, when that
+        is 0 or ``q = 1``).
+    """
+
+    mean_differences: jax.Array
+    whitening: jax.Array
+    exponents: jax.Array
+    folds_minus_one: jax.Array
+    rope: float
+    unit: float
+    rho: np.ndarray
+    delta_bound: float
+    std0_high: float
+
+
+def hierarchical_results_data(results, *, rope: float, rho, within_prior: str = "correlated",
+                              upper_sigma: float = UPPER_SIGMA) -> HierarchicalResultsData:
+    """Statistics of ``q`` data sets' ``(M, n_d)`` fold results for :func:`hierarchical_results_model`.
+
+    At ``M = 2`` the unit and bounds are baycomp's (:func:`hierarchical_data` of ``x_1 - x_0``); for ``M > 2`` each
+    is the same quantity over every pair of systems, so that none depends on which system is system 0.
+    Concrete input only, checked by :func:`hierarchical_compare_results`.
+    """
+    v.check_choice(within_prior, "within_prior", WITHIN_PRIORS)
+    results = [np.asarray(x, np.float64) for x in results]
+    m = results[0].shape[0]
+    p = m - 1
+    pairs = [(a, b) for a in range(m) for b in range(a + 1, m)]
+    pair_differences = [np.stack([x[b] - x[a] for a, b in pairs]) for x in results]  # q x (pairs, n_d)
+    unit = float(np.mean([np.std(d, axis=-1) for d in pair_differences]))
+    delta_bound = max(float(np.max(np.abs(d))) for d in pair_differences) / unit
+    pair_means = np.stack([d.mean(-1) for d in pair_differences]) / unit  # (q, pairs)
+    spread = float(np.sqrt(np.mean(np.var(pair_means, axis=0)))) if len(results) > 1 else 0.0
+    std0_high = (spread if spread > 0 else 1.0) * upper_sigma
+    rho = np.broadcast_to(np.asarray(rho, np.float64), (len(results),))
+    means, whitening, exponents, folds = [], [], [], []
+    for x, r in zip(results, rho):
+        n = x.shape[-1]
+        d = (x[1:] - x[0]) / unit
+        c = 1.0 / n + r / (1.0 - r)
+        means.append(d.mean(-1))
+        whitening.append(np.linalg.inv(np.linalg.cholesky(c * np.atleast_2d(np.cov(d)))))
+        exponents.append((n - 1 + (p if within_prior == "correlated" else 0)) / 2)
+        folds.append(n - 1)
+    f = jnp.result_type(float)
+    return HierarchicalResultsData(
+        mean_differences=jnp.asarray(np.stack(means), f), whitening=jnp.asarray(np.stack(whitening), f),
+        exponents=jnp.asarray(exponents, f), folds_minus_one=jnp.asarray(folds, f), rope=rope / unit, unit=unit,
+        rho=np.array(rho), delta_bound=delta_bound, std0_high=std0_high)
+
+
+def hierarchical_results_model(mean_differences, whitening, exponents, folds_minus_one, delta_bound, std0_high,
+                               lower_alpha=LOWER_ALPHA, upper_alpha=UPPER_ALPHA, lower_beta=LOWER_BETA,
+                               upper_beta=UPPER_BETA, centred: bool = True):
+    """NumPyro model of ``M`` systems' mean results on ``q`` data sets (:class:`HierarchicalResultsData`).
+
+    Per data set ``d``, ``theta_d`` holds the systems' mean results; only
+    their differences to system 0, ``delta_d = (theta_m - theta_0)_{m >= 1}``,
+    enter (the level of each data set is a nuisance, flat)::
+
+        delta0        ~ Uniform(-delta_bound, delta_bound)^(M-1)   population mean results minus system 0's
+        std0          ~ Uniform(0, std0_high)                      root mean square over pairs of their spread
+        shares        ~ Dirichlet(1, ..., 1)                       how the spread divides among the M systems
+        gamma_alpha, gamma_beta, nu - 1: as in hierarchical_t_model (baycomp's priors)
+        s_m^2         = std0^2 (M / 2) shares_m                    spread of system m across data sets
+        theta_d - b0  ~ MVT_M(nu, 0, diag(s^2))                    i.e. delta_d ~ MVT_{M-1}(nu, delta0, Sigma0),
+                                                                   Sigma0 = diag(s_1..M-1^2) + s_0^2 1 1^T
+        delta_d       ~ likelihood: (1 + r_d^T (c_d S_d)^-1 r_d / (n_d - 1))^-exponent_d,  r_d = delta_d - dbar_d
+
+    The last line is each data set's correlated normal model of the fold
+    results (Corani & Benavoli 2015, as in :func:`mean_score_draws`) with its
+    within-set covariance ``Sigma_d`` integrated out under ``p(Sigma_d) ∝
+    |Sigma_d|^-a`` (on the ``M - 1`` differences): a multivariate t kernel
+    in ``delta_d`` with ``n + 2a - 2M + 1`` degrees of freedom and power
+    ``exponent = (n + 2a - M) / 2``.  ``within_prior="correlated"``: ``a =
+    M - 1``, ``n - 1`` degrees of freedom, the factor is the posterior of
+    :func:`compare_results` on that data set.  ``"baycomp"``: ``a = (M -
+    1) / 2``, which at ``M = 2`` is baycomp's uniform prior on each data
+    set's ``sigma`` (the hierarchical model of :func:`hierarchical_t_model`
+    with ``sigma_i`` integrated out; its bound, a thousand spreads, is
+    dropped), ``n - M`` degrees of freedom.
+
+    Each system has its own spread ``s_m`` across data sets and the systems
+    share the t's mixing variable (a data set hard for one system may be
+    hard for all): the prior is exchangeable in the systems, and any pair's
+    difference on a data set is ``St(nu, delta0_b - delta0_a, sqrt(s_a^2 +
+    s_b^2))``.  At ``M = 2`` that is baycomp's model: ``std0`` is the one
+    pair's spread, uniform as in baycomp.  ``centred=False`` samples
+    ``delta_std ~ MVT_{M-1}(nu, 0, I)`` and sets ``delta = delta0 + L0
+    delta_std`` (``L0 L0^T = Sigma0``), the same posterior without the funnel
+    in ``std0`` that NUTS crosses badly with few data sets.  The density is
+    normalized up to a constant of the data.  Sites: ``delta0`` ``(M-1,)``,
+    ``std0``, ``shares`` ``(M,)``, ``gamma_alpha``, ``gamma_beta``,
+    ``nu_minus_one``, ``delta`` ``(q, M-1)`` (deterministic when not
+    centred, with ``delta_std``), the factor ``likelihood``.
+    """
+    dbar = jnp.asarray(mean_differences)
+    q, p = dbar.shape
+    f = dbar.dtype
+    delta0 = numpyro.sample("delta0", dist.Uniform(jnp.asarray(-delta_bound, f), jnp.asarray(delta_bound, f))
+                            .expand([p]).to_event(1))
+    std0 = numpyro.sample("std0", dist.Uniform(jnp.zeros((), f), jnp.asarray(std0_high, f)))
+    shares = numpyro.sample("shares", dist.Dirichlet(jnp.ones(p + 1, f)))
+    gamma_alpha = numpyro.sample("gamma_alpha", dist.Uniform(jnp.asarray(lower_alpha, f), jnp.asarray(upper_alpha, f)))
+    gamma_beta = numpyro.sample("gamma_beta", dist.Uniform(jnp.asarray(lower_beta, f), jnp.asarray(upper_beta, f)))
+    nu = 1.0 + numpyro.sample("nu_minus_one", dist.Gamma(gamma_alpha, gamma_beta))
+    spread2 = jnp.square(std0) * (0.5 * (p + 1)) * shares
+    covariance = jnp.diag(spread2[1:]) + spread2[0]
+    chol = jnp.linalg.cholesky(covariance)
+    with numpyro.plate("datasets", q):
+        if centred:
+            delta = numpyro.sample("delta", dist.MultivariateStudentT(nu, delta0, chol))
+        else:
+            standard = numpyro.sample("delta_std", dist.MultivariateStudentT(nu, jnp.zeros(p, f), jnp.eye(p, dtype=f)))
+            delta = numpyro.deterministic("delta", delta0 + einsum("ij,dj->di", chol, standard))
+    white = einsum("dij,dj->di", jnp.asarray(whitening), delta - dbar)
+    quadratic = jnp.sum(jnp.square(white), -1)
+    numpyro.factor("likelihood", -jnp.sum(jnp.asarray(exponents) * jnp.log1p(quadratic / folds_minus_one)))
+
+
+def _as_results_per_dataset(scores) -> list:
+    """``q`` float64 ``(M, n_d)`` arrays from ``(M, q, n)`` results or a sequence of ``q`` ``(M, n_d)`` arrays."""
+    if isinstance(scores, (list, tuple)):
+        if not scores:
+            raise v.InputError("`scores` holds no data set")
+        results = [_as_results(x, f"scores[{d}]", min_ndim=2) for d, x in enumerate(scores)]
+        for d, x in enumerate(results):
+            if x.ndim != 2 or x.shape[0] != results[0].shape[0]:
+                raise v.InputError(f"`scores[{d}]` must be (M, n_d) with the M = {results[0].shape[0]} systems of "
+                                   f"`scores[0]`, got shape {tuple(x.shape)}")
+        return results
+    x = _as_results(scores, "scores", min_ndim=2)
+    if x.ndim != 3:
+        one = " (one data set: use compare_results)" if x.ndim == 2 else ""
+        raise v.InputError(f"`scores` must be (M, q, n): M systems, q data sets, n folds each (or a list of q "
+                           f"(M, n_d) arrays), got shape {tuple(x.shape)}{one}")
+    return [x[:, d] for d in range(x.shape[1])]
+
+
+def _check_within_sets(results, systems, within_prior: str) -> None:
+    """Refuse data sets whose fold differences have a singular sample covariance, or too few folds."""
+    m = results[0].shape[0]
+    need = m if within_prior == "correlated" else m + 1
+    for d, x in enumerate(results):
+        n = x.shape[-1]
+        if n < need:
+            why = (f"the sample covariance of the M - 1 = {m - 1} differences to {systems[0]} has rank at most "
+                   f"n - 1 = {n - 1}: singular" if n < m else
+                   f"within_prior='baycomp' leaves n - M = {n - m} degrees of freedom")
+            raise v.InputError(f"`scores`: data set {d} has {n} folds for {m} systems, {why}; it needs at least "
+                               f"{need} folds")
+        differences = x[1:] - x[0]
+        eigenvalues = np.linalg.eigvalsh(np.atleast_2d(np.cov(differences)))
+        if eigenvalues[-1] <= 0 or eigenvalues[0] <= 1e-10 * eigenvalues[-1]:
+            same = [(a, b) for a in range(m) for b in range(a + 1, m) if np.all(x[b] - x[a] == x[b, 0] - x[a, 0])]
+            which = (f"{systems[same[0][1]]} - {systems[same[0][0]]} is the same on every fold" if same else
+                     "the systems' fold results are linearly dependent")
+            raise v.InputError(
+                f"`scores`: on data set {d} {which}, so the covariance of the differences between systems is "
+                "singular and the data set's likelihood a point mass in some direction; leave a duplicate system out "
+                "or compare that data set alone")
+
+
+@dataclass(frozen=True)
+class HierarchicalResultsComparison(_NUTSResult):
+    """``M`` systems compared over ``q`` data sets by the hierarchical model (higher results are better).
+
+    Everything is about the population of data sets the ``q`` ones stand
+    for.  Each system's population mean result is known only relative to
+    the others (a data set's level is a nuisance): the draws are of each
+    system's population mean result minus the average over the systems.
+
+    Attributes:
+      systems: names.
+      effects: ``(M,)`` posterior means of those relative mean results.
+      draws: ``(S, M)`` their NUTS draws (``S = num_samples * num_chains``).
+      p_best: ``(M,)`` P(system has the highest population mean result).
+      rank_probabilities: ``(M, M)`` ``[m, r] = P(rank of m == r)``, rank 0 best.
+      pairwise: ``(M, M, 3)`` ``[a, b] = (P(a better by > rope), P(|difference| <= rope), P(b better by > rope))``
+        for the difference of the population mean results, ``delta0_b - delta0_a`` (baycomp's ``(p_left,
+        p_rope, p_right)`` of ``scores_a = scores[a]``, ``scores_b = scores[b]``, for the population mean).
+      next_dataset: ``(M, M, 3)`` baycomp's ``(p_left, p_rope, p_right)`` of the hierarchical test: the share of
+        the draws in which the difference ``b - a`` on a new data set is most probably left of / in / right
+        of the ROPE (:attr:`HierarchicalTTest.p_left`).
+      next_dataset_predictive: ``(M, M, 3)`` the posterior predictive probabilities of those regions for a new
+        data set (:attr:`HierarchicalTTest.predictive`).
+      spreads: ``(S, M)`` draws of each system's spread ``s_m`` across data sets.
+      nu: ``(S,)`` draws of the degrees of freedom of the population t.
+      dataset_effects: ``(S, q, M)`` draws of each data set's mean results minus their average over the systems.
+      rope: as given; rho: ``(q,)`` the fold correlation of each data set; within_prior: as given.
+      hdi_prob, hdi: ``(M, 2)`` highest-density intervals of :attr:`draws`.
+      errors: batch-means Monte Carlo standard errors of ``p_best``, ``pairwise``, ``next_dataset`` and
+        ``next_dataset_predictive``.
+      max_rhat, min_ess_bulk, num_divergences: NUTS diagnostics (ArviZ) over ``delta0``, ``std0``, ``shares``,
+        ``nu_minus_one`` and ``delta``.
+      inference_data: the ``arviz.InferenceData`` of the run.
+    """
+
+    systems: tuple
+    effects: np.ndarray
+    draws: np.ndarray
+    p_best: np.ndarray
+    rank_probabilities: np.ndarray
+    pairwise: np.ndarray
+    next_dataset: np.ndarray
+    next_dataset_predictive: np.ndarray
+    spreads: np.ndarray
+    nu: np.ndarray
+    dataset_effects: np.ndarray
+    rope: float
+    rho: np.ndarray
+    within_prior: str
+    hdi_prob: float
+    hdi: np.ndarray
+
+    @property
+    def best(self) -> str:
+        """The system of highest posterior mean population result."""
+        return self.systems[int(np.argmax(self.effects))]
+
+    def summary(self) -> str:
+        """Diagnostics, each system's relative mean result, HDI and P(best), then every pair's two triples."""
+        lines = [f"hierarchical model, {self.dataset_effects.shape[1]} data sets, {self.draws.shape[0]} NUTS draws "
+                 f"(max R-hat {self.max_rhat:.3f}, min bulk ESS {self.min_ess_bulk:.0f}, {self.num_divergences} "
+                 f"divergences; within-set prior {self.within_prior!r})"]
+        lines += _ranking_lines(self.systems, self.effects, self, header="mean - average")
+        lines.append(f"pairs (P(left), P(rope), P(right)) with rope {self.rope:g}: population mean | next data set "
+                     "(baycomp's share of draws):")
+        for a in range(len(self.systems)):
+            for b in range(a + 1, len(self.systems)):
+                mean, new = (", ".join(f"{p:.3f}" for p in x[a, b]) for x in (self.pairwise, self.next_dataset))
+                lines.append(f"  {self.systems[a]} vs {self.systems[b]}: ({mean}) | ({new})  "
+                             f"[{self.systems[a]} better, equivalent, {self.systems[b]} better]")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"HierarchicalResultsComparison(systems={self.systems}, best={self.best!r})\n{self.summary()}"
+
+
+def hierarchical_compare_results(scores, *, rope=0.0, runs: int = 1, test_fraction=None, key=None, systems=None,
+                                 hdi_prob: float = 0.9, within_prior: str = "correlated", num_warmup: int = 500,
+                                 num_samples: int = 1000, num_chains: int = 2, target_accept_prob: float = 0.99,
+                                 lower_alpha: float = LOWER_ALPHA, upper_alpha: float = UPPER_ALPHA,
+                                 lower_beta: float = LOWER_BETA, upper_beta: float = UPPER_BETA,
+                                 upper_sigma: float = UPPER_SIGMA) -> HierarchicalResultsComparison:
+    """Rank ``M`` systems cross-validated on ``q`` data sets (higher results are better).
+
+    The hierarchical model of Corani et al. (2017; baycomp's
+    ``HierarchicalTest``) for ``M`` systems at once,
+    :func:`hierarchical_results_model`: each data set contributes its
+    correlated-t likelihood of the ``M - 1`` differences to system 0, the
+    multivariate t of :func:`compare_results`, which keeps the correlation
+    between differences that share system 0's folds (``M - 1`` separate
+    pairwise fits would lose it); the data sets' mean results are drawn from
+    a population whose systems each have their own spread.  Fitted with
+    NUTS (non-centred).  From the draws of the population mean results:
+    P(best), rank probabilities (:mod:`ecjax.prob.ranking`, ties at random),
+    HDIs, every pair's ``(P(left), P(rope), P(right))`` for the population
+    mean and baycomp's probabilities for a new data set.  The prior is
+    exchangeable: relabelling the systems relabels the result (up to Monte
+    Carlo error and the bound of the uniform prior, the largest fold
+    difference, which holds the differences to system 0 only).  At ``M = 2``
+    with ``within_prior="baycomp"`` the model is baycomp's
+    (:func:`hierarchical_test`) with each data set's ``sigma`` integrated out.
+
+    For two systems on several data sets :func:`hierarchical_test` is
+    baycomp's model as such; for one data set, :func:`compare_results`.
+    For a metric where lower is better pass its negation.
+
+    Args:
+      scores: ``(M, q, n)`` results of ``M`` systems on ``n`` folds of each of ``q >= 2`` data sets, or a list
+        of ``q`` ``(M, n_d)`` arrays when the number of folds differs.  Each data set needs ``n_d >= M`` folds
+        (``M + 1`` with ``within_prior="baycomp"``), else the covariance of the differences is singular.
+      rope, runs, test_fraction: as in :func:`hierarchical_test` (``runs`` must divide every ``n_d``).
+      key: ``jax.random`` key (required).
+      systems: names (default ``"system 0"``, ...).
+      hdi_prob: mass of the highest-density intervals.
+      within_prior: ``"correlated"`` (Corani & Benavoli's prior on each data set's covariance, as in
+        :func:`compare_results`) or ``"baycomp"`` (baycomp's uniform prior on ``sigma`` at ``M = 2``); see
+        :func:`hierarchical_results_model`.
+      num_warmup, num_samples, num_chains, target_accept_prob: NUTS settings, as in :func:`hierarchical_test`.
+      lower_alpha, upper_alpha, lower_beta, upper_beta, upper_sigma: baycomp's hyper-prior bounds.
+
+    Returns:
+      :class:`HierarchicalResultsComparison`.
+    """
+    results = _as_results_per_dataset(scores)
+    m, q = results[0].shape[0], len(results)
+    systems = ranking.system_names(systems, None, m)
+    if m < 2:
+        raise v.InputError(f"`scores` must hold at least 2 systems, got {m}")
+    if q < 2:
+        raise v.InputError(f"`scores` must hold at least 2 data sets for a population of data sets, got {q} (for one "
+                           "data set use compare_results)")
+    rope = _as_rope(rope)
+    rho = np.array([fold_correlation(x.shape[-1], runs=runs, test_fraction=test_fraction) for x in results])
+    key = v.as_key(key)
+    v.check_choice(within_prior, "within_prior", WITHIN_PRIORS)
+    nuts = _nuts_settings(num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+                          target_accept_prob=target_accept_prob)
+    hdi_prob = ranking.check_hdi_prob(hdi_prob, nuts["num_samples"] * nuts["num_chains"])
+    bounds = _hyper_prior_bounds(lower_alpha=lower_alpha, upper_alpha=upper_alpha, lower_beta=lower_beta,
+                                 upper_beta=upper_beta, upper_sigma=upper_sigma)
+    _check_within_sets(results, systems, within_prior)
+
+    data = hierarchical_results_data(results, rope=rope, rho=rho, within_prior=within_prior,
+                                     upper_sigma=bounds["upper_sigma"])
+    key_nuts, key_ranks = jax.random.split(key)
+    model = partial(hierarchical_results_model, centred=False)
+    fit = _fit_nuts(model, (data.mean_differences, data.whitening, data.exponents, data.folds_minus_one,
+                            data.delta_bound, data.std0_high, bounds["lower_alpha"], bounds["upper_alpha"],
+                            bounds["lower_beta"], bounds["upper_beta"]),
+                    key_nuts, var_names=["delta0", "std0", "shares", "nu_minus_one", "delta"], **nuts)
+    samples, unit = fit.samples, data.unit
+    # System 0's population mean is the origin of the differences; every summary is of differences, so the
+    # reported draws are centred on the average over the systems (no system is singled out).
+    relative = np.concatenate([np.zeros_like(np.asarray(samples["delta0"][:, :1])), np.asarray(samples["delta0"])], 1)
+    draws = (relative - relative.mean(1, keepdims=True)) * unit
+    theta = np.concatenate([np.zeros(np.shape(samples["delta"])[:2] + (1,)), np.asarray(samples["delta"])], -1)
+    spreads = np.sqrt(np.asarray(samples["std0"])[:, None] ** 2 * (0.5 * m) * np.asarray(samples["shares"])) * unit
+    nu = 1.0 + np.asarray(samples["nu_minus_one"], np.float64)
+
+    summaries = ranking.summarize(key_ranks, jnp.asarray(draws, jnp.result_type(float)), rope=rope)
+    # A new data set: theta_b - theta_a ~ St(nu, delta0_b - delta0_a, sqrt(s_a^2 + s_b^2)) in every draw.
+    per_draw = next_dataset_probabilities(relative[:, None, :] - relative[:, :, None],
+                                          np.sqrt(spreads[:, :, None] ** 2 + spreads[:, None, :] ** 2) / unit,
+                                          nu[:, None, None], data.rope)
+    per_draw[:, np.arange(m), np.arange(m)] = (0.0, 1.0, 0.0)  # a system against itself: no difference
+    shares, share_errors = _baycomp_shares(per_draw, rope)
+    return HierarchicalResultsComparison(
+        systems=systems, effects=draws.mean(0), draws=draws, p_best=np.asarray(summaries["p_best"]),
+        rank_probabilities=np.asarray(summaries["rank_probabilities"]),
+        pairwise=np.asarray(summaries["rope_probabilities"]), next_dataset=shares,
+        next_dataset_predictive=per_draw.mean(0), spreads=spreads, nu=nu,
+        dataset_effects=(theta - theta.mean(-1, keepdims=True)) * unit, rope=rope, rho=data.rho,
+        within_prior=within_prior, hdi_prob=hdi_prob, hdi=np.asarray(ranking.hdi(draws, hdi_prob)),
+        errors={"p_best": summaries["errors"]["p_best"], "pairwise": summaries["errors"]["rope_probabilities"],
+                "next_dataset": share_errors, "next_dataset_predictive": ranking.batch_means_error(per_draw)},
+        max_rhat=fit.max_rhat, min_ess_bulk=fit.min_ess_bulk, num_divergences=fit.num_divergences,
+        inference_data=fit.inference_data,
     )

@@ -107,17 +107,39 @@ def hierarchical_model(counts, concentration=1.0, dispersion=None, dispersion_lo
     numpyro.factor("counts", dirichlet_multinomial_log_likelihood(counts, kappa[:, None, None] * mu))
 
 
-def counts_from_sets(labels, decisions, *, num_classes: int, num_decisions: int | None = None):
-    """``(T, M, K, D)`` counts from per-set labels ``[(N_t,)]`` and decisions ``[(M, N_t)]``."""
+def counts_from_sets(labels, decisions, *, num_classes: int, num_decisions: int | None = None, sample_weight=None):
+    """``(T, M, K, D)`` counts from per-set labels ``[(N_t,)]`` and decisions ``[(M, N_t)]``.
+
+    ``sample_weight``: ``None`` or a list of one ``(N_t,)`` vector of
+    frequency weights per set (finite, non-negative, not all 0): the counts
+    are then the weighted counts ``sum_n w_n [y_n = i] [d_m,n = j]`` (float),
+    an integer weight being that many copies of the sample, as in
+    :func:`ecjax.prob.compare`.  :func:`compare_test_sets` takes them as
+    they are: its Dirichlet-multinomial likelihood is written with gamma
+    functions, which extend it to fractional counts (equal to the
+    likelihood of repeated samples at integer weights); scaling all weights
+    by ``c`` weighs the data like ``c`` times as many samples.
+    """
     if len(labels) != len(decisions) or not len(labels):
         raise v.InputError("`labels` and `decisions` must be non-empty lists with one entry per test set")
+    if sample_weight is not None and (isinstance(sample_weight, (str, bytes)) or not hasattr(sample_weight, "__len__")
+                                      or len(sample_weight) != len(labels)):
+        raise v.InputError(f"`sample_weight` must be a list of one weight vector per test set ({len(labels)})")
     d = num_classes if num_decisions is None else num_decisions
     out = []
     for t, (lab, dec) in enumerate(zip(labels, decisions)):
         lab = v.as_index_array(lab, f"labels[{t}]", upper=num_classes)
         dec = v.as_index_array(dec, f"decisions[{t}]", upper=d, min_ndim=2)
         v.check_same_length(f"labels[{t}]", lab, f"decisions[{t}]", dec)
-        out.append(confusion_counts(lab, dec, num_classes=num_classes, num_decisions=d))
+        w = None
+        if sample_weight is not None:
+            try:
+                w = v.as_sample_weight(sample_weight[t], lab)
+            except v.InputError as e:
+                raise v.InputError(f"{e} (test set {t})") from None
+            if not np.asarray(w).sum() > 0:
+                raise v.InputError(f"`sample_weight` is 0 for every sample of test set {t}")
+        out.append(confusion_counts(lab, dec, w, num_classes=num_classes, num_decisions=d))
     shapes = {o.shape for o in out}
     if len(shapes) != 1:
         raise v.InputError(f"every test set needs the same systems: got confusion shapes {sorted(shapes)}")
@@ -156,7 +178,9 @@ def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=No
     """Rank ``M`` systems evaluated on ``T`` test sets by their population-level yields.
 
     Args:
-      counts: ``(T, M, K, D)`` confusion counts (see :func:`counts_from_sets`).
+      counts: ``(T, M, K, D)`` confusion counts (see :func:`counts_from_sets`),
+        integers or weighted (fractional) counts: the Dirichlet-multinomial
+        likelihood is written with gamma functions, continuous in the counts.
       utilities / costs: a ``(K, D)`` matrix or a utility prior (as in :func:`~ecjax.prob.compare`).
       priors: ``None`` (the pooled class frequencies of all sets), a fixed
         ``(K,)`` vector or a :class:`~ecjax.prob.PriorDistribution`.

@@ -71,7 +71,9 @@ those of the prior part scatter-adds of its atoms: the draws cost
 independent of ``L``.  When every draw has its own decisions (the scores
 mode), :func:`sample_joint_confusions_per_draw` draws the data part as one
 ``Exp(1)`` weight per sample (``Gamma(n_c)`` is the sum of ``n_c`` of them),
-so no table of cells is built at all.
+so no table of cells is built at all; with frequency weights ``w_n``
+(``sample_weight``) each sample draws ``Gamma(w_n)`` instead, whose sum over
+a cell is ``Gamma`` of the cell's weighted count.
 
 The class frequencies are the class marginals of ``w`` (uncertain data
 priors); deployment priors can replace them (each class row is then
@@ -145,9 +147,14 @@ class ClusteredOutcomeTable:
         return self.cells.shape[1] - 1
 
 
-def clustered_outcome_table(labels, decisions, groups, *, num_classes=None, num_decisions=None):
-    """Group the samples' joint outcomes by cluster id (``groups``: ``(N,)`` hashable ids)."""
-    table = joint_outcome_table(labels, decisions, num_classes=num_classes, num_decisions=num_decisions)
+def clustered_outcome_table(labels, decisions, groups, *, num_classes=None, num_decisions=None, sample_weight=None):
+    """Group the samples' joint outcomes by cluster id (``groups``: ``(N,)`` hashable ids).
+
+    With ``sample_weight`` ``(N,)`` each (group, cell) holds the sum of its
+    samples' weights (float32), as :func:`ecjax.confusion.joint_outcome_table`.
+    """
+    table = joint_outcome_table(labels, decisions, num_classes=num_classes, num_decisions=num_decisions,
+                                sample_weight=sample_weight)
     labels = np.asarray(labels)
     decisions = np.asarray(decisions)
     g = np.asarray(groups)
@@ -157,7 +164,11 @@ def clustered_outcome_table(labels, decisions, groups, *, num_classes=None, num_
     _, gid = np.unique(g, return_inverse=True)
     rows = np.concatenate([gid.reshape(1, -1), labels.reshape(1, -1), decisions.reshape(-1, labels.shape[-1])], 0).T
     uniq, inverse = np.unique(rows, axis=0, return_inverse=True)
-    counts = np.bincount(inverse.ravel(), minlength=len(uniq)).astype(np.int32)
+    if sample_weight is None:
+        counts = np.bincount(inverse.ravel(), minlength=len(uniq)).astype(np.int32)
+    else:
+        counts = np.bincount(inverse.ravel(), weights=np.asarray(sample_weight, np.float64),
+                             minlength=len(uniq)).astype(np.float32)
     return ClusteredOutcomeTable(
         jnp.asarray(uniq[:, 1:], jnp.int32), jnp.asarray(uniq[:, 0], jnp.int32), jnp.asarray(counts),
         int(gid.max()) + 1, table.num_classes, table.num_decisions,
@@ -368,13 +379,15 @@ def sample_joint_confusions(key, table: JointOutcomeTable, *, num_draws: int, co
 
 
 @partial(jax.jit, static_argnames=("num_classes", "num_decisions", "plan"))
-def _per_draw_kernel(key, labels, decisions, mass, *, num_classes, num_decisions, plan):
+def _per_draw_kernel(key, labels, decisions, mass, e, *, num_classes, num_decisions, plan):
     s, m, n = decisions.shape
     f = jnp.result_type(float)
     key_samples, key_gamma, key_prior = jax.random.split(key, 3)
     # Gamma(n_c) of an occupied cell is the sum of n_c independent Exp(1) sample weights (Gamma additivity):
-    # the Bayesian-bootstrap part needs no table of cells, only one weight per sample.
-    e = -jnp.log1p(-uniform(key_samples, (s, n))).astype(f)
+    # the Bayesian-bootstrap part needs no table of cells, only one weight per sample.  ``e``: those weights
+    # when they are given (Gamma(w_n) for frequency weights w_n, see joint_confusions_per_draw_kernel).
+    if e is None:
+        e = -jnp.log1p(-uniform(key_samples, (s, n))).astype(f)
     rows = jnp.arange(s)[:, None]
     base = labels * num_decisions
     data = jnp.stack([jnp.zeros((s, num_classes * num_decisions), f).at[rows, base + decisions[:, j]].add(e)
@@ -420,14 +433,24 @@ def sample_joint_confusions_per_draw(key, labels, decisions, *, num_classes: int
                                             num_decisions=d)
 
 
-def joint_confusions_per_draw_kernel(key, labels, decisions, concentration, *, num_classes, num_decisions):
+def joint_confusions_per_draw_kernel(key, labels, decisions, concentration, *, num_classes, num_decisions,
+                                     sample_weight=None):
     """Kernel of :func:`sample_joint_confusions_per_draw` (no validation): ``(S, M, N)`` decisions -> ``(S, M, K, D)``.
 
     ``concentration`` is the resolved ``a`` (a Python float); the prior's
     plan (dense cells or sticks) depends on it and on the shapes only.
+    ``sample_weight``: ``(N,)`` frequency weights (the data part draws
+    ``Gamma(w_n)`` per sample instead of ``Exp(1)``), or ``None``.
     """
     plan = _prior_plan(concentration, num_classes, num_decisions, decisions.shape[1])
-    return _per_draw_kernel(key, labels, decisions, concentration * num_classes * num_decisions,
+    e = None
+    if sample_weight is not None:
+        # A sample of frequency weight w_n draws Gamma(w_n) where it would draw Exp(1): summed over a cell, the
+        # Gamma of the cell's weighted count.  Drawn outside the kernel's jit, by the sampler compiled once per
+        # process, from the key the kernel would use for the Exp(1) weights.
+        e = gamma_draws(jax.random.split(key, 3)[0], jnp.asarray(sample_weight, jnp.result_type(float)),
+                        decisions.shape[0])
+    return _per_draw_kernel(key, labels, decisions, concentration * num_classes * num_decisions, e,
                             num_classes=num_classes, num_decisions=num_decisions, plan=plan)
 
 

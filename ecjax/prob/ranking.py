@@ -81,6 +81,10 @@ class Recommends:
     """What a result that recommends one of its ``systems`` (by index, ``recommendation``) and keeps the Monte
     Carlo errors of its estimates (``errors``, by field name) offers."""
 
+    systems: tuple
+    recommendation: int
+    errors: dict
+
     def error(self, name: str, *index):
         """Standard error of the estimate ``name`` (``p_best``, ``rope_probabilities``, ...; at ``index``), or
         ``None`` when not estimated."""
@@ -371,10 +375,10 @@ class Comparison(Recommends):
     def largest_probability_error(self) -> float:
         """The largest Monte Carlo standard error of the probabilities reported: P(best), the ROPE
         probabilities and the doubt components (0 when none was estimated as uncertain)."""
-        found = [np.asarray(self.errors.get(name, []), np.float64).ravel() for name in ("p_best", "rope_probabilities")]
+        parts = [np.asarray(self.errors.get(name, []), np.float64).ravel() for name in ("p_best", "rope_probabilities")]
         if self.doubt is not None and self.doubt.errors:
-            found.append(np.asarray(list(self.doubt.errors.values()), np.float64))
-        found = np.concatenate(found) if found else np.zeros(0)
+            parts.append(np.asarray(list(self.doubt.errors.values()), np.float64))
+        found = np.concatenate(parts)
         found = found[np.isfinite(found)]
         return float(found.max()) if found.size else 0.0
 

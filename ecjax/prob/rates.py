@@ -184,11 +184,14 @@ class PriorDistribution:
     num_classes: int
     mean: jax.Array
     name: str
-    _draw: Callable = field(repr=False, default=None)
+    _draw: Callable | None = field(repr=False, default=None)
 
     def sample(self, key, num_draws: int):
         """``(num_draws, K)`` prior vectors."""
         num_draws = v.as_positive_int(num_draws, "num_draws")
+        if self._draw is None:
+            raise v.InputError("this PriorDistribution has no sampler: build it with prob.dirichlet_priors or "
+                               "prob.interval_priors")
         return self._draw(key, num_draws)
 
 

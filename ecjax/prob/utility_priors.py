@@ -565,7 +565,7 @@ def from_model(model, *args, site: str | None = None, correct_dominates: bool = 
     return UtilityPrior(
         model=bound, site=site, shape=shape,
         constraint=_dominance_constraint(site) if correct_dominates else None,
-        mean=None, mean_method="monte_carlo", name=name or getattr(model, "__name__", "user model"),
+        mean=None, mean_method="monte_carlo", name=str(name or getattr(model, "__name__", "user model")),
     )
 
 

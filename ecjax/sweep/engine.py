@@ -260,5 +260,5 @@ def map_reduce(local_fn, reduce_fn, init, num_points: int, *, args: Any = (), ch
     finally:
         if bar is not None:
             bar.close()
-    outputs = jax.tree_util.tree_unflatten(treedef, host) if collect else None
+    outputs = jax.tree_util.tree_unflatten(treedef, host) if collect and host is not None else None
     return acc, outputs, {"chunk": chunk, "num_chunks": num_chunks, "num_devices": len(devs)}
