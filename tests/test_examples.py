@@ -20,7 +20,11 @@ DATA_DIR = ROOT.parent / "shared" / "data"
 NOTEBOOK_PARAMS = [nb if nb.stem.startswith("01_") else pytest.param(nb, marks=pytest.mark.slow) for nb in NOTEBOOKS]
 
 
-@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.stem)
+# breast_cancer_choice (~22 s) runs with -m slow: its API calls are the ones the other examples make.
+EXAMPLE_PARAMS = [pytest.param(p, marks=pytest.mark.slow) if p.stem == "breast_cancer_choice" else p for p in EXAMPLES]
+
+
+@pytest.mark.parametrize("script", EXAMPLE_PARAMS, ids=lambda p: p.stem)
 def test_example_runs(script):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-4000:]

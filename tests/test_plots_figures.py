@@ -297,6 +297,7 @@ def test_yield_posteriors_hdi_marks_match_arviz():
         assert f"{100 * prob:g} % highest-density interval" in [t.get_text() for t in ax.get_legend().get_texts()]
 
 
+@pytest.mark.slow  # ~18 s (a full comparison to draw); the other figure tests stay in the default lane
 def test_yield_posteriors_and_ranks_from_a_comparison():
     import arviz as az
     import jax

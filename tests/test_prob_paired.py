@@ -199,6 +199,7 @@ def test_three_discordant_pairs_give_a_beta_p_best_not_certainty():
         assert p_b < 0.99, name
 
 
+@pytest.mark.slow  # ~12 s; the paired posterior is checked against references by this file's default-lane tests
 def test_perfect_system_hdi_is_not_zero():
     # System A makes no error on 20 binary samples (B makes 3).  A's error rate is the sum of its K (D - 1)
     # off-diagonal marginal cells, each Dirichlet(a): Beta(a K (D - 1), N + a K) by aggregation, whose 90 % HDI

@@ -144,6 +144,7 @@ def _cli(*args, cwd):
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow  # ~17 s of CLI runs; the library's probabilities path is tested in the default lane above
 def test_command_line_probabilities_give_the_log_posteriors_results(tmp_path, data_dir):
     folder = data_dir / "pneumoniamnist_resnet50"
     log_post = np.load(folder / "scores.npy").astype(np.float64)

@@ -121,6 +121,7 @@ def test_every_metric_agrees_with_an_independent_numpy_study(study_1e6):
         assert abs(f - ref[i]) <= 4.5 * np.hypot(se, se_ref), (name, f, ref[i])
 
 
+@pytest.mark.slow  # ~12 s; the user-supplied-distribution test covers the same engine in the default lane
 def test_gaussian_true_utilities_default_path():
     # Fig. 7 bottom: gaussian true utilities favour accuracy (identity at the centre) more than uniform ones.
     res = metric_reliability(jax.random.key(1), num_pairs=100_000, utility_error_sd=[0.0, 0.1, 0.15, 0.25],
