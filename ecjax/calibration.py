@@ -524,6 +524,115 @@ def _fit_lbfgs(s, *, labels, weights, log_prior_odds, l2, tol, method, loss, max
     return _from_internal(q, sigma), n_iter, gnorm, value
 
 
+# The shortest Newton step fit_affine_newton_kernel tries, as a fraction of the full step (1, 1/4, ..., 4^-5).
+_SMALLEST_NEWTON_STEP = 4.0**-5
+
+
+def _affine_xe_derivatives(theta, s, onehot, weights):
+    """Gradient and Hessian in ``theta = (a, b)`` of the weighted cross-entropy of ``log_softmax(a s + b)``."""
+    a, b = theta[0], theta[1:]
+    p = jax.nn.softmax(a * s + b, axis=-1)
+    mean_s = jnp.sum(p * s, -1)  # E_p[s] per sample
+    dev = s - mean_s[:, None]
+    wp = weights[:, None] * p
+    grad = jnp.concatenate([jnp.sum(weights * (mean_s - jnp.sum(onehot * s, -1)))[None],
+                            jnp.sum(wp - weights[:, None] * onehot, 0)])
+    h_ab = jnp.sum(wp * dev, 0)
+    h_bb = jnp.diag(jnp.sum(wp, 0)) - matmul(wp.T, p)
+    hess = jnp.block([[jnp.sum(wp * dev * dev)[None, None], h_ab[None, :]], [h_ab[:, None], h_bb]])
+    return grad, hess
+
+
+def fit_affine_newton_kernel(labels, log_posteriors, weights, *, max_iter=50):
+    """Kernel: the affine calibrator of seed 002 eq. 61 that minimizes a weighted cross-entropy, by damped Newton.
+
+    Minimizes ``f(a, b) = sum_n w_n [logsumexp_k(a s_nk + b_k) - a s_{n y_n}
+    - b_{y_n}]`` over the scale ``a`` and the bias vector ``b`` (``s`` the
+    input log-posteriors ``(N, K)``, ``w`` the weights ``(N,)``): the
+    objective of :func:`fit` with ``method="affine"``, ``loss="xe"``, here
+    for use inside ``vmap`` over many weight vectors (the Bayesian bootstrap
+    of :mod:`ecjax.prob.bootstrap`), where L-BFGS's line search is costlier.
+    ``f`` is convex (a multinomial logistic regression with one shared
+    feature per class), with, for ``p = softmax(a s + b)`` and ``E_p`` the
+    mean under ``p`` of each sample,
+
+        df/da = sum_n w_n (E_p[s_n] - s_{n y_n}),   df/db = sum_n w_n (p_n - e_{y_n}),
+        d2f/da2 = sum_n w_n Var_p[s_n],   d2f/da db_j = sum_n w_n p_nj (s_nj - E_p[s_n]),
+        d2f/db db' = sum_n w_n (diag(p_n) - p_n p_n^T).
+
+    ``f`` does not change along ``b -> b + c 1``; the term ``(sum_k b_k)^2 /
+    2`` (zero at the start and along every Newton step) removes that flat
+    direction.  Each iteration solves ``(H + mu I) d = -g`` (``mu`` a
+    relative ``1e-6`` of ``H``'s mean eigenvalue, for separable data where
+    ``H`` tends to 0) and takes the first of the steps ``t d``, ``t`` in
+    ``1, 1/4, ..., 1/1024``, that decreases ``f`` (none: it stops), so ``f``
+    never increases.  It starts
+    from ``a = 1 / sigma``, ``b = 0`` (``sigma`` the weighted spread of
+    ``s``), where the softmax is not saturated, and returns the identity map
+    ``(1, 0)`` if that is better (so calibration never costs).  It stops when the predicted decrease ``-g.d/2``
+    falls below float rounding of ``f``, when no step decreases ``f``, or after
+    ``max_iter`` iterations (separable data, where ``a`` grows without bound
+    and ``f`` tends to 0).
+
+    Returns:
+      ``(scale (), bias (K,), calibrated log-posteriors (N, K))``.
+    """
+    s = log_posteriors
+    k = s.shape[-1]
+    dtype = s.dtype
+    onehot = jax.nn.one_hot(labels, k, dtype=dtype)
+    on_bias = jnp.concatenate([jnp.zeros((1,), dtype), jnp.ones((k,), dtype)])
+    tiny = jnp.finfo(dtype).tiny
+    eps = jnp.finfo(dtype).eps
+
+    def value_at(theta):
+        lp = jax.nn.log_softmax(theta[0] * s + theta[1:], axis=-1)
+        return cross_entropy_kernel(labels, lp, weights) + 0.5 * jnp.sum(theta[1:]) ** 2
+
+    def step(carry):
+        theta, value, _, it = carry
+        grad, hess = _affine_xe_derivatives(theta, s, onehot, weights)
+        # The gauge term (sum_k b_k)^2 / 2.
+        grad, hess = grad + jnp.sum(theta[1:]) * on_bias, hess + on_bias[:, None] * on_bias[None, :]
+        mu = 1e-6 * jnp.trace(hess) / (k + 1) + tiny
+        direction = -jnp.linalg.solve(hess + mu * jnp.eye(k + 1, dtype=dtype), grad)
+        # Backtracking: the full step is almost always taken, so one evaluation per iteration.
+        def shorter(search):
+            size, _ = search
+            size = size / 4
+            return size, value_at(theta + size * direction)
+
+        decrement = -jnp.sum(grad * direction)
+        # At the minimum to within the rounding of f (or a NaN decrement): no need to search.
+        small = ~(0.5 * decrement > eps * jnp.maximum(value, tiny))
+
+        def worse(search):
+            size, trial = search
+            return ~small & ~(trial < value) & (size > _SMALLEST_NEWTON_STEP)
+
+        size, trial = jax.lax.while_loop(worse, shorter, (jnp.ones((), dtype), value_at(theta + direction)))
+        improved = trial < value  # False for a NaN trial too
+        new_theta = jnp.where(improved, theta + size * direction, theta)
+        return new_theta, jnp.where(improved, trial, value), ~improved | small, it + 1
+
+    def keep_going(carry):
+        _, _, done, it = carry
+        return (~done) & (it < max_iter)
+
+    # Start from a = 1 / sigma (sigma the weighted RMS spread of s), where the softmax is not saturated: from the
+    # identity, scores spanning hundreds of nats give a Hessian of ~0 and Newton steps that overshoot.
+    total = jnp.sum(weights) * k
+    mean = jnp.sum(weights[:, None] * s) / total
+    sigma = jnp.sqrt(jnp.sum(weights[:, None] * (s - mean) ** 2) / total)
+    zeros = jnp.zeros((k,), dtype)
+    start = jnp.concatenate([jnp.where(sigma > 0, 1.0 / sigma, 1.0)[None], zeros])
+    theta, value, _, _ = jax.lax.while_loop(keep_going, step, (start, value_at(start), jnp.zeros((), bool),
+                                                               jnp.zeros((), jnp.int32)))
+    identity = jnp.concatenate([jnp.ones((1,), dtype), zeros])
+    theta = jnp.where(value <= value_at(identity), theta, identity)  # never worse than no calibration
+    return theta[0], theta[1:], jax.nn.log_softmax(theta[0] * s + theta[1:], axis=-1)
+
+
 def _to_internal(params, sigma):
     return {name: p * sigma if name in ("scale", "weight") else p for name, p in params.items()}
 
@@ -864,10 +973,11 @@ def calibration_loss(raw, calibrated, labels, *, metric="xe", relative=True, cos
     c = _epsr(metric, labels, calibrated, costs, priors, score_type, False, sample_weight)
     if not relative:
         return r - c
-    return _relative(r, c)
+    return relative_calibration_loss(r, c)
 
 
-def _relative(r, c):
+def relative_calibration_loss(r, c):
+    """Kernel: seed 002 eq. 60, ``100 (r - c) / r`` for the raw and calibrated EPSRs ``r``, ``c`` (0 when ``r = 0``)."""
     # An infinite raw XE (a true-class posterior of 0) that calibration makes finite is a 100% loss.
     finite = jnp.isfinite(r)
     rel = 100.0 * (r - c) / jnp.where((r > 0) & finite, r, 1.0)
@@ -930,5 +1040,5 @@ def diagnose(scores, labels, *, key=None, method="affine", metric="xe", protocol
     raw = _epsr(metric, labels, scores, costs, priors, score_type, normalize, sample_weight)
     calv = _epsr(metric, labels, res.scores, costs, priors, "log_posteriors", normalize, sample_weight)
     absolute = raw - calv
-    relative = _relative(raw, calv)
+    relative = relative_calibration_loss(raw, calv)
     return CalibrationDiagnosis(metric, res.protocol, raw, calv, absolute, relative, res.scores, res.calibrator)

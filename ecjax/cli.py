@@ -1596,7 +1596,7 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="scores: average precision, precision-recall, DET and decision curves (binary; the points "
                         "in --json / --out), or the one-vs-one AUC (multiclass)")
     m.add_argument("--bootstrap", metavar="METRIC", default=None,
-                   choices=["cross_entropy", "brier", "auc", "eer", "ece", "nec_best_threshold"],
+                   choices=["cross_entropy", "brier", "auc", "eer", "ece", "nec_best_threshold", "calibration_loss"],
                    help="posterior of a score metric by the Bayesian bootstrap over the samples, paired across "
                         "systems: HDI, P(best), P(a better than b); one of %(choices)s")
     m.add_argument("--bootstrap-draws", type=_int_in(200, 10**6, "--bootstrap-draws"), default=2000, metavar="N",

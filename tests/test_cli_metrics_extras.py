@@ -117,3 +117,22 @@ def test_bootstrap_cross_entropy_matches_rubins_closed_form(binary, capsys):
     low, high = boot["hdi"]["A"]
     assert (high - low) == pytest.approx(2 * 1.6449 * sd, rel=0.1)  # nearly normal at N = 400
     assert boot["p_best"]["A"] > 0.99 and boot["pairwise"]["A"]["B"] > 0.99
+
+
+def test_bootstrap_calibration_loss_matches_a_scikit_learn_calibration(binary, capsys):
+    # The estimate is the relative cross-entropy calibration loss (seed 002 eq. 60) of the affine calibrator fitted
+    # on the data: for LLRs with the data's priors, a logistic regression on the posterior log-odds.
+    from sklearn.linear_model import LogisticRegression
+
+    y, llr = binary
+    p1 = y.mean()
+    z = llr + np.log(p1 / (1 - p1))
+    code, out, err = _run(capsys, "metrics", "--labels", "y.npy", "--scores", "llr.npy", "--names", "A",
+                          "--score-type", "llr", "--bootstrap", "calibration_loss", "--bootstrap-draws", "200", "--json")
+    assert code == 0, err
+    boot = json.loads(out)["bootstrap"]
+    fit = LogisticRegression(penalty=None, tol=1e-10).fit(z[:, None], y)
+    zc = fit.decision_function(z[:, None])
+    raw, calibrated = (np.mean(np.logaddexp(0, np.where(y == 1, -t, t))) for t in (z, zc))
+    assert boot["metric"] == "calibration_loss" and not boot["higher_is_better"]
+    assert boot["estimate"]["A"] == pytest.approx(100 * (raw - calibrated) / raw, rel=1e-4)

@@ -15,8 +15,9 @@ systems, so the summaries (ranks, HDIs, batch means) compile once for the file.
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import optimize, stats
 from scipy.stats import rankdata
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score, roc_curve
 
 import jax
@@ -89,6 +90,23 @@ def _nec_ref(y, s, w, costs=np.array([[0.0, 1.0], [1.0, 0.0]]), priors=None):
     return best / np.min(p @ costs)
 
 
+def _affine_calibration_loss_ref(y, lp, w, priors=None):
+    """100 (XE_raw - XE_cal) / XE_raw, XE_cal from scipy's BFGS in float64 over the affine map a s + b (seed 002
+    eq. 61), with per-sample weights w P_y / W_y (the data's priors: P_y = W_y / W)."""
+    k = lp.shape[1]
+    class_w = np.bincount(y, weights=w, minlength=k)
+    p = class_w / class_w.sum() if priors is None else np.asarray(priors)
+    u = w * (p / class_w)[y]
+
+    def xe(theta):
+        z = theta[0] * lp + theta[1:]
+        return -np.sum(u * (z[np.arange(len(y)), y] - np.logaddexp.reduce(z, axis=1)))
+
+    identity = np.r_[1.0, np.zeros(k)]
+    fit = optimize.minimize(xe, identity, method="BFGS", options={"gtol": 1e-12})
+    return 100 * (xe(identity) - min(fit.fun, xe(identity))) / xe(identity)
+
+
 def _reference(metric, y, lp, w, **options):
     p = np.exp(lp)
     s = lp[:, 1] - lp[:, 0] if lp.shape[1] == 2 else None
@@ -105,14 +123,16 @@ def _reference(metric, y, lp, w, **options):
         return _eer_ref(y, s, w)
     if metric == "ece":
         return _ece_ref(y, p, w)
+    if metric == "calibration_loss":
+        return _affine_calibration_loss_ref(y, lp, w, **options)
     return _nec_ref(y, s, w, **options)
 
 
 # ------------------------------------------------------------ weighted kernels
 
 CASES = [(name, 2, {}) for name in BUILTIN_METRICS] + [
-    ("cross_entropy", 3, {}), ("brier", 3, {}), ("ece", 3, {}),
-    ("cross_entropy", 2, {"priors": np.array([0.3, 0.7])}),
+    ("cross_entropy", 3, {}), ("brier", 3, {}), ("ece", 3, {}), ("calibration_loss", 3, {}),
+    ("cross_entropy", 2, {"priors": np.array([0.3, 0.7])}), ("calibration_loss", 2, {"priors": np.array([0.3, 0.7])}),
     ("nec_best_threshold", 2, {"costs": np.array([[0.0, 1.0], [4.0, 0.0]]), "priors": np.array([0.8, 0.2])}),
 ]
 
@@ -200,6 +220,71 @@ def test_bootstrap_of_a_weighted_mean_matches_rubins_closed_form(metric):
     # weights per system would give the sum of the two variances instead.
     z_mean, z_var, _ = _moment_check(draws[:, 0] - draws[:, 1], per_sample[0] - per_sample[1])
     assert abs(z_mean) < 4 and abs(z_var) < 4
+
+
+def _sklearn_calibration_loss(y, log_odds, u):
+    """Relative XE calibration loss (seed 002 eq. 60) with scikit-learn's unpenalized logistic regression on the
+    log-odds as the affine calibrator (for K = 2, a s + b on the log-posteriors is a (s_1 - s_0) + b_1 - b_0)."""
+    u = u / u.sum()
+    fit = LogisticRegression(penalty=None, tol=1e-10, max_iter=1000).fit(log_odds[:, None], y, sample_weight=u)
+    z = fit.decision_function(log_odds[:, None])
+    raw = np.sum(u * np.logaddexp(0, np.where(y == 1, -log_odds, log_odds)))
+    calibrated = np.sum(u * np.logaddexp(0, np.where(y == 1, -z, z)))
+    return 100 * (raw - calibrated) / raw
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # scikit-learn 1.5 passes L-BFGS-B options that scipy deprecates
+def test_calibration_loss_posterior_matches_an_independent_bootstrap_with_scikit_learn_fits():
+    # The reference posterior: 300 Dirichlet(1, ..., 1) weight vectors drawn with numpy, each system calibrated
+    # on each by scikit-learn. Two Monte Carlo samples of one posterior: the means agree within 4 standard errors
+    # of their difference, the standard deviations within 4 standard errors (sd / sqrt(2 S) each), and so does the
+    # sd of the paired difference, which independent weights per system would make ~3x larger here.
+    n, s_ref = 80, 300
+    y, lp = _binary_data(n, seed=7, shift=0.7)
+    a = lp[:, 1] - lp[:, 0]
+    b = np.sign(a) * np.abs(a) ** 1.6  # a monotone but non-affine change: a different calibration loss
+    systems = np.stack([a, b]).astype(np.float32)
+    res = bootstrap_metric(KEY, y, np.stack([-np.logaddexp(0, systems), -np.logaddexp(0, -systems)], -1),
+                           "calibration_loss", num_draws=S)
+    rng = np.random.default_rng(8)
+    ref = np.array([[_sklearn_calibration_loss(y, x.astype(np.float64), w) for x in systems]
+                    for w in rng.exponential(size=(s_ref, n))])
+    np.testing.assert_allclose(res.estimate, [_sklearn_calibration_loss(y, x.astype(np.float64), np.ones(n))
+                                              for x in systems], rtol=1e-4)
+    draws = np.asarray(res.draws, np.float64)
+    for got, want in [(draws[:, 0], ref[:, 0]), (draws[:, 1], ref[:, 1]), (draws[:, 0] - draws[:, 1],
+                                                                              ref[:, 0] - ref[:, 1])]:
+        se_mean = np.sqrt(got.var() / S + want.var() / s_ref)
+        assert abs(got.mean() - want.mean()) < 4 * se_mean, (got.mean(), want.mean(), se_mean)
+        se_sd = np.sqrt(got.var() / (2 * S) + want.var() / (2 * s_ref))
+        assert abs(got.std() - want.std()) < 4 * se_sd, (got.std(), want.std(), se_sd)
+    assert np.sqrt(ref[:, 0].var() + ref[:, 1].var()) > 2 * (ref[:, 0] - ref[:, 1]).std()
+
+
+def test_calibration_loss_of_affinely_related_systems_shares_the_calibrated_cross_entropy_in_every_draw():
+    # a s + b of the log-odds calibrates both systems to the same posteriors, so in every draw
+    # (100 - loss) * XE_raw = 100 XE_cal is the same for the two systems: thousands of fits checked, including
+    # those of a system whose log-odds span hundreds of nats (the softmax is saturated at the identity map).
+    n = 300
+    y, lp = _binary_data(n, seed=9)
+    x = lp[:, 1] - lp[:, 0]
+    systems = np.stack([x, 40.0 * x - 3.0]).astype(np.float32)
+    scores = np.stack([-np.logaddexp(0, systems), -np.logaddexp(0, -systems)], -1)
+    loss = np.asarray(bootstrap_metric(KEY, y, scores, "calibration_loss", num_draws=1000).draws, np.float64)
+    raw = np.asarray(bootstrap_metric(KEY, y, scores, "cross_entropy", num_draws=1000).draws, np.float64)
+    calibrated = (100 - loss) * raw / 100
+    assert loss[:, 1].min() > 80  # the overconfident system: most of its cross-entropy is miscalibration
+    np.testing.assert_allclose(calibrated[:, 1], calibrated[:, 0], rtol=2e-5)
+
+
+def test_calibration_loss_of_separable_data_is_finite_and_near_100():
+    # Perfectly separated classes: the best affine map sends the scale to infinity and the calibrated
+    # cross-entropy to 0, so the loss tends to 100 %; it must stay finite (no NaN from a singular Hessian).
+    y = np.repeat([0, 1], 30)
+    x = np.r_[np.linspace(-4, -0.5, 30), np.linspace(0.5, 4, 30)]
+    lp = np.stack([-np.logaddexp(0, x), -np.logaddexp(0, -x)], -1).astype(np.float32)
+    got = np.asarray(weighted_metric(y, lp, np.ones(60), "calibration_loss"))
+    assert np.isfinite(got) and 99.9 < got <= 100.0
 
 
 def test_frequency_weights_match_the_weighted_closed_form_and_repeated_samples():

@@ -3,7 +3,7 @@
 :func:`ecjax.prob.compare` puts a posterior on the utility yield, EC and
 NEC, which depend on the data only through confusion counts.  Metrics that
 need the scores themselves (cross-entropy, Brier score, AUC, EER, ECE, the
-NEC at the best threshold, or any user function) get theirs here, by the
+NEC at the best threshold, the calibration loss, or any user function) get theirs here, by the
 Bayesian bootstrap (Rubin 1981, "The Bayesian bootstrap", Annals of
 Statistics 9(1)): each posterior draw gives the ``N`` test samples weights
 
@@ -65,6 +65,7 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import inputs as v
+from ecjax.calibration import fit_affine_newton_kernel, relative_calibration_loss
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
 from ecjax.prob import sampling
@@ -268,12 +269,35 @@ def weighted_nec_best_threshold(labels, log_posteriors, weights, priors=None, co
     return jnp.min(jnp.where(valid, ec, jnp.inf)) / naive
 
 
+def weighted_calibration_loss(labels, log_posteriors, weights, priors=None):
+    """Kernel: relative calibration loss ``100 (XE_raw - XE_cal) / XE_raw`` (seed 002 eqs. 59-60) for these weights.
+
+    ``XE_raw`` is :func:`weighted_cross_entropy`; ``XE_cal`` the same
+    cross-entropy after the affine calibrator (seed 002 eq. 61, scale and
+    bias on the log-posteriors) that minimizes it for these weights, fitted
+    by :func:`ecjax.calibration.fit_affine_newton_kernel`.  This is
+    :func:`ecjax.calibration.diagnose` with ``method="affine"``,
+    ``protocol="train_on_test"`` on weighted data: the calibrator is fitted
+    on the samples it is judged on (and, in a bootstrap draw, on that draw's
+    weights), so the loss is the most that an affine calibrator could remove
+    from this data, optimistic for a calibrator trained elsewhere.  In
+    ``[0, 100]``: the identity map is one of the affine calibrators.
+    """
+    k = log_posteriors.shape[-1]
+    evaluation = _evaluation_weights(labels, weights, priors, k)
+    raw = cross_entropy_kernel(labels, log_posteriors, evaluation)
+    _, _, calibrated = fit_affine_newton_kernel(labels, log_posteriors, evaluation)
+    return relative_calibration_loss(raw, cross_entropy_kernel(labels, calibrated, evaluation))
+
+
 @dataclass(frozen=True)
 class _Builtin:
     kernel: object
     higher_is_better: bool
     binary: bool
     options: tuple  # the keyword options (priors, costs) the kernel takes
+    # (N, K) arrays the kernel holds per weight vector, beyond the shared scores: sizes the default chunk of draws.
+    arrays_per_sample_and_class: int = 0
 
 
 BUILTIN_METRICS = {
@@ -283,6 +307,8 @@ BUILTIN_METRICS = {
     "eer": _Builtin(weighted_eer, False, True, ()),
     "ece": _Builtin(weighted_ece, False, False, ()),
     "nec_best_threshold": _Builtin(weighted_nec_best_threshold, False, True, ("priors", "costs")),
+    # The Newton fit's candidate steps evaluate 6 log-softmaxes at once, besides p and the deviations.
+    "calibration_loss": _Builtin(weighted_calibration_loss, False, False, ("priors",), 10),
 }
 # Metrics that depend on the ranking of the log-odds only, so likelihood-type scores need no priors for them.
 _RANKING_METRICS = ("auc", "eer", "nec_best_threshold")
@@ -590,8 +616,8 @@ def weighted_metric(labels, scores, weights, metric, *, score_type="log_posterio
     """A metric of the scores with per-sample weights: built-in by name, or a user function.
 
     ``metric`` is one of :data:`BUILTIN_METRICS` (``"cross_entropy"``,
-    ``"brier"``, ``"auc"``, ``"eer"``, ``"ece"``, ``"nec_best_threshold"``;
-    see the ``weighted_*`` kernels of this module for their formulas) or a
+    ``"brier"``, ``"auc"``, ``"eer"``, ``"ece"``, ``"nec_best_threshold"``,
+    ``"calibration_loss"``; see the ``weighted_*`` kernels of this module for their formulas) or a
     jit-able ``f(labels, log_posteriors, weights) -> scalar`` of one system.
     Integer weights give the metric of the data with each row repeated that
     many times; uniform weights give the ordinary metric.
@@ -602,8 +628,8 @@ def weighted_metric(labels, scores, weights, metric, *, score_type="log_posterio
       weights: ``(..., N)`` non-negative weights, any scale (normalized to
         sum to 1 before the metric sees them), any leading batch axes.
       score_type: as everywhere (:mod:`ecjax.inputs`).
-      priors: for ``"cross_entropy"``, ``"brier"`` and
-        ``"nec_best_threshold"``, evaluation priors (default: the weighted
+      priors: for ``"cross_entropy"``, ``"brier"``, ``"nec_best_threshold"``
+        and ``"calibration_loss"``, evaluation priors (default: the weighted
         class frequencies); for ``"llr"`` / ``"log_likelihoods"`` scores also
         the priors that make them posteriors (required then, except for the
         ranking metrics ``"auc"``, ``"eer"``, ``"nec_best_threshold"``).
@@ -760,7 +786,10 @@ def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, grou
         §4.1), ``"auc"``, ``"eer"`` (binary; §4.5), ``"ece"`` (15
         equal-width bins, §4.3.2), ``"nec_best_threshold"`` (binary: the NEC
         of "decide 1 iff log-odds > t" at the best ``t`` for each draw, 0-1
-        costs unless ``costs`` given); or a user function ``f(labels,
+        costs unless ``costs`` given), ``"calibration_loss"`` (the relative
+        cross-entropy calibration loss of seed 002 eq. 60, in percent, of
+        the affine calibrator fitted on each draw's weights:
+        :func:`weighted_calibration_loss`); or a user function ``f(labels,
         log_posteriors, weights) -> scalar`` for one system (``(N,)``,
         ``(N, K)``, ``(N,)``), jit- and vmap-able, where ``weights`` are
         non-negative and sum to 1 (uniform ``1/N`` gives the ordinary metric).
@@ -801,11 +830,12 @@ def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, grou
     options = _metric_options(metric, labels, evaluation_priors, costs)
     if callable(metric):
         _check_user_metric(metric, labels, scores)
-    m, n, _ = scores.shape
+    m, n, k = scores.shape
     sample_weight = _checked_sample_weight(sample_weight, labels, metric, evaluation_priors, scores.shape[-1])
     group_index, num_groups = _group_index(groups, n)
     if chunk_size is None:
-        chunk_size = max(1, min(num_draws, _CHUNK_ELEMENTS // (n * m)))
+        per_sample = max(1, BUILTIN_METRICS[metric].arrays_per_sample_and_class * k) if isinstance(metric, str) else 1
+        chunk_size = max(1, min(num_draws, _CHUNK_ELEMENTS // (n * m * per_sample)))
     chunk_size = min(v.as_positive_int(chunk_size, "chunk_size"), num_draws)
     names = system_names(systems, names, m)
 
