@@ -90,15 +90,16 @@ def test_truncated_standard_normal_batches_elementwise_bounds():
             assert stats.kstest(x[:, i, j], stats.truncnorm(float(low[i, j]), float(high[i, j])).cdf).pvalue > 1e-3
 
 
-# ------------------------------------------------------------ Gamma retries
+# ------------------------------------------------------------ Gamma work queue
 
-@pytest.mark.parametrize("shrink", [16, 1024])
-def test_gamma_retry_cascade_is_exact_even_when_buffers_overflow(shrink):
-    # Shapes near 0 are boosted to ~1, where Marsaglia-Tsang rejects ~5 % of proposals: with shrink=1024 the
-    # level-0 buffer (64 slots for 2^16 elements, ~3000 rejections) overflows and its loop runs many times.
-    n = 1 << 16
+@pytest.mark.parametrize("batch", [64, 4096])
+def test_gamma_work_queue_is_exact_when_rejections_wrap_around_the_queue(batch):
+    # Shapes near 0 are boosted to ~1, where Marsaglia-Tsang rejects ~5 % of proposals: ~1600 of the 2^15
+    # elements go to the back of the queue, which wraps around its ring buffer (with batch=64, ~25 batches of
+    # retries, some of them retried again).
+    n = 1 << 15
     shape = jnp.asarray(np.where(np.arange(n) % 2 == 0, 1e-3, 1.0), jnp.float32)
-    x = np.asarray(jax.jit(lambda k, s: _sampling._gamma_block(k, s, boost=True, shrink=shrink))(KEY, shape),
+    x = np.asarray(jax.jit(lambda k, s: _sampling._gamma_block(k, s, boost=True, batch=batch))(KEY, shape),
                    np.float64)
     assert np.all(np.isfinite(x)) and np.all(x >= 0)
     assert stats.kstest(x[1::2], stats.gamma(1.0).cdf).pvalue > 1e-3

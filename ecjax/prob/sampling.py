@@ -4,17 +4,17 @@
 rejection loop; on CPU that makes ``10^7`` variates take tens of seconds.
 The Dirichlet posteriors of confusion rates need that many for every
 ranking, so this module has its own exact sampler: the Marsaglia-Tsang
-method (ACM TOMS 26(3), 2000) vectorized over cache-sized blocks, with the
-rare rejected proposals retried in a cascade of compacted buffers instead of
+method (ACM TOMS 26(3), 2000) vectorized over cache-sized batches of a work
+queue, the rare rejected proposals going to the back of the queue instead of
 redrawing the block.  It is exact: every accepted proposal has the Gamma
 distribution; only the order of the random numbers differs from
 ``jax.random.gamma``.  :func:`gamma_draws` and :func:`dirichlet_draws` serve
 the common case of many draws from one small array of shapes (a confusion
-matrix plus a concentration): 3x10^7 Dirichlet variates in about 0.6 s on
+matrix plus a concentration): 3x10^7 Dirichlet variates in about 1.5 s on
 two CPU cores, against 113 s for ``jax.random.gamma``.
 
-Its retry cascade costs 4-9 s of XLA compilation on two CPU cores, which
-used to be paid again for every new shape of confusion matrix, number of
+Its former retry cascade cost 4-9 s of XLA compilation on two CPU cores (the
+queue: under 1 s), which used to be paid again for every new shape of confusion matrix, number of
 draws or table of cells.  Called with concrete (untraced) arguments, the
 samplers therefore draw through one compiled unit of fixed length per
 process (:func:`_gamma_unit`), fed by small per-shape tiling kernels; under
@@ -34,7 +34,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
-from ecjax.random_bits import first_true_indices, uniform_pair
+from ecjax.random_bits import uniform_pair
 
 
 def _mt_constants(shape):
@@ -96,58 +96,72 @@ def _mt_propose(key, d, c):
     return accepted, d * one_plus * one_plus * one_plus, log_free_uniform
 
 
-# The innermost retry buffer: below this size a level retries its whole array until every slot is accepted.
-_LAST_BUFFER = 64
+# Proposals made together by the work queue of _gamma_block: small enough to stay in cache, large enough that the
+# loop's per-iteration cost is small against the proposals.
+_QUEUE_BATCH = 4096
 
 
-def _retry(key, d, c, accepted, value, log_free, *, shrink):
-    """Replace every rejected proposal by an accepted one.
+def _gamma_block(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH):
+    """Gamma variates for a flat block of shapes (``constants``: ``(d, c)`` when already computed).
 
-    Rejections are rare (at most 5 %, at shape 1), so they are compacted
-    into a buffer ``shrink`` times smaller, proposed again there, and the
-    buffer's own rejections go one level down the same way; the smallest
-    level retries its whole array.  The work is about ``1 + 1/shrink`` times
-    one proposal per element.  A level whose buffer overflows simply runs
-    again on what is left, so the result is exact for any rejection count.
+    A work queue of element indices, consumed ``batch`` at a time: each
+    element in the batch gets one Marsaglia-Tsang proposal; accepted ones
+    are written out, rejected ones go to the back of the queue (a ring
+    buffer of the ``n`` indices: at most ``n`` are ever pending, so the
+    back never overruns the front).  Every element ends with its first
+    accepted proposal, so the result is exact for any rejection count, and
+    the work is one proposal per proposal needed (``~1.05 n`` at shape 1).
+    The first pass reads and writes the elements in order (slices); only
+    the retries gather and scatter.  One copy of the proposal code in one
+    loop compiles in about 1 s on two CPU cores, where the former cascade of
+    compacted retry buffers took 3.5 s; it drew 1.3-1.5 times faster
+    (measured: 3x10^7 Dirichlet variates of shapes 1-900 in 1.5-1.8 s
+    against 1.0-1.2 s, two CPU cores, noisy).
     """
-    n = d.shape[0]
-    size = n // shrink
-
-    def cond(state):
-        return ~jnp.all(state[0])
-
-    if size < _LAST_BUFFER:
-        def whole(state):
-            acc, val, fr, k = state
-            k, sub = jax.random.split(k)
-            ok, val2, fr2 = _mt_propose(sub, d, c)
-            take = ~acc & ok
-            return acc | ok, jnp.where(take, val2, val), jnp.where(take, fr2, fr), k
-
-        return jax.lax.while_loop(cond, whole, (accepted, value, log_free, key))[:3]
-
-    def level(state):
-        acc, val, fr, k = state
-        k, k_propose, k_below = jax.random.split(k, 3)
-        idx = first_true_indices(~acc, size)
-        valid = idx < n
-        safe = jnp.where(valid, idx, 0)
-        bd, bc = d[safe], c[safe]
-        ok, val2, fr2 = _mt_propose(k_propose, bd, bc)
-        # Padding slots count as accepted so that nothing below retries them; the scatter drops them.
-        ok, val2, fr2 = _retry(k_below, bd, bc, ok | ~valid, val2, fr2, shrink=shrink)
-        return (acc.at[idx].set(True, mode="drop"), val.at[idx].set(val2, mode="drop"),
-                fr.at[idx].set(fr2, mode="drop"), k)
-
-    return jax.lax.while_loop(cond, level, (accepted, value, log_free, key))[:3]
-
-
-def _gamma_block(key, shape, *, boost, constants=None, shrink=64):
-    """Gamma variates for a flat block of shapes (``constants``: ``(d, c)`` when already computed)."""
     d, c = _mt_constants(shape) if constants is None else constants
-    key_first, key_rest = jax.random.split(key)
-    accepted, value, log_free = _mt_propose(key_first, d, c)
-    value, log_free = _retry(key_rest, d, c, accepted, value, log_free, shrink=shrink)[1:]
+    n = d.shape[0]
+    b = min(batch, n)
+    lanes = jnp.arange(b, dtype=jnp.int32)
+
+    def pending(state):
+        return state[4] < state[5]
+
+    def propose_batch(state):
+        queue, value, log_free, it, head, tail = state
+        left = tail - head
+        valid = lanes < left
+        # The first pass takes the elements in order, a slice: no gather or scatter of the ~95 % it accepts.
+        in_order = head + b <= n
+        slot = head + lanes
+        idx = queue[jnp.where(slot >= n, slot - n, slot)]
+        start = jnp.minimum(head, n - b)
+        gathered = jnp.where(in_order, jax.lax.dynamic_slice_in_dim(d, start, b), d[idx]), \
+            jnp.where(in_order, jax.lax.dynamic_slice_in_dim(c, start, b), c[idx])
+        ok, proposal, free = _mt_propose(jax.random.fold_in(key, it), *gathered)
+        ok = ok & valid
+
+        def write_slice(arrays):
+            # Rejected slots get a value too; they are overwritten when their element is accepted.
+            return tuple(jax.lax.dynamic_update_slice_in_dim(a, x, start, 0)
+                         for a, x in zip(arrays, (proposal, free)))
+
+        def scatter(arrays):
+            # Out-of-range, distinct targets (n + lane) are dropped.
+            done_at = jnp.where(ok, idx, n + lanes)
+            return tuple(a.at[done_at].set(x, mode="drop", unique_indices=True)
+                         for a, x in zip(arrays, (proposal, free)))
+
+        value, log_free = jax.lax.cond(in_order, write_slice, scatter, (value, log_free))
+        again = valid & ~ok
+        back = tail + jnp.cumsum(again) - 1
+        back_at = jnp.where(again, jnp.where(back >= n, back - n, back), n + lanes)
+        queue = queue.at[back_at].set(idx, mode="drop", unique_indices=True)
+        return queue, value, log_free, it + 1, head + jnp.minimum(b, left), tail + jnp.sum(again, dtype=jnp.int32)
+
+    zeros = jnp.zeros_like(d)
+    int_zero = jnp.zeros((), jnp.int32)
+    state = (jnp.arange(n, dtype=jnp.int32), zeros, zeros, int_zero, int_zero, jnp.full((), n, jnp.int32))
+    _, value, log_free, _, _, _ = jax.lax.while_loop(pending, propose_batch, state)
     if boost:
         small = shape < 1.0
         # Gamma(a) = Gamma(a + 1) U^(1/a), with U the proposal's free uniform (given in log).
@@ -157,7 +171,7 @@ def _gamma_block(key, shape, *, boost, constants=None, shrink=64):
 
 
 # Large inputs are drawn in blocks of about this many variates: the working set of one block (shapes,
-# constants, proposals, flags) stays in cache, and the retry cascade runs over one block at a time.
+# constants, proposals, flags) stays in cache, and the work queue runs over one block at a time.
 _BLOCK = 1 << 18
 # Concrete (untraced) requests are drawn by one compiled sampler per unit size: the smaller unit keeps a
 # request of a few thousand variates from paying for a whole block.
@@ -231,7 +245,7 @@ def _gamma_rows(key, flat, num_rows, boost):
 
     The draws go through :func:`_gamma_unit` at a fixed length, so a new
     ``S`` or ``num_rows`` compiles only small tiling and copying kernels
-    (about ten times cheaper than the sampler's retry cascade).  A row
+    (several times cheaper than the sampler).  A row
     longer than a unit is drawn as consecutive units of its entries.
     """
     size = flat.shape[0]
