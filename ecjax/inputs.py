@@ -272,7 +272,7 @@ def as_matrix(x, name: str, *, shape: tuple[int | None, int | None] | None = Non
         if (k is not None and arr.shape[-2] != k) or (d is not None and arr.shape[-1] != d):
             want = f"({'K' if k is None else k}, {'D' if d is None else d})"
             raise InputError(f"`{name}` must have trailing shape {want}, got shape {tuple(arr.shape)}")
-    return jnp.asarray(arr, dtype=jnp.result_type(float))
+    return to_device(arr, dtype=jnp.result_type(float))
 
 
 def as_priors(x, name: str = "priors", *, num_classes: int | None = None):

@@ -72,3 +72,29 @@ def test_the_check_finds_a_crossing(tmp_path):
                "ecjax.sub._hidden": pkg / "sub" / "_hidden.py", "ecjax.user": pkg / "user.py"}
     found = {what for _, what, _ in private_names_crossing(modules)}
     assert found == {"from ecjax.inputs import _helper", "from ecjax.sub._hidden import X", "ecjax.inputs._helper"}
+
+
+def test_comparing_from_the_command_line_path_imports_neither_numpyro_nor_optax():
+    # `ecjax compare` with interval costs (the README's command) draws everything with ecjax's own samplers, so
+    # NumPyro (about 0.45 s to import, with the scipy it pulls in) and optax stay unloaded; the lazy names of
+    # `ecjax.prob` still load their modules on first use.
+    import subprocess
+    import sys
+
+    code = """
+import sys
+import numpy as np, jax
+import ecjax.cli
+from ecjax import prob
+y = np.array([0, 1, 1, 0, 1, 0, 1, 1])
+d = np.array([[0, 1, 0, 0, 1, 1, 1, 1], [0, 1, 1, 0, 0, 0, 1, 1]])
+res = prob.compare(y, d, costs=prob.intervals([[0, 1], [2, 0]], [[0, 2], [8, 0]], kind="cost"),
+                   key=jax.random.key(0), num_draws=200)
+assert np.isfinite(res.p_best).all()
+loaded = [m for m in ("numpyro", "optax") if m in sys.modules]
+assert not loaded, loaded
+prob.bootstrap_metric, prob.hierarchical_test, prob.TruncatedStandardNormal
+assert "numpyro" in sys.modules and "optax" in sys.modules
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]

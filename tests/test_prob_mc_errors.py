@@ -23,6 +23,16 @@ def test_independent_draws_match_sigma_over_root_n():
     np.testing.assert_allclose(se, 2.0 / np.sqrt(100_000), rtol=0.4)  # 20 batches: the estimate is within ~16 %
 
 
+def test_batch_means_error_is_the_numpy_formula_and_exactly_0_for_a_constant():
+    # sd(batch means) / sqrt(B) of 20 consecutive batches (the last S mod 20 draws left out), in float64 numpy.
+    x = np.random.default_rng(3).normal(0.7, 1.5, size=(10_007, 2)).astype(np.float32)
+    means = x[: 20 * (10_007 // 20)].astype(np.float64).reshape(20, -1, 2).mean(1)
+    np.testing.assert_allclose(batch_means_error(x), means.std(0, ddof=1) / np.sqrt(20), rtol=1e-4)
+    # A quantity that does not vary has no Monte Carlo error: not ~1e-8 from float32 rounding of its batch means.
+    assert np.all(batch_means_error(np.full((20_000, 3), 0.9990001, np.float32)) == 0.0)
+    assert np.all(batch_means_error(np.ones((4_000, 2), bool)) == 0.0)
+
+
 def test_correlated_draws_get_the_long_run_variance():
     # AR(1) with phi = 0.9: the error of the mean is sqrt((1 + phi) / (1 - phi)) = 4.4 times the iid formula.
     rng = np.random.default_rng(1)

@@ -16,28 +16,15 @@
 * :func:`compare`: which classifier, and how sure are we.
 """
 
-from ecjax.prob.bootstrap import BUILTIN_METRICS, MetricPosterior, bootstrap_metric, weighted_metric
+from typing import TYPE_CHECKING
+
 from ecjax.prob.compare import PerDraw, compare, compare_counts, draw_to_precision, evaluate_draws
-from ecjax.prob.distributions import TruncatedStandardNormal
-from ecjax.prob.from_results import (
-    CorrelatedTTest,
-    HierarchicalResultsComparison,
-    HierarchicalTTest,
-    ResultsComparison,
-    compare_results,
-    correlated_t_test,
-    hierarchical_compare_results,
-    hierarchical_results_model,
-    hierarchical_t_model,
-    hierarchical_test,
-)
 from ecjax.prob.expected_utility import (
     ExpectedUtility,
     expected_utility_bayes_decisions,
     expected_utility_decision,
     expected_utility_matrix,
 )
-from ecjax.prob.hierarchical import HierarchicalComparison, compare_test_sets, hierarchical_model
 from ecjax.prob.paired import (
     ClusteredOutcomeTable,
     clustered_outcome_table,
@@ -68,6 +55,62 @@ from ecjax.prob.utility_priors import (
     truncated_normal,
     truncated_normal_model,
 )
+
+# Modules that import NumPyro's inference or optax load on first use of one of their names (PEP 562), so that
+# `from ecjax import prob; prob.compare(...)` (and the command line) do not import them: about 0.5 s a process.
+_LAZY = {
+    'BUILTIN_METRICS': 'ecjax.prob.bootstrap',
+    'MetricPosterior': 'ecjax.prob.bootstrap',
+    'bootstrap_metric': 'ecjax.prob.bootstrap',
+    'weighted_metric': 'ecjax.prob.bootstrap',
+    'TruncatedStandardNormal': 'ecjax.prob.distributions',
+    'CorrelatedTTest': 'ecjax.prob.from_results',
+    'HierarchicalResultsComparison': 'ecjax.prob.from_results',
+    'HierarchicalTTest': 'ecjax.prob.from_results',
+    'ResultsComparison': 'ecjax.prob.from_results',
+    'compare_results': 'ecjax.prob.from_results',
+    'correlated_t_test': 'ecjax.prob.from_results',
+    'hierarchical_compare_results': 'ecjax.prob.from_results',
+    'hierarchical_results_model': 'ecjax.prob.from_results',
+    'hierarchical_t_model': 'ecjax.prob.from_results',
+    'hierarchical_test': 'ecjax.prob.from_results',
+    'HierarchicalComparison': 'ecjax.prob.hierarchical',
+    'compare_test_sets': 'ecjax.prob.hierarchical',
+    'hierarchical_model': 'ecjax.prob.hierarchical',
+}
+
+if TYPE_CHECKING:  # the lazy names, for type checkers
+    from ecjax.prob.bootstrap import BUILTIN_METRICS, MetricPosterior, bootstrap_metric, weighted_metric
+    from ecjax.prob.distributions import TruncatedStandardNormal
+    from ecjax.prob.from_results import (
+        CorrelatedTTest,
+        HierarchicalResultsComparison,
+        HierarchicalTTest,
+        ResultsComparison,
+        compare_results,
+        correlated_t_test,
+        hierarchical_compare_results,
+        hierarchical_results_model,
+        hierarchical_t_model,
+        hierarchical_test,
+    )
+    from ecjax.prob.hierarchical import HierarchicalComparison, compare_test_sets, hierarchical_model
+
+
+def __getattr__(name):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ecjax.prob' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "BUILTIN_METRICS", "MetricPosterior", "bootstrap_metric", "weighted_metric",

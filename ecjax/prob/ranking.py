@@ -142,18 +142,38 @@ def hdi(draws, prob: float = 0.9):
 NUM_BATCHES = 20
 
 
+def _num_batches(num_draws, num_batches):
+    """``B = min(num_batches, S // 2)``, or ``None`` when fewer than 2 batches fit."""
+    b = min(num_batches, num_draws // 2)
+    return b if b >= 2 else None
+
+
 def _batches(draws, num_batches):
     """``(B, S // B, ...)`` consecutive batches of the draws (the last ``S mod B`` draws left out), or ``None``."""
     s = draws.shape[0]
-    b = min(num_batches, s // 2)
-    if b < 2:
+    b = _num_batches(s, num_batches)
+    if b is None:
         return None
     return draws[: b * (s // b)].reshape((b, s // b) + draws.shape[1:])
 
 
 def _spread_of_means(batch_means):
-    b = batch_means.shape[0]
-    return np.asarray(jnp.std(batch_means.astype(jnp.float32), axis=0, ddof=1), np.float64) / math.sqrt(b)
+    """``sd(batch means) / sqrt(B)`` over the first axis (float32, traced or not).
+
+    Taken about the first batch's mean: equal batch means then give exactly 0.
+    """
+    m = batch_means.astype(jnp.float32)
+    return jnp.std(m - m[:1], axis=0, ddof=1) / math.sqrt(m.shape[0])
+
+
+def _batch_means_error_kernel(x, num_batches):
+    # Draws taken about the first one: a constant gives batch means of exactly 0 (a float32 mean of a non-zero
+    # constant can differ in its last bit between batches, which would report an error of ~1e-8 for no doubt).
+    x = x.astype(jnp.float32)
+    return _spread_of_means(_batches(x - x[:1], num_batches).mean(1))
+
+
+_batch_means_error_jit = jax.jit(_batch_means_error_kernel, static_argnames=("num_batches",))
 
 
 def batch_means_error(per_draw, num_batches: int = NUM_BATCHES):
@@ -173,10 +193,28 @@ def batch_means_error(per_draw, num_batches: int = NUM_BATCHES):
       ``(...)`` float64 standard errors.
     """
     x = jnp.asarray(per_draw)
-    batches = _batches(x, num_batches)
-    if batches is None:
+    if _num_batches(x.shape[0], num_batches) is None:
         return np.full(x.shape[1:], np.nan)
-    return _spread_of_means(batches.astype(jnp.float32).mean(1))
+    # One compiled program per shape, not one per array operation (each costs ~20 ms to trace and look up).
+    return np.asarray(_batch_means_error_jit(x, num_batches=num_batches), np.float64)
+
+
+@partial(jax.jit, static_argnames=("has_rope",))
+def _summary_kernel(key, yields, rope, *, has_rope):
+    m = yields.shape[1]
+    r = ranks(key, yields)
+    out = {"ranks": r, "rank_probabilities": rank_probabilities(r, num_systems=m), "pairwise": pairwise_better(yields)}
+    out["p_best"] = out["rank_probabilities"][:, 0]
+    errors = {}
+    if _num_batches(yields.shape[0], NUM_BATCHES) is not None:
+        errors = {"p_best": _batch_means_error_kernel(r == 0, NUM_BATCHES),
+                  "mean_yield": _batch_means_error_kernel(yields, NUM_BATCHES)}
+    if has_rope:
+        out["rope_probabilities"] = rope_probabilities(yields, rope)
+        batches = _batches(yields, NUM_BATCHES)
+        if batches is not None:
+            errors["rope_probabilities"] = _spread_of_means(jax.vmap(rope_probabilities, (0, None))(batches, rope))
+    return out, errors
 
 
 def summarize(key, yields, *, rope=None):
@@ -184,24 +222,18 @@ def summarize(key, yields, *, rope=None):
 
     ``errors`` holds the batch-means standard errors of ``p_best``,
     ``mean_yield`` (the Monte Carlo mean of the yields) and, with a ``rope``,
-    ``rope_probabilities``.
+    ``rope_probabilities`` (float64 numpy; NaN with fewer than 4 draws).
+    One compiled program: the summaries of a comparison cost one trace and
+    one cache lookup, not one per array operation.
     """
     m = yields.shape[1]
-    r = ranks(key, yields)
-    out = {
-        "ranks": r,
-        "rank_probabilities": rank_probabilities(r, num_systems=m),
-        "pairwise": pairwise_better(yields),
-    }
-    out["p_best"] = out["rank_probabilities"][:, 0]
-    errors = {"p_best": batch_means_error(r == 0), "mean_yield": batch_means_error(yields)}
-    if rope is not None:
-        rope = jnp.asarray(rope, yields.dtype)
-        out["rope_probabilities"] = rope_probabilities(yields, rope)
-        batches = _batches(yields, NUM_BATCHES)
-        errors["rope_probabilities"] = (np.full((m, m, 3), np.nan) if batches is None else
-                                        _spread_of_means(jax.vmap(rope_probabilities, (0, None))(batches, rope)))
-    out["errors"] = errors
+    has_rope = rope is not None
+    rope = jnp.asarray(rope if has_rope else 0.0, yields.dtype)
+    out, errors = _summary_kernel(key, yields, rope, has_rope=has_rope)
+    nan = {"p_best": np.full((m,), np.nan), "mean_yield": np.full((m,), np.nan),
+           "rope_probabilities": np.full((m, m, 3), np.nan)}
+    names = ("p_best", "mean_yield") + (("rope_probabilities",) if has_rope else ())
+    out["errors"] = {name: np.asarray(errors[name], np.float64) if name in errors else nan[name] for name in names}
     return out
 
 

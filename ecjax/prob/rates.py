@@ -81,10 +81,9 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
-import numpyro
-import numpyro.distributions as dist
-from numpyro.infer import MCMC, NUTS
 
+# NumPyro is imported inside the models and the NUTS/Predictive functions: the samplers that `compare` and the
+# command line use do not need it, and importing it (with the scipy it pulls in) costs about 0.45 s per process.
 from ecjax import inputs as v
 from ecjax.prob.sampling import dirichlet_draws, rejection_sample
 
@@ -200,6 +199,8 @@ def _dirichlet_priors_draw(concentration, key, num_draws):
 
 
 def _dirichlet_priors_model(concentration):
+    import numpyro
+    import numpyro.distributions as dist
     numpyro.sample("priors", dist.Dirichlet(concentration))
 
 
@@ -220,6 +221,8 @@ def dirichlet_priors(concentration) -> PriorDistribution:
 def _interval_priors_model(low, high):
     # Uniform on the simplex restricted to the box: the first K-1 coordinates are uniform in
     # their intervals and the last is 1 - their sum, which must fall in its own interval.
+    import numpyro
+    import numpyro.distributions as dist
     head = numpyro.sample("head", dist.Uniform(low[:-1], high[:-1]).to_event(1))
     last = 1.0 - head.sum()
     numpyro.factor("in_box", jnp.where((last >= low[-1]) & (last <= high[-1]), 0.0, -jnp.inf))
@@ -331,6 +334,8 @@ def rates_model(counts, concentration=None, class_counts=None, prior_concentrati
     ``priors ~ Dirichlet(alpha_P)``, ``class_counts ~ Multinomial(N, priors)``.
     NUTS needs ``alpha > 0`` (a proper prior).
     """
+    import numpyro
+    import numpyro.distributions as dist
     counts = jnp.asarray(counts)
     k, d = counts.shape[-2:]
     alpha = default_concentration(d, k) if concentration is None else concentration
@@ -356,6 +361,7 @@ def sample_rates_nuts(key, counts, *, num_draws: int = 1000, num_warmup: int = 5
       ``class_counts`` is given) and the :class:`numpyro.infer.MCMC` object
       (for ``arviz.from_numpyro``).
     """
+    from numpyro.infer import MCMC, NUTS
     counts = as_counts(counts)
     alpha = default_concentration(counts.shape[-1], counts.shape[-2]) if concentration is None else check_concentration(
         concentration, allow_zero=False)

@@ -198,12 +198,14 @@ def in_blocks(key, num_rows, rows, draw_block, trailing_shape, dtype):
     compiled kernels (the sampler is compiled once, not once per caller).
     """
     num_blocks = -(-num_rows // rows)
-    out = jnp.zeros((num_rows,) + tuple(trailing_shape), dtype)
     if not _is_traced(key):
+        # A host buffer put on the device: an eager jnp.zeros would be one more compiled program per shape.
+        out = jax.device_put(np.zeros((num_rows,) + tuple(trailing_shape), dtype))
         for b in range(num_blocks):
             start = min(b * rows, num_rows - rows)
             out = _put_rows(out, draw_block(jax.random.fold_in(key, b), start), start)
         return out
+    out = jnp.zeros((num_rows,) + tuple(trailing_shape), dtype)
 
     def block(b, out):
         start = jnp.minimum(b * rows, num_rows - rows)

@@ -30,14 +30,12 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
-import numpyro
-import numpyro.distributions as dist
-from numpyro.infer import Predictive
 
+# NumPyro is imported inside the models and the NUTS/Predictive functions: the samplers that `compare` and the
+# command line use do not need it, and importing it (with the scipy it pulls in) costs about 0.45 s per process.
 from ecjax import inputs as v
 from ecjax.costs import utility_from_xy
 from ecjax.prob.sampling import rejection_sample
-from ecjax.prob.distributions import TruncatedStandardNormal
 from ecjax.random_bits import uniform
 
 SITES = ("utility", "cost")
@@ -48,6 +46,17 @@ SITES = ("utility", "cost")
 def _as_utilities(value, site):
     # "+ 0.0" turns the -0.0 of negated zero costs into 0.0.
     return value if site == "utility" else -value + 0.0
+
+
+# The key under which a compiled sampler also returns its draws as utility matrices (negated costs, float).
+_UTILITIES = "_utilities"
+
+
+def _with_utilities(draw_sites, site, key):
+    """The draws of ``draw_sites(key)`` (a dict of sites) plus :data:`_UTILITIES`, in one compiled program."""
+    draws = dict(draw_sites(key))
+    draws[_UTILITIES] = _as_utilities(jnp.asarray(draws[site], dtype=jnp.result_type(float)), site)
+    return draws
 
 
 def correct_dominates(utilities):
@@ -63,6 +72,7 @@ def correct_dominates(utilities):
 
 
 def _dominance_factor(utilities):
+    import numpyro
     numpyro.factor("correct_dominates", jnp.where(correct_dominates(utilities), 0.0, -jnp.inf))
 
 
@@ -80,6 +90,8 @@ def interval_model(low, high, *, site="utility", dominance=False):
     support to matrices where the correct decision is never worth less than
     a wrong one (a ``numpyro.factor``).
     """
+    import numpyro
+    import numpyro.distributions as dist
     unit = numpyro.sample("unit", dist.Uniform(0.0, 1.0).expand(jnp.shape(low)).to_event(2))
     value = numpyro.deterministic(site, low + (high - low) * unit)
     if dominance:
@@ -106,6 +118,8 @@ def truncated_normal_model(nominal, scale, low, high, *, site="utility", dominan
     truncated Gaussian per entry.  Entries with ``scale == 0`` are fixed at
     the nominal value.
     """
+    import numpyro
+    from ecjax.prob.distributions import TruncatedStandardNormal
     nominal, scale, low, high = jnp.broadcast_arrays(nominal, scale, low, high)
     free = scale > 0
     s = jnp.where(free, scale, 1.0)
@@ -126,6 +140,8 @@ def cost_ratio_model(low, high, *, distribution="log_uniform", positive=1, inter
     on ``[log low, log high]``; ``"log_normal"``: ``[low, high]`` is the
     central ``interval_mass`` interval of a log-normal.
     """
+    import numpyro
+    import numpyro.distributions as dist
     if distribution == "log_uniform":
         r = numpyro.sample("ratio", dist.LogUniform(low, high))
     else:
@@ -142,6 +158,8 @@ def seed004_uniform_model():
     ``(x, y)`` uniform on the hexagon ``|x|, |y|, |x - y| <= 1``; the utility
     matrix is eq. 13 (rows = true class), built by :func:`ecjax.costs.utility_from_xy`.
     """
+    import numpyro
+    import numpyro.distributions as dist
     x = numpyro.sample("x", dist.Uniform(-1.0, 1.0))
     y = numpyro.sample("y", dist.Uniform(-1.0, 1.0))
     numpyro.factor("in_hexagon", jnp.where(in_hexagon(x, y), 0.0, -jnp.inf))
@@ -154,6 +172,8 @@ def seed004_gaussian_model(center=(0.0, 0.0), sd=1.0 / 3.0):
     The seed's choice is centred on the identity matrix (``(0, 0)``) with
     standard deviation 1/3 in each coordinate (its Fig. 4).
     """
+    import numpyro
+    import numpyro.distributions as dist
     x = numpyro.sample("x", dist.Normal(center[0], sd))
     y = numpyro.sample("y", dist.Normal(center[1], sd))
     numpyro.factor("in_hexagon", jnp.where(in_hexagon(x, y), 0.0, -jnp.inf))
@@ -243,11 +263,13 @@ class UtilityPrior:
         fn = cache.get(key)
         if fn is None:
             if self.forward is not None:
-                fn = jax.jit(partial(self.forward, num_draws=num_draws))
+                draw_sites = partial(self.forward, num_draws=num_draws)
             else:
+                from numpyro.infer import Predictive
+
                 sites = [self.site, *self.constraint_sites]
-                predictive = Predictive(self.model, num_samples=num_draws, parallel=True, return_sites=sites)
-                fn = jax.jit(lambda key: predictive(key))
+                draw_sites = Predictive(self.model, num_samples=num_draws, parallel=True, return_sites=sites)
+            fn = jax.jit(partial(_with_utilities, draw_sites, self.site))
             cache[key] = fn
             while len(_SAMPLERS) > _MAX_SHARED_SAMPLERS:
                 _SAMPLERS.popitem(last=False)
@@ -261,7 +283,7 @@ class UtilityPrior:
             draws = draw(key, num_draws)
         else:
             draws = rejection_sample(draw, self.constraint, key, num_draws, what=self.name)
-        return _as_utilities(jnp.asarray(draws[self.site], dtype=jnp.result_type(float)), self.site)
+        return draws[_UTILITIES]
 
     def __repr__(self):
         return f"UtilityPrior({self.name}, shape={self.shape}, site={self.site!r})"
@@ -324,7 +346,9 @@ def intervals(low, high, *, kind: str = "utility", correct_dominates: bool = Fal
                 f"the constraints of this prior leave no support: the correct decision for class {i} is worth at "
                 f"most {float(diag_hi[i])} but decision {j} is worth at least {float(np.asarray(u_lo)[i, j])}"
             )
-    mean = None if correct_dominates else _as_utilities((low + high) / 2.0, kind)
+    # On the host: a few eager array operations would each be a compiled program (~20-60 ms on a cold start).
+    mean = None if correct_dominates else v.to_device(
+        _as_utilities((np.asarray(low, np.float64) + np.asarray(high, np.float64)) / 2.0, kind), low.dtype)
     return UtilityPrior(
         model=partial(interval_model, low, high, site=kind, dominance=correct_dominates),
         site=kind, shape=shape,
@@ -565,6 +589,7 @@ def from_model(model, *args, site: str | None = None, correct_dominates: bool = 
     by ``Predictive``: express constraints through ``correct_dominates`` or
     write the model so that its draws are valid.
     """
+    from numpyro.infer import Predictive
     if not callable(model):
         raise v.InputError(f"`model` must be a NumPyro model (a callable), got {type(model).__name__}")
     bound = partial(model, *args, **kwargs) if (args or kwargs) else model
