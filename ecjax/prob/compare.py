@@ -1066,19 +1066,19 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
         if decision_rule == "per_draw" and varies:
             if not joint and alpha == 0 and np.any(class_counts == 0):
                 raise v.InputError("with `concentration=0` every class needs test samples")
-            log_scores = [jnp.asarray(x) for x in items]
+            log_scores = [v.to_device(x) for x in items]
             f = jnp.result_type(float)
             data: dict
             if joint:
                 assert shared_labels is not None  # joint systems share one label vector
                 data = {"log_scores": jnp.stack(log_scores), "labels": jnp.broadcast_to(
-                    jnp.asarray(shared_labels), (num_systems, shared_labels.shape[0]))}
+                    v.to_device(shared_labels), (num_systems, shared_labels.shape[0]))}
                 if shared_weights is not None:
-                    data["weights"] = jnp.asarray(shared_weights, f)
+                    data["weights"] = v.to_device(shared_weights, f)
             else:
-                data = {"log_scores": tuple(log_scores), "labels": tuple(jnp.asarray(lab) for lab in label_list)}
+                data = {"log_scores": tuple(log_scores), "labels": tuple(v.to_device(lab) for lab in label_list)}
                 if weight_list is not None:
-                    data["weights"] = tuple(jnp.asarray(w, f) for w in weight_list)
+                    data["weights"] = tuple(v.to_device(w, f) for w in weight_list)
             info.update(decision_rule="per_draw", decisions="Bayes decisions of each drawn utility matrix")
             n_max = max(x.shape[0] for x in items)
             r = per_draw_rule.resolve(num_systems=num_systems, num_samples=n_max, num_classes=k, num_decisions=d,
@@ -1211,7 +1211,7 @@ def _decide(scores, costs, log_priors, score_type):
     """Bayes decisions (seed 001 eq. 7) of one system for one cost matrix (on padded samples, see bucket_size)."""
     f = jnp.result_type(float)
     n = np.shape(scores)[0]
-    dec = _decide_kernel(jnp.asarray(_padded(scores)), jnp.asarray(costs, f), jnp.asarray(log_priors, f),
+    dec = _decide_kernel(v.to_device(_padded(scores)), v.to_device(costs, f), v.to_device(log_priors, f),
                          score_type=score_type)
     return np.asarray(dec)[:n]
 
@@ -1230,7 +1230,7 @@ def _fixed_counts(labels, decisions, k, d, weights=None):
         counts = [np.bincount(f, weights=weights, minlength=k * d) for f in flat]
         return np.stack(counts).reshape(y.shape[:-1] + (k, d))
     n = np.shape(labels)[-1]
-    counts = np.asarray(confusion_counts(jnp.asarray(_padded(labels, -1)), jnp.asarray(_padded(decisions, -1)),
+    counts = np.asarray(confusion_counts(v.to_device(_padded(labels, -1)), v.to_device(_padded(decisions, -1)),
                                          num_classes=k, num_decisions=d)).astype(np.int64)
     counts[..., 0, 0] -= bucket_size(n) - n
     return counts
@@ -1264,7 +1264,7 @@ def _unpaired_source(counts, alpha):
     if alpha == 0 and np.any(counts.sum(-1) == 0):
         raise v.InputError("with `concentration=0` every class needs test samples: a row of `counts` is all zero")
     m, k, d = counts.shape
-    return _Source("unpaired", {"counts": jnp.asarray(counts, jnp.result_type(float))}, counts,
+    return _Source("unpaired", {"counts": v.to_device(counts, jnp.result_type(float))}, counts,
                    _mean_weights(counts, alpha), m * k * d)
 
 
@@ -1275,7 +1275,7 @@ def _joint_source(labels, decisions, groups, alpha, k, d, m, weights=None):
     if groups is not None:
         table = paired_mod.clustered_outcome_table(labels, decisions, groups, num_classes=k, num_decisions=d,
                                                    sample_weight=weights)
-        data = {"cells": table.cells, "groups": table.groups, "cell_counts": jnp.asarray(table.counts, f)}
+        data = {"cells": table.cells, "groups": table.groups, "cell_counts": v.to_device(table.counts, f)}
         return _Source("clustered", data, counts, None, max(m * k * d, 2 * int(table.counts.shape[0])),
                        table.num_groups)
     table = joint_outcome_table(labels, decisions, num_classes=k, num_decisions=d, sample_weight=weights)
@@ -1370,11 +1370,11 @@ def _doubt(host, yields, p_best, rec, static_ties, per_draw, components, key):
         ties = host.get(f"ties_{name}", static_ties)
         # Fixed decisions: every component's expected yield is the closed form, so all are about `rec`.
         r = rec if (name == "all" or not per_draw) else int(np.argmax(y.mean(0, dtype=np.float64)))
-        wins = ranking.group_is_best(jnp.asarray(y), jnp.asarray(ties), r)
+        wins = ranking.group_is_best(v.to_device(y), v.to_device(ties), r)
         values[name], recs[name] = float(1.0 - np.mean(np.asarray(wins))), r
         errors[name] = float(ranking.batch_means_error(wins))
         if name != "all":
-            p_bests[name] = np.asarray(ranking.summarize(keys[i - 1], jnp.asarray(y))["p_best"])
+            p_bests[name] = np.asarray(ranking.summarize(keys[i - 1], v.to_device(y))["p_best"])
     return ranking.Doubt(p_bests["all"], p_bests["costs_only"], p_bests["rates_only"], rec,
                          p_best_priors_only=p_bests["priors_only"], values=values, recommendations=recs,
                          errors=errors)
@@ -1403,7 +1403,7 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
         kb = jax.random.fold_in(key_p, b)
         if deployment_uncertain:
             return class_priors.sample(kb, plan.block)
-        return sample_class_priors(kb, None, jnp.asarray(class_counts, f), num_draws=plan.block,
+        return sample_class_priors(kb, None, v.to_device(class_counts, f), num_draws=plan.block,
                                    concentration=default_class_concentration(k))
 
     u_hat, u_method = _expected_utilities(prior, plan, sample_u)
@@ -1415,21 +1415,21 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
     # A certain source leaves no doubt: its component is not reported (doubt exactly 0).
     sources = (("costs_only", utilities_drawn), ("priors_only", deployment_uncertain), ("rates_only", True))
     components = tuple(name for name, uncertain in sources if decompose and uncertain)
-    data = {"u_hat": jnp.asarray(u_hat, f), "p_bar": jnp.asarray(p_bar, f)}
+    data = {"u_hat": v.to_device(u_hat, f), "p_bar": v.to_device(p_bar, f)}
     model = _Model("", m, k, d, float(alpha), plan.block, joint_priors, bool(decompose))
     if per_draw is None:
         src = source(u_hat)
         data.update(src.data)
         if src.mean_weights is not None:
-            data["mean_weights"] = jnp.asarray(src.mean_weights, f)
+            data["mean_weights"] = v.to_device(src.mean_weights, f)
         else:
             data["num_draws"] = np.int32(num_draws)
-        static_ties = np.asarray(_tie_labels(jnp.asarray(src.counts)))
+        static_ties = np.asarray(_tie_labels(v.to_device(src.counts)))
         model = dataclasses.replace(model, kind=src.kind, num_groups=src.num_groups)
     else:
         data.update(per_draw.data)
         with np.errstate(divide="ignore"):
-            data["log_p_decide"] = jnp.asarray(np.log(p_decide), f)
+            data["log_p_decide"] = v.to_device(np.log(p_decide), f)
         per_slab = (m if per_draw.kind == "scores_joint" else 1) * per_draw.num_samples * max(k, d)
         lik = per_draw.likelihood
         model = dataclasses.replace(model, kind=per_draw.kind, score_type=per_draw.score_type, rate_draws=group,
@@ -1449,12 +1449,12 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
         if mean_w is None:
             mean_w, method = mean_sum / num_draws, "Monte Carlo (posterior mean rates from the draws)"
             if decompose:
-                data["mean_weights"] = jnp.asarray(mean_w, f)
+                data["mean_weights"] = v.to_device(mean_w, f)
                 model2 = dataclasses.replace(model, fixed_point_only=True)
                 host.update(_run_draws(model2, plan, data, key_all, key_rates, inputs, progress)[0])
         expected_yield = _closed_form_yield(u_hat, mean_w, p_bar, joint_priors)
     rec = int(np.argmax(expected_yield))
-    yields_j = jnp.asarray(yields)
+    yields_j = v.to_device(yields)
     summary = ranking.summarize(key_rank, yields_j, rope=rope)
     p_best = np.asarray(summary["p_best"])
     doubt = None
@@ -1477,9 +1477,9 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
         errors=errors,
         systems=systems,
         yields=yields_j,
-        expected_costs=jnp.asarray(host["ec"]),
-        normalized_expected_costs=jnp.asarray(host["nec"]),
-        expected_utility_matrix=jnp.asarray(u_hat, f),
+        expected_costs=v.to_device(host["ec"]),
+        normalized_expected_costs=v.to_device(host["nec"]),
+        expected_utility_matrix=v.to_device(u_hat, f),
         expected_yield=expected_yield,
         p_best=p_best,
         rank_probabilities=np.asarray(summary["rank_probabilities"]),

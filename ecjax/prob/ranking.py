@@ -228,7 +228,7 @@ def summarize(key, yields, *, rope=None):
     """
     m = yields.shape[1]
     has_rope = rope is not None
-    rope = jnp.asarray(rope if has_rope else 0.0, yields.dtype)
+    rope = np.asarray(rope if has_rope else 0.0, yields.dtype)  # host: no program to convert it
     out, errors = _summary_kernel(key, yields, rope, has_rope=has_rope)
     nan = {"p_best": np.full((m,), np.nan), "mean_yield": np.full((m,), np.nan),
            "rope_probabilities": np.full((m, m, 3), np.nan)}

@@ -27,6 +27,7 @@ keys derived inside the retry loop made the loop hang with jax 0.10.2.)
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import numpy as np
@@ -237,9 +238,10 @@ def _tiled(flat, *, rows, unit):
     return jnp.pad(jnp.tile(flat, rows), (0, unit - rows * flat.shape[0]))
 
 
-@partial(jax.jit, static_argnames=("size",))
-def _first(x, *, size):
-    return x[:size]
+@partial(jax.jit, static_argnames=("shape",))
+def _first(x, *, shape):
+    """The first ``prod(shape)`` entries of ``x``, as an array of ``shape``."""
+    return x[:math.prod(shape)].reshape(shape)
 
 
 def _gamma_rows(key, flat, num_rows, boost):
@@ -259,7 +261,7 @@ def _gamma_rows(key, flat, num_rows, boost):
         tile = _tiled(flat, rows=rows, unit=unit)
 
         def draw_block(k, start):
-            return _first(_gamma_unit(k, tile, boost=boost), size=rows * size).reshape(rows, size)
+            return _first(_gamma_unit(k, tile, boost=boost), shape=(rows, size))
 
         return in_blocks(key, num_rows, rows, draw_block, (size,), flat.dtype)
     pieces = -(-size // unit)
@@ -267,7 +269,7 @@ def _gamma_rows(key, flat, num_rows, boost):
 
     def draw_row(k, start):
         return _first(jnp.concatenate([_gamma_unit(jax.random.fold_in(k, p), padded[p], boost=boost)
-                                       for p in range(pieces)]), size=size)[None]
+                                       for p in range(pieces)]), shape=(1, size))
 
     return in_blocks(key, num_rows, 1, draw_row, (size,), flat.dtype)
 
@@ -328,12 +330,21 @@ def _repeated(key, shape, *, num_draws, boost, normalize):
     return in_blocks(key, num_draws, rows, draw_block, shape.shape, flat.dtype)
 
 
-def _draws(key, shape, num_draws, small_shapes, normalize):
-    shape = jnp.asarray(shape, dtype=jnp.result_type(float))
-    if _is_traced(key, shape):
-        return _repeated(key, shape, num_draws=int(num_draws), boost=bool(small_shapes), normalize=normalize)
-    g = _gamma_rows(key, shape.reshape(-1), int(num_draws), bool(small_shapes)).reshape((int(num_draws),) + shape.shape)
+@partial(jax.jit, static_argnames=("shape", "normalize"))
+def _shaped(g, *, shape, normalize):
+    g = g.reshape(shape)
     return _normalize_last(g) if normalize else g
+
+
+def _draws(key, shape, num_draws, small_shapes, normalize):
+    f = jnp.result_type(float)
+    if _is_traced(key, shape):
+        return _repeated(key, jnp.asarray(shape, f), num_draws=int(num_draws), boost=bool(small_shapes),
+                         normalize=normalize)
+    # Concrete shapes are small: flattened on the host, and the draws reshaped (and normalized) in one program.
+    shape = np.asarray(shape, f)
+    g = _gamma_rows(key, shape.reshape(-1), int(num_draws), bool(small_shapes))
+    return _shaped(g, shape=(int(num_draws),) + shape.shape, normalize=normalize)
 
 
 def gamma_draws(key, shape, num_draws: int, *, small_shapes: bool = True):
