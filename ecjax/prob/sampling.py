@@ -332,7 +332,8 @@ def _repeated(key, shape, *, num_draws, boost, normalize):
 
 @partial(jax.jit, static_argnames=("shape", "normalize"))
 def _shaped(g, *, shape, normalize):
-    g = g.reshape(shape)
+    """The first ``prod(shape)`` entries of ``g``, as an array of ``shape``, normalized over the last axis or not."""
+    g = g.reshape(-1)[:math.prod(shape)].reshape(shape)
     return _normalize_last(g) if normalize else g
 
 
@@ -343,8 +344,15 @@ def _draws(key, shape, num_draws, small_shapes, normalize):
                          normalize=normalize)
     # Concrete shapes are small: flattened on the host, and the draws reshaped (and normalized) in one program.
     shape = np.asarray(shape, f)
-    g = _gamma_rows(key, shape.reshape(-1), int(num_draws), bool(small_shapes))
-    return _shaped(g, shape=(int(num_draws),) + shape.shape, normalize=normalize)
+    flat, n, out_shape = shape.reshape(-1), int(num_draws), (int(num_draws),) + shape.shape
+    if 0 < n * flat.shape[0] <= _BLOCK:
+        # Every draw fits one unit: the single block that _gamma_rows would draw (same key, same variates), without
+        # its output buffer and copies.
+        unit = next(u for u in _UNITS if n * flat.shape[0] <= u)
+        g = _gamma_unit(jax.random.fold_in(key, 0), _tiled(flat, rows=n, unit=unit), boost=bool(small_shapes))
+    else:
+        g = _gamma_rows(key, flat, n, bool(small_shapes))
+    return _shaped(g, shape=out_shape, normalize=normalize)
 
 
 def gamma_draws(key, shape, num_draws: int, *, small_shapes: bool = True):
