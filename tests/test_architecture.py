@@ -98,3 +98,18 @@ assert "numpyro" in sys.modules and "optax" in sys.modules
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_every_name_ecjax_prob_exports_resolves():
+    # ecjax.prob loads some modules on first use (PEP 562): each exported name, eager or lazy, must resolve to the
+    # object its module defines.
+    import importlib
+
+    import ecjax.prob as prob
+
+    for name in prob.__all__:
+        value = getattr(prob, name)
+        module = importlib.import_module(getattr(value, "__module__", None) or "ecjax.prob")
+        if module.__name__.startswith("ecjax.prob."):
+            assert getattr(module, name) is value, name
+    assert set(prob.__all__) <= set(dir(prob))

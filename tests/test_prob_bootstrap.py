@@ -444,6 +444,27 @@ def test_user_metric_is_paired_and_matches_closed_form():
     assert res.interval().shape == (2, 2) and np.all(res.rank_probabilities.sum(1) == pytest.approx(1.0))
 
 
+def test_user_metric_of_confusion_counts_matches_scikit_learn():
+    # F1 of the decisions "log-odds > 0", from the weighted confusion counts sum_n w_n [y_n = i][d_n = j] formed
+    # inside the user function: the estimate is scikit-learn's f1_score, and with integer frequency weights it is
+    # the F1 of the repeated rows.
+    from sklearn.metrics import f1_score
+
+    def f1(labels, log_posteriors, weights):
+        d = (log_posteriors[:, 1] > log_posteriors[:, 0]).astype(jnp.int32)
+        counts = jax.ops.segment_sum(weights, labels * 2 + d, num_segments=4).reshape(2, 2)
+        return 2 * counts[1, 1] / (2 * counts[1, 1] + counts[0, 1] + counts[1, 0])
+
+    y, lp = _binary_data(60, seed=12)
+    w = np.random.default_rng(13).integers(1, 4, 60).astype(float)
+    res = bootstrap_metric(KEY, y, lp.astype(np.float32), f1, higher_is_better=True, num_draws=400, sample_weight=w)
+    d = (lp[:, 1] > lp[:, 0]).astype(int)
+    assert res.estimate[0] == pytest.approx(f1_score(y, d, sample_weight=w), rel=1e-6)
+    rep = np.repeat(np.arange(60), w.astype(int))
+    assert res.estimate[0] == pytest.approx(f1_score(y[rep], d[rep]), rel=1e-6)
+    assert np.all((res.draws >= 0) & (res.draws <= 1)) and res.draws.std() > 0
+
+
 # ------------------------------------------------------------------- bad inputs
 
 @pytest.mark.parametrize("kwargs,names", [

@@ -793,6 +793,8 @@ def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, grou
         log_posteriors, weights) -> scalar`` for one system (``(N,)``,
         ``(N, K)``, ``(N,)``), jit- and vmap-able, where ``weights`` are
         non-negative and sum to 1 (uniform ``1/N`` gives the ordinary metric).
+        A metric of confusion counts (F1, MCC, ...) forms the weighted
+        counts ``sum_n w_n [y_n = i] [d_n = j]`` of its decisions inside ``f``.
       num_draws: ``S``.
       groups: ``(N,)`` cluster ids (hashable) for the two-level bootstrap, or ``None``.
       higher_is_better: the direction of a user metric (required then); the

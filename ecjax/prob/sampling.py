@@ -238,10 +238,11 @@ def _tiled(flat, *, rows, unit):
     return jnp.pad(jnp.tile(flat, rows), (0, unit - rows * flat.shape[0]))
 
 
-@partial(jax.jit, static_argnames=("shape",))
-def _first(x, *, shape):
-    """The first ``prod(shape)`` entries of ``x``, as an array of ``shape``."""
-    return x[:math.prod(shape)].reshape(shape)
+@partial(jax.jit, static_argnames=("shape", "normalize"))
+def _shaped(g, *, shape, normalize):
+    """The first ``prod(shape)`` entries of ``g``, as an array of ``shape``, normalized over the last axis or not."""
+    g = g.reshape(-1)[:math.prod(shape)].reshape(shape)
+    return _normalize_last(g) if normalize else g
 
 
 def _gamma_rows(key, flat, num_rows, boost):
@@ -261,15 +262,15 @@ def _gamma_rows(key, flat, num_rows, boost):
         tile = _tiled(flat, rows=rows, unit=unit)
 
         def draw_block(k, start):
-            return _first(_gamma_unit(k, tile, boost=boost), shape=(rows, size))
+            return _shaped(_gamma_unit(k, tile, boost=boost), shape=(rows, size), normalize=False)
 
         return in_blocks(key, num_rows, rows, draw_block, (size,), flat.dtype)
     pieces = -(-size // unit)
     padded = jnp.pad(flat, (0, pieces * unit - size)).reshape(pieces, unit)
 
     def draw_row(k, start):
-        return _first(jnp.concatenate([_gamma_unit(jax.random.fold_in(k, p), padded[p], boost=boost)
-                                       for p in range(pieces)]), shape=(1, size))
+        return _shaped(jnp.concatenate([_gamma_unit(jax.random.fold_in(k, p), padded[p], boost=boost)
+                                        for p in range(pieces)]), shape=(1, size), normalize=False)
 
     return in_blocks(key, num_rows, 1, draw_row, (size,), flat.dtype)
 
@@ -328,13 +329,6 @@ def _repeated(key, shape, *, num_draws, boost, normalize):
         return _normalize_last(g) if normalize else g
 
     return in_blocks(key, num_draws, rows, draw_block, shape.shape, flat.dtype)
-
-
-@partial(jax.jit, static_argnames=("shape", "normalize"))
-def _shaped(g, *, shape, normalize):
-    """The first ``prod(shape)`` entries of ``g``, as an array of ``shape``, normalized over the last axis or not."""
-    g = g.reshape(-1)[:math.prod(shape)].reshape(shape)
-    return _normalize_last(g) if normalize else g
 
 
 def _draws(key, shape, num_draws, small_shapes, normalize):
