@@ -37,6 +37,7 @@ from ecjax.inputs import (
     as_scores,
     looks_like_probabilities,
 )
+from ecjax import random_bits
 
 JSON_SCHEMA_VERSION = 1
 
@@ -632,7 +633,7 @@ def _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, r
     uses_priors = "priors" in BUILTIN_METRICS[args.bootstrap].options
     priors = _likelihood_priors(st, spec.priors, y, k, weights[0]) if st in LIKELIHOOD_TYPES else (
         spec.priors if uses_priors else None)
-    post = bootstrap_metric(jax.random.key(args.seed), y, dict(zip(names, arrays)), args.bootstrap,
+    post = bootstrap_metric(random_bits.key(args.seed), y, dict(zip(names, arrays)), args.bootstrap,
                             num_draws=args.bootstrap_draws, score_type=st, priors=priors,
                             sample_weight=weights[0])
     record["bootstrap"] = {
@@ -803,7 +804,7 @@ def _fit_calibrator(args, method, st, train, train_labels, test, protocol, recor
         return np.asarray(cal.apply(test), dtype=np.float64), line + _optimizer_note(method, record, False)
     groups = None if args.groups is None else _load_groups(args.groups, test.shape[0], args.scores)
     try:
-        res = calibration.calibrate_cross_validated(test, train_labels, key=jax.random.key(args.seed),
+        res = calibration.calibrate_cross_validated(test, train_labels, key=random_bits.key(args.seed),
                                                     num_folds=args.cv, groups=groups, **common)
     except InputError as err:  # the folds come from --cv (and --groups): name them
         raise InputError(f"--cv {args.cv}{' with --groups' if groups is not None else ''}: {err}") from None
@@ -928,7 +929,7 @@ def cmd_compare_folds(args):
     from ecjax.prob.from_results import compare_results, hierarchical_compare_results, hierarchical_test
 
     table = load_results_table(args.results)
-    key = jax.random.key(args.seed)
+    key = random_bits.key(args.seed)
     common = dict(rope=args.rope, runs=args.runs, test_fraction=args.test_fraction)
     record = {"schema": JSON_SCHEMA_VERSION, "command": "compare-folds", "systems": table.systems,
               "rope": args.rope, "runs": args.runs, "test_fraction": args.test_fraction, "seed": args.seed}
@@ -1176,7 +1177,7 @@ def cmd_compare(args):
         priors = prob.interval_priors(spec.priors_low, spec.priors_high)
     else:
         priors = spec.priors
-    common = dict(costs=costs, priors=priors, paired=paired, num_draws=args.draws, key=jax.random.key(args.seed),
+    common = dict(costs=costs, priors=priors, paired=paired, num_draws=args.draws, key=random_bits.key(args.seed),
                   rope=args.rope, systems=names)
     if args.mc_error is not None:
         common.update(mc_error=args.mc_error, max_draws=args.max_draws)
@@ -1415,7 +1416,7 @@ def cmd_sweep(args):
             coord_name = "cost ratio c10 / c01"
         else:
             prior, cost_source = _matrix_prior(spec, args.costs)
-            axis = -np.asarray(prior.sample(jax.random.key(args.seed), resolution))  # samples are utilities
+            axis = -np.asarray(prior.sample(random_bits.key(args.seed), resolution))  # samples are utilities
             coord_name = f"random cost matrices: {cost_source}; key --seed {args.seed}"
         if kind == "scores":
             res = sweep.sweep_scores(lab, scores, axis, priors=score_priors, score_type=st, normalize=True,

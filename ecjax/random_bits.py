@@ -45,6 +45,78 @@ def threefry2x32(k0, k1, x0, x1):
     return x0, x1
 
 
+def _host_words(key) -> tuple[np.ndarray, np.ndarray] | None:
+    """The two words of a concrete threefry key as host ``uint32`` arrays, or None (traced, or another generator)."""
+    if isinstance(key, jax.core.Tracer):
+        return None
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        if str(jax.random.key_impl(key)) != "threefry2x32" or key.shape != ():
+            return None
+        data = np.asarray(jax.random.key_data(key))
+    else:
+        data = np.asarray(key)
+        if data.dtype != np.uint32:
+            return None
+    return (data[:1], data[1:]) if data.shape == (2,) else None
+
+
+def _as_key_like(key, words):
+    """``(2,)`` words ``(n,)`` each as keys of the kind of ``key``: typed ones stay typed, raw ones raw."""
+    data = np.stack(words, axis=-1)
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return _wrap(data)
+    return jnp.asarray(data)
+
+
+def _wrap(words: np.ndarray):
+    # Host words: wrapping a device array would compile a program (jit(stage)); the annotation asks for an Array.
+    return jax.random.wrap_key_data(words)  # type: ignore[arg-type]
+
+
+# Key derivation on the host: with a concrete key, jax.random's split / fold_in / key each compile a small program
+# (about 0.1 s apiece on two CPU cores, and a cache lookup on every later run).  A hash of two words needs none:
+# the functions below give jax.random's keys bit for bit (tested), from the same cipher.
+
+def _partitionable():
+    return bool(jax.config.jax_threefry_partitionable)
+
+
+def fold_in(key, data: int):
+    """``jax.random.fold_in(key, data)``, computed on the host when ``key`` is a concrete threefry key.
+
+    jax hashes the counter pair ``(0, data)`` (the 64-bit ``data`` as two
+    words) under the key; the two output words are the new key.
+    """
+    words = _host_words(key)
+    if words is None or not isinstance(data, (int, np.integer)) or not 0 <= int(data) < 2**32:
+        return jax.random.fold_in(key, data)
+    y0, y1 = threefry2x32(words[0], words[1], np.zeros(1, np.uint32), np.array([data], np.uint32))
+    return _as_key_like(key, (y0[0], y1[0]))
+
+
+def split_keys(key, num: int = 2):
+    """``tuple(jax.random.split(key, num))``, computed on the host when ``key`` is a concrete threefry key.
+
+    With jax's default partitionable threefry, key ``i`` is the hash of the
+    counter pair ``(0, i)``.  A tuple, so that unpacking or indexing it
+    costs no device program either.
+    """
+    words = _host_words(key)
+    if words is None or not _partitionable():
+        return tuple(jax.random.split(key, num))
+    y0, y1 = threefry2x32(words[0], words[1], np.zeros(num, np.uint32), np.arange(num, dtype=np.uint32))
+    return tuple(_as_key_like(key, (a, b)) for a, b in zip(y0, y1))
+
+
+def key(seed: int):
+    """``jax.random.key(seed)`` without a device program, for the default threefry generator and ``0 <= seed < 2^32``."""
+    # getattr: a flag that jax's type annotations do not declare.
+    if (getattr(jax.config, "jax_default_prng_impl") != "threefry2x32" or not isinstance(seed, (int, np.integer))
+            or not 0 <= int(seed) < 2**32):
+        return jax.random.key(seed)
+    return _wrap(np.array([0, seed], np.uint32))
+
+
 def _key_words(key):
     """The two uint32 words of a threefry key (typed or raw), or None for other key types."""
     data = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key

@@ -1,8 +1,9 @@
 """The random primitives under every sampler: the unrolled threefry hash, uniforms, compaction,
-the truncated normal distribution and the Gamma retry cascade.
+the truncated normal distribution, the Gamma work queue and the host-side key derivation.
 
 References: ``jax.extend.random.threefry_2x32`` (JAX's own hash, bit for
-bit), ``numpy.nonzero``, ``scipy.stats.truncnorm`` and ``scipy.stats.gamma``.
+bit), ``jax.random``'s key, ``fold_in`` and ``split``, ``numpy.nonzero``, ``scipy.stats.truncnorm`` and
+``scipy.stats.gamma``.
 """
 
 import numpy as np
@@ -13,6 +14,7 @@ import jax
 import jax.numpy as jnp
 from jax.extend.random import threefry_2x32
 
+from ecjax import random_bits
 from ecjax.random_bits import first_true_indices, threefry2x32, uniform, uniform_pair
 from ecjax.prob import sampling as _sampling
 from ecjax.prob.distributions import TruncatedStandardNormal
@@ -195,3 +197,56 @@ def test_other_key_types_fall_back_to_jax_random():
     assert u.shape == (3, 7) and a.shape == b.shape == (20_000,)
     assert stats.kstest(np.asarray(a, np.float64), "uniform").pvalue > 1e-3
     assert abs(np.corrcoef(np.asarray(a), np.asarray(b))[0, 1]) < 0.03
+
+
+@pytest.mark.parametrize("seed", [0, 1, 12345, 2**31 + 5, 2**32 - 1])
+def test_host_key_derivation_is_bit_identical_to_jax_random(seed):
+    # Reference: jax.random's own key, fold_in and split, on typed and on raw uint32 keys.
+    def words(k):
+        return np.asarray(jax.random.key_data(k) if jnp.issubdtype(k.dtype, jax.dtypes.prng_key) else k)
+
+    typed = random_bits.key(seed)
+    np.testing.assert_array_equal(words(typed), words(jax.random.key(seed)))
+    for key in (typed, jax.random.PRNGKey(seed)):
+        for data in (0, 1, 77, 2**31, 2**32 - 1):
+            mine, ref = random_bits.fold_in(key, data), jax.random.fold_in(key, data)
+            assert mine.dtype == ref.dtype
+            np.testing.assert_array_equal(words(mine), words(ref))
+        for num in (1, 2, 3, 6):
+            mine, ref = random_bits.split_keys(key, num), jax.random.split(key, num)
+            assert isinstance(mine, tuple) and len(mine) == num
+            np.testing.assert_array_equal(np.stack([words(k) for k in mine]), words(ref))
+
+
+def test_host_key_derivation_calls_no_jax_random_and_defers_to_it_under_a_trace(monkeypatch):
+    # jax.random's key functions each compile a program on first use: the host path must not reach them.
+    def refuse(*args, **kwargs):
+        raise AssertionError("jax.random called for a concrete threefry key")
+
+    with monkeypatch.context() as patched:
+        for name in ("key", "fold_in", "split"):
+            patched.setattr(jax.random, name, refuse)
+        key = random_bits.key(123)
+        derived = random_bits.fold_in(random_bits.split_keys(key, 4)[2], 9)
+    # Traced keys go to jax.random: the same key as outside the trace.
+    inside = jax.jit(lambda k: jax.random.key_data(random_bits.fold_in(random_bits.split_keys(k, 4)[2], 9)))(key)
+    np.testing.assert_array_equal(np.asarray(inside), np.asarray(jax.random.key_data(derived)))
+    np.testing.assert_array_equal(np.asarray(jax.random.key_data(derived)), np.asarray(jax.random.key_data(
+        jax.random.fold_in(jax.random.split(jax.random.key(123), 4)[2], 9))))
+
+
+def test_concrete_draws_of_several_units_place_each_unit_rows_like_in_blocks():
+    # Reference: the placement written out here: unit b (key fold_in(key, b)) fills rows [b r, (b + 1) r), the last
+    # unit ends at the last row and overwrites the overlap.
+    flat = np.array([0.5, 2.0, 7.0], np.float32)
+    rows = _sampling._BLOCK // 3
+    num_rows = 2 * rows + 11
+    got = np.asarray(_sampling.gamma_draws(KEY, flat, num_rows))
+    tile = np.zeros(_sampling._BLOCK, np.float32)
+    tile[:3 * rows] = np.tile(flat, rows)
+    want = np.zeros((num_rows, 3), np.float32)
+    for b in range(3):
+        start = min(b * rows, num_rows - rows)
+        unit = np.asarray(_sampling._gamma_unit(jax.random.fold_in(KEY, b), jnp.asarray(tile), boost=True))
+        want[start:start + rows] = unit[:3 * rows].reshape(rows, 3)
+    np.testing.assert_array_equal(got, want)

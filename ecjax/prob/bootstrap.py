@@ -65,6 +65,7 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import inputs as v
+from ecjax import random_bits
 from ecjax.calibration import fit_affine_newton_kernel, relative_calibration_loss
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
@@ -569,10 +570,10 @@ def _frequency_weighted_draws(key, labels, scores, groups, options, sample_weigh
     shapes = np.broadcast_to(np.asarray(sample_weight, np.float32), (chunk_size, labels.shape[0]))
     chunks = []
     for c in range(-(-num_draws // chunk_size)):
-        key_c = jax.random.fold_in(key, c)
+        key_c = random_bits.fold_in(key, c)
         e = sampling.gamma(key_c, shapes)
         if groups is not None:
-            e = _weighted_clusters(jax.random.fold_in(key_c, 1), e, groups, sample_weight, num_groups=num_groups)
+            e = _weighted_clusters(random_bits.fold_in(key_c, 1), e, groups, sample_weight, num_groups=num_groups)
         chunks.append(_weighted_kernel(labels, scores, e, options, metric=metric, score_type=score_type))
     estimate = _weighted_kernel(labels, scores, sample_weight[None], options, metric=metric, score_type=score_type)
     return jnp.concatenate(chunks)[:num_draws], estimate[0]
@@ -841,7 +842,7 @@ def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, grou
     chunk_size = min(v.as_positive_int(chunk_size, "chunk_size"), num_draws)
     names = system_names(systems, names, m)
 
-    key_weights, key_rank = jax.random.split(key)
+    key_weights, key_rank = random_bits.split_keys(key)
     # Two threefry key words from any key type: the counter-based draws of _exponentials need them.
     words = jax.random.bits(key_weights, (2,), jnp.uint32)
     if sample_weight is None:

@@ -122,6 +122,7 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import inputs as v
+from ecjax import random_bits
 from ecjax.confusion import JointOutcomeTable, confusion_counts, data_priors, joint_outcome_table, rates
 from ecjax.costs import normalize_rows
 from ecjax.decisions import bayes_decisions_kernel, log_posteriors_kernel, naive_expected_cost
@@ -588,18 +589,22 @@ class _Model:
     rates_by_p: bool = False
 
 
-@jax.jit
-def _tie_labels(counts):
+def _tie_labels_of(counts, xp):
     """``(..., M)``: the lowest index of a system with the same ``(K, D)`` counts (equal labels = tied systems)."""
-    same = jnp.all(counts[..., :, None, :, :] == counts[..., None, :, :, :], axis=(-2, -1))
-    return jnp.argmax(same, axis=-1).astype(jnp.int32)
+    same = xp.all(counts[..., :, None, :, :] == counts[..., None, :, :, :], axis=(-2, -1))
+    return xp.argmax(same, axis=-1).astype(xp.int32)
 
 
-@partial(jax.jit, static_argnames=("joint_priors", "block"))
-def _yields_kernel(utilities, weights, priors, *, joint_priors, block):
+_tie_labels = jax.jit(partial(_tie_labels_of, xp=jnp))
+
+
+def _yields(utilities, weights, priors, *, joint_priors, block):
     p = data_priors(weights[..., 0, :, :]) if joint_priors else priors
     y = expected_value(weights, utilities[..., None, :, :], p[..., None, :])
     return jnp.broadcast_to(y, (block, weights.shape[-3]))
+
+
+_yields_kernel = partial(jax.jit, static_argnames=("joint_priors", "block"))(_yields)
 
 
 def _component_yield(model, utilities, weights, priors):
@@ -614,6 +619,22 @@ def _component_yield(model, utilities, weights, priors):
 def _all_outputs(utilities, weights, priors, *, joint_priors):
     """Yield, EC and NEC draws of the ``all`` posterior."""
     return _evaluate(utilities, weights, data_priors(weights[:, 0]) if joint_priors else priors)
+
+
+@partial(jax.jit, static_argnames=("joint_priors", "block", "components"))
+def _fixed_outputs(u, w, p_all, u_hat, mean_weights, p_bar, p_rates, *, joint_priors, block, components):
+    """One program for a block of fixed counts: the ``all`` draws and the doubt components' yields.
+
+    ``components``: the names among ``costs_only``, ``priors_only``,
+    ``rates_only`` to compute (as :func:`_component_yield`), in one
+    compiled program instead of one each.
+    """
+    out = dict(zip(("yields", "ec", "nec"), _evaluate(u, w, data_priors(w[:, 0]) if joint_priors else p_all)))
+    args = {"costs_only": (u, mean_weights, p_bar), "priors_only": (u_hat, mean_weights, p_all),
+            "rates_only": (u_hat, w, p_rates)}
+    for name in components:
+        out[name] = _yields(*args[name], joint_priors=joint_priors, block=block)
+    return out
 
 
 @jax.jit
@@ -706,12 +727,12 @@ def _block(b, key_all, key_rates, u, p_all, p_rates, data, model):
         return out
     if model.kind in _FIXED_KINDS:
         w = _draw_fixed(key_all, data, model)
-        out["yields"], out["ec"], out["nec"] = _all_outputs(u, w, p_all, joint_priors=model.joint_priors)
+        components = ()
         if model.decompose:
-            if model.kind != "clustered":  # the clustered model's mean rates come from a first pass
-                component("costs_only", u, data["mean_weights"], p_bar)
-                component("priors_only", u_hat, data["mean_weights"], p_all)
-            component("rates_only", u_hat, w, p_rates)
+            # The clustered model's mean rates come from a first pass: its other components come in a second.
+            components = ("rates_only",) if model.kind == "clustered" else ("costs_only", "priors_only", "rates_only")
+        out.update(_fixed_outputs(u, w, p_all, u_hat, data.get("mean_weights"), p_bar, p_rates,
+                                  joint_priors=model.joint_priors, block=bsz, components=components))
         if model.kind == "clustered":
             # Per-block sums of the weights (P_i R_ij) or of the rates, for their Monte Carlo posterior mean.
             valid = (b * bsz + np.arange(bsz)) < data["num_draws"]
@@ -779,8 +800,9 @@ def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
     """
     bsz = plan.block
     host, mean_sum = {}, None
-    fixed_u = jnp.broadcast_to(data["u_hat"], (bsz,) + data["u_hat"].shape)
-    fixed_p = jnp.broadcast_to(data["p_bar"], (bsz,) + data["p_bar"].shape)
+    # Broadcast on the host: an eager broadcast would be one more compiled program per shape.
+    fixed_u, fixed_p = (jax.device_put(np.broadcast_to(np.asarray(data[n]), (bsz,) + data[n].shape))
+                        for n in ("u_hat", "p_bar"))
     from ecjax.sweep.engine import progress_bar  # the sweeps' convention: True (tqdm) or a factory
 
     bar = progress_bar(progress, plan.num_chunks)
@@ -790,7 +812,7 @@ def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
             for b in range(c * plan.blocks_per_chunk, min((c + 1) * plan.blocks_per_chunk, plan.num_blocks)):
                 u = fixed_u if inputs.sample_u is None else inputs.sample_u(b)
                 p = fixed_p if inputs.sample_p is None else inputs.sample_p(b)
-                pending.append((b, _block(b, jax.random.fold_in(key_all, b), jax.random.fold_in(key_rates, b), u, p,
+                pending.append((b, _block(b, random_bits.fold_in(key_all, b), random_bits.fold_in(key_rates, b), u, p,
                                           p if inputs.rates_use_p else fixed_p, data, model)))
             for b, out in pending:
                 start = b * bsz
@@ -1217,23 +1239,16 @@ def _decide(scores, costs, log_priors, score_type):
 
 
 def _fixed_counts(labels, decisions, k, d, weights=None):
-    """``(..., K, D)`` counts of fixed decisions, from samples padded to :func:`bucket_size`.
+    """``(..., K, D)`` counts ``sum_n w_n [y_n = i] [d_n = j]`` of fixed decisions, on the host.
 
-    The padding samples have label 0 and decision 0: their number is taken
-    back out of cell ``(0, 0)`` (exact integers).  With ``weights`` ``(N,)``
-    the float64 weighted counts ``sum_n w_n [y_n = i] [d_n = j]``, summed on
-    the host (no padding, no float32 rounding).
+    Exact: int64 counts, or float64 sums of ``weights`` ``(N,)``.  One
+    ``bincount`` per system costs no compiled program (the decisions are
+    on the host already).
     """
-    if weights is not None:
-        y, dec = np.broadcast_arrays(np.asarray(labels, np.int64), np.asarray(decisions, np.int64))
-        flat = (y * d + dec).reshape(-1, y.shape[-1])
-        counts = [np.bincount(f, weights=weights, minlength=k * d) for f in flat]
-        return np.stack(counts).reshape(y.shape[:-1] + (k, d))
-    n = np.shape(labels)[-1]
-    counts = np.asarray(confusion_counts(v.to_device(_padded(labels, -1)), v.to_device(_padded(decisions, -1)),
-                                         num_classes=k, num_decisions=d)).astype(np.int64)
-    counts[..., 0, 0] -= bucket_size(n) - n
-    return counts
+    y, dec = np.broadcast_arrays(np.asarray(labels, np.int64), np.asarray(decisions, np.int64))
+    flat = (y * d + dec).reshape(-1, y.shape[-1])
+    counts = [np.bincount(f, weights=weights, minlength=k * d) for f in flat]
+    return np.stack(counts).reshape(y.shape[:-1] + (k, d))
 
 
 class _Source(NamedTuple):
@@ -1358,10 +1373,10 @@ def _tie_groups(labels, systems):
                  if np.sum(labels == g) > 1)
 
 
-def _doubt(host, yields, p_best, rec, static_ties, per_draw, components, key):
+def _doubt(host, yields, p_best, rec, static_ties, per_draw, components, key, hdi_prob):
     """The four doubt components (see the module docstring), ties counted as the recommended system's wins."""
     values, recs, p_bests, errors = {}, {}, {"all": p_best}, {}
-    keys = jax.random.split(key, 3)
+    keys = random_bits.split_keys(key, 3)
     for i, name in enumerate(ranking.Doubt.COMPONENTS):
         if name != "all" and name not in components:
             values[name], recs[name], p_bests[name] = 0.0, rec, None  # a certain source leaves no doubt
@@ -1370,11 +1385,11 @@ def _doubt(host, yields, p_best, rec, static_ties, per_draw, components, key):
         ties = host.get(f"ties_{name}", static_ties)
         # Fixed decisions: every component's expected yield is the closed form, so all are about `rec`.
         r = rec if (name == "all" or not per_draw) else int(np.argmax(y.mean(0, dtype=np.float64)))
-        wins = ranking.group_is_best(v.to_device(y), v.to_device(ties), r)
-        values[name], recs[name] = float(1.0 - np.mean(np.asarray(wins))), r
-        errors[name] = float(ranking.batch_means_error(wins))
+        share, errors[name] = ranking.group_win_rate(v.to_device(y), v.to_device(ties), r)
+        values[name], recs[name] = 1.0 - share, r
         if name != "all":
-            p_bests[name] = np.asarray(ranking.summarize(keys[i - 1], v.to_device(y))["p_best"])
+            # With the HDI of the main summary (unused here), so that both share one compiled program.
+            p_bests[name] = np.asarray(ranking.summarize(keys[i - 1], v.to_device(y), hdi_prob=hdi_prob)["p_best"])
     return ranking.Doubt(p_bests["all"], p_bests["costs_only"], p_bests["rates_only"], rec,
                          p_best_priors_only=p_bests["priors_only"], values=values, recommendations=recs,
                          errors=errors)
@@ -1385,7 +1400,7 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
     """Draw utilities, priors and rates block by block; summarize; decompose the doubt."""
     f = jnp.result_type(float)
     m = len(systems)
-    key_u, key_p, key_all, key_rates, key_rank, key_d = jax.random.split(key, 6)
+    key_u, key_p, key_all, key_rates, key_rank, key_d = random_bits.split_keys(key, 6)
     utilities_drawn = isinstance(prior, UtilityPrior)
     deployment_uncertain = isinstance(class_priors, PriorDistribution)
     if per_draw is not None and per_draw.kind == "scores_joint":
@@ -1397,10 +1412,10 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
     plan = plan_draws(num_draws, elements + k * d, chunk_size, utility_cells=k * d, group=group)
 
     def sample_u(b):
-        return prior.sample(jax.random.fold_in(key_u, b), plan.block)
+        return prior.sample(random_bits.fold_in(key_u, b), plan.block)
 
     def sample_p(b):
-        kb = jax.random.fold_in(key_p, b)
+        kb = random_bits.fold_in(key_p, b)
         if deployment_uncertain:
             return class_priors.sample(kb, plan.block)
         return sample_class_priors(kb, None, v.to_device(class_counts, f), num_draws=plan.block,
@@ -1424,7 +1439,7 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
             data["mean_weights"] = v.to_device(src.mean_weights, f)
         else:
             data["num_draws"] = np.int32(num_draws)
-        static_ties = np.asarray(_tie_labels(v.to_device(src.counts)))
+        static_ties = _tie_labels_of(np.asarray(src.counts), np)  # host counts: no program
         model = dataclasses.replace(model, kind=src.kind, num_groups=src.num_groups)
     else:
         data.update(per_draw.data)
@@ -1455,11 +1470,11 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
         expected_yield = _closed_form_yield(u_hat, mean_w, p_bar, joint_priors)
     rec = int(np.argmax(expected_yield))
     yields_j = v.to_device(yields)
-    summary = ranking.summarize(key_rank, yields_j, rope=rope)
+    summary = ranking.summarize(key_rank, yields_j, rope=rope, hdi_prob=hdi_prob)
     p_best = np.asarray(summary["p_best"])
     doubt = None
     if decompose:
-        doubt = _doubt(host, yields, p_best, rec, static_ties, per_draw is not None, components, key_d)
+        doubt = _doubt(host, yields, p_best, rec, static_ties, per_draw is not None, components, key_d, hdi_prob)
     if per_draw is not None:
         ties_all = host["ties_all"]
         info["recommendation_tied_fraction"] = float(np.mean(np.sum(ties_all == ties_all[:, rec:rec + 1], 1) > 1))
@@ -1489,7 +1504,7 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
         recommendation=rec,
         recommendation_probability=float(p_best[rec]),
         hdi_prob=hdi_prob,
-        hdi=np.asarray(ranking.hdi(yields_j, hdi_prob)),
+        hdi=np.asarray(summary["hdi"]),
         doubt=doubt,
         info=info,
         ties=() if static_ties is None else _tie_groups(static_ties, systems),

@@ -60,6 +60,7 @@ from numpyro.infer import MCMC, NUTS
 from numpyro.infer.reparam import LocScaleReparam
 
 from ecjax import inputs as v
+from ecjax import random_bits
 from ecjax.precision import einsum, matmul
 from ecjax.prob import ranking
 from ecjax.report import aligned
@@ -899,7 +900,7 @@ def compare_results(scores, *, rope=0.0, runs: int = 1, test_fraction=None, key=
                 raise v.InputError(f"`scores`: {systems[b]} - {systems[a]} is the same non-zero number on every "
                                    "fold; zero variance makes that pair's posterior an improper point mass")
     f = jnp.result_type(float)
-    key_draws, key_ranks = jax.random.split(key)
+    key_draws, key_ranks = random_bits.split_keys(key)
     draws = mean_score_draws(key_draws, _on_device(x), jnp.asarray(rho, f), num_draws=num_draws)
     rank_draws = ranking.ranks(key_ranks, draws)
     rank_probs = np.asarray(ranking.rank_probabilities(rank_draws, num_systems=m))
@@ -1248,7 +1249,7 @@ def hierarchical_compare_results(scores, *, rope=0.0, runs: int = 1, test_fracti
 
     data = hierarchical_results_data(results, rope=rope, rho=rho, within_prior=within_prior,
                                      upper_sigma=bounds["upper_sigma"])
-    key_nuts, key_ranks = jax.random.split(key)
+    key_nuts, key_ranks = random_bits.split_keys(key)
     model = partial(hierarchical_results_model, centred=False)
     fit = _fit_nuts(model, (data.mean_differences, data.whitening, data.exponents, data.folds_minus_one,
                             data.delta_bound, data.std0_high, bounds["lower_alpha"], bounds["upper_alpha"],

@@ -36,6 +36,7 @@ import numpyro.distributions as dist
 from numpyro.infer import MCMC, NUTS
 
 from ecjax import inputs as v
+from ecjax import random_bits
 from ecjax.confusion import confusion_counts
 from ecjax.prob import ranking
 from ecjax.prob.compare import evaluate_draws
@@ -230,7 +231,7 @@ def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=No
         if len(systems) != m:
             raise v.InputError(f"`systems` names {len(systems)} systems, but counts have {m}")
 
-    key_mcmc, key_u, key_p, key_rank, key_d = jax.random.split(key, 5)
+    key_mcmc, key_u, key_p, key_rank, key_d = random_bits.split_keys(key, 5)
     mcmc = MCMC(NUTS(hierarchical_model), num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
                 chain_method="sequential", progress_bar=False)
     mcmc.run(key_mcmc, counts, alpha, dispersion)
@@ -265,7 +266,7 @@ def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=No
     rec = int(np.argmax(expected_yield))
     doubt = None
     if decompose:
-        k1, k2 = jax.random.split(key_d)
+        k1, k2 = random_bits.split_keys(key_d)
         mu_point = jnp.broadcast_to(mu.mean(0), mu.shape)
         y_costs, _, _ = evaluate_draws(u, mu_point, p)
         y_rates, _, _ = evaluate_draws(jnp.broadcast_to(u_hat, u.shape).astype(f), mu, p_mean)

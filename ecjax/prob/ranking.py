@@ -199,8 +199,8 @@ def batch_means_error(per_draw, num_batches: int = NUM_BATCHES):
     return np.asarray(_batch_means_error_jit(x, num_batches=num_batches), np.float64)
 
 
-@partial(jax.jit, static_argnames=("has_rope",))
-def _summary_kernel(key, yields, rope, *, has_rope):
+@partial(jax.jit, static_argnames=("has_rope", "hdi_prob"))
+def _summary_kernel(key, yields, rope, *, has_rope, hdi_prob):
     m = yields.shape[1]
     r = ranks(key, yields)
     out = {"ranks": r, "rank_probabilities": rank_probabilities(r, num_systems=m), "pairwise": pairwise_better(yields)}
@@ -214,22 +214,27 @@ def _summary_kernel(key, yields, rope, *, has_rope):
         batches = _batches(yields, NUM_BATCHES)
         if batches is not None:
             errors["rope_probabilities"] = _spread_of_means(jax.vmap(rope_probabilities, (0, None))(batches, rope))
+    if hdi_prob is not None:
+        out["hdi"] = _hdi_kernel(yields, prob=hdi_prob)
     return out, errors
 
 
-def summarize(key, yields, *, rope=None):
+def summarize(key, yields, *, rope=None, hdi_prob=None):
     """All ranking summaries of ``(S, M)`` yield draws, as a dict of arrays.
 
     ``errors`` holds the batch-means standard errors of ``p_best``,
     ``mean_yield`` (the Monte Carlo mean of the yields) and, with a ``rope``,
     ``rope_probabilities`` (float64 numpy; NaN with fewer than 4 draws).
+    With ``hdi_prob`` (checked by the caller, see :func:`check_hdi_prob`),
+    ``hdi`` holds the ``(M, 2)`` highest-density intervals (:func:`hdi`).
     One compiled program: the summaries of a comparison cost one trace and
     one cache lookup, not one per array operation.
     """
     m = yields.shape[1]
     has_rope = rope is not None
     rope = np.asarray(rope if has_rope else 0.0, yields.dtype)  # host: no program to convert it
-    out, errors = _summary_kernel(key, yields, rope, has_rope=has_rope)
+    out, errors = _summary_kernel(key, yields, rope, has_rope=has_rope,
+                                  hdi_prob=None if hdi_prob is None else float(hdi_prob))
     nan = {"p_best": np.full((m,), np.nan), "mean_yield": np.full((m,), np.nan),
            "rope_probabilities": np.full((m, m, 3), np.nan)}
     names = ("p_best", "mean_yield") + (("rope_probabilities",) if has_rope else ())
@@ -237,7 +242,13 @@ def summarize(key, yields, *, rope=None):
     return out
 
 
-@partial(jax.jit, static_argnames=("recommendation",))
+def _group_is_best(yields, tie_labels, recommendation):
+    same = tie_labels == jax.lax.dynamic_slice_in_dim(tie_labels, recommendation, 1, axis=-1)
+    best_in_group = jnp.max(jnp.where(same, yields, -jnp.inf), axis=-1)
+    return best_in_group >= jnp.max(yields, axis=-1)
+
+
+@jax.jit
 def group_is_best(yields, tie_labels, recommendation: int):
     """``(S,)`` bool: the recommended system, or one tied with it, has the highest yield in the draw.
 
@@ -245,9 +256,26 @@ def group_is_best(yields, tie_labels, recommendation: int):
     tied (identical confusion counts).  An exact tie for the highest yield
     counts as a win: a tie is not doubt.
     """
-    same = tie_labels == tie_labels[..., recommendation:recommendation + 1]
-    best_in_group = jnp.max(jnp.where(same, yields, -jnp.inf), axis=-1)
-    return best_in_group >= jnp.max(yields, axis=-1)
+    return _group_is_best(yields, tie_labels, recommendation)
+
+
+@partial(jax.jit, static_argnames=("num_batches",))
+def _group_wins_kernel(yields, tie_labels, recommendation, *, num_batches):
+    wins = _group_is_best(yields, tie_labels, recommendation)
+    error = jnp.nan if num_batches is None else _batch_means_error_kernel(wins, num_batches)
+    return jnp.sum(wins, dtype=jnp.int32), error
+
+
+def group_win_rate(yields, tie_labels, recommendation: int):
+    """The share of draws :func:`group_is_best` holds and its batch-means error (:func:`batch_means_error`).
+
+    Both as Python floats, from one compiled program (the share is the
+    exact count over ``S``, in float64).
+    """
+    s = yields.shape[0]
+    wins, error = _group_wins_kernel(yields, tie_labels, np.int32(recommendation),
+                                     num_batches=_num_batches(s, NUM_BATCHES))
+    return int(wins) / s, float(error)
 
 
 DOUBT_COMPONENTS = ("all", "costs_only", "priors_only", "rates_only")

@@ -136,9 +136,17 @@ def as_counts(counts, name="counts"):
 
 # ------------------------------------------------------------ conjugate path
 
+def _plus(counts, concentration):
+    """``counts + concentration`` in float32, on the host for concrete counts (an eager add compiles a program)."""
+    if v.is_tracer(counts):
+        return counts + concentration
+    f = jnp.result_type(float)
+    return np.asarray(counts, f) + np.asarray(concentration, f)
+
+
 def _rates_kernel(key, counts, concentration, *, num_draws, small_shapes):
     # Not jitted as a whole: the sampler is compiled once per process, not once per shape of counts.
-    return dirichlet_draws(key, counts + concentration, num_draws, small_shapes=small_shapes)
+    return dirichlet_draws(key, _plus(counts, concentration), num_draws, small_shapes=small_shapes)
 
 
 def sample_rates(key, counts, *, num_draws: int, concentration=None):
@@ -294,7 +302,7 @@ def as_class_priors(priors, num_classes: int):
 
 
 def _class_prior_kernel(key, class_counts, concentration, *, num_draws):
-    return dirichlet_draws(key, class_counts + concentration, num_draws)
+    return dirichlet_draws(key, _plus(class_counts, concentration), num_draws)
 
 
 def sample_class_priors(key, priors, class_counts, *, num_draws: int, concentration=None):

@@ -17,8 +17,9 @@ Its former retry cascade cost 4-9 s of XLA compilation on two CPU cores (the
 queue: under 1 s), which used to be paid again for every new shape of confusion matrix, number of
 draws or table of cells.  Called with concrete (untraced) arguments, the
 samplers therefore draw through one compiled unit of fixed length per
-process (:func:`_gamma_unit`), fed by small per-shape tiling kernels; under
-a trace (inside a caller's ``jit``) they are inlined as before.  Both paths
+process (:func:`_gamma_unit`): the shapes are tiled into units on the host,
+and one small program per output shape assembles the drawn units; under a
+trace (inside a caller's ``jit``) they are inlined as before.  Both paths
 run the same exact sampler.
 
 (The faster ``rbg`` bit generator was tried and dropped: under ``vmap``,
@@ -35,6 +36,7 @@ import numpy as np
 import jax
 import jax.numpy as jnp
 
+from ecjax import random_bits
 from ecjax.random_bits import uniform_pair
 
 
@@ -204,7 +206,7 @@ def in_blocks(key, num_rows, rows, draw_block, trailing_shape, dtype):
         out = jax.device_put(np.zeros((num_rows,) + tuple(trailing_shape), dtype))
         for b in range(num_blocks):
             start = min(b * rows, num_rows - rows)
-            out = _put_rows(out, draw_block(jax.random.fold_in(key, b), start), start)
+            out = _put_rows(out, draw_block(random_bits.fold_in(key, b), start), start)
         return out
     out = jnp.zeros((num_rows,) + tuple(trailing_shape), dtype)
 
@@ -232,45 +234,57 @@ def _gamma_unit(key, shape, *, boost):
     return _gamma_block(key, shape, boost=boost)
 
 
-@partial(jax.jit, static_argnames=("rows", "unit"))
-def _tiled(flat, *, rows, unit):
-    """``flat`` repeated ``rows`` times and padded with zero shapes (drawn as 0) to ``unit`` entries."""
-    return jnp.pad(jnp.tile(flat, rows), (0, unit - rows * flat.shape[0]))
+@partial(jax.jit, static_argnames=("rows", "num_rows", "shape", "normalize"))
+def _assembled(units, *, rows, num_rows, shape, normalize):
+    """``num_rows`` rows from the units of :func:`_concrete_draws`, as ``shape``, normalized over its last axis or not.
 
-
-@partial(jax.jit, static_argnames=("shape", "normalize"))
-def _shaped(g, *, shape, normalize):
-    """The first ``prod(shape)`` entries of ``g``, as an array of ``shape``, normalized over the last axis or not."""
-    g = g.reshape(-1)[:math.prod(shape)].reshape(shape)
+    Unit ``b`` holds rows ``[b rows, (b + 1) rows)`` (as ``in_blocks``
+    places them: the last unit ends at the last row, and its rows win where
+    it overlaps the one before).
+    """
+    size = math.prod(shape) // num_rows
+    blocks = [u[:rows * size].reshape(rows, size) for u in units]
+    g = blocks[0] if len(blocks) == 1 else jnp.concatenate(
+        [jnp.concatenate(blocks[:-1])[:num_rows - rows], blocks[-1]])
+    g = g.reshape(shape)
     return _normalize_last(g) if normalize else g
 
 
-def _gamma_rows(key, flat, num_rows, boost):
-    """``(num_rows, S)`` Gamma variates, every row with the shapes ``flat`` ``(S,)``; concrete arguments only.
+def _concrete_draws(key, flat, num_rows, boost, shape, normalize):
+    """``num_rows`` rows of Gamma variates with the shapes ``flat`` (a host array), as an array of ``shape``.
 
-    The draws go through :func:`_gamma_unit` at a fixed length, so a new
-    ``S`` or ``num_rows`` compiles only small tiling and copying kernels
-    (several times cheaper than the sampler).  A row
-    longer than a unit is drawn as consecutive units of its entries.
+    The draws go through :func:`_gamma_unit` at a fixed length: the rows
+    are tiled into units on the host, each unit drawn with ``fold_in(key,
+    b)``, and one small program per output shape (:func:`_assembled`)
+    reshapes and normalizes them, so a new shape compiles nothing else.  A
+    row longer than a block is drawn as consecutive units of its entries.
     """
     size = flat.shape[0]
-    if size == 0:
-        return jnp.zeros((num_rows, 0), flat.dtype)
+    if size == 0 or num_rows == 0:
+        return jax.device_put(np.zeros(shape, flat.dtype))
+    if size > _BLOCK:
+        g = _long_rows(key, flat, num_rows, boost).reshape(shape)
+        return _normalize_last(g) if normalize else g
     unit = next((u for u in _UNITS if num_rows * size <= u), _BLOCK)
-    if size <= unit:
-        rows = min(num_rows, unit // size)
-        tile = _tiled(flat, rows=rows, unit=unit)
+    rows = min(num_rows, unit // size)
+    tile = np.zeros(unit, flat.dtype)
+    tile[:rows * size] = np.tile(flat, rows)  # zero shapes pad the unit (drawn as 0)
+    tile = jax.device_put(tile)
+    units = tuple(_gamma_unit(random_bits.fold_in(key, b), tile, boost=boost) for b in range(-(-num_rows // rows)))
+    return _assembled(units, rows=rows, num_rows=num_rows, shape=tuple(shape), normalize=normalize)
 
-        def draw_block(k, start):
-            return _shaped(_gamma_unit(k, tile, boost=boost), shape=(rows, size), normalize=False)
 
-        return in_blocks(key, num_rows, rows, draw_block, (size,), flat.dtype)
-    pieces = -(-size // unit)
-    padded = jnp.pad(flat, (0, pieces * unit - size)).reshape(pieces, unit)
+def _long_rows(key, flat, num_rows, boost):
+    """``(num_rows, S)`` variates for rows of more than a block of shapes: each row as consecutive units."""
+    size = flat.shape[0]
+    pieces = -(-size // _BLOCK)
+    padded = np.zeros(pieces * _BLOCK, flat.dtype)
+    padded[:size] = flat
+    padded = [jax.device_put(x) for x in padded.reshape(pieces, _BLOCK)]
 
     def draw_row(k, start):
-        return _shaped(jnp.concatenate([_gamma_unit(jax.random.fold_in(k, p), padded[p], boost=boost)
-                                        for p in range(pieces)]), shape=(1, size), normalize=False)
+        units = [_gamma_unit(random_bits.fold_in(k, p), padded[p], boost=boost) for p in range(pieces)]
+        return jnp.concatenate(units)[None, :size]
 
     return in_blocks(key, num_rows, 1, draw_row, (size,), flat.dtype)
 
@@ -288,7 +302,7 @@ def gamma(key, shape, *, small_shapes: bool = True):
         return shape
     if _is_traced(key, shape):
         return _gamma_flat(key, flat, boost=bool(small_shapes)).reshape(shape.shape)
-    return _gamma_rows(key, flat, 1, bool(small_shapes)).reshape(shape.shape)
+    return _concrete_draws(key, np.asarray(flat), 1, bool(small_shapes), shape.shape, normalize=False)
 
 
 @jax.jit
@@ -336,17 +350,10 @@ def _draws(key, shape, num_draws, small_shapes, normalize):
     if _is_traced(key, shape):
         return _repeated(key, jnp.asarray(shape, f), num_draws=int(num_draws), boost=bool(small_shapes),
                          normalize=normalize)
-    # Concrete shapes are small: flattened on the host, and the draws reshaped (and normalized) in one program.
+    # Concrete shapes are small: flattened and tiled on the host, the draws reshaped (and normalized) in one program.
     shape = np.asarray(shape, f)
-    flat, n, out_shape = shape.reshape(-1), int(num_draws), (int(num_draws),) + shape.shape
-    if 0 < n * flat.shape[0] <= _BLOCK:
-        # Every draw fits one unit: the single block that _gamma_rows would draw (same key, same variates), without
-        # its output buffer and copies.
-        unit = next(u for u in _UNITS if n * flat.shape[0] <= u)
-        g = _gamma_unit(jax.random.fold_in(key, 0), _tiled(flat, rows=n, unit=unit), boost=bool(small_shapes))
-    else:
-        g = _gamma_rows(key, flat, n, bool(small_shapes))
-    return _shaped(g, shape=out_shape, normalize=normalize)
+    n = int(num_draws)
+    return _concrete_draws(key, shape.reshape(-1), n, bool(small_shapes), (n,) + shape.shape, normalize)
 
 
 def gamma_draws(key, shape, num_draws: int, *, small_shapes: bool = True):
