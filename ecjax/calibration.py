@@ -50,7 +50,6 @@ from ecjax.scores import (
     bayes_expected_cost,
     brier,
     brier_kernel,
-    class_weights,
     cross_entropy,
     cross_entropy_kernel,
     equal_mass_upper_edges,

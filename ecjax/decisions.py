@@ -38,6 +38,24 @@ def log_posteriors_kernel(scores, log_priors, score_type: str):
     return jnp.stack([jax.nn.log_sigmoid(-log_odds), jax.nn.log_sigmoid(log_odds)], axis=-1)
 
 
+def class_one_log_odds_kernel(scores, score_type: str, log_priors=None):
+    """Class-1 log-odds of binary scores: what a threshold on binary scores compares against.
+
+    ``"llr"`` scores are used as they are.  ``"log_likelihoods"`` give the
+    LLR ``l_1 - l_0``, plus the prior log-odds ``log P_1 - log P_0`` when
+    ``log_priors`` are given (the posterior log-odds).  Posterior-type
+    scores give ``log P(1|x) - log P(0|x)`` of :func:`log_posteriors_kernel`.
+    The one place that turns binary scores into log-odds (ROC family,
+    thresholds, sweeps).  Kernel: no validation.
+    """
+    if score_type == "llr":
+        return scores
+    if score_type == "log_likelihoods" and log_priors is None:
+        return scores[..., 1] - scores[..., 0]
+    lp = log_posteriors_kernel(scores, jnp.zeros(2, scores.dtype) if log_priors is None else log_priors, score_type)
+    return lp[..., 1] - lp[..., 0]
+
+
 def log_likelihoods_from_posteriors(scores, training_priors, *, score_type: str = "log_posteriors"):
     """Posterior-type scores as log-likelihoods, given the priors they were trained with.
 

@@ -139,7 +139,7 @@ from ecjax.prob.rates import (
     sample_class_priors,
     sample_rates,
 )
-from ecjax.prob.utility_priors import UtilityPrior, as_utility_prior, resolve_utilities
+from ecjax.prob.utility_priors import UtilityPrior, resolve_utilities
 
 
 DECISION_RULES = ("expected_utility", "per_draw")

@@ -7,7 +7,6 @@ import numpy as np
 import jax.numpy as jnp
 
 from ecjax import inputs as v
-from ecjax.decisions import log_posteriors_kernel
 from ecjax.sweep.grids import Axis, product, take
 
 
@@ -131,15 +130,6 @@ def systems_scores(labels, scores, score_type):
 
 def per_class_counts(labels, k):
     return jnp.stack([jnp.sum(labels == i, -1) for i in range(k)], -1).astype(jnp.int32)  # (S, K)
-
-
-def class_one_log_odds(scores, score_type):
-    if score_type == "llr":
-        return scores
-    if score_type == "log_likelihoods":
-        return scores[..., 1] - scores[..., 0]
-    lp = log_posteriors_kernel(scores, jnp.zeros(2), score_type)
-    return lp[..., 1] - lp[..., 0]
 
 
 def sorted_by_class(labels, s):

@@ -31,8 +31,8 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import inputs as v
-from ecjax.decisions import naive_expected_cost
-from ecjax.sweep.inputs import class_one_log_odds, split_point_values, systems_scores
+from ecjax.decisions import class_one_log_odds_kernel, naive_expected_cost
+from ecjax.sweep.inputs import split_point_values, systems_scores
 
 
 def hull_of_roc(labels, s):
@@ -75,7 +75,7 @@ def roc_convex_hull(labels, scores, *, priors=None, score_type: str = "log_poste
     labels, scores, k = systems_scores(labels, scores, score_type)
     if k != 2:
         raise v.InputError(f"ROC curves need binary scores (K = 2), got K = {k}")
-    s = np.asarray(class_one_log_odds(scores, score_type), np.float64)
+    s = np.asarray(class_one_log_odds_kernel(scores, score_type), np.float64)
     labels = np.asarray(labels)
     return [hull_of_roc(labels[i], s[i]) for i in range(s.shape[0])]
 
@@ -149,7 +149,7 @@ def roc_tangent_winners(labels, scores, utilities, *, priors=None, score_type: s
         p = v.as_priors(priors, num_classes=2)
         if p.ndim != 1:
             raise v.InputError("`priors` must be one (2,) vector here")
-    log_odds = np.asarray(class_one_log_odds(scores_v, score_type), np.float64)
+    log_odds = np.asarray(class_one_log_odds_kernel(scores_v, score_type), np.float64)
     hulls = [hull_of_roc(np.asarray(labels_v)[i], s) for i, s in enumerate(log_odds)]
     fs, ts, slopes = padded_hulls(hulls)
     yields, vertex = _tangent_jit(fs, ts, slopes, u, p)

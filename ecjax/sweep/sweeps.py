@@ -30,14 +30,18 @@ import jax.numpy as jnp
 
 from ecjax import inputs as v
 from ecjax.confusion import class_counts, data_priors, rates
-from ecjax.decisions import bayes_decisions_kernel, log_posteriors_kernel, naive_expected_cost
+from ecjax.decisions import (
+    bayes_decisions_kernel,
+    class_one_log_odds_kernel,
+    log_posteriors_kernel,
+    naive_expected_cost,
+)
 from ecjax.metrics import as_counts, expected_value
 from ecjax.precision import einsum
 from ecjax.sweep import engine
 from ecjax.sweep.inputs import (
     check_absent_classes,
     combined_axis,
-    class_one_log_odds,
     matrix_source,
     per_class_counts,
     prior_source,
@@ -661,7 +665,7 @@ def scores_problem(labels, scores, costs=None, utilities=None, priors=None, *, s
         if not (k == 2 and d == 2):
             what = "decision_rule='optimal_threshold'" if decision_rule != "bayes" else "method='threshold'"
             raise v.InputError(f"{what} needs K = 2 classes and D = 2 decisions, got K = {k}, D = {d}")
-        log_odds = class_one_log_odds(scores, score_type)
+        log_odds = class_one_log_odds_kernel(scores, score_type)
         if decision_rule == "optimal_threshold":
             # The ROC tangent criterion (seed 004 eqs. 24-25): O(log H) per point on each system's ROC hull.
             hulls = [hull_of_roc(np.asarray(labels[i]), np.asarray(log_odds[i], np.float64))

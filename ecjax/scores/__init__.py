@@ -1,0 +1,90 @@
+"""Scores (posteriors, log-odds, LLRs) judged against labels, one module per way of judging them.
+
+As scikit-learn splits its metrics by input kind, so does this package:
+
+* :mod:`~ecjax.scores.bayes_decisions`: the EC of the Bayes decisions the
+  scores make for a cost matrix, and of the best threshold;
+* :mod:`~ecjax.scores.scoring_rules`: proper scoring rules (cross-entropy,
+  Brier score);
+* :mod:`~ecjax.scores.roc`: the ranking alone (ROC, AUC, EER, operating
+  points);
+* :mod:`~ecjax.scores.calibration_measures`: Bayes-risk curves, ECE and
+  reliability bins.
+
+All take ``(labels, scores, ..., *, priors, score_type, sample_weight)``
+and start from the canonical inputs of :mod:`ecjax.scores.inputs`.  Every
+public name is importable from ``ecjax.scores``.
+"""
+
+
+from ecjax.scores.bayes_decisions import (
+    bayes_expected_cost,
+    expected_cost_vs_threshold,
+    optimal_threshold_expected_cost,
+)
+from ecjax.scores.scoring_rules import (
+    class_weights,
+    cross_entropy_kernel,
+    brier_kernel,
+    naive_cross_entropy,
+    naive_brier,
+    cross_entropy,
+    brier,
+)
+from ecjax.scores.roc import (
+    rates_at_cuts,
+    cut_threshold,
+    roc_curve,
+    weighted_auc_kernel,
+    auc,
+    auc_one_vs_rest,
+    eer,
+    OperatingPoint,
+    specificity_at_sensitivity,
+    SensitivityTargetNEC,
+    nec_for_target_sensitivity,
+)
+from ecjax.scores.calibration_measures import (
+    ECE_BINNINGS,
+    ECE_VARIANTS,
+    BayesRiskCurve,
+    bayes_risk_curve,
+    bin_indices,
+    equal_mass_upper_edges,
+    ece,
+    ReliabilityBins,
+    reliability_bins,
+)
+
+__all__ = [
+    "BayesRiskCurve",
+    "ECE_BINNINGS",
+    "ECE_VARIANTS",
+    "OperatingPoint",
+    "ReliabilityBins",
+    "SensitivityTargetNEC",
+    "auc",
+    "auc_one_vs_rest",
+    "bayes_expected_cost",
+    "bayes_risk_curve",
+    "bin_indices",
+    "brier",
+    "brier_kernel",
+    "class_weights",
+    "cross_entropy",
+    "cross_entropy_kernel",
+    "cut_threshold",
+    "ece",
+    "eer",
+    "equal_mass_upper_edges",
+    "expected_cost_vs_threshold",
+    "naive_brier",
+    "naive_cross_entropy",
+    "nec_for_target_sensitivity",
+    "optimal_threshold_expected_cost",
+    "rates_at_cuts",
+    "reliability_bins",
+    "roc_curve",
+    "specificity_at_sensitivity",
+    "weighted_auc_kernel",
+]

@@ -1,0 +1,292 @@
+"""Calibration as measured: Bayes-risk curves (seed 002 §4.4), ECE and reliability bins (seed 002 eqs. 62-63)."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from ecjax import inputs as v
+from ecjax.scores.inputs import (
+    binary_inputs, binary_ok, class1_fraction, posterior_inputs, scores_ok, validated_sample_weight, weights_ok,
+)
+from ecjax.scores.roc import rates_at_cuts
+
+
+ECE_BINNINGS = ("equal_width", "equal_mass")
+
+
+ECE_VARIANTS = ("auto", "binary", "top_label")
+
+
+class BayesRiskCurve(NamedTuple):
+    """Bayes-risk (normalized DCF / APE) curve over effective prior log-odds.
+
+    ``actual``: (normalized) EC of Bayes decisions with the scores taken as
+    LLRs; ``minimum``: the same at the best threshold for each prior (the
+    ROC-convex-hull / PAV "minimum DCF", optimistic); ``naive``: the EC of the
+    best naive decision, ``min(pi, 1 - pi)`` (1 when normalized).
+    """
+
+    prior_log_odds: jax.Array
+    actual: jax.Array
+    minimum: jax.Array
+    naive: jax.Array
+
+
+@partial(jax.jit, static_argnames=("normalize",))
+def _bayes_risk_kernel(labels, llr, plo, sample_weight=None, *, normalize):
+    s_sorted, miss, fa, valid = rates_at_cuts(labels, llr, sample_weight)
+    # Bayes decision: class 1 iff llr > -plo (ties go to class 0, as decisions.bayes_decisions), the
+    # cut below which lie all scores <= -plo; its rates are those of the one-sort ROC.
+    cut = jnp.searchsorted(s_sorted, -plo, side="right")
+    act_miss, act_fa = miss[cut], fa[cut]
+    # 1 - pi as sigmoid(-theta): in float32, 1 - sigmoid(theta) loses up to 2.4e-5 relative at theta = 6.
+    pi, pi0 = jax.nn.sigmoid(plo), jax.nn.sigmoid(-plo)
+    actual = pi * act_miss + pi0 * act_fa
+
+    def min_one(p):
+        # A linear function of the ROC points is minimized at a vertex of their convex hull.
+        p1, p0 = p
+        return jnp.min(jnp.where(valid, p1 * miss + p0 * fa, jnp.inf))
+
+    minimum = jax.lax.map(min_one, (pi, pi0), batch_size=64)
+    naive = jnp.minimum(pi, pi0)
+    if normalize:
+        return actual / naive, minimum / naive, jnp.ones_like(naive)
+    return actual, minimum, naive
+
+
+def bayes_risk_curve(labels, scores, *, prior_log_odds=None, priors=None, score_type="llr", normalize=True,
+                     sample_weight=None):
+    """Actual and minimum Bayes risk of binary scores over effective priors.
+
+    For each effective prior log-odds ``theta`` (prior ``pi = sigmoid(theta)``
+    of class 1, 0-1 costs; any binary cost matrix reduces to one ``theta``,
+    seed 002 eq. 9), the actual risk is ``pi R_21 + (1 - pi) R_12`` of the
+    Bayes decisions "class 1 iff LLR > -theta" (seed 002 eq. 48) and the
+    minimum is the least risk over all thresholds, found on the one-sort ROC
+    (the minimum of a linear function lies on the ROC convex hull, as in the
+    PAV/ROCCH "min DCF").  Normalized by the naive risk ``min(pi, 1 - pi)``
+    this is the NEC of seed 002 eq. 8 and the speaker-verification normalized
+    DCF; the gap between the two curves is the calibration loss of the Bayes
+    EC at each operating point (seed 002 §4.2).
+
+    Args:
+      labels: ``(N,)`` classes in {0, 1}.
+      scores: LLRs ``(N,)`` (default ``score_type="llr"``), or binary
+        log-likelihoods / posterior-type scores ``(N, 2)``.
+      prior_log_odds: ``(T,)`` values of ``theta`` (default 121 values in
+        ``[-6, 6]``).
+      priors: only for posterior-type scores: the priors the posteriors were
+        computed with (default: the data priors), removed to get LLRs.
+      normalize: divide by ``min(pi, 1 - pi)``.
+      sample_weight: optional ``(N,)`` non-negative weights: ``R_21`` and
+        ``R_12`` are fractions of each class's weight total (as
+        :func:`roc_curve`), and the data priors removed from posterior-type
+        scores are the weighted class fractions.
+
+    Returns:
+      :class:`BayesRiskCurve`.
+    """
+    labels_c, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
+                                                         drop_zero_weights=False)
+    if score_type in v.POSTERIOR_TYPES:
+        if priors is None:
+            p1 = class1_fraction(labels_c, sample_weight)
+            prior_odds = np.log(p1 / (1.0 - p1))
+        else:
+            p = np.asarray(v.as_priors(priors, num_classes=2), dtype=np.float64)
+            if np.any(p <= 0):
+                raise v.InputError("`priors` must be positive to turn posteriors into LLRs")
+            prior_odds = np.log(p[1] / p[0])
+        llr = s - prior_odds
+    else:
+        if priors is not None:
+            raise v.InputError(f"`priors` is only used with posterior-type scores; the priors of a Bayes-risk "
+                               f"curve are swept by `prior_log_odds` (got score_type={score_type!r})")
+        llr = s
+    if prior_log_odds is None:
+        plo = jnp.linspace(-6.0, 6.0, 121)
+    else:
+        plo = v.as_array(prior_log_odds, "prior_log_odds", min_ndim=1)
+        v.check_finite(plo, "prior_log_odds")
+        plo = jnp.asarray(plo, dtype=llr.dtype)
+        if plo.ndim != 1:
+            raise v.InputError(f"`prior_log_odds` must be 1-D, got shape {tuple(plo.shape)}")
+    actual, minimum, naive = _bayes_risk_kernel(labels_c, llr, plo, sample_weight, normalize=bool(normalize))
+    if v.any_traced(labels_c, llr, sample_weight):
+        ok = binary_ok(labels_c, llr, sample_weight)
+        actual, minimum = v.nan_where_invalid(actual, ok), v.nan_where_invalid(minimum, ok)
+    return BayesRiskCurve(plo, actual, minimum, naive)
+
+
+def bin_indices(values, num_bins, binning, reference=None, weights=None):
+    """Kernel: bin index in ``[0, num_bins)`` of each value in ``[0, 1]``.
+
+    ``"equal_width"``: bins ``(m/M, (m+1)/M]`` (the first also holds 0), as
+    in ``psrcal``.  ``"equal_mass"``: the ``M`` bins of ``np.array_split``
+    over the sorted ``reference`` values (default ``values``), each closed at
+    its largest reference value, so tied values always share a bin (a bin can
+    then be empty); ``weights`` are frequency weights of the reference values
+    (see :func:`equal_mass_upper_edges`).  Returns ``(indices, upper_edges)``.
+    """
+    if binning == "equal_width":
+        edges = jnp.linspace(0.0, 1.0, num_bins + 1, dtype=values.dtype)
+        idx = jnp.searchsorted(edges, values, side="left") - 1
+        return jnp.clip(idx, 0, num_bins - 1), edges[1:]
+    upper = equal_mass_upper_edges(values if reference is None else reference, num_bins, weights)
+    idx = jnp.searchsorted(upper, values, side="left")
+    return jnp.clip(idx, 0, num_bins - 1), upper
+
+
+def equal_mass_upper_edges(reference, num_bins, weights=None):
+    """Kernel: ``(M,)`` upper edges of the equal-mass bins of ``reference`` ``(N,)`` (the last is ``+inf``).
+
+    Unweighted: ``np.array_split`` of the sorted values into ``M`` parts of
+    ``q`` or ``q + 1`` values (``q, r = divmod(N, M)``, the first ``r``
+    parts one longer); part ``m`` ends at the ``e_m``-th smallest value,
+    ``e_m = (m + 1) q + min(m + 1, r)``, and that value is its upper edge.
+
+    With frequency ``weights`` ``u`` (scikit-learn's meaning) the same rule
+    runs on the cumulative weight instead of the sample count: ``N`` becomes
+    the total weight ``W``, ``q = floor(W / M)``, ``r = W - q M``, and edge
+    ``m`` is the smallest value whose cumulative weight (sorted order)
+    reaches ``e_m``.  With integer weights these are exactly the edges of
+    the repeated values (sample ``n`` taken ``u_n`` times); weight 0 leaves
+    a value out.  Like repeated samples, the edges depend on the scale of
+    the weights: a total weight below ``M`` acts as fewer samples than bins
+    (bins left empty), so pass weights on the scale of counts.
+    """
+    n = reference.shape[-1]
+    if weights is None:
+        sorted_ref = jnp.sort(reference)
+        q, r = divmod(n, num_bins)
+        ends = jnp.asarray(np.array([(m + 1) * q + min(m + 1, r) for m in range(num_bins)]))  # array_split
+        pos = jnp.maximum(ends - 1, 0)
+    else:
+        order = jnp.argsort(reference)
+        sorted_ref = reference[order]
+        cum = jnp.cumsum(weights[order].astype(sorted_ref.dtype))
+        q = jnp.floor(cum[-1] / num_bins)
+        r = cum[-1] - q * num_bins
+        m = jnp.arange(1, num_bins + 1, dtype=sorted_ref.dtype)
+        ends = m * q + jnp.minimum(m, r)
+        # The first sample whose cumulative weight reaches e_m: the e_m-th of the repeated values.
+        pos = jnp.clip(jnp.searchsorted(cum, ends, side="left"), 0, n - 1)
+    upper = jnp.where(ends > 0, sorted_ref[pos], -jnp.inf)  # e_m = 0: a bin with nothing in it
+    return upper.at[-1].set(jnp.inf)
+
+
+@partial(jax.jit, static_argnames=("num_bins", "binning", "top_label"))
+def _bin_sums(labels, log_post, sample_weight=None, *, num_bins, binning, top_label):
+    """Per bin: samples, sum of confidences, sum of hits, sum of (hit - confidence) (eqs. 62-63).
+
+    The ECE uses the last: in float32, summing the differences keeps ~1e-7 accuracy, while
+    subtracting the two sums over 10^4 confidences near 1 loses ~1e-3 of the gap.
+    """
+    if top_label:
+        conf = jnp.exp(jnp.max(log_post, -1))
+        hit = (jnp.argmax(log_post, -1) == labels).astype(conf.dtype)
+    else:
+        conf = jnp.exp(log_post[..., 1])
+        hit = (labels == 1).astype(conf.dtype)
+    idx, _ = bin_indices(conf, num_bins, binning, weights=sample_weight)
+    stats = jnp.stack([jnp.ones_like(conf), conf, hit, hit - conf], -1)
+    if sample_weight is not None:
+        stats = stats * sample_weight[:, None]  # |B_m| becomes the bin's weight total
+    sums = jax.ops.segment_sum(stats, idx, num_segments=num_bins)
+    return sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3]
+
+
+@partial(jax.jit, static_argnames=("num_bins", "binning", "top_label"))
+def _ece_kernel(labels, log_post, sample_weight=None, *, num_bins, binning, top_label):
+    *_, gap_sum = _bin_sums(labels, log_post, sample_weight, num_bins=num_bins, binning=binning,
+                            top_label=top_label)
+    total = labels.shape[0] if sample_weight is None else jnp.sum(sample_weight)
+    return jnp.sum(jnp.abs(gap_sum)) / total
+
+
+def _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type, sample_weight=None):
+    v.check_choice(binning, "binning", ECE_BINNINGS)
+    v.check_choice(variant, "variant", ECE_VARIANTS)
+    num_bins = v.as_positive_int(num_bins, "num_bins")
+    labels, log_post, _, _ = posterior_inputs(labels, scores, priors, score_type, sample_weight)
+    if log_post.ndim != 2:
+        raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(log_post.shape)}")
+    k = log_post.shape[-1]
+    if variant == "binary" and k != 2:
+        raise v.InputError(f"variant='binary' needs K = 2 classes, got K = {k}; use variant='top_label'")
+    top_label = variant == "top_label" or (variant == "auto" and k > 2)
+    return labels, log_post, top_label, num_bins
+
+
+def ece(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
+        score_type="log_posteriors", sample_weight=None):
+    """Expected calibration error (seed 002 eqs. 62-63), as a fraction.
+
+    ``ECE = sum_m |B_m|/N |frac(B_m) - avg(B_m)|``.  ``variant="binary"``
+    (eq. 62, K = 2) bins the class-1 posterior, with ``frac`` the fraction of
+    class-1 samples; ``"top_label"`` (eq. 63, ``ECEmc``) bins the confidence
+    ``max_i P(i|x)``, with ``frac`` the accuracy of the argmax decisions.
+    ``"auto"`` is binary for K = 2 (the seed's recommendation: the top-label
+    form throws away half the binary posterior) and top-label otherwise.
+    This is the calibration loss of histogram binning trained on the test
+    data (eq. 66): see seed 002 §4.3.2 for its drawbacks.
+
+    ``psrcal`` returns percentages: ``psrcal.losses.ECEbin`` / ``ECE`` equal
+    100 times this value (``psrcal`` leaves a posterior of exactly 0 out of
+    every bin; here it is in the first bin).
+
+    Args:
+      labels: ``(N,)`` true classes.
+      scores: ``(N, K)`` scores of one system (``(N,)`` for ``"llr"``).
+      num_bins: ``M`` (default 15).
+      binning: ``"equal_width"`` or ``"equal_mass"`` (see :func:`bin_indices`).
+      variant: ``"auto"``, ``"binary"`` or ``"top_label"``.
+      priors, score_type: as in :func:`cross_entropy` (priors only to form
+        posteriors from likelihood-type scores).
+      sample_weight: optional ``(N,)`` non-negative weights ``u``: ``|B_m|``
+        and ``N`` become weight totals and the bin averages weighted
+        averages, ``ECE = sum_m |sum_{n in B_m} u_n (hit_n - conf_n)| /
+        sum_n u_n`` (an integer weight ``k`` is ``k`` copies of the sample).
+        Equal-mass bins then split the cumulative weight, not the sample
+        count (:func:`equal_mass_upper_edges`: integer weights give the bins
+        of the repeated samples).
+    """
+    sample_weight = validated_sample_weight(labels, sample_weight)
+    labels, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type,
+                                                        sample_weight)
+    out = _ece_kernel(labels, log_post, sample_weight, num_bins=num_bins, binning=binning, top_label=top_label)
+    if v.any_traced(labels, log_post, sample_weight):
+        return v.nan_where_invalid(out, scores_ok(labels, log_post) & weights_ok(sample_weight))
+    return out
+
+
+class ReliabilityBins(NamedTuple):
+    """Per-bin statistics of a reliability diagram (empty bins have count 0 and NaN means)."""
+
+    confidence: np.ndarray  # mean confidence (binary: mean class-1 posterior) of each bin
+    frequency: np.ndarray  # observed accuracy (binary: class-1 frequency) of each bin
+    count: np.ndarray  # type: ignore[assignment]  # samples per bin (int64); with sample_weight, the bin's weight total (float64)
+
+
+def reliability_bins(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
+                     score_type="log_posteriors", sample_weight=None):
+    """The bins behind :func:`ece` and the reliability diagram (seed 002 eqs. 62-63).
+
+    ``ece = sum_m count_m / N * |frequency_m - confidence_m|``.  Arguments as in :func:`ece`.  With
+    ``sample_weight`` the means are weighted means, ``count`` the bins' weight totals (float) and ``N``
+    their sum.
+    """
+    sample_weight = validated_sample_weight(labels, sample_weight)
+    labels, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors,
+                                                        score_type, sample_weight)
+    n, conf_sum, hit_sum, _ = (np.asarray(a, np.float64) for a in _bin_sums(
+        labels, log_post, sample_weight, num_bins=num_bins, binning=binning, top_label=top_label))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return ReliabilityBins(conf_sum / n, hit_sum / n, n.astype(np.int64) if sample_weight is None else n)

@@ -1,0 +1,386 @@
+"""Binary scores judged by their ranking alone: ROC, AUC, EER and operating points (seed 002 §4.5).
+
+Every function sorts the class-1 log-odds once and reads the error rates
+at every cut (:func:`rates_at_cuts`); no priors or costs enter, except in
+:func:`nec_for_target_sensitivity`.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+import jax
+import jax.numpy as jnp
+
+from ecjax import inputs as v
+from ecjax.scores.inputs import (
+    binary_inputs, binary_ok, class1_fraction, posterior_inputs, scores_ok, validated_sample_weight, weights_ok,
+)
+
+
+def rates_at_cuts(labels, s, sample_weight=None):
+    """Error rates at every cut of the sorted scores (one sort).
+
+    Cut ``k`` decides class 0 for the ``k`` lowest scores and 1 for the
+    rest.  Returns ``(s_sorted, miss, fa, valid)`` with ``miss[k]`` the
+    fraction of class-1 samples below the cut, ``fa[k]`` the fraction of
+    class-0 samples above it, and ``valid[k]`` False where the cut would split
+    tied scores (no threshold realizes it).  With ``sample_weight`` the
+    fractions are of each class's weight total.
+    """
+    order = jnp.argsort(s)
+    s_sorted = s[order]
+    is1 = labels[order] == 1
+    if sample_weight is not None:
+        miss, fa = _weighted_rates_at_cuts(is1, sample_weight[order])
+        valid = jnp.concatenate([jnp.array([True]), s_sorted[1:] > s_sorted[:-1], jnp.array([True])])
+        return s_sorted, miss, fa, valid
+    zero = jnp.zeros((1,), jnp.int32)
+    cum1 = jnp.concatenate([zero, jnp.cumsum(is1, dtype=jnp.int32)])
+    cum0 = jnp.arange(s.shape[0] + 1, dtype=jnp.int32) - cum1
+    n1, n0 = cum1[-1], cum0[-1]
+    # A class absent from the data (it then has weight 0 under data priors) gives rates 0, not NaN.
+    # XLA may divide by multiplying with the reciprocal, so n1 / n1 can round to 1 + 2**-23: clip the
+    # rates into [0, 1] (a TPR of 1 - miss would otherwise reach -5e-8).
+    miss = jnp.clip(cum1 / jnp.maximum(n1, 1), 0.0, 1.0)
+    fa = jnp.clip((n0 - cum0) / jnp.maximum(n0, 1), 0.0, 1.0)
+    valid = jnp.concatenate([jnp.array([True]), s_sorted[1:] > s_sorted[:-1], jnp.array([True])])
+    return s_sorted, miss, fa, valid
+
+
+def _weighted_rates_at_cuts(is1, w):
+    """``(miss, fa)`` at every cut of sorted samples, as fractions of each class's weight total."""
+    zero = jnp.zeros((1,), w.dtype)
+    below1 = jnp.concatenate([zero, jnp.cumsum(jnp.where(is1, w, 0.0))])
+    # fa summed from the top down: W_0 minus a running sum would lose the small rates to cancellation.
+    above0 = jnp.concatenate([jnp.cumsum(jnp.where(is1, 0.0, w)[::-1])[::-1], zero])
+    w1, w0 = below1[-1], above0[0]
+    miss = jnp.clip(below1 / jnp.where(w1 > 0, w1, 1.0), 0.0, 1.0)
+    fa = jnp.clip(above0 / jnp.where(w0 > 0, w0, 1.0), 0.0, 1.0)
+    return miss, fa
+
+
+def cut_threshold(s_sorted, k):
+    """A threshold realizing cut ``k`` with the rule "class 1 iff s > t"."""
+    n = s_sorted.shape[0]
+    lo = jnp.where(k > 0, s_sorted[jnp.maximum(k - 1, 0)], -jnp.inf)
+    hi = jnp.where(k < n, s_sorted[jnp.minimum(k, n - 1)], jnp.inf)
+    mid = jnp.where(jnp.isinf(lo) & jnp.isinf(hi), 0.0, 0.5 * (lo + hi))
+    return jnp.where(jnp.isinf(lo), -jnp.inf, jnp.where(jnp.isinf(hi), jnp.inf, mid))
+
+
+@jax.jit
+def _roc_kernel(labels, s, sample_weight=None):
+    s_sorted, miss, fa, valid = rates_at_cuts(labels, s, sample_weight)
+    # sklearn's convention: thresholds descending, "positive iff s >= t", first +inf.
+    thresholds = jnp.concatenate([s_sorted, jnp.array([jnp.inf], s_sorted.dtype)])
+    return fa[::-1], (1.0 - miss)[::-1], thresholds[::-1], valid[::-1]
+
+
+def roc_curve(labels, scores, *, score_type="log_posteriors", sample_weight=None):
+    """ROC points at every distinct threshold (seed 002 §4.5).
+
+    Args:
+      labels: ``(N,)`` classes in {0, 1} (1 = positive, the seeds' H2).
+      scores: binary scores of one system (``(N, 2)``, or ``(N,)`` for ``"llr"``).
+      score_type: any score type; only the ranking of the class-1 log-odds is
+        used, so no priors are needed.
+      sample_weight: optional ``(N,)`` non-negative weights: the rates are
+        fractions of each class's weight total, samples of weight 0 are left
+        out (as ``sklearn.metrics.roc_curve(..., sample_weight=)``).
+
+    Returns:
+      ``(fpr, tpr, thresholds)`` as ``sklearn.metrics.roc_curve(...,
+      drop_intermediate=False)``: thresholds decreasing (first ``+inf``), a
+      sample is positive iff its log-odds ``>= threshold``; ``fpr = R_12``,
+      ``tpr = R_22``, both within ``[0, 1]``.  Concrete input only (the
+      number of points depends on the data), so not usable inside ``jit``.
+    """
+    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
+                                                       drop_zero_weights=True)
+    fpr, tpr, thr, valid = _roc_kernel(labels, s, sample_weight)
+    keep = np.asarray(valid)
+    return fpr[keep], tpr[keep], thr[keep]
+
+
+@jax.jit
+def _auc_kernel(labels, s):
+    is0 = (labels == 0)
+    neg_sorted = jnp.sort(jnp.where(is0, s, jnp.inf))  # class-0 scores first, padding last
+    n0 = jnp.sum(is0)
+    below = jnp.searchsorted(neg_sorted, s, side="left")  # class-0 scores < s
+    not_above = jnp.minimum(jnp.searchsorted(neg_sorted, s, side="right"), n0)  # class-0 scores <= s
+    # Mann-Whitney: P(s1 > s0) + P(s1 = s0) / 2; each term in [0, 1] keeps float32 accurate.
+    per_positive = (below + 0.5 * (not_above - below)) / n0
+    is1 = labels == 1
+    return jnp.sum(jnp.where(is1, per_positive, 0.0)) / jnp.sum(is1)
+
+
+def weighted_auc_kernel(labels, s, sample_weight, cumsum=jnp.cumsum):
+    """Kernel: weighted AUC of the class-1 log-odds ``s``, the weighted Mann-Whitney statistic, ties one half.
+
+    ``sum_{i: y=1} sum_{j: y=0} w_i w_j ([s_i > s_j] + [s_i = s_j] / 2) / (W_1 W_0)``: one sort and one
+    cumulative sum of the class-0 weights (``cumsum``: any inclusive prefix sum along the last axis; the
+    bootstrap passes a faster blocked one).
+    """
+    order = jnp.argsort(s)
+    s_sorted = s[order]
+    w0 = jnp.where(labels == 0, sample_weight, 0.0)[order]
+    below0 = jnp.concatenate([jnp.zeros((1,), w0.dtype), cumsum(w0)])
+    below = below0[jnp.searchsorted(s_sorted, s, side="left")]  # class-0 weight with scores < s_n
+    not_above = below0[jnp.searchsorted(s_sorted, s, side="right")]  # class-0 weight with scores <= s_n
+    total0 = below0[-1]
+    # Each positive's term in [0, 1] before the weighted mean keeps float32 accurate (as _auc_kernel).
+    per_positive = (below + 0.5 * (not_above - below)) / jnp.where(total0 > 0, total0, 1.0)
+    w1 = jnp.where(labels == 1, sample_weight, 0.0)
+    total1 = jnp.sum(w1)
+    return jnp.sum(w1 * per_positive) / jnp.where(total1 > 0, total1, 1.0)
+
+
+_weighted_auc_kernel = jax.jit(weighted_auc_kernel)
+
+
+def auc(labels, scores, *, score_type="log_posteriors", sample_weight=None):
+    """Area under the ROC curve, ties counted as one half (seed 002 §4.5).
+
+    Equal to the Mann-Whitney statistic ``P(s_1 > s_0) + P(s_1 = s_0) / 2``
+    for a random class-1 score ``s_1`` and class-0 score ``s_0`` (and to
+    ``sklearn.metrics.roc_auc_score``).  One sort plus binary searches:
+    O(N log N).  Arguments as in :func:`roc_curve`.
+
+    With ``sample_weight`` ``u``: the weighted statistic ``sum_{m: y=1}
+    sum_{n: y=0} u_m u_n ([s_m > s_n] + [s_m = s_n] / 2) / (W_1 W_0)``, the
+    area under the weighted ROC (``roc_auc_score(..., sample_weight=)``).
+    """
+    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
+                                                       drop_zero_weights=False)
+    out = _auc_kernel(labels, s) if sample_weight is None else _weighted_auc_kernel(labels, s, sample_weight)
+    traced = v.any_traced(labels, s, sample_weight)
+    return v.nan_where_invalid(out, binary_ok(labels, s, sample_weight)) if traced else out
+
+
+@jax.jit
+def _auc_one_vs_rest_kernel(labels, log_post, sample_weight=None):
+    classes = jnp.arange(log_post.shape[-1])
+
+    def one(c):
+        is_c = (labels == c).astype(labels.dtype)
+        if sample_weight is None:
+            return _auc_kernel(is_c, log_post[:, c])
+        return weighted_auc_kernel(is_c, log_post[:, c], sample_weight)
+
+    return jnp.mean(jax.vmap(one)(classes))
+
+
+def auc_one_vs_rest(labels, scores, *, priors=None, score_type="log_posteriors", sample_weight=None):
+    """Macro average over the ``K`` classes of the one-vs-rest AUC (seed 002 §4.7).
+
+    ``AUC_ovr = (1/K) sum_i AUC(class i against the rest, ranked by P(i|x))``,
+    each term the Mann-Whitney statistic of :func:`auc`.  Equal to
+    ``sklearn.metrics.roc_auc_score(labels, posteriors, multi_class="ovr",
+    average="macro")``; for ``K = 2`` both terms equal the binary AUC.
+
+    Args:
+      labels: ``(N,)`` true classes; every class needs samples (and so does
+        its complement).
+      scores: ``(N, K)`` scores of one system.
+      priors, score_type: as in :func:`cross_entropy` (priors only to form
+        posteriors from likelihood-type scores, whose ranking depends on them).
+      sample_weight: optional ``(N,)`` non-negative weights: each term is the
+        weighted AUC of :func:`auc` (the average stays unweighted over the
+        classes), as ``roc_auc_score(..., multi_class="ovr",
+        sample_weight=)``; every class needs a positive weight total.
+    """
+    sample_weight = validated_sample_weight(labels, sample_weight)
+    labels, log_post, _, n_i = posterior_inputs(labels, scores, priors, score_type, sample_weight)
+    if log_post.ndim != 2:
+        raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(log_post.shape)}")
+    if not v.any_traced(labels, log_post, sample_weight) and np.any(np.asarray(n_i) == 0):
+        absent = [int(i) for i in np.flatnonzero(np.asarray(n_i) == 0)]
+        what = "`labels` has no sample" if sample_weight is None else "`sample_weight` is 0 for every sample"
+        raise v.InputError(f"{what} of class {absent}: its one-vs-rest AUC is undefined")
+    out = _auc_one_vs_rest_kernel(labels, log_post, sample_weight)
+    if v.any_traced(labels, log_post, sample_weight):
+        ok = scores_ok(labels, log_post) & jnp.all(jnp.asarray(n_i) > 0) & weights_ok(sample_weight)
+        out = v.nan_where_invalid(out, ok)
+    return out
+
+
+@jax.jit
+def _eer_kernel(labels, s, sample_weight=None):
+    _, miss, fa, valid = rates_at_cuts(labels, s, sample_weight)
+
+    def active(pi):
+        # Line of the cut minimizing pi*miss + (1-pi)*fa: a vertex of the ROC convex hull.
+        return jnp.argmin(jnp.where(valid, pi * miss + (1.0 - pi) * fa, jnp.inf))
+
+    def bisect(_, lohi):
+        lo, hi = lohi
+        mid = 0.5 * (lo + hi)
+        k = active(mid)
+        up = miss[k] - fa[k] > 0  # envelope still rising: its maximum is to the right
+        return jnp.where(up, mid, lo), jnp.where(up, hi, mid)
+
+    lo, hi = jax.lax.fori_loop(0, 60, bisect, (jnp.asarray(0.0, miss.dtype), jnp.asarray(1.0, miss.dtype)))
+    a, b = active(lo), active(hi)
+    da, db = miss[a] - fa[a], miss[b] - fa[b]
+    # The hull segment a-b crosses the diagonal miss = fa: intersect exactly.
+    t = jnp.where(da - db != 0, da / jnp.where(da - db != 0, da - db, 1.0), 0.0)
+    return miss[a] + t * (miss[b] - miss[a])
+
+
+def eer(labels, scores, *, score_type="log_posteriors", sample_weight=None):
+    """Equal error rate on the ROC convex hull (ROCCH-EER, seed 002 §4.5).
+
+    The rate at which the convex hull of the ROC crosses ``R_12 = R_21``
+    (false-alarm = miss).  It equals ``max_pi min_t [pi R_21(t) + (1-pi)
+    R_12(t)]``, the worst minimum Bayes error over priors, which is how it is
+    computed: bisection on ``pi`` over the one-sort error rates, then the
+    exact intersection of the hull segment with the diagonal.  This is the
+    definition of the BOSARIS toolkit and ``llreval`` (``ROCCH.EER``); on a
+    step ROC it interpolates between the two cuts that straddle the diagonal.
+
+    With ``sample_weight`` the ROC is the weighted one of :func:`roc_curve`
+    (rates as fractions of each class's weight total).
+    """
+    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
+                                                       drop_zero_weights=False)
+    out = _eer_kernel(labels, s, sample_weight)
+    traced = v.any_traced(labels, s, sample_weight)
+    return v.nan_where_invalid(out, binary_ok(labels, s, sample_weight)) if traced else out
+
+
+class OperatingPoint(NamedTuple):
+    """A threshold and its rates: decide class 1 iff log-odds ``> threshold``."""
+
+    specificity: jax.Array
+    sensitivity: jax.Array
+    threshold: jax.Array
+
+
+@jax.jit
+def _sp_at_se_kernel(labels, s, target, sample_weight=None):
+    s_sorted, miss, fa, valid = rates_at_cuts(labels, s, sample_weight)
+    cut = jnp.arange(miss.shape[0])
+    ok = valid & (1.0 - miss >= target)
+    # The highest cut still meeting the sensitivity has the largest specificity;
+    # among cuts with that same specificity take the lowest (largest sensitivity).
+    k_top = jnp.max(jnp.where(ok, cut, 0))
+    k = jnp.min(jnp.where(valid & (fa == fa[k_top]), cut, miss.shape[0]))
+    return OperatingPoint(1.0 - fa[k], 1.0 - miss[k], cut_threshold(s_sorted, k))
+
+
+def specificity_at_sensitivity(labels, scores, sensitivity, *, score_type="log_posteriors", sample_weight=None):
+    """SP@SE: the specificity at the highest threshold that reaches ``sensitivity``.
+
+    Seed 002 §4.6: the threshold is chosen on these data so that ``R_22 >=
+    sensitivity`` with the largest ``R_11`` (among thresholds with that
+    ``R_11``, the largest ``R_22``).  The seed explains why this is a
+    poor metric (implicit, system-dependent costs); see
+    :func:`nec_for_target_sensitivity` for its recommended replacement.
+
+    With ``sample_weight`` the rates are those of :func:`roc_curve` (weighted
+    fractions of each class; samples of weight 0 left out on concrete input).
+
+    Returns:
+      :class:`OperatingPoint` ``(specificity, sensitivity, threshold)``; the
+      achieved sensitivity may exceed the target when ties or few samples do
+      not allow it exactly.
+    """
+    target = _target_sensitivity(sensitivity)
+    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
+                                                       drop_zero_weights=True)
+    out = _sp_at_se_kernel(labels, s, jnp.asarray(target, s.dtype), sample_weight)
+    traced = v.any_traced(labels, s, sample_weight)
+    return v.nan_where_invalid(out, binary_ok(labels, s, sample_weight)) if traced else out
+
+
+def _target_sensitivity(sensitivity):
+    target = float(sensitivity)
+    if not 0.0 <= target <= 1.0:
+        raise v.InputError(f"`sensitivity` must be in [0, 1], got {sensitivity}")
+    return target
+
+
+class SensitivityTargetNEC(NamedTuple):
+    """The NEC that replaces SP@SE (seed 002 §4.6).
+
+    ``costs`` is the cost matrix (rows = true class) with ``c_21 = 1`` (a
+    miss) and ``c_12 = alpha P_2 / P_1`` (a false alarm), whose NEC on data
+    with the development priors is ``NEC_alpha`` (seed 002 eq. 8).
+    """
+
+    alpha: jax.Array
+    costs: jax.Array
+    cost_ratio: jax.Array  # c_12 / c_21 = alpha P_2 / P_1
+    threshold: jax.Array
+    sensitivity: jax.Array
+    specificity: jax.Array
+    nec: jax.Array
+
+
+@jax.jit
+def _nec_target_kernel(labels, s, target, alphas, sample_weight=None):
+    s_sorted, miss, fa, valid = rates_at_cuts(labels, s, sample_weight)
+
+    def best_cut(alpha):
+        nec = (alpha * fa + miss) / jnp.minimum(alpha, 1.0)  # seed 002 eq. 8
+        k = jnp.argmin(jnp.where(valid, nec, jnp.inf))
+        return k, nec[k]
+
+    ks, necs = jax.vmap(best_cut)(alphas)
+    sens = 1.0 - miss[ks]
+    ok = sens >= target
+    # Sensitivity falls as alpha (the weight of false alarms) grows: take the
+    # largest alpha that still meets the target.
+    j = jnp.max(jnp.where(ok, jnp.arange(alphas.shape[0]), 0))
+    k = ks[j]
+    return alphas[j], cut_threshold(s_sorted, k), sens[j], 1.0 - fa[k], necs[j], jnp.any(ok)
+
+
+def nec_for_target_sensitivity(labels, scores, sensitivity, *, alphas=None, score_type="log_posteriors",
+                               sample_weight=None):
+    """The NEC-based replacement of SP@SE (seed 002 §4.6), on development data.
+
+    For each ``alpha`` in a sweep, the threshold minimizing ``NEC_alpha =
+    (alpha R_12 + R_21) / min(alpha, 1)`` (seed 002 eq. 8) is found by one
+    sort (so calibration does not matter), and its sensitivity ``R_22``
+    measured; the largest ``alpha`` whose optimal threshold still reaches the
+    target sensitivity is chosen.  That ``NEC_alpha`` is then the metric to
+    compare systems and datasets, with the implied cost ratio ``c_12 / c_21
+    = alpha P_2 / P_1`` made explicit.
+
+    Args:
+      labels, scores, score_type: development data of the baseline system.
+      sensitivity: the target ``R_22``.
+      alphas: increasing ``alpha`` values to sweep (default: 801 values
+        log-spaced over ``[1e-4, 1e4]``).
+      sample_weight: optional ``(N,)`` non-negative weights: weighted rates
+        (as :func:`roc_curve`; weight 0 leaves a sample out) and the
+        development priors ``P_i = W_i / W`` of the class weight totals.
+
+    Returns:
+      :class:`SensitivityTargetNEC`.  Raises :class:`InputError` when no
+      ``alpha`` of the sweep reaches the target.
+    """
+    target = _target_sensitivity(sensitivity)
+    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
+                                                       drop_zero_weights=True)
+    if alphas is None:
+        alphas = jnp.logspace(-4.0, 4.0, 801)
+    else:
+        alphas = v.as_array(alphas, "alphas", min_ndim=1)
+        a = np.asarray(alphas, dtype=np.float64)
+        if a.ndim != 1 or np.any(~np.isfinite(a)) or np.any(a <= 0) or np.any(np.diff(a) <= 0):
+            raise v.InputError("`alphas` must be a 1-D increasing array of positive finite values")
+        alphas = jnp.asarray(a, dtype=s.dtype)
+    alpha, thr, sens, spec, nec, found = _nec_target_kernel(labels, s, jnp.asarray(target, s.dtype), alphas,
+                                                            sample_weight)
+    if not bool(found):
+        raise v.InputError(f"no alpha in the sweep reaches sensitivity {target}: extend `alphas` towards 0")
+    p_first = 1.0 - class1_fraction(labels, sample_weight)  # the seed's P_1 (ecjax class 0)
+    ratio = alpha * (1.0 - p_first) / p_first
+    costs = jnp.array([[0.0, 1.0], [0.0, 0.0]], dtype=s.dtype) * ratio + jnp.array([[0.0, 0.0], [1.0, 0.0]], dtype=s.dtype)
+    return SensitivityTargetNEC(alpha, costs, ratio, thr, sens, spec, nec)

@@ -1,0 +1,131 @@
+"""Proper scoring rules of the posteriors: cross-entropy and Brier score (seed 002 §4.1, eqs. 52-57).
+
+Each is the per-class average of a loss, weighted by the priors
+(:func:`class_weights`), optionally divided by that of the naive system
+that outputs the priors (seed 002 §4.1.2).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+from ecjax import inputs as v
+from ecjax.scores.inputs import check_normalizable, posterior_inputs, scores_ok, validated_sample_weight, weights_ok
+
+
+def class_weights(n_i, priors):
+    """Kernel: per-class sample weights ``P_i / N_i`` (seed 002 eqs. 53-54, 57).
+
+    With them every EPSR is ``sum_n w_{y_n} C*(y_n, s_n)``: the per-class
+    average of the loss weighted by the (deployment) priors.  A class with no
+    samples gets weight 0.
+    """
+    return jnp.where(n_i > 0, priors / jnp.where(n_i > 0, n_i, 1), 0.0)
+
+
+def cross_entropy_kernel(labels, log_post, weights):
+    """Kernel: ``-sum_n w_n log s_{y_n}(x_n)`` (seed 002 eq. 53).
+
+    ``log_post`` ``(..., N, K)``; ``weights`` ``(N,)``.  Works on the log
+    posteriors directly, so a true-class posterior of 0 (``-inf``) gives
+    ``+inf`` and never NaN; samples with weight 0 contribute 0 even then.
+    """
+    idx = jnp.broadcast_to(labels[:, None], log_post.shape[:-1] + (1,))
+    true_lp = jnp.take_along_axis(log_post, idx, axis=-1)[..., 0]
+    return jnp.sum(jnp.where(weights > 0, -weights * true_lp, 0.0), axis=-1)
+
+
+def brier_kernel(labels, log_post, weights):
+    """Kernel: ``sum_n w_n (1/K) sum_i (s_i(x_n) - [y_n = i])^2`` (seed 002 eq. 57)."""
+    k = log_post.shape[-1]
+    sq = jnp.sum((jnp.exp(log_post) - jax.nn.one_hot(labels, k, dtype=log_post.dtype)) ** 2, axis=-1) / k
+    return jnp.sum(weights * sq, axis=-1)
+
+
+def naive_cross_entropy(priors):
+    """XE of the naive system that outputs the priors: ``-sum_i P_i log P_i``."""
+    return -jnp.sum(jnp.where(priors > 0, priors * jnp.log(jnp.where(priors > 0, priors, 1.0)), 0.0), -1)
+
+
+def naive_brier(priors):
+    """Brier score of the naive system that outputs the priors: ``(1/K) sum_i P_i (1 - P_i)``."""
+    return jnp.sum(priors * (1.0 - priors), -1) / priors.shape[-1]
+
+
+@partial(jax.jit, static_argnames=("rule", "normalize"))
+def _psr(labels, log_post, p, n_i, sample_weight=None, *, rule, normalize):
+    w = class_weights(n_i, p)[labels]
+    if sample_weight is not None:
+        w = w * sample_weight  # P_i u_n / W_i: n_i holds the class weight totals W_i
+    if rule == "xe":
+        value = cross_entropy_kernel(labels, log_post, w)
+        return value / naive_cross_entropy(p) if normalize else value
+    value = brier_kernel(labels, log_post, w)
+    return value / naive_brier(p) if normalize else value
+
+
+def _psr_public(rule, labels, scores, priors, score_type, normalize, sample_weight=None):
+    sample_weight = validated_sample_weight(labels, sample_weight)
+    labels, log_post, p, n_i = posterior_inputs(labels, scores, priors, score_type, sample_weight)
+    naive = naive_cross_entropy(p) if rule == "xe" else naive_brier(p)
+    if normalize:
+        check_normalizable(naive, "cross-entropy" if rule == "xe" else "Brier score")
+    out = _psr(labels, log_post, p, n_i, sample_weight, rule=rule, normalize=bool(normalize))
+    if v.any_traced(labels, log_post, p, sample_weight):
+        ok = scores_ok(labels, log_post, n_i, p, priors is not None) & weights_ok(sample_weight)
+        out = v.nan_where_invalid(out, ok & (naive > 0) if normalize else ok)
+    return out
+
+
+def cross_entropy(labels, scores, *, priors=None, score_type="log_posteriors", normalize=False, sample_weight=None):
+    """Cross-entropy (empirical expected logarithmic loss) of the scores.
+
+    ``XE = -sum_i (P_i / N_i) sum_{n: y_n = i} log s_i(x_n)`` (seed 002
+    eqs. 52-54): the per-class average of ``-log`` of the true-class
+    posterior, weighted by the priors.  Computed from log-posteriors, so a
+    posterior of exactly 0 for the true class (``-inf``) gives ``+inf`` (not
+    NaN) and LLRs of +-1e4 are exact.
+
+    Args:
+      labels: ``(N,)`` true classes.
+      scores: ``(N, K)`` or ``(S, N, K)`` scores (``(..., N)`` for ``"llr"``);
+        ``-inf`` is allowed (a zero probability), NaN and ``+inf`` are not.
+      priors: evaluation priors ``P_i`` (default: data priors).  For
+        ``"llr"``/``"log_likelihoods"`` they also turn scores into posteriors
+        (required then).
+      score_type: ``"log_posteriors"`` (default), ``"logits"``, ``"llr"`` or
+        ``"log_likelihoods"``.
+      normalize: divide by the XE of the naive system that outputs the priors,
+        ``-sum_i P_i log P_i`` (seed 002 §4.1.2); values above 1 are worse than
+        that system.  Same as ``psrcal.losses.LogLoss(norm=True)``.
+      sample_weight: optional ``(N,)`` non-negative weights (scikit-learn's
+        meaning): ``N_i`` becomes the class weight total ``W_i`` and each
+        sample's loss is multiplied by its weight, ``XE = -sum_i (P_i / W_i)
+        sum_{n: y_n = i} u_n log s_i(x_n)``; with data priors ``P_i = W_i /
+        W`` this is ``sklearn.metrics.log_loss(..., sample_weight=)``.  An
+        integer weight ``k`` is ``k`` copies of the sample.
+
+    Returns:
+      The XE (in nats), one per system.
+
+    Example:
+      >>> float(cross_entropy([0, 1], jnp.log(jnp.array([[0.5, 0.5], [0.5, 0.5]]))))  # doctest: +ELLIPSIS
+      0.693...
+    """
+    return _psr_public("xe", labels, scores, priors, score_type, normalize, sample_weight)
+
+
+def brier(labels, scores, *, priors=None, score_type="log_posteriors", normalize=False, sample_weight=None):
+    """Brier score ``sum_i (P_i/N_i) sum_{n: y_n=i} (1/K) sum_j (s_j(x_n) - [j = i])^2``.
+
+    Seed 002 eqs. 56-57 (note the ``1/K``: the mean over classes, as in
+    ``psrcal.losses.Brier``).  ``normalize`` divides by the Brier score of the
+    naive system that outputs the priors, ``(1/K) sum_i P_i (1 - P_i)``.
+    Arguments as in :func:`cross_entropy`; for ``K = 2`` with data priors and
+    ``sample_weight`` this is ``sklearn.metrics.brier_score_loss(...,
+    sample_weight=)``.
+    """
+    return _psr_public("brier", labels, scores, priors, score_type, normalize, sample_weight)
