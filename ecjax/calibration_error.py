@@ -138,8 +138,7 @@ def _inputs(labels, scores, priors, score_type, sample_weight=None):
         raise v.InputError(f"`labels` must be one vector of N classes, got shape {labels.shape}")
     v.check_same_length("labels", labels, "scores", log_post, axis_b=-2)
     sample_weight = v.as_sample_weight(sample_weight, labels)
-    if sample_weight is not None and not v.is_tracer(sample_weight) and not np.sum(np.asarray(sample_weight)) > 0:
-        raise v.InputError("`sample_weight` is 0 for every sample: there is nothing to average")
+    v.check_some_weight(sample_weight)
     return labels, log_post, sample_weight
 
 

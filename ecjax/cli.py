@@ -33,8 +33,11 @@ from ecjax.inputs import (
     POSTERIOR_TYPES,
     SCORE_TYPES,
     InputError,
+    as_index_array,
     as_sample_weight,
     as_scores,
+    check_priors_cover,
+    check_some_weight,
     looks_like_probabilities,
 )
 from ecjax import random_bits
@@ -58,19 +61,17 @@ def _load(path):
     return load_array(path, max_bytes=_limits["max_bytes"] or DEFAULT_MAX_BYTES)
 
 
+def _within(path, a, upper, name, upper_is):
+    """The library's index check (:func:`ecjax.inputs.as_index_array` with ``upper``), said of the file."""
+    try:
+        as_index_array(a, name, upper=upper, upper_is=upper_is)
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
+
+
 def _check_indices(a, path, what):
-    """Class or decision indices of a file: integers in [0, 2**31), checked before any cast."""
-    if a.dtype.kind == "f":
-        if not np.all(np.isfinite(a)):
-            raise InputError(f"{path}: {what} contain NaN or inf; expected integer indices")
-        if np.any(a != np.round(a)):
-            raise InputError(f"{path}: {what} must be integers, got {a[a != np.round(a)].flat[0]}")
-    elif a.dtype.kind == "b":
-        a = a.astype(np.int64)
-    if a.size and a.min() < 0:
-        raise InputError(f"{path}: {what} must be >= 0 (indices), got {a.min()}")
-    if a.size and a.max() > 2**31 - 1:
-        raise InputError(f"{path}: {what} hold the index {int(a.max())}, past the largest supported 2**31 - 1")
+    """Class or decision indices of a file: integers in [0, 2**31), checked (by the library) before any cast."""
+    _within(path, a, None, what, "")
     return a.astype(np.int64)
 
 
@@ -181,10 +182,9 @@ def _load_sample_weight(path, labels, label_file, option="--sample-weight"):
                          f"{w.shape}")
     try:
         w = np.asarray(as_sample_weight(w, labels), np.float64)
-    except InputError as err:  # the library's check, said of the file
+        check_some_weight(w)
+    except InputError as err:  # the library's checks, said of the file
         raise InputError(f"{option} {path}: {err}") from None
-    if not np.any(w > 0):
-        raise InputError(f"{option} {path}: every weight is 0; nothing is left to evaluate")
     return w
 
 
@@ -221,12 +221,11 @@ def _check_priors_cover(spec, labels, label_file, costs_arg, sample_weight=None)
     """Deployment priors may not weigh a class that has no test samples (its rates are unknown)."""
     if spec.priors is None:
         return
-    n_i = np.bincount(labels, weights=sample_weight, minlength=len(spec.priors))
-    missing = np.nonzero((n_i[: len(spec.priors)] == 0) & (spec.priors > 0))[0]
-    if len(missing):
-        name = spec.classes[missing[0]]
-        raise InputError(f"{label_file}: class {name!r} has no samples but a prior of {spec.priors[missing[0]]:g} "
-                         f"in {costs_arg}: its rates are unknown")
+    n_i = np.bincount(labels, weights=sample_weight, minlength=len(spec.priors))[: len(spec.priors)]
+    try:
+        check_priors_cover(n_i, spec.priors, weighted=sample_weight is not None, class_names=spec.classes)
+    except InputError as err:  # the library's check, said of the files
+        raise InputError(f"{label_file} with the priors of {costs_arg}: {err}") from None
 
 
 def _check_naive(spec, labels, label_file, costs_arg, sample_weight=None):
@@ -370,8 +369,7 @@ def cmd_metrics(args):
     files = args.scores or args.decisions
     k = max(_num_classes(y, kind, arrays, st, args.costs, lf, files) for y, lf in zip(labels, label_files))
     for y, lf in zip(labels, label_files):
-        if y.max() >= k:
-            raise InputError(f"{lf}: label {y.max()} is out of range for {k} classes")
+        _within(lf, y, k, "labels", "the classes of the scores")
     if not 0 <= args.pos_label < k:
         raise InputError(f"--pos-label: must be a class index in [0, {k}), got {args.pos_label}")
     spec = _cost_spec(args, k)
@@ -388,8 +386,7 @@ def cmd_metrics(args):
     else:
         decisions = arrays
         for f, a in zip(files, arrays):
-            if a.max() >= d or a.min() < 0:
-                raise InputError(f"{f}: decisions must be in [0, {d}) for the cost matrix's {d} decisions")
+            _within(f, a, d, "decisions", "the cost matrix's decisions")
     # Each system against its own labels (they may differ in order or in number of samples).
     counts = np.stack([np.asarray(confusion_matrix(y, dm, num_classes=k, num_decisions=d, sample_weight=w))
                        for y, dm, w in zip(labels, decisions, weights)])
@@ -884,8 +881,8 @@ def cmd_calibrate(args):
     train, train_labels, test, labels, protocol, train_weights, weights = _calibration_files(args, st)
     k = 2 if st == "llr" else train.shape[1]
     for y, f in ((train_labels, args.train_labels or args.labels), (labels, args.labels)):
-        if y is not None and y.max() >= k:
-            raise InputError(f"{f}: label {y.max()} is out of range for the scores' {k} classes")
+        if y is not None:
+            _within(f, y, k, "labels", "the classes of the scores")
     absent = np.nonzero(np.bincount(train_labels, weights=train_weights, minlength=k) == 0)[0]
     if absent.size:
         raise InputError(f"{args.train_labels or args.labels}: class {absent[0]} has no samples"
@@ -1159,16 +1156,13 @@ def cmd_compare(args):
     k, d = spec.costs.shape
     _out_dir(args)  # fail fast on an existing record or an unwritable folder
     for y, lf in zip(labels, label_files):
-        if y.max() >= k:
-            raise InputError(f"{lf}: labels must be in [0, {k}) for the cost matrix's {k} classes")
+        _within(lf, y, k, "labels", "the cost matrix's classes")
     for y, lf, w in zip(labels, label_files, weights):
         _check_priors_cover(spec, y, lf, args.costs, w)
     if kind == "decisions":
         for f, a, y, lf in zip(files, arrays, labels, label_files):
-            if a.min() < 0 or a.max() >= d:
-                raise InputError(f"{f}: decisions must be in [0, {d}) for the cost matrix's {d} decisions")
-            if y.min() < 0 or y.max() >= k:
-                raise InputError(f"{lf}: labels must be in [0, {k}) for the cost matrix's {k} classes")
+            _within(f, a, d, "decisions", "the cost matrix's decisions")
+            _within(lf, y, k, "labels", "the cost matrix's classes")
     shared = all(np.array_equal(labels[0], y) for y in labels[1:]) and (
         weights[0] is None or all(np.array_equal(weights[0], w) for w in weights[1:]))
     paired = shared and not args.unpaired
@@ -1350,8 +1344,7 @@ def cmd_sweep(args):
         k = _num_classes(labels[0], kind, arrays, st, args.costs, label_files[0], args.decisions)
     _out_dir(args)  # fail fast on an existing record or an unwritable folder
     for y, lf in zip(labels, label_files):
-        if y.max() >= k:
-            raise InputError(f"{lf}: label {y.max()} is out of range for {k} classes")
+        _within(lf, y, k, "labels", "the classes of the scores")
     spec = _cost_spec(args, k)
     over = _sweep_over(args.over, k, spec)
     resolution = args.resolution or (1000 if over == "matrices" else 101)
@@ -1374,8 +1367,7 @@ def cmd_sweep(args):
     if kind == "decisions":
         d = spec.costs.shape[1] if over == "matrices" else 2
         for f, a in zip(args.decisions, arrays):
-            if a.min() < 0 or a.max() >= d:
-                raise InputError(f"{f}: decisions must be in [0, {d})")
+            _within(f, a, d, "decisions", "the decisions swept")
         counts = np.stack([np.asarray(confusion_matrix(y, a, num_classes=k, num_decisions=d))
                            for y, a in zip(labels, arrays)])
     shared = all(np.array_equal(labels[0], y) for y in labels[1:])

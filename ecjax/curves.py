@@ -92,12 +92,8 @@ def _binary_weights(labels, s, score_type, sample_weight, *, drop_zero_weights):
     sample_weight = v.as_sample_weight(sample_weight, labels)
     if v.any_traced(labels, s, sample_weight):
         return labels, s, sample_weight
-    w = np.asarray(sample_weight, np.float64)
-    totals = np.bincount(np.asarray(labels), weights=w, minlength=2)
-    if np.any(totals <= 0):
-        raise v.InputError(f"`sample_weight` is 0 for every sample of class {int(np.argmin(totals))}: the curve "
-                           "needs weight in both classes")
-    keep = w > 0
+    v.check_classes_present(labels, sample_weight, 2, why="the curve needs weight in both classes")
+    keep = np.asarray(sample_weight) > 0
     if not drop_zero_weights or keep.all():
         return labels, s, sample_weight
     idx = v.to_device(np.flatnonzero(keep))
@@ -516,13 +512,7 @@ def auc_one_vs_one(labels, scores, *, priors=None, score_type="log_posteriors", 
     v.check_same_length("labels", labels, "scores", s, axis_b=-2)
     if sample_weight is not None:
         sample_weight = v.as_sample_weight(sample_weight, labels)
-    if not v.any_traced(labels, sample_weight):
-        counts = np.bincount(np.asarray(labels), minlength=k,
-                             weights=None if sample_weight is None else np.asarray(sample_weight, np.float64))
-        if np.any(counts == 0):
-            absent = [int(i) for i in np.flatnonzero(counts == 0)]
-            what = "`labels` has no sample" if sample_weight is None else "`sample_weight` is 0 for every sample"
-            raise v.InputError(f"{what} of class {absent}: the AUC of its pairs is undefined")
+    v.check_classes_present(labels, sample_weight, k, why="the AUC of its pairs is undefined")
     out = _ovo_kernel(labels, s, log_p, np.bool_(average == "weighted"), sample_weight)
     if v.any_traced(labels, s, log_p, sample_weight):
         log_post = log_posteriors_kernel(s, log_p, score_type)

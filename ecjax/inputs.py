@@ -154,7 +154,8 @@ def as_index_array(x, name: str, *, upper: int | None = None, min_ndim: int = 1,
         if not np.all(np.isfinite(arr)):
             raise InputError(f"`{name}` contains NaN or inf; expected integer indices")
         if np.any(arr != np.round(arr)):
-            raise InputError(f"`{name}` must hold integer indices, got non-integer values such as {arr[arr != np.round(arr)].flat[0]}")
+            raise InputError(f"`{name}` must hold integers (indices), got non-integer values such as "
+                             f"{arr[arr != np.round(arr)].flat[0]}")
     elif arr.dtype.kind not in "iu":
         raise InputError(f"`{name}` must hold integer indices, got dtype {arr.dtype}")
     if arr.size and arr.min() < 0:
@@ -412,6 +413,69 @@ def as_sample_weight(sample_weight, labels, *, batched: bool = False):
     if np.any(a < 0):
         raise InputError(f"`sample_weight` must be non-negative, got {a.min()}")
     return to_device(a, jnp.result_type(float))
+
+
+def check_some_weight(sample_weight, where: str = "") -> None:
+    """Concrete weights must leave something to evaluate: not 0 for every sample.
+
+    ``where`` names the part checked in the message (``" (system 1)"``,
+    ``" of test set 0"``).  ``None`` and traced weights pass (under ``jit``
+    the kernels return NaN instead: the NaN contract above).
+    """
+    if sample_weight is None or is_tracer(sample_weight):
+        return
+    if not np.sum(np.asarray(sample_weight, np.float64)) > 0:
+        raise InputError(f"`sample_weight` is 0 for every sample{where}: there is nothing to evaluate")
+
+
+def check_priors_cover(class_counts, priors, *, weighted: bool = False, class_names=None) -> None:
+    """Deployment priors may not weigh a class without test samples: its rates would be unknown.
+
+    ``class_counts`` ``(..., K)`` (every row is checked: a class absent for
+    any system fails); ``priors`` ``(..., K)`` broadcasting with it.  With
+    data priors (``priors=None``) an absent class simply has weight 0, so
+    nothing is checked.  ``weighted``: the counts are weight totals.
+    Concrete input only (traced input passes: the NaN contract).
+    """
+    if priors is None or any_traced(class_counts, priors):
+        return
+    n, p = np.asarray(class_counts), np.asarray(priors)
+    missing = (n == 0) & (p > 0)
+    if missing.any():
+        cls = int(np.nonzero(missing)[-1][0])
+        name = cls if class_names is None else repr(class_names[cls])
+        raise InputError(f"class {name} has no test samples{' of non-zero `sample_weight`' if weighted else ''} but a "
+                         "non-zero prior in `priors`: its rates are unknown. With data priors (priors=None) an "
+                         "absent class simply has weight 0")
+
+
+def _class_list(classes) -> str:
+    return f"class {classes[0]}" if len(classes) == 1 else f"classes {', '.join(map(str, classes))}"
+
+
+def check_classes_present(labels, sample_weight, num_classes: int, *, why: str, classes=None) -> None:
+    """Concrete input: each class in ``classes`` (default: all ``num_classes``) has a sample of non-zero weight.
+
+    The one check behind "a class with no test samples" everywhere: the
+    message says whether the class has no sample in ``labels`` or only
+    samples of weight 0, then ``why`` it matters.  ``labels`` may be batched
+    ``(..., N)`` (every row is checked); ``sample_weight`` is ``(N,)`` or
+    ``None``.  Traced input passes (the NaN contract).
+    """
+    if any_traced(labels, sample_weight):
+        return
+    y = np.asarray(labels)
+    wanted = range(num_classes) if classes is None else [int(c) for c in classes]
+    present = [c for c in wanted if np.all(np.any(y == c, axis=-1))]
+    absent = [c for c in wanted if c not in present]
+    if absent:
+        raise InputError(f"`labels` has no sample of {_class_list(absent)}: {why}")
+    if sample_weight is None:
+        return
+    w = np.asarray(sample_weight, np.float64)
+    zero = [c for c in wanted if np.any(np.sum(np.where(y == c, w, 0.0), axis=-1) <= 0)]
+    if zero:
+        raise InputError(f"`sample_weight` is 0 for every sample of {_class_list(zero)}: {why}")
 
 
 def as_log_domain_scores(scores, score_type: str):

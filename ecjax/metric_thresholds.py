@@ -301,15 +301,9 @@ def optimal_metric_threshold(labels, scores, *, metric="f1", beta=1.0, score_typ
     v.check_same_length("labels", labels, "scores", s)
     batch = v.check_batch_axes_broadcast("labels", labels.shape, labels.shape[:-1], "scores", s.shape, s.shape[:-1])
     w = v.as_sample_weight(sample_weight, labels[(0,) * (labels.ndim - 1)])
+    v.check_classes_present(labels, w, 2, why="the metrics and the implied cost need samples of both classes")
     if not v.any_traced(labels, w):
         u = None if w is None else np.asarray(w, np.float64)
-        lab = np.asarray(labels)
-        per_class = np.stack([np.sum((lab == c) * (1.0 if u is None else u), axis=-1) for c in (0, 1)])
-        for c in (0, 1):
-            if np.any(per_class[c] == 0):
-                what = "`labels` has no sample" if u is None else "`sample_weight` is 0 for every sample"
-                raise v.InputError(f"{what} of class {c}: the metrics and the implied cost need samples of both "
-                                   "classes")
         if u is not None and not v.is_tracer(s) and not np.all(u > 0):
             keep = v.to_device(np.flatnonzero(u > 0))  # weight 0: a sample that is not there
             labels, s, w = jnp.take(labels, keep, axis=-1), jnp.take(s, keep, axis=-1), w[keep]

@@ -92,14 +92,8 @@ def resolve_priors(counts, priors, *, compute_data_priors=True):
     if priors is None:
         return data_priors(counts) if compute_data_priors else None
     p = v.as_priors(priors, num_classes=counts.shape[-2])
-    if not v.is_tracer(p) and not v.is_tracer(counts):
-        missing = (np.asarray(class_counts(counts)) == 0) & (np.asarray(p) > 0)
-        if np.any(missing):
-            cls = np.nonzero(missing)[-1][0]
-            raise v.InputError(
-                f"class {cls} has no test samples but a non-zero prior in `priors`: its rates are undefined. "
-                "With data priors (priors=None) an absent class simply has weight 0"
-            )
+    if not v.any_traced(p, counts):
+        v.check_priors_cover(class_counts(counts), p)
     return p
 
 

@@ -126,7 +126,7 @@ def test_calibrate_with_integer_weights_equals_calibrating_repeated_samples(file
     (["metrics", "--labels", "y2.npy", "--scores", "a2.npy", "--sample-weight", "negative.npy"],
      "--sample-weight negative.npy: .*non-negative"),
     (["metrics", "--labels", "y2.npy", "--scores", "a2.npy", "--sample-weight", "zeros.npy"],
-     "--sample-weight zeros.npy: every weight is 0"),
+     "--sample-weight zeros.npy: `sample_weight` is 0 for every sample"),
     (["metrics", "--labels", "y2.npy", "y2.npy", "--scores", "a2.npy", "b2.npy", "--sample-weight", "w.npy",
       "w.npy", "w.npy"], "--sample-weight: give one file per --labels file"),
     (["calibrate", "--scores", "a2.npy", "--labels", "y2.npy", "--train-sample-weight", "w.npy", "--output",

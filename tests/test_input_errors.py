@@ -315,3 +315,32 @@ def test_traced_labels_need_num_classes():
     import jax
     with pytest.raises(InputError, match="`num_classes`"):
         jax.jit(lambda y, d: confusion_matrix(y, d))(jnp.array([0, 1]), jnp.array([0, 1]))
+
+
+def test_the_shared_class_and_weight_checks_say_which_class_and_why():
+    # One check each for "a class without samples", "all weights 0" and "a prior on a class without samples",
+    # which the score functions, curves, bootstrap, comparisons and the command line all call.
+    from ecjax import inputs as v
+
+    y = np.array([0, 0, 2, 2])
+    with pytest.raises(InputError, match=r"`labels` has no sample of class 1: because"):
+        v.check_classes_present(y, None, 3, why="because")
+    with pytest.raises(InputError, match=r"`labels` has no sample of classes 1, 3: x"):
+        v.check_classes_present(y, None, 4, why="x")
+    w = np.array([1.0, 2.0, 0.0, 0.0])
+    with pytest.raises(InputError, match=r"`sample_weight` is 0 for every sample of class 2: x"):
+        v.check_classes_present(y, w, 3, classes=[0, 2], why="x")
+    v.check_classes_present(y, w, 3, classes=[0], why="x")  # only the classes asked for
+    # Batched labels: a row without the class fails.
+    with pytest.raises(InputError, match="class 1"):
+        v.check_classes_present(np.array([[0, 1, 1], [0, 0, 0]]), None, 2, why="x")
+    with pytest.raises(InputError, match=r"`sample_weight` is 0 for every sample \(system 1\)"):
+        v.check_some_weight(np.zeros(4), " (system 1)")
+    v.check_some_weight(np.array([0.0, 1e-30]))
+    v.check_some_weight(None)
+    with pytest.raises(InputError, match="class 'b' has no test samples of non-zero `sample_weight` but a non-zero"):
+        v.check_priors_cover(np.array([3.0, 0.0]), np.array([0.5, 0.5]), weighted=True, class_names=["a", "b"])
+    with pytest.raises(InputError, match="class 1 has no test samples but"):  # any row of several systems
+        v.check_priors_cover(np.array([[3, 2], [4, 0]]), np.array([0.5, 0.5]))
+    v.check_priors_cover(np.array([3, 0]), np.array([1.0, 0.0]))  # no prior on the absent class
+    v.check_priors_cover(np.array([3, 0]), None)  # data priors: an absent class has weight 0

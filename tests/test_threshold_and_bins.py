@@ -33,6 +33,14 @@ def test_expected_cost_vs_threshold_brute_force(ties):
     assert float(best) == pytest.approx(ec.min(), rel=1e-6)
     nthr, nec = expected_cost_vs_threshold(y, llr, c, priors=priors, score_type="llr", normalize=True)
     np.testing.assert_allclose(nec, ec / min(priors[0] * 1.0, priors[1] * 3.0), rtol=1e-6)
+    # Named results: the fields are the tuple's entries, and the best threshold attains the least EC.
+    curve = expected_cost_vs_threshold(y, llr, c, priors=priors, score_type="llr")
+    assert curve.thresholds is curve[0] and curve.expected_cost is curve[1]
+    best_named = ecjax.optimal_threshold_expected_cost(y, llr, c, priors=priors, score_type="llr")
+    assert float(best_named.expected_cost) == float(best)
+    d = llr > float(best_named.threshold)
+    ref = priors[0] * np.mean(d[y == 0]) * 1.0 + priors[1] * np.mean(~d[y == 1]) * 3.0
+    assert float(best_named.expected_cost) == pytest.approx(ref, rel=1e-5)
 
 
 @pytest.mark.parametrize("binning", ["equal_width", "equal_mass"])

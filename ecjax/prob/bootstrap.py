@@ -466,8 +466,7 @@ def _checked_sample_weight(sample_weight, labels, metric, evaluation_priors, num
     if sample_weight is None:
         return None
     counts = np.bincount(np.asarray(labels), weights=np.asarray(sample_weight), minlength=num_classes)
-    if not counts.sum() > 0:
-        raise v.InputError("`sample_weight` is 0 for every sample: there is nothing to evaluate")
+    v.check_some_weight(sample_weight)
     if isinstance(metric, str) and metric in _RANKING_METRICS and np.count_nonzero(counts) < 2:
         raise v.InputError(f"`sample_weight` leaves a single class: metric {metric!r} needs samples of both classes")
     if evaluation_priors is not None and np.any((counts == 0) & (np.asarray(evaluation_priors) > 0)):

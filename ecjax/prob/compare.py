@@ -379,8 +379,7 @@ def _split_weights(sample_weight, label_list, names):
         except v.InputError as e:
             raise v.InputError(f"{e}{where}") from None
         w = np.asarray(w, np.float64)
-        if not w.sum() > 0:
-            raise v.InputError(f"`sample_weight` is 0 for every sample{where}: there is nothing to compare")
+        v.check_some_weight(w, where)
         out.append(w)
     return out
 
@@ -1177,12 +1176,7 @@ def _check_class_priors(priors, k, class_counts, weighted=False):
     class_priors = as_class_priors(priors, k)
     if class_priors is not None:
         mean_p = class_priors.mean if isinstance(class_priors, PriorDistribution) else class_priors
-        absent = (np.asarray(mean_p) > 0) & (np.asarray(class_counts) == 0)
-        if np.any(absent):
-            raise v.InputError(
-                f"class {int(np.argmax(absent))} has no test samples{' of non-zero `sample_weight`' if weighted else ''} "
-                "but a non-zero prior in `priors`: its rates are unknown"
-            )
+        v.check_priors_cover(class_counts, mean_p, weighted=weighted)
     return class_priors
 
 

@@ -138,8 +138,7 @@ def counts_from_sets(labels, decisions, *, num_classes: int, num_decisions: int 
                 w = v.as_sample_weight(sample_weight[t], lab)
             except v.InputError as e:
                 raise v.InputError(f"{e} (test set {t})") from None
-            if not np.asarray(w).sum() > 0:
-                raise v.InputError(f"`sample_weight` is 0 for every sample of test set {t}")
+            v.check_some_weight(w, f" of test set {t}")
         out.append(confusion_counts(lab, dec, w, num_classes=num_classes, num_decisions=d))
     shapes = {o.shape for o in out}
     if len(shapes) != 1:

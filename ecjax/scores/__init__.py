@@ -21,6 +21,8 @@ from ecjax.scores.bayes_decisions import (
     bayes_expected_cost,
     expected_cost_vs_threshold,
     optimal_threshold_expected_cost,
+    OptimalThreshold,
+    ThresholdCurve,
 )
 from ecjax.scores.scoring_rules import (
     class_weights,
@@ -61,8 +63,10 @@ __all__ = [
     "ECE_BINNINGS",
     "ECE_VARIANTS",
     "OperatingPoint",
+    "OptimalThreshold",
     "ReliabilityBins",
     "SensitivityTargetNEC",
+    "ThresholdCurve",
     "auc",
     "auc_one_vs_rest",
     "bayes_expected_cost",

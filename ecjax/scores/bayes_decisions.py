@@ -9,6 +9,7 @@ its optimistic "minimum" counterpart (what ``expected-cost`` calls
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 
@@ -181,6 +182,20 @@ def _normalizer(costs, p, normalize):
     return naive
 
 
+class ThresholdCurve(NamedTuple):
+    """The EC (or NEC) of "decide 1 iff s > threshold" at every threshold that changes a decision."""
+
+    thresholds: np.ndarray  # increasing, from -inf (always 1) to +inf (always 0)
+    expected_cost: np.ndarray  # normalized (NEC) when asked for
+
+
+class OptimalThreshold(NamedTuple):
+    """The least EC (or NEC) over thresholds, and a threshold that attains it: decide 1 iff s > threshold."""
+
+    expected_cost: jax.Array
+    threshold: jax.Array
+
+
 def expected_cost_vs_threshold(labels, scores, costs=None, *, priors=None, score_type="log_posteriors",
                                normalize=False, sample_weight=None):
     """EC (or NEC) of "decide 1 iff s > t" at every threshold that changes a decision (one sort).
@@ -194,7 +209,8 @@ def expected_cost_vs_threshold(labels, scores, costs=None, *, priors=None, score
     left out (they would only add thresholds).
 
     Returns:
-      ``(thresholds, ec)`` as numpy arrays, thresholds increasing.
+      :class:`ThresholdCurve` ``(thresholds, expected_cost)`` as numpy
+      arrays, thresholds increasing.
     """
     labels, s, costs, p, sample_weight = _binary_threshold_inputs(labels, scores, costs, priors, score_type,
                                                                   sample_weight)
@@ -202,7 +218,7 @@ def expected_cost_vs_threshold(labels, scores, costs=None, *, priors=None, score
     keep = np.isfinite(np.asarray(ec))
     cuts = np.nonzero(keep)[0]
     thresholds = np.asarray(jax.vmap(lambda k: cut_threshold(s_sorted, k))(jnp.asarray(cuts)))
-    return thresholds, np.asarray(ec)[keep] / float(_normalizer(costs, p, normalize))
+    return ThresholdCurve(thresholds, np.asarray(ec)[keep] / float(_normalizer(costs, p, normalize)))
 
 
 def optimal_threshold_expected_cost(labels, scores, costs=None, *, priors=None, score_type="log_posteriors",
@@ -225,10 +241,10 @@ def optimal_threshold_expected_cost(labels, scores, costs=None, *, priors=None, 
         weight 0 left out).
 
     Returns:
-      ``(ec, threshold)``: decide class 1 when ``s > threshold``
-      (``-inf``: always 1; ``+inf``: always 0).
+      :class:`OptimalThreshold` ``(expected_cost, threshold)``: decide
+      class 1 when ``s > threshold`` (``-inf``: always 1; ``+inf``: always 0).
     """
     labels, s, costs, p, sample_weight = _binary_threshold_inputs(labels, scores, costs, priors, score_type,
                                                                   sample_weight)
     ec, thr = _threshold_sweep(labels, s, costs, p, sample_weight)
-    return ec / _normalizer(costs, p, normalize), thr
+    return OptimalThreshold(ec / _normalizer(costs, p, normalize), thr)

@@ -35,18 +35,13 @@ def check_weighted_classes(labels, sample_weight, num_classes, priors):
     """Weights must leave something to average: any weight with data priors, each prior-weighted class otherwise."""
     if sample_weight is None or v.any_traced(labels, sample_weight, priors):
         return
-    y = np.asarray(labels)
-    w = np.asarray(sample_weight, dtype=np.float64)
-    totals = np.bincount(y, weights=w, minlength=num_classes)
-    if not totals.sum() > 0:
-        raise v.InputError("`sample_weight` is 0 for every sample: there is nothing to average")
+    v.check_some_weight(sample_weight)
     if priors is not None:
+        # A class absent from `labels` is the priors' check; one present with weight 0 only, this one's.
         p = np.asarray(v.as_priors(priors, num_classes=num_classes))
-        present = np.bincount(y, minlength=num_classes) > 0
-        zeroed = present & (totals == 0) & (p > 0)
-        if np.any(zeroed):
-            raise v.InputError(f"`sample_weight` is 0 for every sample of class {int(np.flatnonzero(zeroed)[0])}, "
-                               "which has a non-zero prior in `priors`: its weighted average is undefined")
+        present = np.bincount(np.asarray(labels), minlength=num_classes) > 0
+        v.check_classes_present(labels, sample_weight, num_classes, classes=np.flatnonzero(present & (p > 0)),
+                                why="it has a non-zero prior in `priors`, so its weighted average is undefined")
 
 
 def weights_ok(sample_weight):
@@ -173,11 +168,7 @@ def binary_inputs(labels, scores, score_type, sample_weight, *, drop_zero_weight
         return labels, s, None
     labels, s = binary_log_odds(labels, scores, score_type, need_both=False)
     sample_weight = v.as_sample_weight(sample_weight, labels)
-    if not v.any_traced(labels, sample_weight):
-        totals = np.bincount(np.asarray(labels), weights=np.asarray(sample_weight, np.float64), minlength=2)
-        if np.any(totals <= 0):
-            raise v.InputError(f"`sample_weight` is 0 for every sample of class {int(np.argmin(totals))} (or "
-                               "that class is absent from `labels`): ROC, AUC and EER need weight in both classes")
+    v.check_classes_present(labels, sample_weight, 2, why="ROC, AUC and EER need weight in both classes")
     if drop_zero_weights:
         labels, s, sample_weight = without_zero_weights(labels, s, sample_weight)
     return labels, s, sample_weight

@@ -197,10 +197,7 @@ def auc_one_vs_rest(labels, scores, *, priors=None, score_type="log_posteriors",
     labels, log_post, _, n_i = posterior_inputs(labels, scores, priors, score_type, sample_weight)
     if log_post.ndim != 2:
         raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(log_post.shape)}")
-    if not v.any_traced(labels, log_post, sample_weight) and np.any(np.asarray(n_i) == 0):
-        absent = [int(i) for i in np.flatnonzero(np.asarray(n_i) == 0)]
-        what = "`labels` has no sample" if sample_weight is None else "`sample_weight` is 0 for every sample"
-        raise v.InputError(f"{what} of class {absent}: its one-vs-rest AUC is undefined")
+    v.check_classes_present(labels, sample_weight, log_post.shape[-1], why="its one-vs-rest AUC is undefined")
     out = _auc_one_vs_rest_kernel(labels, log_post, sample_weight)
     if v.any_traced(labels, log_post, sample_weight):
         ok = scores_ok(labels, log_post) & jnp.all(jnp.asarray(n_i) > 0) & weights_ok(sample_weight)

@@ -62,8 +62,7 @@ def check_absent_classes(n_i, fixed_p, p_axis):
     if not absent.any():
         return
     cls = int(np.nonzero(absent)[0][0])
-    if fixed_p is not None and np.any(np.asarray(fixed_p)[absent] > 0):
-        raise v.InputError(f"class {cls} has no test samples (for some system) but a non-zero prior in `priors`")
+    v.check_priors_cover(n_i, fixed_p)
     if p_axis is not None:
         if p_axis.fn is take:
             pv = np.asarray(p_axis.data)

@@ -59,7 +59,7 @@ UNDEFINED = -1  # winner code outside the swept space (or where a value is undef
 
 # ================================================================== results
 
-@dataclass
+@dataclass(frozen=True)
 class SweepResult:
     """Outcome of a sweep over ``shape`` points for ``S`` systems.
 

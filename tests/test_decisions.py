@@ -1,0 +1,47 @@
+"""ecjax.decisions: scores turned into posteriors, log-odds and decisions.
+
+References: float64 numpy computations from the probabilities (Bayes' rule written out), in the test.
+"""
+
+import numpy as np
+import pytest
+
+import jax.numpy as jnp
+
+from ecjax.decisions import class_one_log_odds_kernel
+
+RNG = np.random.default_rng(12)
+PROBS = RNG.dirichlet([1.0, 1.0], size=50)  # (N, 2) posteriors
+PRIORS = np.array([0.3, 0.7])
+
+
+def _log_odds_f64(p):
+    return np.log(p[:, 1]) - np.log(p[:, 0])
+
+
+@pytest.mark.parametrize("score_type", ["log_posteriors", "probabilities", "logits"])
+def test_class_one_log_odds_of_posteriors_is_log_p1_minus_log_p0(score_type):
+    scores = {"log_posteriors": np.log(PROBS), "probabilities": np.log(PROBS),  # probabilities arrive logged
+              "logits": np.log(PROBS) + RNG.normal(0, 5, (50, 1))}[score_type]  # logits: any per-row shift
+    got = np.asarray(class_one_log_odds_kernel(jnp.asarray(scores, jnp.float32), score_type), np.float64)
+    np.testing.assert_allclose(got, _log_odds_f64(PROBS), rtol=2e-5, atol=2e-5)
+    # Priors do not enter for posterior-type scores.
+    with_priors = class_one_log_odds_kernel(jnp.asarray(scores, jnp.float32), score_type, jnp.log(PRIORS))
+    np.testing.assert_allclose(np.asarray(with_priors, np.float64), got, rtol=1e-6, atol=1e-6)
+
+
+def test_class_one_log_odds_of_likelihoods_is_the_llr_plus_the_prior_log_odds_when_given():
+    likelihoods = RNG.uniform(0.01, 2.0, (50, 2))  # p(x | i), unnormalized across classes
+    llr = np.log(likelihoods[:, 1]) - np.log(likelihoods[:, 0])
+    log_lik = jnp.asarray(np.log(likelihoods), jnp.float32)
+    np.testing.assert_allclose(np.asarray(class_one_log_odds_kernel(log_lik, "log_likelihoods"), np.float64), llr,
+                               rtol=1e-5, atol=1e-5)
+    # With priors: the posterior log-odds of Bayes' rule, from the float64 posteriors.
+    joint = likelihoods * PRIORS
+    posterior = joint / joint.sum(1, keepdims=True)
+    got = class_one_log_odds_kernel(log_lik, "log_likelihoods", jnp.log(jnp.asarray(PRIORS, jnp.float32)))
+    np.testing.assert_allclose(np.asarray(got, np.float64), _log_odds_f64(posterior), rtol=1e-5, atol=1e-5)
+    # LLRs are used as they are, priors or not.
+    s = jnp.asarray(llr, jnp.float32)
+    np.testing.assert_array_equal(class_one_log_odds_kernel(s, "llr"), s)
+    np.testing.assert_array_equal(class_one_log_odds_kernel(s, "llr", jnp.log(jnp.asarray(PRIORS))), s)
