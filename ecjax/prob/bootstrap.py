@@ -74,6 +74,7 @@ from ecjax.prob.ranking import (
     Recommends,
     batch_means_error,
     check_hdi_prob,
+    check_rope,
     hdi,
     summarize,
     system_names,
@@ -756,14 +757,6 @@ class MetricPosterior(Recommends):
                 f"best={self.best!r})\n{self.summary()}")
 
 
-def _check_rope(rope):
-    if rope is None:
-        return None
-    value = v.as_real(rope, "rope")
-    if value < 0:
-        raise v.InputError(f"`rope` must be a finite number >= 0, got {rope!r}")
-    return value
-
 
 def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, groups=None, higher_is_better=None,
                      score_type: str = "log_posteriors", priors=None, costs=None, hdi_prob: float = 0.9, rope=None,
@@ -825,7 +818,7 @@ def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, grou
     key = v.as_key(key)
     num_draws = v.as_positive_int(num_draws, "num_draws")
     hdi_prob = check_hdi_prob(hdi_prob, num_draws)
-    rope = _check_rope(rope)
+    rope = check_rope(rope)
     metric, higher = _check_metric(metric, higher_is_better)
     names, scores = _systems_and_scores(scores)
     labels, scores, evaluation_priors = _validated_scores(labels, scores, metric, score_type, priors)

@@ -843,13 +843,7 @@ def _check_common(key, num_draws, hdi_prob, rope, chunk_size):
     key = v.as_key(key)
     num_draws = v.as_positive_int(num_draws, "num_draws")
     hdi_prob = ranking.check_hdi_prob(hdi_prob, num_draws)
-    if rope is not None:
-        try:
-            rope = float(rope)
-        except (TypeError, ValueError):
-            raise v.InputError(f"`rope` must be a number >= 0, got {rope!r}") from None
-        if not np.isfinite(rope) or rope < 0:
-            raise v.InputError(f"`rope` must be a finite number >= 0, got {rope!r}")
+    rope = ranking.check_rope(rope)
     if chunk_size is not None:
         v.as_positive_int(chunk_size, "chunk_size")
     return num_draws, hdi_prob, rope
@@ -1013,7 +1007,63 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
     k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     if k < 2:
         raise v.InputError(f"the utility matrix must have at least 2 classes (rows), got shape {(k, d)}")
+    s = _canonical_systems(labels, decisions, scores, score_type, groups, sample_weight, systems, paired, k, d)
+    alpha = _model_concentration(concentration, s.joint, k, d)
+    class_priors = _check_class_priors(priors, k, s.class_counts, weighted=s.weight_info is not None)
+    model_name = ("clustered two-level Bayesian bootstrap" if s.groups is not None else
+                  "paired: Dirichlet over joint outcome cells" if s.joint else "unpaired: Dirichlet per system and class")
+    info = {"model": model_name, "concentration": alpha}
+    if s.weight_info is not None:
+        info["sample_weight"] = s.weight_info
+    p_decide = _decision_priors(class_priors, s.class_counts, s.joint)
+    common = dict(key=key, num_draws=num_draws, rope=rope, hdi_prob=hdi_prob, systems=s.names, decompose=decompose,
+                  chunk_size=chunk_size, progress=progress)
+    if scores is None:
+        info.update(decision_rule="given", decisions="given")
+    else:
+        likelihood = score_type in v.LIKELIHOOD_TYPES
+        # Per-draw decisions vary only when the utilities (or, for likelihood scores, the drawn priors) do.
+        varies = isinstance(prior, UtilityPrior) or (likelihood and (
+            isinstance(class_priors, PriorDistribution) or (class_priors is None and not s.joint)))
+        if decision_rule == "per_draw" and varies:
+            per_draw = _per_draw_model(s, score_type, likelihood, per_draw_rule, alpha, k, d)
+            info.update(decision_rule="per_draw", decisions="Bayes decisions of each drawn utility matrix")
+            return _run_compare(prior, class_priors, s.class_counts, k=k, d=d, alpha=alpha, joint=s.joint,
+                                per_draw=per_draw, p_decide=p_decide, info=info, **common)
+        info.update(decision_rule=decision_rule, decisions=(
+            "Bayes decisions of the expected utility matrix (the mean of the uncertain utilities)" if decision_rule == "expected_utility"
+            else "Bayes decisions of each drawn utility matrix (the same in every draw: the costs are fixed)"))
+    source = partial(_fixed_source, s, None if scores is None else score_type, p_decide, alpha, k, d)
+    n_max = max(lab.shape[0] for lab in s.labels)
+    return _run_compare(prior, class_priors, s.class_counts, k=k, d=d, alpha=alpha, joint=s.joint, source=source,
+                        cells_bound=n_max if s.joint else 0, info=info, **common)
 
+
+class _Systems(NamedTuple):
+    """The systems of a comparison, canonical: what :func:`compare` checks once and every model reads.
+
+    ``items``: each system's decisions (int32 indices) or scores (log
+    domain); ``labels``/``weights``: per system (weights ``None`` without
+    ``sample_weight``; samples of weight 0 removed); ``shared_labels`` /
+    ``shared_weights``: the one test set of paired (or single) systems;
+    ``joint``: the paired (or clustered) model applies; ``class_counts``:
+    the mean over systems of the class counts (weight totals).
+    """
+
+    names: tuple
+    items: list
+    labels: list
+    weights: list | None
+    weight_info: dict | None
+    groups: object
+    shared_labels: np.ndarray | None
+    shared_weights: np.ndarray | None
+    joint: bool
+    class_counts: np.ndarray
+
+
+def _canonical_systems(labels, decisions, scores, score_type, groups, sample_weight, systems, paired, k, d):
+    """Validated per-system decisions or scores, labels and weights (see :class:`_Systems`)."""
     if scores is not None:
         v.check_score_type(score_type)
         if groups is not None:
@@ -1043,7 +1093,7 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
             raise v.InputError(f"labels of system {m} must be a vector, got shape {tuple(lab.shape)}")
         if lab.shape[0] != x.shape[0]:
             raise v.InputError(f"system {m} has {x.shape[0]} decisions/scores but {lab.shape[0]} labels")
-    systems = ranking.system_names(systems, names, num_systems)
+    system_names = ranking.system_names(systems, names, num_systems)
     weight_list = _split_weights(sample_weight, label_list, names)
     paired = bool(paired)
     if paired and num_systems > 1:
@@ -1059,80 +1109,58 @@ def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, 
                        "kish_effective_size": [float(w.sum() ** 2 / np.sum(w ** 2)) for w in weight_list]}
         label_list, items, weight_list, groups = _positive_samples(label_list, items, weight_list, groups)
     shared_labels = np.asarray(label_list[0]) if num_systems == 1 or paired else None
-    shared_weights = None if weight_list is None else weight_list[0]
-    joint = shared_labels is not None and (paired or groups is not None)
-    if joint:
-        # The paired model's default lives in ecjax.prob.paired (per cell of each system's (K, D) matrix).
-        alpha = paired_mod.resolve_concentration(
-            paired_mod.DEFAULT_CONCENTRATION if concentration is None else concentration, k, d)
-    else:
-        alpha = default_concentration(d, k) if concentration is None else check_concentration(concentration)
     class_counts = np.mean([np.bincount(np.asarray(lab), weights=None if weight_list is None else weight_list[j],
                                         minlength=k) for j, lab in enumerate(label_list)], axis=0)
-    class_priors = _check_class_priors(priors, k, class_counts, weighted=weight_info is not None)
-    model_name = ("clustered two-level Bayesian bootstrap" if groups is not None else
-                  "paired: Dirichlet over joint outcome cells" if joint else "unpaired: Dirichlet per system and class")
-    info = {"model": model_name, "concentration": alpha}
-    if weight_info is not None:
-        info["sample_weight"] = weight_info
-    likelihood = scores is not None and score_type in v.LIKELIHOOD_TYPES
-    p_decide = _decision_priors(class_priors, class_counts, joint)
-    common = dict(key=key, num_draws=num_draws, rope=rope, hdi_prob=hdi_prob, systems=systems, decompose=decompose,
-                  chunk_size=chunk_size, progress=progress)
+    return _Systems(system_names, items, label_list, weight_list, weight_info, groups, shared_labels,
+                    None if weight_list is None else weight_list[0],
+                    shared_labels is not None and (paired or groups is not None), class_counts)
 
-    if scores is not None:
-        # Per-draw decisions vary only when the utilities (or, for likelihood scores, the drawn priors) do.
-        varies = isinstance(prior, UtilityPrior) or (likelihood and (
-            isinstance(class_priors, PriorDistribution) or (class_priors is None and not joint)))
-        if decision_rule == "per_draw" and varies:
-            if not joint and alpha == 0 and np.any(class_counts == 0):
-                raise v.InputError("with `concentration=0` every class needs test samples")
-            log_scores = [v.to_device(x) for x in items]
-            f = jnp.result_type(float)
-            data: dict
-            if joint:
-                assert shared_labels is not None  # joint systems share one label vector
-                data = {"log_scores": jnp.stack(log_scores), "labels": jnp.broadcast_to(
-                    v.to_device(shared_labels), (num_systems, shared_labels.shape[0]))}
-                if shared_weights is not None:
-                    data["weights"] = v.to_device(shared_weights, f)
-            else:
-                data = {"log_scores": tuple(log_scores), "labels": tuple(v.to_device(lab) for lab in label_list)}
-                if weight_list is not None:
-                    data["weights"] = tuple(v.to_device(w, f) for w in weight_list)
-            info.update(decision_rule="per_draw", decisions="Bayes decisions of each drawn utility matrix")
-            n_max = max(x.shape[0] for x in items)
-            r = per_draw_rule.resolve(num_systems=num_systems, num_samples=n_max, num_classes=k, num_decisions=d,
-                                      paired=joint)
-            per_draw = _PerDraw("scores_joint" if joint else "scores", data, score_type, likelihood, n_max, r)
-            return _run_compare(prior, class_priors, class_counts, k=k, d=d, alpha=alpha, joint=joint,
-                                per_draw=per_draw, p_decide=p_decide, info=info, **common)
-        info.update(decision_rule=decision_rule, decisions=(
-            "Bayes decisions of the expected utility matrix (the mean of the uncertain utilities)" if decision_rule == "expected_utility"
-            else "Bayes decisions of each drawn utility matrix (the same in every draw: the costs are fixed)"))
+
+def _model_concentration(concentration, joint, k, d):
+    """The Dirichlet concentration ``alpha`` of the model: given, or the paired or unpaired default."""
+    if joint:
+        # The paired model's default lives in ecjax.prob.paired (per cell of each system's (K, D) matrix).
+        return paired_mod.resolve_concentration(
+            paired_mod.DEFAULT_CONCENTRATION if concentration is None else concentration, k, d)
+    return default_concentration(d, k) if concentration is None else check_concentration(concentration)
+
+
+def _per_draw_model(s, score_type, likelihood, per_draw_rule, alpha, k, d):
+    """The scores on the device and the rule of per-draw decisions (:class:`_PerDraw`)."""
+    if not s.joint and alpha == 0 and np.any(s.class_counts == 0):
+        raise v.InputError("with `concentration=0` every class needs test samples")
+    log_scores = [v.to_device(x) for x in s.items]
+    f = jnp.result_type(float)
+    if s.joint:
+        assert s.shared_labels is not None  # joint systems share one label vector
+        data = {"log_scores": jnp.stack(log_scores), "labels": jnp.broadcast_to(
+            v.to_device(s.shared_labels), (len(s.items), s.shared_labels.shape[0]))}
+        if s.shared_weights is not None:
+            data["weights"] = v.to_device(s.shared_weights, f)
     else:
-        info.update(decision_rule="given", decisions="given")
+        data = {"log_scores": tuple(log_scores), "labels": tuple(v.to_device(lab) for lab in s.labels)}
+        if s.weights is not None:
+            data["weights"] = tuple(v.to_device(w, f) for w in s.weights)
+    n_max = max(x.shape[0] for x in s.items)
+    r = per_draw_rule.resolve(num_systems=len(s.items), num_samples=n_max, num_classes=k, num_decisions=d,
+                              paired=s.joint)
+    return _PerDraw("scores_joint" if s.joint else "scores", data, score_type, likelihood, n_max, r)
 
-    def fixed_decisions(u_hat):
-        if scores is None:
-            return [np.asarray(x) for x in items]
+
+def _fixed_source(s, score_type, p_decide, alpha, k, d, u_hat):
+    """The model of fixed decisions: given ones (``score_type`` None), or the Bayes decisions of ``U_hat``."""
+    if score_type is None:
+        decisions = [np.asarray(x) for x in s.items]
+    else:
         with np.errstate(divide="ignore"):
             log_p = np.log(p_decide)
-        return [np.asarray(_decide(x, -u_hat, log_p, score_type)) for x in items]
-
-    if joint:
-        def source(u_hat):
-            return _joint_source(shared_labels, np.stack(fixed_decisions(u_hat)), groups, alpha, k, d, num_systems,
-                                 shared_weights)
-    else:
-        def source(u_hat):
-            weights = [None] * num_systems if weight_list is None else weight_list
-            counts = np.stack([_fixed_counts(lab, x, k, d, w)
-                               for lab, x, w in zip(label_list, fixed_decisions(u_hat), weights)])
-            return _unpaired_source(counts, alpha)
-    n_max = max(lab.shape[0] for lab in label_list)
-    return _run_compare(prior, class_priors, class_counts, k=k, d=d, alpha=alpha, joint=joint, source=source,
-                        cells_bound=n_max if joint else 0, info=info, **common)
+        decisions = [np.asarray(_decide(x, -u_hat, log_p, score_type)) for x in s.items]
+    if s.joint:
+        return _joint_source(s.shared_labels, np.stack(decisions), s.groups, alpha, k, d, len(s.items),
+                             s.shared_weights)
+    weights = [None] * len(s.items) if s.weights is None else s.weights
+    counts = np.stack([_fixed_counts(lab, x, k, d, w) for lab, x, w in zip(s.labels, decisions, weights)])
+    return _unpaired_source(counts, alpha)
 
 
 def compare_counts(counts, *, utilities=None, costs=None, priors=None, concentration=None, num_draws: int = 20_000,

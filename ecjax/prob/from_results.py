@@ -109,12 +109,6 @@ def _differences(scores_a, scores_b, *, min_ndim: int):
     return b - a, "differences (scores_b - scores_a)"
 
 
-def _as_rope(rope) -> float:
-    value = v.as_real(rope, "rope")
-    if value < 0:
-        raise v.InputError(f"`rope` must be >= 0, got {rope!r}")
-    return value
-
 
 def fold_correlation(num_folds_total: int, *, runs: int = 1, test_fraction=None) -> float:
     """``rho``, the correlation between the results of two folds (Nadeau & Bengio 2003).
@@ -355,7 +349,7 @@ def correlated_t_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_
         0.895
     """
     differences, name = _differences(scores_a, scores_b, min_ndim=1)
-    rope = _as_rope(rope)
+    rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
     if key is not None:
         key = v.as_key(key)
@@ -700,7 +694,7 @@ def hierarchical_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_
     if differences.ndim != 2:
         raise v.InputError(f"`{name}` must be (q, n): one row of n fold results per data set, got shape "
                            f"{tuple(differences.shape)}")
-    rope = _as_rope(rope)
+    rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
     nuts = _nuts_settings(num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
@@ -881,17 +875,12 @@ def compare_results(scores, *, rope=0.0, runs: int = 1, test_fraction=None, key=
                            f"{tuple(scores.shape)} (for (M, q, n) results on several data sets use "
                            "hierarchical_compare_results)")
     m, n = scores.shape
-    rope = _as_rope(rope)
+    rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(n, runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
     num_draws = v.as_positive_int(num_draws, "num_draws")
     hdi_prob = ranking.check_hdi_prob(hdi_prob, num_draws)
-    if systems is None:
-        systems = tuple(f"system {j}" for j in range(m))
-    else:
-        systems = tuple(str(s) for s in systems)
-        if len(systems) != m:
-            raise v.InputError(f"`systems` names {len(systems)} systems, but `scores` has {m} rows")
+    systems = ranking.system_names(systems, None, m)
     x = np.asarray(scores)
     for a in range(m):
         for b in range(a + 1, m):
@@ -1236,7 +1225,7 @@ def hierarchical_compare_results(scores, *, rope=0.0, runs: int = 1, test_fracti
     if q < 2:
         raise v.InputError(f"`scores` must hold at least 2 data sets for a population of data sets, got {q} (for one "
                            "data set use compare_results)")
-    rope = _as_rope(rope)
+    rope = ranking.check_rope(rope, optional=False)
     rho = np.array([fold_correlation(x.shape[-1], runs=runs, test_fraction=test_fraction) for x in results])
     key = v.as_key(key)
     v.check_choice(within_prior, "within_prior", WITHIN_PRIORS)

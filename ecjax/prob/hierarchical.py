@@ -172,6 +172,51 @@ class HierarchicalComparison:
                 f"divergences={self.num_divergences})\n{self.comparison.summary()}")
 
 
+def _checked_test_sets(counts, utilities, costs, priors, concentration, dispersion, systems):
+    """Validated ``(counts (T, M, K, D), alpha, dispersion, utility prior, class priors, system names)``."""
+    counts = as_counts(counts)
+    if counts.ndim != 4:
+        raise v.InputError(f"`counts` must be (T, M, K, D), got shape {tuple(counts.shape)}")
+    t, m, k, d = counts.shape
+    if np.any(np.asarray(counts).sum(-1) == 0):
+        raise v.InputError("every test set needs samples of every class for every system (a row of `counts` is 0)")
+    alpha = check_concentration(concentration, allow_zero=False)
+    if dispersion is not None:
+        dispersion = float(dispersion)
+        if not np.isfinite(dispersion) or dispersion <= 0:
+            raise v.InputError(f"`dispersion` must be a positive finite number, got {dispersion!r}")
+    prior = resolve_utilities(utilities, costs)
+    shape = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
+    if shape != (k, d):
+        raise v.InputError(f"the utility matrix has shape {shape}, the counts have (K, D) = {(k, d)}")
+    return counts, alpha, dispersion, prior, as_class_priors(priors, k), ranking.system_names(systems, None, m)
+
+
+def _utility_and_prior_draws(prior, class_priors, counts, key_u, key_p, s):
+    """``(u, u_hat, p, p_mean)``: ``S`` utility draws and their mean, ``S`` class-prior draws and their mean.
+
+    Fixed utilities or priors are broadcast; with ``class_priors=None`` the
+    priors are the pooled class frequencies of every test set and system.
+    """
+    f = jnp.result_type(float)
+    k, d = counts.shape[-2:]
+    if isinstance(prior, UtilityPrior):
+        u = prior.sample(key_u, s)
+        u_hat = prior.mean if prior.mean is not None else u.mean(0)
+    else:
+        u = jnp.broadcast_to(prior, (s, k, d)).astype(f)
+        u_hat = prior
+    pooled = np.asarray(counts).sum((0, 1, 3))
+    pooled = pooled / pooled.sum()
+    if class_priors is None:
+        p = jnp.broadcast_to(jnp.asarray(pooled, f), (s, k))
+        return u, u_hat, p, p
+    if isinstance(class_priors, PriorDistribution):
+        return u, u_hat, class_priors.sample(key_p, s), jnp.broadcast_to(class_priors.mean, (s, k)).astype(f)
+    p = jnp.broadcast_to(class_priors, (s, k)).astype(f)
+    return u, u_hat, p, p
+
+
 def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=None, num_warmup: int = 500,
                       num_samples: int = 1000, num_chains: int = 2, concentration: float = 1.0, dispersion=None,
                       rope=None, hdi_prob: float = 0.9, systems=None, decompose: bool = True):
@@ -198,37 +243,15 @@ def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=No
     import arviz as az
 
     key = v.as_key(key)
-    counts = as_counts(counts)
-    if counts.ndim != 4:
-        raise v.InputError(f"`counts` must be (T, M, K, D), got shape {tuple(counts.shape)}")
+    counts, alpha, dispersion, prior, class_priors, systems = _checked_test_sets(
+        counts, utilities, costs, priors, concentration, dispersion, systems)
     t, m, k, d = counts.shape
-    if np.any(np.asarray(counts).sum(-1) == 0):
-        raise v.InputError("every test set needs samples of every class for every system (a row of `counts` is 0)")
-    alpha = check_concentration(concentration, allow_zero=False)
-    if dispersion is not None:
-        dispersion = float(dispersion)
-        if not np.isfinite(dispersion) or dispersion <= 0:
-            raise v.InputError(f"`dispersion` must be a positive finite number, got {dispersion!r}")
     num_warmup = v.as_positive_int(num_warmup, "num_warmup")
     num_samples = v.as_positive_int(num_samples, "num_samples")
     num_chains = v.as_positive_int(num_chains, "num_chains")
     s = num_samples * num_chains
     hdi_prob = ranking.check_hdi_prob(hdi_prob, s)
-    if rope is not None:
-        rope = float(rope)
-        if not np.isfinite(rope) or rope < 0:
-            raise v.InputError(f"`rope` must be a finite number >= 0, got {rope!r}")
-    prior = resolve_utilities(utilities, costs)
-    shape = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
-    if shape != (k, d):
-        raise v.InputError(f"the utility matrix has shape {shape}, the counts have (K, D) = {(k, d)}")
-    class_priors = as_class_priors(priors, k)
-    if systems is None:
-        systems = tuple(f"system {j}" for j in range(m))
-    else:
-        systems = tuple(str(x) for x in systems)
-        if len(systems) != m:
-            raise v.InputError(f"`systems` names {len(systems)} systems, but counts have {m}")
+    rope = ranking.check_rope(rope)
 
     key_mcmc, key_u, key_p, key_rank, key_d = random_bits.split_keys(key, 5)
     mcmc = MCMC(NUTS(hierarchical_model), num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
@@ -242,23 +265,7 @@ def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=No
 
     f = jnp.result_type(float)
     mu = jnp.asarray(samples["population_rates"], f)  # (S, M, K, D)
-    if isinstance(prior, UtilityPrior):
-        u = prior.sample(key_u, s)
-        u_hat = prior.mean if prior.mean is not None else u.mean(0)
-    else:
-        u = jnp.broadcast_to(prior, (s, k, d)).astype(f)
-        u_hat = prior
-    pooled = np.asarray(counts).sum((0, 1, 3))
-    pooled = pooled / pooled.sum()
-    if class_priors is None:
-        p = jnp.broadcast_to(jnp.asarray(pooled, f), (s, k))
-        p_mean = p
-    elif isinstance(class_priors, PriorDistribution):
-        p = class_priors.sample(key_p, s)
-        p_mean = jnp.broadcast_to(class_priors.mean, (s, k)).astype(f)
-    else:
-        p = jnp.broadcast_to(class_priors, (s, k)).astype(f)
-        p_mean = p
+    u, u_hat, p, p_mean = _utility_and_prior_draws(prior, class_priors, counts, key_u, key_p, s)
     yields, ec, nec = evaluate_draws(u, mu, p)
     summary = ranking.summarize(key_rank, yields, rope=rope)
     expected_yield = np.asarray(yields.mean(0))

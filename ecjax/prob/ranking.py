@@ -103,6 +103,16 @@ def min_draws_for_hdi(prob: float) -> int:
     return int(math.ceil(10.0 / (1.0 - prob) - 1e-9))
 
 
+def check_rope(rope, *, optional: bool = True):
+    """The half-width of a region of practical equivalence: a finite number >= 0 (``None`` when ``optional``)."""
+    if rope is None and optional:
+        return None
+    value = v.as_real(rope, "rope")
+    if value < 0:
+        raise v.InputError(f"`rope` must be >= 0 (a finite number), got {rope!r}")
+    return value
+
+
 def check_hdi_prob(prob, num_draws):
     p = v.as_number_between(prob, "hdi_prob", 0.0, 1.0)
     need = min_draws_for_hdi(p)
