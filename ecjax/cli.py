@@ -630,7 +630,7 @@ def _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, r
     uses_priors = "priors" in BUILTIN_METRICS[args.bootstrap].options
     priors = _likelihood_priors(st, spec.priors, y, k, weights[0]) if st in LIKELIHOOD_TYPES else (
         spec.priors if uses_priors else None)
-    post = bootstrap_metric(random_bits.key(args.seed), y, dict(zip(names, arrays)), args.bootstrap,
+    post = bootstrap_metric(y, dict(zip(names, arrays)), args.bootstrap, key=random_bits.key(args.seed),
                             num_draws=args.bootstrap_draws, score_type=st, priors=priors,
                             sample_weight=weights[0])
     record["bootstrap"] = {

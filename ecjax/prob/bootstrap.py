@@ -758,7 +758,7 @@ class MetricPosterior(Recommends):
 
 
 
-def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, groups=None, higher_is_better=None,
+def bootstrap_metric(labels, scores, metric, *, key=None, num_draws: int = 2000, groups=None, higher_is_better=None,
                      score_type: str = "log_posteriors", priors=None, costs=None, hdi_prob: float = 0.9, rope=None,
                      systems=None, chunk_size=None, sample_weight=None) -> MetricPosterior:
     """Posterior of any metric of ``M`` classifiers' scores by the Bayesian bootstrap (eqs. 1-2 of the module).
@@ -771,7 +771,6 @@ def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, grou
     ``S``); draw ``i`` depends only on ``key`` and ``i``, not on the chunk size.
 
     Args:
-      key: ``jax.random`` key.
       labels: ``(N,)`` true classes, shared by all systems.
       scores: ``(M, N, K)`` scores of ``M`` systems, ``(N, K)`` of one
         (``(M, N)`` / ``(N,)`` for ``"llr"``), or a mapping ``{name: scores}``.
@@ -788,6 +787,7 @@ def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, grou
         non-negative and sum to 1 (uniform ``1/N`` gives the ordinary metric).
         A metric of confusion counts (F1, MCC, ...) forms the weighted
         counts ``sum_n w_n [y_n = i] [d_n = j]`` of its decisions inside ``f``.
+      key: ``jax.random`` key (required).
       num_draws: ``S``.
       groups: ``(N,)`` cluster ids (hashable) for the two-level bootstrap, or ``None``.
       higher_is_better: the direction of a user metric (required then); the
@@ -812,7 +812,7 @@ def bootstrap_metric(key, labels, scores, metric, *, num_draws: int = 2000, grou
       summarizes on the host); :func:`weighted_metric` and the kernels are.
 
     Example:
-      >>> post = bootstrap_metric(jax.random.key(0), labels, {"a": scores_a, "b": scores_b}, "auc")  # doctest: +SKIP
+      >>> post = bootstrap_metric(labels, {"a": scores_a, "b": scores_b}, "auc", key=jax.random.key(0))  # doctest: +SKIP
       >>> print(post.summary())  # doctest: +SKIP
     """
     key = v.as_key(key)
