@@ -949,7 +949,7 @@ def _epsr(metric, labels, scores, costs, priors, score_type, normalize, sample_w
     return bayes_expected_cost(labels, scores, costs, **kw)
 
 
-def calibration_loss(raw, calibrated, labels, *, metric="xe", relative=True, costs=None, priors=None,
+def calibration_loss(labels, raw, calibrated, *, metric="xe", relative=True, costs=None, priors=None,
                      score_type="log_posteriors", sample_weight=None):
     """Calibration loss ``EPSRraw - EPSRemin`` (seed 002 eq. 59) or its relative form.
 
@@ -962,8 +962,8 @@ def calibration_loss(raw, calibrated, labels, *, metric="xe", relative=True, cos
     labels (held-out or cross-validated), or the loss is overestimated.
 
     Args:
-      raw, calibrated: scores of the same samples, both of ``score_type``.
       labels: ``(N,)`` true classes.
+      raw, calibrated: scores of the same samples, both of ``score_type``.
       sample_weight: optional ``(N,)`` non-negative frequency weights of
         the samples, for both EPSRs (as :func:`ecjax.scores.cross_entropy`).
     """

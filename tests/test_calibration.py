@@ -251,11 +251,11 @@ def test_calibration_loss_matches_psrcal_and_closed_forms():
     cal = np.asarray(C.calibrate_cross_validated(scores, labels, key=jax.random.key(0), score_type=st).scores,
                      np.float64)
     ref_rel = float(psr_losses.CalLossLogLoss(torch.tensor(lp), torch.tensor(cal), torch.tensor(labels)))
-    np.testing.assert_allclose(float(C.calibration_loss(lp, cal, labels)), ref_rel, rtol=1e-5)
+    np.testing.assert_allclose(float(C.calibration_loss(labels, lp, cal)), ref_rel, rtol=1e-5)
     ref_abs = _xe64(lp, labels) - _xe64(cal, labels)
-    np.testing.assert_allclose(float(C.calibration_loss(lp, cal, labels, relative=False)), ref_abs, rtol=1e-4)
+    np.testing.assert_allclose(float(C.calibration_loss(labels, lp, cal, relative=False)), ref_abs, rtol=1e-4)
     ref_br = float(psr_losses.CalLossBrier(torch.tensor(lp), torch.tensor(cal), torch.tensor(labels)))
-    np.testing.assert_allclose(float(C.calibration_loss(lp, cal, labels, metric="brier")), ref_br, rtol=1e-5)
+    np.testing.assert_allclose(float(C.calibration_loss(labels, lp, cal, metric="brier")), ref_br, rtol=1e-5)
     costs = np.array([[0.0, 1.0], [5.0, 0.0]])
 
     def bayes_ec(x):  # independent numpy EC of Bayes decisions
@@ -263,7 +263,7 @@ def test_calibration_loss_matches_psrcal_and_closed_forms():
         return np.mean(costs[labels, d])
 
     ref_ec = 100 * (bayes_ec(lp) - bayes_ec(cal)) / bayes_ec(lp)
-    np.testing.assert_allclose(float(C.calibration_loss(lp, cal, labels, metric="bayes_ec", costs=costs)), ref_ec,
+    np.testing.assert_allclose(float(C.calibration_loss(labels, lp, cal, metric="bayes_ec", costs=costs)), ref_ec,
                                rtol=1e-5)
 
 
@@ -272,8 +272,8 @@ def test_relative_calibration_loss_of_an_infinite_raw_cross_entropy():
         raw = np.log(np.array([[1.0, 0.0], [0.5, 0.5]]))  # true-class posterior 0 for sample 0
     cal = np.log(np.array([[0.6, 0.4], [0.5, 0.5]]))
     labels = np.array([1, 0])
-    assert float(C.calibration_loss(raw, cal, labels)) == pytest.approx(100.0)
-    assert float(C.calibration_loss(raw, cal, labels, relative=False)) == np.inf
+    assert float(C.calibration_loss(labels, raw, cal)) == pytest.approx(100.0)
+    assert float(C.calibration_loss(labels, raw, cal, relative=False)) == np.inf
 
 
 def test_diagnose_reports_raw_calibrated_and_losses():
@@ -328,8 +328,8 @@ def test_bad_inputs_raise_input_error():
     with pytest.raises(InputError, match="key"):
         C.diagnose(lp, labels)
     with pytest.raises(InputError, match="metric"):
-        C.calibration_loss(lp, lp, labels, metric="ece")
+        C.calibration_loss(labels, lp, lp, metric="ece")
     with pytest.raises(InputError, match="costs"):
-        C.calibration_loss(lp, lp, labels, metric="bayes_ec")
+        C.calibration_loss(labels, lp, lp, metric="bayes_ec")
     with pytest.raises(InputError, match="num_folds"):
         C.calibrate_cross_validated(lp, labels, key=jax.random.key(0), num_folds=1)
