@@ -77,10 +77,6 @@ def _wrap(words: np.ndarray):
 # (about 0.1 s apiece on two CPU cores, and a cache lookup on every later run).  A hash of two words needs none:
 # the functions below give jax.random's keys bit for bit (tested), from the same cipher.
 
-def _partitionable():
-    return bool(jax.config.jax_threefry_partitionable)
-
-
 def fold_in(key, data: int):
     """``jax.random.fold_in(key, data)``, computed on the host when ``key`` is a concrete threefry key.
 
@@ -102,7 +98,7 @@ def split_keys(key, num: int = 2):
     costs no device program either.
     """
     words = _host_words(key)
-    if words is None or not _partitionable():
+    if words is None or not getattr(jax.config, "jax_threefry_partitionable"):  # a flag jax does not annotate
         return tuple(jax.random.split(key, num))
     y0, y1 = threefry2x32(words[0], words[1], np.zeros(num, np.uint32), np.arange(num, dtype=np.uint32))
     return tuple(_as_key_like(key, (a, b)) for a, b in zip(y0, y1))

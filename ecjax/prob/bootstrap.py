@@ -80,7 +80,6 @@ from ecjax.prob.ranking import (
     system_names,
     with_error,
 )
-from ecjax.random_bits import threefry2x32
 from ecjax.report import aligned
 from ecjax.scores import bin_indices, brier_kernel, class_weights, cross_entropy_kernel, weighted_auc_kernel
 
@@ -521,8 +520,8 @@ def _exponentials(words, draw_ids, size):
     """
     half = (size + 1) // 2
     shape = (draw_ids.shape[0], half)
-    y0, y1 = threefry2x32(words[0], words[1], jnp.broadcast_to(draw_ids[:, None], shape),
-                          jnp.broadcast_to(jnp.arange(half, dtype=jnp.uint32), shape))
+    y0, y1 = random_bits.threefry2x32(words[0], words[1], jnp.broadcast_to(draw_ids[:, None], shape),
+                                      jnp.broadcast_to(jnp.arange(half, dtype=jnp.uint32), shape))
     u = jnp.concatenate([_unit_floats(y0), _unit_floats(y1)], -1)[:, :size]
     return -jnp.log1p(-u)
 
