@@ -26,6 +26,7 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**31))
 
 import numpy as np
 import pytest
+from scipy.special import log_softmax, logsumexp
 
 DATA_DIR = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -83,3 +84,15 @@ def run_cli(*args, cwd):
     finally:
         os.chdir(here)
     return code, out.getvalue(), err.getvalue()
+
+
+# Shared by the tests of the score functions (tests/test_scores_*.py).
+def _logpost64(scores, score_type):
+    s = np.asarray(scores, np.float64)
+    return log_softmax(s, axis=1) if score_type == "logits" else s - logsumexp(s, 1, keepdims=True)
+
+
+def _gaussian_binary(rng, n=2000, sep=1.5, p1=0.3):
+    y = (rng.uniform(size=n) < p1).astype(np.int64)
+    llr = rng.normal(0.0, 1.0, n) + sep * (2 * y - 1)
+    return y, llr

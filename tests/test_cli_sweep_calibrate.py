@@ -1,4 +1,4 @@
-"""`ecjax sweep` and `ecjax calibrate` at the command line (issue 15, item 8), run in-process.
+"""`ecjax sweep` and `ecjax calibrate` at the command line, run in-process.
 
 Every number is checked against a computation written here in numpy/scipy/scikit-learn: Bayes decisions and
 NEC per swept point, who wins on each stretch of cost ratios, affine calibrators fitted by scipy per fold, and

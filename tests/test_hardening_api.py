@@ -1,4 +1,4 @@
-"""Issue 12, the Python API: no silent wrong number, no crash.
+"""Hardening, the Python API: no silent wrong number, no crash.
 
 Each case asserts the exact error class (``ecjax.InputError``) and that the
 message names the argument; numeric cases are checked against an
@@ -483,7 +483,7 @@ def test_cost_ratio_of_a_string():
     raises("`low`", prob.cost_ratio, "a", 5)
 
 
-# Probabilities given as log-domain scores: read as logits they give wrong posteriors with no sign (issue: the
+# Probabilities given as log-domain scores: read as logits they give wrong posteriors with no sign (the
 # former error for probabilities suggested score_type="logits", and following it gave a cross-entropy of 1.543
 # instead of 0.282).
 def _probabilities(n=200, k=3, seed=0):

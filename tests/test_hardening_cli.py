@@ -1,4 +1,4 @@
-"""Issue 12, the command line: the user's mistakes exit 2 with one line naming the file or option.
+"""Hardening, the command line: the user's mistakes exit 2 with one line naming the file or option.
 
 Run in-process through ``ecjax.cli.main`` (fast); signals need a subprocess.
 Every refusal also checks that nothing was written.

@@ -1,4 +1,4 @@
-"""Issue 12, files: hostile inputs (bombs, bad text, bad numbers) and outputs never lost or clobbered.
+"""Hardening, files: hostile inputs (bombs, bad text, bad numbers) and outputs never lost or clobbered.
 
 Library-level cases (``ecjax.io``); each asserts ``ecjax.InputError`` and that
 the message names the file (or the key of the cost specification).

@@ -1,6 +1,6 @@
 """Bad input raises ``ecjax.InputError`` (a ``ValueError``) naming the argument.
 
-One test per case of issue 2, item 6, each asserting that the message names
+One test per case of bad input, each asserting that the message names
 the offending argument.  Where an input is valid but a quantity is degenerate
 (a class absent from the test data with data priors) the value is checked
 against a hand computation instead.

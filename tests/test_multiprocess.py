@@ -96,7 +96,7 @@ def _reference():
     return module.run(None)
 
 
-@pytest.mark.slow  # ~48 s (two JAX processes over gloo); one process with four devices is checked by test_sweep_scale
+@pytest.mark.slow  # ~48 s (two JAX processes over gloo); one process with four devices is checked by test_sweep_engine
 def test_two_processes_give_the_single_process_results(tmp_path):
     results = _run_workers(tmp_path)
     # Genuinely two processes, one global device set.

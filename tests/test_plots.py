@@ -110,5 +110,5 @@ def test_metric_vs_yield_labels_points(tmp_path):
     fig = plots.metric_vs_yield([0.1, 0.3], [0.9, 0.2], metric_name="F1", labels=["a", "b"], path=tmp_path / "l.png")
     _png_ok(tmp_path / "l.png")
     assert [t.get_text() for t in fig.axes[0].texts] == ["a", "b"]
-    # Two systems: a rank correlation is always +-1 and says nothing (issue 15, item 11).
+    # Two systems: a rank correlation is always +-1 and says nothing, so the title has none.
     assert "Spearman" not in fig.axes[0].get_title()

@@ -1,4 +1,4 @@
-"""compare(): ranking outputs (issue 4 item 6), checks against references (item 7), bad input (item 8).
+"""compare(): checks against references, ranking outputs, bad input.
 
 References: numerical integration of Beta posteriors (scipy), direct
 sweeps over the utility space written in numpy (seed 004 eq. 13 and the
@@ -24,7 +24,7 @@ KEY = jax.random.key(3)
 DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
-# ------------------------------------------------------------- item 7 checks
+# ------------------------------------------------------------- checks against references
 
 def test_p_higher_accuracy_matches_integral_of_two_beta_posteriors():
     # Two independent binary systems, test sets of different sizes.  Encoded as "correct / wrong"
@@ -96,7 +96,7 @@ def _simulate_counts(rng, num_sets, n, priors, rates):
     return counts
 
 
-@pytest.mark.slow  # 12-19 s of simulated coverage; test_prob_coverage keeps the faster coverage checks
+@pytest.mark.slow  # 12-19 s of simulated coverage; test_prob_rates_coverage keeps the faster coverage checks
 def test_frequentist_coverage_of_90_percent_intervals():
     # 500 test sets of N = 300 from a known 3-class generator; the 90 % HDI of the yield must cover
     # the true yield sum_ij U_ij P_i R_ij in 90 +- 3 % of them.  Vectorized over the sets with vmap.
@@ -120,7 +120,7 @@ def test_frequentist_coverage_of_90_percent_intervals():
     assert 0.87 <= coverage <= 0.93, coverage
 
 
-@pytest.mark.slow  # 12-19 s of simulated coverage; test_prob_coverage keeps the faster coverage checks
+@pytest.mark.slow  # 12-19 s of simulated coverage; test_prob_rates_coverage keeps the faster coverage checks
 def test_frequentist_coverage_of_paired_difference_intervals():
     # Paired model (Bayesian bootstrap over the 8 joint cells of two binary systems): coverage of the
     # 90 % HDI of the yield difference over 500 simulated test sets.
@@ -161,7 +161,7 @@ def test_frequentist_coverage_through_compare():
     assert 0.87 <= hits / 500 <= 0.93
 
 
-# ------------------------------------------------------------- item 6 outputs
+# ------------------------------------------------------------- ranking outputs
 
 @pytest.fixture(scope="module")
 def three_systems():
@@ -307,7 +307,7 @@ def test_identical_systems_share_p_best_and_are_reported_as_tied():
 
 
 def test_doubt_of_the_issue_example_fixed_costs():
-    # Issue 16 item 4: fixed 0-1 costs, A right on 18 of 20 samples, B on 1790 of 2000 (unpaired, priors
+    # The reported example: fixed 0-1 costs, A right on 18 of 20 samples, B on 1790 of 2000 (unpaired, priors
     # fixed at 1/2).  Before: Doubt(both=0.379, costs_only=1.000, rates_only=0.379): "costs only" plugged in
     # the empirical rates (A 0.900 > B 0.895) while the recommendation used the posterior means.
     alpha = 0.5
@@ -446,7 +446,7 @@ def test_uncertain_deployment_priors_are_their_own_doubt_component():
     np.testing.assert_allclose(res.expected_yield, closed, rtol=1e-6)
 
 
-# ---------------------------------------------------------------- item 8
+# ---------------------------------------------------------------- bad input
 
 def test_bad_compare_inputs():
     labels = np.array([0, 1, 1, 0, 1, 0])

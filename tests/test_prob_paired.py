@@ -1,9 +1,9 @@
-"""Paired and clustered comparisons (issue 4 item 4; paired vs unpaired, item 7).
+"""Paired and clustered comparisons (``ecjax.prob.paired``), and paired against unpaired.
 
 References: the closed-form mean and variance of a Bayesian-bootstrap
 mean, the percentile bootstrap of ``confidence-intervals`` (with and
 without conditions), numpy (Dirichlet draws over all joint cells), and
-scipy Beta distributions of the Dirichlet aggregates (issue 16 item 1).
+scipy Beta distributions of the Dirichlet aggregates (the prior over all joint cells).
 """
 
 import pathlib
@@ -152,7 +152,7 @@ def test_bad_paired_inputs():
                      paired=False, groups=[0, 0, 1, 1])
 
 
-# ------------------------------------------------------- issue 16 item 1: a prior over all joint cells
+# ------------------------------------------------------------------ a prior over all joint cells
 
 def _all_cells(k, d, m):
     """Every joint cell (class, decision 1, ..., decision M), in the row-major order of a (K, D, ..., D) array."""

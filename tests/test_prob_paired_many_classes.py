@@ -27,7 +27,7 @@ def test_prior_too_large_to_draw_is_refused():
         prob.sample_joint_confusions(KEY, table, num_draws=10, concentration=1.0)
 
 
-# ------------------------------------------ issue 15 item 1: per-draw decisions without the K D**M cells
+# ------------------------------------------------------ per-draw decisions without the K D**M cells
 
 @pytest.mark.slow  # 15-25 s at 100 classes: a scale check of code the small-K tests of test_prob_paired cover
 def test_per_draw_sampler_at_100_classes_in_fixed_memory():
@@ -78,7 +78,7 @@ def test_per_draw_sampler_matches_the_table_sampler_and_refuses_bad_shapes():
 
 @pytest.mark.slow  # 15-25 s at 100 classes: a scale check of code the small-K tests of test_prob_paired cover
 def test_paired_compare_with_per_draw_decisions_at_100_classes():
-    # The issue's case: raw against calibrated 100-class systems, paired, Bayes decisions per drawn cost matrix.
+    # The motivating case: raw against calibrated 100-class systems, paired, Bayes decisions per drawn cost matrix.
     # K D**M = 10^6 joint cells per draw for M = 3 (the dense path overflowed or was refused); the sparse path
     # keeps each draw's decisions.  Reference: numpy draws its own utility matrices from the same uniform
     # intervals, makes the Bayes decisions in float64 and averages the closed-form posterior mean yield given

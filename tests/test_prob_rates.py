@@ -1,4 +1,4 @@
-"""Posterior of confusion rates and deployment priors (issue 4 item 3; NUTS vs conjugate, item 7).
+"""Posterior of confusion rates and deployment priors (``ecjax.prob.rates``; NUTS against the conjugate sampler).
 
 References: scipy.stats.beta / dirichlet moments, a numpy rejection
 sampler, and NUTS (numpyro.infer.MCMC) on the same model with ArviZ
@@ -52,7 +52,7 @@ def test_class_priors_posterior_and_fixed():
 # ~24 s at 100 classes: slow lane to keep CI under 20 minutes (the binary default stays in the default lane)
 @pytest.mark.slow
 def test_default_prior_is_two_pseudo_observations_per_matrix_at_100_classes():
-    # Issue 16 item 2.  K = D = 100, 10 samples per class: with the class frequencies left uncertain, the
+    # The default rate prior at K = D = 100, 10 samples per class: with the class frequencies left uncertain, the
     # defaults (2 / (K D) per cell, 2 / K per class) form the Dirichlet(n + 2 / (K D)) over all K D cells, so
     # the accuracy sum_k P_k R_kk is exactly Beta(correct + 2 / D, wrong + 2 (D - 1) / D) by aggregation.
     k = 100
@@ -105,7 +105,7 @@ def test_interval_priors_three_classes_uniform_on_the_slice():
 
 @pytest.mark.slow  # NUTS, two chains: ~35 s on two cores; the conjugate sampler is checked against Betas above
 def test_nuts_and_conjugate_give_the_same_posterior():
-    # The same model two ways (item 3); R-hat through ArviZ (item 7).
+    # The same model two ways (NUTS and the conjugate sampler); R-hat through ArviZ.
     counts = np.array([[[18, 4], [6, 12]], [[15, 7], [2, 16]]])
     class_counts = counts[0].sum(1)
     samples, mcmc = prob.sample_rates_nuts(KEY, counts, num_draws=800, num_warmup=400, num_chains=2,

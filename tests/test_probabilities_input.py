@@ -3,6 +3,9 @@
 References: scikit-learn's ``log_loss``, ``brier_score_loss`` and ``roc_auc_score`` on the probabilities
 themselves, and float64 numpy Bayes decisions (argmin of ``p @ C``); every public score function must
 give with probabilities what it gives with their logarithm as log-posteriors.
+
+Cross-cutting on purpose: one input convention (read by ``ecjax.inputs``) checked through every public score
+function (scores, decisions, calibration, ``prob``, sweeps) and the command line, so it has no single module.
 """
 
 import json

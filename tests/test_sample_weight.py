@@ -267,8 +267,8 @@ def test_zero_weight_class_with_positive_prior_is_refused():
 
 
 # =============================================================================
-# The remaining score-based functions, curves and calibration errors (issue 13
-# item 6): one parametrized test of the defining properties over all of them,
+# The remaining score-based functions, curves and calibration errors: one
+# parametrized test of the defining properties over all of them,
 # then each against scikit-learn or a short numpy computation.
 # =============================================================================
 

@@ -1,7 +1,7 @@
 """Seed 002 Tables 3-5 and seed 001 Table 1, reproduced with ecjax.simulate,
 Bayes decisions, the PSRs and the calibrators.
 
-Tolerances (issue 3, never widened): two-decimal entries within 0.015,
+Tolerances (fixed in advance, never widened): two-decimal entries within 0.015,
 three-decimal entries within 0.003, seed 001's Cimb column within 0.04,
 seed 002 Table 5 within 1.5 percentage points.  Percentages printed with one
 decimal (Table 3's "Abs") are three-decimal fractions (within 0.3 points);

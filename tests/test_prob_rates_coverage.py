@@ -1,4 +1,4 @@
-"""Frequentist coverage of the default rate priors (issue 16 items 1 and 2).
+"""Frequentist coverage of the default rate priors, paired and unpaired.
 
 The defaults are chosen by coverage: ``A = 2`` pseudo-observations per
 confusion matrix (unpaired, :mod:`ecjax.prob.rates`) or per joint table
@@ -38,7 +38,7 @@ def numpy_hdi(draws, mass=0.9):
     return np.take_along_axis(x, i, -2)[..., 0, :], np.take_along_axis(x, i + w, -2)[..., 0, :]
 
 
-# ---------------------------------------------------------------- paired (item 1)
+# ---------------------------------------------------------------- paired
 
 def _paired_regime(acc_a=0.97, acc_b=0.985, rho=0.6):
     """Joint cells (class, decision A, decision B) of two binary systems with correlated correctness.
@@ -107,7 +107,7 @@ def test_paired_coverage_600_sets_default_against_bayesian_bootstrap():
     assert zero_width_bb[2] > 0.05 and np.mean(p_b_best_bb <= 0.001) > 0.05
 
 
-# ---------------------------------------------------------------- unpaired (item 2)
+# ---------------------------------------------------------------- unpaired
 
 def beta_hdi(a, b, mass=0.9, iterations=80):
     """HDI of Beta(a, b) (vectorized): the window [F^-1(t), F^-1(t + mass)] of least width, by golden section on t."""

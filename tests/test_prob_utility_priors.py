@@ -1,4 +1,4 @@
-"""Utility priors (issue 4 item 1) and the expected utility matrix (item 2).
+"""Utility priors (``ecjax.prob.utility_priors``), checked through the expected utility matrix they give.
 
 References: scipy.stats distributions (uniform, truncnorm, loguniform,
 lognorm, gamma), scipy.integrate.nested quad over the hexagon of seed 004
@@ -19,7 +19,6 @@ from numpyro.infer import Predictive
 
 import ecjax
 from ecjax import prob
-from ecjax.prob.sampling import dirichlet, gamma
 
 KEY = jax.random.key(20240611)
 N_DRAWS = 40_000
@@ -39,48 +38,6 @@ def hexagon_quad(f):
         parts = [(lo, min(hi, 0.0)), (max(lo, 0.0), hi)]
         return sum(integrate.quad(lambda y: f(x, y), a, b, epsabs=1e-12, epsrel=1e-12)[0] for a, b in parts if b > a)
     return sum(integrate.quad(inner, a, b, epsabs=1e-11, epsrel=1e-11)[0] for a, b in [(-1.0, 0.0), (0.0, 1.0)])
-
-
-# ------------------------------------------------------------------ sampler
-
-@pytest.mark.parametrize("shape", [0.05, 0.5, 1.0, 3.7, 950.0, 2.5e5, 3e7])
-def test_gamma_sampler_matches_scipy(shape):
-    x = np.asarray(gamma(KEY, jnp.full((N_DRAWS,), shape)), np.float64)
-    ref = stats.gamma(shape)
-    # float32 flushes values below its smallest normal number t to 0 (about 1.3 % of Gamma(0.05) draws):
-    # the atom at 0 must have the mass F(t), the rest the distribution conditional on X >= t.
-    t = np.finfo(np.float32).tiny
-    at_zero = np.mean(x < t)
-    assert abs(at_zero - ref.cdf(t)) < 5 * np.sqrt(ref.cdf(t) / N_DRAWS) + 1e-12
-    ft = ref.cdf(t)
-    assert stats.kstest(x[x >= t], lambda z: (ref.cdf(z) - ft) / (1 - ft)).pvalue > 1e-3
-    assert abs(x.mean() - shape) < 5 * np.sqrt(shape / N_DRAWS)
-
-
-def test_gamma_large_inputs_drawn_in_blocks():
-    from ecjax.prob.sampling import _BLOCK
-
-    n = 3 * _BLOCK + 123  # several blocks and a padded tail
-    shapes = np.where(np.arange(n) % 2 == 0, 2.5, 0.3)
-    x = np.asarray(gamma(KEY, jnp.asarray(shapes)), np.float64)
-    for a in (2.5, 0.3):
-        assert stats.kstest(x[shapes == a], stats.gamma(a).cdf).pvalue > 1e-3
-    # Blocks use different keys: consecutive blocks are not copies of each other (same shapes compared).
-    assert abs(np.corrcoef(x[:_BLOCK:2], x[_BLOCK:2 * _BLOCK:2])[0, 1]) < 0.01
-    assert np.all(np.isfinite(x)) and x[-123:].std() > 0
-
-
-def test_gamma_zero_shape_and_dirichlet_moments():
-    assert np.all(np.asarray(gamma(KEY, jnp.zeros(7))) == 0)
-    alpha = np.array([30.0, 2.0, 0.2, 0.0])
-    r = np.asarray(dirichlet(KEY, jnp.broadcast_to(jnp.asarray(alpha), (N_DRAWS, 4))), np.float64)
-    a0 = alpha.sum()
-    mean = alpha / a0
-    var = alpha * (a0 - alpha) / (a0 ** 2 * (a0 + 1))
-    np.testing.assert_allclose(r.sum(1), 1.0, atol=1e-5)
-    np.testing.assert_allclose(r.mean(0), mean, atol=5 * np.sqrt(var.max() / N_DRAWS))
-    np.testing.assert_allclose(r.var(0), var, rtol=0.05, atol=1e-9)
-    assert np.all(r[:, 3] == 0)
 
 
 # ------------------------------------------------------------------- priors
@@ -216,43 +173,6 @@ def test_from_model_user_model_and_predictive():
     # Plain NumPyro usage of the shipped models.
     s = Predictive(prob.interval_model, num_samples=5)(KEY, jnp.zeros((3, 3)), jnp.ones((3, 3)))
     assert s["utility"].shape == (5, 3, 3)
-
-
-def test_expected_utility_matrix_of_a_discrete_prior_is_eq18():
-    # Seed 004 eq. 18: U_hat = sum_a q_a U^(a); eq. 19: the decision maximizing the q-averaged expected
-    # utility is the one maximizing sum_i U_hat_ij p_i.
-    mats = np.array([[[1.0, 0.0, 0.3], [0.0, 1.0, 0.3]],
-                     [[4.0, 0.0, 1.0], [-2.0, 1.0, 0.5]],
-                     [[0.5, 0.2, 0.4], [0.0, 3.0, 2.5]]])
-    q = np.array([0.2, 0.5, 0.3])
-
-    def discrete():
-        a = numpyro.sample("a", dist.Categorical(probs=jnp.asarray(q)))
-        numpyro.deterministic("utility", jnp.asarray(mats)[a])
-
-    est = prob.expected_utility_matrix(prob.from_model(discrete), key=KEY, num_draws=200_000)
-    u_hat = np.einsum("a,aij->ij", q, mats)
-    assert np.all(np.abs(np.asarray(est.matrix) - u_hat) < 5 * np.asarray(est.standard_error) + 1e-6)
-    rng = np.random.default_rng(1)
-    p = rng.dirichlet(np.ones(2), size=200)
-    averaged = np.einsum("a,aij,ni->nj", q, mats, p)  # eq. 19: sum over a and over the true class
-    fixed = prob.from_model(discrete)
-    dec = np.asarray(prob.expected_utility_decision(prob.intervals(u_hat, u_hat), p))
-    np.testing.assert_array_equal(dec, averaged.argmax(1))
-    assert fixed.shape == (2, 3)
-
-
-def test_expected_utility_bayes_decisions_match_numpy():
-    rng = np.random.default_rng(2)
-    logits = rng.normal(size=(300, 3)) * 2
-    prior = prob.intervals(np.zeros((3, 3)), np.array([[1, 0.2, 0.3], [0.5, 2, 0.1], [0.0, 0.4, 3]]))
-    dec = np.asarray(prob.expected_utility_bayes_decisions(logits, prior, score_type="logits"))
-    post = np.exp(logits - logits.max(1, keepdims=True))
-    post /= post.sum(1, keepdims=True)
-    u_hat = np.array([[1, 0.2, 0.3], [0.5, 2, 0.1], [0.0, 0.4, 3]]) / 2
-    np.testing.assert_array_equal(dec, (post @ u_hat).argmax(1))
-    np.testing.assert_allclose(prob.expected_utility_matrix(prior).matrix, u_hat, rtol=1e-6)
-    assert prob.expected_utility_matrix(np.eye(2)).method == "fixed"
 
 
 # ---------------------------------------------------------------- bad input

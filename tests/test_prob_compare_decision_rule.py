@@ -1,4 +1,4 @@
-"""With scores, decide as seed 004 prescribes (issue 16 item 3), and report closed forms exactly.
+"""With scores, ``compare`` decides as seed 004 prescribes, and reports closed forms exactly.
 
 Seed 004 eqs. 18-19: while the costs are uncertain, the decision of highest
 expected utility is the Bayes decision of the expected utility matrix
@@ -68,10 +68,10 @@ def test_sst2_expected_utility_rule_against_numpy_and_the_issue():
     # The Monte Carlo mean of the draws agrees with the closed form (E[U P R] = U_hat E[P] E[R]).
     y = np.asarray(res.yields, np.float64)
     assert np.all(np.abs(y.mean(0) - closed) < 5 * y.std(0) / np.sqrt(len(y)))
-    # The issue's measurements (with U_hat decisions): E[yield] -0.495 / -0.501, P(best) 0.988.
+    # The measurements that motivated the rule (with U_hat decisions): E[yield] -0.495 / -0.501, P(best) 0.988.
     np.testing.assert_allclose(res.expected_yield, [-0.495, -0.501], atol=1.5e-3)
     assert abs(res.p_best[0] - 0.988) < 0.01
-    # Per-draw decisions (costs known at deployment): the issue's -0.331 / -0.369 and P(best) 0.675.
+    # Per-draw decisions (costs known at deployment): the measured -0.331 / -0.369 and P(best) 0.675.
     per_draw = prob.compare(labels, scores=scores, decision_rule="per_draw", **kw)
     assert per_draw.info["expected_yield"] == "Monte Carlo"
     np.testing.assert_allclose(per_draw.expected_yield, [-0.331, -0.369], atol=4e-3)

@@ -1,4 +1,8 @@
-"""The utility plane of seed 004 Fig. 1 and the ROC tangent criterion (eqs. 24-25).
+"""The utility plane of seed 004 Fig. 1 (``ecjax.sweep.utility_space``) and the ROC tangent criterion (eqs. 24-25,
+``ecjax.sweep.roc``).
+
+The tangent criterion is the map's ``decision_rule="optimal_threshold"``, and both are checked against the same
+references here, so the two modules share this file.
 
 References: seed 004 eq. 13 transcribed here directly (rows = decision in the
 seed, transposed), per-point numpy loops, a brute-force search over every

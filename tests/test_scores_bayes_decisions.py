@@ -1,10 +1,11 @@
-"""EC against threshold and reliability bins, against brute-force numpy computations."""
+"""EC against the threshold of binary scores (``ecjax.scores.bayes_decisions``), against brute-force numpy
+computations."""
 
 import numpy as np
 import pytest
 
 import ecjax
-from ecjax.scores import expected_cost_vs_threshold, reliability_bins
+from ecjax.scores import expected_cost_vs_threshold
 
 
 def _data(n=500, seed=0, ties=False):
@@ -41,27 +42,3 @@ def test_expected_cost_vs_threshold_brute_force(ties):
     d = llr > float(best_named.threshold)
     ref = priors[0] * np.mean(d[y == 0]) * 1.0 + priors[1] * np.mean(~d[y == 1]) * 3.0
     assert float(best_named.expected_cost) == pytest.approx(ref, rel=1e-5)
-
-
-@pytest.mark.parametrize("binning", ["equal_width", "equal_mass"])
-def test_reliability_bins_recompose_ece(binning):
-    rng = np.random.default_rng(1)
-    logits = rng.normal(size=(800, 4)) * 2
-    y = np.array([rng.choice(4, p=np.exp(l) / np.exp(l).sum()) for l in logits * 0.5])
-    bins = reliability_bins(y, logits, score_type="logits", num_bins=10, binning=binning)
-    assert bins.count.sum() == len(y)
-    ece = float(ecjax.ece(y, logits, score_type="logits", num_bins=10, binning=binning))
-    keep = bins.count > 0
-    assert np.sum(bins.count[keep] / len(y) * np.abs(bins.frequency[keep] - bins.confidence[keep])) == pytest.approx(
-        ece, rel=1e-5)
-    if binning == "equal_width":
-        # Independent top-label binning: bins (m/M, (m+1)/M], the first also holding 0.
-        p = np.exp(logits - np.logaddexp.reduce(logits, axis=1, keepdims=True))
-        conf, hit = p.max(1), (p.argmax(1) == y)
-        idx = np.clip(np.ceil(conf * 10).astype(int) - 1, 0, 9)
-        for m in range(10):
-            sel = idx == m
-            assert bins.count[m] == sel.sum()
-            if sel.any():
-                assert bins.confidence[m] == pytest.approx(conf[sel].mean(), rel=1e-5)
-                assert bins.frequency[m] == pytest.approx(hit[sel].mean(), rel=1e-6)

@@ -1,4 +1,4 @@
-"""Posterior draws in fixed memory (issue 10 item 3): blocks, chunks, index sizes, progress.
+"""Posterior draws of ``compare`` in fixed memory: blocks, chunks, index sizes, progress.
 
 ``compare`` makes its draws in blocks whose random numbers come from
 ``fold_in(key, block)``; ``chunk_size`` only groups blocks into compiled

@@ -1,0 +1,43 @@
+"""Bad input to the score functions (the checks of ``ecjax.scores.inputs`` and of each function's own options):
+each raises ``InputError`` with a message naming the problem."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ecjax import InputError
+from ecjax import scores as S
+
+
+def test_bad_inputs_raise_input_error():
+    lp = np.log(np.array([[0.3, 0.7], [0.6, 0.4], [0.5, 0.5]]))
+    y = np.array([1, 0, 1])
+    with pytest.raises(InputError, match="NaN"):
+        S.cross_entropy(y, np.where(np.eye(3, 2) > 0, np.nan, lp))
+    with pytest.raises(InputError, match=r"\+inf"):
+        S.brier(y, np.where(np.eye(3, 2) > 0, np.inf, lp))
+    with pytest.raises(InputError, match="logits"):
+        S.cross_entropy(y, lp + 1.0)  # rows do not normalize
+    with pytest.raises(InputError, match="labels"):
+        S.cross_entropy([0, 2, 1], lp)  # label out of range
+    with pytest.raises(InputError, match="same number"):
+        S.brier([0, 1], lp)
+    with pytest.raises(InputError, match="single class|one class"):
+        S.cross_entropy([1, 1, 1], lp, normalize=True)
+    with pytest.raises(InputError, match="single class"):
+        S.auc([1, 1, 1], lp)
+    with pytest.raises(InputError, match="single class"):
+        S.eer([0, 0, 0], lp)
+    with pytest.raises(InputError, match="score_type"):
+        S.cross_entropy(y, lp, score_type="probabilities")
+    with pytest.raises(InputError, match="binning"):
+        S.ece(y, lp, binning="quantile")
+    with pytest.raises(InputError, match="variant"):
+        S.ece(y, lp, variant="classwise")
+    with pytest.raises(InputError, match="K = 2"):
+        S.auc([0, 1, 2], np.log(np.full((3, 3), 1 / 3)))
+    with pytest.raises(InputError, match="priors"):
+        S.cross_entropy(y, np.array([0.1, -0.3, 2.0]), score_type="llr")  # LLRs need priors
+    with pytest.raises(InputError, match="sensitivity"):
+        S.specificity_at_sensitivity(y, lp, 1.5)
