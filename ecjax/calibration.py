@@ -358,8 +358,7 @@ def _calibration_inputs(scores, score_type, method, num_classes=None):
     the posteriors for equal priors, whose shift the bias ``c`` absorbs).
     """
     s = v.as_scores(scores, score_type=score_type)
-    if s.ndim != (1 if score_type == "llr" else 2):
-        raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(s.shape)}")
+    v.check_one_system(s, 1 if score_type == "llr" else 2)
     if score_type == "llr":
         if method != "llr":
             raise v.InputError(f"LLR scores (score_type='llr') need method='llr', got method={method!r}")
@@ -394,10 +393,7 @@ def _prepare_fit(scores, labels, method, priors, score_type):
     v.check_score_type(score_type)
     s = _calibration_inputs(scores, score_type, method)
     k = 2 if s.ndim == 1 else s.shape[-1]
-    labels = v.as_index_array(labels, "labels", upper=k)
-    if labels.ndim != 1:
-        raise v.InputError(f"`labels` must be one vector of N classes, got shape {labels.shape}")
-    v.check_same_length("labels", labels, "scores", s, axis_b=0)
+    labels = v.as_label_vector(labels, num_classes=k, scores=s, sample_axis=0)
     p = None if priors is None else np.asarray(v.as_priors(priors, num_classes=k), dtype=np.float64)
     return s, labels, k, p
 
@@ -944,9 +940,13 @@ def _epsr(metric, labels, scores, costs, priors, score_type, normalize, sample_w
         return cross_entropy(labels, scores, **kw)
     if metric == "brier":
         return brier(labels, scores, **kw)
-    if costs is None:
-        raise v.InputError("metric='bayes_ec' needs `costs` (the cost matrix of the Bayes decisions)")
+    _check_costs_of_metric(metric, costs)
     return bayes_expected_cost(labels, scores, costs, **kw)
+
+
+def _check_costs_of_metric(metric, costs):
+    if metric == "bayes_ec" and costs is None:
+        raise v.InputError("metric='bayes_ec' needs `costs` (the cost matrix of the Bayes decisions)")
 
 
 def calibration_loss(labels, raw, calibrated, *, metric="xe", relative=True, costs=None, priors=None,
@@ -1018,8 +1018,7 @@ def diagnose(scores, labels, *, key=None, method="affine", metric="xe", protocol
     """
     v.check_choice(protocol, "protocol", PROTOCOLS)
     v.check_choice(metric, "metric", CALIBRATION_METRICS)
-    if metric == "bayes_ec" and costs is None:
-        raise v.InputError("metric='bayes_ec' needs `costs` (the cost matrix of the Bayes decisions)")
+    _check_costs_of_metric(metric, costs)
     if method == "llr":
         raise v.InputError("diagnose works on posteriors; for LLR calibration use fit(..., method='llr') and "
                            "calibration_loss(..., score_type='llr')")

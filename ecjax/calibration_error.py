@@ -48,6 +48,7 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
@@ -133,17 +134,15 @@ def _inputs(labels, scores, priors, score_type, sample_weight=None):
     s, log_p = v.scores_and_log_priors(scores, priors, score_type)
     log_post = log_posteriors_kernel(s, log_p, score_type)
     k = log_post.shape[-1]
-    labels = v.as_index_array(labels, "labels", upper=k)
-    if labels.ndim != 1:
-        raise v.InputError(f"`labels` must be one vector of N classes, got shape {labels.shape}")
-    v.check_same_length("labels", labels, "scores", log_post, axis_b=-2)
+    labels = v.as_label_vector(labels, num_classes=k, scores=log_post)
     sample_weight = v.as_sample_weight(sample_weight, labels)
     v.check_some_weight(sample_weight)
     return labels, log_post, sample_weight
 
 
-def binned_calibration_error(labels, scores, *, norm="l1", num_bins=15, binning="equal_width", variant="auto",
-                             priors=None, score_type="log_posteriors", sample_weight=None):
+def binned_calibration_error(labels: ArrayLike, scores: ArrayLike, *, norm: str = "l1", num_bins: int = 15,
+                             binning: str = "equal_width", variant: str = "auto", priors: ArrayLike | None = None,
+                             score_type: str = "log_posteriors", sample_weight: ArrayLike | None = None) -> jax.Array:
     """Binned calibration error with an ``l1`` (ECE), ``l2`` (RMS) or ``max`` (MCE) norm over the bins.
 
     See the module docstring for the formulas and sources.  With
@@ -181,20 +180,21 @@ def binned_calibration_error(labels, scores, *, norm="l1", num_bins=15, binning=
     v.check_choice(binning, "binning", BINNINGS)
     v.check_choice(variant, "variant", VARIANTS)
     num_bins = v.as_positive_int(num_bins, "num_bins")
-    labels, log_post, sample_weight = _inputs(labels, scores, priors, score_type, sample_weight)
+    y, log_post, w = _inputs(labels, scores, priors, score_type, sample_weight)
     variant = _resolve_variant(variant, log_post.shape[-1])
-    out = _calibration_errors_kernel(labels, log_post, sample_weight, num_bins=num_bins, binning=binning,
+    out = _calibration_errors_kernel(y, log_post, w, num_bins=num_bins, binning=binning,
                                      variant=variant)[..., NORMS.index(norm)]
-    if v.any_traced(labels, log_post, sample_weight):
-        ok = jnp.all(labels >= 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
-        if sample_weight is not None:
-            ok = ok & jnp.all(jnp.isfinite(sample_weight) & (sample_weight >= 0)) & (jnp.sum(sample_weight) > 0)
+    if v.any_traced(y, log_post, w):
+        ok = jnp.all(y >= 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
+        if w is not None:
+            ok = ok & jnp.all(jnp.isfinite(w) & (w >= 0)) & (jnp.sum(w) > 0)
         out = v.nan_where_invalid(out, ok)
     return out
 
 
-def max_calibration_error(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
-                          score_type="log_posteriors", sample_weight=None):
+def max_calibration_error(labels: ArrayLike, scores: ArrayLike, *, num_bins: int = 15, binning: str = "equal_width",
+                          variant: str = "auto", priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+                          sample_weight: ArrayLike | None = None) -> jax.Array:
     """MCE: the largest ``|frequency - confidence|`` over the non-empty bins (Naeini et al. 2015).
 
     ``binned_calibration_error(..., norm="max")``; arguments as there.  With few
@@ -206,8 +206,9 @@ def max_calibration_error(labels, scores, *, num_bins=15, binning="equal_width",
                                     sample_weight=sample_weight)
 
 
-def rms_calibration_error(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
-                          score_type="log_posteriors", sample_weight=None):
+def rms_calibration_error(labels: ArrayLike, scores: ArrayLike, *, num_bins: int = 15, binning: str = "equal_width",
+                          variant: str = "auto", priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+                          sample_weight: ArrayLike | None = None) -> jax.Array:
     """RMS (l2) calibration error ``sqrt(sum_m |B_m|/N g_m^2)`` (Kumar et al. 2019).
 
     ``binned_calibration_error(..., norm="l2")``; arguments as there.
@@ -217,8 +218,9 @@ def rms_calibration_error(labels, scores, *, num_bins=15, binning="equal_width",
                                     sample_weight=sample_weight)
 
 
-def classwise_ece(labels, scores, *, num_bins=15, binning="equal_width", priors=None, score_type="log_posteriors",
-                  sample_weight=None):
+def classwise_ece(labels: ArrayLike, scores: ArrayLike, *, num_bins: int = 15, binning: str = "equal_width",
+                  priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+                  sample_weight: ArrayLike | None = None) -> jax.Array:
     """Classwise-ECE (Kull et al. 2019): ``(1/K) sum_j sum_m |B_jm|/N |frac_j(B_jm) - avg_j(B_jm)|``.
 
     ``B_jm`` bins the class-``j`` posteriors of all samples, ``frac_j`` is
@@ -231,8 +233,9 @@ def classwise_ece(labels, scores, *, num_bins=15, binning="equal_width", priors=
                                     sample_weight=sample_weight)
 
 
-def adaptive_calibration_error(labels, scores, *, num_bins=15, priors=None, score_type="log_posteriors",
-                               sample_weight=None):
+def adaptive_calibration_error(labels: ArrayLike, scores: ArrayLike, *, num_bins: int = 15,
+                               priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+                               sample_weight: ArrayLike | None = None) -> jax.Array:
     """ACE of Nixon et al. (2019): the classwise ECE with equal-mass bins per class.
 
     ``binned_calibration_error(..., variant="classwise", binning="equal_mass")``.
@@ -293,8 +296,10 @@ def _hdi_of_beta(a, b, prob):
     return np.where((a == 1) & (b > 1), 0.0, low), np.where((b == 1) & (a > 1), 1.0, high)
 
 
-def reliability_bands(labels, scores, *, prob=0.9, interval="equal_tailed", num_bins=15, binning="equal_width",
-                      variant="auto", priors=None, score_type="log_posteriors", sample_weight=None):
+def reliability_bands(labels: ArrayLike, scores: ArrayLike, *, prob: float = 0.9, interval: str = "equal_tailed",
+                      num_bins: int = 15, binning: str = "equal_width", variant: str = "auto",
+                      priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+                      sample_weight: ArrayLike | None = None) -> ReliabilityBands:
     """Reliability-diagram bins with a credible band for each bin's true frequency.
 
     The bins are those of :func:`ecjax.scores.reliability_bins` (and of

@@ -22,6 +22,7 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 
@@ -30,7 +31,8 @@ _DEVICE_COUNT_LIMIT = v.INT32_MAX
 
 
 @partial(jax.jit, static_argnames=("num_classes", "num_decisions"))
-def confusion_counts(labels, decisions, weights=None, *, num_classes, num_decisions):
+def confusion_counts(labels: ArrayLike, decisions: ArrayLike, weights: ArrayLike | None = None, *,
+                     num_classes: int, num_decisions: int) -> jax.Array:
     """Kernel: ``K_ij = sum_n w_n [y_n = i][d_n = j]`` over the last axis.
 
     ``labels`` and ``decisions`` broadcast against each other on their leading
@@ -62,7 +64,9 @@ def _scatter_counts(flat, size, weights):
     return out.reshape(batch + (size,))
 
 
-def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None, sample_weight=None):
+def confusion_matrix(labels: ArrayLike, decisions: ArrayLike, *, num_classes: int | None = None,
+                     num_decisions: int | None = None,
+                     sample_weight: ArrayLike | None = None) -> jax.Array | np.ndarray:
     """Confusion matrix ``K_ij``: samples of true class ``i`` given decision ``j``.
 
     Args:
@@ -99,28 +103,27 @@ def confusion_matrix(labels, decisions, *, num_classes=None, num_decisions=None,
     """
     if num_classes is not None:
         num_classes = v.as_positive_int(num_classes, "num_classes")
-    labels = v.as_index_array(labels, "labels", upper=num_classes)
+    y = v.as_index_array(labels, "labels", upper=num_classes)
     if num_decisions is not None:
         num_decisions = v.as_positive_int(num_decisions, "num_decisions")
-    decisions = v.as_index_array(decisions, "decisions", upper=num_decisions)
-    v.check_same_length("labels", labels, "decisions", decisions)
-    v.check_batch_axes_broadcast("labels", labels.shape, labels.shape[:-1], "decisions", decisions.shape,
-                                 decisions.shape[:-1])
+    dec = v.as_index_array(decisions, "decisions", upper=num_decisions)
+    v.check_same_length("labels", y, "decisions", dec)
+    v.check_batch_axes_broadcast("labels", y.shape, y.shape[:-1], "decisions", dec.shape, dec.shape[:-1])
     if num_classes is None:
-        if v.is_tracer(labels):
+        if v.is_tracer(y):
             raise v.InputError("`num_classes` is required when `labels` are traced (inside jit/vmap)")
-        num_classes = v.inferred_size(int(labels.max()), "labels", argument="num_classes")
+        num_classes = v.inferred_size(int(y.max()), "labels", argument="num_classes")
     if num_decisions is None:
         # Traced decisions have no concrete maximum: D defaults to K there.
-        num_decisions = num_classes if v.is_tracer(decisions) else max(
-            num_classes, v.inferred_size(int(decisions.max()), "decisions", argument="num_decisions"))
+        num_decisions = num_classes if v.is_tracer(dec) else max(
+            num_classes, v.inferred_size(int(dec.max()), "decisions", argument="num_decisions"))
     v.check_num_cells(num_classes, num_decisions, "num_classes` x `num_decisions")
-    w = v.as_sample_weight(sample_weight, labels, batched=True)
-    if v.any_traced(labels, decisions, w):
-        return _checked_counts(labels, decisions, w, num_classes=num_classes, num_decisions=num_decisions)
-    if w is None and labels.shape[-1] > _DEVICE_COUNT_LIMIT:
-        return _host_counts(np.asarray(labels), np.asarray(decisions), num_classes, num_decisions)
-    return confusion_counts(labels, decisions, w, num_classes=num_classes, num_decisions=num_decisions)
+    w = v.as_sample_weight(sample_weight, y, batched=True)
+    if v.any_traced(y, dec, w):
+        return _checked_counts(y, dec, w, num_classes=num_classes, num_decisions=num_decisions)
+    if w is None and y.shape[-1] > _DEVICE_COUNT_LIMIT:
+        return _host_counts(np.asarray(y), np.asarray(dec), num_classes, num_decisions)
+    return confusion_counts(y, dec, w, num_classes=num_classes, num_decisions=num_decisions)
 
 
 @partial(jax.jit, static_argnames=("num_classes", "num_decisions"))
@@ -143,7 +146,7 @@ def _host_counts(labels, decisions, k, d):
     return out.reshape(y.shape[:-1] + (k, d))
 
 
-def rates(counts):
+def rates(counts: ArrayLike) -> jax.Array:
     """Row-normalized rates ``R_ij = K_ij / K_i*`` (seed 000 eq. 2).
 
     A row with no samples (a class absent from the test data) gets rates 0:
@@ -178,12 +181,12 @@ def _float_counts(counts, name):
     return c if jnp.issubdtype(c.dtype, jnp.inexact) else c.astype(jnp.result_type(float))
 
 
-def class_counts(counts):
+def class_counts(counts: ArrayLike) -> jax.Array:
     """``K_i*``: number of samples of each true class, ``(..., K)``, summed in floating point."""
     return _float_counts(counts, "counts").sum(-1)
 
 
-def data_priors(counts):
+def data_priors(counts: ArrayLike) -> jax.Array:
     """Empirical class priors ``P_i = K_i* / N`` of a count matrix (``NaN`` if a count is negative)."""
     c = _float_counts(counts, "counts")
     n_i = c.sum(-1)
@@ -215,7 +218,7 @@ class JointOutcomeTable:
     def num_systems(self) -> int:
         return self.cells.shape[1] - 1
 
-    def confusion_matrices(self):
+    def confusion_matrices(self) -> jax.Array:
         """Marginal confusion matrix of each system, ``(M, K, D)``."""
         return confusion_counts(
             self.cells[:, 0], self.cells[:, 1:].T, self.counts,
@@ -223,7 +226,9 @@ class JointOutcomeTable:
         ).astype(self.counts.dtype)
 
 
-def joint_outcome_table(labels, decisions, *, num_classes=None, num_decisions=None, sample_weight=None):
+def joint_outcome_table(labels: ArrayLike, decisions: ArrayLike, *, num_classes: int | None = None,
+                        num_decisions: int | None = None,
+                        sample_weight: ArrayLike | None = None) -> JointOutcomeTable:
     """Joint outcome table of ``M`` systems scored on the same ``N`` samples.
 
     Args:

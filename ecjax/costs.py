@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
+import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 
 
-def zero_one(num_classes: int, abstain: float | None = None):
+def zero_one(num_classes: int, abstain: float | None = None) -> jax.Array:
     """0-1 costs (``c_ij = 1 - [i = j]``), whose EC is the error rate (seed 000 §4).
 
     With ``abstain`` a last column (decision ``K``, "abstain") of constant
@@ -40,7 +42,7 @@ def zero_one(num_classes: int, abstain: float | None = None):
     return c
 
 
-def balanced(priors):
+def balanced(priors: ArrayLike) -> jax.Array:
     """Costs ``c_ij = 1 / (K P_i)`` for ``i != j``: their EC is the balanced error rate (seed 000 eq. 12)."""
     p = v.as_priors(priors)
     if not v.is_tracer(p) and np.any(np.asarray(p) <= 0):
@@ -80,7 +82,7 @@ def _binary_off_diagonal(c12, c21):
     return jnp.stack([jnp.stack([zero, c12], -1), jnp.stack([c21, zero], -1)], -2)
 
 
-def f_beta(beta: float = 1.0):
+def f_beta(beta: ArrayLike = 1.0) -> jax.Array:
     """Binary costs ``[[0, 1], [beta**2, 0]]`` of the EC behind F-beta (seed 000 eq. 21).
 
     Class index 1 is the positive class: a miss costs ``beta**2``, a false
@@ -90,7 +92,7 @@ def f_beta(beta: float = 1.0):
     return _nan_if_nan(_binary_off_diagonal(jnp.ones_like(b), b * b), b)
 
 
-def net_benefit(threshold_probability: float):
+def net_benefit(threshold_probability: ArrayLike) -> jax.Array:
     """Binary costs ``[[0, p/(1-p)], [1, 0]]`` of the EC behind net benefit (seed 001 App. C).
 
     ``p`` is the threshold probability at which a clinician is indifferent
@@ -101,17 +103,17 @@ def net_benefit(threshold_probability: float):
     return _nan_if_nan(_binary_off_diagonal(p / (1.0 - p), jnp.ones_like(p)), p)
 
 
-def utilities_to_costs(utilities):
+def utilities_to_costs(utilities: ArrayLike) -> jax.Array:
     """Costs ``c = -U`` (seed 004: utilities are negated costs)."""
     return -v.as_matrix(utilities, "utilities")
 
 
-def costs_to_utilities(costs):
+def costs_to_utilities(costs: ArrayLike) -> jax.Array:
     """Utilities ``U = -c``."""
     return -v.as_matrix(costs, "costs")
 
 
-def normalize_rows(costs):
+def normalize_rows(costs: ArrayLike) -> jax.Array:
     """``c_ij - min_j c_ij`` (seed 001 §2).
 
     Leaves Bayes decisions unchanged, and shifts the EC of every system by
@@ -122,7 +124,7 @@ def normalize_rows(costs):
     return c - c.min(-1, keepdims=True)
 
 
-def rescale_unit(utilities):
+def rescale_unit(utilities: ArrayLike) -> jax.Array:
     """Seed 004 eq. 12: ``(U - min U) / (max U - min U)``, into [0, 1].
 
     Undefined when all entries are equal (the decision is then immaterial):
@@ -137,7 +139,7 @@ def rescale_unit(utilities):
     return (u - lo) / (hi - lo)
 
 
-def utility_from_xy(x, y):
+def utility_from_xy(x: ArrayLike, y: ArrayLike) -> jax.Array:
     """Binary utility matrix from the coordinates ``(x, y)`` of seed 004 eq. 13.
 
     Rows = true class (transposed from the seed)::
@@ -155,8 +157,7 @@ def utility_from_xy(x, y):
     eps = 1e-6
     if not v.is_tracer(x) and not v.is_tracer(y):
         for name, a in (("x", x), ("y", y)):
-            if np.asarray(a).dtype.kind not in "iuf":
-                raise v.InputError(f"`{name}` must be numeric, got dtype {np.asarray(a).dtype}")
+            v.check_numbers(a, name, finite=False)
         xa, ya = np.broadcast_arrays(np.asarray(x, float), np.asarray(y, float))
         if np.any(np.abs(xa) > 1 + eps) or np.any(np.abs(ya) > 1 + eps) or np.any(np.abs(xa - ya) > 1 + eps):
             raise v.InputError("`x`, `y` must satisfy |x| <= 1, |y| <= 1 and |x - y| <= 1 (the binary utility space)")
@@ -173,7 +174,7 @@ def _utility_from_xy(x, y):
     return jnp.stack([row0, row1], -2)
 
 
-def xy_from_utility(utilities):
+def xy_from_utility(utilities: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """Coordinates ``(x, y)`` of seed 004 eq. 13 of binary utility matrices.
 
     The matrix is first rescaled with eq. 12.  Returns ``(x, y)`` arrays of

@@ -32,6 +32,7 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
@@ -55,10 +56,8 @@ def _ranking_log_odds(s, score_type):
 
 def _labels_for(labels, s, score_type, *, what):
     """Binary labels ``(N,)`` matching the sample axis of validated scores ``s``; both classes needed."""
-    labels = v.as_index_array(labels, "labels", upper=2, upper_is="binary labels are 0 or 1")
-    if labels.ndim != 1:
-        raise v.InputError(f"`labels` must be one vector of N classes, got shape {tuple(labels.shape)}")
-    v.check_same_length("labels", labels, "scores", s, axis_b=-1 if score_type == "llr" else -2)
+    labels = v.as_label_vector(labels, num_classes=2, scores=s, sample_axis=-1 if score_type == "llr" else -2,
+                               upper_is="binary labels are 0 or 1")
     if not v.is_tracer(labels):
         n1 = int(np.sum(np.asarray(labels)))
         if n1 == 0 or n1 == labels.shape[0]:
@@ -67,16 +66,11 @@ def _labels_for(labels, s, score_type, *, what):
     return labels
 
 
-def _check_binary(s, score_type):
-    if score_type != "llr" and s.shape[-1] != 2:
-        raise v.InputError(f"`scores` must be binary (K = 2 in the last axis), got shape {tuple(s.shape)}")
-
-
 def _binary_inputs(labels, scores, score_type, *, what):
     """Validated ``(labels, scores)``; the kernels turn the scores into class-1 log-odds (no priors)."""
     a, neg_inf = v.as_log_domain_scores(scores, score_type)
     s = v.restore_neg_inf(v.as_scores(a, score_type=score_type), neg_inf)
-    _check_binary(s, score_type)
+    v.check_binary_scores(s, score_type)
     return _labels_for(labels, s, score_type, what=what), s
 
 
@@ -224,7 +218,8 @@ def _kept(arrays, keep):
     return tuple(v.to_device(np.asarray(a)[k]) for a, k in zip(arrays, keep))
 
 
-def precision_recall_curve(labels, scores, *, score_type="log_posteriors", padded=False, sample_weight=None):
+def precision_recall_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors",
+                           padded: bool = False, sample_weight: ArrayLike | None = None) -> PrecisionRecallCurve:
     """Precision ``N_22 / N_*2`` against recall ``R_22`` over all thresholds (seed 001 App. C.3, seed 002 §4.5).
 
     A sample is decided class 1 (the positive class, the seeds' H2) iff its
@@ -270,7 +265,8 @@ def precision_recall_curve(labels, scores, *, score_type="log_posteriors", padde
     return PrecisionRecallCurve(*_kept((precision, recall, thresholds), (keep, keep, keep[:-1])))
 
 
-def average_precision(labels, scores, *, score_type="log_posteriors", sample_weight=None):
+def average_precision(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors",
+                      sample_weight: ArrayLike | None = None) -> jax.Array:
     """Average precision ``AP = sum_n (R_n - R_{n-1}) P_n`` (the step-wise area under the PR curve).
 
     ``R_n`` and ``P_n`` are the recall and precision at the ``n``-th
@@ -314,12 +310,12 @@ class DetCurve(NamedTuple):
     thresholds: jax.Array
 
     @property
-    def probit_false_positive_rate(self):
+    def probit_false_positive_rate(self) -> jax.Array:
         """``Phi^{-1}(R_12)``, the standard normal quantile (``-inf`` at rate 0, ``+inf`` at 1)."""
         return jax.scipy.special.ndtri(self.false_positive_rate)
 
     @property
-    def probit_false_negative_rate(self):
+    def probit_false_negative_rate(self) -> jax.Array:
         """``Phi^{-1}(R_21)``, the standard normal quantile (``-inf`` at rate 0, ``+inf`` at 1)."""
         return jax.scipy.special.ndtri(self.false_negative_rate)
 
@@ -360,7 +356,8 @@ def _binary_curves_kernel(labels, scores, sample_weight=None, *, score_type):
     return _per_system(_curves_one, labels, _ranking_log_odds(scores, score_type), sample_weight)
 
 
-def det_curve(labels, scores, *, score_type="log_posteriors", padded=False, sample_weight=None):
+def det_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors", padded: bool = False,
+              sample_weight: ArrayLike | None = None) -> DetCurve:
     """Detection error trade-off: misses ``R_21`` against false alarms ``R_12`` over all thresholds.
 
     The ROC of seed 002 §4.5 with the miss rate ``1 - R_22`` on the vertical
@@ -459,8 +456,9 @@ def _ovo_kernel(labels, scores, log_p, weighted, sample_weight=None):
     return jax.vmap(lambda lp: _ovo_one(labels, lp, weighted, sample_weight))(flat).reshape(batch)
 
 
-def auc_one_vs_one(labels, scores, *, priors=None, score_type="log_posteriors", average="macro",
-                   sample_weight=None):
+def auc_one_vs_one(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | None = None,
+                   score_type: str = "log_posteriors", average: str = "macro",
+                   sample_weight: ArrayLike | None = None) -> jax.Array:
     """Multiclass AUC of Hand & Till (2001): the AUC averaged over all pairs of classes.
 
     For classes ``i != j``, ``A(i|j)`` is the Mann-Whitney statistic of the
@@ -506,20 +504,16 @@ def auc_one_vs_one(labels, scores, *, priors=None, score_type="log_posteriors", 
     s, log_p = v.scores_and_log_priors(a, priors, score_type)
     s = v.restore_neg_inf(s, neg_inf)
     k = s.shape[-1]
-    labels = v.as_index_array(labels, "labels", upper=k, upper_is="the number of classes in `scores`")
-    if labels.ndim != 1:
-        raise v.InputError(f"`labels` must be one vector of N classes, got shape {tuple(labels.shape)}")
-    v.check_same_length("labels", labels, "scores", s, axis_b=-2)
-    if sample_weight is not None:
-        sample_weight = v.as_sample_weight(sample_weight, labels)
-    v.check_classes_present(labels, sample_weight, k, why="the AUC of its pairs is undefined")
-    out = _ovo_kernel(labels, s, log_p, np.bool_(average == "weighted"), sample_weight)
-    if v.any_traced(labels, s, log_p, sample_weight):
+    y = v.as_label_vector(labels, num_classes=k, scores=s, upper_is="the number of classes in `scores`")
+    sw = None if sample_weight is None else v.as_sample_weight(sample_weight, y)
+    v.check_classes_present(y, sw, k, why="the AUC of its pairs is undefined")
+    out = _ovo_kernel(y, s, log_p, np.bool_(average == "weighted"), sw)
+    if v.any_traced(y, s, log_p, sw):
         log_post = log_posteriors_kernel(s, log_p, score_type)
-        w = jnp.ones(labels.shape, log_post.dtype) if sample_weight is None else sample_weight
-        totals = jax.ops.segment_sum(jnp.where(labels >= 0, w, 0.0), jnp.where(labels >= 0, labels, 0),
+        w = jnp.ones(y.shape, log_post.dtype) if sw is None else sw
+        totals = jax.ops.segment_sum(jnp.where(y >= 0, w, 0.0), jnp.where(y >= 0, y, 0),
                                      num_segments=k)
-        ok = (jnp.all(labels >= 0) & jnp.all(totals > 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
+        ok = (jnp.all(y >= 0) & jnp.all(totals > 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
               & jnp.all(jnp.isfinite(w) & (w >= 0)))
         out = v.nan_where_invalid(out, ok)
     return out
@@ -595,9 +589,7 @@ def _threshold_log_odds(threshold_probabilities, dtype):
     if v.is_tracer(p):
         p = jnp.asarray(p, dtype)
         return p, jnp.log(p) - jnp.log1p(-p), p / (1.0 - p)
-    a = np.asarray(p)
-    if a.dtype.kind not in "fiu":
-        raise v.InputError(f"`threshold_probabilities` must be numeric, got dtype {a.dtype}")
+    a = v.check_numbers(np.asarray(p), "threshold_probabilities", finite=False)
     a = a.astype(np.float64)
     if a.size == 0:
         raise v.InputError("`threshold_probabilities` is empty: give at least one threshold probability")
@@ -611,8 +603,9 @@ def _threshold_log_odds(threshold_probabilities, dtype):
     return v.to_device(a, dt), v.to_device(cut, dt), v.to_device(a / (1.0 - a), dt)
 
 
-def decision_curve(labels, scores, *, threshold_probabilities, priors=None, score_type="log_posteriors",
-                   sample_weight=None):
+def decision_curve(labels: ArrayLike, scores: ArrayLike, *, threshold_probabilities: ArrayLike,
+                   priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+                   sample_weight: ArrayLike | None = None) -> DecisionCurve:
     """Decision curve analysis (Vickers & Elkin, Med. Decis. Making 26, 565-574, 2006).
 
     For each threshold probability ``p_t``, the system treats (decides class
@@ -667,7 +660,7 @@ def decision_curve(labels, scores, *, threshold_probabilities, priors=None, scor
     a, neg_inf = v.as_log_domain_scores(scores, score_type)
     s, log_p = v.scores_and_log_priors(a, priors, score_type)
     s = v.restore_neg_inf(s, neg_inf)
-    _check_binary(s, score_type)
+    v.check_binary_scores(s, score_type)
     if score_type in v.LIKELIHOOD_TYPES and not v.is_tracer(log_p) and not np.all(np.isfinite(np.asarray(log_p))):
         raise v.InputError(f"`priors` must be > 0 for both classes, got {np.exp(np.asarray(log_p))}")
     labels = _labels_for(labels, s, score_type, what="a decision curve")

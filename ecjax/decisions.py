@@ -15,12 +15,13 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.precision import argmin_of_products, check_precision, einsum
 
 
-def log_posteriors_kernel(scores, log_priors, score_type: str):
+def log_posteriors_kernel(scores: jax.Array, log_priors: jax.Array, score_type: str) -> jax.Array:
     """Kernel: ``(..., N, K)`` log-posteriors from validated scores.
 
     ``log_priors`` is used only for likelihood-type scores.
@@ -38,7 +39,7 @@ def log_posteriors_kernel(scores, log_priors, score_type: str):
     return jnp.stack([jax.nn.log_sigmoid(-log_odds), jax.nn.log_sigmoid(log_odds)], axis=-1)
 
 
-def class_one_log_odds_kernel(scores, score_type: str, log_priors=None):
+def class_one_log_odds_kernel(scores: jax.Array, score_type: str, log_priors: jax.Array | None = None) -> jax.Array:
     """Class-1 log-odds of binary scores: what a threshold on binary scores compares against.
 
     ``"llr"`` scores are used as they are.  ``"log_likelihoods"`` give the
@@ -56,7 +57,8 @@ def class_one_log_odds_kernel(scores, score_type: str, log_priors=None):
     return lp[..., 1] - lp[..., 0]
 
 
-def log_likelihoods_from_posteriors(scores, training_priors, *, score_type: str = "log_posteriors"):
+def log_likelihoods_from_posteriors(scores: ArrayLike, training_priors: ArrayLike, *,
+                                    score_type: str = "log_posteriors") -> jax.Array:
     """Posterior-type scores as log-likelihoods, given the priors they were trained with.
 
     Bayes' rule read backwards (seed 002 §3.2): ``log P(x | i) = log P(i | x)
@@ -93,7 +95,8 @@ def _with_training_priors(scores, priors, score_type, training_priors):
     return log_likelihoods, training_priors if priors is None else priors, "log_likelihoods"
 
 
-def log_posteriors(scores, *, priors=None, score_type: str = "log_posteriors", training_priors=None):
+def log_posteriors(scores: ArrayLike, *, priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+                   training_priors: ArrayLike | None = None) -> jax.Array:
     """Log-posteriors ``log P(i | x)`` of shape ``(..., N, K)`` from any score type.
 
     ``priors`` is required for ``"llr"`` and ``"log_likelihoods"``.  With
@@ -104,11 +107,11 @@ def log_posteriors(scores, *, priors=None, score_type: str = "log_posteriors", t
     ``training_priors`` it is refused (see :func:`bayes_decisions`).
     """
     scores, priors, score_type = _with_training_priors(scores, priors, score_type, training_priors)
-    scores, log_p = v.scores_and_log_priors(scores, priors, score_type)
-    return log_posteriors_kernel(scores, log_p, score_type)
+    s, log_p = v.scores_and_log_priors(scores, priors, score_type)
+    return log_posteriors_kernel(s, log_p, score_type)
 
 
-def bayes_decisions_kernel(log_post, costs, precision: str = "exact"):
+def bayes_decisions_kernel(log_post: jax.Array, costs: jax.Array, precision: str = "exact") -> jax.Array:
     """Kernel: ``argmin_j sum_i c_ij P(i | x)`` (seed 001 eq. 7).
 
     ``log_post`` is ``(..., N, K)``, ``costs`` ``(..., K, D)``; their batch
@@ -125,8 +128,9 @@ def bayes_decisions_kernel(log_post, costs, precision: str = "exact"):
     return jnp.where(jnp.any(jnp.isnan(log_post), -1), v.INVALID_INDEX, decisions)
 
 
-def bayes_decisions(scores, costs, *, priors=None, score_type: str = "log_posteriors", precision: str = "exact",
-                    training_priors=None):
+def bayes_decisions(scores: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | None = None,
+                    score_type: str = "log_posteriors", precision: str = "exact",
+                    training_priors: ArrayLike | None = None) -> jax.Array:
     """Bayes decisions: the decision of least expected cost for each sample.
 
     ``d(x) = argmin_j sum_i c_ij P(i | x)`` (seed 001 eq. 7); with an
@@ -160,12 +164,12 @@ def bayes_decisions(scores, costs, *, priors=None, score_type: str = "log_poster
     """
     precision = check_precision(precision)
     scores, priors, score_type = _with_training_priors(scores, priors, score_type, training_priors)
-    scores, log_p = v.scores_and_log_priors(scores, priors, score_type)
+    s, log_p = v.scores_and_log_priors(scores, priors, score_type)
     k = log_p.shape[-1]
-    costs = v.as_matrix(costs, "costs", shape=(k, None))
-    batch = scores.shape[: scores.ndim - (1 if score_type == "llr" else 2)]
-    v.check_batch_axes_broadcast("scores", scores.shape, batch, "costs", costs.shape, costs.shape[:-2])
-    return _bayes_decisions_jit(scores, log_p, costs, score_type, precision)
+    c = v.as_matrix(costs, "costs", shape=(k, None))
+    batch = s.shape[: s.ndim - (1 if score_type == "llr" else 2)]
+    v.check_batch_axes_broadcast("scores", s.shape, batch, "costs", c.shape, c.shape[:-2])
+    return _bayes_decisions_jit(s, log_p, c, score_type, precision)
 
 
 @partial(jax.jit, static_argnames=("score_type", "precision"))
@@ -173,7 +177,7 @@ def _bayes_decisions_jit(scores, log_p, costs, score_type, precision):
     return bayes_decisions_kernel(log_posteriors_kernel(scores, log_p, score_type), costs, precision)
 
 
-def naive_expected_cost(costs, priors):
+def naive_expected_cost(costs: ArrayLike, priors: ArrayLike) -> jax.Array:
     """EC of the best naive system, ``min_d sum_i c_id P_i`` (seed 000 eq. 3).
 
     ``costs`` ``(..., K, D)`` and ``priors`` ``(..., K)`` broadcast.  Kernel
@@ -182,11 +186,11 @@ def naive_expected_cost(costs, priors):
     return jnp.min(einsum("...i,...ij->...j", priors, costs), axis=-1)
 
 
-def naive_decision(costs, priors):
+def naive_decision(costs: ArrayLike, priors: ArrayLike) -> jax.Array:
     """The best naive decision ``argmin_d sum_i c_id P_i`` (seed 000 eq. 3).
 
     The decision a system that ignores its input should always make.
     """
-    costs = v.as_matrix(costs, "costs")
-    priors = v.as_priors(priors, num_classes=costs.shape[-2])
-    return jnp.argmin(einsum("...i,...ij->...j", priors, costs), axis=-1).astype(jnp.int32)
+    c = v.as_matrix(costs, "costs")
+    p = v.as_priors(priors, num_classes=c.shape[-2])
+    return jnp.argmin(einsum("...i,...ij->...j", p, c), axis=-1).astype(jnp.int32)

@@ -168,6 +168,24 @@ def as_index_array(x, name: str, *, upper: int | None = None, min_ndim: int = 1,
     return to_device(arr.astype(np.int32))
 
 
+def as_label_vector(labels, *, num_classes: int, scores=None, sample_axis: int = -2, upper_is: str = ""):
+    """``labels``: one ``(N,)`` vector of class indices in ``[0, num_classes)`` (:func:`as_index_array`) and, given
+    ``scores``, one label per sample of its ``sample_axis``."""
+    y = as_index_array(labels, "labels", upper=num_classes, upper_is=upper_is)
+    if y.ndim != 1:
+        raise InputError(f"`labels` must be one vector of N classes, got shape {tuple(y.shape)}")
+    if scores is not None:
+        check_same_length("labels", y, "scores", scores, axis_b=sample_axis)
+    return y
+
+
+def check_one_system(scores, ndim: int, name: str = "scores"):
+    """``scores`` of one system: ``ndim`` axes (1 for log-odds or LLRs, 2 for ``(N, K)`` rows), no batch axis."""
+    if scores.ndim != ndim:
+        raise InputError(f"`{name}` must be the scores of one system, got shape {tuple(scores.shape)}")
+    return scores
+
+
 def inferred_size(max_index: int, name: str, *, argument: str) -> int:
     """``max_index + 1`` as the number of classes/decisions, bounded by :data:`MAX_INFERRED_CLASSES`."""
     size = int(max_index) + 1
@@ -207,6 +225,35 @@ def as_number_between(x, name: str, low: float, high: float) -> float:
     if not low < value < high:
         raise InputError(f"`{name}` must be in ({low:g}, {high:g}), got {x!r}")
     return value
+
+
+def as_positive_real(x, name: str) -> float:
+    """One finite real number > 0 (a ``beta``, a scale, a bound)."""
+    value = as_real(x, name)
+    if value <= 0:
+        raise InputError(f"`{name}` must be a positive finite number, got {x!r}")
+    return value
+
+
+def as_group_ids(groups, num_samples: int) -> np.ndarray:
+    """Cluster ids: one hashable id per sample (a ``(N,)`` array), kept on the host."""
+    g = np.asarray(groups)
+    if g.ndim != 1 or g.shape[0] != num_samples:
+        raise InputError(f"`groups` must be a vector with one id per sample ({num_samples}), got shape {g.shape}")
+    return g
+
+
+def check_binary_scores(scores, score_type: str):
+    """Scores of two classes: ``(..., N, 2)`` rows, or any ``llr`` (already one log-ratio per sample)."""
+    if score_type != "llr" and scores.shape[-1] != 2:
+        raise InputError(f"`scores` must be binary (K = 2 in the last axis), got shape {tuple(scores.shape)}")
+    return scores
+
+
+def check_naive_cost_positive(naive) -> None:
+    """The NEC (seed 000 eq. 4) divides by the best naive system's expected cost: every one must be > 0."""
+    if not is_tracer(naive) and np.any(np.asarray(naive) <= 0):
+        raise InputError("the best naive system has zero expected cost for these `costs` and priors: NEC is undefined")
 
 
 def check_zero_division(z, name: str = "zero_division"):
@@ -262,12 +309,22 @@ def check_finite(arr, name: str):
     return arr
 
 
-def as_matrix(x, name: str, *, shape: tuple[int | None, int | None] | None = None):
-    """A finite float matrix of shape ``(..., K, D)`` (cost or utility)."""
-    arr = as_array(x, name, min_ndim=2)
-    if not is_tracer(arr) and np.asarray(arr).dtype.kind not in "fiub":
-        raise InputError(f"`{name}` must be numeric, got dtype {np.asarray(arr).dtype}")
-    check_finite(arr, name)
+def check_numbers(arr, name: str, *, booleans: bool = False, finite: bool = True):
+    """Integers or floats (and booleans when ``booleans``), none NaN or inf when ``finite`` (skipped for tracers)."""
+    if is_tracer(arr):
+        return arr
+    dtype = np.asarray(arr).dtype
+    if dtype.kind not in ("iufb" if booleans else "iuf"):
+        raise InputError(f"`{name}` must be numeric, got dtype {dtype}")
+    return check_finite(arr, name) if finite else arr
+
+
+def as_matrix(x, name: str, *, shape: tuple[int | None, int | None] | None = None, batched: bool = True):
+    """A finite float matrix of shape ``(..., K, D)`` (cost or utility); exactly ``(K, D)`` unless ``batched``."""
+    arr = check_numbers(as_array(x, name, min_ndim=2), name, booleans=True)
+    if not batched and arr.ndim != 2:
+        want = "(K, D)" if shape is None else f"({', '.join('?' if s is None else str(s) for s in shape)})"
+        raise InputError(f"`{name}` must be one {want} matrix, got shape {tuple(arr.shape)}")
     if shape is not None:
         k, d = shape
         if (k is not None and arr.shape[-2] != k) or (d is not None and arr.shape[-1] != d):
@@ -328,9 +385,7 @@ def as_scores(x, name: str = "scores", *, score_type: str):
     check_score_type(score_type)
     if score_type == "probabilities":
         return _log_of_probabilities(x, name)
-    arr = as_array(x, name, min_ndim=1 if score_type == "llr" else 2)
-    if not is_tracer(arr) and np.asarray(arr).dtype.kind not in "fiu":
-        raise InputError(f"`{name}` must be numeric, got dtype {np.asarray(arr).dtype}")
+    arr = check_numbers(as_array(x, name, min_ndim=1 if score_type == "llr" else 2), name, finite=False)
     if arr.shape[-1] == 0 or (score_type != "llr" and arr.shape[-2] == 0):
         raise InputError(f"`{name}` is empty, got shape {tuple(arr.shape)}")
     if score_type != "llr" and arr.shape[-1] < 2:
@@ -369,9 +424,7 @@ def _log_of_probabilities(x, name: str):
     arr = as_array(x, name, min_ndim=2)
     if is_tracer(arr):
         return jnp.log(jnp.maximum(arr, jnp.finfo(arr.dtype).tiny))
-    a = np.asarray(arr)
-    if a.dtype.kind not in "fiu":
-        raise InputError(f"`{name}` must be numeric, got dtype {a.dtype}")
+    a = check_numbers(np.asarray(arr), name, finite=False)
     if a.shape[-1] < 2 or a.shape[-2] == 0:
         raise InputError(f"`{name}` must be (N, K) probabilities with N >= 1 and K >= 2, got shape {tuple(a.shape)}")
     check_finite(a, name)
@@ -406,10 +459,7 @@ def as_sample_weight(sample_weight, labels, *, batched: bool = False):
     check_same_length("labels", labels, "sample_weight", w)
     if is_tracer(w):
         return jnp.asarray(w, dtype=jnp.result_type(float))
-    a = np.asarray(w)
-    if a.dtype.kind not in "iufb":
-        raise InputError(f"`sample_weight` must be numeric, got dtype {a.dtype}")
-    check_finite(a, "sample_weight")
+    a = check_numbers(np.asarray(w), "sample_weight", booleans=True)
     if np.any(a < 0):
         raise InputError(f"`sample_weight` must be non-negative, got {a.min()}")
     return to_device(a, jnp.result_type(float))

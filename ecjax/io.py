@@ -72,7 +72,8 @@ def _check_declared_size(p, stream, max_bytes, member=""):
         )
 
 
-def load_array(path, *, key: str | None = None, max_bytes: int = DEFAULT_MAX_BYTES) -> np.ndarray:
+def load_array(path: str | os.PathLike[str], *, key: str | None = None,
+               max_bytes: int = DEFAULT_MAX_BYTES) -> np.ndarray:
     """Load one numeric array from ``.npy``, ``.npz`` (first or ``key`` entry) or ``.csv``.
 
     CSV: comma-separated numbers, an optional header line of names is skipped;
@@ -164,7 +165,7 @@ class ResultsTable:
     datasets: list[str] | None = None
 
 
-def load_results_table(path) -> ResultsTable:
+def load_results_table(path: str | os.PathLike[str]) -> ResultsTable:
     """A CSV of results: a header naming the columns, one row per fold (higher is better).
 
     Every column is a system, except an optional ``dataset`` column that
@@ -333,7 +334,7 @@ def parse_cost_spec(data: dict, *, source: str = "<spec>") -> CostSpec:
     return CostSpec(sign * nominal, classes, decisions, priors, low, high, p_low, p_high, as_utilities, source)
 
 
-def load_cost_spec(path) -> CostSpec:
+def load_cost_spec(path: str | os.PathLike[str]) -> CostSpec:
     """Read a cost specification from a ``.toml`` or ``.json`` file."""
     p = Path(path)
     if not p.is_file():
@@ -351,7 +352,7 @@ def load_cost_spec(path) -> CostSpec:
     return parse_cost_spec(data, source=str(p))
 
 
-def write_atomic(path, data: bytes | str, *, force: bool = False) -> Path:
+def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, force: bool = False) -> Path:
     """Write ``data`` to ``path`` atomically: readers see the old file or the whole new one.
 
     Without ``force``, an existing ``path`` is refused, atomically: the new

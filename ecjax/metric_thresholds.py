@@ -23,6 +23,7 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 
@@ -191,8 +192,7 @@ def _class1_log_odds(scores, score_type):
     a = v.as_scores(scores, score_type=score_type)
     if score_type == "llr":
         return a
-    if a.shape[-1] != 2:
-        raise v.InputError(f"`scores` must be binary (K = 2 in the last axis), got shape {tuple(a.shape)}")
+    v.check_binary_scores(a, score_type)
     return a[..., 1] - a[..., 0]
 
 
@@ -214,16 +214,15 @@ def _check_beta(beta, metric):
         if metric != "f_beta":
             raise v.InputError(f"`beta` is only used with metric='f_beta', got metric={metric!r}")
         return beta
-    b = v.as_real(beta, "beta")
-    if b <= 0:
-        raise v.InputError(f"`beta` must be a positive finite number, got {beta!r}")
+    b = v.as_positive_real(beta, "beta")
     if metric != "f_beta" and b != 1.0:
         raise v.InputError(f"`beta` is only used with metric='f_beta', got beta={beta!r} with metric={metric!r}")
     return b
 
 
-def optimal_metric_threshold(labels, scores, *, metric="f1", beta=1.0, score_type="log_posteriors", priors=None,
-                             sample_weight=None):
+def optimal_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, metric: str = "f1", beta: float = 1.0,
+                             score_type: str = "log_posteriors", priors: ArrayLike | None = None,
+                             sample_weight: ArrayLike | None = None) -> MetricThreshold:
     """The threshold that maximizes F1, F-beta, MCC or Youden's J, and the cost ratio it implies.
 
     Metrics of the decisions "class 1 iff ``s > t``" (class 1 positive):
@@ -297,16 +296,16 @@ def optimal_metric_threshold(labels, scores, *, metric="f1", beta=1.0, score_typ
     beta = _check_beta(beta, metric)
     v.check_score_type(score_type)
     s = _class1_log_odds(scores, score_type)
-    labels = v.as_index_array(labels, "labels", upper=2, upper_is="binary labels: 0 or 1")
-    v.check_same_length("labels", labels, "scores", s)
-    batch = v.check_batch_axes_broadcast("labels", labels.shape, labels.shape[:-1], "scores", s.shape, s.shape[:-1])
-    w = v.as_sample_weight(sample_weight, labels[(0,) * (labels.ndim - 1)])
-    v.check_classes_present(labels, w, 2, why="the metrics and the implied cost need samples of both classes")
-    if not v.any_traced(labels, w):
+    y = v.as_index_array(labels, "labels", upper=2, upper_is="binary labels: 0 or 1")
+    v.check_same_length("labels", y, "scores", s)
+    batch = v.check_batch_axes_broadcast("labels", y.shape, y.shape[:-1], "scores", s.shape, s.shape[:-1])
+    w = v.as_sample_weight(sample_weight, y[(0,) * (y.ndim - 1)])
+    v.check_classes_present(y, w, 2, why="the metrics and the implied cost need samples of both classes")
+    if not v.any_traced(y, w):
         u = None if w is None else np.asarray(w, np.float64)
         if u is not None and not v.is_tracer(s) and not np.all(u > 0):
             keep = v.to_device(np.flatnonzero(u > 0))  # weight 0: a sample that is not there
-            labels, s, w = jnp.take(labels, keep, axis=-1), jnp.take(s, keep, axis=-1), w[keep]
+            y, s, w = jnp.take(y, keep, axis=-1), jnp.take(s, keep, axis=-1), w[keep]
     data_priors = priors is None
     if data_priors:
         p = jnp.full(batch + (2,), 0.5, dtype=s.dtype)  # unused: the kernel takes the class frequencies
@@ -319,7 +318,7 @@ def optimal_metric_threshold(labels, scores, *, metric="f1", beta=1.0, score_typ
         p = jnp.asarray(p, dtype=s.dtype)
     n = s.shape[-1]
     out, ok = _metric_threshold_kernel(
-        _flat_padded(labels, batch, 0),
+        _flat_padded(y, batch, 0),
         _flat_padded(s, batch, np.inf),  # +inf sorts after every (finite) score
         None if w is None else _flat_padded(w, batch, 0.0),
         jnp.asarray(n, jnp.int32),
@@ -329,6 +328,6 @@ def optimal_metric_threshold(labels, scores, *, metric="f1", beta=1.0, score_typ
         jnp.asarray(score_type in v.LIKELIHOOD_TYPES),
         jnp.asarray(data_priors),
     )
-    if v.any_traced(labels, s, p, beta, w):
+    if v.any_traced(y, s, p, beta, w):
         out = MetricThreshold(*(v.nan_where_invalid(x, ok, extra_axes=x.ndim - 1) for x in out))
     return MetricThreshold(*(x.reshape(batch + x.shape[1:]) for x in out))

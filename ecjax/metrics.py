@@ -27,11 +27,13 @@ converted through ``float64`` before reaching the device), never in
 from __future__ import annotations
 
 from functools import partial
+from typing import Literal, overload
 
 import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.confusion import class_counts, data_priors, rates
@@ -42,16 +44,13 @@ AVERAGES = ("binary", "macro", "micro", None)
 
 # ----------------------------------------------------------------- validation
 
-def as_counts(counts, *, square: bool = False):
+def as_counts(counts: ArrayLike, *, square: bool = False) -> jax.Array:
     """Validated counts, as floats: every sum over them is then a float sum that cannot wrap."""
     c = v.as_array(counts, "counts", min_ndim=2)
     if not v.is_tracer(c):
         if isinstance(c, np.ndarray) and c.dtype.kind in "iu":
             c = c.astype(np.float64)  # exact int64 -> float64 on the host; jnp.asarray would wrap past int32
-        a = np.asarray(c)
-        if a.dtype.kind not in "iuf":
-            raise v.InputError(f"`counts` must be numeric, got dtype {a.dtype}")
-        v.check_finite(a, "counts")
+        a = v.check_numbers(np.asarray(c), "counts")
         if np.any(a < 0):
             raise v.InputError("`counts` must be non-negative")
         if a.shape[-1] == 0 or a.shape[-2] == 0:
@@ -83,7 +82,14 @@ def _guard(out, ok_fn, *inputs, extra_axes=0):
     return v.nan_where_invalid(out, ok_fn(), extra_axes=extra_axes)
 
 
-def resolve_priors(counts, priors, *, compute_data_priors=True):
+@overload
+def resolve_priors(counts: jax.Array, priors: ArrayLike | None, *,
+                   compute_data_priors: Literal[True] = True) -> jax.Array: ...
+@overload
+def resolve_priors(counts: jax.Array, priors: ArrayLike | None, *,
+                   compute_data_priors: bool) -> jax.Array | None: ...
+def resolve_priors(counts: jax.Array, priors: ArrayLike | None, *,
+                   compute_data_priors: bool = True) -> jax.Array | None:
     """Data priors by default; deployment priors checked against the counts.
 
     With ``compute_data_priors=False`` the default is returned as ``None``
@@ -105,7 +111,7 @@ def _costs_for(counts, costs, name="costs"):
 
 # ------------------------------------------------------------ expected cost
 
-def expected_value(counts, matrix, priors):
+def expected_value(counts: ArrayLike, matrix: ArrayLike, priors: jax.Array) -> jax.Array:
     """Kernel: ``sum_ij m_ij P_i R_ij`` (seed 000 eq. 2; seed 004 eq. 10).
 
     The one computation behind the expected cost (``m`` = costs) and the
@@ -126,7 +132,7 @@ def _normalized_expected_value_jit(counts, matrix, priors):
     return expected_value(counts, matrix, p) / naive_expected_cost(matrix, p)
 
 
-def expected_cost(counts, costs, *, priors=None):
+def expected_cost(counts: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | None = None) -> jax.Array:
     """Expected cost ``EC = sum_i sum_j c_ij P_i R_ij`` (seed 000 eq. 2).
 
     Args:
@@ -154,7 +160,8 @@ def _ec_ok(counts, c, p):
     return ok if p is None else ok & _priors_ok(counts, p)
 
 
-def normalized_expected_cost(counts, costs, *, priors=None):
+def normalized_expected_cost(counts: ArrayLike, costs: ArrayLike, *,
+                             priors: ArrayLike | None = None) -> jax.Array:
     """``NEC = EC / min_d sum_i c_id P_i`` (seed 000 eqs. 3-4).
 
     The EC divided by the EC of the best naive system (one that always makes
@@ -170,11 +177,7 @@ def normalized_expected_cost(counts, costs, *, priors=None):
         # The check runs in numpy: no JAX dispatch before the one jitted kernel.
         cn = np.asarray(counts, np.float64)
         pn = np.asarray(p, np.float64) if p is not None else cn.sum(-1) / cn.sum((-2, -1))[..., None]
-        naive = np.min(np.einsum("...i,...ij->...j", pn, np.asarray(c, np.float64)), axis=-1)
-        if np.any(naive <= 0):
-            raise v.InputError(
-                "the best naive system has zero expected cost for these `costs` and priors: NEC is undefined"
-            )
+        v.check_naive_cost_positive(np.min(np.einsum("...i,...ij->...j", pn, np.asarray(c, np.float64)), axis=-1))
     out = _normalized_expected_value_jit(counts, c, p)
 
     def ok():
@@ -184,7 +187,7 @@ def normalized_expected_cost(counts, costs, *, priors=None):
     return _guard(out, ok, counts, c, p)
 
 
-def utility_yield(counts, utilities, *, priors=None):
+def utility_yield(counts: ArrayLike, utilities: ArrayLike, *, priors: ArrayLike | None = None) -> jax.Array:
     """Utility yield ``sum_ij U_ij P_i R_ij`` (seed 004 eq. 10, rows = true class).
 
     With data priors this is ``sum_ij U_ij C_ij`` for the confusion matrix
@@ -288,7 +291,8 @@ def _select(kind, counts, pos_label, average, zero_division, b2=1.0):
 
 
 def _metric(kind, doc):
-    def metric(counts, *, pos_label=1, average="binary", zero_division=0.0):
+    def metric(counts: ArrayLike, *, pos_label: int = 1, average: str | None = "binary",
+               zero_division: float = 0.0) -> jax.Array:
         counts = as_counts(counts, square=True)
         return _select(kind, counts, pos_label, average, zero_division)
 
@@ -319,24 +323,25 @@ for _fn, _name in ((precision, "precision"), (recall, "recall"), (specificity, "
     _fn.__name__ = _fn.__qualname__ = _name
 
 
-def f_beta_score(counts, *, beta=1.0, pos_label=1, average="binary", zero_division=0.0):
+def f_beta_score(counts: ArrayLike, *, beta: float = 1.0, pos_label: int = 1, average: str | None = "binary",
+                 zero_division: float = 0.0) -> jax.Array:
     """F-beta ``(1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP)`` (seed 000 eq. 17).
 
     Equals ``1 - EC_beta / (b^2 P_2 + R_*2)`` with the costs of
     :func:`ecjax.costs.f_beta` (seed 000 eq. 22).
     """
     counts = as_counts(counts, square=True)
+    b2: jax.Array | float
     if v.is_tracer(beta):
         b2 = jnp.where(beta > 0, jnp.asarray(beta, jnp.result_type(float)) ** 2, jnp.nan)
     else:
-        b = v.as_real(beta, "beta")
-        if b <= 0:
-            raise v.InputError(f"`beta` must be a positive finite number, got {beta!r}")
+        b = v.as_positive_real(beta, "beta")
         b2 = b * b
     return _select("f_beta", counts, pos_label, average, zero_division, b2)
 
 
-def f1_score(counts, *, pos_label=1, average="binary", zero_division=0.0):
+def f1_score(counts: ArrayLike, *, pos_label: int = 1, average: str | None = "binary",
+             zero_division: float = 0.0) -> jax.Array:
     """F1: :func:`f_beta_score` with ``beta = 1``."""
     return f_beta_score(counts, beta=1.0, pos_label=pos_label, average=average, zero_division=zero_division)
 
@@ -355,12 +360,12 @@ def _counts_metric(kernel, counts, *args, square=True):
     return _guard(kernel(c, *args), lambda: _counts_ok(c), c, *args)
 
 
-def accuracy(counts):
+def accuracy(counts: ArrayLike) -> jax.Array:
     """Fraction of samples whose decision equals their class (seed 000 eq. 5)."""
     return _counts_metric(_accuracy_kernel, counts)
 
 
-def error_rate(counts):
+def error_rate(counts: ArrayLike) -> jax.Array:
     """``1 - accuracy``: the EC of 0-1 costs with data priors (seed 000 eq. 8)."""
     return 1.0 - accuracy(counts)
 
@@ -372,7 +377,7 @@ def _balanced_accuracy_kernel(c):
     return jnp.sum(jnp.where(present, r, 0.0), -1) / jnp.sum(present, -1)
 
 
-def balanced_accuracy(counts):
+def balanced_accuracy(counts: ArrayLike) -> jax.Array:
     """Mean recall over the classes present in the data (seed 000 eq. 9).
 
     A class with no test samples is left out of the mean (as scikit-learn).
@@ -380,7 +385,7 @@ def balanced_accuracy(counts):
     return _counts_metric(_balanced_accuracy_kernel, counts)
 
 
-def balanced_error_rate(counts):
+def balanced_error_rate(counts: ArrayLike) -> jax.Array:
     """``1 - balanced_accuracy``: the EC of costs ``1/(K P_i)`` (seed 000 eq. 12)."""
     return 1.0 - balanced_accuracy(counts)
 
@@ -397,7 +402,7 @@ def _mcc_kernel(c, zero_division):
     return _div(num, den, zero_division)
 
 
-def matthews_corrcoef(counts, *, zero_division=0.0):
+def matthews_corrcoef(counts: ArrayLike, *, zero_division: float = 0.0) -> jax.Array:
     """Matthews correlation coefficient, binary (seed 000 eq. 23) and multiclass.
 
     Uses Gorodkin's ``R_K``: ``(c N - sum_k p_k t_k) /
@@ -418,12 +423,13 @@ def _kappa_kernel(c, zero_division):
     return _div(p_o - p_e, 1.0 - p_e, zero_division)
 
 
-def cohen_kappa(counts, *, zero_division=0.0):
+def cohen_kappa(counts: ArrayLike, *, zero_division: float = 0.0) -> jax.Array:
     """Cohen's kappa ``(p_o - p_e) / (1 - p_e)``, with ``p_e = sum_k p_k t_k / N^2``."""
     return _counts_metric(_kappa_kernel, counts, v.check_zero_division(zero_division))
 
 
-def fowlkes_mallows(counts, *, pos_label=1, average="binary", zero_division=0.0):
+def fowlkes_mallows(counts: ArrayLike, *, pos_label: int = 1, average: str | None = "binary",
+                    zero_division: float = 0.0) -> jax.Array:
     """Fowlkes-Mallows index ``sqrt(PPV * TPR)`` for the positive class (seed 004 Table 1)."""
     counts = as_counts(counts, square=True)
     return _select("fowlkes_mallows", counts, pos_label, average, zero_division)
@@ -442,13 +448,13 @@ def _likelihood_ratio_kernel(c, pos_label, *, negative):
     return jnp.where(den > 0, num / jnp.where(den > 0, den, 1.0), jnp.inf)
 
 
-def positive_likelihood_ratio(counts, *, pos_label=1):
+def positive_likelihood_ratio(counts: ArrayLike, *, pos_label: int = 1) -> jax.Array:
     """``LR+ = TPR / (1 - TNR)`` (seed 000 eq. 32); ``+inf`` when FPR = 0."""
     c, pos = _binary_counts(counts, pos_label)
     return _guard(_likelihood_ratio_kernel(c, pos, negative=False), lambda: _binary_ok(c, pos), c)
 
 
-def negative_likelihood_ratio(counts, *, pos_label=1):
+def negative_likelihood_ratio(counts: ArrayLike, *, pos_label: int = 1) -> jax.Array:
     """``LR- = (1 - TPR) / TNR``; ``+inf`` when TNR = 0."""
     c, pos = _binary_counts(counts, pos_label)
     return _guard(_likelihood_ratio_kernel(c, pos, negative=True), lambda: _binary_ok(c, pos), c)
@@ -477,7 +483,7 @@ def _net_benefit_kernel(c, odds, pos_label):
     return tp / n - fp / n * odds
 
 
-def net_benefit(counts, *, threshold_probability, pos_label=1):
+def net_benefit(counts: ArrayLike, *, threshold_probability: float, pos_label: int = 1) -> jax.Array:
     """Net benefit ``TP/N - FP/N * p/(1-p)`` at threshold probability ``p`` (seed 001 App. C).
 
     Equals ``P_pos - EC`` with the costs of :func:`ecjax.costs.net_benefit`
@@ -485,6 +491,8 @@ def net_benefit(counts, *, threshold_probability, pos_label=1):
     """
     c = as_counts(counts, square=True)
     pos = _check_pos_label(pos_label, c.shape[-1])
+    p: jax.Array | float
+    p_ok: jax.Array | bool
     if v.is_tracer(threshold_probability):
         p = jnp.asarray(threshold_probability, jnp.result_type(float))
         p_ok = (p > 0) & (p < 1)
@@ -502,7 +510,7 @@ def _youden_kernel(c, pos_label, *, kind):
     return _precision(*stats, 0.0) + _npv(*stats, 0.0) - 1.0
 
 
-def informedness(counts, *, pos_label=1):
+def informedness(counts: ArrayLike, *, pos_label: int = 1) -> jax.Array:
     """Informedness (Youden's J) ``TPR + TNR - 1`` = ``1 - NEC_b`` for balanced costs.
 
     A 0/0 rate counts as 0 (as in :func:`recall`).
@@ -512,7 +520,7 @@ def informedness(counts, *, pos_label=1):
     return _guard(out, lambda: _counts_ok(c), c)
 
 
-def markedness(counts, *, pos_label=1):
+def markedness(counts: ArrayLike, *, pos_label: int = 1) -> jax.Array:
     """Markedness ``PPV + NPV - 1``; a 0/0 predictive value counts as 0."""
     c = as_counts(counts, square=True)
     out = _youden_kernel(c, _check_pos_label(pos_label, c.shape[-1]), kind="markedness")
@@ -525,7 +533,7 @@ def _geometric_mean_kernel(c):
     return jnp.exp(jnp.mean(jnp.log(r), -1))
 
 
-def geometric_mean(counts):
+def geometric_mean(counts: ArrayLike) -> jax.Array:
     """Geometric mean of the per-class recalls; ``sqrt(TPR * TNR)`` for K = 2.
 
     0 when some class has recall 0 (or no samples).
@@ -548,7 +556,7 @@ def _gps_kernel(p):
 _gps_jit = jax.jit(_gps_kernel)
 
 
-def general_performance_score(values):
+def general_performance_score(values: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """GPS: harmonic mean of performance metrics ``p_1..p_n`` (seed 003 Definition 1).
 
     Args:
@@ -567,9 +575,7 @@ def general_performance_score(values):
     if p.shape[-1] < 2:
         raise v.InputError(f"`values` needs at least 2 metrics, got shape {tuple(p.shape)}")
     if not v.is_tracer(p):
-        a = np.asarray(p)
-        if a.dtype.kind not in "iuf":
-            raise v.InputError(f"`values` must be numeric, got dtype {a.dtype}")
+        a = v.check_numbers(np.asarray(p), "values", finite=False)
         if np.any(a < 0) or np.any(a > 1):
             raise v.InputError(f"`values` must lie in [0, 1] (metric values), got range [{a.min()}, {a.max()}]")
     p = jnp.asarray(p, dtype=jnp.result_type(float))
@@ -587,7 +593,7 @@ def _upm_kernel(c, pos_label):
     return _gps_kernel(_upm_values(c)[..., pos_label, :])
 
 
-def unified_performance_measure(counts, *, pos_label=1):
+def unified_performance_measure(counts: ArrayLike, *, pos_label: int = 1) -> tuple[jax.Array, jax.Array]:
     """UPM: GPS of (PPV, TPR, TNR, NPV) for the positive class (seed 003 §3.1).
 
     Returns ``(upm, sd)``.
@@ -602,6 +608,6 @@ def _gps_upm_kernel(c):
     return _gps_kernel(upm_k)
 
 
-def gps_upm(counts):
+def gps_upm(counts: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """Multiclass GPS of the one-vs-rest UPMs (seed 003 §3.2). Returns ``(gps, sd)``."""
     return _counts_metric(_gps_upm_kernel, counts)

@@ -34,8 +34,11 @@ those are ties, on any backend.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.random_bits import first_true_indices
@@ -50,17 +53,17 @@ _U_F32 = 2.0**-24
 _REFINE_FLOATS = 1 << 21
 
 
-def matmul(a, b):
+def matmul(a: ArrayLike, b: ArrayLike) -> jax.Array:
     """``a @ b`` in float32 on every backend (``Precision.HIGHEST``)."""
     return jnp.matmul(a, b, precision=EXACT)
 
 
-def einsum(subscripts, *operands):
+def einsum(subscripts: str, *operands: ArrayLike) -> jax.Array:
     """``jnp.einsum`` in float32 on every backend (``Precision.HIGHEST``)."""
     return jnp.einsum(subscripts, *operands, precision=EXACT)
 
 
-def fast_matmul(a, b):
+def fast_matmul(a: jax.Array, b: jax.Array) -> jax.Array:
     """``a @ b`` with bfloat16 factors and float32 accumulation: the tensor-core product.
 
     Deliberately inexact (about 3 significant digits); used only where
@@ -69,7 +72,7 @@ def fast_matmul(a, b):
     return jnp.matmul(a.astype(jnp.bfloat16), b.astype(jnp.bfloat16), preferred_element_type=jnp.float32)
 
 
-def fast_error_bound(num_terms: int, max_abs_y):
+def fast_error_bound(num_terms: int, max_abs_y: jax.Array) -> jax.Array:
     """Bound on ``|fast_matmul(x, y) - exact float32 (x @ y)|`` when the rows of ``x`` are probabilities.
 
     The fast error (bfloat16 inputs, float32 accumulation) plus the error of
@@ -84,7 +87,7 @@ def fast_error_bound(num_terms: int, max_abs_y):
     return 1.01 * rel * max_abs_y
 
 
-def argmin_and_near_ties(values, bound, axis):
+def argmin_and_near_ties(values: jax.Array, bound: jax.Array, axis: int) -> tuple[jax.Array, jax.Array]:
     """``(argmin, near_tie)`` along ``axis``: ties to the lowest index; near ties within ``2 * bound``.
 
     ``bound`` broadcasts against ``values`` with ``axis`` removed.
@@ -97,7 +100,8 @@ def argmin_and_near_ties(values, bound, axis):
     return best.astype(jnp.int32), ((second - first) <= 2 * bound) & (bound > 0)
 
 
-def refine_argmins(decisions, near_tie, exact_values, *, floats_per_pair: int):
+def refine_argmins(decisions: jax.Array, near_tie: jax.Array, exact_values: Callable[[jax.Array], jax.Array], *,
+                   floats_per_pair: int) -> jax.Array:
     """Recompute the argmin of the flagged entries exactly.
 
     Args:
@@ -125,7 +129,7 @@ def refine_argmins(decisions, near_tie, exact_values, *, floats_per_pair: int):
     return dec
 
 
-def argmin_of_products(x, y, *, precision: str = "exact"):
+def argmin_of_products(x: jax.Array, y: jax.Array, *, precision: str = "exact") -> jax.Array:
     """``argmin_j (x @ y)[..., n, j]``: Bayes-decision style argmins of a batched product.
 
     Args:
@@ -139,10 +143,8 @@ def argmin_of_products(x, y, *, precision: str = "exact"):
     Returns:
       ``(..., N)`` int32; ties go to the lowest index.
     """
-    if precision == "exact":
+    if check_precision(precision) == "exact":
         return jnp.argmin(matmul(x, y), axis=-1).astype(jnp.int32)
-    if precision != "fast":
-        raise v.InputError(f"`precision` must be one of {PRECISIONS}, got {precision!r}")
     batch = jnp.broadcast_shapes(x.shape[:-2], y.shape[:-2])
     n, k = x.shape[-2:]
     d = y.shape[-1]
@@ -159,7 +161,7 @@ def argmin_of_products(x, y, *, precision: str = "exact"):
     return dec.reshape(batch + (n,))
 
 
-def check_precision(precision) -> str:
+def check_precision(precision: str) -> str:
     """``precision`` if it names a supported mode, else :class:`InputError`."""
     if not isinstance(precision, str) or precision not in PRECISIONS:
         raise v.InputError(f"`precision` must be one of {PRECISIONS}, got {precision!r}")

@@ -12,11 +12,18 @@ and the element index (identical under any sharding).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TypeVar
+
 import numpy as np
 
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtr, ndtri
+from jax.typing import DTypeLike
+
+# Threefry words: host (numpy) or device (jax) uint32 arrays; the cipher returns the kind it is given.
+_Words = TypeVar("_Words", np.ndarray, jax.Array)
 
 # Threefry-2x32 (Salmon et al., SC 2011, "Parallel random numbers: as easy as 1, 2, 3"): 20 rounds,
 # rotation constants alternating between these two groups of four, key injection after every four rounds.
@@ -28,7 +35,7 @@ def _rotate_left(x, r):
     return (x << np.uint32(r)) | (x >> np.uint32(32 - r))
 
 
-def threefry2x32(k0, k1, x0, x1):
+def threefry2x32(k0: _Words, k1: _Words, x0: _Words, x1: _Words) -> tuple[_Words, _Words]:
     """The Threefry-2x32 block cipher of the counters ``(x0, x1)`` under the key ``(k0, k1)``, unrolled.
 
     Same output as ``jax.extend.random.threefry_2x32`` (tested bit for bit).
@@ -77,7 +84,7 @@ def _wrap(words: np.ndarray):
 # (about 0.1 s apiece on two CPU cores, and a cache lookup on every later run).  A hash of two words needs none:
 # the functions below give jax.random's keys bit for bit (tested), from the same cipher.
 
-def fold_in(key, data: int):
+def fold_in(key: jax.Array, data: int) -> jax.Array:
     """``jax.random.fold_in(key, data)``, computed on the host when ``key`` is a concrete threefry key.
 
     jax hashes the counter pair ``(0, data)`` (the 64-bit ``data`` as two
@@ -90,7 +97,7 @@ def fold_in(key, data: int):
     return _as_key_like(key, (y0[0], y1[0]))
 
 
-def split_keys(key, num: int = 2):
+def split_keys(key: jax.Array, num: int = 2) -> tuple[jax.Array, ...]:
     """``tuple(jax.random.split(key, num))``, computed on the host when ``key`` is a concrete threefry key.
 
     With jax's default partitionable threefry, key ``i`` is the hash of the
@@ -104,7 +111,7 @@ def split_keys(key, num: int = 2):
     return tuple(_as_key_like(key, (a, b)) for a, b in zip(y0, y1))
 
 
-def key(seed: int):
+def key(seed: int) -> jax.Array:
     """``jax.random.key(seed)`` without a device program, for the default threefry generator and ``0 <= seed < 2^32``."""
     # getattr: a flag that jax's type annotations do not declare.
     if (getattr(jax.config, "jax_default_prng_impl") != "threefry2x32" or not isinstance(seed, (int, np.integer))
@@ -113,7 +120,7 @@ def key(seed: int):
     return _wrap(np.array([0, seed], np.uint32))
 
 
-def _key_words(key):
+def _key_words(key: jax.Array) -> tuple[jax.Array, jax.Array] | None:
     """The two uint32 words of a threefry key (typed or raw), or None for other key types."""
     data = jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else key
     return (data[0], data[1]) if data.shape == (2,) else None
@@ -124,7 +131,7 @@ def _to_unit_float(bits):
     return jax.lax.bitcast_convert_type((bits >> 9) | np.uint32(0x3F800000), jnp.float32) - 1.0
 
 
-def uniform_pair(key, shape):
+def uniform_pair(key: jax.Array, shape: Sequence[int]) -> tuple[jax.Array, jax.Array]:
     """Two independent float32 uniform ``[0, 1)`` arrays of ``shape``: the two words of one hash per element.
 
     Element ``i`` of the pair hashes the counters ``(i, n + i)``, so the
@@ -144,7 +151,7 @@ def uniform_pair(key, shape):
     return _to_unit_float(y0).reshape(shape), _to_unit_float(y1).reshape(shape)
 
 
-def uniform(key, shape, dtype=jnp.float32):
+def uniform(key: jax.Array, shape: Sequence[int], dtype: DTypeLike = jnp.float32) -> jax.Array:
     """Uniform ``[0, 1)`` draws of ``shape``; other key types and dtypes fall back to ``jax.random.uniform``."""
     n = int(np.prod(shape))
     words = _key_words(key)
@@ -156,7 +163,7 @@ def uniform(key, shape, dtype=jnp.float32):
     return _to_unit_float(jnp.concatenate([y0, y1])[:n]).reshape(shape)
 
 
-def truncated_standard_normal(key, low, high, shape):
+def truncated_standard_normal(key: jax.Array, low: jax.Array, high: jax.Array, shape: Sequence[int]) -> jax.Array:
     """``N(0, 1)`` draws of ``shape`` truncated to ``[low, high]`` (arrays broadcasting to ``shape``).
 
     Inverts the CDF, ``z = Phi^-1(Phi(a) + u (Phi(b) - Phi(a)))``, on the
@@ -173,7 +180,7 @@ def truncated_standard_normal(key, low, high, shape):
     return jnp.where(flip, -z, z)
 
 
-def first_true_indices(mask, size):
+def first_true_indices(mask: jax.Array, size: int) -> jax.Array:
     """Indices of the first ``size`` true entries of the vector ``mask``, in order, padded with ``len(mask)``.
 
     The compaction step of vectorized rejection sampling.  The mask is

@@ -5,9 +5,11 @@ Presentation only: every number comes from :mod:`ecjax.metrics`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax import metrics as m
@@ -21,7 +23,8 @@ class Column:
     values: np.ndarray  # (M,)
 
 
-def metric_columns(counts, *, costs=None, utilities=None, priors=None, pos_label=1):
+def metric_columns(counts: ArrayLike, *, costs: ArrayLike | None = None, utilities: ArrayLike | None = None,
+                   priors: ArrayLike | None = None, pos_label: int = 1) -> list[Column]:
     """All decision metrics for ``M`` systems, as named columns.
 
     Args:
@@ -70,7 +73,9 @@ def metric_columns(counts, *, costs=None, utilities=None, priors=None, pos_label
     return cols
 
 
-def score_columns(labels, scores, *, priors, score_type="log_posteriors", sample_weight=None):
+def score_columns(labels: Sequence[ArrayLike], scores: Sequence[ArrayLike], *, priors: Sequence[ArrayLike | None],
+                  score_type: str = "log_posteriors",
+                  sample_weight: Sequence[ArrayLike | None] | None = None) -> list[Column]:
     """The score-based metrics of ``M`` systems, as named columns (lower is better except AUC).
 
     Args:
@@ -137,14 +142,14 @@ def winner(column: Column) -> int:
     return int(np.argmax(vals))
 
 
-def disagreements(columns, reference: str = "utility_yield"):
+def disagreements(columns: Sequence[Column], reference: str = "utility_yield") -> list[str]:
     """Names of the columns whose best system differs from ``reference``'s."""
     ref = next(c for c in columns if c.name == reference)
     best = winner(ref)
     return [c.name for c in columns if winner(c) != best]
 
 
-def format_table(columns, names, *, reference: str = "utility_yield") -> str:
+def format_table(columns: Sequence[Column], names: Sequence[str], *, reference: str = "utility_yield") -> str:
     """A plain-text table: systems as rows; ``*`` marks each column's winner,
     ``!`` marks columns whose winner differs from the reference column's (neither for a single system)."""
     several = len(names) > 1  # one system wins nothing
@@ -160,7 +165,7 @@ def format_table(columns, names, *, reference: str = "utility_yield") -> str:
     return "\n".join(aligned([heads, ["-" * w for w in widths]] + rows))
 
 
-def aligned(rows) -> list:
+def aligned(rows: Sequence[Sequence[str]]) -> list[str]:
     """Rows of cells as lines: the first column left-aligned, the others right-aligned, for any cell width."""
     widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
     return ["  ".join(s.rjust(w) if j else s.ljust(w) for j, (s, w) in enumerate(zip(r, widths))).rstrip()

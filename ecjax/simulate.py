@@ -49,6 +49,7 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
@@ -56,19 +57,19 @@ from ecjax.decisions import log_posteriors_kernel
 
 # ------------------------------------------------------------------ kernels
 
-def first_class_priors(num_classes, first_prior):
+def first_class_priors(num_classes: int, first_prior: float) -> np.ndarray:
     """``P_1 = first_prior`` and ``P_i = (1 - P_1) / (K - 1)`` for the rest (both seeds, step 1)."""
     k = v.as_positive_int(num_classes, "num_classes", minimum=2)
     first_prior = v.as_number_between(first_prior, "first_prior", 0.0, 1.0)
     return np.array([first_prior] + [(1.0 - first_prior) / (k - 1)] * (k - 1))
 
 
-def class_sizes(priors, num_samples):
+def class_sizes(priors: ArrayLike, num_samples: int) -> np.ndarray:
     """``N_i`` = the closest integer to ``P_i N`` (seed 002 step 2, seed 001 App. D step 2)."""
     return np.rint(np.asarray(priors) * num_samples).astype(int)
 
 
-def gaussian_features(key, sizes, *, variance):
+def gaussian_features(key: jax.Array, sizes: ArrayLike, *, variance: float) -> tuple[jax.Array, jax.Array]:
     """Step 3: ``N_i`` features ``x ~ N(i, variance)`` per class, ordered by class.
 
     Returns ``(features (N,), labels (N,))``.
@@ -79,7 +80,7 @@ def gaussian_features(key, sizes, *, variance):
     return jnp.asarray(labels, noise.dtype) + jnp.sqrt(jnp.asarray(variance, noise.dtype)) * noise, jnp.asarray(labels)
 
 
-def gaussian_log_likelihoods(features, num_classes, *, variance):
+def gaussian_log_likelihoods(features: jax.Array, num_classes: int, *, variance: float) -> jax.Array:
     """Step 4: exact ``log N(x; mu_i = i, variance)`` for every class, ``(N, K)``.
 
     In the log domain, so far-away classes give large negative numbers rather
@@ -115,9 +116,10 @@ class CalibrationStudy(NamedTuple):
     mismatched_priors: np.ndarray
 
 
-def calibration_study_from_features(features, labels, num_classes, *, first_prior=0.9,
-                                    mismatched_last_prior=0.9, feature_variance=0.15, mc1_scale=0.5,
-                                    mc1_shift=0.5, mc2_scale=0.2):
+def calibration_study_from_features(features: ArrayLike, labels: ArrayLike, num_classes: int, *,
+                                    first_prior: float = 0.9, mismatched_last_prior: float = 0.9,
+                                    feature_variance: float = 0.15, mc1_scale: float = 0.5, mc1_shift: float = 0.5,
+                                    mc2_scale: float = 0.2) -> CalibrationStudy:
     """Steps 4-7 of seed 002 §4.8 for given features (see :func:`calibration_study`)."""
     k = v.as_positive_int(num_classes, "num_classes", minimum=2)
     features = jnp.asarray(features, dtype=jnp.result_type(float))
@@ -137,8 +139,9 @@ def calibration_study_from_features(features, labels, num_classes, *, first_prio
     return CalibrationStudy(jnp.asarray(labels), features, llks, post, llr, data_priors, mism)
 
 
-def calibration_study(key, num_classes, *, num_samples=100_000, first_prior=0.9, mismatched_last_prior=0.9,
-                      feature_variance=0.15, mc1_scale=0.5, mc1_shift=0.5, mc2_scale=0.2):
+def calibration_study(key: jax.Array, num_classes: int, *, num_samples: int = 100_000, first_prior: float = 0.9,
+                      mismatched_last_prior: float = 0.9, feature_variance: float = 0.15, mc1_scale: float = 0.5,
+                      mc1_shift: float = 0.5, mc2_scale: float = 0.2) -> CalibrationStudy:
     """Seed 002 §4.8, steps 1-7: calibrated and miscalibrated Gaussian scores.
 
     1. Priors ``P_1 = first_prior`` (0.9), the rest ``(1 - P_1) / (K - 1)``.
@@ -182,7 +185,8 @@ class ECStudy(NamedTuple):
     priors: np.ndarray
 
 
-def ec_study(key, num_classes=10, *, num_samples=100_000, first_prior=0.8, feature_variance=0.2):
+def ec_study(key: jax.Array, num_classes: int = 10, *, num_samples: int = 100_000, first_prior: float = 0.8,
+             feature_variance: float = 0.2) -> ECStudy:
     """Seed 001 App. D: perfectly calibrated posteriors of ``K`` Gaussian classes.
 
     Priors ``P_1 = first_prior`` (0.8) and ``(1 - P_1) / (K - 1)`` for the

@@ -1,4 +1,4 @@
-"""Sample weights in prob.compare and in the hierarchical model's counts (issue 13 item 6).
+"""Sample weights in prob.compare and in the hierarchical model's counts.
 
 Frequency weights: a sample of weight w counts as w samples.  References:
 the same comparison on the repeated samples (same key: the same draws), the
@@ -336,8 +336,8 @@ def test_compare_test_sets_with_fractional_counts_in_the_pooling_limit():
         weights.append(rng.uniform(0.1, 1.9, n))
     counts = counts_from_sets(labels, decisions, num_classes=2, sample_weight=weights)
     assert not np.allclose(np.asarray(counts), np.round(np.asarray(counts)))
-    res = prob.compare_test_sets(counts, utilities=np.eye(2), key=KEY, dispersion=1e6, num_warmup=300,
-                                 num_samples=1000, num_chains=1)
+    res = prob.compare_test_sets(counts, utilities=np.eye(2), key=KEY, dispersion=1e6,
+                                 nuts=prob.NUTSSettings(num_warmup=300, num_samples=1000, num_chains=1))
     mu = res.samples["population_rates"].reshape(-1, 2, 2)
     pooled = np.asarray(counts, np.float64).sum(0)[0]
     for i in range(2):

@@ -1,4 +1,4 @@
-"""Comparisons from per-fold / per-dataset results (issue 13 item 5).
+"""Comparisons from per-fold / per-dataset results (``ecjax.prob.from_results``).
 
 References: ``baycomp`` 1.0.3 (``CorrelatedTTest`` numbers to 1e-6; its
 ``HierarchicalTest`` needs pystan, absent here: its Stan model is
@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 import ecjax
 from ecjax.prob import from_results as fr
+from ecjax.prob import NUTSSettings
 from ecjax.prob import ranking
 
 baycomp = pytest.importorskip("baycomp")
@@ -319,11 +320,11 @@ def test_hierarchical_bad_inputs():
     with pytest.raises(ecjax.InputError, match="`scores_a` and `scores_b`"):
         fr.hierarchical_test(X, Y[:4], key=KEY)
     with pytest.raises(ecjax.InputError, match="`lower_beta` must be < `upper_beta`"):
-        fr.hierarchical_test(X, Y, key=KEY, lower_beta=0.2)
+        fr.hierarchical_test(X, Y, key=KEY, bounds=fr.HyperpriorBounds(lower_beta=0.2))
     with pytest.raises(ecjax.InputError, match="`test_fraction`"):
         fr.hierarchical_test(X, Y, key=KEY, test_fraction=1.0)
     with pytest.raises(ecjax.InputError, match="`num_samples`"):
-        fr.hierarchical_test(X, Y, key=KEY, num_samples=0)
+        fr.hierarchical_test(X, Y, key=KEY, nuts=NUTSSettings(num_samples=0))
 
 
 def test_next_dataset_probabilities_limits():
@@ -413,7 +414,8 @@ def test_hierarchical_posterior_matches_quadrature_of_baycomps_model():
     d0, _, _, weights = posterior
     unit = np.mean(np.std(Y - X, axis=1))
     for rope in (0.01, 0.0):
-        res = fr.hierarchical_test(X, Y, rope=rope, key=KEY, num_warmup=1000, num_samples=4000, num_chains=2)
+        res = fr.hierarchical_test(X, Y, rope=rope, key=KEY,
+                                   nuts=NUTSSettings(num_warmup=1000, num_samples=4000, num_chains=2))
         assert res.num_divergences < 0.01 * res.delta0.size and res.max_rhat < 1.01
         want = _quadrature_predictive(posterior, rope / unit)
         tol = 4 * res.errors["predictive"] + 0.002  # Monte Carlo error + quadrature error (from halving the grid)
@@ -433,9 +435,10 @@ def test_hierarchical_limit_identical_differences():
     # it, and with a ROPE wider than every difference the new data set lies in the ROPE.
     rng = np.random.default_rng(11)
     d = 0.01 + rng.normal(0, 0.001, (8, 10))
-    res = fr.hierarchical_test(d, rope=0.05, key=KEY, num_warmup=400, num_samples=500, num_chains=2)
+    res = fr.hierarchical_test(d, rope=0.05, key=KEY, nuts=NUTSSettings(num_warmup=400, num_samples=500, num_chains=2))
     assert res.num_divergences <= 10
     assert abs(np.mean(res.delta0) - d.mean()) < 5e-4 and np.mean(res.std0) < 1e-3
     assert res.p_rope > 0.99 and res.predictive[1] > 0.95
-    no_rope = fr.hierarchical_test(d, rope=0.0, key=KEY, num_warmup=400, num_samples=500, num_chains=2)
+    no_rope = fr.hierarchical_test(d, rope=0.0, key=KEY,
+                                   nuts=NUTSSettings(num_warmup=400, num_samples=500, num_chains=2))
     assert no_rope.p_right > 0.99 and no_rope.p_rope == 0

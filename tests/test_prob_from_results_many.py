@@ -1,4 +1,4 @@
-"""M systems over several data sets from per-fold results (issue 13 item 5): ``hierarchical_compare_results``.
+"""M systems over several data sets from per-fold results: ``hierarchical_compare_results``.
 
 References: baycomp 1.0.3's hierarchical model (``hierarchical-t-test.stan``;
 its ``HierarchicalTest`` needs pystan, absent here) as scipy densities with
@@ -18,6 +18,7 @@ import jax.numpy as jnp
 
 import ecjax
 from ecjax.prob import from_results as fr
+from ecjax.prob import NUTSSettings
 from ecjax.prob import ranking
 
 # baycomp's data preparation, the 5 x 10 test vectors and the quadrature of baycomp's model are defined there.
@@ -192,9 +193,9 @@ def test_input_errors():
     with pytest.raises(ecjax.InputError, match="`runs` must divide"):
         fr.hierarchical_compare_results([scores[:, 0], scores[:, 1, :7]], key=KEY, runs=2)
     with pytest.raises(ecjax.InputError, match="too few draws for a 0.99 HDI"):
-        fr.hierarchical_compare_results(scores, key=KEY, num_samples=100, hdi_prob=0.99)
+        fr.hierarchical_compare_results(scores, key=KEY, nuts=NUTSSettings(num_samples=100), hdi_prob=0.99)
     with pytest.raises(ecjax.InputError, match="`upper_alpha`"):
-        fr.hierarchical_compare_results(scores, key=KEY, upper_alpha=0.5)
+        fr.hierarchical_compare_results(scores, key=KEY, bounds=fr.HyperpriorBounds(upper_alpha=0.5))
     # compare_results points to the new function for (M, q, n) results.
     with pytest.raises(ecjax.InputError, match="use hierarchical_compare_results"):
         fr.compare_results(scores, key=KEY)
@@ -242,7 +243,7 @@ def test_two_systems_match_the_quadrature_of_baycomps_model():
     assert np.abs(regions["baycomp"] - regions["correlated"]).max() < 0.01
     for within_prior in ("baycomp", "correlated"):
         res = fr.hierarchical_compare_results(np.stack([X, Y]), rope=rope, key=KEY, within_prior=within_prior,
-                                              num_warmup=1000, num_samples=4000, num_chains=2)
+                                              nuts=NUTSSettings(num_warmup=1000, num_samples=4000, num_chains=2))
         assert res.num_divergences < 0.01 * res.draws.shape[0] and res.max_rhat < 1.01
         # 4 Monte Carlo errors + the quadrature's own error (0.002, from halving its grid).
         tol = 4 * res.errors["next_dataset_predictive"][0, 1] + 0.002

@@ -1,4 +1,4 @@
-"""Several test sets: the hierarchical model fitted with NUTS (issue 4 item 5).
+"""Several test sets: the hierarchical model fitted with NUTS (``ecjax.prob.hierarchical``).
 
 References: in the pooling limit (dispersion fixed huge) the population
 rates' posterior is the Beta posterior of the pooled counts (scipy); with a
@@ -23,8 +23,8 @@ KEY = jax.random.key(5)
 @pytest.mark.slow
 def test_pooling_limit_matches_beta_posterior_of_pooled_counts():
     counts = np.array([[[[40, 10], [6, 44]]], [[[35, 15], [9, 41]]], [[[45, 5], [4, 46]]], [[[38, 12], [7, 43]]]])
-    res = prob.compare_test_sets(counts, utilities=np.eye(2), key=KEY, dispersion=1e6, num_warmup=300,
-                                 num_samples=800, num_chains=2)
+    res = prob.compare_test_sets(counts, utilities=np.eye(2), key=KEY, dispersion=1e6,
+                                 nuts=prob.NUTSSettings(num_warmup=300, num_samples=800, num_chains=2))
     assert res.max_rhat < 1.01
     mu = res.samples["population_rates"].reshape(-1, 1, 2, 2)
     pooled = counts.sum(0)[0]  # (K, D)
@@ -54,8 +54,9 @@ def test_learned_dispersion_recovers_the_generator_and_converges():
     counts = counts_from_sets(labels, decisions, num_classes=2)
     assert counts.shape == (6, 2, 2, 2)
     # System 0 has the higher rate on both classes: it is best for every matrix of seed 004 Fig. 1.
-    res = prob.compare_test_sets(counts, utilities=prob.seed004_uniform(), key=KEY, num_warmup=400,
-                                 num_samples=800, num_chains=2, systems=["good", "worse"])
+    res = prob.compare_test_sets(counts, utilities=prob.seed004_uniform(), key=KEY,
+                                 nuts=prob.NUTSSettings(num_warmup=400, num_samples=800, num_chains=2),
+                                 systems=["good", "worse"])
     assert res.max_rhat < 1.01 and res.min_ess_bulk > 300
     assert res.num_divergences <= 5
     assert set(res.diagnostics.columns) >= {"r_hat", "ess_bulk", "ess_tail"}

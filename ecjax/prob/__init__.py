@@ -11,6 +11,8 @@
   rates (conjugate sampler, and the same model for NUTS); deployment priors.
 * :mod:`~ecjax.prob.paired`: Dirichlet over joint outcome cells (Bayesian
   bootstrap), clustered two-level resampling.
+* :mod:`~ecjax.prob.mcmc`: NUTS settings, runs and diagnostics of the
+  hierarchical models.
 * :mod:`~ecjax.prob.hierarchical`: several test sets pooled by a
   hierarchical model fitted with NUTS.
 * :func:`compare`: which classifier, and how sure are we.
@@ -25,6 +27,7 @@ from ecjax.prob.expected_utility import (
     expected_utility_decision,
     expected_utility_matrix,
 )
+from ecjax.prob.mcmc import NUTSSettings
 from ecjax.prob.paired import (
     ClusteredOutcomeTable,
     clustered_outcome_table,
@@ -67,6 +70,7 @@ _LAZY = {
     'CorrelatedTTest': 'ecjax.prob.from_results',
     'HierarchicalResultsComparison': 'ecjax.prob.from_results',
     'HierarchicalTTest': 'ecjax.prob.from_results',
+    'HyperpriorBounds': 'ecjax.prob.from_results',
     'ResultsComparison': 'ecjax.prob.from_results',
     'compare_results': 'ecjax.prob.from_results',
     'correlated_t_test': 'ecjax.prob.from_results',
@@ -86,6 +90,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
         CorrelatedTTest,
         HierarchicalResultsComparison,
         HierarchicalTTest,
+        HyperpriorBounds,
         ResultsComparison,
         compare_results,
         correlated_t_test,
@@ -116,7 +121,7 @@ __all__ = [
     "BUILTIN_METRICS", "MetricPosterior", "bootstrap_metric", "weighted_metric",
     "CorrelatedTTest", "HierarchicalTTest", "ResultsComparison", "compare_results", "correlated_t_test",
     "hierarchical_t_model", "hierarchical_test", "HierarchicalResultsComparison", "hierarchical_compare_results",
-    "hierarchical_results_model",
+    "hierarchical_results_model", "HyperpriorBounds", "NUTSSettings",
     "ClusteredOutcomeTable", "Comparison", "Doubt", "ExpectedUtility", "HierarchicalComparison", "PerDraw",
     "PriorDistribution", "TruncatedStandardNormal", "UtilityPrior", "clustered_outcome_table", "compare", "compare_counts",
     "compare_test_sets", "cost_ratio", "cost_ratio_model", "dirichlet_priors", "draw_to_precision", "evaluate_draws",

@@ -71,11 +71,12 @@ from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
 from ecjax.prob import sampling
 from ecjax.prob.ranking import (
-    Recommends,
+    RankedSystems,
     batch_means_error,
     check_hdi_prob,
     check_rope,
     hdi,
+    ranking_fields,
     summarize,
     system_names,
     with_error,
@@ -428,9 +429,7 @@ def _metric_options(metric, labels, priors, costs):
         options["priors"] = priors
     if metric == "nec_best_threshold":
         c = jnp.asarray(1.0 - np.eye(2), jnp.result_type(float)) if costs is None else v.as_matrix(
-            costs, "costs", shape=(2, 2))
-        if c.ndim != 2:
-            raise v.InputError(f"`costs` must be one (2, 2) matrix, got shape {tuple(c.shape)}")
+            costs, "costs", shape=(2, 2), batched=False)
         if v.any_traced(labels, c, priors):
             options["costs"] = c
             return options
@@ -479,9 +478,7 @@ def _group_index(groups, num_samples):
     """``(group index (N,) int32, G)`` from hashable ids, or ``(None, 0)``."""
     if groups is None:
         return None, 0
-    g = np.asarray(groups)
-    if g.ndim != 1 or g.shape[0] != num_samples:
-        raise v.InputError(f"`groups` must be a vector with one id per sample ({num_samples}), got shape {g.shape}")
+    g = v.as_group_ids(groups, num_samples)
     _, gid = np.unique(g, return_inverse=True)
     return jnp.asarray(gid.reshape(-1), jnp.int32), int(gid.max()) + 1
 
@@ -492,10 +489,7 @@ def _check_weights(weights, num_samples):
         raise v.InputError(f"`weights` must have N = {num_samples} entries in its last axis (one per sample), got "
                            f"shape {tuple(w.shape)}")
     if not v.is_tracer(w):
-        a = np.asarray(w)
-        if a.dtype.kind not in "fiub":
-            raise v.InputError(f"`weights` must be numeric, got dtype {a.dtype}")
-        v.check_finite(a, "weights")
+        a = v.check_numbers(np.asarray(w), "weights", booleans=True)
         if np.any(a < 0):
             raise v.InputError(f"`weights` must be non-negative, got minimum {a.min()}")
         if np.any(a.sum(-1) <= 0):
@@ -660,7 +654,7 @@ def weighted_metric(labels, scores, weights, metric, *, score_type="log_posterio
 # ---------------------------------------------------------------- the result
 
 @dataclass(frozen=True)
-class MetricPosterior(Recommends):
+class MetricPosterior(RankedSystems):
     """Bayesian-bootstrap posterior of a metric of ``M`` systems scored on the same samples.
 
     Attributes:
@@ -687,7 +681,6 @@ class MetricPosterior(Recommends):
       info: how the draws were made.
     """
 
-    systems: tuple
     metric: str
     higher_is_better: bool
     draws: jax.Array
@@ -695,12 +688,6 @@ class MetricPosterior(Recommends):
     mean: np.ndarray
     hdi_prob: float
     hdi: np.ndarray
-    p_best: np.ndarray
-    rank_probabilities: np.ndarray
-    pairwise: np.ndarray
-    rope: float | None
-    rope_probabilities: np.ndarray | None
-    recommendation: int
     errors: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
 
@@ -872,7 +859,5 @@ def bootstrap_metric(labels, scores, metric, *, key=None, num_draws: int = 2000,
             "sample_weight": "none" if sample_weight is None else "frequency weights (Gamma(s_n) draws, eq. 3)"}
     return MetricPosterior(
         systems=names, metric=name, higher_is_better=higher, draws=draws, estimate=estimate, mean=mean,
-        hdi_prob=hdi_prob, hdi=np.asarray(hdi(draws, hdi_prob)), p_best=np.asarray(summary["p_best"]),
-        rank_probabilities=np.asarray(summary["rank_probabilities"]), pairwise=np.asarray(summary["pairwise"]),
-        rope=rope, rope_probabilities=None if rope is None else np.asarray(summary["rope_probabilities"]),
+        hdi_prob=hdi_prob, hdi=np.asarray(hdi(draws, hdi_prob)), **ranking_fields(summary, rope),
         recommendation=int(np.argmax(best_mean)), errors=errors, info=info)

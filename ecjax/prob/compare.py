@@ -134,6 +134,7 @@ from ecjax.prob.rates import (
     PriorDistribution,
     as_class_priors,
     check_concentration,
+    check_rows_for_concentration,
     default_class_concentration,
     default_concentration,
     sample_class_priors,
@@ -405,10 +406,7 @@ def _positive_samples(label_list, items, weight_list, groups):
     draw for draw.
     """
     if groups is not None:
-        g = np.asarray(groups)
-        n = label_list[0].shape[0]
-        if g.shape != (n,):
-            raise v.InputError(f"`groups` must be a vector with one id per sample ({n}), got shape {g.shape}")
+        v.as_group_ids(groups, label_list[0].shape[0])
     keep = [np.flatnonzero(w > 0) for w in weight_list]
     if groups is not None:
         groups = np.asarray(groups)[keep[0]]
@@ -1298,8 +1296,7 @@ def _mean_weights(counts, alpha):
 
 def _unpaired_source(counts, alpha):
     counts = np.asarray(counts, np.float64)
-    if alpha == 0 and np.any(counts.sum(-1) == 0):
-        raise v.InputError("with `concentration=0` every class needs test samples: a row of `counts` is all zero")
+    check_rows_for_concentration(counts, alpha)
     m, k, d = counts.shape
     return _Source("unpaired", {"counts": v.to_device(counts, jnp.result_type(float))}, counts,
                    _mean_weights(counts, alpha), m * k * d)
@@ -1518,11 +1515,7 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
         normalized_expected_costs=v.to_device(host["nec"]),
         expected_utility_matrix=v.to_device(u_hat, f),
         expected_yield=expected_yield,
-        p_best=p_best,
-        rank_probabilities=np.asarray(summary["rank_probabilities"]),
-        pairwise=np.asarray(summary["pairwise"]),
-        rope=rope,
-        rope_probabilities=None if rope is None else np.asarray(summary["rope_probabilities"]),
+        **ranking.ranking_fields(summary, rope),
         recommendation=rec,
         recommendation_probability=float(p_best[rec]),
         hdi_prob=hdi_prob,

@@ -10,6 +10,7 @@ here).  Densities are the textbook ones; only the sampler differs.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import log_ndtr
@@ -38,17 +39,17 @@ class TruncatedStandardNormal(Distribution):
         super().__init__(batch_shape=jnp.shape(self.low), validate_args=validate_args)
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
-    def support(self):
+    def support(self) -> constraints.Constraint:
         return constraints.interval(self.low, self.high)
 
     def _lower_tail(self):
         flip = self.low > 0
         return flip, jnp.where(flip, -self.high, self.low), jnp.where(flip, -self.low, self.high)
 
-    def sample(self, key, sample_shape=()):
+    def sample(self, key: jax.Array, sample_shape: tuple[int, ...] = ()) -> jax.Array:
         return truncated_standard_normal(key, self.low, self.high, tuple(sample_shape) + tuple(self.batch_shape))
 
-    def log_prob(self, value):
+    def log_prob(self, value: jax.Array) -> jax.Array:
         flip, a, b = self._lower_tail()
         log_pa, log_pb = log_ndtr(a), log_ndtr(b)
         log_mass = log_pb + jnp.log1p(-jnp.exp(log_pa - log_pb))
@@ -56,7 +57,7 @@ class TruncatedStandardNormal(Distribution):
         return jnp.where(inside, -0.5 * value * value - _LOG_SQRT_2PI - log_mass, -jnp.inf)
 
     @property
-    def mean(self):
+    def mean(self) -> jax.Array:
         flip, a, b = self._lower_tail()
         log_mass = log_ndtr(b) + jnp.log1p(-jnp.exp(log_ndtr(a) - log_ndtr(b)))
         # (phi(a) - phi(b)) / Z, with the densities taken as 0 at infinite bounds.

@@ -18,10 +18,11 @@ under ``U_hat`` (the yield is linear in ``U``).
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.decisions import bayes_decisions, bayes_decisions_kernel
@@ -43,7 +44,8 @@ class ExpectedUtility(NamedTuple):
     standard_error: jax.Array | None = None
 
 
-def expected_utility_matrix(utilities, *, key=None, num_draws: int = 100_000) -> ExpectedUtility:
+def expected_utility_matrix(utilities: UtilityPrior | Callable[..., Any] | ArrayLike, *, key: jax.Array | None = None,
+                            num_draws: int = 100_000) -> ExpectedUtility:
     """``U_hat = E[U]`` under a utility prior (seed 004 eq. 18), exact where possible.
 
     Args:
@@ -69,7 +71,8 @@ def expected_utility_matrix(utilities, *, key=None, num_draws: int = 100_000) ->
     return ExpectedUtility(draws.mean(0), "monte_carlo", draws.std(0, ddof=1) / jnp.sqrt(num_draws))
 
 
-def expected_utility_decision(utilities, probabilities, *, key=None, num_draws: int = 100_000):
+def expected_utility_decision(utilities: UtilityPrior | Callable[..., Any] | ArrayLike, probabilities: ArrayLike, *,
+                              key: jax.Array | None = None, num_draws: int = 100_000) -> jax.Array:
     """The decision implied by uncertain utilities for given class probabilities (seed 004 eq. 19).
 
     ``argmax_j sum_i U_hat_ij p_i``: with ``probabilities`` the deployment
@@ -88,8 +91,9 @@ def expected_utility_decision(utilities, probabilities, *, key=None, num_draws: 
     return bayes_decisions_kernel(log_p[..., None, :], -u_hat)[..., 0]
 
 
-def expected_utility_bayes_decisions(scores, utilities, *, priors=None, score_type: str = "log_posteriors",
-                                     key=None, num_draws: int = 100_000):
+def expected_utility_bayes_decisions(scores: ArrayLike, utilities: UtilityPrior | Callable[..., Any] | ArrayLike, *,
+                                     priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+                                     key: jax.Array | None = None, num_draws: int = 100_000) -> jax.Array:
     """Bayes decisions from scores under uncertain utilities: the Bayes decisions for ``U_hat``.
 
     By eq. 19 these maximize the expected utility averaged over the utility

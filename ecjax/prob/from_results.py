@@ -56,13 +56,13 @@ import jax
 import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
-from numpyro.infer import MCMC, NUTS
 from numpyro.infer.reparam import LocScaleReparam
 
 from ecjax import inputs as v
 from ecjax import random_bits
 from ecjax.precision import einsum, matmul
 from ecjax.prob import ranking
+from ecjax.prob.mcmc import NUTSSettings, check_nuts_settings, fit_nuts
 from ecjax.report import aligned
 
 # baycomp's default number of draws of the correlated t-test's posterior (``Posterior.nsamples``).
@@ -80,10 +80,7 @@ def _as_results(x, name: str, *, min_ndim: int):
     are taken before the float32 cast, which would cost them ~1e-7 each);
     traced input is cast to the default float type.
     """
-    arr = v.as_array(x, name, min_ndim=min_ndim)
-    if not v.is_tracer(arr) and np.asarray(arr).dtype.kind not in "fiub":
-        raise v.InputError(f"`{name}` must be numeric, got dtype {np.asarray(arr).dtype}")
-    v.check_finite(arr, name)
+    arr = v.check_numbers(v.as_array(x, name, min_ndim=min_ndim), name, booleans=True)
     if arr.shape[-1] < 2:
         raise v.InputError(f"`{name}` needs at least 2 folds (last axis), got shape {tuple(arr.shape)}: the "
                            "variance of one difference is undefined")
@@ -385,8 +382,46 @@ LOWER_BETA, UPPER_BETA = 0.01, 0.1
 UPPER_SIGMA = 1000.0
 
 
-def hierarchical_t_model(differences, rho, delta_bound, std0_high, std_high, lower_alpha=LOWER_ALPHA,
-                         upper_alpha=UPPER_ALPHA, lower_beta=LOWER_BETA, upper_beta=UPPER_BETA):
+class HyperpriorBounds(NamedTuple):
+    """baycomp's bounds of the hyper-priors of the hierarchical models (its defaults).
+
+    ``gamma_alpha ~ Uniform(lower_alpha, upper_alpha)`` and ``gamma_beta ~ Uniform(lower_beta, upper_beta)`` are
+    the shape and rate of the Gamma prior on ``nu - 1``; ``upper_sigma`` is how far above the observed spreads the
+    uniform priors on the standard deviations reach.  A pytree of floats, so a model can take it as an argument.
+    """
+
+    lower_alpha: float = LOWER_ALPHA
+    upper_alpha: float = UPPER_ALPHA
+    lower_beta: float = LOWER_BETA
+    upper_beta: float = UPPER_BETA
+    upper_sigma: float = UPPER_SIGMA
+
+
+def check_hyperprior_bounds(bounds) -> HyperpriorBounds:
+    """The bounds as floats, checked: each > 0, ``lower_alpha < upper_alpha``, ``lower_beta < upper_beta``."""
+    if not isinstance(bounds, HyperpriorBounds):
+        raise v.InputError(f"`bounds` must be an ecjax.prob.HyperpriorBounds, got {type(bounds).__name__}")
+    checked = HyperpriorBounds(*(v.as_number_between(x, f"bounds.{name}", 0.0, math.inf)
+                                 for name, x in zip(HyperpriorBounds._fields, bounds)))
+    for low, high in (("lower_alpha", "upper_alpha"), ("lower_beta", "upper_beta")):
+        if not getattr(checked, low) < getattr(checked, high):
+            raise v.InputError(f"`bounds`: `{low}` must be < `{high}`, got {getattr(checked, low)!r} and "
+                               f"{getattr(checked, high)!r}")
+    return checked
+
+
+def _degrees_of_freedom(bounds: HyperpriorBounds, f):
+    """``nu = 1 + Gamma(gamma_alpha, rate=gamma_beta)`` under baycomp's uniform hyper-priors (sites ``gamma_alpha``,
+    ``gamma_beta``, ``nu_minus_one``)."""
+    gamma_alpha = numpyro.sample("gamma_alpha", dist.Uniform(jnp.asarray(bounds.lower_alpha, f),
+                                                             jnp.asarray(bounds.upper_alpha, f)))
+    gamma_beta = numpyro.sample("gamma_beta", dist.Uniform(jnp.asarray(bounds.lower_beta, f),
+                                                           jnp.asarray(bounds.upper_beta, f)))
+    return 1.0 + numpyro.sample("nu_minus_one", dist.Gamma(gamma_alpha, gamma_beta))
+
+
+def hierarchical_t_model(differences, rho, delta_bound, std0_high, std_high,
+                         bounds: HyperpriorBounds = HyperpriorBounds()):
     """NumPyro model of ``(q, n)`` per-fold differences on ``q`` data sets (baycomp's Stan model).
 
     Corani et al. (2017), as in baycomp 1.0.3's
@@ -414,9 +449,7 @@ def hierarchical_t_model(differences, rho, delta_bound, std0_high, std_high, low
     f = x.dtype
     delta0 = numpyro.sample("delta0", dist.Uniform(jnp.asarray(-delta_bound, f), jnp.asarray(delta_bound, f)))
     std0 = numpyro.sample("std0", dist.Uniform(jnp.zeros((), f), jnp.asarray(std0_high, f)))
-    gamma_alpha = numpyro.sample("gamma_alpha", dist.Uniform(jnp.asarray(lower_alpha, f), jnp.asarray(upper_alpha, f)))
-    gamma_beta = numpyro.sample("gamma_beta", dist.Uniform(jnp.asarray(lower_beta, f), jnp.asarray(upper_beta, f)))
-    nu = 1.0 + numpyro.sample("nu_minus_one", dist.Gamma(gamma_alpha, gamma_beta))
+    nu = _degrees_of_freedom(bounds, f)
     with numpyro.plate("datasets", q):
         delta = numpyro.sample("delta", dist.StudentT(nu, delta0, std0))
         sigma = numpyro.sample("sigma", dist.Uniform(jnp.zeros((), f), jnp.asarray(std_high, f)))
@@ -490,48 +523,8 @@ def next_dataset_probabilities(delta0, std0, nu, rope):
     return np.stack([p_left, p_rope, p_right], -1)
 
 
-def _nuts_settings(*, num_warmup, num_samples, num_chains, target_accept_prob) -> dict:
-    """The checked NUTS settings, as keyword arguments of :func:`_fit_nuts`."""
-    return dict(num_warmup=v.as_positive_int(num_warmup, "num_warmup"),
-                num_samples=v.as_positive_int(num_samples, "num_samples"),
-                num_chains=v.as_positive_int(num_chains, "num_chains"),
-                target_accept_prob=v.as_number_between(target_accept_prob, "target_accept_prob", 0.0, 1.0))
-
-
-def _hyper_prior_bounds(**bounds) -> dict:
-    """baycomp's hyper-prior bounds, checked: each > 0, ``lower_alpha < upper_alpha``, ``lower_beta < upper_beta``."""
-    checked = {}
-    for bound_name, value in bounds.items():
-        checked[bound_name] = v.as_real(value, bound_name)
-        if checked[bound_name] <= 0:
-            raise v.InputError(f"`{bound_name}` must be > 0, got {value!r}")
-    for low, high in (("lower_alpha", "upper_alpha"), ("lower_beta", "upper_beta")):
-        if not checked[low] < checked[high]:
-            raise v.InputError(f"`{low}` must be < `{high}`, got {checked[low]!r} and {checked[high]!r}")
-    return checked
-
-
-class _NUTSFit(NamedTuple):
-    samples: dict
-    inference_data: object
-    max_rhat: float
-    min_ess_bulk: float
-    num_divergences: int
-
-
-def _fit_nuts(model, args, key, *, var_names, num_warmup, num_samples, num_chains, target_accept_prob) -> _NUTSFit:
-    """NUTS on ``model(*args)``, chains one after another; ArviZ diagnostics over ``var_names``."""
-    import arviz as az  # slow to import: only once the inputs are known to be good
-
-    mcmc = MCMC(NUTS(model, target_accept_prob=target_accept_prob), num_warmup=num_warmup,
-                num_samples=num_samples, num_chains=num_chains, chain_method="sequential", progress_bar=False)
-    mcmc.run(key, *args)
-    idata = az.from_numpyro(mcmc)
-    diagnostics = az.summary(idata, var_names=var_names, kind="diagnostics")
-    return _NUTSFit(samples=mcmc.get_samples(), inference_data=idata,
-                    max_rhat=_worst(diagnostics["r_hat"].to_numpy(), np.max),
-                    min_ess_bulk=_worst(diagnostics["ess_bulk"].to_numpy(), np.min),
-                    num_divergences=int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum()))
+# Non-centred, the t models still meet the funnel of few data sets: see hierarchical_test.
+T_MODEL_TARGET_ACCEPT_PROB = 0.99
 
 
 def _baycomp_shares(per_draw, rope: float):
@@ -638,10 +631,8 @@ class HierarchicalTTest(_NUTSResult):
 
 
 def hierarchical_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_fraction=None, key=None,
-                      num_warmup: int = 500, num_samples: int = 1000, num_chains: int = 2,
-                      target_accept_prob: float = 0.99, lower_alpha: float = LOWER_ALPHA,
-                      upper_alpha: float = UPPER_ALPHA, lower_beta: float = LOWER_BETA,
-                      upper_beta: float = UPPER_BETA, upper_sigma: float = UPPER_SIGMA) -> HierarchicalTTest:
+                      nuts: NUTSSettings = NUTSSettings(),
+                      bounds: HyperpriorBounds = HyperpriorBounds()) -> HierarchicalTTest:
     """Bayesian hierarchical comparison of two systems cross-validated on ``q`` data sets.
 
     ``hierarchical_test(scores_a, scores_b)`` takes ``(q, n)`` per-fold
@@ -679,13 +670,12 @@ def hierarchical_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_
       rope: half-width of the ROPE (>= 0), in the units of the results.
       runs, test_fraction: the fold correlation ``rho`` (:func:`fold_correlation`).
       key: ``jax.random`` key (required).
-      num_warmup, num_samples, num_chains: NUTS settings (chains run one after another).
-      target_accept_prob: NUTS's target acceptance rate (higher: smaller
-        steps, fewer divergences; see above); baycomp leaves Stan's 0.8.
-        Check :attr:`HierarchicalTTest.num_divergences`: more than a few
-        per thousand draws mean the probabilities may be biased.
-      lower_alpha, upper_alpha, lower_beta, upper_beta, upper_sigma: the
-        hyper-prior bounds of baycomp (its defaults).
+      nuts: :class:`~ecjax.prob.NUTSSettings` (chains run one after
+        another).  Its ``target_accept_prob`` defaults here to 0.99 (see
+        above); baycomp leaves Stan's 0.8.  Check
+        :attr:`HierarchicalTTest.num_divergences`: more than a few per
+        thousand draws mean the probabilities may be biased.
+      bounds: baycomp's hyper-prior bounds (:class:`HyperpriorBounds`, its defaults).
 
     Returns:
       :class:`HierarchicalTTest`.
@@ -697,10 +687,8 @@ def hierarchical_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_
     rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
-    nuts = _nuts_settings(num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                         target_accept_prob=target_accept_prob)
-    bounds = _hyper_prior_bounds(lower_alpha=lower_alpha, upper_alpha=upper_alpha, lower_beta=lower_beta,
-                                upper_beta=upper_beta, upper_sigma=upper_sigma)
+    nuts = check_nuts_settings(nuts)
+    bounds = check_hyperprior_bounds(bounds)
     d = np.asarray(differences)
     flat = np.all(d == d[:, :1], axis=1)
     if np.any(flat):
@@ -709,13 +697,13 @@ def hierarchical_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_
             "within-set spread the hierarchical model's likelihood is unbounded as that set's sigma -> 0 "
             "(baycomp replaces such rows with random numbers in the ROPE); leave the set out or compare it alone")
 
-    data = hierarchical_data(d, rope=rope, rho=rho, upper_sigma=bounds["upper_sigma"])
+    data = hierarchical_data(d, rope=rope, rho=rho, upper_sigma=bounds.upper_sigma)
     non_centred = numpyro.handlers.reparam(hierarchical_t_model,
                                            config={"delta": LocScaleReparam(centered=0, shape_params=("df",))})
-    fit = _fit_nuts(non_centred, (data.differences, data.rho, data.delta_bound, data.std0_high, data.std_high,
-                                 bounds["lower_alpha"], bounds["upper_alpha"], bounds["lower_beta"],
-                                 bounds["upper_beta"]),
-                   key, var_names=["delta0", "std0", "nu_minus_one", "delta", "sigma"], **nuts)
+    fit = fit_nuts(key, non_centred, (data.differences, data.rho, data.delta_bound, data.std0_high, data.std_high,
+                                      bounds), nuts,
+                   var_names=["delta0", "std0", "nu_minus_one", "delta", "sigma"],
+                   target_accept_prob=T_MODEL_TARGET_ACCEPT_PROB)
     samples = fit.samples
 
     nu = 1.0 + np.asarray(samples["nu_minus_one"], np.float64)
@@ -731,13 +719,6 @@ def hierarchical_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_
         max_rhat=fit.max_rhat, min_ess_bulk=fit.min_ess_bulk, num_divergences=fit.num_divergences,
         inference_data=fit.inference_data,
     )
-
-
-def _worst(values, pick) -> float:
-    """``pick`` of the finite diagnostics, NaN when there is none (R-hat needs at least 2 chains)."""
-    values = np.asarray(values, np.float64)
-    values = values[np.isfinite(values)]
-    return float(pick(values)) if values.size else float("nan")
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -983,8 +964,7 @@ def hierarchical_results_data(results, *, rope: float, rho, within_prior: str = 
 
 
 def hierarchical_results_model(mean_differences, whitening, exponents, folds_minus_one, delta_bound, std0_high,
-                               lower_alpha=LOWER_ALPHA, upper_alpha=UPPER_ALPHA, lower_beta=LOWER_BETA,
-                               upper_beta=UPPER_BETA, centred: bool = True):
+                               bounds: HyperpriorBounds = HyperpriorBounds(), centred: bool = True):
     """NumPyro model of ``M`` systems' mean results on ``q`` data sets (:class:`HierarchicalResultsData`).
 
     Per data set ``d``, ``theta_d`` holds the systems' mean results; only
@@ -1034,9 +1014,7 @@ def hierarchical_results_model(mean_differences, whitening, exponents, folds_min
                             .expand([p]).to_event(1))
     std0 = numpyro.sample("std0", dist.Uniform(jnp.zeros((), f), jnp.asarray(std0_high, f)))
     shares = numpyro.sample("shares", dist.Dirichlet(jnp.ones(p + 1, f)))
-    gamma_alpha = numpyro.sample("gamma_alpha", dist.Uniform(jnp.asarray(lower_alpha, f), jnp.asarray(upper_alpha, f)))
-    gamma_beta = numpyro.sample("gamma_beta", dist.Uniform(jnp.asarray(lower_beta, f), jnp.asarray(upper_beta, f)))
-    nu = 1.0 + numpyro.sample("nu_minus_one", dist.Gamma(gamma_alpha, gamma_beta))
+    nu = _degrees_of_freedom(bounds, f)
     spread2 = jnp.square(std0) * (0.5 * (p + 1)) * shares
     covariance = jnp.diag(spread2[1:]) + spread2[0]
     chol = jnp.linalg.cholesky(covariance)
@@ -1171,11 +1149,9 @@ class HierarchicalResultsComparison(_NUTSResult):
 
 
 def hierarchical_compare_results(scores, *, rope=0.0, runs: int = 1, test_fraction=None, key=None, systems=None,
-                                 hdi_prob: float = 0.9, within_prior: str = "correlated", num_warmup: int = 500,
-                                 num_samples: int = 1000, num_chains: int = 2, target_accept_prob: float = 0.99,
-                                 lower_alpha: float = LOWER_ALPHA, upper_alpha: float = UPPER_ALPHA,
-                                 lower_beta: float = LOWER_BETA, upper_beta: float = UPPER_BETA,
-                                 upper_sigma: float = UPPER_SIGMA) -> HierarchicalResultsComparison:
+                                 hdi_prob: float = 0.9, within_prior: str = "correlated",
+                                 nuts: NUTSSettings = NUTSSettings(),
+                                 bounds: HyperpriorBounds = HyperpriorBounds()) -> HierarchicalResultsComparison:
     """Rank ``M`` systems cross-validated on ``q`` data sets (higher results are better).
 
     The hierarchical model of Corani et al. (2017; baycomp's
@@ -1211,8 +1187,8 @@ def hierarchical_compare_results(scores, *, rope=0.0, runs: int = 1, test_fracti
       within_prior: ``"correlated"`` (Corani & Benavoli's prior on each data set's covariance, as in
         :func:`compare_results`) or ``"baycomp"`` (baycomp's uniform prior on ``sigma`` at ``M = 2``); see
         :func:`hierarchical_results_model`.
-      num_warmup, num_samples, num_chains, target_accept_prob: NUTS settings, as in :func:`hierarchical_test`.
-      lower_alpha, upper_alpha, lower_beta, upper_beta, upper_sigma: baycomp's hyper-prior bounds.
+      nuts: :class:`~ecjax.prob.NUTSSettings`, as in :func:`hierarchical_test`.
+      bounds: baycomp's hyper-prior bounds (:class:`HyperpriorBounds`).
 
     Returns:
       :class:`HierarchicalResultsComparison`.
@@ -1229,21 +1205,18 @@ def hierarchical_compare_results(scores, *, rope=0.0, runs: int = 1, test_fracti
     rho = np.array([fold_correlation(x.shape[-1], runs=runs, test_fraction=test_fraction) for x in results])
     key = v.as_key(key)
     v.check_choice(within_prior, "within_prior", WITHIN_PRIORS)
-    nuts = _nuts_settings(num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                          target_accept_prob=target_accept_prob)
-    hdi_prob = ranking.check_hdi_prob(hdi_prob, nuts["num_samples"] * nuts["num_chains"])
-    bounds = _hyper_prior_bounds(lower_alpha=lower_alpha, upper_alpha=upper_alpha, lower_beta=lower_beta,
-                                 upper_beta=upper_beta, upper_sigma=upper_sigma)
+    hdi_prob = ranking.check_hdi_prob(hdi_prob, check_nuts_settings(nuts).num_draws)
+    bounds = check_hyperprior_bounds(bounds)
     _check_within_sets(results, systems, within_prior)
 
     data = hierarchical_results_data(results, rope=rope, rho=rho, within_prior=within_prior,
-                                     upper_sigma=bounds["upper_sigma"])
+                                     upper_sigma=bounds.upper_sigma)
     key_nuts, key_ranks = random_bits.split_keys(key)
     model = partial(hierarchical_results_model, centred=False)
-    fit = _fit_nuts(model, (data.mean_differences, data.whitening, data.exponents, data.folds_minus_one,
-                            data.delta_bound, data.std0_high, bounds["lower_alpha"], bounds["upper_alpha"],
-                            bounds["lower_beta"], bounds["upper_beta"]),
-                    key_nuts, var_names=["delta0", "std0", "shares", "nu_minus_one", "delta"], **nuts)
+    fit = fit_nuts(key_nuts, model, (data.mean_differences, data.whitening, data.exponents, data.folds_minus_one,
+                                     data.delta_bound, data.std0_high, bounds), nuts,
+                   var_names=["delta0", "std0", "shares", "nu_minus_one", "delta"],
+                   target_accept_prob=T_MODEL_TARGET_ACCEPT_PROB)
     samples, unit = fit.samples, data.unit
     # System 0's population mean is the origin of the differences; every summary is of differences, so the
     # reported draws are centred on the average over the systems (no system is singled out).

@@ -33,13 +33,13 @@ import jax
 import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
-from numpyro.infer import MCMC, NUTS
 
 from ecjax import inputs as v
 from ecjax import random_bits
 from ecjax.confusion import confusion_counts
 from ecjax.prob import ranking
 from ecjax.prob.compare import evaluate_draws
+from ecjax.prob.mcmc import NUTSSettings, check_nuts_settings, fit_nuts
 from ecjax.prob.rates import PriorDistribution, as_class_priors, as_counts, check_concentration
 from ecjax.prob.utility_priors import UtilityPrior, resolve_utilities
 
@@ -217,8 +217,8 @@ def _utility_and_prior_draws(prior, class_priors, counts, key_u, key_p, s):
     return u, u_hat, p, p
 
 
-def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=None, num_warmup: int = 500,
-                      num_samples: int = 1000, num_chains: int = 2, concentration: float = 1.0, dispersion=None,
+def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=None,
+                      nuts: NUTSSettings = NUTSSettings(), concentration: float = 1.0, dispersion=None,
                       rope=None, hdi_prob: float = 0.9, systems=None, decompose: bool = True):
     """Rank ``M`` systems evaluated on ``T`` test sets by their population-level yields.
 
@@ -230,8 +230,9 @@ def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=No
       priors: ``None`` (the pooled class frequencies of all sets), a fixed
         ``(K,)`` vector or a :class:`~ecjax.prob.PriorDistribution`.
       key: ``jax.random`` key (required).
-      num_warmup, num_samples, num_chains: NUTS settings; chains run
-        sequentially (one CPU device is enough).
+      nuts: :class:`~ecjax.prob.NUTSSettings` (chains run one after
+        another; NumPyro's target acceptance rate 0.8 unless it says
+        otherwise).
       concentration: Dirichlet prior on the population rates (> 0).
       dispersion: fix ``kappa`` (e.g. a huge value pools the sets into one)
         instead of learning it.
@@ -240,28 +241,18 @@ def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=No
     Returns:
       :class:`HierarchicalComparison`.
     """
-    import arviz as az
-
     key = v.as_key(key)
     counts, alpha, dispersion, prior, class_priors, systems = _checked_test_sets(
         counts, utilities, costs, priors, concentration, dispersion, systems)
     t, m, k, d = counts.shape
-    num_warmup = v.as_positive_int(num_warmup, "num_warmup")
-    num_samples = v.as_positive_int(num_samples, "num_samples")
-    num_chains = v.as_positive_int(num_chains, "num_chains")
-    s = num_samples * num_chains
+    s = check_nuts_settings(nuts).num_draws
     hdi_prob = ranking.check_hdi_prob(hdi_prob, s)
     rope = ranking.check_rope(rope)
 
     key_mcmc, key_u, key_p, key_rank, key_d = random_bits.split_keys(key, 5)
-    mcmc = MCMC(NUTS(hierarchical_model), num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
-                chain_method="sequential", progress_bar=False)
-    mcmc.run(key_mcmc, counts, alpha, dispersion)
-    samples = mcmc.get_samples()
-    idata = az.from_numpyro(mcmc)
-    var_names = ["population_rates"] + (["dispersion"] if dispersion is None else [])
-    diagnostics = az.summary(idata, var_names=var_names, kind="diagnostics")
-    divergences = int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum())
+    fit = fit_nuts(key_mcmc, hierarchical_model, (counts, alpha, dispersion), nuts,
+                   var_names=["population_rates"] + (["dispersion"] if dispersion is None else []))
+    samples = fit.samples
 
     f = jnp.result_type(float)
     mu = jnp.asarray(samples["population_rates"], f)  # (S, M, K, D)
@@ -281,17 +272,12 @@ def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=No
     comparison = ranking.Comparison(
         systems=systems, yields=yields, expected_costs=ec, normalized_expected_costs=nec,
         expected_utility_matrix=jnp.asarray(u_hat), expected_yield=expected_yield,
-        p_best=np.asarray(summary["p_best"]), rank_probabilities=np.asarray(summary["rank_probabilities"]),
-        pairwise=np.asarray(summary["pairwise"]), rope=rope,
-        rope_probabilities=None if rope is None else np.asarray(summary["rope_probabilities"]),
-        recommendation=rec, recommendation_probability=float(summary["p_best"][rec]), hdi_prob=hdi_prob,
+        **ranking.ranking_fields(summary, rope), recommendation=rec, recommendation_probability=float(summary["p_best"][rec]), hdi_prob=hdi_prob,
         hdi=np.asarray(ranking.hdi(yields, hdi_prob)), doubt=doubt,
         info={"model": "hierarchical (population-level rates, NUTS)", "num_sets": t, "num_draws": s,
               "concentration": alpha, "dispersion": "learned" if dispersion is None else dispersion},
     )
     return HierarchicalComparison(
-        comparison=comparison, inference_data=idata, diagnostics=diagnostics,
-        max_rhat=float(np.nanmax(diagnostics["r_hat"].to_numpy())),
-        min_ess_bulk=float(np.nanmin(diagnostics["ess_bulk"].to_numpy())),
-        num_divergences=divergences, samples={name: np.asarray(x) for name, x in samples.items()},
+        comparison=comparison, inference_data=fit.inference_data, diagnostics=fit.diagnostics,
+        max_rhat=fit.max_rhat, min_ess_bulk=fit.min_ess_bulk, num_divergences=fit.num_divergences, samples={name: np.asarray(x) for name, x in samples.items()},
     )

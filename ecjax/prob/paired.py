@@ -21,7 +21,7 @@ here takes it.  The default is :func:`ecjax.prob.rates.default_concentration`,
 ``a = A / (K D)`` with ``A = 2`` pseudo-observations spread evenly over the
 whole table (``a_J = A / L``); the reasons and the coverage numbers behind
 ``A = 2`` are in :mod:`ecjax.prob.rates` and in the tests
-(``tests/test_prob_coverage.py``).  For paired systems that differ on few
+(``tests/test_prob_rates_coverage.py``).  For paired systems that differ on few
 samples (``N = 100`` binary samples, accuracies 0.97 and 0.985,
 correlation 0.6 between their correctness: about two discordant samples
 per test set), the coverage of the 90 % HDIs of A's accuracy, B's accuracy
@@ -157,10 +157,7 @@ def clustered_outcome_table(labels, decisions, groups, *, num_classes=None, num_
                                 sample_weight=sample_weight)
     labels = np.asarray(labels)
     decisions = np.asarray(decisions)
-    g = np.asarray(groups)
-    if g.ndim != 1 or g.shape[0] != labels.shape[-1]:
-        raise v.InputError(
-            f"`groups` must be a vector with one id per sample ({labels.shape[-1]}), got shape {g.shape}")
+    g = v.as_group_ids(groups, labels.shape[-1])
     _, gid = np.unique(g, return_inverse=True)
     rows = np.concatenate([gid.reshape(1, -1), labels.reshape(1, -1), decisions.reshape(-1, labels.shape[-1])], 0).T
     uniq, inverse = np.unique(rows, axis=0, return_inverse=True)

@@ -25,20 +25,26 @@ their mean, without assuming that the draws are independent.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
+
+if TYPE_CHECKING:
+    import arviz as az
 
 from ecjax import inputs as v
 from ecjax.report import aligned
 
 
 @jax.jit
-def ranks(key, yields):
+def ranks(key: jax.Array, yields: jax.Array) -> jax.Array:
     """``(S, M)`` rank of each system in each draw (0 = highest yield), ties broken at random."""
     tiebreak = jax.random.uniform(key, yields.shape)
     better = (yields[:, None, :] > yields[:, :, None]) | (
@@ -48,25 +54,25 @@ def ranks(key, yields):
 
 
 @partial(jax.jit, static_argnames=("num_systems",))
-def rank_probabilities(rank_draws, *, num_systems):
+def rank_probabilities(rank_draws: jax.Array, *, num_systems: int) -> jax.Array:
     """``(M, M)``: entry ``[m, r] = P(rank of m == r)``."""
     return jax.nn.one_hot(rank_draws, num_systems).mean(0)
 
 
 @jax.jit
-def pairwise_better(yields):
+def pairwise_better(yields: jax.Array) -> jax.Array:
     """``(M, M)``: entry ``[a, b] = P(yield_a > yield_b)`` (0 on the diagonal)."""
     return (yields[:, :, None] > yields[:, None, :]).mean(0)
 
 
 @jax.jit
-def rope_probabilities(yields, rope):
+def rope_probabilities(yields: jax.Array, rope: float | jax.Array) -> jax.Array:
     """``(M, M, 3)``: ``P(a better by more than rope)``, ``P(within rope)``, ``P(b better by more than rope)``."""
     diff = yields[:, :, None] - yields[:, None, :]
     return jnp.stack([(diff > rope).mean(0), (jnp.abs(diff) <= rope).mean(0), (diff < -rope).mean(0)], -1)
 
 
-def system_names(systems, names, num_systems: int) -> tuple:
+def system_names(systems: Iterable[object] | None, names: Iterable[str] | None, num_systems: int) -> tuple:
     """Names of ``num_systems`` systems: ``systems`` given by the user (checked), else ``names`` taken from the
     inputs (a mapping's keys), else ``"system 0"``, ``"system 1"``, ..."""
     if systems is not None:
@@ -85,7 +91,11 @@ class Recommends:
     recommendation: int
     errors: dict
 
-    def error(self, name: str, *index):
+    @overload
+    def error(self, name: str) -> np.ndarray | None: ...
+    @overload
+    def error(self, name: str, first_index: int, /, *index: int) -> float | None: ...
+    def error(self, name: str, *index: int) -> float | np.ndarray | None:
         """Standard error of the estimate ``name`` (``p_best``, ``rope_probabilities``, ...; at ``index``), or
         ``None`` when not estimated."""
         if name not in self.errors:
@@ -98,12 +108,37 @@ class Recommends:
         return self.systems[self.recommendation]
 
 
+@dataclass(frozen=True)
+class RankedSystems(Recommends):
+    """The ranking every comparison of ``M`` systems reports, whatever its draws measure (see the module
+    docstring): ``p_best``, ``rank_probabilities``, ``pairwise``, ``rope`` and ``rope_probabilities``, and the
+    index of the recommended system.  :class:`Comparison` and :class:`~ecjax.prob.MetricPosterior` add what they
+    measure."""
+
+    systems: tuple
+    p_best: np.ndarray
+    rank_probabilities: np.ndarray
+    pairwise: np.ndarray
+    rope: float | None
+    rope_probabilities: np.ndarray | None
+    recommendation: int
+
+
+def ranking_fields(summary: dict, rope: float | None) -> dict:
+    """The fields of :class:`RankedSystems` but the recommendation, from the output of :func:`summarize` (as
+    NumPy)."""
+    return {"p_best": np.asarray(summary["p_best"]),
+            "rank_probabilities": np.asarray(summary["rank_probabilities"]),
+            "pairwise": np.asarray(summary["pairwise"]), "rope": rope,
+            "rope_probabilities": None if rope is None else np.asarray(summary["rope_probabilities"])}
+
+
 def min_draws_for_hdi(prob: float) -> int:
     """At least 10 draws must fall outside a ``prob`` interval for its ends to mean anything."""
     return int(math.ceil(10.0 / (1.0 - prob) - 1e-9))
 
 
-def check_rope(rope, *, optional: bool = True):
+def check_rope(rope: float | None, *, optional: bool = True) -> float | None:
     """The half-width of a region of practical equivalence: a finite number >= 0 (``None`` when ``optional``)."""
     if rope is None and optional:
         return None
@@ -113,7 +148,7 @@ def check_rope(rope, *, optional: bool = True):
     return value
 
 
-def check_hdi_prob(prob, num_draws):
+def check_hdi_prob(prob: float, num_draws: int) -> float:
     p = v.as_number_between(prob, "hdi_prob", 0.0, 1.0)
     need = min_draws_for_hdi(p)
     if num_draws < need:
@@ -136,7 +171,7 @@ def _hdi_kernel(draws, *, prob):
     return jnp.stack([low, high], -1)
 
 
-def hdi(draws, prob: float = 0.9):
+def hdi(draws: ArrayLike, prob: float = 0.9) -> jax.Array:
     """Highest-density interval of each column: ``(S, ...)`` draws -> ``(..., 2)`` (low, high).
 
     The narrowest interval ``[x_(k), x_(k + floor(prob S))]`` of the sorted
@@ -186,7 +221,7 @@ def _batch_means_error_kernel(x, num_batches):
 _batch_means_error_jit = jax.jit(_batch_means_error_kernel, static_argnames=("num_batches",))
 
 
-def batch_means_error(per_draw, num_batches: int = NUM_BATCHES):
+def batch_means_error(per_draw: ArrayLike, num_batches: int = NUM_BATCHES) -> np.ndarray:
     """Monte Carlo standard error of ``per_draw.mean(0)`` by batch means.
 
     The ``S`` draws are cut into ``B = min(num_batches, S // 2)`` consecutive
@@ -229,7 +264,8 @@ def _summary_kernel(key, yields, rope, *, has_rope, hdi_prob):
     return out, errors
 
 
-def summarize(key, yields, *, rope=None, hdi_prob=None):
+def summarize(key: jax.Array, yields: jax.Array, *, rope: float | None = None,
+              hdi_prob: float | None = None) -> dict[str, Any]:
     """All ranking summaries of ``(S, M)`` yield draws, as a dict of arrays.
 
     ``errors`` holds the batch-means standard errors of ``p_best``,
@@ -242,8 +278,8 @@ def summarize(key, yields, *, rope=None, hdi_prob=None):
     """
     m = yields.shape[1]
     has_rope = rope is not None
-    rope = np.asarray(rope if has_rope else 0.0, yields.dtype)  # host: no program to convert it
-    out, errors = _summary_kernel(key, yields, rope, has_rope=has_rope,
+    rope_value = np.asarray(rope if has_rope else 0.0, yields.dtype)  # host: no program to convert it
+    out, errors = _summary_kernel(key, yields, rope_value, has_rope=has_rope,
                                   hdi_prob=None if hdi_prob is None else float(hdi_prob))
     nan = {"p_best": np.full((m,), np.nan), "mean_yield": np.full((m,), np.nan),
            "rope_probabilities": np.full((m, m, 3), np.nan)}
@@ -259,7 +295,7 @@ def _group_is_best(yields, tie_labels, recommendation):
 
 
 @jax.jit
-def group_is_best(yields, tie_labels, recommendation: int):
+def group_is_best(yields: jax.Array, tie_labels: jax.Array, recommendation: int) -> jax.Array:
     """``(S,)`` bool: the recommended system, or one tied with it, has the highest yield in the draw.
 
     ``tie_labels``: ``(M,)`` or ``(S, M)``; systems with equal labels are
@@ -276,7 +312,7 @@ def _group_wins_kernel(yields, tie_labels, recommendation, *, num_batches):
     return jnp.sum(wins, dtype=jnp.int32), error
 
 
-def group_win_rate(yields, tie_labels, recommendation: int):
+def group_win_rate(yields: jax.Array, tie_labels: jax.Array, recommendation: int) -> tuple[float, float]:
     """The share of draws :func:`group_is_best` holds and its batch-means error (:func:`batch_means_error`).
 
     Both as Python floats, from one compiled program (the share is the
@@ -373,7 +409,7 @@ def _nec_undefined(fraction: float) -> str:
             "every class, so the best naive system costs nothing)")
 
 
-def with_error(value, error, digits: int) -> str:
+def with_error(value: float, error: float | None, digits: int) -> str:
     """``"0.944 ± 0.002"``; the value alone when the error is ``None`` (not estimated).  An error that would
     print as 0 without being 0 gets one more digit (``"0.997 ± 0.0004"``), so a small error never reads as none."""
     if error is None:
@@ -383,7 +419,7 @@ def with_error(value, error, digits: int) -> str:
 
 
 @dataclass(frozen=True)
-class Comparison(Recommends):
+class Comparison(RankedSystems):
     """Posterior comparison of ``M`` classifiers under uncertain utilities and a finite test set.
 
     Attributes:
@@ -422,18 +458,11 @@ class Comparison(Recommends):
         ``rope_probabilities``; empty when not estimated.
     """
 
-    systems: tuple
     yields: jax.Array
     expected_costs: jax.Array
     normalized_expected_costs: jax.Array
     expected_utility_matrix: jax.Array
     expected_yield: np.ndarray
-    p_best: np.ndarray
-    rank_probabilities: np.ndarray
-    pairwise: np.ndarray
-    rope: float | None
-    rope_probabilities: np.ndarray | None
-    recommendation: int
     recommendation_probability: float
     hdi_prob: float
     hdi: np.ndarray
@@ -456,7 +485,7 @@ class Comparison(Recommends):
     def num_draws(self) -> int:
         return int(self.yields.shape[0])
 
-    def interval(self, values: str = "yields", prob: float | None = None):
+    def interval(self, values: str = "yields", prob: float | None = None) -> np.ndarray:
         """HDI ``(M, 2)`` of ``"yields"``, ``"expected_costs"``, ``"normalized_expected_costs"``
         or ``"differences"`` (``(M, M, 2)``, yield of row minus yield of column)."""
         prob = self.hdi_prob if prob is None else prob
@@ -483,7 +512,7 @@ class Comparison(Recommends):
         nec = np.asarray(self.normalized_expected_costs)
         return float(np.mean(~np.all(np.isfinite(nec), axis=-1))) if nec.size else 0.0
 
-    def to_arviz(self):
+    def to_arviz(self) -> az.InferenceData:
         """An ``arviz.InferenceData`` with dims ``(chain, draw, system)``; ``arviz.summary`` works on it.
 
         Conjugate draws are independent, so they are split into 4 "chains"

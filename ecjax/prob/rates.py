@@ -53,7 +53,7 @@ properties choose it:
   :func:`sample_class_priors`, accuracy 0.7, 10 samples per class):
   0.898 over 400 simulated test sets at ``K = 10`` and 0.850 over 300 at
   ``K = 100`` (300 draws each; the same HDI rule on as many exact Beta
-  draws for the same test sets: 0.847; ``tests/test_prob_coverage.py``).
+  draws for the same test sets: 0.847; ``tests/test_prob_rates_coverage.py``).
 
 Class priors ``P_i`` (the weights of the expected cost, seed 000 eq. 2):
 
@@ -75,12 +75,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from numpyro.infer import MCMC
 
 # NumPyro is imported inside the models and the NUTS/Predictive functions: the samplers that `compare` and the
 # command line use do not need it, and importing it (with the scipy it pulls in) costs about 0.45 s per process.
@@ -108,7 +112,7 @@ def default_class_concentration(num_classes: int) -> float:
     return PRIOR_PSEUDO_OBSERVATIONS / num_classes
 
 
-def check_concentration(concentration, name="concentration", *, allow_zero=True) -> float:
+def check_concentration(concentration: float, name: str = "concentration", *, allow_zero: bool = True) -> float:
     try:
         a = float(concentration)
     except (TypeError, ValueError):
@@ -119,14 +123,11 @@ def check_concentration(concentration, name="concentration", *, allow_zero=True)
     return a
 
 
-def as_counts(counts, name="counts"):
+def as_counts(counts: ArrayLike, name: str = "counts") -> jax.Array:
     """Non-negative finite count matrices ``(..., K, D)`` (integers or weighted floats)."""
     c = v.as_array(counts, name, min_ndim=2)
     if not v.is_tracer(c):
-        a = np.asarray(c)
-        if a.dtype.kind not in "iuf":
-            raise v.InputError(f"`{name}` must be numeric, got dtype {a.dtype}")
-        v.check_finite(a, name)
+        a = v.check_numbers(np.asarray(c), name)
         if np.any(a < 0):
             raise v.InputError(f"`{name}` must be non-negative")
         if a.shape[-1] == 0 or a.shape[-2] == 0:
@@ -149,7 +150,8 @@ def _rates_kernel(key, counts, concentration, *, num_draws, small_shapes):
     return dirichlet_draws(key, _plus(counts, concentration), num_draws, small_shapes=small_shapes)
 
 
-def sample_rates(key, counts, *, num_draws: int, concentration=None):
+def sample_rates(key: jax.Array, counts: ArrayLike, *, num_draws: int,
+                 concentration: float | None = None) -> jax.Array:
     """Exact posterior draws of the rates ``R_ij`` for each row of ``counts``.
 
     ``R_i ~ Dirichlet(K_i + alpha)`` independently for every class (and
@@ -169,9 +171,14 @@ def sample_rates(key, counts, *, num_draws: int, concentration=None):
     num_draws = v.as_positive_int(num_draws, "num_draws")
     k, d = counts.shape[-2:]
     alpha = default_concentration(d, k) if concentration is None else check_concentration(concentration)
+    check_rows_for_concentration(counts, alpha)
+    return _rates_kernel(key, counts, alpha, num_draws=num_draws, small_shapes=0 < alpha < 1)
+
+
+def check_rows_for_concentration(counts: ArrayLike, alpha: float) -> None:
+    """Under the improper ``Dirichlet(0)`` prior a class without test samples has no posterior."""
     if alpha == 0 and not v.is_tracer(counts) and np.any(np.asarray(counts).sum(-1) == 0):
         raise v.InputError("with `concentration=0` every class needs test samples: a row of `counts` is all zero")
-    return _rates_kernel(key, counts, alpha, num_draws=num_draws, small_shapes=0 < alpha < 1)
 
 
 # -------------------------------------------------------------- class priors
@@ -193,7 +200,7 @@ class PriorDistribution:
     name: str
     _draw: Callable | None = field(repr=False, default=None)
 
-    def sample(self, key, num_draws: int):
+    def sample(self, key: jax.Array, num_draws: int) -> jax.Array:
         """``(num_draws, K)`` prior vectors."""
         num_draws = v.as_positive_int(num_draws, "num_draws")
         if self._draw is None:
@@ -212,7 +219,7 @@ def _dirichlet_priors_model(concentration):
     numpyro.sample("priors", dist.Dirichlet(concentration))
 
 
-def dirichlet_priors(concentration) -> PriorDistribution:
+def dirichlet_priors(concentration: ArrayLike) -> PriorDistribution:
     """Deployment priors ``P ~ Dirichlet(concentration)`` (a ``(K,)`` vector, entries > 0)."""
     a = v.as_array(concentration, "concentration", min_ndim=1)
     a = np.asarray(v.check_finite(a, "concentration"), dtype=np.float64)
@@ -237,7 +244,7 @@ def _interval_priors_model(low, high):
     numpyro.deterministic("priors", jnp.concatenate([head, last[None]]))
 
 
-def interval_priors(low, high, *, num_draws_for_mean: int = 200_000) -> PriorDistribution:
+def interval_priors(low: ArrayLike, high: ArrayLike, *, num_draws_for_mean: int = 200_000) -> PriorDistribution:
     """Deployment priors uniform on ``{P in simplex : low_i <= P_i <= high_i}``.
 
     "Prevalence of class 1 between 2 and 5 %" is
@@ -289,7 +296,8 @@ def interval_priors(low, high, *, num_draws_for_mean: int = 200_000) -> PriorDis
                              f"intervals {lo.tolist()} to {hi.tolist()}", draw)
 
 
-def as_class_priors(priors, num_classes: int):
+def as_class_priors(priors: PriorDistribution | ArrayLike | None,
+                    num_classes: int) -> PriorDistribution | jax.Array | None:
     """``None``, a fixed vector (validated) or a :class:`PriorDistribution` with ``K`` classes."""
     if priors is None or isinstance(priors, PriorDistribution):
         if priors is not None and priors.num_classes != num_classes:
@@ -305,7 +313,9 @@ def _class_prior_kernel(key, class_counts, concentration, *, num_draws):
     return dirichlet_draws(key, _plus(class_counts, concentration), num_draws)
 
 
-def sample_class_priors(key, priors, class_counts, *, num_draws: int, concentration=None):
+def sample_class_priors(key: jax.Array, priors: PriorDistribution | jax.Array | None,
+                        class_counts: jax.Array | np.ndarray, *, num_draws: int,
+                        concentration: float | None = None) -> jax.Array:
     """``(S, K)`` draws of the class priors used in the expected cost.
 
     ``priors=None``: posterior of the test set's class frequencies,
@@ -321,7 +331,7 @@ def sample_class_priors(key, priors, class_counts, *, num_draws: int, concentrat
     return jnp.broadcast_to(priors, (num_draws, k))
 
 
-def expected_class_priors(priors, class_counts):
+def expected_class_priors(priors: PriorDistribution | jax.Array | None, class_counts: ArrayLike) -> jax.Array:
     """Point value of the class priors: data frequencies, the fixed vector, or the prior's mean."""
     if priors is None:
         c = jnp.asarray(class_counts, jnp.result_type(float))
@@ -333,7 +343,8 @@ def expected_class_priors(priors, class_counts):
 
 # ------------------------------------------------------------------ the model
 
-def rates_model(counts, concentration=None, class_counts=None, prior_concentration=None):
+def rates_model(counts: ArrayLike, concentration: float | None = None, class_counts: ArrayLike | None = None,
+                prior_concentration: float | None = None) -> None:
     """NumPyro model of confusion rates; the conjugate sampler draws from its exact posterior.
 
     ``rates[..., i, :] ~ Dirichlet(alpha)``, ``counts[..., i, :] ~
@@ -356,8 +367,9 @@ def rates_model(counts, concentration=None, class_counts=None, prior_concentrati
         numpyro.sample("class_counts", dist.Multinomial(total_count=jnp.sum(class_counts), probs=p), obs=class_counts)
 
 
-def sample_rates_nuts(key, counts, *, num_draws: int = 1000, num_warmup: int = 500, num_chains: int = 2,
-                      concentration=None, class_counts=None, prior_concentration=None):
+def sample_rates_nuts(key: jax.Array, counts: ArrayLike, *, num_draws: int = 1000, num_warmup: int = 500,
+                      num_chains: int = 2, concentration: float | None = None, class_counts: ArrayLike | None = None,
+                      prior_concentration: float | None = None) -> tuple[dict[str, jax.Array], MCMC]:
     """Posterior draws of :func:`rates_model` by NUTS (``numpyro.infer.MCMC``), for checking the conjugate sampler.
 
     Chains run one after the other (``chain_method="sequential"``), which

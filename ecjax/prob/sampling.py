@@ -29,12 +29,15 @@ keys derived inside the retry loop made the loop hang with jax 0.10.2.)
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Any
 
 import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike, DTypeLike
 
 from ecjax import random_bits
 from ecjax.random_bits import uniform_pair
@@ -190,7 +193,8 @@ def _put_rows(out, rows, start):
     return jax.lax.dynamic_update_slice_in_dim(out, rows, start, axis=0)
 
 
-def in_blocks(key, num_rows, rows, draw_block, trailing_shape, dtype):
+def in_blocks(key: jax.Array, num_rows: int, rows: int, draw_block: Callable[[jax.Array, Any], jax.Array],
+              trailing_shape: Sequence[int], dtype: DTypeLike) -> jax.Array:
     """``(num_rows,) + trailing_shape`` filled ``rows`` rows at a time by ``draw_block(key_b, start)``.
 
     Block ``b`` gets the key ``fold_in(key, b)``.  The last block starts
@@ -289,7 +293,7 @@ def _long_rows(key, flat, num_rows, boost):
     return in_blocks(key, num_rows, 1, draw_row, (size,), flat.dtype)
 
 
-def gamma(key, shape, *, small_shapes: bool = True):
+def gamma(key: jax.Array, shape: ArrayLike, *, small_shapes: bool = True) -> jax.Array:
     """Exact ``Gamma(a, 1)`` variates for an array of shapes ``a >= 0``.
 
     ``a = 0`` gives 0 (the degenerate limit).  ``small_shapes=False`` promises
@@ -311,7 +315,7 @@ def _normalize_last(g):
     return jnp.where(total > 0, g / jnp.where(total > 0, total, 1.0), 0.0)
 
 
-def dirichlet(key, concentration, *, small_shapes: bool = True):
+def dirichlet(key: jax.Array, concentration: ArrayLike, *, small_shapes: bool = True) -> jax.Array:
     """Exact ``Dirichlet(alpha)`` draws over the last axis, from normalized gammas.
 
     Rows whose concentrations are all 0 return all zeros (they carry no
@@ -356,12 +360,13 @@ def _draws(key, shape, num_draws, small_shapes, normalize):
     return _concrete_draws(key, shape.reshape(-1), n, bool(small_shapes), (n,) + shape.shape, normalize)
 
 
-def gamma_draws(key, shape, num_draws: int, *, small_shapes: bool = True):
+def gamma_draws(key: jax.Array, shape: ArrayLike, num_draws: int, *, small_shapes: bool = True) -> jax.Array:
     """``(num_draws,) + shape.shape`` independent ``Gamma(shape, 1)`` arrays (as :func:`gamma`).  Kernel."""
     return _draws(key, shape, num_draws, small_shapes, normalize=False)
 
 
-def dirichlet_draws(key, concentration, num_draws: int, *, small_shapes: bool = True):
+def dirichlet_draws(key: jax.Array, concentration: ArrayLike, num_draws: int, *,
+                    small_shapes: bool = True) -> jax.Array:
     """``(num_draws,) + concentration.shape`` independent ``Dirichlet`` draws over the last axis (as :func:`dirichlet`).
 
     Kernel.
@@ -369,7 +374,8 @@ def dirichlet_draws(key, concentration, num_draws: int, *, small_shapes: bool = 
     return _draws(key, concentration, num_draws, small_shapes, normalize=True)
 
 
-def rejection_sample(draw_batch, accept, key, num_draws: int, *, max_rounds: int = 200, what: str = "prior"):
+def rejection_sample(draw_batch: Callable[[jax.Array, int], Any], accept: Callable[[Any], ArrayLike], key: jax.Array,
+                     num_draws: int, *, max_rounds: int = 200, what: str = "prior") -> Any:
     """Fill ``num_draws`` accepted draws by repeated batches of ``num_draws``.
 
     ``draw_batch(key, n) -> pytree`` of arrays with leading axis ``n``;

@@ -23,13 +23,15 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from functools import partial
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 # NumPyro is imported inside the models and the NUTS/Predictive functions: the samplers that `compare` and the
 # command line use do not need it, and importing it (with the scipy it pulls in) costs about 0.45 s per process.
@@ -59,7 +61,7 @@ def _with_utilities(draw_sites, site, key):
     return draws
 
 
-def correct_dominates(utilities):
+def correct_dominates(utilities: jax.Array) -> jax.Array:
     """``(..., )`` bool: ``U_ii >= U_ij`` for every true class ``i`` and decision ``j``.
 
     Decision ``i`` is the correct decision for class ``i`` (the first ``K``
@@ -76,14 +78,14 @@ def _dominance_factor(utilities):
     numpyro.factor("correct_dominates", jnp.where(correct_dominates(utilities), 0.0, -jnp.inf))
 
 
-def in_hexagon(x, y):
+def in_hexagon(x: jax.Array, y: jax.Array) -> jax.Array:
     """The set of seed 004 Fig. 1: ``|x| <= 1``, ``|y| <= 1``, ``|x - y| <= 1``."""
     return (jnp.abs(x) <= 1.0) & (jnp.abs(y) <= 1.0) & (jnp.abs(x - y) <= 1.0)
 
 
 # ------------------------------------------------------------------- models
 
-def interval_model(low, high, *, site="utility", dominance=False):
+def interval_model(low: jax.Array, high: jax.Array, *, site: str = "utility", dominance: bool = False) -> None:
     """Independent uniform entries: ``U_ij ~ Uniform(low_ij, high_ij)``.
 
     Entries with ``low == high`` are fixed.  ``dominance=True`` restricts the
@@ -98,7 +100,8 @@ def interval_model(low, high, *, site="utility", dominance=False):
         _dominance_factor(_as_utilities(value, site))
 
 
-def interval_draws(low, high, key, *, site="utility", num_draws):
+def interval_draws(low: ArrayLike, high: jax.Array, key: jax.Array, *, site: str = "utility",
+                   num_draws: int) -> dict[str, jax.Array]:
     """``num_draws`` forward draws of :func:`interval_model`: ``{"unit", site}`` (factors ignored, as by ``Predictive``).
 
     Equal in distribution to NumPyro's ``Predictive`` of the model, drawn
@@ -111,7 +114,8 @@ def interval_draws(low, high, key, *, site="utility", num_draws):
     return {"unit": unit, site: low + (high - low) * unit}
 
 
-def truncated_normal_model(nominal, scale, low, high, *, site="utility", dominance=False):
+def truncated_normal_model(nominal: ArrayLike, scale: ArrayLike, low: ArrayLike, high: ArrayLike, *,
+                           site: str = "utility", dominance: bool = False) -> None:
     """Entries ``~ Normal(nominal_ij, scale_ij)`` truncated to ``[low_ij, high_ij]``.
 
     Seed 004 §4.2 (iii): the error around a true utility matrix is a
@@ -132,7 +136,8 @@ def truncated_normal_model(nominal, scale, low, high, *, site="utility", dominan
         _dominance_factor(_as_utilities(value, site))
 
 
-def cost_ratio_model(low, high, *, distribution="log_uniform", positive=1, interval_mass=0.95):
+def cost_ratio_model(low: float, high: float, *, distribution: str = "log_uniform", positive: int = 1,
+                     interval_mass: float = 0.95) -> None:
     """Binary costs ``c = [[0, 1], [r, 0]]`` (for ``positive=1``) with an uncertain ratio ``r``.
 
     ``r`` is the cost of a miss (true ``positive`` decided as the other
@@ -152,7 +157,7 @@ def cost_ratio_model(low, high, *, distribution="log_uniform", positive=1, inter
     numpyro.deterministic("cost", alarm + r * miss)
 
 
-def seed004_uniform_model():
+def seed004_uniform_model() -> None:
     """Uniform over the normalized binary utility space of seed 004 Fig. 1 (§4.2 (i)).
 
     ``(x, y)`` uniform on the hexagon ``|x|, |y|, |x - y| <= 1``; the utility
@@ -166,7 +171,7 @@ def seed004_uniform_model():
     numpyro.deterministic("utility", utility_from_xy(x, y))
 
 
-def seed004_gaussian_model(center=(0.0, 0.0), sd=1.0 / 3.0):
+def seed004_gaussian_model(center: Sequence[float] = (0.0, 0.0), sd: float = 1.0 / 3.0) -> None:
     """Seed 004 §4.2 (i): a Gaussian in the ``(x, y)`` coordinates of eq. 13, truncated to the hexagon.
 
     The seed's choice is centred on the identity matrix (``(0, 0)``) with
@@ -275,7 +280,7 @@ class UtilityPrior:
                 _SAMPLERS.popitem(last=False)
         return fn
 
-    def sample(self, key, num_draws: int):
+    def sample(self, key: jax.Array, num_draws: int) -> jax.Array:
         """``(num_draws, K, D)`` utility matrices (negated when the site is ``"cost"``)."""
         num_draws = v.as_positive_int(num_draws, "num_draws")
         draw = lambda k, n: self._sampler(n)(k)  # noqa: E731
@@ -306,7 +311,8 @@ def _check_dominance_shape(shape, dominance):
 
 # ------------------------------------------------------------- constructors
 
-def intervals(low, high, *, kind: str = "utility", correct_dominates: bool = False) -> UtilityPrior:
+def intervals(low: ArrayLike, high: ArrayLike, *, kind: str = "utility",
+              correct_dominates: bool = False) -> UtilityPrior:
     """Each entry uniform on its own interval ``[low_ij, high_ij]``.
 
     The expected utility matrix is ``(low + high) / 2`` in closed form (seed
@@ -323,19 +329,19 @@ def intervals(low, high, *, kind: str = "utility", correct_dominates: bool = Fal
       >>> prior = intervals([[0, 1], [10, 0]], [[0, 1], [50, 0]], kind="cost")
     """
     _check_site(kind)
-    low = v.as_matrix(low, "low")
-    high = v.as_matrix(high, "high", shape=low.shape[-2:])
-    if low.ndim != 2:
-        raise v.InputError(f"`low` must be one (K, D) matrix, got shape {tuple(low.shape)}")
-    bad = np.asarray(low) > np.asarray(high)
+    lo = v.as_matrix(low, "low")
+    hi = v.as_matrix(high, "high", shape=lo.shape[-2:])
+    if lo.ndim != 2:
+        raise v.InputError(f"`low` must be one (K, D) matrix, got shape {tuple(lo.shape)}")
+    bad = np.asarray(lo) > np.asarray(hi)
     if np.any(bad):
         i, j = np.argwhere(bad)[0]
         raise v.InputError(f"interval bounds must satisfy low <= high; entry ({i}, {j}) has low "
-                           f"{float(low[i, j])} > high {float(high[i, j])}")
-    shape = tuple(low.shape)
+                           f"{float(lo[i, j])} > high {float(hi[i, j])}")
+    shape = tuple(lo.shape)
     _check_dominance_shape(shape, correct_dominates)
     if correct_dominates:
-        u_lo, u_hi = (low, high) if kind == "utility" else (-high, -low)
+        u_lo, u_hi = (lo, hi) if kind == "utility" else (-hi, -lo)
         k = shape[0]
         # U_ii <= max, U_ij >= min: the constraint U_ii >= U_ij is impossible if max_ii < min_ij.
         diag_hi = np.diagonal(np.asarray(u_hi)[:, :k])
@@ -348,14 +354,14 @@ def intervals(low, high, *, kind: str = "utility", correct_dominates: bool = Fal
             )
     # On the host: a few eager array operations would each be a compiled program (~20-60 ms on a cold start).
     mean = None if correct_dominates else v.to_device(
-        _as_utilities((np.asarray(low, np.float64) + np.asarray(high, np.float64)) / 2.0, kind), low.dtype)
+        _as_utilities((np.asarray(lo, np.float64) + np.asarray(hi, np.float64)) / 2.0, kind), lo.dtype)
     return UtilityPrior(
-        model=partial(interval_model, low, high, site=kind, dominance=correct_dominates),
+        model=partial(interval_model, lo, hi, site=kind, dominance=correct_dominates),
         site=kind, shape=shape,
         constraint=_dominance_constraint(kind) if correct_dominates else None,
         constraint_sites=(),
         mean=mean, mean_method="monte_carlo" if correct_dominates else "closed_form",
-        name=f"intervals ({kind})", forward=partial(interval_draws, low, high, site=kind),
+        name=f"intervals ({kind})", forward=partial(interval_draws, lo, hi, site=kind),
     )
 
 
@@ -376,8 +382,8 @@ def _truncated_normal_mean(nominal, scale, low, high):
     return np.where(free, nominal + s * shift, nominal)
 
 
-def truncated_normal(nominal, scale, *, low=-np.inf, high=np.inf, kind: str = "utility",
-                     correct_dominates: bool = False) -> UtilityPrior:
+def truncated_normal(nominal: ArrayLike, scale: ArrayLike, *, low: ArrayLike = -np.inf, high: ArrayLike = np.inf,
+                     kind: str = "utility", correct_dominates: bool = False) -> UtilityPrior:
     """Each entry Gaussian around a nominal matrix, truncated to ``[low, high]``.
 
     With ``low=0, high=1, correct_dominates=True`` this is the error model of
@@ -393,10 +399,10 @@ def truncated_normal(nominal, scale, *, low=-np.inf, high=np.inf, kind: str = "u
       correct_dominates: as in :func:`intervals`.
     """
     _check_site(kind)
-    nominal = v.as_matrix(nominal, "nominal")
-    if nominal.ndim != 2:
-        raise v.InputError(f"`nominal` must be one (K, D) matrix, got shape {tuple(nominal.shape)}")
-    shape = tuple(nominal.shape)
+    nominal_m = v.as_matrix(nominal, "nominal")
+    if nominal_m.ndim != 2:
+        raise v.InputError(f"`nominal` must be one (K, D) matrix, got shape {tuple(nominal_m.shape)}")
+    shape = tuple(nominal_m.shape)
     arrays = {}
     for name, val in (("scale", scale), ("low", low), ("high", high)):
         a = np.asarray(v.as_array(val, name), dtype=np.float64)
@@ -407,7 +413,7 @@ def truncated_normal(nominal, scale, *, low=-np.inf, high=np.inf, kind: str = "u
         except ValueError:
             raise v.InputError(f"`{name}` must be a scalar or broadcast to {shape}, got shape {a.shape}") from None
     sc, lo, hi = arrays["scale"], arrays["low"], arrays["high"]
-    nom = np.asarray(nominal, dtype=np.float64)
+    nom = np.asarray(nominal_m, dtype=np.float64)
     if np.any(~np.isfinite(sc)) or np.any(sc < 0):
         raise v.InputError("`scale` must be finite and >= 0")
     if np.any(lo > hi):
@@ -420,7 +426,7 @@ def truncated_normal(nominal, scale, *, low=-np.inf, high=np.inf, kind: str = "u
         mean = _as_utilities(jnp.asarray(_truncated_normal_mean(nom, sc, lo, hi), jnp.result_type(float)), kind)
     f = jnp.result_type(float)
     return UtilityPrior(
-        model=partial(truncated_normal_model, nominal, jnp.asarray(sc, f), jnp.asarray(lo, f), jnp.asarray(hi, f),
+        model=partial(truncated_normal_model, nominal_m, jnp.asarray(sc, f), jnp.asarray(lo, f), jnp.asarray(hi, f),
                       site=kind, dominance=correct_dominates),
         site=kind, shape=shape,
         constraint=_dominance_constraint(kind) if correct_dominates else None,
@@ -553,7 +559,7 @@ def _hexagon_gaussian_moments(cx, cy, sd, nodes=400):
     return z[1:] / z[0]
 
 
-def seed004_gaussian(center=(0.0, 0.0), sd: float = 1.0 / 3.0) -> UtilityPrior:
+def seed004_gaussian(center: Sequence[float] = (0.0, 0.0), sd: float = 1.0 / 3.0) -> UtilityPrior:
     """Seed 004 §4.2 (i): Gaussian in the ``(x, y)`` of eq. 13, truncated to the hexagon of Fig. 1.
 
     The default is the seed's: centred on the identity matrix, sd 1/3 (Fig.
@@ -579,8 +585,8 @@ def seed004_gaussian(center=(0.0, 0.0), sd: float = 1.0 / 3.0) -> UtilityPrior:
     )
 
 
-def from_model(model, *args, site: str | None = None, correct_dominates: bool = False, name: str | None = None,
-               **kwargs) -> UtilityPrior:
+def from_model(model: Callable[..., Any], *args: Any, site: str | None = None, correct_dominates: bool = False,
+               name: str | None = None, **kwargs: Any) -> UtilityPrior:
     """Wrap any NumPyro model exposing a ``"utility"`` (or ``"cost"``) site of shape ``(K, D)``.
 
     ``args`` and ``kwargs`` are bound to the model.  ``site`` is detected
@@ -618,7 +624,8 @@ def from_model(model, *args, site: str | None = None, correct_dominates: bool = 
     )
 
 
-def as_utility_prior(utilities, name: str = "utilities"):
+def as_utility_prior(utilities: UtilityPrior | Callable[..., Any] | ArrayLike,
+                     name: str = "utilities") -> UtilityPrior | jax.Array:
     """A :class:`UtilityPrior`, a NumPyro model, or a fixed ``(K, D)`` matrix (returned as an array)."""
     if isinstance(utilities, UtilityPrior):
         return utilities
@@ -630,7 +637,8 @@ def as_utility_prior(utilities, name: str = "utilities"):
     return m
 
 
-def resolve_utilities(utilities, costs):
+def resolve_utilities(utilities: UtilityPrior | Callable[..., Any] | ArrayLike | None,
+                      costs: UtilityPrior | Callable[..., Any] | ArrayLike | None) -> UtilityPrior | jax.Array:
     """Exactly one of ``utilities`` and ``costs`` (a matrix or a prior) as a utility matrix or prior.
 
     Costs become utilities by negation (``U = -C``), so every caller ranks by utility yield.
@@ -639,5 +647,6 @@ def resolve_utilities(utilities, costs):
         raise v.InputError("give exactly one of `utilities` and `costs` (a (K, D) matrix or a utility prior)")
     if utilities is not None:
         return as_utility_prior(utilities, "utilities")
+    assert costs is not None  # exactly one of the two was given
     prior = as_utility_prior(costs, "costs")
     return prior if isinstance(prior, UtilityPrior) else -prior + 0.0

@@ -15,6 +15,7 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.confusion import class_counts
@@ -78,8 +79,9 @@ def _default_batch_size(num_rows, num_decisions, num_costs):
     return int(max(1, min(num_costs, 4_000_000 // max(1, num_rows * num_decisions))))
 
 
-def bayes_expected_cost(labels, scores, costs, *, priors=None, score_type="log_posteriors", normalize=False,
-                        batch_size=None, precision="exact", sample_weight=None):
+def bayes_expected_cost(labels: ArrayLike, scores: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | None = None,
+                        score_type: str = "log_posteriors", normalize: bool = False, batch_size: int | None = None,
+                        precision: str = "exact", sample_weight: ArrayLike | None = None) -> jax.Array:
     """EC of Bayes decisions made from ``scores`` for each cost matrix.
 
     ``EC = sum_n w_n c(y_n, d_n)`` with ``d_n`` the Bayes decision (seed 001
@@ -116,26 +118,26 @@ def bayes_expected_cost(labels, scores, costs, *, priors=None, score_type="log_p
     """
     precision = check_precision(precision)
     labels, scores, log_p, k = labels_and_scores(labels, scores, priors, score_type)
-    sample_weight = v.as_sample_weight(sample_weight, labels)
-    counts, p = evaluation_priors(labels, k, priors, sample_weight)
-    costs = v.as_matrix(costs, "costs", shape=(k, None))
-    if costs.ndim > 3:
-        raise v.InputError(f"`costs` must be (K, D) or (B, K, D), got shape {tuple(costs.shape)}")
-    if normalize and np.any(np.asarray(naive_expected_cost(costs, p)) <= 0):
-        raise v.InputError("the best naive system has zero expected cost for these `costs`: NEC is undefined")
+    w = v.as_sample_weight(sample_weight, labels)
+    counts, p = evaluation_priors(labels, k, priors, w)
+    c = v.as_matrix(costs, "costs", shape=(k, None))
+    if c.ndim > 3:
+        raise v.InputError(f"`costs` must be (K, D) or (B, K, D), got shape {tuple(c.shape)}")
+    if normalize:
+        v.check_naive_cost_positive(naive_expected_cost(c, p))
     s_batch = scores.shape[: scores.ndim - (1 if score_type == "llr" else 2)]
     if len(s_batch) > 1:
         raise v.InputError(f"`scores` may have at most one batch axis (systems), got shape {tuple(scores.shape)}")
     flat_scores = scores.reshape((-1,) + scores.shape[len(s_batch):])
-    flat_costs = costs.reshape((-1,) + costs.shape[-2:])
+    flat_costs = c.reshape((-1,) + c.shape[-2:])
     n_i = class_counts(counts)
     class_weights = jnp.where(n_i > 0, p / jnp.where(n_i > 0, n_i, 1), 0.0)  # P_i / K_i* (seed 000 eq. 2)
     if batch_size is None:
-        batch_size = _default_batch_size(flat_scores.shape[0] * labels.shape[0], costs.shape[-1], flat_costs.shape[0])
+        batch_size = _default_batch_size(flat_scores.shape[0] * labels.shape[0], c.shape[-1], flat_costs.shape[0])
     batch_size = v.as_positive_int(batch_size, "batch_size")
-    out = _bayes_ec(labels, flat_scores, log_p, flat_costs, class_weights, p, sample_weight,
+    out = _bayes_ec(labels, flat_scores, log_p, flat_costs, class_weights, p, w,
                     score_type=score_type, normalize=bool(normalize), batch_size=batch_size, precision=precision)
-    return out.reshape(s_batch + costs.shape[:-2])
+    return out.reshape(s_batch + c.shape[:-2])
 
 
 @jax.jit
@@ -162,9 +164,8 @@ def _binary_threshold_inputs(labels, scores, costs, priors, score_type, sample_w
     sample_weight = v.as_sample_weight(sample_weight, labels)
     if k != 2:
         raise v.InputError(f"thresholds need binary scores (K = 2), got K = {k}")
-    costs = jnp.asarray(1.0 - jnp.eye(2)) if costs is None else v.as_matrix(costs, "costs", shape=(2, 2))
-    if costs.ndim != 2:
-        raise v.InputError(f"`costs` must be one (2, 2) matrix, got shape {tuple(costs.shape)}")
+    costs = (jnp.asarray(1.0 - jnp.eye(2)) if costs is None
+             else v.as_matrix(costs, "costs", shape=(2, 2), batched=False))
     if scores.ndim != (1 if score_type == "llr" else 2):
         raise v.InputError(f"`scores` must be for one system, got shape {tuple(scores.shape)}")
     _, p = evaluation_priors(labels, 2, priors, sample_weight)
@@ -177,8 +178,7 @@ def _normalizer(costs, p, normalize):
     if not normalize:
         return 1.0
     naive = naive_expected_cost(costs, p)
-    if float(naive) <= 0:
-        raise v.InputError("the best naive system has zero expected cost for these `costs`: NEC is undefined")
+    v.check_naive_cost_positive(naive)
     return naive
 
 
@@ -196,8 +196,9 @@ class OptimalThreshold(NamedTuple):
     threshold: jax.Array
 
 
-def expected_cost_vs_threshold(labels, scores, costs=None, *, priors=None, score_type="log_posteriors",
-                               normalize=False, sample_weight=None):
+def expected_cost_vs_threshold(labels: ArrayLike, scores: ArrayLike, costs: ArrayLike | None = None, *,
+                               priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+                               normalize: bool = False, sample_weight: ArrayLike | None = None) -> ThresholdCurve:
     """EC (or NEC) of "decide 1 iff s > t" at every threshold that changes a decision (one sort).
 
     ``s`` is the class-1 log-odds of the scores (the LLR for ``"llr"``); the
@@ -221,8 +222,10 @@ def expected_cost_vs_threshold(labels, scores, costs=None, *, priors=None, score
     return ThresholdCurve(thresholds, np.asarray(ec)[keep] / float(_normalizer(costs, p, normalize)))
 
 
-def optimal_threshold_expected_cost(labels, scores, costs=None, *, priors=None, score_type="log_posteriors",
-                                    normalize=False, sample_weight=None):
+def optimal_threshold_expected_cost(labels: ArrayLike, scores: ArrayLike, costs: ArrayLike | None = None, *,
+                                    priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+                                    normalize: bool = False,
+                                    sample_weight: ArrayLike | None = None) -> OptimalThreshold:
     """EC at the empirically optimal threshold for binary scores, by one sort.
 
     Sorts the log-odds ``s = log P(1|x) - log P(0|x)`` (the LLR for

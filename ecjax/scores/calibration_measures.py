@@ -9,6 +9,7 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.scores.inputs import (
@@ -61,8 +62,9 @@ def _bayes_risk_kernel(labels, llr, plo, sample_weight=None, *, normalize):
     return actual, minimum, naive
 
 
-def bayes_risk_curve(labels, scores, *, prior_log_odds=None, priors=None, score_type="llr", normalize=True,
-                     sample_weight=None):
+def bayes_risk_curve(labels: ArrayLike, scores: ArrayLike, *, prior_log_odds: ArrayLike | None = None,
+                     priors: ArrayLike | None = None, score_type: str = "llr", normalize: bool = True,
+                     sample_weight: ArrayLike | None = None) -> BayesRiskCurve:
     """Actual and minimum Bayes risk of binary scores over effective priors.
 
     For each effective prior log-odds ``theta`` (prior ``pi = sigmoid(theta)``
@@ -125,7 +127,8 @@ def bayes_risk_curve(labels, scores, *, prior_log_odds=None, priors=None, score_
     return BayesRiskCurve(plo, actual, minimum, naive)
 
 
-def bin_indices(values, num_bins, binning, reference=None, weights=None):
+def bin_indices(values: jax.Array, num_bins: int, binning: str, reference: jax.Array | None = None,
+                weights: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
     """Kernel: bin index in ``[0, num_bins)`` of each value in ``[0, 1]``.
 
     ``"equal_width"``: bins ``(m/M, (m+1)/M]`` (the first also holds 0), as
@@ -144,7 +147,7 @@ def bin_indices(values, num_bins, binning, reference=None, weights=None):
     return jnp.clip(idx, 0, num_bins - 1), upper
 
 
-def equal_mass_upper_edges(reference, num_bins, weights=None):
+def equal_mass_upper_edges(reference: jax.Array, num_bins: int, weights: jax.Array | None = None) -> jax.Array:
     """Kernel: ``(M,)`` upper edges of the equal-mass bins of ``reference`` ``(N,)`` (the last is ``+inf``).
 
     Unweighted: ``np.array_split`` of the sorted values into ``M`` parts of
@@ -172,10 +175,10 @@ def equal_mass_upper_edges(reference, num_bins, weights=None):
         order = jnp.argsort(reference)
         sorted_ref = reference[order]
         cum = jnp.cumsum(weights[order].astype(sorted_ref.dtype))
-        q = jnp.floor(cum[-1] / num_bins)
-        r = cum[-1] - q * num_bins
+        wq = jnp.floor(cum[-1] / num_bins)
+        wr = cum[-1] - wq * num_bins
         m = jnp.arange(1, num_bins + 1, dtype=sorted_ref.dtype)
-        ends = m * q + jnp.minimum(m, r)
+        ends = m * wq + jnp.minimum(m, wr)
         # The first sample whose cumulative weight reaches e_m: the e_m-th of the repeated values.
         pos = jnp.clip(jnp.searchsorted(cum, ends, side="left"), 0, n - 1)
     upper = jnp.where(ends > 0, sorted_ref[pos], -jnp.inf)  # e_m = 0: a bin with nothing in it
@@ -216,8 +219,7 @@ def _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type, 
     v.check_choice(variant, "variant", ECE_VARIANTS)
     num_bins = v.as_positive_int(num_bins, "num_bins")
     labels, log_post, _, _ = posterior_inputs(labels, scores, priors, score_type, sample_weight)
-    if log_post.ndim != 2:
-        raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(log_post.shape)}")
+    v.check_one_system(log_post, 2)
     k = log_post.shape[-1]
     if variant == "binary" and k != 2:
         raise v.InputError(f"variant='binary' needs K = 2 classes, got K = {k}; use variant='top_label'")
@@ -225,8 +227,9 @@ def _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type, 
     return labels, log_post, top_label, num_bins
 
 
-def ece(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
-        score_type="log_posteriors", sample_weight=None):
+def ece(labels: ArrayLike, scores: ArrayLike, *, num_bins: int = 15, binning: str = "equal_width",
+        variant: str = "auto", priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+        sample_weight: ArrayLike | None = None) -> jax.Array:
     """Expected calibration error (seed 002 eqs. 62-63), as a fraction.
 
     ``ECE = sum_m |B_m|/N |frac(B_m) - avg(B_m)|``.  ``variant="binary"``
@@ -259,11 +262,11 @@ def ece(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", p
         of the repeated samples).
     """
     sample_weight = validated_sample_weight(labels, sample_weight)
-    labels, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type,
-                                                        sample_weight)
-    out = _ece_kernel(labels, log_post, sample_weight, num_bins=num_bins, binning=binning, top_label=top_label)
-    if v.any_traced(labels, log_post, sample_weight):
-        return v.nan_where_invalid(out, scores_ok(labels, log_post) & weights_ok(sample_weight))
+    y, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type,
+                                                   sample_weight)
+    out = _ece_kernel(y, log_post, sample_weight, num_bins=num_bins, binning=binning, top_label=top_label)
+    if v.any_traced(y, log_post, sample_weight):
+        return v.nan_where_invalid(out, scores_ok(y, log_post) & weights_ok(sample_weight))
     return out
 
 
@@ -275,8 +278,9 @@ class ReliabilityBins(NamedTuple):
     count: np.ndarray  # type: ignore[assignment]  # samples per bin (int64); with sample_weight, the bin's weight total (float64)
 
 
-def reliability_bins(labels, scores, *, num_bins=15, binning="equal_width", variant="auto", priors=None,
-                     score_type="log_posteriors", sample_weight=None):
+def reliability_bins(labels: ArrayLike, scores: ArrayLike, *, num_bins: int = 15, binning: str = "equal_width",
+                     variant: str = "auto", priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+                     sample_weight: ArrayLike | None = None) -> ReliabilityBins:
     """The bins behind :func:`ece` and the reliability diagram (seed 002 eqs. 62-63).
 
     ``ece = sum_m count_m / N * |frequency_m - confidence_m|``.  Arguments as in :func:`ece`.  With

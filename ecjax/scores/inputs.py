@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.confusion import class_counts, confusion_counts
@@ -20,18 +22,16 @@ from ecjax.decisions import class_one_log_odds_kernel, log_posteriors_kernel
 from ecjax.metrics import resolve_priors
 
 
-def labels_and_scores(labels, scores, priors, score_type):
-    scores, log_p = v.scores_and_log_priors(scores, None if score_type in v.POSTERIOR_TYPES else priors, score_type)
+def labels_and_scores(labels: ArrayLike, scores: ArrayLike, priors: ArrayLike | None,
+                      score_type: str) -> tuple[jax.Array, jax.Array, jax.Array, int]:
+    s, log_p = v.scores_and_log_priors(scores, None if score_type in v.POSTERIOR_TYPES else priors, score_type)
     k = log_p.shape[-1]
-    labels = v.as_index_array(labels, "labels", upper=k)
-    n_axis = -1 if score_type == "llr" else -2
-    v.check_same_length("labels", labels, "scores", scores, axis_b=n_axis)
-    if labels.ndim != 1:
-        raise v.InputError(f"`labels` must be one vector of N classes, got shape {labels.shape}")
-    return labels, scores, log_p, k
+    y = v.as_label_vector(labels, num_classes=k, scores=s, sample_axis=-1 if score_type == "llr" else -2)
+    return y, s, log_p, k
 
 
-def check_weighted_classes(labels, sample_weight, num_classes, priors):
+def check_weighted_classes(labels: ArrayLike, sample_weight: ArrayLike | None, num_classes: int,
+                           priors: ArrayLike | None) -> None:
     """Weights must leave something to average: any weight with data priors, each prior-weighted class otherwise."""
     if sample_weight is None or v.any_traced(labels, sample_weight, priors):
         return
@@ -44,21 +44,23 @@ def check_weighted_classes(labels, sample_weight, num_classes, priors):
                                 why="it has a non-zero prior in `priors`, so its weighted average is undefined")
 
 
-def weights_ok(sample_weight):
+def weights_ok(sample_weight: jax.Array | None) -> jax.Array:
     """Traced-input mask of valid weights (the NaN contract): finite, non-negative, some positive."""
     if sample_weight is None:
         return jnp.asarray(True)
     return jnp.all(jnp.isfinite(sample_weight) & (sample_weight >= 0)) & (jnp.sum(sample_weight) > 0)
 
 
-def evaluation_priors(labels, k, priors, sample_weight=None):
+def evaluation_priors(labels: jax.Array, k: int, priors: ArrayLike | None,
+                      sample_weight: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
     """Class counts (weighted: class weight totals) and the evaluation priors they give."""
     check_weighted_classes(labels, sample_weight, k, priors)
     counts = confusion_counts(labels, labels, sample_weight, num_classes=k, num_decisions=k)
     return counts, resolve_priors(counts, priors)
 
 
-def without_zero_weights(labels, s, sample_weight):
+def without_zero_weights(labels: jax.Array, s: jax.Array,
+                         sample_weight: jax.Array | None) -> tuple[jax.Array, jax.Array, jax.Array | None]:
     """Concrete input: leave out samples of weight 0, as if absent (as scikit-learn's curves do).
 
     Otherwise their scores would add cuts (thresholds) that no sample with
@@ -69,11 +71,12 @@ def without_zero_weights(labels, s, sample_weight):
     keep = np.asarray(sample_weight) > 0
     if keep.all():
         return labels, s, sample_weight
-    keep = jnp.asarray(keep)
-    return labels[keep], s[keep], sample_weight[keep]
+    mask = jnp.asarray(keep)
+    return labels[mask], s[mask], sample_weight[mask]
 
 
-def posterior_inputs(labels, scores, priors, score_type, sample_weight=None):
+def posterior_inputs(labels: ArrayLike, scores: ArrayLike, priors: ArrayLike | None, score_type: str,
+                     sample_weight: jax.Array | None = None) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """Validated ``(labels, log_posteriors, evaluation priors, class counts)``.
 
     For ``"llr"`` and ``"log_likelihoods"`` the priors also turn scores into
@@ -87,20 +90,18 @@ def posterior_inputs(labels, scores, priors, score_type, sample_weight=None):
     s, log_p = v.scores_and_log_priors(a, priors if likelihood_type else None, score_type)
     s = v.restore_neg_inf(s, neg_inf)
     k = log_p.shape[-1]
-    labels = v.as_index_array(labels, "labels", upper=k)
-    if labels.ndim != 1:
-        raise v.InputError(f"`labels` must be one vector of N classes, got shape {labels.shape}")
-    v.check_same_length("labels", labels, "scores", s, axis_b=-1 if score_type == "llr" else -2)
+    y = v.as_label_vector(labels, num_classes=k, scores=s, sample_axis=-1 if score_type == "llr" else -2)
     if sample_weight is not None:
-        v.check_same_length("labels", labels, "sample_weight", sample_weight)
-    check_weighted_classes(labels, sample_weight, k, priors)
-    counts = confusion_counts(labels, labels, sample_weight, num_classes=k, num_decisions=k)
+        v.check_same_length("labels", y, "sample_weight", sample_weight)
+    check_weighted_classes(y, sample_weight, k, priors)
+    counts = confusion_counts(y, y, sample_weight, num_classes=k, num_decisions=k)
     p = resolve_priors(counts, priors)
     log_post = log_posteriors_kernel(s, log_p, score_type)
-    return labels, log_post, p, class_counts(counts)
+    return y, log_post, p, class_counts(counts)
 
 
-def scores_ok(labels, log_post, n_i=None, p=None, priors_given=False):
+def scores_ok(labels: jax.Array, log_post: jax.Array, n_i: jax.Array | None = None, p: jax.Array | None = None,
+              priors_given: bool = False) -> jax.Array:
     """Traced-input mask (the NaN contract of :mod:`ecjax.inputs`), one entry per system.
 
     Invalid labels arrive as ``-1`` from :func:`ecjax.inputs.as_index_array`; NaN (or ``+inf``)
@@ -109,11 +110,12 @@ def scores_ok(labels, log_post, n_i=None, p=None, priors_given=False):
     """
     ok = jnp.all(labels >= 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
     if priors_given:
+        assert n_i is not None and p is not None, "priors_given needs the class counts and the priors"
         ok = ok & jnp.all(p >= 0) & (jnp.abs(jnp.sum(p) - 1.0) <= v.SUM_TOL) & ~jnp.any((n_i == 0) & (p > 0))
     return ok
 
 
-def check_normalizable(naive, what):
+def check_normalizable(naive: ArrayLike, what: str) -> None:
     if not v.is_tracer(naive) and np.any(np.asarray(naive) <= 0):
         raise v.InputError(
             f"the naive {what} is 0 (the priors put all mass on one class, e.g. a single-class label set): "
@@ -121,7 +123,8 @@ def check_normalizable(naive, what):
         )
 
 
-def binary_log_odds(labels, scores, score_type, *, need_both=True):
+def binary_log_odds(labels: ArrayLike, scores: ArrayLike, score_type: str, *,
+                    need_both: bool = True) -> tuple[jax.Array, jax.Array]:
     """Validated ``(labels, s)`` with ``s`` the class-1 log-odds (or the LLR).
 
     Only the ranking matters to ROC, AUC and EER, so no priors are needed:
@@ -133,18 +136,17 @@ def binary_log_odds(labels, scores, score_type, *, need_both=True):
     if score_type != "llr" and s.shape[-1] != 2:
         raise v.InputError(f"binary scores are needed (K = 2), got shape {tuple(s.shape)}")
     s = class_one_log_odds_kernel(s, score_type)
-    if s.ndim != 1:
-        raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(s.shape)}")
-    labels = v.as_index_array(labels, "labels", upper=2)
-    v.check_same_length("labels", labels, "scores", s)
-    if need_both and not v.is_tracer(labels):
-        n1 = int(np.sum(np.asarray(labels)))
-        if n1 == 0 or n1 == labels.shape[0]:
+    v.check_one_system(s, 1)
+    y = v.as_index_array(labels, "labels", upper=2)
+    v.check_same_length("labels", y, "scores", s)
+    if need_both and not v.is_tracer(y):
+        n1 = int(np.sum(np.asarray(y)))
+        if n1 == 0 or n1 == y.shape[0]:
             raise v.InputError("`labels` has a single class: ROC, AUC and EER need samples of both classes")
-    return labels, s
+    return y, s
 
 
-def binary_ok(labels, s, sample_weight=None):
+def binary_ok(labels: jax.Array, s: jax.Array, sample_weight: jax.Array | None = None) -> jax.Array:
     """Traced-input mask of ROC/AUC/EER inputs: valid labels, no NaN score, both classes present.
 
     With ``sample_weight``: valid weights, and each class with a positive weight total.
@@ -158,23 +160,24 @@ def binary_ok(labels, s, sample_weight=None):
     return jnp.all((labels == 0) | (labels == 1)) & ~jnp.any(jnp.isnan(s)) & (n1 > 0) & (n1 < labels.shape[0])
 
 
-def binary_inputs(labels, scores, score_type, sample_weight, *, drop_zero_weights):
+def binary_inputs(labels: ArrayLike, scores: ArrayLike, score_type: str, sample_weight: ArrayLike | None, *,
+                  drop_zero_weights: bool) -> tuple[jax.Array, jax.Array, jax.Array | None]:
     """:func:`binary_log_odds` plus validated weights ``(labels, s, sample_weight)``.
 
     Both classes need a positive weight total (checked on concrete input).
     """
     if sample_weight is None:
-        labels, s = binary_log_odds(labels, scores, score_type)
-        return labels, s, None
-    labels, s = binary_log_odds(labels, scores, score_type, need_both=False)
-    sample_weight = v.as_sample_weight(sample_weight, labels)
-    v.check_classes_present(labels, sample_weight, 2, why="ROC, AUC and EER need weight in both classes")
+        y, s = binary_log_odds(labels, scores, score_type)
+        return y, s, None
+    y, s = binary_log_odds(labels, scores, score_type, need_both=False)
+    w = v.as_sample_weight(sample_weight, y)
+    v.check_classes_present(y, w, 2, why="ROC, AUC and EER need weight in both classes")
     if drop_zero_weights:
-        labels, s, sample_weight = without_zero_weights(labels, s, sample_weight)
-    return labels, s, sample_weight
+        y, s, w = without_zero_weights(y, s, w)
+    return y, s, w
 
 
-def class1_fraction(labels, sample_weight):
+def class1_fraction(labels: ArrayLike, sample_weight: ArrayLike | None) -> float:
     """Host float: the fraction of class-1 samples (of the weight total, with ``sample_weight``)."""
     is1 = np.asarray(labels) == 1
     if sample_weight is None:
@@ -183,7 +186,7 @@ def class1_fraction(labels, sample_weight):
     return float(np.sum(w * is1) / np.sum(w))
 
 
-def validated_sample_weight(labels, sample_weight):
+def validated_sample_weight(labels: ArrayLike, sample_weight: ArrayLike | None) -> jax.Array | None:
     """``sample_weight`` validated against the length of ``labels`` (``None`` stays ``None``)."""
     if sample_weight is None:
         return None

@@ -7,12 +7,14 @@ at every cut (:func:`rates_at_cuts`); no priors or costs enter, except in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.scores.inputs import (
@@ -20,7 +22,8 @@ from ecjax.scores.inputs import (
 )
 
 
-def rates_at_cuts(labels, s, sample_weight=None):
+def rates_at_cuts(labels: jax.Array, s: jax.Array,
+                  sample_weight: jax.Array | None = None) -> tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """Error rates at every cut of the sorted scores (one sort).
 
     Cut ``k`` decides class 0 for the ``k`` lowest scores and 1 for the
@@ -62,7 +65,7 @@ def _weighted_rates_at_cuts(is1, w):
     return miss, fa
 
 
-def cut_threshold(s_sorted, k):
+def cut_threshold(s_sorted: jax.Array, k: jax.Array | int) -> jax.Array:
     """A threshold realizing cut ``k`` with the rule "class 1 iff s > t"."""
     n = s_sorted.shape[0]
     lo = jnp.where(k > 0, s_sorted[jnp.maximum(k - 1, 0)], -jnp.inf)
@@ -79,7 +82,8 @@ def _roc_kernel(labels, s, sample_weight=None):
     return fa[::-1], (1.0 - miss)[::-1], thresholds[::-1], valid[::-1]
 
 
-def roc_curve(labels, scores, *, score_type="log_posteriors", sample_weight=None):
+def roc_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors",
+              sample_weight: ArrayLike | None = None) -> tuple[jax.Array, jax.Array, jax.Array]:
     """ROC points at every distinct threshold (seed 002 §4.5).
 
     Args:
@@ -118,7 +122,8 @@ def _auc_kernel(labels, s):
     return jnp.sum(jnp.where(is1, per_positive, 0.0)) / jnp.sum(is1)
 
 
-def weighted_auc_kernel(labels, s, sample_weight, cumsum=jnp.cumsum):
+def weighted_auc_kernel(labels: jax.Array, s: jax.Array, sample_weight: jax.Array,
+                        cumsum: Callable[[jax.Array], jax.Array] = jnp.cumsum) -> jax.Array:
     """Kernel: weighted AUC of the class-1 log-odds ``s``, the weighted Mann-Whitney statistic, ties one half.
 
     ``sum_{i: y=1} sum_{j: y=0} w_i w_j ([s_i > s_j] + [s_i = s_j] / 2) / (W_1 W_0)``: one sort and one
@@ -142,7 +147,8 @@ def weighted_auc_kernel(labels, s, sample_weight, cumsum=jnp.cumsum):
 _weighted_auc_kernel = jax.jit(weighted_auc_kernel)
 
 
-def auc(labels, scores, *, score_type="log_posteriors", sample_weight=None):
+def auc(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors",
+        sample_weight: ArrayLike | None = None) -> jax.Array:
     """Area under the ROC curve, ties counted as one half (seed 002 §4.5).
 
     Equal to the Mann-Whitney statistic ``P(s_1 > s_0) + P(s_1 = s_0) / 2``
@@ -174,7 +180,8 @@ def _auc_one_vs_rest_kernel(labels, log_post, sample_weight=None):
     return jnp.mean(jax.vmap(one)(classes))
 
 
-def auc_one_vs_rest(labels, scores, *, priors=None, score_type="log_posteriors", sample_weight=None):
+def auc_one_vs_rest(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | None = None,
+                    score_type: str = "log_posteriors", sample_weight: ArrayLike | None = None) -> jax.Array:
     """Macro average over the ``K`` classes of the one-vs-rest AUC (seed 002 §4.7).
 
     ``AUC_ovr = (1/K) sum_i AUC(class i against the rest, ranked by P(i|x))``,
@@ -195,8 +202,7 @@ def auc_one_vs_rest(labels, scores, *, priors=None, score_type="log_posteriors",
     """
     sample_weight = validated_sample_weight(labels, sample_weight)
     labels, log_post, _, n_i = posterior_inputs(labels, scores, priors, score_type, sample_weight)
-    if log_post.ndim != 2:
-        raise v.InputError(f"`scores` must be the scores of one system, got shape {tuple(log_post.shape)}")
+    v.check_one_system(log_post, 2)
     v.check_classes_present(labels, sample_weight, log_post.shape[-1], why="its one-vs-rest AUC is undefined")
     out = _auc_one_vs_rest_kernel(labels, log_post, sample_weight)
     if v.any_traced(labels, log_post, sample_weight):
@@ -228,7 +234,8 @@ def _eer_kernel(labels, s, sample_weight=None):
     return miss[a] + t * (miss[b] - miss[a])
 
 
-def eer(labels, scores, *, score_type="log_posteriors", sample_weight=None):
+def eer(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors",
+        sample_weight: ArrayLike | None = None) -> jax.Array:
     """Equal error rate on the ROC convex hull (ROCCH-EER, seed 002 §4.5).
 
     The rate at which the convex hull of the ROC crosses ``R_12 = R_21``
@@ -269,7 +276,9 @@ def _sp_at_se_kernel(labels, s, target, sample_weight=None):
     return OperatingPoint(1.0 - fa[k], 1.0 - miss[k], cut_threshold(s_sorted, k))
 
 
-def specificity_at_sensitivity(labels, scores, sensitivity, *, score_type="log_posteriors", sample_weight=None):
+def specificity_at_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity: float, *,
+                               score_type: str = "log_posteriors",
+                               sample_weight: ArrayLike | None = None) -> OperatingPoint:
     """SP@SE: the specificity at the highest threshold that reaches ``sensitivity``.
 
     Seed 002 §4.6: the threshold is chosen on these data so that ``R_22 >=
@@ -337,8 +346,9 @@ def _nec_target_kernel(labels, s, target, alphas, sample_weight=None):
     return alphas[j], cut_threshold(s_sorted, k), sens[j], 1.0 - fa[k], necs[j], jnp.any(ok)
 
 
-def nec_for_target_sensitivity(labels, scores, sensitivity, *, alphas=None, score_type="log_posteriors",
-                               sample_weight=None):
+def nec_for_target_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity: float, *,
+                               alphas: ArrayLike | None = None, score_type: str = "log_posteriors",
+                               sample_weight: ArrayLike | None = None) -> SensitivityTargetNEC:
     """The NEC-based replacement of SP@SE (seed 002 §4.6), on development data.
 
     For each ``alpha`` in a sweep, the threshold minimizing ``NEC_alpha =

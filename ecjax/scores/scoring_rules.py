@@ -11,12 +11,13 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.scores.inputs import check_normalizable, posterior_inputs, scores_ok, validated_sample_weight, weights_ok
 
 
-def class_weights(n_i, priors):
+def class_weights(n_i: jax.Array, priors: ArrayLike) -> jax.Array:
     """Kernel: per-class sample weights ``P_i / N_i`` (seed 002 eqs. 53-54, 57).
 
     With them every EPSR is ``sum_n w_{y_n} C*(y_n, s_n)``: the per-class
@@ -26,7 +27,7 @@ def class_weights(n_i, priors):
     return jnp.where(n_i > 0, priors / jnp.where(n_i > 0, n_i, 1), 0.0)
 
 
-def cross_entropy_kernel(labels, log_post, weights):
+def cross_entropy_kernel(labels: jax.Array, log_post: jax.Array, weights: jax.Array) -> jax.Array:
     """Kernel: ``-sum_n w_n log s_{y_n}(x_n)`` (seed 002 eq. 53).
 
     ``log_post`` ``(..., N, K)``; ``weights`` ``(N,)``.  Works on the log
@@ -38,19 +39,19 @@ def cross_entropy_kernel(labels, log_post, weights):
     return jnp.sum(jnp.where(weights > 0, -weights * true_lp, 0.0), axis=-1)
 
 
-def brier_kernel(labels, log_post, weights):
+def brier_kernel(labels: jax.Array, log_post: jax.Array, weights: jax.Array) -> jax.Array:
     """Kernel: ``sum_n w_n (1/K) sum_i (s_i(x_n) - [y_n = i])^2`` (seed 002 eq. 57)."""
     k = log_post.shape[-1]
     sq = jnp.sum((jnp.exp(log_post) - jax.nn.one_hot(labels, k, dtype=log_post.dtype)) ** 2, axis=-1) / k
     return jnp.sum(weights * sq, axis=-1)
 
 
-def naive_cross_entropy(priors):
+def naive_cross_entropy(priors: jax.Array) -> jax.Array:
     """XE of the naive system that outputs the priors: ``-sum_i P_i log P_i``."""
     return -jnp.sum(jnp.where(priors > 0, priors * jnp.log(jnp.where(priors > 0, priors, 1.0)), 0.0), -1)
 
 
-def naive_brier(priors):
+def naive_brier(priors: jax.Array) -> jax.Array:
     """Brier score of the naive system that outputs the priors: ``(1/K) sum_i P_i (1 - P_i)``."""
     return jnp.sum(priors * (1.0 - priors), -1) / priors.shape[-1]
 
@@ -80,7 +81,9 @@ def _psr_public(rule, labels, scores, priors, score_type, normalize, sample_weig
     return out
 
 
-def cross_entropy(labels, scores, *, priors=None, score_type="log_posteriors", normalize=False, sample_weight=None):
+def cross_entropy(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | None = None,
+                  score_type: str = "log_posteriors", normalize: bool = False,
+                  sample_weight: ArrayLike | None = None) -> jax.Array:
     """Cross-entropy (empirical expected logarithmic loss) of the scores.
 
     ``XE = -sum_i (P_i / N_i) sum_{n: y_n = i} log s_i(x_n)`` (seed 002
@@ -118,7 +121,8 @@ def cross_entropy(labels, scores, *, priors=None, score_type="log_posteriors", n
     return _psr_public("xe", labels, scores, priors, score_type, normalize, sample_weight)
 
 
-def brier(labels, scores, *, priors=None, score_type="log_posteriors", normalize=False, sample_weight=None):
+def brier(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+          normalize: bool = False, sample_weight: ArrayLike | None = None) -> jax.Array:
     """Brier score ``sum_i (P_i/N_i) sum_{n: y_n=i} (1/K) sum_j (s_j(x_n) - [j = i])^2``.
 
     Seed 002 eqs. 56-57 (note the ``1/K``: the mean over classes, as in

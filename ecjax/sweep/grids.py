@@ -32,6 +32,7 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 
@@ -64,7 +65,7 @@ class Axis:
     def __call__(self, idx):
         return self.fn(self.data, idx)
 
-    def values(self, indices=None):
+    def values(self, indices: ArrayLike | None = None) -> Any:
         """Materialize the values of some (default: all) points on the host."""
         idx = np.arange(self.size) if indices is None else np.asarray(indices)
         return jax.tree_util.tree_map(np.asarray, _materialize(self.fn, self.data, jnp.asarray(idx, jnp.int32)))
@@ -77,11 +78,11 @@ def _materialize(fn, data, idx):
 
 # ------------------------------------------------------------------ arrays
 
-def take(data, idx):
+def take(data: Any, idx: jax.Array) -> Any:
     return jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0, mode="clip"), data)
 
 
-def values(array, *, name: str = "values") -> Axis:
+def values(array: Any, *, name: str = "values") -> Axis:
     """A sweep over user-supplied values: the leading axis of ``array`` is swept.
 
     ``array`` may be a pytree (a dict of arrays sharing the leading axis).
@@ -92,10 +93,7 @@ def values(array, *, name: str = "values") -> Axis:
         raise v.InputError(f"`{name}` is empty")
     arrs = []
     for leaf in leaves:
-        a = v.as_array(leaf, name, min_ndim=1)
-        if np.asarray(a).dtype.kind not in "fiub":
-            raise v.InputError(f"`{name}` must be numeric, got dtype {np.asarray(a).dtype}")
-        v.check_finite(a, name)
+        a = v.check_numbers(v.as_array(leaf, name, min_ndim=1), name, booleans=True)
         arrs.append(jnp.asarray(a, dtype=jnp.result_type(float) if np.asarray(a).dtype.kind == "f" else None))
     b = arrs[0].shape[0]
     if b == 0:
@@ -136,7 +134,7 @@ def _linspace_coords(lo, hi, num, log):
     return np.geomspace(lo, hi, num) if log else np.linspace(lo, hi, num)
 
 
-def linspace(lo, hi, num: int, *, log: bool = False) -> Axis:
+def linspace(lo: float, hi: float, num: int, *, log: bool = False) -> Axis:
     """``num`` scalars from ``lo`` to ``hi`` (geometrically spaced with ``log=True``)."""
     lo, hi, num = _check_range(lo, hi, num, log=log, name="linspace")
     data = (jnp.asarray(lo, jnp.float32), jnp.asarray(hi, jnp.float32))
@@ -167,7 +165,7 @@ def _binary_costs_from_ratio(r):
     return jnp.stack([jnp.stack([zero, one], -1), jnp.stack([r, zero], -1)], -2)
 
 
-def cost_ratios(lo, hi, num: int, *, log: bool = True) -> Axis:
+def cost_ratios(lo: float, hi: float, num: int, *, log: bool = True) -> Axis:
     """Binary costs ``c = [[0, 1], [r, 0]]`` for ``num`` ratios ``r = c_10 / c_01`` in ``[lo, hi]``.
 
     ``c_10`` is the cost of deciding 0 for a sample of class 1 (a miss when 1
@@ -185,7 +183,7 @@ def _binary_priors(p):
     return jnp.stack([1.0 - p, p], -1)
 
 
-def effective_priors(lo, hi, num: int, *, logit: bool = True) -> Axis:
+def effective_priors(lo: float, hi: float, num: int, *, logit: bool = True) -> Axis:
     """Binary priors ``(1 - p, p)`` for ``num`` values of ``p`` in ``[lo, hi]`` inside ``(0, 1)``.
 
     With ``logit=True`` the points are evenly spaced in ``logit(p)`` (the
@@ -247,7 +245,7 @@ class _Random:
         return jax.vmap(one)(idx)
 
 
-def random(sample: Callable, key, num: int) -> Axis:
+def random(sample: Callable[[jax.Array, int], Any], key: jax.Array, num: int) -> Axis:
     """``num`` independent draws of ``sample(key, n) -> (n, ...)`` (e.g. a utility prior).
 
     Point ``i`` is ``sample(fold_in(key, i), 1)[0]``: the same key gives the
@@ -257,8 +255,7 @@ def random(sample: Callable, key, num: int) -> Axis:
     num = v.as_positive_int(num, "num")
     if not callable(sample):
         raise v.InputError(f"`sample` must be a callable sample(key, n), got {sample!r}")
-    if not isinstance(key, jax.Array):
-        raise v.InputError("`key` must be a jax.random key (jax.random.key(seed))")
+    key = v.as_key(key)
     return Axis((num,), _Random(sample), key, (None,))
 
 

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 
+import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.sweep.grids import Axis, product, take
 
 
-def matrix_source(costs, utilities, k, d):
+def matrix_source(costs: ArrayLike | Axis | None, utilities: ArrayLike | Axis | None, k: int,
+                  d: int | None) -> tuple[str, jax.Array | None, Axis | None]:
     """(kind, fixed matrix or None, axis or None) from exactly one of costs/utilities."""
     if (costs is None) == (utilities is None):
         raise v.InputError("give exactly one of `costs` (EC/NEC) or `utilities` (utility yield)")
@@ -36,7 +42,7 @@ def matrix_source(costs, utilities, k, d):
     return name, None, Axis((arr.shape[0],), take, arr, (None,))  # validated above: no second pass
 
 
-def prior_source(priors, k):
+def prior_source(priors: ArrayLike | Axis | None, k: int) -> tuple[jax.Array | None, Axis | None]:
     if priors is None:
         return None, None
     if isinstance(priors, Axis):
@@ -56,7 +62,7 @@ def prior_source(priors, k):
     return None, Axis((p.shape[0],), take, p, (None,))
 
 
-def check_absent_classes(n_i, fixed_p, p_axis):
+def check_absent_classes(n_i: ArrayLike, fixed_p: ArrayLike | None, p_axis: Axis | None) -> None:
     """A class with no test samples for some system cannot get prior mass (its rates are unknown)."""
     absent = np.any(np.asarray(n_i) == 0, axis=0)  # (K,)
     if not absent.any():
@@ -74,7 +80,7 @@ def check_absent_classes(n_i, fixed_p, p_axis):
                                "of every class")
 
 
-def combined_axis(m_axis, p_axis):
+def combined_axis(m_axis: Axis | None, p_axis: Axis | None) -> tuple[Axis, str]:
     """The swept axis and how to split its values: product when both are swept (costs outer)."""
     if m_axis is not None and p_axis is not None:
         return product(m_axis, p_axis), "both"
@@ -89,7 +95,8 @@ def _no_values(data, idx):
     return ()
 
 
-def split_point_values(vals, layout, fixed_m, fixed_p):
+def split_point_values(vals: Any, layout: str, fixed_m: jax.Array | None,
+                       fixed_p: jax.Array | None) -> tuple[Any, Any]:
     if layout == "both":
         m, p = vals
     elif layout == "matrix":
@@ -101,37 +108,38 @@ def split_point_values(vals, layout, fixed_m, fixed_p):
     return m, p
 
 
-def systems_scores(labels, scores, score_type):
+def systems_scores(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLike | Sequence[ArrayLike],
+                   score_type: str) -> tuple[jax.Array, jax.Array, int]:
     """Validated ``(S, N)`` labels and ``(S, N, K)`` (or ``(S, N)`` llr) scores."""
     if isinstance(scores, (list, tuple)):
         try:
             scores = np.stack([np.asarray(s) for s in scores])
         except ValueError:
             raise v.InputError("the systems in `scores` must have the same number of samples") from None
-    scores = v.as_scores(scores, score_type=score_type)
+    sc = v.as_scores(scores, score_type=score_type)
     base = 1 if score_type == "llr" else 2
-    if scores.ndim == base:
-        scores = scores[None]
-    if scores.ndim != base + 1:
-        raise v.InputError(f"`scores` may have at most one batch axis (systems), got shape {tuple(scores.shape)}")
-    k = 2 if score_type == "llr" else scores.shape[-1]
+    if sc.ndim == base:
+        sc = sc[None]
+    if sc.ndim != base + 1:
+        raise v.InputError(f"`scores` may have at most one batch axis (systems), got shape {tuple(sc.shape)}")
+    k = 2 if score_type == "llr" else sc.shape[-1]
     if isinstance(labels, (list, tuple)) and len(labels) and np.ndim(labels[0]) == 1:
         labels = np.stack([np.asarray(x) for x in labels])
-    labels = v.as_index_array(labels, "labels", upper=k)
-    if labels.ndim == 1:
-        labels = jnp.broadcast_to(labels, (scores.shape[0], labels.shape[0]))
-    if labels.ndim != 2 or labels.shape[0] != scores.shape[0]:
-        raise v.InputError(f"`labels` must be (N,) or (S, N) with S = {scores.shape[0]} systems, got shape "
-                           f"{tuple(labels.shape)}")
-    v.check_same_length("labels", labels, "scores", scores, axis_b=1)
-    return labels, scores, k
+    y = v.as_index_array(labels, "labels", upper=k)
+    if y.ndim == 1:
+        y = jnp.broadcast_to(y, (sc.shape[0], y.shape[0]))
+    if y.ndim != 2 or y.shape[0] != sc.shape[0]:
+        raise v.InputError(f"`labels` must be (N,) or (S, N) with S = {sc.shape[0]} systems, got shape "
+                           f"{tuple(y.shape)}")
+    v.check_same_length("labels", y, "scores", sc, axis_b=1)
+    return y, sc, k
 
 
-def per_class_counts(labels, k):
+def per_class_counts(labels: jax.Array, k: int) -> jax.Array:
     return jnp.stack([jnp.sum(labels == i, -1) for i in range(k)], -1).astype(jnp.int32)  # (S, K)
 
 
-def sorted_by_class(labels, s):
+def sorted_by_class(labels: ArrayLike, s: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """Per system, the log odds of each class sorted ascending and padded with +inf."""
     labels = np.asarray(labels)
     s = np.asarray(s, np.float32)

@@ -38,13 +38,15 @@ of devices.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.random_bits import first_true_indices, uniform
@@ -162,7 +164,7 @@ def _in_hexagon(xy):
     return (jnp.abs(x) <= 1) & (jnp.abs(y) <= 1) & (jnp.abs(x - y) <= 1)
 
 
-def uniform_hexagon(key, n):
+def uniform_hexagon(key: jax.Array, n: int) -> jax.Array:
     """``(n, 2)`` points uniform on the hexagon of seed 004 Fig. 1, without rejection.
 
     The hexagon (area 3) is three unit-area pieces: the squares ``[0, 1]^2``
@@ -178,7 +180,7 @@ def uniform_hexagon(key, n):
     return jnp.stack([x, y], -1)
 
 
-def gaussian_hexagon(key, n, sd=GAUSSIAN_SD):
+def gaussian_hexagon(key: jax.Array, n: int, sd: float = GAUSSIAN_SD) -> jax.Array:
     """``(n, 2)`` points from ``N(0, sd^2 I)`` truncated to the hexagon (exact rejection)."""
     k0, k1 = jax.random.split(key)
     xy = sd * jax.random.normal(k0, (n, 2))
@@ -196,7 +198,8 @@ def _true_utilities(key, n, distribution):
     return utility_from_xy(xy[:, 0], xy[:, 1])
 
 
-def perturb_rows(key, correct, wrong, sd):
+def perturb_rows(key: jax.Array, correct: jax.Array, wrong: jax.Array,
+                 sd: float | jax.Array) -> tuple[jax.Array, jax.Array]:
     """Assessed ``(correct, wrong)`` utility pairs, one per row (seed 004 §4.2 item (iii)).
 
     Each utility gets an independent Gaussian error of standard deviation
@@ -224,7 +227,7 @@ def perturb_rows(key, correct, wrong, sd):
     return jnp.where(exact, correct, c), jnp.where(exact, wrong, w)
 
 
-def perturb_utilities(key, utilities, sd):
+def perturb_utilities(key: jax.Array, utilities: jax.Array, sd: float | jax.Array) -> jax.Array:
     """Assessed utilities ``U + e`` of seed 004 §4.2 item (iii), for ``(n, 2, 2)`` matrices (rows = true class).
 
     Every element gets an independent truncated Gaussian error (:func:`perturb_rows`
@@ -239,7 +242,7 @@ def perturb_utilities(key, utilities, sd):
     return jnp.stack([row0, row1], -2)
 
 
-def linear_rates(key, shape):
+def linear_rates(key: jax.Array, shape: Sequence[int]) -> jax.Array:
     """Rates on ``[0.5, 1]`` with density increasing linearly from 0: ``0.5 + 0.5 sqrt(u)``.
 
     CDF ``F(r) = (2 r - 1)^2``: median ``0.5 + 0.5 sqrt(0.5) = 0.854``,
@@ -248,7 +251,8 @@ def linear_rates(key, shape):
     return 0.5 + 0.5 * jnp.sqrt(_uniform(key, shape))
 
 
-def confusion_from_rates(proportion, tpr, tnr):
+def confusion_from_rates(proportion: float | jax.Array, tpr: float | jax.Array,
+                         tnr: float | jax.Array) -> jax.Array:
     """Normalized binary confusion matrices, rows = true class, class 0 positive (seed 004 eq. 21).
 
     ``[[B t, B (1 - t)], [(1 - B)(1 - s), (1 - B) s]]`` with ``B`` the
@@ -265,7 +269,7 @@ def _div(num, den):
     return jnp.where(ok, num / jnp.where(ok, den, 1.0), 0.0)
 
 
-def metric_values(cm, extra_costs=()):
+def metric_values(cm: jax.Array, extra_costs: Sequence[jax.Array] = ()) -> jax.Array:
     """``(n, M)`` metric values (higher = better) of normalized binary confusion matrices ``(n, 2, 2)``.
 
     The seed's §3.3 closed forms in the four cells (class 0 positive, rows =
@@ -353,8 +357,11 @@ def _sum_valid(acc, out, idx, valid):
     return acc + jnp.sum(jnp.where(valid[:, None], out, 0), 0, dtype=jnp.int32)
 
 
-def metric_reliability(key, *, num_pairs: int, utility_error_sd=0.1, utility_distribution="uniform", costs=None,
-                       chunk_size: int = 4 * BLOCK, devices=None, progress=False) -> dict:
+def metric_reliability(key: jax.Array, *, num_pairs: int, utility_error_sd: float | Sequence[float] = 0.1,
+                       utility_distribution: str | Callable[[jax.Array, int], jax.Array] = "uniform",
+                       costs: Mapping[str, ArrayLike] | None = None, chunk_size: int = 4 * BLOCK,
+                       devices: int | Sequence[jax.Device] | None = None,
+                       progress: bool | Callable[[int], Any] = False) -> dict[str, Estimate]:
     """Fraction of pairs of confusion matrices each metric ranks opposite to the true utility yield.
 
     Seed 004 §4.2 (procedure steps 1-6; Figs. 6-7): see the module docstring.
@@ -388,8 +395,7 @@ def metric_reliability(key, *, num_pairs: int, utility_error_sd=0.1, utility_dis
       0.09
     """
     num_pairs = v.as_positive_int(num_pairs, "num_pairs")
-    if not isinstance(key, jax.Array):
-        raise v.InputError("`key` must be a jax.random key (jax.random.key(seed))")
+    key = v.as_key(key)
     scalar_sd = np.ndim(utility_error_sd) == 0
     sds = np.atleast_1d(np.asarray(utility_error_sd, dtype=np.float64))
     if sds.ndim != 1 or sds.size == 0:

@@ -22,6 +22,7 @@ with costs ``-U`` gives the same value one matrix at a time.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable
 
@@ -29,13 +30,14 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.decisions import class_one_log_odds_kernel, naive_expected_cost
 from ecjax.sweep.inputs import split_point_values, systems_scores
 
 
-def hull_of_roc(labels, s):
+def hull_of_roc(labels: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Upper-left convex hull of the ROC points of one system (numpy, float64).
 
     ROC points are taken at every cut between distinct scores (tied scores
@@ -51,7 +53,7 @@ def hull_of_roc(labels, s):
     f = fp[cut] / n0
     t = tp[cut] / n1
     # Monotone chain over points sorted by (f, t): keep right turns only (upper hull).
-    hull = []
+    hull: list[tuple[float, float]] = []
     for p in zip(f, t):
         while len(hull) >= 2:
             (x1, y1), (x2, y2) = hull[-2], hull[-1]
@@ -60,11 +62,13 @@ def hull_of_roc(labels, s):
             else:
                 break
         hull.append(p)
-    hull = np.asarray(hull)
-    return hull[:, 0], hull[:, 1]
+    vertices = np.asarray(hull)
+    return vertices[:, 0], vertices[:, 1]
 
 
-def roc_convex_hull(labels, scores, *, priors=None, score_type: str = "log_posteriors"):
+def roc_convex_hull(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLike | Sequence[ArrayLike], *,
+                    priors: ArrayLike | None = None,
+                    score_type: str = "log_posteriors") -> list[tuple[np.ndarray, np.ndarray]]:
     """ROC convex hulls ``[(fpr, tpr), ...]`` of one or several binary systems.
 
     Rates are for class 1 (``tpr``: fraction of class 1 decided 1; ``fpr``:
@@ -80,7 +84,7 @@ def roc_convex_hull(labels, scores, *, priors=None, score_type: str = "log_poste
     return [hull_of_roc(labels[i], s[i]) for i in range(s.shape[0])]
 
 
-def padded_hulls(hulls):
+def padded_hulls(hulls: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[jax.Array, jax.Array, jax.Array]:
     h = max(len(f) for f, _ in hulls)
     fs = np.stack([np.concatenate([f, np.full(h - len(f), f[-1])]) for f, _ in hulls])
     ts = np.stack([np.concatenate([t, np.full(h - len(t), t[-1])]) for _, t in hulls])
@@ -92,7 +96,8 @@ def padded_hulls(hulls):
     return jnp.asarray(fs, jnp.float32), jnp.asarray(ts, jnp.float32), jnp.asarray(slopes, jnp.float32)
 
 
-def tangent_kernel(fs, ts, slopes, utilities, priors):
+def tangent_kernel(fs: jax.Array, ts: jax.Array, slopes: jax.Array, utilities: jax.Array,
+                   priors: jax.Array) -> tuple[jax.Array, jax.Array]:
     """Kernel: best hull vertex and its yield for each system, eqs. 24-25.
 
     ``fs, ts`` ``(S, H)`` hull vertices, ``slopes`` ``(S, H-1)`` decreasing;
@@ -116,7 +121,9 @@ def tangent_kernel(fs, ts, slopes, utilities, priors):
     return value, vertex
 
 
-def roc_tangent_winners(labels, scores, utilities, *, priors=None, score_type: str = "log_posteriors"):
+def roc_tangent_winners(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLike | Sequence[ArrayLike],
+                        utilities: ArrayLike, *, priors: ArrayLike | None = None, score_type: str = "log_posteriors"
+                        ) -> tuple[np.ndarray | np.integer, np.ndarray, np.ndarray]:
     """Best system for each utility matrix by the ROC tangent criterion (seed 004 eqs. 24-25).
 
     Args:

@@ -331,6 +331,9 @@ def run_sweep(point_fn, args, shape, num_systems, *, metric, higher_is_better, c
 
 @dataclass(frozen=True)
 class _UserPoint:
+    """The point function of :func:`sweep_map`: the user's ``fn`` vmapped over the axis values at ``idx``, its
+    output shaped as ``(values (c, S), ok (c,))``."""
+
     fn: Callable
     axis_fn: Callable
 
@@ -652,7 +655,11 @@ def scores_problem(labels, scores, costs=None, utilities=None, priors=None, *, s
     labels, scores, k = systems_scores(labels, scores, score_type)
     n_i = per_class_counts(labels, k)
     name, fixed_m, m_axis = matrix_source(costs, utilities, k, None)
-    d = (fixed_m if fixed_m is not None else m_axis.values(np.array([0]))).shape[-1]
+    if fixed_m is None:
+        assert m_axis is not None, "matrix_source gives a fixed matrix or an axis of matrices"
+        d = m_axis.values(np.array([0])).shape[-1]
+    else:
+        d = fixed_m.shape[-1]
     kind = _kind(name, normalize)
     if priors is None and likelihood and decision_rule == "bayes":
         raise v.InputError(f"`priors` is required with score_type={score_type!r}: likelihoods become posteriors "
@@ -680,6 +687,7 @@ def scores_problem(labels, scores, costs=None, utilities=None, priors=None, *, s
     point_batch = v.as_positive_int(point_batch, "point_batch")
     recompute = likelihood and p_axis is not None
     if likelihood and not recompute:
+        assert fixed_p is not None, "prior_source gives fixed priors or an axis of priors"
         with jax.numpy_dtype_promotion("standard"):
             base = log_posteriors_kernel(scores, jnp.log(fixed_p), score_type)
     elif likelihood:

@@ -62,7 +62,10 @@ def _plane_utilities(vals):
 
 @dataclass(frozen=True)
 class _Masked:
-    """Marks grid points outside the hexagon (``|x - y| > 1``) as not in the swept space."""
+    """Marks grid points outside the hexagon (``|x - y| > 1``) as not in the swept space.
+
+    On the ``R x R`` grid ``x - y = 2 (col - row) / (R - 1)``, so the test is on integers: exact on the boundary.
+    """
 
     inner: Callable
     resolution: int
@@ -70,7 +73,6 @@ class _Masked:
     def __call__(self, args, idx):
         vals, ok = self.inner(args, idx)
         row, col = idx // self.resolution, idx % self.resolution
-        # x - y = 2 (col - row) / (R - 1): integer test, exact on the boundary.
         inside = 2 * jnp.abs(col - row) <= self.resolution - 1
         return vals, ok & inside
 

@@ -1,0 +1,101 @@
+"""NUTS as ecjax's hierarchical models run it: the settings, one run, and its ArviZ diagnostics.
+
+:func:`~ecjax.prob.compare_test_sets`, :func:`~ecjax.prob.hierarchical_test` and
+:func:`~ecjax.prob.hierarchical_compare_results` fit their models with NumPyro's NUTS (Hoffman and Gelman 2014).
+They take one :class:`NUTSSettings` and report the same diagnostics (:class:`NUTSFit`): the largest split R-hat and
+the smallest bulk effective sample size over the named sites (Vehtari et al. 2021), and the number of divergent
+transitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, NamedTuple
+
+import numpy as np
+
+import jax
+
+from ecjax import inputs as v
+
+# NumPyro's default target acceptance rate (Stan's ``adapt_delta``).
+NUMPYRO_TARGET_ACCEPT_PROB = 0.8
+
+
+@dataclass(frozen=True)
+class NUTSSettings:
+    """How long NUTS runs: ``num_chains`` chains (one after another, so one CPU device is enough), each with
+    ``num_warmup`` adaptation steps and ``num_samples`` kept draws.
+
+    ``target_accept_prob`` is NUTS's target acceptance rate in ``(0, 1)``: higher means smaller steps and fewer
+    divergences, at more gradient evaluations per draw.  ``None`` leaves each model its own default (0.99 for the
+    hierarchical t models of :mod:`ecjax.prob.from_results`, NumPyro's 0.8 for :func:`compare_test_sets`).
+    """
+
+    num_warmup: int = 500
+    num_samples: int = 1000
+    num_chains: int = 2
+    target_accept_prob: float | None = None
+
+    def __post_init__(self):
+        for name in ("num_warmup", "num_samples", "num_chains"):
+            object.__setattr__(self, name, v.as_positive_int(getattr(self, name), name))
+        if self.target_accept_prob is not None:
+            object.__setattr__(self, "target_accept_prob", v.as_number_between(
+                self.target_accept_prob, "target_accept_prob", 0.0, 1.0))
+
+    @property
+    def num_draws(self) -> int:
+        """Draws kept over all chains: ``num_samples * num_chains``."""
+        return self.num_samples * self.num_chains
+
+
+def check_nuts_settings(nuts) -> NUTSSettings:
+    """``nuts`` if it is a :class:`NUTSSettings` (checked when it was made), else :class:`~ecjax.InputError`."""
+    if not isinstance(nuts, NUTSSettings):
+        raise v.InputError(f"`nuts` must be an ecjax.prob.NUTSSettings, got {type(nuts).__name__}")
+    return nuts
+
+
+class NUTSFit(NamedTuple):
+    """One NUTS run: the draws by site (chains concatenated), ArviZ's ``InferenceData``, its diagnostics table
+    (``az.summary(kind="diagnostics")``) and the worst of them."""
+
+    samples: dict
+    inference_data: object
+    diagnostics: object
+    max_rhat: float
+    min_ess_bulk: float
+    num_divergences: int
+
+
+def _worst(values, pick) -> float:
+    """``pick`` of the diagnostics that are defined (R-hat is NaN with one chain), NaN when none is.
+
+    An infinite R-hat (a chain that never moved) is kept: it is the loudest warning there is.
+    """
+    values = np.asarray(values, np.float64)
+    values = values[~np.isnan(values)]
+    return float(pick(values)) if values.size else float("nan")
+
+
+def fit_nuts(key: jax.Array, model: Callable, args: tuple, nuts: NUTSSettings, *, var_names: list[str],
+             target_accept_prob: float = NUMPYRO_TARGET_ACCEPT_PROB) -> NUTSFit:
+    """NUTS on ``model(*args)``, chains one after another; ArviZ diagnostics over ``var_names``.
+
+    ``target_accept_prob`` is the model's default, used when ``nuts.target_accept_prob`` is ``None``.
+    """
+    import arviz as az  # slow to import: only once the inputs are known to be good
+    from numpyro.infer import MCMC, NUTS  # as slow: `ecjax.prob` loads this module without them
+
+    accept = target_accept_prob if nuts.target_accept_prob is None else nuts.target_accept_prob
+    mcmc = MCMC(NUTS(model, target_accept_prob=accept), num_warmup=nuts.num_warmup,
+                num_samples=nuts.num_samples, num_chains=nuts.num_chains, chain_method="sequential",
+                progress_bar=False)
+    mcmc.run(key, *args)
+    idata = az.from_numpyro(mcmc)
+    diagnostics = az.summary(idata, var_names=var_names, kind="diagnostics")
+    return NUTSFit(samples=mcmc.get_samples(), inference_data=idata, diagnostics=diagnostics,
+                   max_rhat=_worst(diagnostics["r_hat"].to_numpy(), np.max),
+                   min_ess_bulk=_worst(diagnostics["ess_bulk"].to_numpy(), np.min),
+                   num_divergences=int(np.asarray(mcmc.get_extra_fields()["diverging"]).sum()))
