@@ -23,7 +23,7 @@ import numpy as np
 
 import jax
 
-from ecjax.sweep import engine, grids, sweep_counts, sweep_scores
+from ecjax.sweep import SweepSettings, engine, grids, sweep_counts, sweep_scores
 
 from _common import machine, parser
 
@@ -43,10 +43,10 @@ def _best_of(fn, repeats):
 def sweep(kind, num_points, chunk_size, data):
     axis = grids.cost_ratios(1e-3, 1e3, num_points)
     if kind == "decisions given":
-        return sweep_counts(COUNTS, axis, chunk_size=chunk_size, return_values=False)
+        return sweep_counts(COUNTS, axis, settings=SweepSettings(chunk_size=chunk_size, return_values=False))
     labels, llr = data
-    return sweep_scores(labels, llr, axis, priors=[0.5, 0.5], score_type="llr", chunk_size=chunk_size,
-                        return_values=False)
+    return sweep_scores(labels, llr, axis, priors=[0.5, 0.5], score_type="llr",
+                        settings=SweepSettings(chunk_size=chunk_size, return_values=False))
 
 
 def main():

@@ -30,7 +30,7 @@ from scipy.special import ndtr, ndtri
 import jax
 
 import ecjax
-from ecjax.sweep import grids, metric_reliability, sweep_counts, sweep_scores
+from ecjax.sweep import SweepSettings, grids, metric_reliability, sweep_counts, sweep_scores
 from expected_cost import ec as ec_ref
 
 from _common import HEADER, load, machine, parser, row
@@ -52,7 +52,7 @@ def bench_nec(rng, num_costs, repeats, anchor_budget_s=30.0):
     counts = np.stack([np.asarray(ecjax.confusion_matrix(t, s.argmax(1), num_classes=k)) for s, t in data])
 
     def run():
-        return sweep_counts(counts, costs, normalize=True, return_values=True)
+        return sweep_counts(counts, costs, normalize=True, settings=SweepSettings(return_values=True))
 
     t0 = time.perf_counter()
     res = run()
@@ -189,9 +189,9 @@ def bench_scaling(sizes):
     for n in sizes:
         axis = grids.cost_ratios(1e-3, 1e3, n)
         out = []
-        for fn in (lambda: sweep_counts(counts, axis, return_values=False),
+        for fn in (lambda: sweep_counts(counts, axis, settings=SweepSettings(return_values=False)),
                    lambda: sweep_scores(labels, shifted, axis, score_type="llr", priors=[0.5, 0.5],
-                                        return_values=False)):
+                                        settings=SweepSettings(return_values=False))):
             t0 = time.perf_counter()
             fn()
             first = time.perf_counter() - t0

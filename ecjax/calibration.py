@@ -377,15 +377,43 @@ def _calibration_inputs(scores, score_type, method, num_classes=None):
     return s
 
 
-def _check_fit_args(method, loss, binning, max_iter, tol, l2):
+@dataclass(frozen=True)
+class FitSettings:
+    """How a calibrator is fitted, whatever its ``method``: the objective, the solver and the histogram's bins.
+
+    Attributes:
+      loss: the expected PSR minimized, ``"xe"`` (seed 002 eqs. 53-54) or ``"brier"`` (eq. 57).
+      l2: L2 weight for ``method="matrix"`` (``l2 * ||W - I||_F^2``), >= 0.
+      num_bins, binning: the bins of ``method="histogram"`` (``"equal_width"`` or ``"equal_mass"``).
+      max_iter, tol: L-BFGS stops when the gradient norm is below ``tol`` or after ``max_iter`` iterations
+        (see ``Calibrator.converged``).
+
+    Checked when made (:class:`~ecjax.InputError` naming the field).
+    """
+
+    loss: str = "xe"
+    l2: float = 1e-3
+    num_bins: int = 15
+    binning: str = "equal_width"
+    max_iter: int = 200
+    tol: float = 1e-5
+
+    def __post_init__(self):
+        v.check_choice(self.loss, "loss", LOSSES)
+        v.check_choice(self.binning, "binning", BINNINGS)
+        object.__setattr__(self, "max_iter", v.as_positive_int(self.max_iter, "max_iter"))
+        object.__setattr__(self, "num_bins", v.as_positive_int(self.num_bins, "num_bins"))
+        if not (isinstance(self.tol, (int, float)) and self.tol > 0):
+            raise v.InputError(f"`tol` must be a positive number, got {self.tol!r}")
+        if not (isinstance(self.l2, (int, float)) and self.l2 >= 0):
+            raise v.InputError(f"`l2` must be a non-negative number, got {self.l2!r}")
+
+
+def _check_fit_args(method, settings) -> FitSettings:
     v.check_choice(method, "method", METHODS)
-    v.check_choice(loss, "loss", LOSSES)
-    v.check_choice(binning, "binning", BINNINGS)
-    v.as_positive_int(max_iter, "max_iter")
-    if not (isinstance(tol, (int, float)) and tol > 0):
-        raise v.InputError(f"`tol` must be a positive number, got {tol!r}")
-    if not (isinstance(l2, (int, float)) and l2 >= 0):
-        raise v.InputError(f"`l2` must be a non-negative number, got {l2!r}")
+    if not isinstance(settings, FitSettings):
+        raise v.InputError(f"`settings` must be an ecjax.calibration.FitSettings, got {type(settings).__name__}")
+    return settings
 
 
 def _prepare_fit(scores, labels, method, priors, score_type):
@@ -636,8 +664,8 @@ def _from_internal(params, sigma):
     return {name: p / sigma if name in ("scale", "weight") else p for name, p in params.items()}
 
 
-def fit(scores, labels, *, method="affine", priors=None, loss="xe", score_type="log_posteriors", l2=1e-3,
-        num_bins=15, binning="equal_width", max_iter=200, tol=1e-5, sample_weight=None):
+def fit(scores, labels, *, method="affine", priors=None, score_type="log_posteriors",
+        settings: FitSettings = FitSettings(), sample_weight=None):
     """Fit a calibrator on ``(scores, labels)``.
 
     The objective is the expected PSR of the calibrated posteriors with
@@ -702,19 +730,17 @@ def fit(scores, labels, *, method="affine", priors=None, loss="xe", score_type="
         :func:`ecjax.scores.equal_mass_upper_edges`) and ``"isotonic"`` runs
         the weighted PAV (``IsotonicRegression(sample_weight=)``); for all
         methods integer weights give the fit on the repeated samples.
-      loss: ``"xe"`` (default) or ``"brier"``.
       score_type: type of ``scores`` (``"log_posteriors"``, ``"logits"``,
         ``"log_likelihoods"``, ``"llr"``).
-      l2: L2 weight for ``"matrix"``.
-      num_bins, binning: for ``"histogram"`` (``"equal_width"`` or ``"equal_mass"``).
-      max_iter, tol: L-BFGS stops when the gradient norm is below ``tol`` or
-        after ``max_iter`` iterations (see ``Calibrator.converged``).
+      settings: :class:`FitSettings`: the loss (``"xe"``, default, or
+        ``"brier"``), ``l2`` for ``"matrix"``, the bins of
+        ``"histogram"``, and L-BFGS's ``max_iter`` and ``tol``.
 
     Returns:
       :class:`Calibrator`.
     """
-    _check_fit_args(method, loss, binning, max_iter, tol, l2)
-    num_bins = v.as_positive_int(num_bins, "num_bins")
+    settings = _check_fit_args(method, settings)
+    loss, l2, tol, max_iter = settings.loss, settings.l2, settings.tol, settings.max_iter
     s, labels, k, p = _prepare_fit(scores, labels, method, priors, score_type)
     sw = _sample_weight_for(sample_weight, labels)
     w, p_used = _fold_weights(np.asarray(labels), k, p, sample_weight=sw)
@@ -724,7 +750,7 @@ def fit(scores, labels, *, method="affine", priors=None, loss="xe", score_type="
     params, n_iter, gnorm, value = _fit_kernel(
         s, labels, jnp.asarray(w, dtype), jnp.asarray(sw, dtype), log_prior_odds, jnp.asarray(l2, dtype),
         jnp.asarray(tol, dtype),
-        method=method, loss=loss, max_iter=int(max_iter), num_bins=num_bins, binning=binning)
+        method=method, loss=loss, max_iter=max_iter, num_bins=settings.num_bins, binning=settings.binning)
     converged = jnp.asarray(True) if method in NON_ITERATIVE_METHODS else gnorm < tol
     return Calibrator(params, n_iter, gnorm, value, converged, method, k, score_type, loss)
 
@@ -874,9 +900,9 @@ def _cross_validation_kernel(s, labels, train_idx, train_w, train_sw, folds, log
     return out, params, n_iter, gnorm, value
 
 
-def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affine", priors=None, loss="xe",
-                              score_type="log_posteriors", l2=1e-3, num_bins=15, binning="equal_width",
-                              max_iter=200, tol=1e-5, groups=None, sample_weight=None):
+def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affine", priors=None,
+                              score_type="log_posteriors", settings: FitSettings = FitSettings(), groups=None,
+                              sample_weight=None):
     """Stratified k-fold cross-validated calibration of the test data.
 
     The data are split into ``num_folds`` stratified folds with ``key``
@@ -899,8 +925,8 @@ def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affin
       :class:`CalibrationResult` with ``folds`` and a calibrator holding one
       parameter set per fold.
     """
-    _check_fit_args(method, loss, binning, max_iter, tol, l2)
-    num_bins = v.as_positive_int(num_bins, "num_bins")
+    settings = _check_fit_args(method, settings)
+    loss, l2, tol, max_iter = settings.loss, settings.l2, settings.tol, settings.max_iter
     s, labels, k, p = _prepare_fit(scores, labels, method, priors, score_type)
     if groups is None:
         folds = stratified_folds(v.as_key(key), labels, num_folds)
@@ -925,8 +951,8 @@ def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affin
     out, params, n_iter, gnorm, value = _cross_validation_kernel(
         s, labels, jnp.asarray(idx), jnp.asarray(w, dtype), jnp.asarray(train_sw, dtype), jnp.asarray(folds),
         jnp.asarray(lpo, dtype),
-        jnp.asarray(l2, dtype), jnp.asarray(tol, dtype), method=method, loss=loss, max_iter=int(max_iter),
-        num_bins=num_bins, binning=binning)
+        jnp.asarray(l2, dtype), jnp.asarray(tol, dtype), method=method, loss=loss, max_iter=max_iter,
+        num_bins=settings.num_bins, binning=settings.binning)
     converged = jnp.ones(num_folds, bool) if method in NON_ITERATIVE_METHODS else gnorm < tol
     cal = Calibrator(params, n_iter, gnorm, value, converged, method, k, score_type, loss)
     return CalibrationResult(out, cal, "cross_validation", False, jnp.asarray(folds))

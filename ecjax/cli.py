@@ -790,7 +790,8 @@ def _fit_calibrator(args, method, st, train, train_labels, test, protocol, recor
 
     from ecjax import calibration
 
-    common = dict(method=method, score_type=st, loss=args.loss, sample_weight=train_weights)
+    common = dict(method=method, score_type=st, settings=calibration.FitSettings(loss=args.loss),
+                  sample_weight=train_weights)
     if protocol != "cross_validation":
         cal = calibration.fit(train, train_labels, **common)
         record.update(parameters={k: np.asarray(v).tolist() for k, v in cal.params.items()},
@@ -1381,13 +1382,13 @@ def cmd_sweep(args):
               "classes": spec.classes, "priors": {n: np.asarray(p).tolist() for n, p in used.items()},
               "priors_source": source}
     out_dir = _out_dir(args)
+    settings = sweep.SweepSettings(progress=_sweep_progress(args))
     if over == "utility-space":
         if kind == "scores":
             m = sweep.utility_space_map(labels=lab, scores=scores, priors=score_priors, score_type=st,
-                                        resolution=resolution, progress=_sweep_progress(args))
+                                        resolution=resolution, settings=settings)
         else:
-            m = sweep.utility_space_map(counts, priors=priors, resolution=resolution,
-                                        progress=_sweep_progress(args))
+            m = sweep.utility_space_map(counts, priors=priors, resolution=resolution, settings=settings)
         record["win_fraction"] = _float_dict(names, m.win_fraction)
         record["resolution"] = resolution
         lines = [f"winner over the binary utility space (every normalized 2 x 2 utility matrix; {resolution} x "
@@ -1412,9 +1413,9 @@ def cmd_sweep(args):
             coord_name = f"random cost matrices: {cost_source}; key --seed {args.seed}"
         if kind == "scores":
             res = sweep.sweep_scores(lab, scores, axis, priors=score_priors, score_type=st, normalize=True,
-                                     progress=_sweep_progress(args))
+                                     settings=settings)
         else:
-            res = sweep.sweep_counts(counts, axis, priors=priors, normalize=True, progress=_sweep_progress(args))
+            res = sweep.sweep_counts(counts, axis, priors=priors, normalize=True, settings=settings)
         record["win_fraction"] = _float_dict(names, res.win_fraction)
         record["tie_fraction"] = float(res.tie_fraction)
         record["num_points"] = int(res.num_points)

@@ -36,7 +36,7 @@ def run(devices=None) -> dict:
     """A sharded sweep of each kind and the seed 004 §4.2 study: ``{name: numpy array}``."""
     import jax
 
-    from ecjax.sweep import grids, metric_reliability, sweep_counts, sweep_scores
+    from ecjax.sweep import SweepSettings, grids, metric_reliability, sweep_counts, sweep_scores
     from ecjax.sweep import reliability as R
 
     counts, labels, llr = inputs()
@@ -44,14 +44,15 @@ def run(devices=None) -> dict:
     # Decisions given: 600 cost ratios x 7 effective priors = 4200 points, 64 points per device per step
     # (5 steps on 4 devices, 66 on 1; the last step is padded).
     r = sweep_counts(counts, grids.cost_ratios(0.01, 100, 600), priors=grids.effective_priors(0.1, 0.9, 7),
-                     chunk_size=64, devices=devices)
+                     settings=SweepSettings(chunk_size=64, devices=devices))
     out.update(counts_values=r.values, counts_winners=r.winners, counts_wins=r.win_counts,
                counts_pairwise=r.pairwise_wins, counts_flips=r.flip_counts, counts_min=r.minimum,
                counts_max=r.maximum, counts_mean=r.mean, counts_flip_01=r.flips[(0, 1)],
                counts_devices=np.int64(r.info["num_devices"]))
     # Scores given (binary thresholds on the log-likelihood ratios): 2001 effective priors.
     r = sweep_scores(labels, llr, np.array([[0.0, 1.0], [1.0, 0.0]]), priors=grids.effective_priors(0.02, 0.98, 2001),
-                     score_type="llr", chunk_size=128, devices=devices)
+                     score_type="llr",
+                     settings=SweepSettings(chunk_size=128, devices=devices))
     out.update(scores_values=r.values, scores_winners=r.winners, scores_wins=r.win_counts,
                scores_flips=r.flip_counts, scores_mean=r.mean, scores_devices=np.int64(r.info["num_devices"]))
     # The Monte Carlo study: 6 blocks of pairs (the last partial), one block per device per step.

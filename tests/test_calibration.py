@@ -74,7 +74,7 @@ def test_affine_with_deployment_priors_and_brier_match_psrcal():
     cal = C.fit(scores, labels, method="affine", priors=priors, score_type=st)
     assert _xe64(cal.apply(scores, score_type=st), labels, priors) <= ref_loss * (1 + 1e-4)
     ref_brier, _ = _psrcal_train(AffineCalBrier, lp, labels)
-    cal_b = C.fit(scores, labels, method="affine", loss="brier", score_type=st)
+    cal_b = C.fit(scores, labels, method="affine", score_type=st, settings=C.FitSettings(loss="brier"))
     ours = float(psr_losses.Brier(torch.tensor(np.asarray(cal_b.apply(scores, score_type=st), np.float64)),
                                   torch.tensor(labels), norm=False))
     assert ours <= ref_brier * (1 + 1e-4)
@@ -120,7 +120,7 @@ def test_vector_matrix_and_bias_scaling_reach_scipy_optimum():
     l2 = 1e-3
     refs = {m: _scipy_fit(lp, labels, m, l2) for m in ("bias", "vector", "matrix")}
     for method, ref in refs.items():
-        cal = C.fit(scores, labels, method=method, score_type=st, l2=l2)
+        cal = C.fit(scores, labels, method=method, score_type=st, settings=C.FitSettings(l2=l2))
         out = np.asarray(cal.apply(scores, score_type=st), np.float64)
         value = -np.mean(out[np.arange(len(labels)), labels])
         if method == "matrix":
@@ -128,7 +128,7 @@ def test_vector_matrix_and_bias_scaling_reach_scipy_optimum():
             value += l2 * np.sum((w - np.eye(k)) ** 2)
         assert value <= ref * (1 + 1e-4) + 1e-7, f"{method}: {value} vs scipy {ref}"
     # Bias-only optimality (closed form): the mean calibrated posterior equals the class frequencies.
-    cal = C.fit(scores, labels, method="bias", score_type=st, tol=1e-7, max_iter=500)
+    cal = C.fit(scores, labels, method="bias", score_type=st, settings=C.FitSettings(tol=1e-7, max_iter=500))
     mean_post = np.exp(np.asarray(cal.apply(scores, score_type=st), np.float64)).mean(0)
     np.testing.assert_allclose(mean_post, np.bincount(labels, minlength=k) / len(labels), atol=2e-5)
 
@@ -142,7 +142,7 @@ def test_llr_calibration_is_prior_weighted_logistic_regression():
         p = np.array([n0, n1]) / (n0 + n1) if priors is None else priors
         sw = (p / np.array([n0, n1]))[labels]
         lr = LogisticRegression(penalty=None, tol=1e-10, max_iter=10_000).fit(raw[:, None], labels, sample_weight=sw)
-        cal = C.fit(raw, labels, method="llr", score_type="llr", priors=priors, tol=1e-7)
+        cal = C.fit(raw, labels, method="llr", score_type="llr", priors=priors, settings=C.FitSettings(tol=1e-7))
         a, b = float(cal.params["scale"]), float(cal.params["bias"])
         np.testing.assert_allclose(a, lr.coef_[0, 0], rtol=1e-3)
         np.testing.assert_allclose(b, lr.intercept_[0] - np.log(p[1] / p[0]), atol=2e-3)
@@ -155,7 +155,7 @@ def test_histogram_binning_matches_psrcal():
     lp = _lp64(scores, st)
     ref = HistogramBinningCal(torch.tensor(lp), torch.tensor(labels), M=15)
     ref.train()
-    cal = C.fit(scores, labels, method="histogram", num_bins=15, score_type=st)
+    cal = C.fit(scores, labels, method="histogram", score_type=st, settings=C.FitSettings(num_bins=15))
     freqs = np.asarray(cal.params["frequencies"])
     for m, f in enumerate(ref.cal_transform):
         n_in_bin = np.sum((ref.lows[m] < np.exp(lp[:, 1])) & (np.exp(lp[:, 1]) <= ref.highs[m]))
@@ -174,7 +174,7 @@ def test_histogram_equal_mass_bins_hold_equal_counts():
     p = rng.uniform(0.01, 0.99, 1500)
     labels = (rng.uniform(size=1500) < p).astype(int)
     lp = np.log(np.stack([1 - p, p], 1))
-    cal = C.fit(lp, labels, method="histogram", num_bins=10, binning="equal_mass")
+    cal = C.fit(lp, labels, method="histogram", settings=C.FitSettings(num_bins=10, binning="equal_mass"))
     upper = np.asarray(cal.params["upper_edges"], np.float64)
     idx = np.searchsorted(upper, p.astype(np.float32), side="left")
     assert np.all(np.bincount(idx, minlength=10) == 150)
@@ -308,7 +308,7 @@ def test_bad_inputs_raise_input_error():
     with pytest.raises(InputError, match="method"):
         C.fit(lp, labels, method="isotonic")
     with pytest.raises(InputError, match="loss"):
-        C.fit(lp, labels, loss="hinge")
+        C.fit(lp, labels, settings=C.FitSettings(loss="hinge"))
     with pytest.raises(InputError, match="NaN"):
         C.fit(np.where(np.eye(60, 3) > 0, np.nan, lp), labels)
     with pytest.raises(InputError, match="inf"):

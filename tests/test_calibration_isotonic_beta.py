@@ -126,7 +126,7 @@ def test_beta_calibration_is_logistic_regression_on_log_p_and_log_1_minus_p(prio
     lp = log_softmax(scores.astype(np.float64), 1)
     (a, b), c = _beta_reference(lp, labels, priors)
     assert a > 0 and b > 0  # the unconstrained optimum is allowed
-    cal = C.fit(scores, labels, method="beta", priors=priors, score_type=st, tol=1e-7)
+    cal = C.fit(scores, labels, method="beta", priors=priors, score_type=st, settings=C.FitSettings(tol=1e-7))
     np.testing.assert_allclose(np.asarray(cal.params["scale"]), [a, b], rtol=1e-3)
     np.testing.assert_allclose(float(cal.params["bias"]), c, atol=2e-3)
     ours = np.exp(np.asarray(cal.apply(scores, score_type=st), np.float64))[:, 1]
@@ -142,7 +142,7 @@ def test_beta_drops_a_negative_coefficient_as_betacal():
     lp = log_softmax(scores.astype(np.float64), 1)
     assert _beta_reference(lp, labels)[0][0] < 0
     (a, b), c = _beta_reference(lp, labels, features=(1,))
-    cal = C.fit(scores, labels, method="beta", score_type=st, tol=1e-7)
+    cal = C.fit(scores, labels, method="beta", score_type=st, settings=C.FitSettings(tol=1e-7))
     assert float(cal.params["scale"][0]) == 0.0
     np.testing.assert_allclose([float(cal.params["scale"][1]), float(cal.params["bias"])], [b, c], rtol=1e-3)
     # Synthetic data drawn with b = -1 < 0 (a = 1.5): refit on log p alone, b = 0.
@@ -152,7 +152,7 @@ def test_beta_drops_a_negative_coefficient_as_betacal():
     lp = np.log(np.stack([1 - p, p], 1))
     assert _beta_reference(lp, y)[0][1] < 0
     (a, b), c = _beta_reference(lp, y, features=(0,))
-    cal = C.fit(lp, y, method="beta", tol=1e-7)
+    cal = C.fit(lp, y, method="beta", settings=C.FitSettings(tol=1e-7))
     assert float(cal.params["scale"][1]) == 0.0
     np.testing.assert_allclose([float(cal.params["scale"][0]), float(cal.params["bias"])], [a, c], rtol=1e-3)
     np.testing.assert_allclose(np.exp(np.asarray(cal.apply(lp), np.float64))[:, 1], expit(a * lp[:, 1] + c),
@@ -168,8 +168,8 @@ def test_beta_drops_a_negative_coefficient_as_betacal():
 def test_cross_validation_fold_equals_a_direct_fit_on_its_training_part(method):
     labels, scores, st, z = _pneumonia()
     lp = log_softmax(scores.astype(np.float64), 1)
-    res = C.calibrate_cross_validated(scores, labels, key=jax.random.key(0), num_folds=3, method=method,
-                                      score_type=st, tol=1e-7)
+    res = C.calibrate_cross_validated(scores, labels, key=jax.random.key(0), num_folds=3, method=method, score_type=st,
+                                      settings=C.FitSettings(tol=1e-7))
     assert res.protocol == "cross_validation" and np.all(np.asarray(res.calibrator.converged))
     folds = np.asarray(res.folds)
     out = np.exp(np.asarray(res.scores, np.float64))[:, 1]

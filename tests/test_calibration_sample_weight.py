@@ -23,8 +23,10 @@ def _data(n=300, k=3, seed=0):
 @pytest.mark.parametrize("method", ["affine", "vector"])
 def test_integer_weights_fit_as_repeated_samples(method):
     y, s, w = _data()
-    weighted = calibration.fit(s, y, method=method, score_type="logits", sample_weight=w, tol=1e-7)
-    repeated = calibration.fit(np.repeat(s, w, 0), np.repeat(y, w), method=method, score_type="logits", tol=1e-7)
+    weighted = calibration.fit(s, y, method=method, score_type="logits", sample_weight=w,
+                               settings=calibration.FitSettings(tol=1e-7))
+    repeated = calibration.fit(np.repeat(s, w, 0), np.repeat(y, w), method=method, score_type="logits",
+                               settings=calibration.FitSettings(tol=1e-7))
     for name in weighted.params:
         np.testing.assert_allclose(weighted.params[name], repeated.params[name], rtol=1e-3, atol=1e-4)
     assert float(weighted.loss) == pytest.approx(float(repeated.loss), rel=1e-5)
@@ -38,7 +40,8 @@ def test_llr_calibration_with_weights_is_weighted_logistic_regression():
     y = rng.integers(0, 2, n)
     llr = 3.0 * (y - 0.5) + rng.normal(size=n)
     w = rng.uniform(0.1, 2.0, n)
-    cal = calibration.fit(llr, y, method="llr", score_type="llr", sample_weight=w, priors=[0.5, 0.5], l2=0.0, tol=1e-7)
+    cal = calibration.fit(llr, y, method="llr", score_type="llr", sample_weight=w, priors=[0.5, 0.5],
+                          settings=calibration.FitSettings(l2=0.0, tol=1e-7))
     totals = np.bincount(y, weights=w)
     ref = LogisticRegression(penalty=None, tol=1e-10, max_iter=10_000).fit(
         llr[:, None], y, sample_weight=w * (0.5 / totals)[y])
@@ -47,8 +50,9 @@ def test_llr_calibration_with_weights_is_weighted_logistic_regression():
 
 
 # The folds' frequency weights reach the counting methods too (histogram: its equal-mass edges and counts).
-@pytest.mark.parametrize("method,kw", [("affine", {"tol": 1e-7}),
-                                       ("histogram", {"binning": "equal_mass", "num_bins": 6})])
+@pytest.mark.parametrize("method,kw", [("affine", {"settings": calibration.FitSettings(tol=1e-7)}),
+                                       ("histogram", {"settings": calibration.FitSettings(binning="equal_mass",
+                                                                                          num_bins=6)})])
 def test_cross_validation_passes_each_fold_its_weights(method, kw):
     y, s, w = _data(seed=2, k=3 if method == "affine" else 2)
     w = w * np.random.default_rng(3).uniform(0.5, 1.5, len(w))  # non-integer, some 0
@@ -108,7 +112,7 @@ def test_counting_methods_with_integer_weights_fit_the_repeated_samples(method, 
     y, _, lp = _binary(seed=7)
     w = np.random.default_rng(7).integers(0, 4, len(y))  # 0 drops a sample, 3 triples it
     test_lp = _binary(n=81, seed=8)[2]  # the size of the grid above: its compiled apply is reused
-    kw = dict(method=method, binning=binning, num_bins=7)
+    kw = dict(method=method, settings=calibration.FitSettings(binning=binning, num_bins=7))
     # The held-out protocol: fitted on (lp, y), applied to other scores.
     weighted = calibration.calibrate_held_out(lp, y, test_lp, sample_weight=w, **kw)
     repeated = calibration.calibrate_held_out(np.repeat(lp, w, 0), np.repeat(y, w), test_lp, **kw)
@@ -123,7 +127,7 @@ def test_weighted_histogram_matches_numpy_bin_frequencies():
     m = 6
     b = np.clip(np.searchsorted(np.linspace(0, 1, m + 1), p1, side="left") - 1, 0, m - 1)
     freq = np.bincount(b, weights=u * y, minlength=m) / np.bincount(b, weights=u, minlength=m)
-    cal = calibration.fit(lp, y, method="histogram", num_bins=m, sample_weight=u)
+    cal = calibration.fit(lp, y, method="histogram", sample_weight=u, settings=calibration.FitSettings(num_bins=m))
     filled = np.bincount(b, minlength=m) > 0
     np.testing.assert_allclose(np.asarray(cal.params["frequencies"])[filled], freq[filled], rtol=1e-5)
 
@@ -131,7 +135,8 @@ def test_weighted_histogram_matches_numpy_bin_frequencies():
 def test_weighted_diagnosis_is_the_diagnosis_of_the_repeated_samples():
     y, _, lp = _binary(seed=7)  # the data, weights and settings of the test above: its compiled fits are reused
     w = np.random.default_rng(7).integers(0, 4, len(y))
-    kw = dict(method="histogram", binning="equal_mass", num_bins=7, protocol="train_on_test", metric="brier")
+    kw = dict(method="histogram", settings=calibration.FitSettings(binning="equal_mass", num_bins=7),
+              protocol="train_on_test", metric="brier")
     weighted = calibration.diagnose(lp, y, sample_weight=w, **kw)
     repeated = calibration.diagnose(np.repeat(lp, w, 0), np.repeat(y, w), **kw)
     for name in ("raw", "calibrated", "absolute_loss", "relative_loss"):

@@ -155,10 +155,11 @@ def test_binary_sweeps_of_three_classes_say_what_to_pass(d, capsys, over):
 
 def test_winner_runs_need_a_one_dimensional_sweep_with_its_values():
     from ecjax import InputError
-    from ecjax.sweep import grids, sweep_counts
+    from ecjax.sweep import SweepSettings, grids, sweep_counts
 
     counts = np.array([[[40, 10], [5, 45]], [[48, 2], [20, 30]]])
-    res = sweep_counts(counts, grids.cost_ratios(0.1, 10, 5), normalize=True, return_values=False)
+    res = sweep_counts(counts, grids.cost_ratios(0.1, 10, 5), normalize=True,
+                       settings=SweepSettings(return_values=False))
     with pytest.raises(InputError, match="return_values=True"):
         res.winner_runs()
     res = sweep_counts(counts, grids.cost_ratios(0.1, 10, 5), priors=grids.effective_priors(0.2, 0.8, 3))

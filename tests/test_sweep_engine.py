@@ -28,7 +28,7 @@ import pytest
 import jax
 
 from ecjax import InputError
-from ecjax.sweep import grids, sweep_counts
+from ecjax.sweep import SweepSettings, grids, sweep_counts
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNTS = np.array([[[80, 20], [10, 90]], [[95, 5], [30, 70]], [[60, 40], [3, 97]]])
@@ -59,7 +59,7 @@ def _scale_check(num_points, chunk_size):
             pass
 
     axis = grids.cost_ratios(1e-2, 1e2, num_points)
-    res = sweep_counts(COUNTS, axis, chunk_size=chunk_size, return_values=False, progress=Watch)
+    res = sweep_counts(COUNTS, axis, settings=SweepSettings(chunk_size=chunk_size, return_values=False, progress=Watch))
     assert res.values is None and res.info["chunk"] == chunk_size
     assert len(peak) == res.info["num_chunks"] == -(-num_points // chunk_size)
     # Everything alive on the device is O(chunk), far below the O(points) an unchunked sweep would hold.
@@ -87,7 +87,7 @@ SHARDED_SCRIPT = textwrap.dedent(
     import json, sys
     import numpy as np
     import jax
-    from ecjax.sweep import grids, metric_reliability, sweep_counts, sweep_scores, utility_space_map
+    from ecjax.sweep import SweepSettings, grids, metric_reliability, sweep_counts, sweep_scores, utility_space_map
     from ecjax.sweep import reliability as R
 
     def run(devices):
@@ -100,14 +100,15 @@ SHARDED_SCRIPT = textwrap.dedent(
         costs3 = rng.uniform(0.1, 2, (40, 3, 3))
         out = {}
         r = sweep_counts(counts, grids.cost_ratios(0.01, 100, 1000), priors=grids.effective_priors(0.1, 0.9, 7),
-                         chunk_size=50, devices=devices)
+                         settings=SweepSettings(chunk_size=50, devices=devices))
         out["counts"] = (r.values, r.winners, r.win_counts, r.pairwise_wins, r.flip_counts, r.mean, r.info)
         r = sweep_scores(labels, llr, np.array([[0., 1.], [1., 0.]]), priors=grids.effective_priors(0.05, 0.95, 801),
-                         score_type="llr", chunk_size=25, devices=devices)
+                         score_type="llr", settings=SweepSettings(chunk_size=25, devices=devices))
         out["threshold"] = (r.values, r.winners, r.win_counts, r.flip_counts, r.mean, r.info)
-        r = sweep_scores(labels3, logits, costs3, score_type="logits", chunk_size=4, devices=devices)
+        r = sweep_scores(labels3, logits, costs3, score_type="logits",
+                         settings=SweepSettings(chunk_size=4, devices=devices))
         out["dense"] = (r.values, r.winners, r.win_counts, r.mean, r.info)
-        m = utility_space_map(counts, resolution=41, chunk_size=100, devices=devices)
+        m = utility_space_map(counts, resolution=41, settings=SweepSettings(chunk_size=100, devices=devices))
         out["plane"] = (m.yields, m.winners, m.win_fraction, m.result.info)
         rel = metric_reliability(jax.random.key(0), num_pairs=5 * R.BLOCK + 17, utility_error_sd=[0.1, 0.2],
                                  chunk_size=R.BLOCK, devices=devices)
@@ -154,7 +155,8 @@ def test_automatic_chunk_follows_the_backend_and_its_memory():
     assert engine.auto_chunk_size([_FakeDevice("gpu", None)]) == engine.ACCELERATOR_CHUNK
     assert engine.auto_chunk_size([_FakeDevice("gpu", 100)], point_bytes=10**6) == 1
     # On this CPU a sweep with chunk_size=None runs in chunks of the CPU default (as many as it needs).
-    res = sweep_counts(COUNTS, grids.cost_ratios(0.1, 10, 3 * engine.CPU_CHUNK + 5), return_values=False)
+    res = sweep_counts(COUNTS, grids.cost_ratios(0.1, 10, 3 * engine.CPU_CHUNK + 5),
+                       settings=SweepSettings(return_values=False))
     assert res.info["chunk"] == engine.CPU_CHUNK and res.info["num_chunks"] == 4
 
 

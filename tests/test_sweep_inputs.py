@@ -11,6 +11,7 @@ import jax
 
 from ecjax import InputError
 from ecjax.sweep import (
+    SweepSettings,
     grids,
     metric_reliability,
     roc_tangent_winners,
@@ -55,18 +56,24 @@ COSTS01 = np.array([[0.0, 1.0], [1.0, 0.0]])
         (lambda: grids.effective_priors(0.0, 1.0, 5), "effective_priors"),
         (lambda: sweep_counts(COUNTS, COSTS01, priors=[0.2, 0.3, 0.5]), "priors"),
         # chunk size <= 0
-        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), chunk_size=0), "chunk_size"),
-        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), chunk_size=-4), "chunk_size"),
-        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), chunk_size=2.5), "chunk_size"),
-        (lambda: sweep_scores([0, 1, 1], np.zeros((3, 2)), np.ones((2, 2, 2)), chunk_size=0,
-                              score_type="logits"), "chunk_size"),
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), settings=SweepSettings(chunk_size=0)), "chunk_size"),
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), settings=SweepSettings(chunk_size=-4)), "chunk_size"),
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), settings=SweepSettings(chunk_size=2.5)), "chunk_size"),
+        (lambda: sweep_scores([0, 1, 1], np.zeros((3, 2)), np.ones((2, 2, 2)), score_type="logits",
+                              settings=SweepSettings(chunk_size=0)), "chunk_size"),
         (lambda: metric_reliability(jax.random.key(0), num_pairs=10, chunk_size=0), "chunk_size"),
         # more devices than exist
-        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), devices=len(jax.devices()) + 1), "devices"),
-        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), devices=0), "devices"),
-        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), devices=[]), "devices"),
-        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), devices=["gpu:7"]), "devices"),
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)),
+                              settings=SweepSettings(devices=len(jax.devices()) + 1)), "devices"),
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), settings=SweepSettings(devices=0)), "devices"),
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), settings=SweepSettings(devices=[])), "devices"),
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), settings=SweepSettings(devices=["gpu:7"])), "devices"),
         (lambda: metric_reliability(jax.random.key(0), num_pairs=10, devices=99), "devices"),
+        # the other sweep settings, refused when made; settings that are not a SweepSettings
+        (lambda: SweepSettings(max_flips=0), "max_flips"),
+        (lambda: SweepSettings(point_batch=1.5), "point_batch"),
+        (lambda: sweep_counts(COUNTS, np.ones((3, 2, 2)), settings={"chunk_size": 4}),
+         "`settings` must be an ecjax.sweep.SweepSettings, got dict"),
         # matrices
         (lambda: sweep_counts(COUNTS, COSTS01, utilities=COSTS01), "costs"),
         (lambda: sweep_counts(COUNTS), "costs"),

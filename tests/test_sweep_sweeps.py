@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 from expected_cost import ec as ec_ref
 
-from ecjax.sweep import grids, sweep_counts, sweep_map, sweep_scores
+from ecjax.sweep import SweepSettings, grids, sweep_counts, sweep_map, sweep_scores
 from ecjax.sweep.sweeps import TIE
 
 RNG = np.random.default_rng(20240601)
@@ -72,7 +72,7 @@ def np_bayes_ec(labels, log_post, costs, priors=None):
 def test_counts_over_user_matrices_against_numpy_and_expected_cost(normalize):
     counts = random_counts(3, 3, 4)
     costs = random_costs(40, 3, 4)
-    res = sweep_counts(counts, costs, normalize=normalize, chunk_size=16)
+    res = sweep_counts(counts, costs, normalize=normalize, settings=SweepSettings(chunk_size=16))
     ref = np.stack([np_expected_value(counts, c) for c in costs])
     if normalize:
         p = counts.sum(-1) / counts.sum((-2, -1))[:, None]
@@ -179,8 +179,8 @@ def test_random_matrices_axis_is_reproducible_and_chunk_invariant():
     # Point i is sample(fold_in(key, i), 1)[0], whatever the chunking.
     for i in (0, 5, 299):
         np.testing.assert_array_equal(mats[i], np.asarray(_sample_costs(jax.random.fold_in(key, i), 1)[0]))
-    a = sweep_counts(counts, axis, chunk_size=37)
-    b = sweep_counts(counts, axis, chunk_size=1000)
+    a = sweep_counts(counts, axis, settings=SweepSettings(chunk_size=37))
+    b = sweep_counts(counts, axis, settings=SweepSettings(chunk_size=1000))
     # Draws are exact; a different chunk shape may change the last float bit of a sum (XLA vectorization).
     np.testing.assert_allclose(a.values, b.values, rtol=1e-6)
     ref = np.stack([np_expected_value(counts, m) for m in mats])
@@ -234,7 +234,7 @@ def test_flips_against_brute_force_with_ties_and_row_resets():
     table = RNG.integers(0, 3, size=(7 * 13, 3)).astype(np.float32)
     axis = grids.product(grids.values(np.arange(7)), grids.values(np.arange(13)))
     flat = grids.transform(axis, _flat_index_13)
-    res = sweep_map(_identity_values, flat, jnp.asarray(table), chunk_size=10, max_flips=100)
+    res = sweep_map(_identity_values, flat, jnp.asarray(table), settings=SweepSettings(chunk_size=10, max_flips=100))
     ref = np_flips(table, 13)
     for key, hits in ref.items():
         np.testing.assert_array_equal(res.flips[key], hits)
@@ -254,7 +254,8 @@ def _flat_index_13(vals):
 
 def test_max_flips_caps_recorded_positions_but_not_the_count():
     table = np.tile(np.array([[0.0, 1.0], [1.0, 0.0]], np.float32), (50, 1))  # flips at every point
-    res = sweep_map(_identity_values, grids.values(np.arange(100)), jnp.asarray(table), max_flips=5, chunk_size=8)
+    res = sweep_map(_identity_values, grids.values(np.arange(100)), jnp.asarray(table),
+                    settings=SweepSettings(max_flips=5, chunk_size=8))
     assert res.flip_counts[0, 1] == 99
     np.testing.assert_array_equal(res.flips[(0, 1)], [1, 2, 3, 4, 5])
 
@@ -315,7 +316,7 @@ def test_multiclass_scores_dense_sweep_against_numpy_and_expected_cost():
     labels = rng.integers(0, k, n)
     logits = rng.normal(size=(2, n, k)) + 2.0 * np.eye(k)[labels]
     costs = random_costs(10, k, k)
-    res = sweep_scores(labels, logits, costs, score_type="logits", chunk_size=4, point_batch=3)
+    res = sweep_scores(labels, logits, costs, score_type="logits", settings=SweepSettings(chunk_size=4, point_batch=3))
     for b in range(len(costs)):
         for s in range(2):
             lp = np_log_softmax(logits[s])
@@ -344,7 +345,7 @@ def test_multiclass_abstention_column():
 def test_chunked_equals_unchunked_and_progress_hook_sees_every_chunk():
     counts = random_counts(3, 2, 2)
     axis = grids.cost_ratios(1e-3, 1e3, 5000)
-    whole = sweep_counts(counts, axis, chunk_size=5000)
+    whole = sweep_counts(counts, axis, settings=SweepSettings(chunk_size=5000))
     ticks = []
 
     class Bar:
@@ -357,7 +358,7 @@ def test_chunked_equals_unchunked_and_progress_hook_sees_every_chunk():
         def close(self):
             ticks.append("closed")
 
-    parts = sweep_counts(counts, axis, chunk_size=333, progress=Bar)
+    parts = sweep_counts(counts, axis, settings=SweepSettings(chunk_size=333, progress=Bar))
     assert parts.info["chunk"] == 333 and parts.info["num_chunks"] == math.ceil(5000 / 333)
     assert ticks[0] == ("total", 16) and ticks[1:-1] == [1] * 16 and ticks[-1] == "closed"
     np.testing.assert_allclose(parts.values, whole.values, rtol=1e-6)
@@ -373,8 +374,8 @@ def test_chunked_equals_unchunked_and_progress_hook_sees_every_chunk():
 def test_streamed_reductions_without_values_match_the_kept_values():
     counts = random_counts(3, 3, 3)
     costs = random_costs(200, 3, 3)
-    kept = sweep_counts(counts, costs, chunk_size=64)
-    lean = sweep_counts(counts, costs, chunk_size=64, return_values=False)
+    kept = sweep_counts(counts, costs, settings=SweepSettings(chunk_size=64))
+    lean = sweep_counts(counts, costs, settings=SweepSettings(chunk_size=64, return_values=False))
     assert lean.values is None and lean.winners is None
     np.testing.assert_array_equal(lean.win_counts, np.bincount(kept.winners, minlength=3))
     np.testing.assert_allclose(lean.minimum, np.nanmin(kept.values, 0))
@@ -398,7 +399,7 @@ def test_per_point_function_never_sees_more_than_a_chunk():
             return 1
 
     spied = grids.Axis(axis.shape, Spy(), axis.data, axis.coords)
-    res = sweep_map(record, spied, 2.0, chunk_size=128)
+    res = sweep_map(record, spied, 2.0, settings=SweepSettings(chunk_size=128))
     assert seen and max(seen) <= 128
     x = np.linspace(0, 1, 1001)
     np.testing.assert_allclose(res.values, np.stack([2 * x, 1 - x], -1), rtol=1e-6, atol=1e-7)

@@ -19,7 +19,7 @@ from scipy.spatial import ConvexHull
 from sklearn.metrics import roc_curve
 
 import ecjax
-from ecjax.sweep import roc_convex_hull, roc_tangent_winners, utility_plane, utility_space_map
+from ecjax.sweep import SweepSettings, roc_convex_hull, roc_tangent_winners, utility_plane, utility_space_map
 from ecjax.sweep.sweeps import TIE
 
 
@@ -73,7 +73,7 @@ def test_counts_map_against_numpy_per_point():
     rng = np.random.default_rng(1)
     counts = rng.integers(5, 80, size=(3, 2, 2))
     r = 25
-    m = utility_space_map(counts, resolution=r, chunk_size=50)
+    m = utility_space_map(counts, resolution=r, settings=SweepSettings(chunk_size=50))
     grid = np.linspace(-1, 1, r)
     for i, y in enumerate(grid):
         for j, x in enumerate(grid):

@@ -14,6 +14,7 @@ bounded whatever the number of points), each sharded over all visible devices.
 """
 
 from ecjax.sweep import engine, grids
+from ecjax.sweep.engine import SweepSettings
 from ecjax.sweep.grids import Axis
 from ecjax.sweep.reliability import METRICS, Estimate, metric_reliability
 from ecjax.sweep.roc import roc_convex_hull, roc_tangent_winners
@@ -25,6 +26,7 @@ __all__ = [
     "Axis",
     "Estimate",
     "SweepResult",
+    "SweepSettings",
     "TIE",
     "UNDEFINED",
     "UtilitySpaceMap",

@@ -56,6 +56,46 @@ ACCELERATOR_CHUNK = 2**22
 _MEMORY_SHARE = 8
 
 
+@dataclass(frozen=True)
+class SweepSettings:
+    """How a sweep runs, not what it computes: no setting changes a swept value.
+
+    Attributes:
+      chunk_size: points per device per step: memory is bounded by this, not by the number of points.  ``None``:
+        :func:`auto_chunk_size` (on a CPU a chunk that stays in cache, ``2^12`` to ``2^16`` points; on a GPU or
+        TPU up to ``2^22``, as the device memory allows).
+      devices: ``None`` (all visible devices), ``n`` (the first ``n``) or a sequence of devices
+        (:func:`resolve_devices`).
+      progress: a progress bar over the chunks (``True``, needs ``tqdm``), or a callable ``total -> bar`` with
+        ``update(n)`` and ``close()``.
+      return_values: keep the per-point values and winners (host memory ``O(points x S)``); ``False`` keeps only
+        the streamed reductions.
+      max_flips: flip positions recorded per pair of systems.
+      point_batch: points evaluated together inside a chunk when every point recomputes Bayes decisions (dense
+        score sweeps).
+    """
+
+    chunk_size: int | None = None
+    devices: Any = None
+    progress: Any = False
+    return_values: bool = True
+    max_flips: int = 64
+    point_batch: int = 8
+
+    def __post_init__(self):
+        if self.chunk_size is not None:
+            object.__setattr__(self, "chunk_size", v.as_positive_int(self.chunk_size, "chunk_size"))
+        object.__setattr__(self, "max_flips", v.as_positive_int(self.max_flips, "max_flips"))
+        object.__setattr__(self, "point_batch", v.as_positive_int(self.point_batch, "point_batch"))
+
+
+def check_sweep_settings(settings) -> SweepSettings:
+    """``settings`` if it is a :class:`SweepSettings` (checked when it was made), else :class:`~ecjax.InputError`."""
+    if not isinstance(settings, SweepSettings):
+        raise v.InputError(f"`settings` must be an ecjax.sweep.SweepSettings, got {type(settings).__name__}")
+    return settings
+
+
 def resolve_devices(devices=None) -> tuple:
     """The devices to shard over: all visible devices, the first ``n``, or a given list.
 
@@ -200,8 +240,8 @@ def _replicate(x, sharding):
     return jax.device_put(x, sharding)
 
 
-def map_reduce(local_fn, reduce_fn, init, num_points: int, *, args: Any = (), chunk_size: int | None = None,
-               devices=None, progress=False, collect: bool = False, point_bytes: int = 256,
+def map_reduce(local_fn, reduce_fn, init, num_points: int, *, args: Any = (),
+               settings: SweepSettings = SweepSettings(), collect: bool = False, point_bytes: int = 256,
                cpu_chunk: int = CPU_CHUNK):
     """Map ``local_fn`` over ``num_points`` point indices in chunks; reduce with ``reduce_fn``.
 
@@ -216,14 +256,10 @@ def map_reduce(local_fn, reduce_fn, init, num_points: int, *, args: Any = (), ch
       init: the initial accumulator pytree.
       num_points: ``P``, the number of points.
       args: arrays every point needs (replicated on every device).
-      chunk_size: points per device per step (each device's memory is
-        bounded by this, not by ``P``); ``None``: :func:`auto_chunk_size`
-        for the devices, from ``point_bytes`` (working-set bytes per point)
-        and ``cpu_chunk``.
-      devices: ``None`` (all visible devices), an int ``n`` (the first ``n``)
-        or a sequence of devices.
-      progress: show a progress bar over the chunks (needs ``tqdm``), or a
-        callable ``total -> bar`` with ``update(n)`` and ``close()``.
+      settings: :class:`SweepSettings`: its ``chunk_size`` (``None``:
+        :func:`auto_chunk_size` for the devices, from ``point_bytes``, the
+        working-set bytes per point, and ``cpu_chunk``), ``devices`` and
+        ``progress``.
       collect: also return the per-point outputs, copied to host memory
         chunk by chunk (``P``-sized numpy arrays).
 
@@ -231,7 +267,9 @@ def map_reduce(local_fn, reduce_fn, init, num_points: int, *, args: Any = (), ch
       ``(acc, outputs, info)``: the final accumulator, the per-point outputs
       (or ``None``) and a dict with ``chunk``, ``num_chunks`` and ``num_devices``.
     """
-    devs = resolve_devices(devices)
+    settings = check_sweep_settings(settings)
+    devs = resolve_devices(settings.devices)
+    chunk_size = settings.chunk_size
     if chunk_size is None:
         chunk_size = auto_chunk_size(devs, point_bytes=point_bytes, cpu_chunk=cpu_chunk)
     chunk, num_chunks = plan_chunks(num_points, chunk_size, len(devs))
@@ -243,7 +281,7 @@ def map_reduce(local_fn, reduce_fn, init, num_points: int, *, args: Any = (), ch
     # Host scalars (not single-device arrays), so the same call works with a multi-process global mesh.
     n_arr = np.int32(num_points)
     host = None
-    bar = progress_bar(progress, num_chunks)
+    bar = progress_bar(settings.progress, num_chunks)
     try:
         for c in range(num_chunks):
             start = c * chunk

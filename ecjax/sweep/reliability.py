@@ -426,8 +426,8 @@ def metric_reliability(key: jax.Array, *, num_pairs: int, utility_error_sd: floa
     args = (key, jnp.asarray(num_pairs, jnp.int32), tuple(extra), jnp.asarray(sds, jnp.float32))
     init = jnp.zeros((len(names) + len(sds),), jnp.int32)
     wrong, _, _ = engine.map_reduce(kernel, _sum_valid, init, num_blocks, args=args,
-                                    chunk_size=max(1, math.ceil(chunk_size / BLOCK)), devices=devices,
-                                    progress=progress)
+                                    settings=engine.SweepSettings(chunk_size=max(1, math.ceil(chunk_size / BLOCK)),
+                                                                  devices=devices, progress=progress))
     frac = np.asarray(wrong, np.float64) / num_pairs
     se = np.sqrt(frac * (1 - frac) / num_pairs)
     out = {name: Estimate(float(frac[i]), float(se[i])) for i, name in enumerate(names)}

@@ -39,6 +39,7 @@ from ecjax.decisions import (
 from ecjax.metrics import as_counts, expected_value
 from ecjax.precision import einsum
 from ecjax.sweep import engine
+from ecjax.sweep.engine import SweepSettings
 from ecjax.sweep.inputs import (
     check_absent_classes,
     combined_axis,
@@ -80,7 +81,7 @@ class SweepResult:
         the last strict order before it on the same line).
       flips: ``{(a, b): flat indices}`` for ``a < b``: the first
         ``max_flips`` points where a flip happens (use :meth:`flip_points`).
-      values: ``shape + (S,)`` values per point, or ``None`` (``return_values=False``).
+      values: ``shape + (S,)`` values per point, or ``None`` (``SweepSettings(return_values=False)``).
       winners: ``shape`` winner per point (:data:`TIE` = -2 where the best
         value is shared, :data:`UNDEFINED` = -1 outside the swept space), or ``None``.
       coords: per-dimension coordinates of the swept axes (``None`` where absent).
@@ -120,10 +121,10 @@ class SweepResult:
         ``last`` are point indices (inclusive) and ``winner`` a system index,
         :data:`TIE` or :data:`UNDEFINED`.  The true boundary between two runs
         lies somewhere between the last point of one and the first of the
-        next: a finer grid narrows it.  Needs ``return_values=True``.
+        next: a finer grid narrows it.  Needs ``SweepSettings(return_values=True)``.
         """
         if self.winners is None:
-            raise v.InputError("winner_runs needs the per-point winners: run the sweep with return_values=True")
+            raise v.InputError("winner_runs needs the per-point winners: run the sweep with SweepSettings(return_values=True)")
         if len(self.shape) != 1:
             raise v.InputError(f"winner_runs is for one-dimensional sweeps, got shape {self.shape}")
         w = np.asarray(self.winners)
@@ -265,26 +266,27 @@ class _WithWinners:
         return vals, ok, self.reduce.winners(vt, ok & jnp.all(jnp.isfinite(vt), 0))
 
 
-def run_sweep(point_fn, args, shape, num_systems, *, metric, higher_is_better, coords=(), chunk_size=None,
-              devices=None, progress=False, return_values=True, max_flips=64, raise_undefined=True,
-              what="the swept values", point_bytes=None, cpu_chunk=engine.CPU_CHUNK) -> SweepResult:
-    """Run a point function ``(args, idx) -> (values (c, S), ok (c,))`` over ``prod(shape)`` points.
+def run_sweep(problem: Problem, settings: SweepSettings = SweepSettings()) -> SweepResult:
+    """Run a problem's point function ``(args, idx) -> (values (c, S), ok (c,))`` over every point of its axis.
 
-    ``chunk_size=None`` picks :func:`ecjax.sweep.engine.auto_chunk_size` from
-    ``point_bytes`` (default: the per-point values and winner bookkeeping)
-    and ``cpu_chunk``.
+    With ``settings.chunk_size=None`` the chunk is :func:`ecjax.sweep.engine.auto_chunk_size` of the problem's
+    ``point_bytes`` (default: the per-point values and winner bookkeeping) and ``cpu_chunk``.
     """
-    max_flips = v.as_positive_int(max_flips, "max_flips")
+    settings = engine.check_sweep_settings(settings)
+    shape, num_systems, max_flips = problem.axis.shape, problem.num_systems, settings.max_flips
+    higher_is_better = problem.is_higher_better
     num = int(np.prod(shape))
     row_len = int(shape[-1]) if len(shape) else 1
-    red = StandardReduce(int(num_systems), bool(higher_is_better), max(row_len, 1), max_flips)
+    red = StandardReduce(int(num_systems), higher_is_better, max(row_len, 1), max_flips)
+    point_bytes = 64 + 16 * int(num_systems) if problem.point_bytes is None else problem.point_bytes
     acc, outs, info = engine.map_reduce(
-        _WithWinners(point_fn, red), red, init_accumulator(num_systems, max_flips), num,
-        args=args, chunk_size=chunk_size, devices=devices, progress=progress, collect=return_values,
-        point_bytes=64 + 16 * int(num_systems) if point_bytes is None else point_bytes, cpu_chunk=cpu_chunk,
+        _WithWinners(problem.point_fn, red), red, init_accumulator(num_systems, max_flips), num,
+        args=problem.args, settings=settings, collect=settings.return_values, point_bytes=point_bytes,
+        cpu_chunk=problem.cpu_chunk,
     )
     acc = jax.tree_util.tree_map(np.asarray, acc)
-    if raise_undefined and acc["undefined"] > 0:
+    what = "NEC values (the best naive decision costs 0)" if problem.kind == "nec" else "the swept values"
+    if acc["undefined"] > 0:
         first = np.unravel_index(int(acc["first_undefined"]), shape)
         raise v.InputError(
             f"{what} are undefined (NaN or inf) at {int(acc['undefined'])} of {num} points, first at index "
@@ -300,14 +302,14 @@ def run_sweep(point_fn, args, shape, num_systems, *, metric, higher_is_better, c
         buf = acc["flip_idx"][p]
         flips[(int(a), int(b))] = np.sort(buf[buf >= 0]).astype(np.int64)
     vals = winners = None
-    if return_values:
+    if settings.return_values:
         vals_flat, ok_flat, win_flat = outs
         vals = np.where(ok_flat[:, None], vals_flat, np.nan).reshape(tuple(shape) + (num_systems,))
         winners = win_flat.reshape(shape)
     with np.errstate(invalid="ignore", divide="ignore"):
         return SweepResult(
             shape=tuple(int(s) for s in shape),
-            metric=metric,
+            metric=problem.kind,
             higher_is_better=bool(higher_is_better),
             num_points=count,
             win_counts=acc["wins"].astype(np.int64),
@@ -322,7 +324,7 @@ def run_sweep(point_fn, args, shape, num_systems, *, metric, higher_is_better, c
             flips=flips,
             values=vals,
             winners=winners,
-            coords=tuple(coords),
+            coords=tuple(problem.axis.coords),
             info=info,
         )
 
@@ -348,24 +350,25 @@ class _UserPoint:
         return jnp.atleast_1d(vals).reshape(idx.shape + (-1,)), ok
 
 
-def sweep_map(fn: Callable, axis: Axis, *args, higher_is_better: bool = False, chunk_size: int | None = None,
-              devices=None, progress=False, return_values: bool = True, max_flips: int = 64) -> SweepResult:
+def sweep_map(fn: Callable, axis: Axis, *args, higher_is_better: bool = False,
+              settings: SweepSettings = SweepSettings()) -> SweepResult:
     """Sweep any per-point function: ``fn(point, *args) -> (S,)`` values (or ``(values, ok)``).
 
     ``point`` is the value of one point of ``axis`` (a matrix, a prior
     vector, a tuple for a :func:`~ecjax.sweep.grids.product`); ``fn`` is
     vmapped over the points of each chunk.  Lower values are better unless
     ``higher_is_better``.  ``fn`` must be a stable (module-level) function for
-    the compiled sweep to be reused across calls.
+    the compiled sweep to be reused across calls.  ``settings``: as in
+    :func:`sweep_counts`.
     """
     if not isinstance(axis, Axis):
         raise v.InputError(f"`axis` must be an ecjax.sweep.grids.Axis, got {type(axis).__name__}")
     probe = jax.eval_shape(lambda d, *a: _UserPoint(fn, axis.fn)((d, a), jnp.zeros((1,), jnp.int32)),
                            axis.data, *args)
     num_systems = int(probe[0].shape[-1])
-    return run_sweep(_UserPoint(fn, axis.fn), (axis.data, args), axis.shape, num_systems, metric="value",
-                     higher_is_better=higher_is_better, coords=axis.coords, chunk_size=chunk_size, devices=devices,
-                     progress=progress, return_values=return_values, max_flips=max_flips)
+    problem = Problem(_UserPoint(fn, axis.fn), (axis.data, args), axis, num_systems, "value",
+                      higher_is_better=bool(higher_is_better))
+    return run_sweep(problem, settings)
 
 
 # ============================================================ decisions given
@@ -403,8 +406,7 @@ class _CountsPoint:
 
 
 def sweep_counts(counts, costs=None, *, utilities=None, priors=None, normalize: bool = False,
-                 chunk_size: int | None = None, devices=None, progress=False, return_values: bool = True,
-                 max_flips: int = 64) -> SweepResult:
+                 settings: SweepSettings = SweepSettings()) -> SweepResult:
     """Sweep costs, utilities and/or priors with each system's decisions fixed.
 
     At every point ``EC_s = sum_ij c_ij P_i R^s_ij`` (seed 000 eq. 2) for
@@ -424,16 +426,11 @@ def sweep_counts(counts, costs=None, *, utilities=None, priors=None, normalize: 
         matrices and the priors are swept, the sweep is their product
         (shape ``(B_matrices, B_priors)``).
       normalize: NEC instead of EC (costs only).
-      chunk_size: points per device per step: memory is bounded by this,
-        not by the number of points.  Default: on a CPU ``2^21 / (K D)``
-        clipped to ``[2^12, 2^16]`` (a chunk of matrices stays in cache); on
-        a GPU or TPU up to ``2^22``, as the device memory allows
-        (:func:`ecjax.sweep.engine.auto_chunk_size`).
-      devices: ``None`` (all visible devices), ``n`` or a list of devices.
-      progress: progress bar over chunks (needs ``tqdm``).
-      return_values: keep the per-point values and winners (host memory
-        ``O(points x S)``); ``False`` keeps only the streamed reductions.
-      max_flips: flip positions recorded per pair of systems.
+      settings: how the sweep runs (:class:`~ecjax.sweep.SweepSettings`:
+        chunk size, devices, progress, whether per-point values are kept,
+        flips recorded).  The default chunk here is ``2^21 / (K D)`` points
+        clipped to ``[2^12, 2^16]`` on a CPU (a chunk of matrices stays in
+        cache), up to ``2^22`` on a GPU or TPU as its memory allows.
 
     Returns:
       :class:`SweepResult`.
@@ -445,31 +442,30 @@ def sweep_counts(counts, costs=None, *, utilities=None, priors=None, normalize: 
       >>> int(res.flip_counts[0, 1])  # system 1 wins for cheap misses, system 0 for costly ones
       1
     """
-    problem = counts_problem(counts, costs, utilities, priors, normalize)
-    return problem.run(chunk_size=chunk_size, devices=devices, progress=progress, return_values=return_values,
-                       max_flips=max_flips)
+    return run_sweep(counts_problem(counts, costs, utilities, priors, normalize), settings)
 
 
 @dataclass(frozen=True, eq=False)
 class Problem:
-    """A prepared sweep: point function, its arguments and the swept axis."""
+    """A prepared sweep: point function, its arguments, the swept axis and what the values are.
+
+    ``kind`` names the values (``"ec"``, ``"nec"``, ``"yield"``, or ``"value"`` for :func:`sweep_map`); yields are
+    higher-is-better, costs lower, and ``higher_is_better`` says it for ``"value"``.  ``cpu_chunk`` and
+    ``point_bytes`` (working set per point) size the automatic chunk.
+    """
 
     point_fn: Callable
     args: Any
     axis: Axis
     num_systems: int
-    kind: str  # "ec" | "nec" | "yield"
+    kind: str
     cpu_chunk: int = engine.CPU_CHUNK
-    point_bytes: int | None = None  # working set per point, for the automatic chunk on accelerators
+    point_bytes: int | None = None
+    higher_is_better: bool | None = None
 
-    def run(self, *, chunk_size=None, devices=None, progress=False, return_values=True, max_flips=64, point_fn=None):
-        return run_sweep(point_fn or self.point_fn, self.args, self.axis.shape, self.num_systems, metric=self.kind,
-                         higher_is_better=self.kind == "yield", coords=self.axis.coords,
-                         chunk_size=chunk_size, cpu_chunk=self.cpu_chunk, point_bytes=self.point_bytes,
-                         devices=devices,
-                         progress=progress, return_values=return_values, max_flips=max_flips,
-                         what=("NEC values (the best naive decision costs 0)" if self.kind == "nec"
-                               else "the swept values"))
+    @property
+    def is_higher_better(self) -> bool:
+        return self.kind == "yield" if self.higher_is_better is None else bool(self.higher_is_better)
 
 
 def _kind(matrix_name, normalize):
@@ -605,8 +601,7 @@ class _ThresholdPoint:
 
 def sweep_scores(labels, scores, costs=None, *, utilities=None, priors=None, score_type: str = "log_posteriors",
                  normalize: bool = False, decision_rule: str = "bayes", method: str = "auto",
-                 chunk_size: int | None = None, point_batch: int = 8, devices=None, progress=False,
-                 return_values: bool = True, max_flips: int = 64) -> SweepResult:
+                 settings: SweepSettings = SweepSettings()) -> SweepResult:
     """Sweep costs, utilities and/or priors with Bayes decisions recomputed at every point.
 
     At every point each system decides ``argmin_j sum_i c_ij P(i|x_n)``
@@ -623,8 +618,9 @@ def sweep_scores(labels, scores, costs=None, *, utilities=None, priors=None, sco
       labels: ``(N,)`` classes shared by the systems, or ``(S, N)`` (systems
         evaluated on differently ordered test sets).
       scores: ``(S, N, K)`` (``(S, N)`` for ``"llr"``) or a list of systems.
-      costs, utilities, priors, normalize, chunk_size, devices, progress,
-        return_values, max_flips: as in :func:`sweep_counts`.
+      costs, utilities, priors, normalize, settings: as in :func:`sweep_counts`
+        (``settings.point_batch``: points evaluated together inside a chunk
+        in dense mode).
       score_type: as in :func:`ecjax.bayes_decisions`.
       decision_rule: ``"bayes"`` (decisions from the scores as posteriors)
         or ``"optimal_threshold"`` (binary: each system at its best threshold
@@ -634,15 +630,14 @@ def sweep_scores(labels, scores, costs=None, *, utilities=None, priors=None, sco
         decisions: sort once, ``O(log N)`` per point), ``"dense"`` (any
         ``K``, ``D``: ``O(N K D)`` per point) or ``"auto"`` (threshold when
         possible).
-      point_batch: points evaluated together inside a chunk in dense mode.
 
     Returns:
       :class:`SweepResult`.
     """
+    settings = engine.check_sweep_settings(settings)
     problem = scores_problem(labels, scores, costs, utilities, priors, score_type=score_type, normalize=normalize,
-                             method=method, decision_rule=decision_rule, point_batch=point_batch)
-    return problem.run(chunk_size=chunk_size, devices=devices, progress=progress, return_values=return_values,
-                       max_flips=max_flips)
+                             method=method, decision_rule=decision_rule, point_batch=settings.point_batch)
+    return run_sweep(problem, settings)
 
 
 def scores_problem(labels, scores, costs=None, utilities=None, priors=None, *, score_type="log_posteriors",

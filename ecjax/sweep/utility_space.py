@@ -17,6 +17,7 @@ the map covers *all* binary evaluation problems.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -27,7 +28,8 @@ import jax.numpy as jnp
 from ecjax import inputs as v
 from ecjax.costs import utility_from_xy
 from ecjax.sweep.grids import Axis, linspace, product, transform
-from ecjax.sweep.sweeps import SweepResult, counts_problem, scores_problem
+from ecjax.sweep.engine import SweepSettings, check_sweep_settings
+from ecjax.sweep.sweeps import SweepResult, counts_problem, run_sweep, scores_problem
 
 
 @dataclass
@@ -85,8 +87,8 @@ def utility_plane(resolution: int) -> Axis:
 
 
 def utility_space_map(counts=None, *, labels=None, scores=None, priors=None, score_type: str = "log_posteriors",
-                      decision_rule: str = "bayes", resolution: int = 101, chunk_size=None, devices=None,
-                      progress=False, return_values: bool = True) -> UtilitySpaceMap:
+                      decision_rule: str = "bayes", resolution: int = 101,
+                      settings: SweepSettings = SweepSettings()) -> UtilitySpaceMap:
     """Which classifier wins at each point of the utility space of seed 004 Fig. 1.
 
     Give either ``counts`` (decisions fixed: ``(S, 2, 2)`` confusion counts)
@@ -102,12 +104,14 @@ def utility_space_map(counts=None, *, labels=None, scores=None, priors=None, sco
         ``"llr"``/``"log_likelihoods"`` scores with Bayes decisions.
       resolution: grid points per axis (``R``); the hexagon holds about 3/4
         of the ``R^2`` points.
-      chunk_size, devices, progress, return_values: as in :func:`ecjax.sweep.sweep_counts`.
+      settings: as in :func:`ecjax.sweep.sweep_counts` (its ``max_flips``
+        and ``point_batch`` too).
 
     Returns:
       :class:`UtilitySpaceMap`.
     """
     r = v.as_positive_int(resolution, "resolution", minimum=2)
+    settings = check_sweep_settings(settings)
     plane = utility_plane(r)
     if counts is not None:
         if labels is not None or scores is not None:
@@ -119,8 +123,7 @@ def utility_space_map(counts=None, *, labels=None, scores=None, priors=None, sco
         if labels is None or scores is None:
             raise v.InputError("give `counts`, or both `labels` and `scores`")
         problem = scores_problem(labels, scores, None, plane, priors, score_type=score_type,
-                                 decision_rule=decision_rule)
-    res = problem.run(point_fn=_Masked(problem.point_fn, r), chunk_size=chunk_size, devices=devices,
-                      progress=progress, return_values=return_values)
+                                 decision_rule=decision_rule, point_batch=settings.point_batch)
+    res = run_sweep(dataclasses.replace(problem, point_fn=_Masked(problem.point_fn, r)), settings)
     coords = np.linspace(-1.0, 1.0, r)
     return UtilitySpaceMap(coords, coords, res.winners, res.values, res.win_fraction, res)
