@@ -36,6 +36,7 @@ from ecjax.inputs import (
     as_index_array,
     as_sample_weight,
     as_scores,
+    check_numbers,
     check_priors_cover,
     check_some_weight,
     looks_like_probabilities,
@@ -61,12 +62,17 @@ def _load(path):
     return load_array(path, max_bytes=_limits["max_bytes"] or DEFAULT_MAX_BYTES)
 
 
-def _within(path, a, upper, name, upper_is):
-    """The library's index check (:func:`ecjax.inputs.as_index_array` with ``upper``), said of the file."""
+def _said_of(path, check, *args, **kwargs):
+    """``check(*args, **kwargs)``, one of the library's checks, with its error said of the file ``path``."""
     try:
-        as_index_array(a, name, upper=upper, upper_is=upper_is)
+        return check(*args, **kwargs)
     except InputError as err:
         raise InputError(f"{path}: {err}") from None
+
+
+def _within(path, a, upper, name, upper_is):
+    """The library's index check (:func:`ecjax.inputs.as_index_array` with ``upper``), said of the file."""
+    _said_of(path, as_index_array, a, name, upper=upper, upper_is=upper_is)
 
 
 def _check_indices(a, path, what):
@@ -75,21 +81,16 @@ def _check_indices(a, path, what):
     return a.astype(np.int64)
 
 
-def _check_scores(a, path, ndim, score_type=None):
-    """A score file: ``(N,)`` (llr) or ``(N, K)`` with K >= 2, finite numbers; not probabilities read as logs."""
-    if a.ndim != ndim:
+def _check_scores(a, path, ndim, score_type):
+    """A score file: one system's scores, ``(N,)`` (llr) or ``(N, K)``, checked by the library
+    (:func:`ecjax.inputs.as_scores`: numbers, finite, K >= 2, not probabilities read as logs), said of the file."""
+    if a.ndim != ndim:  # the library takes batches of systems; a file holds one
         raise InputError(f"{path}: scores must have shape {'(N,)' if ndim == 1 else '(N, K)'}, got {a.shape}")
-    if a.dtype.kind not in "iuf":
-        raise InputError(f"{path}: scores must be numbers, got dtype {a.dtype}")
-    if not np.all(np.isfinite(a)):
-        raise InputError(f"{path}: scores contain NaN or inf")
-    if ndim == 2 and a.shape[1] < 2:
-        raise InputError(f"{path}: scores need at least 2 columns (classes), got shape {a.shape}")
-    if score_type == "probabilities":
-        as_scores(a, path, score_type=score_type)  # the library's check, naming the file
     if score_type in ("log_posteriors", "logits") and looks_like_probabilities(a):
+        # The library's condition, with the command line's advice.
         raise InputError(f"{path}: the rows look like probabilities (in [0, 1], summing to 1), not log-domain "
                          f"scores: pass --score-type probabilities")
+    _said_of(path, as_scores, a, "scores", score_type=score_type)
 
 
 def _load_labels(path):
@@ -767,11 +768,7 @@ def _load_groups(path, n, scores_path):
     g = _load(path)
     if g.ndim != 1 or g.shape[0] != n:
         raise InputError(f"{path}: --groups needs one id per sample of {scores_path} ({n}), got shape {g.shape}")
-    if g.dtype.kind not in "biuf":
-        raise InputError(f"{path}: group ids must be numbers, got dtype {g.dtype}")
-    if g.dtype.kind == "f" and not np.all(np.isfinite(g)):
-        raise InputError(f"{path}: group ids contain NaN or inf")
-    return g
+    return _said_of(path, check_numbers, g, "groups", booleans=True)
 
 
 def _optimizer_note(method, record, folds):
