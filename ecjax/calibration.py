@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple
@@ -42,6 +43,7 @@ import jax
 import jax.numpy as jnp
 import optax
 import optax.tree_utils as otu
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
@@ -204,15 +206,15 @@ class Calibrator:
     input_type: str = field(default="log_posteriors")
     loss_name: str = field(default="xe")
 
-    def tree_flatten(self):
+    def tree_flatten(self) -> tuple[tuple[dict, Any, Any, Any, Any], tuple[str, int, str, str]]:
         children = (self.params, self.num_iterations, self.grad_norm, self.loss, self.converged)
         return children, (self.method, self.num_classes, self.input_type, self.loss_name)
 
     @classmethod
-    def tree_unflatten(cls, aux, children):
+    def tree_unflatten(cls, aux: tuple[str, int, str, str], children: tuple[dict, Any, Any, Any, Any]) -> Calibrator:
         return cls(*children, *aux)
 
-    def apply(self, scores, *, score_type=None):
+    def apply(self, scores: ArrayLike, *, score_type: str | None = None) -> jax.Array:
         """Calibrated scores: ``(N, K)`` log-posteriors, or ``(N,)`` LLRs for ``"llr"``.
 
         ``score_type`` defaults to the type the calibrator was fitted on and
@@ -566,7 +568,8 @@ def _affine_xe_derivatives(theta, s, onehot, weights):
     return grad, hess
 
 
-def fit_affine_newton_kernel(labels, log_posteriors, weights, *, max_iter=50):
+def fit_affine_newton_kernel(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array, *,
+                             max_iter: int = 50) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Kernel: the affine calibrator of seed 002 eq. 61 that minimizes a weighted cross-entropy, by damped Newton.
 
     Minimizes ``f(a, b) = sum_n w_n [logsumexp_k(a s_nk + b_k) - a s_{n y_n}
@@ -664,8 +667,9 @@ def _from_internal(params, sigma):
     return {name: p / sigma if name in ("scale", "weight") else p for name, p in params.items()}
 
 
-def fit(scores, labels, *, method="affine", priors=None, score_type="log_posteriors",
-        settings: FitSettings = FitSettings(), sample_weight=None):
+def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors: ArrayLike | None = None,
+        score_type: str = "log_posteriors", settings: FitSettings = FitSettings(),
+        sample_weight: ArrayLike | None = None) -> Calibrator:
     """Fit a calibrator on ``(scores, labels)``.
 
     The objective is the expected PSR of the calibrated posteriors with
@@ -773,7 +777,8 @@ class CalibrationResult(NamedTuple):
     folds: Any = None
 
 
-def calibrate_held_out(train_scores, train_labels, test_scores, **fit_kwargs):
+def calibrate_held_out(train_scores: ArrayLike, train_labels: ArrayLike, test_scores: ArrayLike,
+                       **fit_kwargs: Any) -> CalibrationResult:
     """Fit on held-out ``(train_scores, train_labels)``, apply to ``test_scores``.
 
     The recommended protocol (seed 002 §4.2.1): the calibrator never sees the
@@ -783,7 +788,7 @@ def calibrate_held_out(train_scores, train_labels, test_scores, **fit_kwargs):
     return CalibrationResult(cal.apply(test_scores), cal, "held_out", False, None)
 
 
-def calibrate_train_on_test(scores, labels, **fit_kwargs):
+def calibrate_train_on_test(scores: ArrayLike, labels: ArrayLike, **fit_kwargs: Any) -> CalibrationResult:
     """OPTIMISTIC: fit on the test data and apply to the same data.
 
     Common in the calibration literature and acceptable for a very
@@ -796,7 +801,7 @@ def calibrate_train_on_test(scores, labels, **fit_kwargs):
     return CalibrationResult(cal.apply(scores), cal, "train_on_test", True, None)
 
 
-def stratified_folds(key, labels, num_folds):
+def stratified_folds(key: jax.Array, labels: ArrayLike, num_folds: int) -> np.ndarray:
     """Fold index ``(N,)`` of each sample: stratified, shuffled with ``key``.
 
     Each class is shuffled (its own subkey) and dealt round-robin over the
@@ -820,7 +825,7 @@ def stratified_folds(key, labels, num_folds):
     return folds
 
 
-def grouped_folds(key, labels, groups, num_folds):
+def grouped_folds(key: jax.Array, labels: ArrayLike, groups: ArrayLike | Sequence[Any], num_folds: int) -> np.ndarray:
     """Fold index ``(N,)`` of each sample, every group whole in one fold, stratified as far as groups allow.
 
     For samples that are not independent (several recordings of one speaker,
@@ -900,9 +905,11 @@ def _cross_validation_kernel(s, labels, train_idx, train_w, train_sw, folds, log
     return out, params, n_iter, gnorm, value
 
 
-def calibrate_cross_validated(scores, labels, *, key, num_folds=5, method="affine", priors=None,
-                              score_type="log_posteriors", settings: FitSettings = FitSettings(), groups=None,
-                              sample_weight=None):
+def calibrate_cross_validated(scores: ArrayLike, labels: ArrayLike, *, key: jax.Array, num_folds: int = 5,
+                              method: str = "affine", priors: ArrayLike | None = None,
+                              score_type: str = "log_posteriors", settings: FitSettings = FitSettings(),
+                              groups: ArrayLike | Sequence[Any] | None = None,
+                              sample_weight: ArrayLike | None = None) -> CalibrationResult:
     """Stratified k-fold cross-validated calibration of the test data.
 
     The data are split into ``num_folds`` stratified folds with ``key``
@@ -975,8 +982,9 @@ def _check_costs_of_metric(metric, costs):
         raise v.InputError("metric='bayes_ec' needs `costs` (the cost matrix of the Bayes decisions)")
 
 
-def calibration_loss(labels, raw, calibrated, *, metric="xe", relative=True, costs=None, priors=None,
-                     score_type="log_posteriors", sample_weight=None):
+def calibration_loss(labels: ArrayLike, raw: ArrayLike, calibrated: ArrayLike, *, metric: str = "xe",
+                     relative: bool = True, costs: ArrayLike | None = None, priors: ArrayLike | None = None,
+                     score_type: str = "log_posteriors", sample_weight: ArrayLike | None = None) -> jax.Array:
     """Calibration loss ``EPSRraw - EPSRemin`` (seed 002 eq. 59) or its relative form.
 
     ``relative=True`` gives ``100 (EPSRraw - EPSRemin) / EPSRraw`` (eq. 60),
@@ -1001,7 +1009,7 @@ def calibration_loss(labels, raw, calibrated, *, metric="xe", relative=True, cos
     return relative_calibration_loss(r, c)
 
 
-def relative_calibration_loss(r, c):
+def relative_calibration_loss(r: jax.Array, c: jax.Array) -> jax.Array:
     """Kernel: seed 002 eq. 60, ``100 (r - c) / r`` for the raw and calibrated EPSRs ``r``, ``c`` (0 when ``r = 0``)."""
     # An infinite raw XE (a true-class posterior of 0) that calibration makes finite is a 100% loss.
     finite = jnp.isfinite(r)
@@ -1022,9 +1030,11 @@ class CalibrationDiagnosis(NamedTuple):
     calibrator: Calibrator
 
 
-def diagnose(scores, labels, *, key=None, method="affine", metric="xe", protocol="cross_validation", costs=None,
-             priors=None, score_type="log_posteriors", normalize=False, num_folds=5, train_scores=None,
-             train_labels=None, sample_weight=None, **fit_kwargs):
+def diagnose(scores: ArrayLike, labels: ArrayLike, *, key: jax.Array | None = None, method: str = "affine",
+             metric: str = "xe", protocol: str = "cross_validation", costs: ArrayLike | None = None,
+             priors: ArrayLike | None = None, score_type: str = "log_posteriors", normalize: bool = False,
+             num_folds: int = 5, train_scores: ArrayLike | None = None, train_labels: ArrayLike | None = None,
+             sample_weight: ArrayLike | None = None, **fit_kwargs: Any) -> CalibrationDiagnosis:
     """One-call calibration diagnosis: how much of the EPSR is miscalibration?
 
     Calibrates ``scores`` with ``method`` under ``protocol``

@@ -22,10 +22,12 @@ import os
 import re
 import signal
 import sys
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 
 import numpy as np
+from jax.typing import ArrayLike
 
 from ecjax.inputs import (
     LIKELIHOOD_TYPES,
@@ -359,7 +361,7 @@ def _float_dict(names, values):
 
 # ---------------------------------------------------------------- commands
 
-def cmd_metrics(args):
+def cmd_metrics(args: argparse.Namespace) -> int:
     from ecjax.confusion import confusion_matrix
     from ecjax.decisions import bayes_decisions
     from ecjax.report import averaging_note, disagreements, format_table, metric_columns, score_columns, winner
@@ -869,7 +871,7 @@ _PROTOCOL_WORDS = {
 }
 
 
-def cmd_calibrate(args):
+def cmd_calibrate(args: argparse.Namespace) -> int:
     """Fit a calibrator (held-out file, cross-validation or in-sample), apply it to --scores, write the result."""
     import io as _io
 
@@ -916,7 +918,7 @@ def cmd_calibrate(args):
     return 0
 
 
-def cmd_compare_folds(args):
+def cmd_compare_folds(args: argparse.Namespace) -> int:
     """Compare systems from their per-fold results: Bayesian correlated t-test, or the hierarchical model."""
     import jax
 
@@ -929,6 +931,7 @@ def cmd_compare_folds(args):
     record = {"schema": JSON_SCHEMA_VERSION, "command": "compare-folds", "systems": table.systems,
               "rope": args.rope, "runs": args.runs, "test_fraction": args.test_fraction, "seed": args.seed}
     if table.datasets is None:
+        assert isinstance(table.scores, np.ndarray), "results without data sets are one (M, n) array"
         res = compare_results(table.scores, key=key, systems=table.systems, **common)
         record.update(model="correlated t-test (Corani & Benavoli 2015)", mean=_float_dict(table.systems,
                       res.mean_scores), p_best=_float_dict(table.systems, res.p_best),
@@ -939,28 +942,28 @@ def cmd_compare_folds(args):
     elif len(table.systems) == 2 and not isinstance(table.scores, list):
         # Two systems: baycomp's hierarchical test as such (each data set's sigma sampled, its output format).
         with _heartbeat(args, "compare-folds: NUTS on the hierarchical model"):
-            res = hierarchical_test(table.scores[0], table.scores[1], key=key, **common)
-        record.update(model="hierarchical (Benavoli et al. 2017)", datasets=table.datasets, p_left=res.p_left,
-                      p_rope=res.p_rope, p_right=res.p_right, predictive=np.asarray(res.predictive).tolist())
-        text = res.summary(names=tuple(table.systems))
+            test = hierarchical_test(table.scores[0], table.scores[1], key=key, **common)
+        record.update(model="hierarchical (Benavoli et al. 2017)", datasets=table.datasets, p_left=test.p_left,
+                      p_rope=test.p_rope, p_right=test.p_right, predictive=np.asarray(test.predictive).tolist())
+        text = test.summary(names=tuple(table.systems))
     else:
         # M systems (or data sets with different numbers of folds): the joint hierarchical model, ranked.
         try:
             with _heartbeat(args, "compare-folds: NUTS on the hierarchical model of all systems"):
-                res = hierarchical_compare_results(table.scores, key=key, systems=table.systems, **common)
+                joint = hierarchical_compare_results(table.scores, key=key, systems=table.systems, **common)
         except InputError as e:
             raise InputError(f"{args.results}: {e}") from None
-        pairs = {a: {b: np.asarray(res.pairwise[i, j]).tolist() for j, b in enumerate(table.systems)}
+        pairs = {a: {b: np.asarray(joint.pairwise[i, j]).tolist() for j, b in enumerate(table.systems)}
                  for i, a in enumerate(table.systems)}
-        next_dataset = {a: {b: np.asarray(res.next_dataset[i, j]).tolist() for j, b in enumerate(table.systems)}
+        next_dataset = {a: {b: np.asarray(joint.next_dataset[i, j]).tolist() for j, b in enumerate(table.systems)}
                         for i, a in enumerate(table.systems)}
         record.update(model="hierarchical over data sets, all systems (Corani et al. 2017, joint)",
-                      datasets=table.datasets, effect=_float_dict(table.systems, res.effects),
-                      p_best=_float_dict(table.systems, res.p_best),
-                      hdi={n: np.asarray(h).tolist() for n, h in zip(table.systems, res.hdi)},
-                      pairwise=pairs, next_dataset=next_dataset, max_rhat=res.max_rhat,
-                      num_divergences=res.num_divergences)
-        text = res.summary()
+                      datasets=table.datasets, effect=_float_dict(table.systems, joint.effects),
+                      p_best=_float_dict(table.systems, joint.p_best),
+                      hdi={n: np.asarray(h).tolist() for n, h in zip(table.systems, joint.hdi)},
+                      pairwise=pairs, next_dataset=next_dataset, max_rhat=joint.max_rhat,
+                      num_divergences=joint.num_divergences)
+        text = joint.summary()
     _emit(args, record, text, None)
     return 0
 
@@ -1020,10 +1023,10 @@ class DrawProgress(_ProgressLine):
     def __call__(self, total):
         return self
 
-    def update(self, n):
+    def update(self, n: int) -> None:
         pass
 
-    def draws_done(self, done, yields):
+    def draws_done(self, done: int, yields: ArrayLike) -> None:
         from ecjax.prob.ranking import batch_means_error, with_error
 
         yields = np.asarray(yields)
@@ -1051,7 +1054,7 @@ class ChunkProgress(_ProgressLine):
         self.total, self.done, self.start = total, 0, self.clock()
         return self
 
-    def update(self, n):
+    def update(self, n: int) -> None:
         self.done += n
         elapsed = self.clock() - self.start
         if elapsed >= self.after:
@@ -1135,7 +1138,7 @@ def _decision_rule(args):
     return args.decision_rule
 
 
-def cmd_compare(args):
+def cmd_compare(args: argparse.Namespace) -> int:
     """Posterior ranking under an uncertain cost specification (ecjax.prob.compare)."""
     import jax
 
@@ -1327,7 +1330,7 @@ def _cost_ratio_report(res, ratios, names, spec, lo, hi, record, lines):
                                    "winner": _winner_name(w, names)} for a, b, w in runs]
 
 
-def cmd_sweep(args):
+def cmd_sweep(args: argparse.Namespace) -> int:
     """Winner maps and tables over the utility space, a cost ratio, or random cost matrices."""
     import jax
 
@@ -1402,13 +1405,15 @@ def cmd_sweep(args):
         if over == "cost-ratio":
             if not 0 < args.lo < args.hi:
                 raise InputError(f"--lo/--hi must satisfy 0 < lo < hi, got {args.lo}, {args.hi}")
-            axis = sweep.grids.cost_ratios(args.lo, args.hi, resolution)
+            axis: sweep.grids.Axis | np.ndarray = sweep.grids.cost_ratios(args.lo, args.hi, resolution)
             coord_name = "cost ratio c10 / c01"
         else:
             prior, cost_source = _matrix_prior(spec, args.costs)
-            axis = -np.asarray(prior.sample(random_bits.key(args.seed), resolution))  # samples are utilities
+            cost_matrices = -np.asarray(prior.sample(random_bits.key(args.seed), resolution))  # samples: utilities
+            axis = cost_matrices
             coord_name = f"random cost matrices: {cost_source}; key --seed {args.seed}"
         if kind == "scores":
+            assert lab is not None and scores is not None, "score input has its labels and scores (checked above)"
             res = sweep.sweep_scores(lab, scores, axis, priors=score_priors, score_type=st, normalize=True,
                                      settings=settings)
         else:
@@ -1445,7 +1450,8 @@ def cmd_sweep(args):
             record["cost_source"] = coord_name
             record["seed"] = args.seed
             # null when too many to print: the same --seed and --resolution draw them again.
-            record["cost_matrices"] = axis.tolist() if axis.size <= _MAX_JSON_MATRIX_NUMBERS else None
+            record["cost_matrices"] = (cost_matrices.tolist() if cost_matrices.size <= _MAX_JSON_MATRIX_NUMBERS
+                                       else None)
             if out_dir is not None:
                 # Each system's NEC sorted over the draws (its quantile curve): lower is better everywhere;
                 # who wins on the same matrix is in the legend, since sorting separates the pairs.
@@ -1461,7 +1467,7 @@ def cmd_sweep(args):
     return 0
 
 
-def cmd_demo(args):
+def cmd_demo(args: argparse.Namespace) -> int:
     from ecjax import demo
 
     demo.run(seed=args.seed)
@@ -1717,7 +1723,7 @@ def _as_options(message: str) -> str:
 COMPILATION_CACHE_BYTES = 2**30
 
 
-def compilation_cache_dir():
+def compilation_cache_dir() -> str | None:
     """The folder of the command line's compilation cache, or ``None`` when it is switched off."""
     if os.environ.get("ECJAX_NO_COMPILATION_CACHE", "").strip() not in ("", "0"):
         return None
@@ -1746,7 +1752,7 @@ def _use_compilation_cache():
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)

@@ -16,6 +16,7 @@ Two stories:
 from __future__ import annotations
 
 import sys
+from typing import TextIO
 
 import numpy as np
 
@@ -41,7 +42,7 @@ SCREENING_COSTS = np.array([[0.0, 1.0], [20.0, 0.0]])  # rows: healthy, sick; co
 SCREENING_PREVALENCE = 0.1
 
 
-def screening_problem(key, num_samples: int = 2000):
+def screening_problem(key: jax.Array, num_samples: int = 2000) -> tuple[jax.Array, jax.Array]:
     """Labels and the log-posteriors of three classifiers for the screening story.
 
     Class-conditional scores are Gaussian with separation ``d'`` and unit
@@ -74,7 +75,7 @@ def _section(title, counts, names, out, *, pos_label=1, **matrix):
     print(file=out)
 
 
-def run(out=None, *, seed: int = 0) -> None:
+def run(out: TextIO | None = None, *, seed: int = 0) -> None:
     """Print the demo's tables to ``out`` (default: stdout)."""
     out = out or sys.stdout
     print("ecjax demo: classifiers judged by the consequences of their decisions", file=out)

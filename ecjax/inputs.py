@@ -27,10 +27,21 @@ are static and raise under ``jit`` too.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
 import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike, DTypeLike
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+# An array passed through unchanged by a check (host or device).
+_Arr = TypeVar("_Arr", bound=jax.Array | np.ndarray)
+_T = TypeVar("_T")
 
 SCORE_TYPES = ("log_posteriors", "logits", "probabilities", "llr", "log_likelihoods")
 # Scores that already hold the training priors (posteriors), and scores that need priors to become posteriors.
@@ -61,7 +72,7 @@ class InputError(ValueError):
     """An argument of a public ecjax function is not of the expected form."""
 
 
-def is_tracer(x) -> bool:
+def is_tracer(x: object) -> TypeIs[jax.core.Tracer]:
     return isinstance(x, jax.core.Tracer)
 
 
@@ -70,7 +81,7 @@ def _describe(x) -> str:
     return f"an array of shape {arr.shape} and dtype {arr.dtype}"
 
 
-def to_device(x, dtype=None):
+def to_device(x: ArrayLike, dtype: DTypeLike | None = None) -> jax.Array:
     """``jnp.asarray(x, dtype)``, without compiling anything for a host array.
 
     JAX (0.10) stages a host array into a small compiled program per new
@@ -93,7 +104,7 @@ def bucket_length(n: int, minimum: int = 1) -> int:
     return max(int(minimum), 1 << max(0, int(n) - 1).bit_length())
 
 
-def pad_to_bucket(x, *, axis: int = 0, minimum: int = 1, dtype=None) -> np.ndarray:
+def pad_to_bucket(x: ArrayLike, *, axis: int = 0, minimum: int = 1, dtype: DTypeLike | None = None) -> np.ndarray:
     """Host array ``x`` (cast to ``dtype``) padded with zeros along ``axis`` to :func:`bucket_length`."""
     x = np.asarray(x, dtype=dtype)
     pad = [(0, 0)] * x.ndim
@@ -101,10 +112,11 @@ def pad_to_bucket(x, *, axis: int = 0, minimum: int = 1, dtype=None) -> np.ndarr
     return np.pad(x, pad)
 
 
-def as_array(x, name: str, *, min_ndim: int = 0, dtype=None):
+def as_array(x: object, name: str, *, min_ndim: int = 0, dtype: DTypeLike | None = None) -> jax.Array | np.ndarray:
     """Convert ``x`` to an array, raising :class:`InputError` if impossible."""
     if x is None:
         raise InputError(f"`{name}` is required, got None")
+    arr: jax.Array | np.ndarray
     if is_tracer(x):
         arr = x
     else:
@@ -121,7 +133,8 @@ def as_array(x, name: str, *, min_ndim: int = 0, dtype=None):
     return arr
 
 
-def as_index_array(x, name: str, *, upper: int | None = None, min_ndim: int = 1, upper_is: str = ""):
+def as_index_array(x: object, name: str, *, upper: int | None = None, min_ndim: int = 1,
+                   upper_is: str = "") -> jax.Array:
     """Integer class or decision indices in ``[0, upper)``, as ``int32``.
 
     Floats holding whole numbers (``1.0``) are accepted; ``1.5`` is not.
@@ -168,7 +181,8 @@ def as_index_array(x, name: str, *, upper: int | None = None, min_ndim: int = 1,
     return to_device(arr.astype(np.int32))
 
 
-def as_label_vector(labels, *, num_classes: int, scores=None, sample_axis: int = -2, upper_is: str = ""):
+def as_label_vector(labels: object, *, num_classes: int, scores: jax.Array | np.ndarray | None = None,
+                    sample_axis: int = -2, upper_is: str = "") -> jax.Array:
     """``labels``: one ``(N,)`` vector of class indices in ``[0, num_classes)`` (:func:`as_index_array`) and, given
     ``scores``, one label per sample of its ``sample_axis``."""
     y = as_index_array(labels, "labels", upper=num_classes, upper_is=upper_is)
@@ -179,7 +193,7 @@ def as_label_vector(labels, *, num_classes: int, scores=None, sample_axis: int =
     return y
 
 
-def check_one_system(scores, ndim: int, name: str = "scores"):
+def check_one_system(scores: _Arr, ndim: int, name: str = "scores") -> _Arr:
     """``scores`` of one system: ``ndim`` axes (1 for log-odds or LLRs, 2 for ``(N, K)`` rows), no batch axis."""
     if scores.ndim != ndim:
         raise InputError(f"`{name}` must be the scores of one system, got shape {tuple(scores.shape)}")
@@ -203,7 +217,7 @@ def check_num_cells(k: int, d: int, name: str) -> None:
         raise InputError(f"`{name}`: a {k} x {d} matrix has more than 2**31 - 1 cells, which is not supported")
 
 
-def as_real(x, name: str, *, finite: bool = True) -> float:
+def as_real(x: object, name: str, *, finite: bool = True) -> float:
     """One real number (Python or numpy scalar, or a 0-d array); strings and booleans are refused."""
     if isinstance(x, (bool, np.bool_, str, bytes)) or x is None:
         raise InputError(f"`{name}` must be a number, got {x!r}")
@@ -219,7 +233,7 @@ def as_real(x, name: str, *, finite: bool = True) -> float:
     return value
 
 
-def as_number_between(x, name: str, low: float, high: float) -> float:
+def as_number_between(x: object, name: str, low: float, high: float) -> float:
     """One real number strictly between ``low`` and ``high`` (a probability in ``(0, 1)``, a target error...)."""
     value = as_real(x, name)
     if not low < value < high:
@@ -227,7 +241,7 @@ def as_number_between(x, name: str, low: float, high: float) -> float:
     return value
 
 
-def as_positive_real(x, name: str) -> float:
+def as_positive_real(x: object, name: str) -> float:
     """One finite real number > 0 (a ``beta``, a scale, a bound)."""
     value = as_real(x, name)
     if value <= 0:
@@ -235,7 +249,7 @@ def as_positive_real(x, name: str) -> float:
     return value
 
 
-def as_group_ids(groups, num_samples: int) -> np.ndarray:
+def as_group_ids(groups: ArrayLike | Sequence[Any], num_samples: int) -> np.ndarray:
     """Cluster ids: one hashable id per sample (a ``(N,)`` array), kept on the host."""
     g = np.asarray(groups)
     if g.ndim != 1 or g.shape[0] != num_samples:
@@ -243,33 +257,34 @@ def as_group_ids(groups, num_samples: int) -> np.ndarray:
     return g
 
 
-def check_binary_scores(scores, score_type: str):
+def check_binary_scores(scores: _Arr, score_type: str) -> _Arr:
     """Scores of two classes: ``(..., N, 2)`` rows, or any ``llr`` (already one log-ratio per sample)."""
     if score_type != "llr" and scores.shape[-1] != 2:
         raise InputError(f"`scores` must be binary (K = 2 in the last axis), got shape {tuple(scores.shape)}")
     return scores
 
 
-def check_naive_cost_positive(naive) -> None:
+def check_naive_cost_positive(naive: ArrayLike) -> None:
     """The NEC (seed 000 eq. 4) divides by the best naive system's expected cost: every one must be > 0."""
     if not is_tracer(naive) and np.any(np.asarray(naive) <= 0):
         raise InputError("the best naive system has zero expected cost for these `costs` and priors: NEC is undefined")
 
 
-def check_zero_division(z, name: str = "zero_division"):
+def check_zero_division(z: ArrayLike, name: str = "zero_division") -> float | jax.Array:
     """The value returned for 0/0: a number (``nan`` allowed), possibly traced."""
     if is_tracer(z):
         return z
     return as_real(z, name, finite=False)
 
 
-def as_key(key, name: str = "key"):
+def as_key(key: Any, name: str = "key") -> jax.Array:
     """A JAX PRNG key: a typed key (``jax.random.key``) or a raw ``uint32`` one (``jax.random.PRNGKey``)."""
     if key is None:
         raise InputError(f"`{name}` is required: pass a jax.random key, e.g. jax.random.key(0)")
     dtype = getattr(key, "dtype", None)
     if isinstance(key, (jax.Array, np.ndarray)) or is_tracer(key):
         if dtype is not None and jnp.issubdtype(dtype, jax.dtypes.prng_key):
+            assert isinstance(key, jax.Array), "only JAX arrays hold typed keys"
             return key
         if dtype == np.uint32 and key.ndim >= 1 and key.shape[-1] in (2, 4):
             return jnp.asarray(key)
@@ -277,7 +292,7 @@ def as_key(key, name: str = "key"):
     raise InputError(f"`{name}` must be a jax.random key (e.g. jax.random.key(0)), got {got}")
 
 
-def nan_where_invalid(out, ok, *, extra_axes: int = 0):
+def nan_where_invalid(out: Any, ok: ArrayLike, *, extra_axes: int = 0) -> Any:
     """The NaN contract for traced input: ``out`` where ``ok``, else NaN (floats) or -1 (integers).
 
     ``ok`` is a boolean with the batch shape of ``out`` without its last
@@ -294,11 +309,11 @@ def nan_where_invalid(out, ok, *, extra_axes: int = 0):
     return jax.tree_util.tree_map(one, out)
 
 
-def any_traced(*xs) -> bool:
+def any_traced(*xs: Any) -> bool:
     return any(is_tracer(x) for x in jax.tree_util.tree_leaves(xs))
 
 
-def check_finite(arr, name: str):
+def check_finite(arr: _T, name: str) -> _T:
     """Reject NaN and +/-inf (skipped for tracers)."""
     if is_tracer(arr):
         return arr
@@ -309,7 +324,7 @@ def check_finite(arr, name: str):
     return arr
 
 
-def check_numbers(arr, name: str, *, booleans: bool = False, finite: bool = True):
+def check_numbers(arr: _T, name: str, *, booleans: bool = False, finite: bool = True) -> _T:
     """Integers or floats (and booleans when ``booleans``), none NaN or inf when ``finite`` (skipped for tracers)."""
     if is_tracer(arr):
         return arr
@@ -319,7 +334,8 @@ def check_numbers(arr, name: str, *, booleans: bool = False, finite: bool = True
     return check_finite(arr, name) if finite else arr
 
 
-def as_matrix(x, name: str, *, shape: tuple[int | None, int | None] | None = None, batched: bool = True):
+def as_matrix(x: object, name: str, *, shape: tuple[int | None, ...] | None = None,
+              batched: bool = True) -> jax.Array:
     """A finite float matrix of shape ``(..., K, D)`` (cost or utility); exactly ``(K, D)`` unless ``batched``."""
     arr = check_numbers(as_array(x, name, min_ndim=2), name, booleans=True)
     if not batched and arr.ndim != 2:
@@ -333,7 +349,7 @@ def as_matrix(x, name: str, *, shape: tuple[int | None, int | None] | None = Non
     return to_device(arr, dtype=jnp.result_type(float))
 
 
-def as_priors(x, name: str = "priors", *, num_classes: int | None = None):
+def as_priors(x: object, name: str = "priors", *, num_classes: int | None = None) -> jax.Array:
     """Probability vector(s) ``(..., K)``: non-negative, summing to one."""
     arr = as_array(x, name, min_ndim=1)
     check_finite(arr, name)
@@ -355,7 +371,7 @@ def check_score_type(score_type: str) -> str:
     return score_type
 
 
-def looks_like_probabilities(arr) -> bool:
+def looks_like_probabilities(arr: ArrayLike) -> bool:
     """Every row in ``[0, 1]`` and summing to 1 (to float32 rounding): probabilities, not log-domain scores."""
     a = np.asarray(arr)
     if a.ndim < 2 or a.shape[-1] < 2 or a.dtype.kind != "f" or a.min() < 0 or a.max() > 1:
@@ -363,7 +379,7 @@ def looks_like_probabilities(arr) -> bool:
     return bool(np.all(np.abs(a.astype(np.float64).sum(-1) - 1.0) < 1e-4))
 
 
-def as_scores(x, name: str = "scores", *, score_type: str):
+def as_scores(x: object, name: str = "scores", *, score_type: str) -> jax.Array:
     """Scores ``(..., N, K)`` or, for ``llr``, ``(..., N)``; finite floats.
 
     Log-posteriors must normalize per row (``logsumexp == 0``); the error
@@ -443,7 +459,8 @@ def _log_of_probabilities(x, name: str):
     return jnp.asarray(log_p, dtype=jnp.result_type(float))
 
 
-def as_sample_weight(sample_weight, labels, *, batched: bool = False):
+def as_sample_weight(sample_weight: object, labels: jax.Array | np.ndarray, *,
+                     batched: bool = False) -> jax.Array | None:
     """Validated float sample weights (``None`` stays ``None``), on the device.
 
     scikit-learn's ``sample_weight``: one finite, non-negative weight per
@@ -465,7 +482,7 @@ def as_sample_weight(sample_weight, labels, *, batched: bool = False):
     return to_device(a, jnp.result_type(float))
 
 
-def check_some_weight(sample_weight, where: str = "") -> None:
+def check_some_weight(sample_weight: ArrayLike | None, where: str = "") -> None:
     """Concrete weights must leave something to evaluate: not 0 for every sample.
 
     ``where`` names the part checked in the message (``" (system 1)"``,
@@ -478,7 +495,8 @@ def check_some_weight(sample_weight, where: str = "") -> None:
         raise InputError(f"`sample_weight` is 0 for every sample{where}: there is nothing to evaluate")
 
 
-def check_priors_cover(class_counts, priors, *, weighted: bool = False, class_names=None) -> None:
+def check_priors_cover(class_counts: ArrayLike, priors: ArrayLike | None, *, weighted: bool = False,
+                       class_names: Any = None) -> None:
     """Deployment priors may not weigh a class without test samples: its rates would be unknown.
 
     ``class_counts`` ``(..., K)`` (every row is checked: a class absent for
@@ -503,7 +521,8 @@ def _class_list(classes) -> str:
     return f"class {classes[0]}" if len(classes) == 1 else f"classes {', '.join(map(str, classes))}"
 
 
-def check_classes_present(labels, sample_weight, num_classes: int, *, why: str, classes=None) -> None:
+def check_classes_present(labels: ArrayLike, sample_weight: ArrayLike | None, num_classes: int, *, why: str,
+                          classes: Any = None) -> None:
     """Concrete input: each class in ``classes`` (default: all ``num_classes``) has a sample of non-zero weight.
 
     The one check behind "a class with no test samples" everywhere: the
@@ -528,7 +547,8 @@ def check_classes_present(labels, sample_weight, num_classes: int, *, why: str, 
         raise InputError(f"`sample_weight` is 0 for every sample of {_class_list(zero)}: {why}")
 
 
-def as_log_domain_scores(scores, score_type: str):
+def as_log_domain_scores(scores: object, score_type: str) -> tuple[jax.Array | np.ndarray,
+                                                                              jax.Array | np.ndarray | None]:
     """Scores that may hold a zero probability: ``(array, where)`` with ``-inf`` replaced by a finite stand-in.
 
     ``-inf`` in log-domain scores (an exact zero posterior) is a legitimate
@@ -563,16 +583,17 @@ def as_log_domain_scores(scores, score_type: str):
     return np.where(neg_inf, np.finfo(np.float32).min / 4, a), neg_inf
 
 
-def restore_neg_inf(s, where):
+def restore_neg_inf(s: _Arr, where: ArrayLike | None) -> _Arr | jax.Array:
     """``s`` with ``-inf`` at ``where`` (from :func:`as_log_domain_scores`); on the host, as eager device
     operations would compile a program for every new shape."""
     if where is None:
         return s
-    s = np.asarray(s)
-    return to_device(np.where(where, np.asarray(-np.inf, s.dtype), s))
+    a = np.asarray(s)
+    return to_device(np.where(where, np.asarray(-np.inf, a.dtype), a))
 
 
-def scores_and_log_priors(scores, priors, score_type: str):
+def scores_and_log_priors(scores: object, priors: ArrayLike | None,
+                          score_type: str) -> tuple[jax.Array, jax.Array]:
     """Validated scores and the log-priors that turn them into posteriors: ``(scores, log_priors)``.
 
     Likelihood-type scores (``llr``, ``log_likelihoods``) need ``priors``;
@@ -600,7 +621,8 @@ def scores_and_log_priors(scores, priors, score_type: str):
     return scores, log_p
 
 
-def check_same_length(name_a: str, a, name_b: str, b, *, axis_a: int = -1, axis_b: int = -1):
+def check_same_length(name_a: str, a: jax.Array | np.ndarray, name_b: str, b: jax.Array | np.ndarray, *,
+                      axis_a: int = -1, axis_b: int = -1) -> None:
     if a.shape[axis_a] != b.shape[axis_b]:
         raise InputError(
             f"`{name_a}` and `{name_b}` must have the same number of samples, got "
@@ -608,7 +630,7 @@ def check_same_length(name_a: str, a, name_b: str, b, *, axis_a: int = -1, axis_
         )
 
 
-def as_positive_int(x, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+def as_positive_int(x: object, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
         raise InputError(f"`{name}` must be an integer, got {x!r}")
     if x < minimum:
@@ -618,7 +640,8 @@ def as_positive_int(x, name: str, *, minimum: int = 1, maximum: int | None = Non
     return int(x)
 
 
-def check_batch_axes_broadcast(name_a: str, shape_a, batch_a, name_b: str, shape_b, batch_b):
+def check_batch_axes_broadcast(name_a: str, shape_a: tuple[int, ...], batch_a: tuple[int, ...], name_b: str,
+                               shape_b: tuple[int, ...], batch_b: tuple[int, ...]) -> tuple[int, ...]:
     """The leading (batch) axes ``batch_a`` of ``name_a`` and ``batch_b`` of ``name_b`` broadcast: their shape."""
     try:
         return np.broadcast_shapes(tuple(batch_a), tuple(batch_b))
@@ -627,7 +650,7 @@ def check_batch_axes_broadcast(name_a: str, shape_a, batch_a, name_b: str, shape
                          "broadcast") from None
 
 
-def check_choice(x, name: str, choices):
+def check_choice(x: _T, name: str, choices: Collection[Any]) -> _T:
     if x not in choices:
         raise InputError(f"`{name}` must be one of {tuple(choices)}, got {x!r}")
     return x

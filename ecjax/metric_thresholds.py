@@ -303,7 +303,7 @@ def optimal_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, metric: st
     v.check_classes_present(y, w, 2, why="the metrics and the implied cost need samples of both classes")
     if not v.any_traced(y, w):
         u = None if w is None else np.asarray(w, np.float64)
-        if u is not None and not v.is_tracer(s) and not np.all(u > 0):
+        if w is not None and u is not None and not v.is_tracer(s) and not np.all(u > 0):
             keep = v.to_device(np.flatnonzero(u > 0))  # weight 0: a sample that is not there
             y, s, w = jnp.take(y, keep, axis=-1), jnp.take(s, keep, axis=-1), w[keep]
     data_priors = priors is None

@@ -19,9 +19,18 @@ matplotlib is an optional dependency (``pip install "ecjax[plots]"``).
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
+
+if TYPE_CHECKING:  # matplotlib stays an optional import until a figure is drawn
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 YSCALES = ("auto", "linear", "symlog", "log")
 # "auto" y-scale: values beyond this many times the naive level (NEC 1) would flatten the useful range [0, 1]
@@ -143,10 +152,13 @@ def _reliability_from_scores(labels, scores, score_type, num_bins, binning, vari
     return b, "equal_width"
 
 
-def reliability_diagram(bin_confidence=None, bin_accuracy=None, bin_count=None, *, labels=None, scores=None,
-                        score_type="log_posteriors", num_bins=15, binning="auto", variant="auto", priors=None,
-                        class_names=None, title="Reliability diagram", xlabel=None, ax=None, path=None,
-                        sample_weight=None):
+def reliability_diagram(bin_confidence: Any = None, bin_accuracy: ArrayLike | None = None,
+                        bin_count: ArrayLike | None = None, *, labels: ArrayLike | None = None,
+                        scores: ArrayLike | None = None, score_type: str = "log_posteriors", num_bins: int = 15,
+                        binning: str = "auto", variant: str = "auto", priors: ArrayLike | None = None,
+                        class_names: Sequence[str] | None = None, title: str = "Reliability diagram",
+                        xlabel: str | None = None, ax: Axes | None = None, path: str | os.PathLike[str] | None = None,
+                        sample_weight: ArrayLike | None = None) -> Figure:
     """Observed frequency against predicted probability per bin, with 95 % intervals and the ECE.
 
     Drawn: the diagonal of perfect calibration; each non-empty bin's observed
@@ -249,8 +261,10 @@ def reliability_diagram(bin_confidence=None, bin_accuracy=None, bin_count=None, 
 
 # ----------------------------------------------------------- binary thresholds
 
-def cost_vs_threshold(thresholds, ec=None, *, bayes_threshold=None, optimal_threshold=None, normalized=True,
-                      yscale="auto", title="Expected cost against threshold", ax=None, path=None):
+def cost_vs_threshold(thresholds: Any, ec: ArrayLike | None = None, *, bayes_threshold: float | None = None,
+                      optimal_threshold: float | None = None, normalized: bool = True, yscale: str = "auto",
+                      title: str = "Expected cost against threshold", ax: Axes | None = None,
+                      path: str | os.PathLike[str] | None = None) -> Figure:
     """EC (or NEC) of "decide class 1 iff log-odds > threshold", with the Bayes and the optimal thresholds marked.
 
     Drawn: the cost at every threshold (``thresholds`` may be the
@@ -290,8 +304,9 @@ def _curves(prior_log_odds, actual, minimum):
             for a, m in zip(np.atleast_2d(actual), np.atleast_2d(minimum))]
 
 
-def bayes_risk_curves(prior_log_odds, actual=None, minimum=None, *, names=None, yscale="auto",
-                      title="Bayes-risk curves", ax=None, path=None):
+def bayes_risk_curves(prior_log_odds: Any, actual: ArrayLike | None = None, minimum: ArrayLike | None = None, *,
+                      names: Sequence[str] | None = None, yscale: str = "auto", title: str = "Bayes-risk curves",
+                      ax: Axes | None = None, path: str | os.PathLike[str] | None = None) -> Figure:
     """Normalized EC of Bayes decisions (solid) and of the best threshold (dashed) against the effective prior log-odds.
 
     Drawn: for each system, the actual risk of its Bayes decisions and the
@@ -359,8 +374,11 @@ def _probit_axes(ax, lo, hi):
         set_ticks(ticks, [f"{100 * t:g}" for t in ticks])
 
 
-def roc_with_iso_utility(fpr, tpr=None, *, utilities=None, costs=None, priors=None, names=None, tangents="all",
-                         class_names=None, det=False, title=None, ax=None, path=None):
+def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None = None, *,
+                         utilities: ArrayLike | None = None, costs: ArrayLike | None = None,
+                         priors: ArrayLike | None = None, names: Sequence[str] | None = None, tangents: str = "all",
+                         class_names: Sequence[str] | None = None, det: bool = False, title: str | None = None,
+                         ax: Axes | None = None, path: str | os.PathLike[str] | None = None) -> Figure:
     """ROC (or DET) curves; with utilities or costs, each system's best operating point and iso-utility tangent.
 
     The utility yield is linear in (FPR, TPR) (the ROC tangent criterion of
@@ -426,6 +444,7 @@ def roc_with_iso_utility(fpr, tpr=None, *, utilities=None, costs=None, priors=No
             ax.plot(f[i], to_y(t[i]), "o", color=c)
             best_points.append((y[i], f[i], t[i], name, c))
     if best_points:
+        assert u is not None, "best points are found only with utilities or costs"
         p = np.asarray(priors, float)
         num, den = p[0] * (u[0, 0] - u[0, 1]), p[1] * (u[1, 1] - u[1, 0])
         top = max(range(len(best_points)), key=lambda j: best_points[j][0])
@@ -464,8 +483,9 @@ def roc_with_iso_utility(fpr, tpr=None, *, utilities=None, costs=None, priors=No
 
 # ------------------------------------------------------------------ posteriors
 
-def yield_posteriors(yields, *, names=None, p_best=None, hdi=None, hdi_prob=0.9,
-                     title="Posterior of the utility yield", ax=None, path=None):
+def yield_posteriors(yields: Any, *, names: Sequence[str] | None = None, p_best: ArrayLike | None = None,
+                     hdi: ArrayLike | None = None, hdi_prob: float = 0.9, title: str = "Posterior of the utility yield",
+                     ax: Axes | None = None, path: str | os.PathLike[str] | None = None) -> Figure:
     """Histograms of posterior draws of each system's utility yield, with P(best) and highest-density intervals.
 
     Drawn: one density histogram per system, labelled with P(best) when
@@ -497,9 +517,11 @@ def yield_posteriors(yields, *, names=None, p_best=None, hdi=None, hdi_prob=0.9,
     fig, ax = _figure_and_axes(ax, (6, 4))
     bins = np.linspace(y.min(), y.max(), 60)
     colors = _colors(m)
+    best = None if p_best is None else np.asarray(p_best, float)
     for i, c in enumerate(colors):
-        label = names[i] + (f"  P(best) = {float(p_best[i]):.3f}" if p_best is not None else "")
-        ax.hist(y[:, i], bins=bins, density=True, alpha=0.5, color=c, label=label)
+        label = names[i] + (f"  P(best) = {float(best[i]):.3f}" if best is not None else "")
+        # matplotlib's stub lists sequences for `bins`, not the arrays that hist documents and accepts.
+        ax.hist(y[:, i], bins=bins, density=True, alpha=0.5, color=c, label=label)  # type: ignore[arg-type]
     top = ax.get_ylim()[1]
     step = 0.05 * top
     for i, c in enumerate(colors):
@@ -515,7 +537,8 @@ def yield_posteriors(yields, *, names=None, p_best=None, hdi=None, hdi_prob=0.9,
     return _finish(fig, path)
 
 
-def rank_probabilities(matrix, *, names=None, title="Rank probabilities", ax=None, path=None):
+def rank_probabilities(matrix: Any, *, names: Sequence[str] | None = None, title: str = "Rank probabilities",
+                       ax: Axes | None = None, path: str | os.PathLike[str] | None = None) -> Figure:
     """Heat map of ``P(system i has rank r)`` (rows: systems, columns: rank 1 = best), annotated.
 
     ``matrix``: ``(M, M)`` probabilities, or a :class:`~ecjax.prob.Comparison`.
@@ -544,8 +567,10 @@ def rank_probabilities(matrix, *, names=None, title="Rank probabilities", ax=Non
 INFEASIBLE_CORNERS = (((0.0, -1.0), (1.0, -1.0), (1.0, 0.0)), ((-1.0, 0.0), (-1.0, 1.0), (0.0, 1.0)))
 
 
-def winner_map(x, y=None, winners=None, *, names=None, class_names=None, title="Winner over the utility space",
-               ax=None, path=None):
+def winner_map(x: Any, y: ArrayLike | None = None, winners: ArrayLike | None = None, *,
+               names: Sequence[str] | None = None, class_names: Sequence[str] | None = None,
+               title: str = "Winner over the utility space", ax: Axes | None = None,
+               path: str | os.PathLike[str] | None = None) -> Figure:
     """Every binary evaluation problem as a point, coloured by the system of highest utility yield there.
 
     After the yield-preserving rescaling of a binary utility matrix to
@@ -612,7 +637,9 @@ def winner_map(x, y=None, winners=None, *, names=None, class_names=None, title="
     return _finish(fig, path)
 
 
-def metric_vs_yield(yields, metric_values, *, metric_name="metric", labels=None, title=None, ax=None, path=None):
+def metric_vs_yield(yields: ArrayLike, metric_values: ArrayLike, *, metric_name: str = "metric",
+                    labels: Sequence[str] | None = None, title: str | None = None, ax: Axes | None = None,
+                    path: str | os.PathLike[str] | None = None) -> Figure:
     """Scatter of a popular metric against the utility yield (Dyrland, Lundervold and Porta Mana, Figs. 2 and 6).
 
     Points where the two order pairs differently are what the paper warns
@@ -639,8 +666,10 @@ def metric_vs_yield(yields, metric_values, *, metric_name="metric", labels=None,
     return _finish(fig, path)
 
 
-def sweep_curves(x, values=None, *, names=None, xlabel="swept parameter", ylabel="NEC", log_x=False, flips=None,
-                 yscale="auto", title="Sensitivity sweep", ax=None, path=None):
+def sweep_curves(x: Any, values: ArrayLike | None = None, *, names: Sequence[str] | None = None,
+                 xlabel: str = "swept parameter", ylabel: str = "NEC", log_x: bool = False,
+                 flips: Sequence[float] | None = None, yscale: str = "auto", title: str = "Sensitivity sweep",
+                 ax: Axes | None = None, path: str | os.PathLike[str] | None = None) -> Figure:
     """Each system's metric along a one-dimensional sweep, with the points where rankings flip marked.
 
     Drawn: one curve per system, a dotted vertical line at each flip, and for

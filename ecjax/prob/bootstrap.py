@@ -52,10 +52,10 @@ receives weights normalized to sum to 1.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import math
 
@@ -63,6 +63,7 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax import random_bits
@@ -84,6 +85,9 @@ from ecjax.prob.ranking import (
 from ecjax.report import aligned
 from ecjax.scores import bin_indices, brier_kernel, class_weights, cross_entropy_kernel, weighted_auc_kernel
 
+# A user metric: jit-able f(labels, log_posteriors, weights) -> scalar, of one system.
+_UserMetric = Callable[[jax.Array, jax.Array, jax.Array], ArrayLike]
+
 # Equal-width bins of the built-in "ece", as the default of ecjax.scores.ece (seed 002 eqs. 62-63).
 ECE_NUM_BINS = 15
 # Bisection steps on the prior pi of the ROCCH-EER.  The envelope's lines have slopes miss - fa in [-1, 1], so
@@ -95,7 +99,7 @@ _CHUNK_ELEMENTS = 1 << 22
 
 # ------------------------------------------------------------ weighted kernels
 
-def prefix_sums(x):
+def prefix_sums(x: jax.Array) -> jax.Array:
     """Kernel: inclusive cumulative sums of ``x`` along its last axis, in blocks.
 
     ``jnp.cumsum`` lowers to a reduce-window, slow on XLA's CPU backend for
@@ -133,7 +137,8 @@ def _evaluation_weights(labels, weights, priors, num_classes):
     return weights * class_weights(class_weight, priors)[labels]
 
 
-def weighted_cross_entropy(labels, log_posteriors, weights, priors=None):
+def weighted_cross_entropy(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array,
+                           priors: jax.Array | None = None) -> jax.Array:
     """Kernel: weighted cross-entropy ``sum_i P_i sum_{n: y_n = i} w_n (-log s_i(x_n)) / W_i``.
 
     With data priors (``priors=None``) it is the weighted mean ``sum_n w_n
@@ -146,7 +151,8 @@ def weighted_cross_entropy(labels, log_posteriors, weights, priors=None):
     return cross_entropy_kernel(labels, log_posteriors, w)
 
 
-def weighted_brier(labels, log_posteriors, weights, priors=None):
+def weighted_brier(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array,
+                   priors: jax.Array | None = None) -> jax.Array:
     """Kernel: weighted Brier score, ``(1/K) sum_j (s_j(x_n) - [j = y_n])^2`` averaged as in
     :func:`weighted_cross_entropy`.
 
@@ -185,7 +191,7 @@ def _log_odds(log_posteriors):
     return log_posteriors[..., 1] - log_posteriors[..., 0]
 
 
-def weighted_auc(labels, log_posteriors, weights):
+def weighted_auc(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array) -> jax.Array:
     """Kernel: weighted AUC, the weighted Mann-Whitney statistic with ties counted one half.
 
     ``AUC = sum_{i: y=1} sum_{j: y=0} w_i w_j ([s_i > s_j] + [s_i = s_j] / 2) / (W_1 W_0)``
@@ -196,7 +202,7 @@ def weighted_auc(labels, log_posteriors, weights):
     return weighted_auc_kernel(labels, _log_odds(log_posteriors), weights, cumsum=prefix_sums)
 
 
-def weighted_eer(labels, log_posteriors, weights):
+def weighted_eer(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array) -> jax.Array:
     """Kernel: weighted equal error rate on the ROC convex hull (ROCCH-EER, seed 002 §4.5).
 
     The weighted ROC has rates ``miss = W_1(below cut) / W_1`` and ``fa =
@@ -229,7 +235,7 @@ def weighted_eer(labels, log_posteriors, weights):
     return miss[a] + t * (miss[b] - miss[a])
 
 
-def weighted_ece(labels, log_posteriors, weights):
+def weighted_ece(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array) -> jax.Array:
     """Kernel: weighted expected calibration error, ``sum_m |sum_{n in B_m} w_n (hit_n - conf_n)| / sum_n w_n``.
 
     Seed 002 eqs. 62-63 with :data:`ECE_NUM_BINS` equal-width bins, as
@@ -250,7 +256,8 @@ def weighted_ece(labels, log_posteriors, weights):
     return jnp.sum(jnp.abs(gap)) / jnp.sum(weights)
 
 
-def weighted_nec_best_threshold(labels, log_posteriors, weights, priors=None, costs=None):
+def weighted_nec_best_threshold(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array,
+                                priors: jax.Array | None = None, costs: jax.Array | None = None) -> jax.Array:
     """Kernel: NEC of "decide 1 iff log-odds > t" at the best threshold ``t`` for these weights.
 
     ``EC(t) = sum_i P_i sum_j c_ij R_ij(t)`` (seed 000 eq. 2) with the
@@ -271,7 +278,8 @@ def weighted_nec_best_threshold(labels, log_posteriors, weights, priors=None, co
     return jnp.min(jnp.where(valid, ec, jnp.inf)) / naive
 
 
-def weighted_calibration_loss(labels, log_posteriors, weights, priors=None):
+def weighted_calibration_loss(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array,
+                              priors: jax.Array | None = None) -> jax.Array:
     """Kernel: relative calibration loss ``100 (XE_raw - XE_cal) / XE_raw`` (seed 002 eqs. 59-60) for these weights.
 
     ``XE_raw`` is :func:`weighted_cross_entropy`; ``XE_cal`` the same
@@ -606,7 +614,9 @@ def _weighted_kernel(labels, scores, weights, options, *, metric, score_type):
     return out.reshape(weights.shape[:-1] + (log_post.shape[0],))
 
 
-def weighted_metric(labels, scores, weights, metric, *, score_type="log_posteriors", priors=None, costs=None):
+def weighted_metric(labels: ArrayLike, scores: ArrayLike, weights: ArrayLike, metric: str | _UserMetric, *,
+                    score_type: str = "log_posteriors", priors: ArrayLike | None = None,
+                    costs: ArrayLike | None = None) -> jax.Array:
     """A metric of the scores with per-sample weights: built-in by name, or a user function.
 
     ``metric`` is one of :data:`BUILTIN_METRICS` (``"cross_entropy"``,
@@ -642,12 +652,12 @@ def weighted_metric(labels, scores, weights, metric, *, score_type="log_posterio
     """
     metric, _ = _check_metric(metric, None if isinstance(metric, str) else True)
     single = np.ndim(scores) == (1 if score_type == "llr" else 2)
-    labels, scores, evaluation_priors = _validated_scores(labels, scores, metric, score_type, priors)
-    options = _metric_options(metric, labels, evaluation_priors, costs)
+    y, checked, evaluation_priors = _validated_scores(labels, scores, metric, score_type, priors)
+    options = _metric_options(metric, y, evaluation_priors, costs)
     if callable(metric):
-        _check_user_metric(metric, labels, scores)
-    w = _check_weights(weights, labels.shape[0])
-    out = _weighted_kernel(labels, scores, w, options, metric=metric, score_type=score_type)
+        _check_user_metric(metric, y, checked)
+    w = _check_weights(weights, y.shape[0])
+    out = _weighted_kernel(y, checked, w, options, metric=metric, score_type=score_type)
     return out[..., 0] if single else out
 
 
@@ -695,7 +705,7 @@ class MetricPosterior(RankedSystems):
     def num_draws(self) -> int:
         return int(self.draws.shape[0])
 
-    def interval(self, values: str = "draws", prob: float | None = None):
+    def interval(self, values: str = "draws", prob: float | None = None) -> np.ndarray:
         """HDI ``(M, 2)`` of the metric (``"draws"``) or ``(M, M, 2)`` of ``"differences"`` (row minus column)."""
         v.check_choice(values, "values", ("draws", "differences"))
         prob = self.hdi_prob if prob is None else prob
@@ -744,9 +754,13 @@ class MetricPosterior(RankedSystems):
 
 
 
-def bootstrap_metric(labels, scores, metric, *, key=None, num_draws: int = 2000, groups=None, higher_is_better=None,
-                     score_type: str = "log_posteriors", priors=None, costs=None, hdi_prob: float = 0.9, rope=None,
-                     systems=None, chunk_size=None, sample_weight=None) -> MetricPosterior:
+def bootstrap_metric(labels: ArrayLike, scores: ArrayLike | Mapping[str, ArrayLike], metric: str | _UserMetric, *,
+                     key: jax.Array | None = None, num_draws: int = 2000,
+                     groups: ArrayLike | Sequence[Any] | None = None, higher_is_better: bool | None = None,
+                     score_type: str = "log_posteriors", priors: ArrayLike | None = None,
+                     costs: ArrayLike | None = None, hdi_prob: float = 0.9, rope: float | None = None,
+                     systems: Sequence[str] | None = None, chunk_size: int | None = None,
+                     sample_weight: ArrayLike | None = None) -> MetricPosterior:
     """Posterior of any metric of ``M`` classifiers' scores by the Bayesian bootstrap (eqs. 1-2 of the module).
 
     Each of the ``S`` draws gives every test sample (with ``groups``: every
@@ -806,13 +820,13 @@ def bootstrap_metric(labels, scores, metric, *, key=None, num_draws: int = 2000,
     hdi_prob = check_hdi_prob(hdi_prob, num_draws)
     rope = check_rope(rope)
     metric, higher = _check_metric(metric, higher_is_better)
-    names, scores = _systems_and_scores(scores)
-    labels, scores, evaluation_priors = _validated_scores(labels, scores, metric, score_type, priors)
-    options = _metric_options(metric, labels, evaluation_priors, costs)
+    names, system_scores = _systems_and_scores(scores)
+    y, checked, evaluation_priors = _validated_scores(labels, system_scores, metric, score_type, priors)
+    options = _metric_options(metric, y, evaluation_priors, costs)
     if callable(metric):
-        _check_user_metric(metric, labels, scores)
-    m, n, k = scores.shape
-    sample_weight = _checked_sample_weight(sample_weight, labels, metric, evaluation_priors, scores.shape[-1])
+        _check_user_metric(metric, y, checked)
+    m, n, k = checked.shape
+    sample_weight = _checked_sample_weight(sample_weight, y, metric, evaluation_priors, checked.shape[-1])
     group_index, num_groups = _group_index(groups, n)
     if chunk_size is None:
         per_sample = max(1, BUILTIN_METRICS[metric].arrays_per_sample_and_class * k) if isinstance(metric, str) else 1
@@ -824,11 +838,11 @@ def bootstrap_metric(labels, scores, metric, *, key=None, num_draws: int = 2000,
     # Two threefry key words from any key type: the counter-based draws of _exponentials need them.
     words = jax.random.bits(key_weights, (2,), jnp.uint32)
     if sample_weight is None:
-        draws, estimate = _bootstrap_draws(words, labels, scores, group_index, options, metric=metric,
+        draws, estimate = _bootstrap_draws(words, y, checked, group_index, options, metric=metric,
                                            score_type=score_type, num_draws=num_draws,
                                            chunk_size=chunk_size, num_groups=num_groups)
     else:
-        draws, estimate = _frequency_weighted_draws(key_weights, labels, scores, group_index, options, sample_weight,
+        draws, estimate = _frequency_weighted_draws(key_weights, y, checked, group_index, options, sample_weight,
                                                     metric=metric, score_type=score_type, num_draws=num_draws,
                                                     chunk_size=chunk_size, num_groups=num_groups)
     estimate = np.asarray(estimate, np.float64)

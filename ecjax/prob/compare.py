@@ -111,15 +111,16 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax import random_bits
@@ -141,6 +142,11 @@ from ecjax.prob.rates import (
     sample_rates,
 )
 from ecjax.prob.utility_priors import UtilityPrior, resolve_utilities
+
+# One array for all systems, or one per system (a list, or a mapping from system names).
+_PerSystem = ArrayLike | Sequence[ArrayLike] | Mapping[str, ArrayLike]
+# A (K, D) matrix, a utility prior, or a NumPyro model with a "utility"/"cost" site.
+_Utilities = UtilityPrior | Callable[..., Any] | ArrayLike
 
 
 DECISION_RULES = ("expected_utility", "per_draw")
@@ -252,7 +258,8 @@ def _evaluate_chunked(utilities, weights, priors, *, chunk):
     return tuple(o.reshape((-1,) + o.shape[2:])[:s] for o in out)
 
 
-def evaluate_draws(utilities, weights, priors, *, chunk_size=None):
+def evaluate_draws(utilities: ArrayLike, weights: ArrayLike, priors: ArrayLike, *,
+                   chunk_size: int | None = None) -> tuple[jax.Array, jax.Array, jax.Array]:
     """Kernel: yield, EC and NEC draws ``(S, M)`` from matched draws.
 
     Args:
@@ -511,7 +518,7 @@ def estimated_seconds(num_draws: int, *, num_systems: int, num_samples: int, num
     return float(seconds)
 
 
-def plan_draws(num_draws: int, elements_per_draw: int, chunk_size=None, *, utility_cells: int = 1,
+def plan_draws(num_draws: int, elements_per_draw: int, chunk_size: int | None = None, *, utility_cells: int = 1,
                group: int = 1) -> DrawPlan:
     """Blocks and chunks of posterior draws (the memory plan of :func:`compare`).
 
@@ -851,7 +858,8 @@ def _check_common(key, num_draws, hdi_prob, rope, chunk_size):
 _PRECISION_MARGIN = 1.2
 
 
-def draw_to_precision(run, mc_error, *, num_draws: int, max_draws: int):
+def draw_to_precision(run: Callable[[int], ranking.Comparison], mc_error: float, *, num_draws: int,
+                      max_draws: int) -> ranking.Comparison:
     """``run(S)`` with ``S`` raised until the reported probabilities are as precise as ``mc_error``.
 
     The batch-means error of a Monte Carlo probability falls as ``1 /
@@ -884,11 +892,14 @@ def draw_to_precision(run, mc_error, *, num_draws: int, max_draws: int):
     return dataclasses.replace(result, info=info)
 
 
-def compare(labels, decisions=None, *, utilities=None, costs=None, scores=None, score_type: str = "log_posteriors",
-            decision_rule: str | PerDraw = "expected_utility", priors=None, paired: bool = True, groups=None,
-            concentration=None, num_draws: int = 20_000, key=None, rope=None, hdi_prob: float = 0.9, systems=None,
-            decompose: bool = True, chunk_size=None, progress=False, mc_error=None, max_draws: int = 1_000_000,
-            sample_weight=None):
+def compare(labels: _PerSystem, decisions: _PerSystem | None = None, *, utilities: _Utilities | None = None,
+            costs: _Utilities | None = None, scores: _PerSystem | None = None, score_type: str = "log_posteriors",
+            decision_rule: str | PerDraw = "expected_utility", priors: PriorDistribution | ArrayLike | None = None,
+            paired: bool = True, groups: ArrayLike | Sequence[Any] | None = None, concentration: float | None = None,
+            num_draws: int = 20_000, key: jax.Array | None = None, rope: float | None = None, hdi_prob: float = 0.9,
+            systems: Sequence[str] | None = None, decompose: bool = True, chunk_size: int | None = None,
+            progress: bool | Callable[[int], Any] = False, mc_error: float | None = None,
+            max_draws: int = 1_000_000, sample_weight: _PerSystem | None = None) -> ranking.Comparison:
     """Posterior ranking of classifiers under uncertain utilities and priors and a finite test set.
 
     Args:
@@ -1161,9 +1172,12 @@ def _fixed_source(s, score_type, p_decide, alpha, k, d, u_hat):
     return _unpaired_source(counts, alpha)
 
 
-def compare_counts(counts, *, utilities=None, costs=None, priors=None, concentration=None, num_draws: int = 20_000,
-                   key=None, rope=None, hdi_prob: float = 0.9, systems=None, decompose: bool = True,
-                   chunk_size=None, progress=False):
+def compare_counts(counts: ArrayLike, *, utilities: _Utilities | None = None, costs: _Utilities | None = None,
+                   priors: PriorDistribution | ArrayLike | None = None, concentration: float | None = None,
+                   num_draws: int = 20_000, key: jax.Array | None = None, rope: float | None = None,
+                   hdi_prob: float = 0.9, systems: Sequence[str] | None = None, decompose: bool = True,
+                   chunk_size: int | None = None,
+                   progress: bool | Callable[[int], Any] = False) -> ranking.Comparison:
     """:func:`compare` from confusion matrices alone: ``(M, K, D)`` counts of unpaired systems.
 
     Without the samples the pairing is unknown, so this is the unpaired

@@ -46,6 +46,7 @@ better), ``rope`` is ``|mu| <= rope``, ``right`` is ``mu > rope``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import NamedTuple
@@ -56,6 +57,7 @@ import jax
 import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
+from jax.typing import ArrayLike, DTypeLike
 from numpyro.infer.reparam import LocScaleReparam
 
 from ecjax import inputs as v
@@ -91,6 +93,13 @@ def _on_device(x):
     return x if v.is_tracer(x) else v.to_device(x, jnp.result_type(float))
 
 
+def _required_rope(rope: float) -> float:
+    """:func:`ranking.check_rope` of a ROPE that must be given (never ``None``)."""
+    checked = ranking.check_rope(rope, optional=False)
+    assert checked is not None, "check_rope(optional=False) raises instead of returning None"
+    return checked
+
+
 def _differences(scores_a, scores_b, *, min_ndim: int):
     """``(differences, name)``: ``scores_b - scores_a``, or ``scores_a`` itself when ``scores_b`` is ``None``.
 
@@ -107,7 +116,7 @@ def _differences(scores_a, scores_b, *, min_ndim: int):
 
 
 
-def fold_correlation(num_folds_total: int, *, runs: int = 1, test_fraction=None) -> float:
+def fold_correlation(num_folds_total: int, *, runs: int = 1, test_fraction: float | None = None) -> float:
     """``rho``, the correlation between the results of two folds (Nadeau & Bengio 2003).
 
     ``rho = n_test / n_total``, the fraction of the data in each test fold.
@@ -138,7 +147,7 @@ _T_CLIP = 1e15
 
 
 @partial(jax.jit, static_argnames=("df",))
-def student_t_cdf(x, df: int):
+def student_t_cdf(x: jax.Array, df: int) -> jax.Array:
     """``P(T <= x)`` for a standard Student t with an integer number ``df >= 1`` of degrees of freedom.
 
     The finite series of Abramowitz & Stegun 26.7.3-26.7.4 (Gosset's), with
@@ -194,7 +203,7 @@ def _three_way(loc, scale, df: int, rope):
     return p_left, p_rope, p_right
 
 
-def student_t_draws(key, df: int, shape, dtype):
+def student_t_draws(key: jax.Array, df: int, shape: tuple[int, ...], dtype: DTypeLike) -> jax.Array:
     """Standard Student t draws ``z / sqrt(w / df)``, ``w`` a sum of ``df`` squared normals (``df`` a static int).
 
     Exact for an integer ``df``; one normal sampler in a loop (``df + 1``
@@ -245,11 +254,11 @@ class CorrelatedTTest(NamedTuple):
     draws: jax.Array | None = None
 
     @property
-    def probabilities(self):
+    def probabilities(self) -> jax.Array:
         """``(..., 3)``: ``(p_left, p_rope, p_right)``, baycomp's triple."""
         return jnp.stack([self.p_left, self.p_rope, self.p_right], -1)
 
-    def summary(self, names=("a", "b")) -> str:
+    def summary(self, names: Sequence[str] = ("a", "b")) -> str:
         """One line per comparison: the posterior and the three probabilities."""
         a, b = names
         lines = []
@@ -265,7 +274,7 @@ class CorrelatedTTest(NamedTuple):
 
 
 @jax.jit
-def correlated_t_posterior(differences, rho):
+def correlated_t_posterior(differences: jax.Array, rho: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """``(loc, scale)`` of the correlated t-test's posterior for ``(..., n)`` differences (no checks).
 
     Corani & Benavoli (2015): ``mu ~ St(n - 1, loc, scale)``
@@ -298,7 +307,8 @@ def _correlated_t_kernel(differences, rho, rope, key, *, num_draws: int):
     return loc, scale, p_left, p_rope, p_right, draws
 
 
-def correlated_t_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_fraction=None, key=None,
+def correlated_t_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *, rope: float = 0.0, runs: int = 1,
+                      test_fraction: float | None = None, key: jax.Array | None = None,
                       num_draws: int = DEFAULT_T_DRAWS) -> CorrelatedTTest:
     """Bayesian correlated t-test of two systems cross-validated on one data set.
 
@@ -346,7 +356,7 @@ def correlated_t_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_
         0.895
     """
     differences, name = _differences(scores_a, scores_b, min_ndim=1)
-    rope = ranking.check_rope(rope, optional=False)
+    rope = _required_rope(rope)
     rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
     if key is not None:
         key = v.as_key(key)
@@ -397,7 +407,7 @@ class HyperpriorBounds(NamedTuple):
     upper_sigma: float = UPPER_SIGMA
 
 
-def check_hyperprior_bounds(bounds) -> HyperpriorBounds:
+def check_hyperprior_bounds(bounds: object) -> HyperpriorBounds:
     """The bounds as floats, checked: each > 0, ``lower_alpha < upper_alpha``, ``lower_beta < upper_beta``."""
     if not isinstance(bounds, HyperpriorBounds):
         raise v.InputError(f"`bounds` must be an ecjax.prob.HyperpriorBounds, got {type(bounds).__name__}")
@@ -420,8 +430,8 @@ def _degrees_of_freedom(bounds: HyperpriorBounds, f):
     return 1.0 + numpyro.sample("nu_minus_one", dist.Gamma(gamma_alpha, gamma_beta))
 
 
-def hierarchical_t_model(differences, rho, delta_bound, std0_high, std_high,
-                         bounds: HyperpriorBounds = HyperpriorBounds()):
+def hierarchical_t_model(differences: ArrayLike, rho: float, delta_bound: float, std0_high: float, std_high: float,
+                         bounds: HyperpriorBounds = HyperpriorBounds()) -> None:
     """NumPyro model of ``(q, n)`` per-fold differences on ``q`` data sets (baycomp's Stan model).
 
     Corani et al. (2017), as in baycomp 1.0.3's
@@ -485,7 +495,8 @@ class HierarchicalData(NamedTuple):
     std_high: float
 
 
-def hierarchical_data(differences, *, rope: float, rho: float, upper_sigma: float = UPPER_SIGMA) -> HierarchicalData:
+def hierarchical_data(differences: ArrayLike, *, rope: float, rho: float,
+                      upper_sigma: float = UPPER_SIGMA) -> HierarchicalData:
     """Scale ``(q, n)`` differences and set the priors' bounds (baycomp's ``scaled_data`` and ``prepare_stan_data``).
 
     ``unit = mean_i std(x_i)``; in those units ``delta_bound = max |x|``,
@@ -507,7 +518,7 @@ def hierarchical_data(differences, *, rope: float, rho: float, upper_sigma: floa
                             std_high=std_within * upper_sigma)
 
 
-def next_dataset_probabilities(delta0, std0, nu, rope):
+def next_dataset_probabilities(delta0: ArrayLike, std0: ArrayLike, nu: ArrayLike, rope: float) -> np.ndarray:
     """``(S, 3)`` float64: per draw, P(a new data set's mean difference is left of / in / right of the ROPE).
 
     ``delta_new ~ St(nu, delta0, std0)`` in each draw; t CDFs with a
@@ -604,7 +615,7 @@ class HierarchicalTTest(_NUTSResult):
         """``(3,)`` baycomp's ``(p_left, p_rope, p_right)``."""
         return np.array([self.p_left, self.p_rope, self.p_right])
 
-    def summary(self, names=("a", "b")) -> str:
+    def summary(self, names: Sequence[str] = ("a", "b")) -> str:
         """Diagnostics, the population mean difference, baycomp's triple and the predictive one (± MC errors)."""
         a, b = names
         e = self.errors.get("baycomp", [None] * 3)
@@ -630,7 +641,8 @@ class HierarchicalTTest(_NUTSResult):
         return f"HierarchicalTTest(p_left={self.p_left:.3f}, p_rope={self.p_rope:.3f}, p_right={self.p_right:.3f})"
 
 
-def hierarchical_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_fraction=None, key=None,
+def hierarchical_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *, rope: float = 0.0, runs: int = 1,
+                      test_fraction: float | None = None, key: jax.Array | None = None,
                       nuts: NUTSSettings = NUTSSettings(),
                       bounds: HyperpriorBounds = HyperpriorBounds()) -> HierarchicalTTest:
     """Bayesian hierarchical comparison of two systems cross-validated on ``q`` data sets.
@@ -684,7 +696,7 @@ def hierarchical_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_
     if differences.ndim != 2:
         raise v.InputError(f"`{name}` must be (q, n): one row of n fold results per data set, got shape "
                            f"{tuple(differences.shape)}")
-    rope = ranking.check_rope(rope, optional=False)
+    rope = _required_rope(rope)
     rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
     nuts = check_nuts_settings(nuts)
@@ -726,7 +738,7 @@ def hierarchical_test(scores_a, scores_b=None, *, rope=0.0, runs: int = 1, test_
 
 
 @partial(jax.jit, static_argnames=("num_draws",))
-def mean_score_draws(key, scores, rho, *, num_draws: int):
+def mean_score_draws(key: jax.Array, scores: jax.Array, rho: jax.Array, *, num_draws: int) -> jax.Array:
     """``(num_draws, M)`` draws of the ``M`` mean scores from their joint posterior (no checks).
 
     ``mu | X ~ St_M(n - 1, mean(X), (1/n + rho/(1 - rho)) S)``, the
@@ -824,8 +836,9 @@ class ResultsComparison:
         return f"ResultsComparison(systems={self.systems}, best={self.best!r})\n{self.summary()}"
 
 
-def compare_results(scores, *, rope=0.0, runs: int = 1, test_fraction=None, key=None, num_draws: int = 20_000,
-                    systems=None, hdi_prob: float = 0.9) -> ResultsComparison:
+def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test_fraction: float | None = None,
+                    key: jax.Array | None = None, num_draws: int = 20_000, systems: Sequence[str] | None = None,
+                    hdi_prob: float = 0.9) -> ResultsComparison:
     """Rank ``M`` systems from their ``(M, n)`` per-fold results on one data set (higher is better).
 
     The joint posterior of the mean results is the multivariate t of
@@ -850,19 +863,19 @@ def compare_results(scores, *, rope=0.0, runs: int = 1, test_fraction=None, key=
       non-zero number on every fold raise :class:`InputError`, as in
       :func:`correlated_t_test`.
     """
-    scores = _as_results(scores, "scores", min_ndim=2)
-    if scores.ndim != 2:
+    results = _as_results(scores, "scores", min_ndim=2)
+    if results.ndim != 2:
         raise v.InputError(f"`scores` must be (M, n): one row of n fold results per system, got shape "
-                           f"{tuple(scores.shape)} (for (M, q, n) results on several data sets use "
+                           f"{tuple(results.shape)} (for (M, q, n) results on several data sets use "
                            "hierarchical_compare_results)")
-    m, n = scores.shape
-    rope = ranking.check_rope(rope, optional=False)
+    m, n = results.shape
+    rope = _required_rope(rope)
     rho = fold_correlation(n, runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
     num_draws = v.as_positive_int(num_draws, "num_draws")
     hdi_prob = ranking.check_hdi_prob(hdi_prob, num_draws)
     systems = ranking.system_names(systems, None, m)
-    x = np.asarray(scores)
+    x = np.asarray(results)
     for a in range(m):
         for b in range(a + 1, m):
             d = x[b] - x[a]
@@ -927,7 +940,8 @@ class HierarchicalResultsData(NamedTuple):
     std0_high: float
 
 
-def hierarchical_results_data(results, *, rope: float, rho, within_prior: str = "correlated",
+def hierarchical_results_data(results: Sequence[ArrayLike], *, rope: float, rho: ArrayLike,
+                              within_prior: str = "correlated",
                               upper_sigma: float = UPPER_SIGMA) -> HierarchicalResultsData:
     """Statistics of ``q`` data sets' ``(M, n_d)`` fold results for :func:`hierarchical_results_model`.
 
@@ -936,19 +950,19 @@ def hierarchical_results_data(results, *, rope: float, rho, within_prior: str = 
     Concrete input only, checked by :func:`hierarchical_compare_results`.
     """
     v.check_choice(within_prior, "within_prior", WITHIN_PRIORS)
-    results = [np.asarray(x, np.float64) for x in results]
-    m = results[0].shape[0]
+    sets = [np.asarray(x, np.float64) for x in results]
+    m = sets[0].shape[0]
     p = m - 1
     pairs = [(a, b) for a in range(m) for b in range(a + 1, m)]
-    pair_differences = [np.stack([x[b] - x[a] for a, b in pairs]) for x in results]  # q x (pairs, n_d)
+    pair_differences = [np.stack([x[b] - x[a] for a, b in pairs]) for x in sets]  # q x (pairs, n_d)
     unit = float(np.mean([np.std(d, axis=-1) for d in pair_differences]))
     delta_bound = max(float(np.max(np.abs(d))) for d in pair_differences) / unit
     pair_means = np.stack([d.mean(-1) for d in pair_differences]) / unit  # (q, pairs)
-    spread = float(np.sqrt(np.mean(np.var(pair_means, axis=0)))) if len(results) > 1 else 0.0
+    spread = float(np.sqrt(np.mean(np.var(pair_means, axis=0)))) if len(sets) > 1 else 0.0
     std0_high = (spread if spread > 0 else 1.0) * upper_sigma
-    rho = np.broadcast_to(np.asarray(rho, np.float64), (len(results),))
+    rho = np.broadcast_to(np.asarray(rho, np.float64), (len(sets),))
     means, whitening, exponents, folds = [], [], [], []
-    for x, r in zip(results, rho):
+    for x, r in zip(sets, rho):
         n = x.shape[-1]
         d = (x[1:] - x[0]) / unit
         c = 1.0 / n + r / (1.0 - r)
@@ -963,8 +977,9 @@ def hierarchical_results_data(results, *, rope: float, rho, within_prior: str = 
         rho=np.array(rho), delta_bound=delta_bound, std0_high=std0_high)
 
 
-def hierarchical_results_model(mean_differences, whitening, exponents, folds_minus_one, delta_bound, std0_high,
-                               bounds: HyperpriorBounds = HyperpriorBounds(), centred: bool = True):
+def hierarchical_results_model(mean_differences: jax.Array, whitening: jax.Array, exponents: jax.Array,
+                               folds_minus_one: jax.Array, delta_bound: float, std0_high: float,
+                               bounds: HyperpriorBounds = HyperpriorBounds(), centred: bool = True) -> None:
     """NumPyro model of ``M`` systems' mean results on ``q`` data sets (:class:`HierarchicalResultsData`).
 
     Per data set ``d``, ``theta_d`` holds the systems' mean results; only
@@ -1148,7 +1163,9 @@ class HierarchicalResultsComparison(_NUTSResult):
         return f"HierarchicalResultsComparison(systems={self.systems}, best={self.best!r})\n{self.summary()}"
 
 
-def hierarchical_compare_results(scores, *, rope=0.0, runs: int = 1, test_fraction=None, key=None, systems=None,
+def hierarchical_compare_results(scores: ArrayLike | Sequence[ArrayLike], *, rope: float = 0.0, runs: int = 1,
+                                 test_fraction: float | None = None, key: jax.Array | None = None,
+                                 systems: Sequence[str] | None = None,
                                  hdi_prob: float = 0.9, within_prior: str = "correlated",
                                  nuts: NUTSSettings = NUTSSettings(),
                                  bounds: HyperpriorBounds = HyperpriorBounds()) -> HierarchicalResultsComparison:
@@ -1201,7 +1218,7 @@ def hierarchical_compare_results(scores, *, rope=0.0, runs: int = 1, test_fracti
     if q < 2:
         raise v.InputError(f"`scores` must hold at least 2 data sets for a population of data sets, got {q} (for one "
                            "data set use compare_results)")
-    rope = ranking.check_rope(rope, optional=False)
+    rope = _required_rope(rope)
     rho = np.array([fold_correlation(x.shape[-1], runs=runs, test_fraction=test_fraction) for x in results])
     key = v.as_key(key)
     v.check_choice(within_prior, "within_prior", WITHIN_PRIORS)

@@ -25,7 +25,9 @@ NUTS earns its place; convergence is reported through ArviZ (R-hat, ESS).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpyro
 import numpyro.distributions as dist
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax import random_bits
@@ -72,7 +75,7 @@ def _lgamma_ratio(x, c):
     return jnp.where(big, stirling, direct)
 
 
-def dirichlet_multinomial_log_likelihood(counts, concentration):
+def dirichlet_multinomial_log_likelihood(counts: jax.Array, concentration: jax.Array) -> jax.Array:
     """``log p(counts | concentration)`` of the Dirichlet-multinomial, up to the multinomial coefficient.
 
     ``lgamma(A) - lgamma(n + A) + sum_j [lgamma(c_j + a_j) - lgamma(a_j)]``
@@ -85,8 +88,8 @@ def dirichlet_multinomial_log_likelihood(counts, concentration):
     return jnp.sum(_lgamma_ratio(concentration, counts)) - jnp.sum(_lgamma_ratio(total, n))
 
 
-def hierarchical_model(counts, concentration=1.0, dispersion=None, dispersion_loc=DISPERSION_LOC,
-                       dispersion_scale=DISPERSION_SCALE):
+def hierarchical_model(counts: ArrayLike, concentration: float = 1.0, dispersion: float | None = None,
+                       dispersion_loc: float = DISPERSION_LOC, dispersion_scale: float = DISPERSION_SCALE) -> None:
     """NumPyro model of ``(T, M, K, D)`` counts of ``M`` systems on ``T`` test sets.
 
     Sites: ``population_rates`` ``(M, K, D)``, ``dispersion`` ``(M,)``
@@ -108,7 +111,9 @@ def hierarchical_model(counts, concentration=1.0, dispersion=None, dispersion_lo
     numpyro.factor("counts", dirichlet_multinomial_log_likelihood(counts, kappa[:, None, None] * mu))
 
 
-def counts_from_sets(labels, decisions, *, num_classes: int, num_decisions: int | None = None, sample_weight=None):
+def counts_from_sets(labels: Sequence[ArrayLike], decisions: Sequence[ArrayLike], *, num_classes: int,
+                     num_decisions: int | None = None,
+                     sample_weight: Sequence[ArrayLike | None] | None = None) -> jax.Array:
     """``(T, M, K, D)`` counts from per-set labels ``[(N_t,)]`` and decisions ``[(M, N_t)]``.
 
     ``sample_weight``: ``None`` or a list of one ``(N_t,)`` vector of
@@ -217,9 +222,12 @@ def _utility_and_prior_draws(prior, class_priors, counts, key_u, key_p, s):
     return u, u_hat, p, p
 
 
-def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=None,
-                      nuts: NUTSSettings = NUTSSettings(), concentration: float = 1.0, dispersion=None,
-                      rope=None, hdi_prob: float = 0.9, systems=None, decompose: bool = True):
+def compare_test_sets(counts: ArrayLike, *, utilities: UtilityPrior | Callable[..., Any] | ArrayLike | None = None,
+                      costs: UtilityPrior | Callable[..., Any] | ArrayLike | None = None,
+                      priors: PriorDistribution | ArrayLike | None = None, key: jax.Array | None = None,
+                      nuts: NUTSSettings = NUTSSettings(), concentration: float = 1.0, dispersion: float | None = None,
+                      rope: float | None = None, hdi_prob: float = 0.9, systems: Sequence[str] | None = None,
+                      decompose: bool = True) -> HierarchicalComparison:
     """Rank ``M`` systems evaluated on ``T`` test sets by their population-level yields.
 
     Args:
@@ -242,21 +250,21 @@ def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=No
       :class:`HierarchicalComparison`.
     """
     key = v.as_key(key)
-    counts, alpha, dispersion, prior, class_priors, systems = _checked_test_sets(
+    test_counts, alpha, dispersion, prior, class_priors, names = _checked_test_sets(
         counts, utilities, costs, priors, concentration, dispersion, systems)
-    t, m, k, d = counts.shape
+    t, m, k, d = test_counts.shape
     s = check_nuts_settings(nuts).num_draws
     hdi_prob = ranking.check_hdi_prob(hdi_prob, s)
     rope = ranking.check_rope(rope)
 
     key_mcmc, key_u, key_p, key_rank, key_d = random_bits.split_keys(key, 5)
-    fit = fit_nuts(key_mcmc, hierarchical_model, (counts, alpha, dispersion), nuts,
+    fit = fit_nuts(key_mcmc, hierarchical_model, (test_counts, alpha, dispersion), nuts,
                    var_names=["population_rates"] + (["dispersion"] if dispersion is None else []))
     samples = fit.samples
 
     f = jnp.result_type(float)
     mu = jnp.asarray(samples["population_rates"], f)  # (S, M, K, D)
-    u, u_hat, p, p_mean = _utility_and_prior_draws(prior, class_priors, counts, key_u, key_p, s)
+    u, u_hat, p, p_mean = _utility_and_prior_draws(prior, class_priors, test_counts, key_u, key_p, s)
     yields, ec, nec = evaluate_draws(u, mu, p)
     summary = ranking.summarize(key_rank, yields, rope=rope)
     expected_yield = np.asarray(yields.mean(0))
@@ -270,7 +278,7 @@ def compare_test_sets(counts, *, utilities=None, costs=None, priors=None, key=No
         doubt = ranking.Doubt(np.asarray(summary["p_best"]), np.asarray(ranking.summarize(k1, y_costs)["p_best"]),
                               np.asarray(ranking.summarize(k2, y_rates)["p_best"]), rec)
     comparison = ranking.Comparison(
-        systems=systems, yields=yields, expected_costs=ec, normalized_expected_costs=nec,
+        systems=names, yields=yields, expected_costs=ec, normalized_expected_costs=nec,
         expected_utility_matrix=jnp.asarray(u_hat), expected_yield=expected_yield,
         **ranking.ranking_fields(summary, rope), recommendation=rec, recommendation_probability=float(summary["p_best"][rec]), hdi_prob=hdi_prob,
         hdi=np.asarray(ranking.hdi(yields, hdi_prob)), doubt=doubt,

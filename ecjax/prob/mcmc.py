@@ -50,7 +50,7 @@ class NUTSSettings:
         return self.num_samples * self.num_chains
 
 
-def check_nuts_settings(nuts) -> NUTSSettings:
+def check_nuts_settings(nuts: object) -> NUTSSettings:
     """``nuts`` if it is a :class:`NUTSSettings` (checked when it was made), else :class:`~ecjax.InputError`."""
     if not isinstance(nuts, NUTSSettings):
         raise v.InputError(f"`nuts` must be an ecjax.prob.NUTSSettings, got {type(nuts).__name__}")

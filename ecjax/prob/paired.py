@@ -99,13 +99,16 @@ conditions.)
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.random_bits import uniform
@@ -147,7 +150,9 @@ class ClusteredOutcomeTable:
         return self.cells.shape[1] - 1
 
 
-def clustered_outcome_table(labels, decisions, groups, *, num_classes=None, num_decisions=None, sample_weight=None):
+def clustered_outcome_table(labels: ArrayLike, decisions: ArrayLike, groups: ArrayLike | Sequence[Any], *,
+                            num_classes: int | None = None, num_decisions: int | None = None,
+                            sample_weight: ArrayLike | None = None) -> ClusteredOutcomeTable:
     """Group the samples' joint outcomes by cluster id (``groups``: ``(N,)`` hashable ids).
 
     With ``sample_weight`` ``(N,)`` each (group, cell) holds the sum of its
@@ -182,7 +187,7 @@ class _PriorPlan:
     atoms: int = 0
 
 
-def resolve_concentration(concentration, num_classes: int, num_decisions: int) -> float:
+def resolve_concentration(concentration: float | None, num_classes: int, num_decisions: int) -> float:
     """``concentration`` per cell of a system's ``(K, D)`` confusion matrix; ``None``: the default ``A / (K D)``."""
     if concentration is None:
         return default_concentration(num_decisions, num_classes)
@@ -350,7 +355,8 @@ def _paired_kernel(key, cells, counts, mass, *, num_draws, num_classes, num_deci
     return in_blocks(key, num_draws, rows, block, (m, num_classes, num_decisions), jnp.result_type(float))
 
 
-def sample_joint_confusions(key, table: JointOutcomeTable, *, num_draws: int, concentration=None):
+def sample_joint_confusions(key: jax.Array, table: JointOutcomeTable, *, num_draws: int,
+                            concentration: float | None = None) -> jax.Array:
     """Posterior draws of every system's joint (class, decision) probabilities, paired (eq. 1 of the module).
 
     Args:
@@ -395,8 +401,8 @@ def _per_draw_kernel(key, labels, decisions, mass, e, *, num_classes, num_decisi
                        num_decisions=num_decisions)
 
 
-def sample_joint_confusions_per_draw(key, labels, decisions, *, num_classes: int, num_decisions: int,
-                                     concentration=None):
+def sample_joint_confusions_per_draw(key: jax.Array, labels: ArrayLike, decisions: ArrayLike, *, num_classes: int,
+                                     num_decisions: int, concentration: float | None = None) -> jax.Array:
     """One paired posterior draw (eq. 1) for each row of per-draw decisions, without a joint table.
 
     For the scores mode, where every draw makes its own decisions: draw
@@ -430,8 +436,9 @@ def sample_joint_confusions_per_draw(key, labels, decisions, *, num_classes: int
                                             num_decisions=d)
 
 
-def joint_confusions_per_draw_kernel(key, labels, decisions, concentration, *, num_classes, num_decisions,
-                                     sample_weight=None):
+def joint_confusions_per_draw_kernel(key: jax.Array, labels: jax.Array, decisions: jax.Array, concentration: float, *,
+                                     num_classes: int, num_decisions: int,
+                                     sample_weight: ArrayLike | None = None) -> jax.Array:
     """Kernel of :func:`sample_joint_confusions_per_draw` (no validation): ``(S, M, N)`` decisions -> ``(S, M, K, D)``.
 
     ``concentration`` is the resolved ``a`` (a Python float); the prior's
@@ -451,14 +458,15 @@ def joint_confusions_per_draw_kernel(key, labels, decisions, concentration, *, n
                             num_classes=num_classes, num_decisions=num_decisions, plan=plan)
 
 
-def per_draw_elements(concentration, *, num_systems, num_classes, num_decisions, num_samples):
+def per_draw_elements(concentration: float, *, num_systems: int, num_classes: int, num_decisions: int,
+                      num_samples: int) -> int:
     """Elements per draw of :func:`joint_confusions_per_draw_kernel` (for sizing blocks of draws)."""
     plan = _prior_plan(concentration, num_classes, num_decisions, num_systems)
     return num_systems * (num_samples + num_classes * num_decisions) + num_samples + _prior_size(
         plan, num_systems, num_classes, num_decisions)
 
 
-def posterior_mean(table: JointOutcomeTable, *, concentration=None):
+def posterior_mean(table: JointOutcomeTable, *, concentration: float | None = None) -> jax.Array:
     """``E[W_m,kd]`` under eq. (1): ``(n_m,kd + a) / (N + a K D)``, ``(M, K, D)``.
 
     Closed form: ``W_m`` is ``Dirichlet(n_m + a)`` over its ``K D`` cells
@@ -505,7 +513,8 @@ def _clustered_kernel(key, cells, groups, counts, mass, *, num_draws, num_groups
     return in_blocks(key, num_draws, rows, block, (m, num_classes, num_decisions), f)
 
 
-def sample_clustered_confusions(key, table: ClusteredOutcomeTable, *, num_draws: int, concentration=None):
+def sample_clustered_confusions(key: jax.Array, table: ClusteredOutcomeTable, *, num_draws: int,
+                                concentration: float | None = None) -> jax.Array:
     """Two-level Bayesian bootstrap (groups, then the occupied cells within each group) plus the prior of eq. (1).
 
     ``concentration`` as in :func:`sample_joint_confusions`: its ``A = a K

@@ -329,16 +329,15 @@ def intervals(low: ArrayLike, high: ArrayLike, *, kind: str = "utility",
       >>> prior = intervals([[0, 1], [10, 0]], [[0, 1], [50, 0]], kind="cost")
     """
     _check_site(kind)
-    lo = v.as_matrix(low, "low")
-    hi = v.as_matrix(high, "high", shape=lo.shape[-2:])
-    if lo.ndim != 2:
-        raise v.InputError(f"`low` must be one (K, D) matrix, got shape {tuple(lo.shape)}")
+    lo = v.as_matrix(low, "low", batched=False)
+    k, d = lo.shape
+    hi = v.as_matrix(high, "high", shape=(k, d))
     bad = np.asarray(lo) > np.asarray(hi)
     if np.any(bad):
         i, j = np.argwhere(bad)[0]
         raise v.InputError(f"interval bounds must satisfy low <= high; entry ({i}, {j}) has low "
                            f"{float(lo[i, j])} > high {float(hi[i, j])}")
-    shape = tuple(lo.shape)
+    shape = (k, d)
     _check_dominance_shape(shape, correct_dominates)
     if correct_dominates:
         u_lo, u_hi = (lo, hi) if kind == "utility" else (-hi, -lo)
@@ -399,10 +398,9 @@ def truncated_normal(nominal: ArrayLike, scale: ArrayLike, *, low: ArrayLike = -
       correct_dominates: as in :func:`intervals`.
     """
     _check_site(kind)
-    nominal_m = v.as_matrix(nominal, "nominal")
-    if nominal_m.ndim != 2:
-        raise v.InputError(f"`nominal` must be one (K, D) matrix, got shape {tuple(nominal_m.shape)}")
-    shape = tuple(nominal_m.shape)
+    nominal_m = v.as_matrix(nominal, "nominal", batched=False)
+    k, d = nominal_m.shape
+    shape = (k, d)
     arrays = {}
     for name, val in (("scale", scale), ("low", low), ("high", high)):
         a = np.asarray(v.as_array(val, name), dtype=np.float64)

@@ -115,9 +115,8 @@ def bayes_risk_curve(labels: ArrayLike, scores: ArrayLike, *, prior_log_odds: Ar
     if prior_log_odds is None:
         plo = jnp.linspace(-6.0, 6.0, 121)
     else:
-        plo = v.as_array(prior_log_odds, "prior_log_odds", min_ndim=1)
-        v.check_finite(plo, "prior_log_odds")
-        plo = jnp.asarray(plo, dtype=llr.dtype)
+        given = v.check_finite(v.as_array(prior_log_odds, "prior_log_odds", min_ndim=1), "prior_log_odds")
+        plo = jnp.asarray(given, dtype=llr.dtype)
         if plo.ndim != 1:
             raise v.InputError(f"`prior_log_odds` must be 1-D, got shape {tuple(plo.shape)}")
     actual, minimum, naive = _bayes_risk_kernel(labels_c, llr, plo, sample_weight, normalize=bool(normalize))

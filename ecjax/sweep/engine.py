@@ -32,6 +32,7 @@ per-point outputs are then gathered with
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Callable
@@ -89,14 +90,14 @@ class SweepSettings:
         object.__setattr__(self, "point_batch", v.as_positive_int(self.point_batch, "point_batch"))
 
 
-def check_sweep_settings(settings) -> SweepSettings:
+def check_sweep_settings(settings: object) -> SweepSettings:
     """``settings`` if it is a :class:`SweepSettings` (checked when it was made), else :class:`~ecjax.InputError`."""
     if not isinstance(settings, SweepSettings):
         raise v.InputError(f"`settings` must be an ecjax.sweep.SweepSettings, got {type(settings).__name__}")
     return settings
 
 
-def resolve_devices(devices=None) -> tuple:
+def resolve_devices(devices: int | Sequence[jax.Device] | None = None) -> tuple[jax.Device, ...]:
     """The devices to shard over: all visible devices, the first ``n``, or a given list.
 
     Raises :class:`InputError` when more devices are requested than exist.
@@ -114,6 +115,8 @@ def resolve_devices(devices=None) -> tuple:
             )
         return tuple(available[:n])
     try:
+        if isinstance(devices, bool):  # not iterable: the same error as any other non-sequence
+            raise TypeError
         chosen = tuple(devices)
     except TypeError:
         raise v.InputError(f"`devices` must be None, a positive int or a sequence of jax devices, got {devices!r}") from None
@@ -128,7 +131,7 @@ def resolve_devices(devices=None) -> tuple:
     return chosen
 
 
-def device_memory(device) -> int | None:
+def device_memory(device: jax.Device) -> int | None:
     """Bytes of memory the device reports (``None`` where it reports none, as CPUs do)."""
     try:
         stats = device.memory_stats()
@@ -140,7 +143,7 @@ def device_memory(device) -> int | None:
     return int(limit) if limit else None
 
 
-def auto_chunk_size(devices, *, point_bytes: int = 256, cpu_chunk: int = CPU_CHUNK) -> int:
+def auto_chunk_size(devices: Sequence[jax.Device], *, point_bytes: int = 256, cpu_chunk: int = CPU_CHUNK) -> int:
     """The automatic ``chunk_size`` (points per device per step) for ``devices``.
 
     A CPU gets ``cpu_chunk`` (cache-sized).  An accelerator gets the largest
@@ -158,11 +161,11 @@ def auto_chunk_size(devices, *, point_bytes: int = 256, cpu_chunk: int = CPU_CHU
     return int(max(1, chunk))
 
 
-def make_mesh(devices) -> Mesh:
+def make_mesh(devices: Sequence[jax.Device]) -> Mesh:
     return Mesh(np.asarray(devices, dtype=object), (AXIS,))
 
 
-def plan_chunks(num_points: int, chunk_size, num_devices: int) -> tuple[int, int]:
+def plan_chunks(num_points: int, chunk_size: int, num_devices: int) -> tuple[int, int]:
     """``(chunk, num_chunks)``: points per step (all devices together) and the number of steps.
 
     ``chunk_size`` is the number of points *per device* per step, which
@@ -204,7 +207,7 @@ def _step(args, acc, start, num_points, *, plan: Plan):
     return acc, (out if plan.collect else None)
 
 
-def progress_bar(progress, total):
+def progress_bar(progress: bool | Callable[[int], Any], total: int) -> Any:
     if not progress:
         return None
     if callable(progress):
@@ -240,9 +243,10 @@ def _replicate(x, sharding):
     return jax.device_put(x, sharding)
 
 
-def map_reduce(local_fn, reduce_fn, init, num_points: int, *, args: Any = (),
-               settings: SweepSettings = SweepSettings(), collect: bool = False, point_bytes: int = 256,
-               cpu_chunk: int = CPU_CHUNK):
+def map_reduce(local_fn: Callable[[Any, jax.Array], Any], reduce_fn: Callable[[Any, Any, jax.Array, jax.Array], Any],
+               init: Any, num_points: int, *, args: Any = (), settings: SweepSettings = SweepSettings(),
+               collect: bool = False, point_bytes: int = 256,
+               cpu_chunk: int = CPU_CHUNK) -> tuple[Any, Any, dict[str, int]]:
     """Map ``local_fn`` over ``num_points`` point indices in chunks; reduce with ``reduce_fn``.
 
     Args:

@@ -20,6 +20,7 @@ The sweep runs on the chunked, sharded engine of :mod:`ecjax.sweep.engine`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -27,6 +28,7 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.confusion import class_counts, data_priors, rates
@@ -108,13 +110,13 @@ class SweepResult:
     coords: tuple = ()
     info: dict = field(default_factory=dict)
 
-    def flip_points(self, a: int, b: int):
+    def flip_points(self, a: int, b: int) -> np.ndarray:
         """Multi-indices (one row per flip) where the order of systems ``a`` and ``b`` reverses."""
         key = (min(a, b), max(a, b))
         flat = self.flips[key]
         return np.stack(np.unravel_index(flat, self.shape), -1) if len(flat) else np.zeros((0, len(self.shape)), int)
 
-    def winner_runs(self):
+    def winner_runs(self) -> list[tuple[int, int, int]]:
         """Who wins where along a one-dimensional sweep: ``[(first, last, winner), ...]``.
 
         Consecutive points with the same winner form one run; ``first`` and
@@ -142,7 +144,7 @@ def _pairs(s):
     return ia.astype(np.int32), ib.astype(np.int32)
 
 
-def init_accumulator(num_systems: int, max_flips: int):
+def init_accumulator(num_systems: int, max_flips: int) -> dict[str, jax.Array]:
     s = num_systems
     npairs = s * (s - 1) // 2
     f32 = jnp.float32
@@ -176,7 +178,7 @@ class StandardReduce:
     row_len: int
     max_flips: int
 
-    def winners(self, vt, ok):
+    def winners(self, vt: jax.Array, ok: jax.Array) -> jax.Array:
         """``(c,)``: the strictly best system, :data:`TIE` if the best value is shared, -1 where not ok."""
         best = jnp.max(vt, 0) if self.higher_is_better else jnp.min(vt, 0)
         w = jnp.argmax(vt, 0) if self.higher_is_better else jnp.argmin(vt, 0)
@@ -350,7 +352,7 @@ class _UserPoint:
         return jnp.atleast_1d(vals).reshape(idx.shape + (-1,)), ok
 
 
-def sweep_map(fn: Callable, axis: Axis, *args, higher_is_better: bool = False,
+def sweep_map(fn: Callable, axis: Axis, *args: Any, higher_is_better: bool = False,
               settings: SweepSettings = SweepSettings()) -> SweepResult:
     """Sweep any per-point function: ``fn(point, *args) -> (S,)`` values (or ``(values, ok)``).
 
@@ -405,7 +407,8 @@ class _CountsPoint:
         return val, jnp.ones((c,), bool)
 
 
-def sweep_counts(counts, costs=None, *, utilities=None, priors=None, normalize: bool = False,
+def sweep_counts(counts: ArrayLike, costs: ArrayLike | Axis | None = None, *, utilities: ArrayLike | Axis | None = None,
+                 priors: ArrayLike | Axis | None = None, normalize: bool = False,
                  settings: SweepSettings = SweepSettings()) -> SweepResult:
     """Sweep costs, utilities and/or priors with each system's decisions fixed.
 
@@ -476,7 +479,8 @@ def _kind(matrix_name, normalize):
     return "nec" if normalize else "ec"
 
 
-def counts_problem(counts, costs=None, utilities=None, priors=None, normalize=False) -> Problem:
+def counts_problem(counts: ArrayLike, costs: ArrayLike | Axis | None = None, utilities: ArrayLike | Axis | None = None,
+                   priors: ArrayLike | Axis | None = None, normalize: bool = False) -> Problem:
     """Validate the inputs of :func:`sweep_counts` and prepare its sweep."""
     counts = as_counts(counts)
     if counts.ndim == 2:
@@ -599,7 +603,9 @@ class _ThresholdPoint:
         return val, jnp.ones((c,), bool)
 
 
-def sweep_scores(labels, scores, costs=None, *, utilities=None, priors=None, score_type: str = "log_posteriors",
+def sweep_scores(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLike | Sequence[ArrayLike],
+                 costs: ArrayLike | Axis | None = None, *, utilities: ArrayLike | Axis | None = None,
+                 priors: ArrayLike | Axis | None = None, score_type: str = "log_posteriors",
                  normalize: bool = False, decision_rule: str = "bayes", method: str = "auto",
                  settings: SweepSettings = SweepSettings()) -> SweepResult:
     """Sweep costs, utilities and/or priors with Bayes decisions recomputed at every point.
@@ -640,8 +646,11 @@ def sweep_scores(labels, scores, costs=None, *, utilities=None, priors=None, sco
     return run_sweep(problem, settings)
 
 
-def scores_problem(labels, scores, costs=None, utilities=None, priors=None, *, score_type="log_posteriors",
-                   normalize=False, method="auto", decision_rule="bayes", point_batch=8) -> Problem:
+def scores_problem(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLike | Sequence[ArrayLike],
+                   costs: ArrayLike | Axis | None = None, utilities: ArrayLike | Axis | None = None,
+                   priors: ArrayLike | Axis | None = None, *, score_type: str = "log_posteriors",
+                   normalize: bool = False, method: str = "auto", decision_rule: str = "bayes",
+                   point_batch: int = 8) -> Problem:
     """Validate the inputs of :func:`sweep_scores` and prepare its sweep."""
     v.check_choice(method, "method", ("auto", "threshold", "dense"))
     v.check_choice(decision_rule, "decision_rule", ("bayes", "optimal_threshold"))

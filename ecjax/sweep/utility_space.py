@@ -18,12 +18,14 @@ the map covers *all* binary evaluation problems.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.costs import utility_from_xy
@@ -86,8 +88,9 @@ def utility_plane(resolution: int) -> Axis:
     return transform(base, _plane_utilities)
 
 
-def utility_space_map(counts=None, *, labels=None, scores=None, priors=None, score_type: str = "log_posteriors",
-                      decision_rule: str = "bayes", resolution: int = 101,
+def utility_space_map(counts: ArrayLike | None = None, *, labels: ArrayLike | Sequence[ArrayLike] | None = None,
+                      scores: ArrayLike | Sequence[ArrayLike] | None = None, priors: ArrayLike | None = None,
+                      score_type: str = "log_posteriors", decision_rule: str = "bayes", resolution: int = 101,
                       settings: SweepSettings = SweepSettings()) -> UtilitySpaceMap:
     """Which classifier wins at each point of the utility space of seed 004 Fig. 1.
 
