@@ -78,8 +78,10 @@ _WORKLOAD = textwrap.dedent(
     ecjax.naive_decision(cost[0], np.full(k, 1 / k))
     counts = ecjax.confusion_matrix(labels, rng.integers(0, k, n), num_classes=k)
     ecjax.expected_cost(counts, cost[0]); ecjax.normalized_expected_cost(counts, cost[0])
-    calibration.fit(logits[0], labels, method="matrix", score_type="logits", max_iter=5)
-    calibration.fit(logits[0], labels, method="affine", score_type="logits", max_iter=5)
+    calibration.fit(logits[0], labels, method="matrix", score_type="logits",
+                    settings=calibration.FitSettings(max_iter=5))
+    calibration.fit(logits[0], labels, method="affine", score_type="logits",
+                    settings=calibration.FitSettings(max_iter=5))
     b = labels % 2
     llr = rng.normal(size=(2, n)) + 2 * b
     sweep_scores(b, llr, np.array([[0., 1.], [1., 0.]]), priors=grids.effective_priors(0.1, 0.9, 9),
