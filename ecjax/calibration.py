@@ -413,9 +413,7 @@ class FitSettings:
 
 def _check_fit_args(method, settings) -> FitSettings:
     v.check_choice(method, "method", METHODS)
-    if not isinstance(settings, FitSettings):
-        raise v.InputError(f"`settings` must be an ecjax.calibration.FitSettings, got {type(settings).__name__}")
-    return settings
+    return v.check_instance(settings, FitSettings, "settings", "ecjax.calibration.FitSettings")
 
 
 def _prepare_fit(scores, labels, method, priors, score_type):

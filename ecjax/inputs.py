@@ -650,6 +650,14 @@ def check_batch_axes_broadcast(name_a: str, shape_a: tuple[int, ...], batch_a: t
                          "broadcast") from None
 
 
+def check_instance(x: object, cls: type[_T], name: str, public_name: str) -> _T:
+    """``x`` if it is a ``cls`` (a settings object, a result type), else :class:`InputError` naming ``name`` and
+    the class by its public path ``public_name``."""
+    if not isinstance(x, cls):
+        raise InputError(f"`{name}` must be an {public_name}, got {type(x).__name__}")
+    return x
+
+
 def check_choice(x: _T, name: str, choices: Collection[Any]) -> _T:
     if x not in choices:
         raise InputError(f"`{name}` must be one of {tuple(choices)}, got {x!r}")

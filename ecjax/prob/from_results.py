@@ -93,13 +93,6 @@ def _on_device(x):
     return x if v.is_tracer(x) else v.to_device(x, jnp.result_type(float))
 
 
-def _required_rope(rope: float) -> float:
-    """:func:`ranking.check_rope` of a ROPE that must be given (never ``None``)."""
-    checked = ranking.check_rope(rope, optional=False)
-    assert checked is not None, "check_rope(optional=False) raises instead of returning None"
-    return checked
-
-
 def _differences(scores_a, scores_b, *, min_ndim: int):
     """``(differences, name)``: ``scores_b - scores_a``, or ``scores_a`` itself when ``scores_b`` is ``None``.
 
@@ -356,7 +349,7 @@ def correlated_t_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
         0.895
     """
     differences, name = _differences(scores_a, scores_b, min_ndim=1)
-    rope = _required_rope(rope)
+    rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
     if key is not None:
         key = v.as_key(key)
@@ -409,10 +402,9 @@ class HyperpriorBounds(NamedTuple):
 
 def check_hyperprior_bounds(bounds: object) -> HyperpriorBounds:
     """The bounds as floats, checked: each > 0, ``lower_alpha < upper_alpha``, ``lower_beta < upper_beta``."""
-    if not isinstance(bounds, HyperpriorBounds):
-        raise v.InputError(f"`bounds` must be an ecjax.prob.HyperpriorBounds, got {type(bounds).__name__}")
+    given = v.check_instance(bounds, HyperpriorBounds, "bounds", "ecjax.prob.HyperpriorBounds")
     checked = HyperpriorBounds(*(v.as_number_between(x, f"bounds.{name}", 0.0, math.inf)
-                                 for name, x in zip(HyperpriorBounds._fields, bounds)))
+                                 for name, x in zip(HyperpriorBounds._fields, given)))
     for low, high in (("lower_alpha", "upper_alpha"), ("lower_beta", "upper_beta")):
         if not getattr(checked, low) < getattr(checked, high):
             raise v.InputError(f"`bounds`: `{low}` must be < `{high}`, got {getattr(checked, low)!r} and "
@@ -696,7 +688,7 @@ def hierarchical_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
     if differences.ndim != 2:
         raise v.InputError(f"`{name}` must be (q, n): one row of n fold results per data set, got shape "
                            f"{tuple(differences.shape)}")
-    rope = _required_rope(rope)
+    rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
     nuts = check_nuts_settings(nuts)
@@ -869,7 +861,7 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
                            f"{tuple(results.shape)} (for (M, q, n) results on several data sets use "
                            "hierarchical_compare_results)")
     m, n = results.shape
-    rope = _required_rope(rope)
+    rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(n, runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
     num_draws = v.as_positive_int(num_draws, "num_draws")
@@ -1218,7 +1210,7 @@ def hierarchical_compare_results(scores: ArrayLike | Sequence[ArrayLike], *, rop
     if q < 2:
         raise v.InputError(f"`scores` must hold at least 2 data sets for a population of data sets, got {q} (for one "
                            "data set use compare_results)")
-    rope = _required_rope(rope)
+    rope = ranking.check_rope(rope, optional=False)
     rho = np.array([fold_correlation(x.shape[-1], runs=runs, test_fraction=test_fraction) for x in results])
     key = v.as_key(key)
     v.check_choice(within_prior, "within_prior", WITHIN_PRIORS)

@@ -52,9 +52,7 @@ class NUTSSettings:
 
 def check_nuts_settings(nuts: object) -> NUTSSettings:
     """``nuts`` if it is a :class:`NUTSSettings` (checked when it was made), else :class:`~ecjax.InputError`."""
-    if not isinstance(nuts, NUTSSettings):
-        raise v.InputError(f"`nuts` must be an ecjax.prob.NUTSSettings, got {type(nuts).__name__}")
-    return nuts
+    return v.check_instance(nuts, NUTSSettings, "nuts", "ecjax.prob.NUTSSettings")
 
 
 class NUTSFit(NamedTuple):

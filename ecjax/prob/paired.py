@@ -318,9 +318,8 @@ def _with_prior(key, data, data_total, mass, prior_gammas, *, plan, num_systems,
 
 def _checked(table, table_type, num_draws, concentration):
     """Validated ``(num_draws, K, D, concentration, prior plan)`` for a sampler of ``table`` (of ``table_type``)."""
-    if not isinstance(table, table_type):
-        raise v.InputError(f"`table` must be an ecjax.{table_type.__module__.split('.', 1)[1]}.{table_type.__name__}, "
-                           f"got {type(table).__name__}")
+    public_name = f"ecjax.{table_type.__module__.split('.', 1)[1]}.{table_type.__name__}"
+    v.check_instance(table, table_type, "table", public_name)
     num_draws = v.as_positive_int(num_draws, "num_draws")
     k, d = table.num_classes, table.num_decisions
     alpha = resolve_concentration(concentration, k, d)
@@ -472,8 +471,7 @@ def posterior_mean(table: JointOutcomeTable, *, concentration: float | None = No
     Closed form: ``W_m`` is ``Dirichlet(n_m + a)`` over its ``K D`` cells
     (aggregation of eq. 1), whose mean is the normalized concentration.
     """
-    if not isinstance(table, JointOutcomeTable):
-        raise v.InputError(f"`table` must be an ecjax.confusion.JointOutcomeTable, got {type(table).__name__}")
+    v.check_instance(table, JointOutcomeTable, "table", "ecjax.confusion.JointOutcomeTable")
     k, d = table.num_classes, table.num_decisions
     alpha = resolve_concentration(concentration, k, d)
     counts = jnp.asarray(table.confusion_matrices(), jnp.result_type(float))

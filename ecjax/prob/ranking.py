@@ -28,7 +28,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import numpy as np
 
@@ -136,6 +136,14 @@ def ranking_fields(summary: dict, rope: float | None) -> dict:
 def min_draws_for_hdi(prob: float) -> int:
     """At least 10 draws must fall outside a ``prob`` interval for its ends to mean anything."""
     return int(math.ceil(10.0 / (1.0 - prob) - 1e-9))
+
+
+@overload
+def check_rope(rope: float | None, *, optional: Literal[False]) -> float: ...
+
+
+@overload
+def check_rope(rope: float | None, *, optional: bool = True) -> float | None: ...
 
 
 def check_rope(rope: float | None, *, optional: bool = True) -> float | None:

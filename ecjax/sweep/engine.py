@@ -92,9 +92,7 @@ class SweepSettings:
 
 def check_sweep_settings(settings: object) -> SweepSettings:
     """``settings`` if it is a :class:`SweepSettings` (checked when it was made), else :class:`~ecjax.InputError`."""
-    if not isinstance(settings, SweepSettings):
-        raise v.InputError(f"`settings` must be an ecjax.sweep.SweepSettings, got {type(settings).__name__}")
-    return settings
+    return v.check_instance(settings, SweepSettings, "settings", "ecjax.sweep.SweepSettings")
 
 
 def resolve_devices(devices: int | Sequence[jax.Device] | None = None) -> tuple[jax.Device, ...]:

@@ -363,8 +363,7 @@ def sweep_map(fn: Callable, axis: Axis, *args: Any, higher_is_better: bool = Fal
     the compiled sweep to be reused across calls.  ``settings``: as in
     :func:`sweep_counts`.
     """
-    if not isinstance(axis, Axis):
-        raise v.InputError(f"`axis` must be an ecjax.sweep.grids.Axis, got {type(axis).__name__}")
+    v.check_instance(axis, Axis, "axis", "ecjax.sweep.grids.Axis")
     probe = jax.eval_shape(lambda d, *a: _UserPoint(fn, axis.fn)((d, a), jnp.zeros((1,), jnp.int32)),
                            axis.data, *args)
     num_systems = int(probe[0].shape[-1])
