@@ -126,8 +126,9 @@ def run_ecjax(work, num_draws, paired, repeats):
     calls = iter(range(1, repeats + 2))
 
     def call(k):  # a new key for every call: the steady state is that of fresh draws
-        return prob.bootstrap_metric(work["labels"], scores, work["metric"], key=jax.random.fold_in(k, next(calls)),
-                                     num_draws=num_draws, **work["ecjax_options"])
+        return prob.bootstrap_metric(prob.Systems(work["labels"], scores=scores, **work["ecjax_options"]), work["metric"],
+                                     key=jax.random.fold_in(k, next(calls)),
+                                     settings=prob.MonteCarloSettings(num_draws=num_draws))
 
     first, steady, post = time_jax(call, key, repeats=repeats)
     draws = np.asarray(post.draws, np.float64)

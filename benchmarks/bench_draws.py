@@ -70,7 +70,9 @@ def main() -> None:
     print(f"machine: {_common.machine()}")
     print(f"compare: 3 systems, N = {n}, K = D = {k}, uncertain {k} x {k} costs, Bayes decisions per draw")
     t0 = time.perf_counter()
-    compiled = {prob.compare(labels, num_draws=draws[0], **kw).info["draw_block"]}  # compiles the block kernels
+    systems = prob.Systems(labels, scores=scores, score_type="logits", decision_rule="per_draw", paired=False)
+    compiled = {prob.compare(systems, costs=costs, key=jax.random.key(0), decompose=False,  # compiles the block kernels
+                             settings=prob.MonteCarloSettings(num_draws=draws[0])).info["draw_block"]}
     print(f"first call ({draws[0]} draws, compilation included): {time.perf_counter() - t0:.2f} s")
     base = peak_memory_bytes()
     print(f"peak memory after the first call: {base / 2**20:,.0f} MiB")
@@ -80,12 +82,14 @@ def main() -> None:
     per_draw, peaks = [], []
     for s in draws:
         t0 = time.perf_counter()
-        res = prob.compare(labels, num_draws=s, **kw)
+        res = prob.compare(systems, costs=costs, key=jax.random.key(0), decompose=False,
+                           settings=prob.MonteCarloSettings(num_draws=s))
         seconds = time.perf_counter() - t0
         if res.info["draw_block"] not in compiled:  # a new block shape was compiled in that call: time it again
             compiled.add(res.info["draw_block"])
             t0 = time.perf_counter()
-            res = prob.compare(labels, num_draws=s, **kw)
+            res = prob.compare(systems, costs=costs, key=jax.random.key(0), decompose=False,
+                               settings=prob.MonteCarloSettings(num_draws=s))
             seconds = time.perf_counter() - t0
         y = np.asarray(res.yields, np.float64)
         assert y.shape == (s, 3) and np.all(np.isfinite(y)), "non-finite or missing yields"

@@ -104,7 +104,9 @@ def main() -> None:
         costs = prob.intervals(spec.costs_low, spec.costs_high, kind="cost")
         kw = dict(scores=scores, costs=costs, paired=False, systems=list(NETS), decompose=False)
         t0 = time.perf_counter()
-        ref = prob.compare(labels, num_draws=ref_draws, key=jax.random.key(12345), **kw)
+        ref = prob.compare(prob.Systems(labels, scores=scores, paired=False, names=list(NETS)),
+                           key=jax.random.key(12345), costs=costs, decompose=False,
+                           settings=prob.MonteCarloSettings(num_draws=ref_draws))
         print(f"\nreference: {ref_draws} draws in {time.perf_counter() - t0:.1f} s")
         errors = rec["monte_carlo_errors"]
         for m, n in enumerate(NETS):
@@ -123,7 +125,9 @@ def main() -> None:
         for label, rule in (("per-draw decisions, r = 1 (the issue's baseline)", prob.PerDraw(1)),
                             ("per-draw decisions, default r", "per_draw"),
                             ("expected-utility decisions (the default rule)", "expected_utility")):
-            run = lambda: prob.compare(labels, num_draws=draws, key=jax.random.key(0), decision_rule=rule, **kw)  # noqa: E731
+            systems = prob.Systems(labels, scores=scores, decision_rule=rule, paired=False, names=list(NETS))
+            run = lambda: prob.compare(systems, key=jax.random.key(0), costs=costs, decompose=False,  # noqa: E731
+                                       settings=prob.MonteCarloSettings(num_draws=draws))
             run()
             t0 = time.perf_counter()
             res = run()

@@ -50,7 +50,8 @@ def bench_sst2(num_draws, num_bootstraps, repeats):
         dec[0], nec_difference, labels=labels, samples2=dec[1], num_bootstraps=num_bootstraps, alpha=10))
 
     def run(key):
-        res = prob.compare(labels, dec, costs=costs, key=key, num_draws=num_draws, decompose=False)
+        res = prob.compare(prob.Systems(labels, dec), costs=costs, key=key, decompose=False,
+                           settings=prob.MonteCarloSettings(num_draws=num_draws))
         return res.normalized_expected_costs
 
     key = jax.random.key(0)
@@ -73,8 +74,8 @@ def bench_sst2(num_draws, num_bootstraps, repeats):
     s2, labels2 = load("sst2_gpt2_4shot")
 
     def run_scores(key):
-        res = prob.compare([labels, labels2], scores=[s1, s2], costs=prob.cost_ratio(1, 5), paired=False, key=key,
-                           num_draws=num_draws, decompose=False)
+        res = prob.compare(prob.Systems([labels, labels2], scores=[s1, s2], paired=False), costs=prob.cost_ratio(1, 5),
+                           key=key, decompose=False, settings=prob.MonteCarloSettings(num_draws=num_draws))
         return res.yields
 
     first, steady = _time(run_scores, key, repeats)
@@ -116,8 +117,8 @@ def bench_joint_draws(num_draws, repeats):
         return prob.evaluate_draws(u, r, p)[0]
 
     def full(key):
-        return prob.compare(labels, dict(zip(names, decisions)), utilities=prior, paired=False, key=key,
-                            num_draws=num_draws).yields
+        return prob.compare(prob.Systems(labels, dict(zip(names, decisions)), paired=False), utilities=prior, key=key,
+                            settings=prob.MonteCarloSettings(num_draws=num_draws)).yields
 
     print(f"## 2. {num_draws} joint draws (utilities x rates), 3 CIFAR-10 systems, N = 10^4, K = {k}, unpaired")
     key = jax.random.key(1)

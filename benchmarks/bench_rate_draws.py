@@ -59,9 +59,14 @@ def problems(tiny: bool):
         costs=prob.cost_ratio(1, 10)))
 
 
+def systems(kw, rule):
+    """The problem's systems, deciding by ``rule``."""
+    return prob.Systems(kw["labels"], scores=kw["scores"], paired=kw["paired"], decision_rule=rule)
+
+
 def timed(kw, rule, num_draws):
-    run = lambda: prob.compare(**kw, decision_rule=rule, key=jax.random.key(0), num_draws=num_draws,  # noqa: E731
-                               decompose=False)
+    run = lambda: prob.compare(systems(kw, rule), costs=kw["costs"], key=jax.random.key(0),  # noqa: E731
+                               decompose=False, settings=prob.MonteCarloSettings(num_draws=num_draws))
     run()
     t0 = time.perf_counter()
     res = run()
@@ -75,8 +80,8 @@ def main() -> None:
     draws = 2000 if args.tiny else args.draws
     print(f"# {_common.machine()}; S = {draws} draws, per-draw decisions")
     for name, kw in problems(args.tiny):
-        probe = prob.compare(**kw, decision_rule=prob.PerDraw(16), key=jax.random.key(1), num_draws=draws,
-                             decompose=False)
+        probe = prob.compare(systems(kw, prob.PerDraw(16)), costs=kw["costs"], key=jax.random.key(1),
+                             decompose=False, settings=prob.MonteCarloSettings(num_draws=draws))
         between, within = probe.info["variance_between_cost_draws"], probe.info["variance_within_cost_draws"]
         rec = probe.systems[probe.recommendation]
         print(f"\n## {name} (recommendation {rec})")

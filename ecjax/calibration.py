@@ -66,6 +66,8 @@ NON_ITERATIVE_METHODS = ("histogram", "isotonic")
 ISOTONIC_CLIP = 1e-6
 LOSSES = ("xe", "brier")
 BINNINGS = ("equal_width", "equal_mass")
+# The protocols by name (``CalibrationResult.protocol``, ``CalibrationDiagnosis.protocol``); :func:`diagnose` takes
+# them as a :class:`CrossValidation` or :class:`HeldOut` object or the string ``"train_on_test"``.
 PROTOCOLS = ("cross_validation", "held_out", "train_on_test")
 CALIBRATION_METRICS = ("xe", "brier", "bayes_ec")
 
@@ -1028,16 +1030,57 @@ class CalibrationDiagnosis(NamedTuple):
     calibrator: Calibrator
 
 
-def diagnose(scores: ArrayLike, labels: ArrayLike, *, key: jax.Array | None = None, method: str = "affine",
-             metric: str = "xe", protocol: str = "cross_validation", costs: ArrayLike | None = None,
-             priors: ArrayLike | None = None, score_type: str = "log_posteriors", normalize: bool = False,
-             num_folds: int = 5, train_scores: ArrayLike | None = None, train_labels: ArrayLike | None = None,
-             sample_weight: ArrayLike | None = None, **fit_kwargs: Any) -> CalibrationDiagnosis:
+@dataclass(frozen=True, eq=False)
+class CrossValidation:
+    """Protocol of :func:`diagnose`: calibrate each of ``num_folds`` stratified folds with a calibrator fitted on
+    the other folds (seed 002 §4.2.1, as :func:`calibrate_cross_validated`).
+
+    Attributes:
+      key: the ``jax.random`` key that draws the folds (required: the folds are random).
+      num_folds: the number of folds, >= 2.
+
+    Checked when made (:class:`~ecjax.InputError` naming the field).  Compared by identity (it holds an array).
+    """
+
+    key: jax.Array
+    num_folds: int = 5
+
+    def __post_init__(self):
+        object.__setattr__(self, "key", v.as_key(self.key))
+        object.__setattr__(self, "num_folds", v.as_positive_int(self.num_folds, "num_folds", minimum=2))
+
+
+@dataclass(frozen=True, eq=False)
+class HeldOut:
+    """Protocol of :func:`diagnose`: calibrate with a calibrator fitted on separate training data (seed 002
+    §4.2.1, as :func:`calibrate_held_out`).
+
+    Attributes:
+      train_scores, train_labels: the training data of the calibrator, of the ``score_type`` of the scores
+        diagnosed; the same number of samples.
+
+    Checked when made (:class:`~ecjax.InputError` naming the field).  Compared by identity (it holds arrays).
+    """
+
+    train_scores: ArrayLike
+    train_labels: ArrayLike
+
+    def __post_init__(self):
+        s = v.as_array(self.train_scores, "train_scores", min_ndim=1)
+        y = v.as_array(self.train_labels, "train_labels", min_ndim=1)
+        v.check_same_length("train_scores", s, "train_labels", y, axis_a=0, axis_b=0)
+
+
+def diagnose(scores: ArrayLike, labels: ArrayLike, *, protocol: CrossValidation | HeldOut | str, metric: str = "xe",
+             costs: ArrayLike | None = None, priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+             normalize: bool = False, sample_weight: ArrayLike | None = None,
+             **fit_kwargs: Any) -> CalibrationDiagnosis:
     """One-call calibration diagnosis: how much of the EPSR is miscalibration?
 
-    Calibrates ``scores`` with ``method`` under ``protocol``
-    (``"cross_validation"``, needs ``key``; ``"held_out"``, needs
-    ``train_scores``/``train_labels``; ``"train_on_test"``, optimistic) and
+    Calibrates ``scores`` under ``protocol`` (seed 002 §4.2.1):
+    :class:`CrossValidation` ``(key, num_folds=5)`` (:func:`calibrate_cross_validated`),
+    :class:`HeldOut` ``(train_scores, train_labels)`` (:func:`calibrate_held_out`), or
+    ``"train_on_test"`` (:func:`calibrate_train_on_test`, optimistic), and
     reports the raw EPSR, the calibrated EPSR (``EPSRemin``), and the
     absolute and relative calibration loss (seed 002 eqs. 59-60).  A large
     relative loss says a calibration stage would help; a small one with a
@@ -1049,24 +1092,27 @@ def diagnose(scores: ArrayLike, labels: ArrayLike, *, key: jax.Array | None = No
     ``sample_weight`` (frequency weights of ``scores``/``labels``) weights
     the EPSRs and, under cross-validation and train-on-test, the fit; a
     held-out calibrator is fitted on its own (unweighted) training data.
+    ``fit_kwargs`` (``method="affine"`` by default, ``settings``, and for
+    cross-validation ``groups``) go to the protocol's function and
+    :func:`fit`.  ``CalibrationDiagnosis.protocol`` names the protocol
+    (``"cross_validation"``, ``"held_out"`` or ``"train_on_test"``).
     """
-    v.check_choice(protocol, "protocol", PROTOCOLS)
+    if not (isinstance(protocol, (CrossValidation, HeldOut)) or (isinstance(protocol, str)
+                                                                  and protocol == "train_on_test")):
+        raise v.InputError(
+            f"`protocol` must be calibration.CrossValidation(key, num_folds=5), calibration.HeldOut(train_scores, "
+            f"train_labels) or 'train_on_test' (optimistic), got {protocol!r}")
     v.check_choice(metric, "metric", CALIBRATION_METRICS)
     _check_costs_of_metric(metric, costs)
-    if method == "llr":
+    if fit_kwargs.get("method", "affine") == "llr":
         raise v.InputError("diagnose works on posteriors; for LLR calibration use fit(..., method='llr') and "
                            "calibration_loss(..., score_type='llr')")
-    kw = dict(method=method, priors=priors, score_type=score_type, **fit_kwargs)
-    if protocol == "cross_validation":
-        if key is None:
-            raise v.InputError("protocol='cross_validation' needs a `key` (jax.random.key) for the folds")
-        key = v.as_key(key)
-        res = calibrate_cross_validated(scores, labels, key=key, num_folds=num_folds, sample_weight=sample_weight,
-                                        **kw)
-    elif protocol == "held_out":
-        if train_scores is None or train_labels is None:
-            raise v.InputError("protocol='held_out' needs `train_scores` and `train_labels`")
-        res = calibrate_held_out(train_scores, train_labels, scores, **kw)
+    kw = dict(priors=priors, score_type=score_type, **fit_kwargs)
+    if isinstance(protocol, CrossValidation):
+        res = calibrate_cross_validated(scores, labels, key=protocol.key, num_folds=protocol.num_folds,
+                                        sample_weight=sample_weight, **kw)
+    elif isinstance(protocol, HeldOut):
+        res = calibrate_held_out(protocol.train_scores, protocol.train_labels, scores, **kw)
     else:
         res = calibrate_train_on_test(scores, labels, sample_weight=sample_weight, **kw)
     raw = _epsr(metric, labels, scores, costs, priors, score_type, normalize, sample_weight)

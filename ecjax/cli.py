@@ -41,7 +41,6 @@ from ecjax.inputs import (
     check_numbers,
     check_priors_cover,
     check_some_weight,
-    looks_like_probabilities,
 )
 from ecjax import random_bits
 
@@ -69,6 +68,9 @@ def _said_of(path, check, *args, **kwargs):
     try:
         return check(*args, **kwargs)
     except InputError as err:
+        if err.remedy:  # the library's fix, in the command line's options
+            options = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in err.remedy.items())
+            raise InputError(f"{path}: {err.problem}: pass {options}") from None
         raise InputError(f"{path}: {err}") from None
 
 
@@ -88,10 +90,6 @@ def _check_scores(a, path, ndim, score_type):
     (:func:`ecjax.inputs.as_scores`: numbers, finite, K >= 2, not probabilities read as logs), said of the file."""
     if a.ndim != ndim:  # the library takes batches of systems; a file holds one
         raise InputError(f"{path}: scores must have shape {'(N,)' if ndim == 1 else '(N, K)'}, got {a.shape}")
-    if score_type in ("log_posteriors", "logits") and looks_like_probabilities(a):
-        # The library's condition, with the command line's advice.
-        raise InputError(f"{path}: the rows look like probabilities (in [0, 1], summing to 1), not log-domain "
-                         f"scores: pass --score-type probabilities")
     _said_of(path, as_scores, a, "scores", score_type=score_type)
 
 
@@ -617,6 +615,7 @@ def _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, r
         return ""
     import jax
 
+    from ecjax import prob
     from ecjax.prob.bootstrap import BUILTIN_METRICS, bootstrap_metric
 
     if kind != "scores":
@@ -633,9 +632,9 @@ def _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, r
     uses_priors = "priors" in BUILTIN_METRICS[args.bootstrap].options
     priors = _likelihood_priors(st, spec.priors, y, k, weights[0]) if st in LIKELIHOOD_TYPES else (
         spec.priors if uses_priors else None)
-    post = bootstrap_metric(y, dict(zip(names, arrays)), args.bootstrap, key=random_bits.key(args.seed),
-                            num_draws=args.bootstrap_draws, score_type=st, priors=priors,
-                            sample_weight=weights[0])
+    post = bootstrap_metric(prob.Systems(y, scores=arrays, score_type=st, names=names, sample_weight=weights[0]),
+                            args.bootstrap, key=random_bits.key(args.seed), priors=priors,
+                            settings=prob.MonteCarloSettings(num_draws=args.bootstrap_draws))
     record["bootstrap"] = {
         "metric": args.bootstrap, "higher_is_better": post.higher_is_better, "num_draws": post.num_draws,
         "seed": args.seed, "hdi_prob": post.hdi_prob,
@@ -680,14 +679,14 @@ def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training,
         finite = np.isfinite(t)
         fig = plots.cost_vs_threshold(t[finite], nec_t[finite], bayes_threshold=float(bayes_thr),
                                       optimal_threshold=result[name]["threshold"],
-                                      title=f"NEC against threshold: {name}")
+                                      frame=plots.Frame(title=f"NEC against threshold: {name}"))
         files.append(_save_figure(fig, out_dir, f"nec_threshold_{_safe(name)}.png", args.force))
     rocs = [roc_curve(y, s, score_type=st, sample_weight=w)[:2] for y, s, w in zip(labels, arrays, weights)]
     # The iso-utility lines use the deployment priors, else the class frequencies of all the label files together.
     pooled = np.concatenate(labels)
     p = _priors_or_frequencies(spec.priors, pooled, 2, None if weights[0] is None else np.concatenate(weights))
     fig = plots.roc_with_iso_utility([np.asarray(r[0]) for r in rocs], [np.asarray(r[1]) for r in rocs],
-                                     costs=costs, priors=p, names=names, class_names=spec.classes)
+                                     costs=costs, priors=p, names=names, frame=plots.Frame(class_names=spec.classes))
     files.append(_save_figure(fig, out_dir, "roc.png", args.force))
     if st in ("llr", "log_posteriors", "logits"):
         curves = [bayes_risk_curve(y, s, score_type=st, priors=None, sample_weight=w)
@@ -708,8 +707,8 @@ def _reliability_figures(args, labels, arrays, names, out_dir, record, weights):
         return
     for y, s, name, w in zip(labels, arrays, names, weights):
         # Equal-mass bins when the scores are skewed, and the multiclass axis names: the plot decides from the data.
-        fig = plots.reliability_diagram(labels=y, scores=s, score_type=args.score_type, title=f"Reliability: {name}",
-                                        sample_weight=w)
+        fig = plots.reliability_diagram(labels=y, scores=s, score_type=args.score_type, sample_weight=w,
+                                        frame=plots.Frame(title=f"Reliability: {name}"))
         record.setdefault("files", []).append(_save_figure(fig, out_dir, f"reliability_{_safe(name)}.png", args.force))
 
 
@@ -841,8 +840,8 @@ def _before_after(args, st, out_type, test, out, labels, record, out_dir, weight
     if out_dir is not None:
         for side, (s, t) in sides.items():
             fig = plots.reliability_diagram(labels=labels, scores=s, priors=prior[t], score_type=t,
-                                            title=f"{Path(args.scores).name}: {side} calibration",
-                                            sample_weight=weights)
+                                            sample_weight=weights,
+                                            frame=plots.Frame(title=f"{Path(args.scores).name}: {side} calibration"))
             record.setdefault("files", []).append(_save_figure(fig, out_dir, f"reliability_{side}.png", args.force))
     return scores
 
@@ -974,7 +973,7 @@ _PROGRESS_SECONDS = 2.0  # shorter runs answer before a progress line would help
 
 def _warn_if_long(args, kind, spec, arrays, k, d, paired):
     """Say so before a comparison estimated at more than a minute, and how to make it shorter; the estimate."""
-    from ecjax.prob.compare import estimated_seconds
+    from ecjax.prob.draw_plan import estimated_seconds
 
     per_draw = kind == "scores" and args.decision_rule == "per_draw" and spec.uncertain
     n = max(a.shape[0] for a in arrays)
@@ -1172,12 +1171,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         priors = prob.interval_priors(spec.priors_low, spec.priors_high)
     else:
         priors = spec.priors
-    common = dict(costs=costs, priors=priors, paired=paired, num_draws=args.draws, key=random_bits.key(args.seed),
-                  rope=args.rope, systems=names)
+    common = dict(costs=costs, priors=priors, key=random_bits.key(args.seed), rope=args.rope)
+    settings = dict(num_draws=args.draws)
     if args.mc_error is not None:
-        common.update(mc_error=args.mc_error, max_draws=args.max_draws)
-    if weights[0] is not None:
-        common["sample_weight"] = weights[0] if paired else list(weights)
+        settings.update(mc_error=args.mc_error, max_draws=args.max_draws)
+    sample_weight = None if weights[0] is None else weights[0] if paired else list(weights)
     lab = labels[0] if paired else list(labels)
     training = _training_priors(args, spec, labels, label_files, k, weights)
     if training[0] is not None:  # decide for the deployment priors: posteriors -> likelihoods (seed 002 §3.2)
@@ -1186,14 +1184,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         arrays = [np.asarray(log_likelihoods_from_posteriors(a, t, score_type=st)) for a, t in zip(arrays, training)]
         st = "log_likelihoods"
     seconds = _warn_if_long(args, kind, spec, arrays, k, d, paired)
-    common["progress"] = _compare_progress(args, names, seconds)
-    if common["progress"]:
-        common["chunk_size"] = -(-args.draws // 10)  # about ten updates (chunking changes no number: tested)
+    settings["progress"] = _compare_progress(args, names, seconds)
+    if settings["progress"]:
+        settings["chunk_size"] = -(-args.draws // 10)  # about ten updates (chunking changes no number: tested)
     if kind == "scores":
-        result = prob.compare(lab, scores=arrays if not paired else np.stack(arrays), score_type=st,
-                              decision_rule=_decision_rule(args), **common)
+        systems = prob.Systems(lab, scores=arrays, score_type=st, decision_rule=_decision_rule(args), names=names,
+                               paired=paired, sample_weight=sample_weight)
     else:
-        result = prob.compare(lab, arrays if not paired else np.stack(arrays), **common)
+        systems = prob.Systems(lab, arrays, names=names, paired=paired, sample_weight=sample_weight)
+    result = prob.compare(systems, settings=prob.MonteCarloSettings(**settings), **common)
     record = {
         "schema": JSON_SCHEMA_VERSION,
         "command": "compare",
@@ -1399,7 +1398,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             lines.append(f"  tied (all make the same decisions, often the naive one) on {100 * m.result.tie_fraction:.1f} %")
         lines += _priors_line(used, source, spec.classes)
         if out_dir is not None:
-            fig = plots.winner_map(m, names=names, class_names=spec.classes)
+            fig = plots.winner_map(m, names=names, frame=plots.Frame(class_names=spec.classes))
             record.setdefault("files", []).append(_save_figure(fig, out_dir, "winner_map.png", args.force))
     else:
         if over == "cost-ratio":
@@ -1443,8 +1442,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 lines.append(f"  ranking of {pair} flips at cost ratio " + ", ".join(f"{r:.3g}" for r in at))
             _cost_ratio_report(res, ratios, names, spec, args.lo, args.hi, record, lines)
             if out_dir is not None:
-                fig = plots.sweep_curves(ratios, res.values, names=names, xlabel=f"cost of a missed {spec.classes[1]} / cost of a false alarm",
-                                         ylabel="NEC", log_x=True, flips=[r for at in flips.values() for r in at])
+                fig = plots.sweep_curves(ratios, res.values, names=names, log_x=True,
+                                         flips=[r for at in flips.values() for r in at], frame=plots.Frame(
+                                             xlabel=f"cost of a missed {spec.classes[1]} / cost of a false alarm",
+                                             ylabel="NEC"))
                 record.setdefault("files", []).append(_save_figure(fig, out_dir, "sweep_cost_ratio.png", args.force))
         else:
             record["cost_source"] = coord_name
@@ -1459,9 +1460,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 fig = plots.sweep_curves((np.arange(resolution) + 0.5) / resolution, values,
                                          names=[f"{n} (best on {100 * float(w):.1f} % of the matrices)"
                                                 for n, w in zip(names, res.win_fraction)],
-                                         xlabel="fraction of the drawn cost matrices (each system's NEC sorted)",
-                                         ylabel="NEC (lower is better)",
-                                         title=f"NEC over {resolution} random cost matrices")
+                                         frame=plots.Frame(
+                                             xlabel="fraction of the drawn cost matrices (each system's NEC sorted)",
+                                             ylabel="NEC (lower is better)",
+                                             title=f"NEC over {resolution} random cost matrices"))
                 record.setdefault("files", []).append(_save_figure(fig, out_dir, "sweep_matrices.png", args.force))
     _emit(args, record, "\n".join(lines), out_dir)
     return 0

@@ -27,7 +27,7 @@ are static and raise under ``jit`` too.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -69,7 +69,17 @@ MAX_CELLS = INT32_MAX
 
 
 class InputError(ValueError):
-    """An argument of a public ecjax function is not of the expected form."""
+    """An argument of a public ecjax function is not of the expected form.
+
+    Where the library knows the fix, ``remedy`` holds the keyword arguments that make the call right
+    (``{"score_type": "probabilities"}``) and ``problem`` the message without its subject and remedy, so that a
+    front end (the command line) can say both in its own terms; otherwise both are ``None``.
+    """
+
+    def __init__(self, message: str, *, problem: str | None = None, remedy: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.problem = problem
+        self.remedy = None if remedy is None else dict(remedy)
 
 
 def is_tracer(x: object) -> TypeIs[jax.core.Tracer]:
@@ -412,7 +422,9 @@ def as_scores(x: object, name: str = "scores", *, score_type: str) -> jax.Array:
         raise InputError(
             f"`{name}` rows look like probabilities (in [0, 1], summing to 1), not log-domain scores: pass "
             "score_type=\"probabilities\" (logits that happen to look like this can be shifted by a constant per "
-            "row, which leaves their posteriors unchanged)"
+            "row, which leaves their posteriors unchanged)",
+            problem="the rows look like probabilities (in [0, 1], summing to 1), not log-domain scores",
+            remedy={"score_type": "probabilities"},
         )
     if score_type in ("logits", "log_likelihoods") and not is_tracer(arr):
         a = np.asarray(arr)
@@ -457,6 +469,72 @@ def _log_of_probabilities(x, name: str):
     with np.errstate(divide="ignore"):
         log_p = np.log(np.maximum(a, np.finfo(a.dtype).tiny))
     return jnp.asarray(log_p, dtype=jnp.result_type(float))
+
+
+def as_counts(counts: object, name: str = "counts", *, square: bool = False, nonzero: bool = False) -> jax.Array:
+    """Confusion counts ``(..., K, D)``: non-negative and finite, integers or weighted (fractional) counts, as floats.
+
+    Every sum over them is then a float sum that cannot wrap: host integers go through float64 (exact up to
+    ``2**53``) before the device cast, since ``jnp.asarray`` of an int64 past ``2**31 - 1`` would wrap.
+    ``nonzero``: every matrix must hold a sample.  ``square``: ``K == D`` (the metrics of a square table).
+    Traced counts are not checked (the NaN contract of the kernels applies).
+    """
+    c = as_array(counts, name, min_ndim=2)
+    if not is_tracer(c):
+        if isinstance(c, np.ndarray) and c.dtype.kind in "iu":
+            c = c.astype(np.float64)
+        a = check_numbers(np.asarray(c), name)
+        if np.any(a < 0):
+            raise InputError(f"`{name}` must be non-negative")
+        if a.shape[-1] == 0 or a.shape[-2] == 0:
+            raise InputError(f"`{name}` is empty, got shape {a.shape}")
+        if nonzero and np.any(a.sum((-2, -1)) == 0):
+            raise InputError(f"`{name}` has a matrix with no samples")
+    if square and c.shape[-1] != c.shape[-2]:
+        raise InputError(f"`{name}` must be square (K, K) for this metric, got shape {tuple(c.shape)}")
+    c = jnp.asarray(c)
+    return c.astype(jnp.promote_types(c.dtype, jnp.result_type(float)))
+
+
+def check_bounds(low: ArrayLike, high: ArrayLike, what: str = "interval bounds") -> None:
+    """``low <= high`` entry by entry (arrays of one shape), else :class:`InputError` naming the first entry that
+    breaks it; ``what`` says whose bounds they are (``"the [uncertainty] intervals"``)."""
+    lo, hi = np.broadcast_arrays(np.asarray(low), np.asarray(high))
+    bad = lo > hi
+    if np.any(bad):
+        at = _first(bad)
+        raise InputError(f"{what} must satisfy low <= high, but low > high{_at(at)}: {lo[at]} > {hi[at]}")
+
+
+def check_inside(x: ArrayLike, low: ArrayLike, high: ArrayLike, name: str) -> None:
+    """Every entry of ``x`` inside its ``[low, high]``, else :class:`InputError` naming ``name`` and the entry."""
+    a, lo, hi = np.broadcast_arrays(np.asarray(x), np.asarray(low), np.asarray(high))
+    bad = (a < lo) | (a > hi)
+    if np.any(bad):
+        at = _first(bad)
+        raise InputError(f"{name} must lie inside [low, high]{_at(at)}: {a[at]} is outside [{lo[at]}, {hi[at]}]")
+
+
+def _first(mask: np.ndarray) -> tuple[int, ...]:
+    """The index of the first true entry of ``mask`` (``()`` for a scalar)."""
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), mask.shape))
+
+
+def _at(index: tuple[int, ...]) -> str:
+    """`` at entry i`` / `` at entry (i, j)`` for a message; empty for a scalar."""
+    return "" if not index else f" at entry {index[0] if len(index) == 1 else index}"
+
+
+def check_prior_intervals(low: ArrayLike, high: ArrayLike, what: str = "prior intervals") -> None:
+    """Intervals ``[low_i, high_i]`` of class priors: within ``[0, 1]``, ordered, and holding a prior vector
+    (some ``P`` with ``low <= P <= high`` sums to 1: ``sum(low) <= 1 <= sum(high)``)."""
+    lo, hi = np.asarray(low, np.float64), np.asarray(high, np.float64)
+    check_bounds(lo, hi, what)
+    if np.any(lo < 0) or np.any(hi > 1):
+        raise InputError(f"{what} must lie within [0, 1]")
+    if lo.sum() > 1 + 1e-12 or hi.sum() < 1 - 1e-12:
+        raise InputError(f"{what} leave no support: priors must sum to 1 but sum(low) = {lo.sum():g} and "
+                         f"sum(high) = {hi.sum():g}")
 
 
 def as_sample_weight(sample_weight: object, labels: jax.Array | np.ndarray, *,

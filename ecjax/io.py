@@ -43,7 +43,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ecjax.inputs import InputError
+from ecjax.inputs import InputError, check_bounds, check_inside, check_prior_intervals
 
 # Largest array a file may declare before it is loaded (``max_bytes``); 1 GiB.
 DEFAULT_MAX_BYTES = 2**30
@@ -317,20 +317,15 @@ def parse_cost_spec(data: dict, *, source: str = "<spec>") -> CostSpec:
         if "low" in unc:
             lo = _matrix(unc["low"], "uncertainty.low", source, (k, d))
             hi = _matrix(unc["high"], "uncertainty.high", source, (k, d))
-            if np.any(lo > hi):
-                raise InputError(f"{source}: [uncertainty] has entries with low > high")
-            if np.any(nominal < lo) or np.any(nominal > hi):
-                raise InputError(f"{source}: the nominal matrix lies outside the [uncertainty] intervals")
+            check_bounds(lo, hi, f"{source}: the [uncertainty] intervals")
+            check_inside(nominal, lo, hi, f"{source}: the nominal matrix")
             low, high = (sign * lo, sign * hi) if sign > 0 else (sign * hi, sign * lo)
         if ("priors_low" in unc) != ("priors_high" in unc):
             raise InputError(f"{source}: [uncertainty] needs both `priors_low` and `priors_high`")
         if "priors_low" in unc:
             p_low = _vector(unc["priors_low"], "uncertainty.priors_low", source, k)
             p_high = _vector(unc["priors_high"], "uncertainty.priors_high", source, k)
-            if np.any(p_low > p_high) or np.any(p_low < 0) or np.any(p_high > 1):
-                raise InputError(f"{source}: prior intervals must satisfy 0 <= low <= high <= 1")
-            if p_low.sum() > 1 or p_high.sum() < 1:
-                raise InputError(f"{source}: no prior vector summing to 1 lies inside the prior intervals")
+            check_prior_intervals(p_low, p_high, f"{source}: the prior intervals")
     return CostSpec(sign * nominal, classes, decisions, priors, low, high, p_low, p_high, as_utilities, source)
 
 

@@ -45,22 +45,8 @@ AVERAGES = ("binary", "macro", "micro", None)
 # ----------------------------------------------------------------- validation
 
 def as_counts(counts: ArrayLike, *, square: bool = False) -> jax.Array:
-    """Validated counts, as floats: every sum over them is then a float sum that cannot wrap."""
-    c = v.as_array(counts, "counts", min_ndim=2)
-    if not v.is_tracer(c):
-        if isinstance(c, np.ndarray) and c.dtype.kind in "iu":
-            c = c.astype(np.float64)  # exact int64 -> float64 on the host; jnp.asarray would wrap past int32
-        a = v.check_numbers(np.asarray(c), "counts")
-        if np.any(a < 0):
-            raise v.InputError("`counts` must be non-negative")
-        if a.shape[-1] == 0 or a.shape[-2] == 0:
-            raise v.InputError(f"`counts` is empty, got shape {a.shape}")
-        if np.any(a.sum((-2, -1)) == 0):
-            raise v.InputError("`counts` has a matrix with no samples")
-    if square and c.shape[-1] != c.shape[-2]:
-        raise v.InputError(f"`counts` must be square (K, K) for this metric, got shape {tuple(c.shape)}")
-    c = jnp.asarray(c)
-    return c if jnp.issubdtype(c.dtype, jnp.floating) else c.astype(jnp.result_type(float))
+    """Validated counts of the metrics, as floats (:func:`ecjax.inputs.as_counts`): each matrix must hold a sample."""
+    return v.as_counts(counts, square=square, nonzero=True)
 
 
 def _counts_ok(c):

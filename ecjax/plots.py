@@ -1,15 +1,19 @@
 """Figures (matplotlib).
 
 Every function draws one figure and returns the ``matplotlib.figure.Figure``;
-given ``path`` it also saves it (PNG by suffix).  As scikit-learn's and
+given ``Frame(path=...)`` it also saves it (PNG by suffix).  As scikit-learn's and
 ArviZ's displays do, each takes
 
 * the result object that ecjax computes (a :class:`~ecjax.scores.BayesRiskCurve`,
   the tuple of :func:`~ecjax.roc_curve`, :class:`~ecjax.scores.ReliabilityBins`,
   a :class:`~ecjax.prob.Comparison`, a :class:`~ecjax.sweep.SweepResult` or
   :class:`~ecjax.sweep.UtilitySpaceMap`) or the plain arrays it holds, and
-* ``ax=``: draw into these axes (of the caller's figure, which is returned and
-  left as laid out) instead of a new figure.
+* ``frame=``: a :class:`Frame` with what is not data: the title and axis
+  labels (``None`` keeps each function's own), the class names, ``ax`` (draw
+  into these axes, of the caller's figure, which is returned and left as laid
+  out, instead of a new figure) and ``path``.  A function given a field it
+  has no use for (class names to a plot that names no classes) raises
+  :class:`~ecjax.InputError`.
 
 The matplotlib backend is never chosen here: figures go wherever the
 caller's pyplot sends them (inline in Jupyter), and without a display pyplot
@@ -19,6 +23,7 @@ matplotlib is an optional dependency (``pip install "ecjax[plots]"``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,6 +37,9 @@ if TYPE_CHECKING:  # matplotlib stays an optional import until a figure is drawn
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
+    from ecjax.calibration_error import ReliabilityBands
+    from ecjax.scores import ReliabilityBins
+
 YSCALES = ("auto", "linear", "symlog", "log")
 # "auto" y-scale: values beyond this many times the naive level (NEC 1) would flatten the useful range [0, 1]
 # into a sliver, so the axis turns logarithmic above the naive level.
@@ -40,6 +48,67 @@ EXPLODES_AT = 4.0
 MIN_POINTS_FOR_RANK_CORRELATION = 5
 # One equal-width bin holding more than this share of the samples: the scores are skewed, equal-mass bins show more.
 SKEWED_BIN_SHARE = 0.25
+
+
+@dataclasses.dataclass(frozen=True)
+class Frame:
+    """Where a figure is drawn and what its text says: everything of a plot that is not its data.
+
+    Every function of :mod:`ecjax.plots` takes one as ``frame=``; the default ``Frame()`` keeps each function's own
+    title and axis labels and draws a new figure.
+
+    Attributes:
+      title: the axes title; ``None``: the function's own (an empty string: no title).
+      xlabel, ylabel: the axis labels; ``None``: the function's own.  A y-scale note (of a logarithmic part) is
+        still appended to the y label.
+      class_names: ``(negative, positive)`` names of the two classes, for the plots that name classes
+        (:func:`reliability_diagram`, :func:`roc_with_iso_utility`, :func:`winner_map`); default "class 0",
+        "class 1".  The other plots raise :class:`~ecjax.InputError` when given them.
+      ax: a matplotlib ``Axes`` to draw into, of the caller's figure (returned, its layout left alone), instead
+        of a new figure.
+      path: save the figure there (the format from the suffix).
+    """
+
+    title: str | None = None
+    xlabel: str | None = None
+    ylabel: str | None = None
+    class_names: Sequence[str] | None = None
+    ax: Axes | None = None
+    path: str | os.PathLike[str] | None = None
+
+    def __post_init__(self):
+        for name in ("title", "xlabel", "ylabel"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise v.InputError(f"`Frame.{name}` must be a string or None, got {value!r}")
+        if self.class_names is not None:
+            names = self.class_names
+            if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
+                raise v.InputError(f"`Frame.class_names` must be a sequence of class names, got {names!r}")
+            names = tuple(names)
+            if not all(isinstance(n, str) for n in names):
+                raise v.InputError(f"`Frame.class_names` must be a sequence of strings, got {self.class_names!r}")
+            object.__setattr__(self, "class_names", names)
+        if self.ax is not None:
+            from matplotlib.axes import Axes  # only reached with an ax, i.e. with matplotlib in use
+
+            if not isinstance(self.ax, Axes):
+                raise v.InputError(f"`Frame.ax` must be a matplotlib Axes, got {type(self.ax).__name__}")
+        if self.path is not None and not isinstance(self.path, (str, os.PathLike)):
+            raise v.InputError(f"`Frame.path` must be a file path (str or os.PathLike), got {self.path!r}")
+
+
+def _check_frame(frame: object, function: str, *, names_classes: bool = False) -> Frame:
+    """``frame`` if it is a :class:`Frame` (checked when it was made) that ``function`` can use all of."""
+    frame = v.check_instance(frame, Frame, "frame", "ecjax.plots.Frame")
+    if not names_classes and frame.class_names is not None:
+        raise v.InputError(f"{function} does not use `Frame.class_names`: its figure names no classes")
+    return frame
+
+
+def _or(value, default):
+    """A :class:`Frame` field, or the function's own ``default`` where it is ``None``."""
+    return default if value is None else value
 
 
 def _plt():
@@ -80,7 +149,7 @@ def _class_names(class_names):
     if class_names is None:
         return "class 0", "class 1"
     if len(class_names) != 2:
-        raise v.InputError(f"`class_names` must name the two classes (negative, positive), got {class_names!r}")
+        raise v.InputError(f"`Frame.class_names` must name the two classes (negative, positive), got {class_names!r}")
     return str(class_names[0]), str(class_names[1])
 
 
@@ -111,15 +180,15 @@ def _apply_yscale(ax, values, naive_level, yscale):
     return yscale
 
 
-def _finish_cost_axes(fig, ax, values, naive_level, yscale, normalized, title, path, *, xlabel, cost_label):
-    """Y-scale, labels, title and legend of an (N)EC plot, then :func:`_finish`."""
+def _finish_cost_axes(fig, ax, values, naive_level, yscale, normalized, frame, *, title, xlabel, cost_label):
+    """Y-scale, labels, title and legend of an (N)EC plot (``frame``'s where given), then :func:`_finish`."""
     scale = _apply_yscale(ax, values, naive_level, yscale)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(("normalized expected cost" if normalized else cost_label)
+    ax.set_xlabel(_or(frame.xlabel, xlabel))
+    ax.set_ylabel(_or(frame.ylabel, "normalized expected cost" if normalized else cost_label)
                   + _scale_note(scale, naive_level, normalized))
-    ax.set_title(title)
+    ax.set_title(_or(frame.title, title))
     ax.legend(fontsize=8)
-    return _finish(fig, path)
+    return _finish(fig, frame.path)
 
 
 def _scale_note(scale, naive_level, normalized):
@@ -152,13 +221,23 @@ def _reliability_from_scores(labels, scores, score_type, num_bins, binning, vari
     return b, "equal_width"
 
 
-def reliability_diagram(bin_confidence: Any = None, bin_accuracy: ArrayLike | None = None,
-                        bin_count: ArrayLike | None = None, *, labels: ArrayLike | None = None,
-                        scores: ArrayLike | None = None, score_type: str = "log_posteriors", num_bins: int = 15,
-                        binning: str = "auto", variant: str = "auto", priors: ArrayLike | None = None,
-                        class_names: Sequence[str] | None = None, title: str = "Reliability diagram",
-                        xlabel: str | None = None, ax: Axes | None = None, path: str | os.PathLike[str] | None = None,
-                        sample_weight: ArrayLike | None = None) -> Figure:
+def _bin_arrays(bins):
+    """``(confidence, frequency, count)``: the three ``(B,)`` arrays of a tuple of them, else an InputError."""
+    if isinstance(bins, (str, bytes)) or not hasattr(bins, "__len__") or len(bins) != 3:
+        raise v.InputError("`bins` must be a ReliabilityBins, a ReliabilityBands or a (confidence, frequency, count) "
+                           f"tuple of (B,) arrays, got {type(bins).__name__}")
+    arrays = [np.asarray(a) for a in bins]
+    if any(a.ndim != 1 or a.shape != arrays[0].shape for a in arrays):
+        raise v.InputError("`bins` (confidence, frequency, count) must be three (B,) arrays of one length, got shapes "
+                           + ", ".join(str(a.shape) for a in arrays))
+    return arrays
+
+
+def reliability_diagram(bins: ReliabilityBins | ReliabilityBands | Sequence[ArrayLike] | None = None, *,
+                        labels: ArrayLike | None = None, scores: ArrayLike | None = None,
+                        score_type: str = "log_posteriors", num_bins: int = 15, binning: str = "auto",
+                        variant: str = "auto", priors: ArrayLike | None = None,
+                        sample_weight: ArrayLike | None = None, frame: Frame = Frame()) -> Figure:
     """Observed frequency against predicted probability per bin, with 95 % intervals and the ECE.
 
     Drawn: the diagonal of perfect calibration; each non-empty bin's observed
@@ -167,7 +246,7 @@ def reliability_diagram(bin_confidence: Any = None, bin_accuracy: ArrayLike | No
     for the frequency of a bin of that many samples; the ECE (the
     count-weighted mean gap between the two, as :func:`ecjax.ece`) written
     on the axes with the binning; and, in a new figure, the samples per bin
-    below.  With ``ax=`` only the upper panel is drawn, into ``ax``.
+    below.  With ``Frame(ax=...)`` only the upper panel is drawn, into ``ax``.
 
     Three ways to call it:
 
@@ -180,38 +259,46 @@ def reliability_diagram(bin_confidence: Any = None, bin_accuracy: ArrayLike | No
       or with a :class:`~ecjax.calibration_error.ReliabilityBands`: its
       credible intervals of each bin's true frequency (Beta posterior) are
       drawn as a shaded band instead of the Wilson intervals.
-    * ``reliability_diagram(confidence, frequency, count)`` with ``(B,)`` arrays.
+    * ``reliability_diagram((confidence, frequency, count))`` with ``(B,)`` arrays.
 
     Args:
+      bins: a :class:`~ecjax.scores.ReliabilityBins`, a
+        :class:`~ecjax.calibration_error.ReliabilityBands` or a
+        ``(confidence, frequency, count)`` tuple of ``(B,)`` arrays; or
+        ``None`` with ``labels`` and ``scores``.
       variant: ``"binary"`` (posterior of class 1), ``"top_label"`` (confidence
         of the decided class) or ``"auto"`` (binary for two classes); with
         precomputed bins it only sets the axis labels.
-      class_names: ``(negative, positive)`` names for the binary labels.
       num_bins, binning, priors, score_type, sample_weight: as in
         :func:`ecjax.ece`, plus ``"auto"`` binning (with ``labels`` and
         ``scores``; bin counts are then weighted counts).
+      frame: :class:`Frame` (title, axis labels, class names, ``ax``, ``path``);
+        the class names are the ``(negative, positive)`` names of the binary labels.
     """
+    frame = _check_frame(frame, "reliability_diagram", names_classes=True)
     v.check_choice(binning, "binning", ("auto", "equal_width", "equal_mass"))
     v.check_choice(variant, "variant", ("auto", "binary", "top_label"))
-    binning_used = band = None
+    binning_used = None
+    band: Any = None  # a ReliabilityBands: its credible band is drawn
     if labels is not None or scores is not None:
-        if labels is None or scores is None or bin_confidence is not None:
+        if labels is None or scores is None or bins is not None:
             raise v.InputError("give `labels` and `scores` together, or the bins, not both")
         k = 2 if score_type == "llr" else int(np.shape(scores)[-1])
         if variant == "auto":
             variant = "binary" if k == 2 else "top_label"
-        bins, binning_used = _reliability_from_scores(labels, scores, score_type, num_bins, binning, variant, priors,
-                                                      sample_weight)
-        conf, acc, n = bins.confidence, bins.frequency, bins.count
+        computed, binning_used = _reliability_from_scores(labels, scores, score_type, num_bins, binning, variant,
+                                                          priors, sample_weight)
+        conf, acc, n = computed.confidence, computed.frequency, computed.count
     elif sample_weight is not None:
         raise v.InputError("`sample_weight` goes with `labels` and `scores`; precomputed bins already hold their weights")
-    elif hasattr(bin_confidence, "confidence") and hasattr(bin_confidence, "count"):
-        conf, acc, n = bin_confidence.confidence, bin_confidence.frequency, bin_confidence.count
-        band = bin_confidence if hasattr(bin_confidence, "low") else None
-    elif bin_confidence is None or bin_accuracy is None or bin_count is None:
-        raise v.InputError("give the bins (confidence, frequency, count), a ReliabilityBins, or `labels` and `scores`")
+    elif bins is None:
+        raise v.InputError("give the bins (a ReliabilityBins, a ReliabilityBands or a (confidence, frequency, count) "
+                           "tuple), or `labels` and `scores`")
+    elif hasattr(bins, "confidence") and hasattr(bins, "frequency") and hasattr(bins, "count"):
+        conf, acc, n = bins.confidence, bins.frequency, bins.count
+        band = bins if hasattr(bins, "low") else None
     else:
-        conf, acc, n = bin_confidence, bin_accuracy, bin_count
+        conf, acc, n = _bin_arrays(bins)
     conf, acc, n = (np.asarray(a, float) for a in (conf, acc, n))
     keep = n > 0
     conf, acc, n = conf[keep], acc[keep], n[keep]
@@ -220,19 +307,20 @@ def reliability_diagram(bin_confidence: Any = None, bin_accuracy: ArrayLike | No
     ece = float(np.sum(n * np.abs(acc - conf)) / np.sum(n)) if n.size else float("nan")
     lo, hi = _wilson_interval(acc * n, n, 1.959963984540054)  # z of a two-sided 95 % interval
 
-    neg, pos = _class_names(class_names)
+    neg, pos = _class_names(frame.class_names)
     if variant == "binary":
         default_x, ylabel = f"predicted probability of {pos}", f"observed frequency of {pos}"
     elif variant == "top_label":
         default_x, ylabel = "confidence: predicted probability of the decided class", "accuracy of the decided class"
     else:
         default_x, ylabel = "predicted probability (binary: of class 1; else of the decided class)", "observed frequency"
-    owned = ax is None
+    xlabel = _or(frame.xlabel, default_x)
+    owned = frame.ax is None
     if owned:
         fig, (ax, ax_n) = _plt().subplots(2, 1, figsize=(5, 6), gridspec_kw={"height_ratios": [3, 1]}, sharex=True,
                                           layout="constrained")
     else:
-        fig, ax = _figure_and_axes(ax, None)
+        fig, ax = _figure_and_axes(frame.ax, None)
     ax.plot([0, 1], [0, 1], ls="--", color="gray", label="perfect calibration")
     ax.plot(conf, acc, marker="o", label="observed")
     if band is None:
@@ -244,27 +332,26 @@ def reliability_diagram(bin_confidence: Any = None, bin_accuracy: ArrayLike | No
     bins_text = f"{int(keep.sum())} non-empty bins" if binning_used is None else \
         f"{num_bins} {binning_used.replace('_', '-')} bins"
     ax.text(0.97, 0.03, f"ECE = {100 * ece:.2f} %\n({bins_text})", transform=ax.transAxes, ha="right", va="bottom")
-    ax.set_ylabel(ylabel)
+    ax.set_ylabel(_or(frame.ylabel, ylabel))
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
-    ax.set_title(title)
+    ax.set_title(_or(frame.title, "Reliability diagram"))
     ax.legend(loc="upper left", fontsize=8)
     if owned:
         ax_n.vlines(conf, 0, n, color="gray", lw=3)
-        ax_n.set_xlabel(xlabel or default_x)
+        ax_n.set_xlabel(xlabel)
         ax_n.set_ylabel("samples")
         ax_n.set_ylim(bottom=0)
     else:
-        ax.set_xlabel(xlabel or default_x)
-    return _finish(fig, path)
+        ax.set_xlabel(xlabel)
+    return _finish(fig, frame.path)
 
 
 # ----------------------------------------------------------- binary thresholds
 
 def cost_vs_threshold(thresholds: Any, ec: ArrayLike | None = None, *, bayes_threshold: float | None = None,
                       optimal_threshold: float | None = None, normalized: bool = True, yscale: str = "auto",
-                      title: str = "Expected cost against threshold", ax: Axes | None = None,
-                      path: str | os.PathLike[str] | None = None) -> Figure:
+                      frame: Frame = Frame()) -> Figure:
     """EC (or NEC) of "decide class 1 iff log-odds > threshold", with the Bayes and the optimal thresholds marked.
 
     Drawn: the cost at every threshold (``thresholds`` may be the
@@ -274,14 +361,18 @@ def cost_vs_threshold(thresholds: Any, ec: ArrayLike | None = None, *, bayes_thr
     up to the naive level and logarithmic above when the curve rises beyond
     ``EXPLODES_AT`` times that level (the naive level of an unnormalized curve
     is the cheaper of its two ends, where every sample gets the same decision).
+
+    Args:
+      frame: :class:`Frame` (title, axis labels, ``ax``, ``path``; no class names).
     """
+    frame = _check_frame(frame, "cost_vs_threshold")
     if ec is None:
         thresholds, ec = thresholds
     t, e = np.asarray(thresholds, float), np.asarray(ec, float)
     naive_level = 1.0 if normalized else float(np.nanmin(e[[0, -1]])) if e.size else 0.0
     finite = np.isfinite(t) & np.isfinite(e)
     t, e = t[finite], e[finite]
-    fig, ax = _figure_and_axes(ax, (6, 4))
+    fig, ax = _figure_and_axes(frame.ax, (6, 4))
     ax.plot(t, e, color="C0", label="NEC" if normalized else "EC")
     if bayes_threshold is not None:
         ax.axvline(bayes_threshold, color="C1", ls="--", label=f"Bayes threshold {bayes_threshold:.3g}")
@@ -289,8 +380,9 @@ def cost_vs_threshold(thresholds: Any, ec: ArrayLike | None = None, *, bayes_thr
         ax.axvline(optimal_threshold, color="C2", ls=":", label=f"optimal threshold {optimal_threshold:.3g}")
     if naive_level > 0:
         ax.axhline(naive_level, color="gray", lw=0.8, label="naive decision (no scores)")
-    return _finish_cost_axes(fig, ax, e, naive_level, yscale, normalized, title, path,
-                             xlabel="threshold on the log-odds score", cost_label="expected cost")
+    return _finish_cost_axes(fig, ax, e, naive_level, yscale, normalized, frame,
+                             title="Expected cost against threshold", xlabel="threshold on the log-odds score",
+                             cost_label="expected cost")
 
 
 def _curves(prior_log_odds, actual, minimum):
@@ -305,8 +397,7 @@ def _curves(prior_log_odds, actual, minimum):
 
 
 def bayes_risk_curves(prior_log_odds: Any, actual: ArrayLike | None = None, minimum: ArrayLike | None = None, *,
-                      names: Sequence[str] | None = None, yscale: str = "auto", title: str = "Bayes-risk curves",
-                      ax: Axes | None = None, path: str | os.PathLike[str] | None = None) -> Figure:
+                      names: Sequence[str] | None = None, yscale: str = "auto", frame: Frame = Frame()) -> Figure:
     """Normalized EC of Bayes decisions (solid) and of the best threshold (dashed) against the effective prior log-odds.
 
     Drawn: for each system, the actual risk of its Bayes decisions and the
@@ -321,12 +412,14 @@ def bayes_risk_curves(prior_log_odds: Any, actual: ArrayLike | None = None, mini
         :class:`~ecjax.scores.BayesRiskCurve` (:func:`ecjax.bayes_risk_curve`)
         or a list of them (then ``actual`` and ``minimum`` are not given).
       actual, minimum: ``(P,)`` or ``(M, P)`` normalized ECs.
+      frame: :class:`Frame` (title, axis labels, ``ax``, ``path``; no class names).
     """
+    frame = _check_frame(frame, "bayes_risk_curves")
     curves = _curves(prior_log_odds, actual, minimum)
     names = names or [f"system {i}" for i in range(len(curves))]
     normalized = all(np.allclose(c[3], 1.0) for c in curves)
     naive_level = 1.0 if normalized else float(max(np.max(c[3]) for c in curves))
-    fig, ax = _figure_and_axes(ax, (6, 4))
+    fig, ax = _figure_and_axes(frame.ax, (6, 4))
     for (x, a, m, _), name, c in zip(curves, names, _colors(len(curves))):
         ax.plot(x, a, color=c, label=f"{name} (actual)")
         ax.plot(x, m, color=c, ls="--", label=f"{name} (minimum)")
@@ -335,11 +428,11 @@ def bayes_risk_curves(prior_log_odds: Any, actual: ArrayLike | None = None, mini
     else:
         ax.plot(curves[0][0], curves[0][3], color="gray", lw=0.8, label="naive decision (no scores)")
     return _finish_cost_axes(fig, ax, np.concatenate([np.r_[c[1], c[2]] for c in curves]), naive_level, yscale,
-                             normalized, title, path, xlabel="effective prior log-odds of class 1",
+                             normalized, frame, title="Bayes-risk curves", xlabel="effective prior log-odds of class 1",
                              cost_label="expected cost (0-1 costs)")
 
 
-# The name used in scikit-learn/ArviZ-style calls: ``plots.bayes_risk(curve, ax=ax)``.
+# The name used in scikit-learn/ArviZ-style calls: ``plots.bayes_risk(curve, frame=Frame(ax=ax))``.
 bayes_risk = bayes_risk_curves
 
 
@@ -377,8 +470,7 @@ def _probit_axes(ax, lo, hi):
 def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None = None, *,
                          utilities: ArrayLike | None = None, costs: ArrayLike | None = None,
                          priors: ArrayLike | None = None, names: Sequence[str] | None = None, tangents: str = "all",
-                         class_names: Sequence[str] | None = None, det: bool = False, title: str | None = None,
-                         ax: Axes | None = None, path: str | os.PathLike[str] | None = None) -> Figure:
+                         det: bool = False, frame: Frame = Frame()) -> Figure:
     """ROC (or DET) curves; with utilities or costs, each system's best operating point and iso-utility tangent.
 
     The utility yield is linear in (FPR, TPR) (the ROC tangent criterion of
@@ -399,10 +491,12 @@ def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None =
       utilities: ``(2, 2)`` utility matrix, rows = true class; or ``costs``
         (its negation; the legend then gives expected costs).
       priors: ``(2,)`` class priors (required with ``utilities``/``costs``).
-      class_names: ``(negative, positive)`` class names (default "class 0", "class 1").
       det: draw a DET plot instead: miss rate (1 - TPR) against FPR on
         normal-deviate axes; the iso-utility lines are then curves.
+      frame: :class:`Frame` (title, axis labels, class names, ``ax``, ``path``);
+        the class names are ``(negative, positive)`` (default "class 0", "class 1").
     """
+    frame = _check_frame(frame, "roc_with_iso_utility", names_classes=True)
     v.check_choice(tangents, "tangents", ("all", "best"))
     if utilities is not None and costs is not None:
         raise v.InputError("give `utilities` or `costs`, not both")
@@ -413,8 +507,8 @@ def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None =
         raise v.InputError("`priors` are needed with `utilities` or `costs` (the iso-utility slope depends on them)")
     fprs, tprs = _roc_inputs(fpr, tpr)
     names = names or [f"system {i}" for i in range(len(fprs))]
-    neg, pos = _class_names(class_names)
-    fig, ax = _figure_and_axes(ax, (5, 5))
+    neg, pos = _class_names(frame.class_names)
+    fig, ax = _figure_and_axes(frame.ax, (5, 5))
 
     if det:
         rates = np.concatenate([np.r_[f, 1 - t] for f, t in zip(fprs, tprs)])
@@ -468,24 +562,23 @@ def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None =
             ax.plot([], [], " ", label="no iso-utility line: these utilities do not reward correct decisions")
     if det:
         _probit_axes(ax, lo, hi)
-        ax.set_xlabel(f"false-positive rate (%): {neg} decided {pos}")
-        ax.set_ylabel(f"miss rate (%): {pos} decided {neg}")
+        ax.set_xlabel(_or(frame.xlabel, f"false-positive rate (%): {neg} decided {pos}"))
+        ax.set_ylabel(_or(frame.ylabel, f"miss rate (%): {pos} decided {neg}"))
         ax.legend(loc="lower left", fontsize=8)
     else:
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
-        ax.set_xlabel(f"false-positive rate: {neg} decided {pos}")
-        ax.set_ylabel(f"true-positive rate: {pos} decided {pos}")
+        ax.set_xlabel(_or(frame.xlabel, f"false-positive rate: {neg} decided {pos}"))
+        ax.set_ylabel(_or(frame.ylabel, f"true-positive rate: {pos} decided {pos}"))
         ax.legend(loc="lower right", fontsize=8)
-    ax.set_title(title or f"{'DET' if det else 'ROC'} (positive class: {pos})")
-    return _finish(fig, path)
+    ax.set_title(_or(frame.title, f"{'DET' if det else 'ROC'} (positive class: {pos})"))
+    return _finish(fig, frame.path)
 
 
 # ------------------------------------------------------------------ posteriors
 
 def yield_posteriors(yields: Any, *, names: Sequence[str] | None = None, p_best: ArrayLike | None = None,
-                     hdi: ArrayLike | None = None, hdi_prob: float = 0.9, title: str = "Posterior of the utility yield",
-                     ax: Axes | None = None, path: str | os.PathLike[str] | None = None) -> Figure:
+                     hdi: ArrayLike | None = None, hdi_prob: float = 0.9, frame: Frame = Frame()) -> Figure:
     """Histograms of posterior draws of each system's utility yield, with P(best) and highest-density intervals.
 
     Drawn: one density histogram per system, labelled with P(best) when
@@ -498,7 +591,9 @@ def yield_posteriors(yields: Any, *, names: Sequence[str] | None = None, p_best:
       p_best: ``(M,)`` probability that each system is the best.
       hdi: ``(M, 2)`` intervals to mark; by default computed from the draws
         with :func:`ecjax.prob.hdi` at ``hdi_prob``.
+      frame: :class:`Frame` (title, axis labels, ``ax``, ``path``; no class names).
     """
+    frame = _check_frame(frame, "yield_posteriors")
     if hasattr(yields, "yields") and hasattr(yields, "p_best"):
         result = yields
         yields = result.yields
@@ -514,7 +609,7 @@ def yield_posteriors(yields: Any, *, names: Sequence[str] | None = None, p_best:
         hdi = highest_density_interval(y, hdi_prob)
     hdi = np.asarray(hdi, float)
     names = names or [f"system {i}" for i in range(m)]
-    fig, ax = _figure_and_axes(ax, (6, 4))
+    fig, ax = _figure_and_axes(frame.ax, (6, 4))
     bins = np.linspace(y.min(), y.max(), 60)
     colors = _colors(m)
     best = None if p_best is None else np.asarray(p_best, float)
@@ -530,35 +625,40 @@ def yield_posteriors(yields: Any, *, names: Sequence[str] | None = None, p_best:
     ax.plot([], [], color="gray", lw=4, label=f"{100 * hdi_prob:g} % highest-density interval")
     ax.set_ylim(-(m + 1) * step, top)
     ax.set_yticks([t for t in ax.get_yticks() if 0 <= t <= top])
-    ax.set_xlabel("utility yield")
-    ax.set_ylabel("posterior density")
-    ax.set_title(title)
+    ax.set_xlabel(_or(frame.xlabel, "utility yield"))
+    ax.set_ylabel(_or(frame.ylabel, "posterior density"))
+    ax.set_title(_or(frame.title, "Posterior of the utility yield"))
     ax.legend(fontsize=8)
-    return _finish(fig, path)
+    return _finish(fig, frame.path)
 
 
-def rank_probabilities(matrix: Any, *, names: Sequence[str] | None = None, title: str = "Rank probabilities",
-                       ax: Axes | None = None, path: str | os.PathLike[str] | None = None) -> Figure:
+def rank_probabilities(matrix: Any, *, names: Sequence[str] | None = None, frame: Frame = Frame()) -> Figure:
     """Heat map of ``P(system i has rank r)`` (rows: systems, columns: rank 1 = best), annotated.
 
-    ``matrix``: ``(M, M)`` probabilities, or a :class:`~ecjax.prob.Comparison`.
+    Args:
+      matrix: ``(M, M)`` probabilities, or a :class:`~ecjax.prob.Comparison`.
+      frame: :class:`Frame` (title, axis labels, ``ax``, ``path``; no class names); the y axis has no label
+        by default (the systems name its ticks).
     """
+    frame = _check_frame(frame, "rank_probabilities")
     if hasattr(matrix, "rank_probabilities"):
         names = names or list(matrix.systems)
         matrix = matrix.rank_probabilities
     p = np.asarray(matrix, float)
     m = p.shape[0]
     names = names or [f"system {i}" for i in range(m)]
-    fig, ax = _figure_and_axes(ax, (1.2 * m + 2, 0.8 * m + 1.5))
+    fig, ax = _figure_and_axes(frame.ax, (1.2 * m + 2, 0.8 * m + 1.5))
     ax.imshow(p, vmin=0, vmax=1, cmap="Blues")
     for i in range(m):
         for r in range(p.shape[1]):
             ax.text(r, i, f"{p[i, r]:.2f}", ha="center", va="center", color="white" if p[i, r] > 0.6 else "black")
     ax.set_xticks(range(p.shape[1]), [str(r + 1) for r in range(p.shape[1])])
     ax.set_yticks(range(m), names)
-    ax.set_xlabel("rank (1 = best)")
-    ax.set_title(title)
-    return _finish(fig, path)
+    ax.set_xlabel(_or(frame.xlabel, "rank (1 = best)"))
+    if frame.ylabel is not None:
+        ax.set_ylabel(frame.ylabel)
+    ax.set_title(_or(frame.title, "Rank probabilities"))
+    return _finish(fig, frame.path)
 
 
 # ---------------------------------------------------------------------- sweeps
@@ -568,9 +668,7 @@ INFEASIBLE_CORNERS = (((0.0, -1.0), (1.0, -1.0), (1.0, 0.0)), ((-1.0, 0.0), (-1.
 
 
 def winner_map(x: Any, y: ArrayLike | None = None, winners: ArrayLike | None = None, *,
-               names: Sequence[str] | None = None, class_names: Sequence[str] | None = None,
-               title: str = "Winner over the utility space", ax: Axes | None = None,
-               path: str | os.PathLike[str] | None = None) -> Figure:
+               names: Sequence[str] | None = None, frame: Frame = Frame()) -> Figure:
     """Every binary evaluation problem as a point, coloured by the system of highest utility yield there.
 
     After the yield-preserving rescaling of a binary utility matrix to
@@ -593,8 +691,10 @@ def winner_map(x: Any, y: ArrayLike | None = None, winners: ArrayLike | None = N
         :class:`~ecjax.sweep.UtilitySpaceMap` (then ``y``, ``winners`` are not given).
       winners: ``(ny, nx)`` index of the winning system; ``-2`` where the
         best value is shared (a tie); ``-1`` outside the feasible hexagon.
-      class_names: ``(class 0, class 1)`` names for the axis labels.
+      frame: :class:`Frame` (title, axis labels, class names, ``ax``, ``path``);
+        the class names are ``(class 0, class 1)``, for the axis labels.
     """
+    frame = _check_frame(frame, "winner_map", names_classes=True)
     from matplotlib.colors import ListedColormap
     from matplotlib.patches import Polygon
 
@@ -605,12 +705,12 @@ def winner_map(x: Any, y: ArrayLike | None = None, winners: ArrayLike | None = N
     x, y, w = np.asarray(x, float), np.asarray(y, float), np.asarray(winners)
     m = int(w.max()) + 1 if names is None else len(names)
     names = names or [f"system {i}" for i in range(m)]
-    neg, pos = _class_names(class_names)
+    neg, pos = _class_names(frame.class_names)
     colors = _colors(m)
     tie_colour = (0.75, 0.75, 0.75, 1.0)
     # Shift so that ties (-2) map to colour 0 and system i to colour i + 1; outside (-1) is masked.
     img = np.ma.masked_where(w == -1, np.where(w == -2, 0, w + 1))
-    fig, ax = _figure_and_axes(ax, (5.5, 6.5))
+    fig, ax = _figure_and_axes(frame.ax, (5.5, 6.5))
     # Grid points are pixel centres: the image reaches half a step beyond the first and last.
     dx = (x[-1] - x[0]) / max(len(x) - 1, 1) / 2
     dy = (y[-1] - y[0]) / max(len(y) - 1, 1) / 2
@@ -630,16 +730,15 @@ def winner_map(x: Any, y: ArrayLike | None = None, winners: ArrayLike | None = N
     ax.plot(0, 0, "k+", label="accuracy (equal utilities)")
     ax.set_xlim(x[0] - dx, x[-1] + dx)
     ax.set_ylim(y[0] - dy, y[-1] + dy)
-    ax.set_xlabel(f"x: worth of a correct {pos} decision\nminus that of a correct {neg} one")
-    ax.set_ylabel(f"y: worth of a missed {pos}\nminus that of a false alarm")
-    ax.set_title(title)
+    ax.set_xlabel(_or(frame.xlabel, f"x: worth of a correct {pos} decision\nminus that of a correct {neg} one"))
+    ax.set_ylabel(_or(frame.ylabel, f"y: worth of a missed {pos}\nminus that of a false alarm"))
+    ax.set_title(_or(frame.title, "Winner over the utility space"))
     ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
-    return _finish(fig, path)
+    return _finish(fig, frame.path)
 
 
 def metric_vs_yield(yields: ArrayLike, metric_values: ArrayLike, *, metric_name: str = "metric",
-                    labels: Sequence[str] | None = None, title: str | None = None, ax: Axes | None = None,
-                    path: str | os.PathLike[str] | None = None) -> Figure:
+                    labels: Sequence[str] | None = None, frame: Frame = Frame()) -> Figure:
     """Scatter of a popular metric against the utility yield (Dyrland, Lundervold and Porta Mana, Figs. 2 and 6).
 
     Points where the two order pairs differently are what the paper warns
@@ -647,14 +746,20 @@ def metric_vs_yield(yields: ArrayLike, metric_values: ArrayLike, *, metric_name:
     Spearman rank correlation (ties at their average rank) is shown in the
     title; below that it is omitted (with two systems it is always +-1 and
     says nothing).  ``labels`` names the points (systems), if few.
+
+    Args:
+      frame: :class:`Frame` (title, axis labels, ``ax``, ``path``; no class names); by default the y label is
+        ``metric_name`` and the title names it.
     """
+    frame = _check_frame(frame, "metric_vs_yield")
     a, b = np.asarray(yields, float).ravel(), np.asarray(metric_values, float).ravel()
-    fig, ax = _figure_and_axes(ax, (5, 4))
+    fig, ax = _figure_and_axes(frame.ax, (5, 4))
     ax.scatter(a, b, s=6 if labels is None else 30, alpha=0.5 if labels is None else 0.9)
     for name, xa, yb in zip(labels or [], a, b):
         ax.annotate(str(name), (xa, yb), textcoords="offset points", xytext=(4, 4), fontsize=8)
-    ax.set_xlabel("utility yield")
-    ax.set_ylabel(metric_name)
+    ax.set_xlabel(_or(frame.xlabel, "utility yield"))
+    ax.set_ylabel(_or(frame.ylabel, metric_name))
+    title = frame.title
     if title is None:
         title = f"{metric_name} vs utility yield"
         if len(a) >= MIN_POINTS_FOR_RANK_CORRELATION:
@@ -663,17 +768,16 @@ def metric_vs_yield(yields: ArrayLike, metric_values: ArrayLike, *, metric_name:
             rho = np.corrcoef(rankdata(a), rankdata(b))[0, 1]
             title += f" (Spearman {rho:.2f})"
     ax.set_title(title)
-    return _finish(fig, path)
+    return _finish(fig, frame.path)
 
 
 def sweep_curves(x: Any, values: ArrayLike | None = None, *, names: Sequence[str] | None = None,
-                 xlabel: str = "swept parameter", ylabel: str = "NEC", log_x: bool = False,
-                 flips: Sequence[float] | None = None, yscale: str = "auto", title: str = "Sensitivity sweep",
-                 ax: Axes | None = None, path: str | os.PathLike[str] | None = None) -> Figure:
+                 log_x: bool = False, flips: Sequence[float] | None = None, yscale: str = "auto",
+                 frame: Frame = Frame()) -> Figure:
     """Each system's metric along a one-dimensional sweep, with the points where rankings flip marked.
 
     Drawn: one curve per system, a dotted vertical line at each flip, and for
-    NECs (a ``SweepResult`` of NECs, or a ``ylabel`` that names the NEC) the
+    NECs (a ``SweepResult`` of NECs, or a y label that names the NEC) the
     naive level 1.  With ``yscale="auto"`` NEC curves that rise beyond
     ``EXPLODES_AT`` get a y-axis linear up to 1 and logarithmic above.
 
@@ -684,7 +788,11 @@ def sweep_curves(x: Any, values: ArrayLike | None = None, *, names: Sequence[str
         flip points are used).
       values: ``(P, M)`` metric of each system at each point.
       flips: x positions where the order of two systems reverses (vertical lines).
+      frame: :class:`Frame` (title, axis labels, ``ax``, ``path``; no class names); the default x label is
+        "swept parameter", the default y label "NEC".
     """
+    frame = _check_frame(frame, "sweep_curves")
+    ylabel = _or(frame.ylabel, "NEC")
     is_nec = "NEC" in ylabel
     if values is None:
         result = x
@@ -696,7 +804,7 @@ def sweep_curves(x: Any, values: ArrayLike | None = None, *, names: Sequence[str
             flips = [float(x[i[0]]) for a in range(s) for b in range(a + 1, s) for i in result.flip_points(a, b)]
     xs, vals = np.asarray(x, float), np.asarray(values, float)
     names = names or [f"system {i}" for i in range(vals.shape[1])]
-    fig, ax = _figure_and_axes(ax, (6, 4))
+    fig, ax = _figure_and_axes(frame.ax, (6, 4))
     for i, c in enumerate(_colors(vals.shape[1])):
         ax.plot(xs, vals[:, i], color=c, label=names[i])
     for j, f in enumerate(flips or ()):
@@ -706,8 +814,8 @@ def sweep_curves(x: Any, values: ArrayLike | None = None, *, names: Sequence[str
     scale = _apply_yscale(ax, vals, 1.0 if is_nec else 0.0, yscale)
     if log_x:
         ax.set_xscale("log")
-    ax.set_xlabel(xlabel)
+    ax.set_xlabel(_or(frame.xlabel, "swept parameter"))
     ax.set_ylabel(ylabel + (_scale_note(scale, 1.0, True) if is_nec else ""))
-    ax.set_title(title)
+    ax.set_title(_or(frame.title, "Sensitivity sweep"))
     ax.legend(fontsize=8)
-    return _finish(fig, path)
+    return _finish(fig, frame.path)

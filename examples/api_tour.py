@@ -47,7 +47,8 @@ print(f"NEC over 1000 random cost matrices: median {np.median(nec):.4f}, max {np
 xe = ecjax.cross_entropy(labels, s_a, score_type="logits", normalize=True)   # 1 = no better than the priors
 brier, ece = ecjax.brier(labels, s_a, score_type="logits"), ecjax.ece(labels, s_a, score_type="logits")
 print(f"cross-entropy    {float(xe):.4f} (normalized)   Brier {float(brier):.4f}   ECE {float(ece):.4f}")
-d = ecjax.calibration.diagnose(s_a, labels, key=jax.random.key(0), method="affine", score_type="logits")
+d = ecjax.calibration.diagnose(s_a, labels, protocol=ecjax.calibration.CrossValidation(jax.random.key(0)),
+                               method="affine", score_type="logits")
 print(f"miscalibration   {float(d.relative_loss):.1f} % of the cross-entropy (5-fold cross-validated affine)")
 
 # Binary scores: GPT-2 on SST-2 (log-posteriors). The EC of the best threshold is one sort, O(N log N).
@@ -62,11 +63,11 @@ print(f"Bayes risk at prior log-odds 0: actual {risk.actual[at_0]:.4f}, minimum 
 
 # Which classifier, and how sure are we? Costs uncertain, deployment priors uncertain, test set finite.
 low, high = 1 - np.eye(K), 5 * (1 - np.eye(K))                 # each error costs between 1 and 5
-result = prob.compare([labels, y_b, y_c], scores=[s_a, s_b, s_c], score_type="logits",
-                      costs=prob.intervals(low, high, kind="cost"),
-                      priors=prob.interval_priors(deploy * 0.5, np.minimum(deploy * 1.5, 1)),
-                      systems=["resnet20", "repvgg", "vgg19"], paired=False, num_draws=20_000, key=jax.random.key(0),
-                      rope=0.002, decision_rule="expected_utility")    # decide with E[U]; or "per_draw"
+systems = prob.Systems([labels, y_b, y_c], scores=[s_a, s_b, s_c], score_type="logits", paired=False,
+                       names=["resnet20", "repvgg", "vgg19"], decision_rule="expected_utility")  # or "per_draw"
+result = prob.compare(systems, costs=prob.intervals(low, high, kind="cost"),
+                      priors=prob.interval_priors(deploy * 0.5, np.minimum(deploy * 1.5, 1)), key=jax.random.key(0),
+                      rope=0.002, settings=prob.MonteCarloSettings(num_draws=20_000))
 print(result.summary())
 print("P(best)         ", np.asarray(result.p_best))
 

@@ -44,8 +44,8 @@ costs = prob.cost_ratio(5, 50)                           # c = [[0, 1], [r, 0]]:
 priors = prob.interval_priors([0.55, 0.20], [0.80, 0.45])  # prevalence of malignancy 20-45 %
 # Scores given: in every posterior draw each classifier makes the Bayes decisions of that draw's costs.
 # The three systems saw the same tumours: a paired comparison.
-result = prob.compare(labels, scores=log_post, costs=costs, priors=priors, paired=True, num_draws=20_000,
-                      key=jax.random.key(0), systems=names, rope=0.005)
+result = prob.compare(prob.Systems(labels, scores=log_post, paired=True, names=names), costs=costs, priors=priors,
+                      key=jax.random.key(0), rope=0.005, settings=prob.MonteCarloSettings(num_draws=20_000))
 print(result.summary())
 print("P(row better than column):")
 for n, row in zip(names, np.asarray(result.pairwise)):

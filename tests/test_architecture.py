@@ -88,8 +88,8 @@ import ecjax.cli
 from ecjax import prob
 y = np.array([0, 1, 1, 0, 1, 0, 1, 1])
 d = np.array([[0, 1, 0, 0, 1, 1, 1, 1], [0, 1, 1, 0, 0, 0, 1, 1]])
-res = prob.compare(y, d, costs=prob.intervals([[0, 1], [2, 0]], [[0, 2], [8, 0]], kind="cost"),
-                   key=jax.random.key(0), num_draws=200)
+res = prob.compare(prob.Systems(y, d), costs=prob.intervals([[0, 1], [2, 0]], [[0, 2], [8, 0]], kind="cost"),
+                   key=jax.random.key(0), settings=prob.MonteCarloSettings(num_draws=200))
 assert np.isfinite(res.p_best).all()
 loaded = [m for m in ("numpyro", "optax") if m in sys.modules]
 assert not loaded, loaded

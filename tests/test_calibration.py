@@ -279,13 +279,131 @@ def test_relative_calibration_loss_of_an_infinite_raw_cross_entropy():
 def test_diagnose_reports_raw_calibrated_and_losses():
     labels, scores, st = load_dataset("sst2_gpt2")
     labels = labels.astype(np.int64)
-    d = C.diagnose(scores, labels, key=jax.random.key(0), score_type=st)
+    d = C.diagnose(scores, labels, protocol=C.CrossValidation(jax.random.key(0)), score_type=st)
     raw, cal = _xe64(_lp64(scores, st), labels), _xe64(d.calibrated_scores, labels)
     np.testing.assert_allclose([float(d.raw), float(d.calibrated)], [raw, cal], rtol=1e-5)
     np.testing.assert_allclose(float(d.absolute_loss), raw - cal, rtol=1e-4)
     np.testing.assert_allclose(float(d.relative_loss), 100 * (raw - cal) / raw, rtol=1e-4)
     assert d.protocol == "cross_validation" and d.metric == "xe"
     assert float(d.relative_loss) > 30  # GPT-2 zero-shot is badly calibrated (shared/data README)
+
+
+def _synthetic_logits(seed, n=240, k=3):
+    """Over-confident, biased 3-class logits: a calibrator has something to remove."""
+    rng = np.random.default_rng(seed)
+    labels = np.arange(n) % k
+    logits = 3.0 * (rng.normal(size=(n, k)) + 1.2 * np.eye(k)[labels]) + np.array([0.8, 0.0, -0.5])
+    return labels.astype(np.int64), logits
+
+
+def test_diagnose_cross_validation_is_calibrate_cross_validated_then_calibration_loss():
+    labels, logits = _synthetic_logits(11)
+    key = jax.random.key(4)
+    d = C.diagnose(logits, labels, protocol=C.CrossValidation(key, num_folds=4), score_type="logits")
+    # The same protocol composed by hand: the cross-validated scores, then eqs. 59-60 on log-posteriors.
+    res = C.calibrate_cross_validated(logits, labels, key=key, num_folds=4, score_type="logits")
+    lp = _lp64(logits, "logits")
+    np.testing.assert_allclose(np.asarray(d.calibrated_scores), np.asarray(res.scores), rtol=1e-6, atol=1e-6)
+    absolute = float(C.calibration_loss(labels, lp, res.scores, relative=False))
+    relative = float(C.calibration_loss(labels, lp, res.scores))
+    np.testing.assert_allclose([float(d.absolute_loss), float(d.relative_loss)], [absolute, relative], rtol=1e-4)
+    np.testing.assert_allclose([float(d.raw), float(d.calibrated)],
+                               [_xe64(lp, labels), _xe64(np.asarray(res.scores), labels)], rtol=1e-5)
+    assert d.protocol == "cross_validation" and d.calibrator.method == "affine"
+    assert np.asarray(d.calibrator.params["scale"]).shape == (4,)  # one calibrator per fold: num_folds arrived
+    assert relative > 5  # the over-confident logits are miscalibrated
+    # Other folds, other numbers: num_folds is not ignored.
+    d5 = C.diagnose(logits, labels, protocol=C.CrossValidation(key), score_type="logits")
+    assert np.asarray(d5.calibrator.params["scale"]).shape == (5,)
+    assert not np.allclose(np.asarray(d5.calibrated_scores), np.asarray(d.calibrated_scores))
+
+
+def test_diagnose_held_out_is_calibrate_held_out_then_calibration_loss():
+    train_labels, train_logits = _synthetic_logits(12, n=300)
+    labels, logits = _synthetic_logits(13)
+    protocol = C.HeldOut(train_logits, train_labels)
+    d = C.diagnose(logits, labels, protocol=protocol, metric="brier", score_type="logits", method="temperature")
+    res = C.calibrate_held_out(train_logits, train_labels, logits, method="temperature", score_type="logits")
+    lp = _lp64(logits, "logits")
+    np.testing.assert_allclose(np.asarray(d.calibrated_scores), np.asarray(res.scores), rtol=1e-6, atol=1e-6)
+    absolute = float(C.calibration_loss(labels, lp, res.scores, metric="brier", relative=False))
+    relative = float(C.calibration_loss(labels, lp, res.scores, metric="brier"))
+    np.testing.assert_allclose([float(d.absolute_loss), float(d.relative_loss)], [absolute, relative], rtol=1e-4)
+    # The raw Brier score by hand: mean over samples of sum_k (p_k - [y = k])^2 ...
+    p = np.exp(lp)
+    brier_raw = np.mean(np.sum((p - np.eye(3)[labels]) ** 2, axis=1))
+    # ... up to ecjax's normalization, which is the same for raw and calibrated: check their ratio.
+    p_cal = np.exp(np.asarray(res.scores, np.float64))
+    brier_cal = np.mean(np.sum((p_cal - np.eye(3)[labels]) ** 2, axis=1))
+    assert float(d.calibrated) / float(d.raw) == pytest.approx(brier_cal / brier_raw, rel=1e-4)
+    assert d.protocol == "held_out" and d.calibrator.method == "temperature"
+    # The calibrator was fitted on the training data only: refitting there gives the same temperature.
+    again = C.fit(train_logits, train_labels, method="temperature", score_type="logits")
+    np.testing.assert_allclose(np.asarray(d.calibrator.params["scale"]), np.asarray(again.params["scale"]),
+                               rtol=1e-6)
+
+
+def test_diagnose_train_on_test_is_optimistic_and_named():
+    labels, logits = _synthetic_logits(14)
+    d = C.diagnose(logits, labels, protocol="train_on_test", score_type="logits")
+    res = C.calibrate_train_on_test(logits, labels, score_type="logits")
+    np.testing.assert_allclose(np.asarray(d.calibrated_scores), np.asarray(res.scores), rtol=1e-6, atol=1e-6)
+    assert d.protocol == "train_on_test"
+    # Fitted on the very samples it scores, it is at least as good there as the cross-validated calibrator.
+    cv = C.diagnose(logits, labels, protocol=C.CrossValidation(jax.random.key(0)), score_type="logits")
+    assert float(d.calibrated) <= float(cv.calibrated) + 1e-6
+
+
+@pytest.mark.parametrize("make, field", [
+    (lambda: C.CrossValidation(None), "`key`"),
+    (lambda: C.CrossValidation(42), "`key`"),
+    (lambda: C.CrossValidation(np.array([1, 2], np.int64)), "`key`"),
+    (lambda: C.CrossValidation(jax.random.key(0), num_folds=1), "`num_folds`"),
+    (lambda: C.CrossValidation(jax.random.key(0), num_folds=2.5), "`num_folds`"),
+    (lambda: C.CrossValidation(jax.random.key(0), num_folds=True), "`num_folds`"),
+    (lambda: C.CrossValidation(jax.random.key(0), num_folds="5"), "`num_folds`"),
+    (lambda: C.HeldOut(None, np.zeros(4, int)), "`train_scores`"),
+    (lambda: C.HeldOut(np.zeros((4, 2)), None), "`train_labels`"),
+    (lambda: C.HeldOut([[0.0, 1.0], [2.0]], np.zeros(2, int)), "`train_scores`"),
+    (lambda: C.HeldOut(np.zeros((4, 2)), 1), "`train_labels`"),
+    (lambda: C.HeldOut(np.zeros((5, 2)), np.zeros(4, int)), "`train_scores` and `train_labels`"),
+])
+def test_protocol_objects_name_their_bad_fields(make, field):
+    with pytest.raises(InputError) as info:
+        make()
+    assert type(info.value) is InputError and field in str(info.value), str(info.value)
+
+
+def test_protocol_objects_keep_their_checked_fields():
+    cv = C.CrossValidation(jax.random.PRNGKey(3), num_folds=np.int64(3))  # a raw uint32 key is a key too
+    assert cv.num_folds == 3 and type(cv.num_folds) is int
+    assert C.CrossValidation(jax.random.key(0)).num_folds == 5
+    s, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
+    held = C.HeldOut(s, y)
+    assert held.train_scores is s and held.train_labels is y
+    with pytest.raises(AttributeError):
+        cv.num_folds = 4  # frozen
+
+
+@pytest.mark.parametrize("protocol", ["cross_validation", "held_out", "cv", "", None, 3])
+def test_diagnose_refuses_other_protocols_with_the_objects_to_use(protocol):
+    labels, logits = _synthetic_logits(15, n=30)
+    with pytest.raises(InputError) as info:
+        C.diagnose(logits, labels, protocol=protocol, score_type="logits")
+    msg = str(info.value)
+    assert "`protocol`" in msg and "calibration.CrossValidation(key" in msg, msg
+    assert "calibration.HeldOut(train_scores, train_labels)" in msg and "'train_on_test'" in msg, msg
+
+
+def test_diagnose_protocol_is_required_and_llr_is_refused():
+    labels, logits = _synthetic_logits(16, n=30)
+    with pytest.raises(TypeError, match="protocol"):
+        C.diagnose(logits, labels, score_type="logits")  # type: ignore[call-arg]
+    with pytest.raises(InputError, match="method='llr'"):
+        C.diagnose(logits, labels, protocol="train_on_test", score_type="logits", method="llr")
+    with pytest.raises(InputError, match="method='llr'"):
+        C.diagnose(logits, labels, protocol=C.CrossValidation(jax.random.key(0)), score_type="logits",
+                   method="llr")
 
 
 def test_calibrator_is_a_pytree_usable_under_jit():
@@ -326,7 +444,7 @@ def test_bad_inputs_raise_input_error():
     with pytest.raises(InputError, match="method='llr'"):
         C.fit(lp[:, 0], labels % 2, score_type="llr", method="affine")
     with pytest.raises(InputError, match="key"):
-        C.diagnose(lp, labels)
+        C.diagnose(lp, labels, protocol=C.CrossValidation(None))
     with pytest.raises(InputError, match="metric"):
         C.calibration_loss(labels, lp, lp, metric="ece")
     with pytest.raises(InputError, match="costs"):

@@ -462,9 +462,9 @@ def test_as_key_accepts_typed_and_raw_keys():
 def test_compare_and_diagnose_refuse_non_keys(key):
     from ecjax import calibration, prob
 
-    raises("`key`", prob.compare, np.array([0, 1, 0, 1]), np.array([[0, 1, 0, 1], [0, 0, 0, 1]]),
-           costs=C01, key=key, num_draws=10)
-    raises("`key`", calibration.diagnose, S, Y, key=key)
+    raises("`key`", prob.compare, prob.Systems(np.array([0, 1, 0, 1]), np.array([[0, 1, 0, 1], [0, 0, 0, 1]])),
+           costs=C01, key=key, settings=prob.MonteCarloSettings(num_draws=10))
+    raises("`key`", lambda: calibration.diagnose(S, Y, protocol=calibration.CrossValidation(key)))
 
 
 @pytest.mark.parametrize("x, ok", [(3, 3.0), (np.float32(2.5), 2.5), (np.array(1.0), 1.0)])

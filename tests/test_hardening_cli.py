@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from ecjax import cli
+from ecjax.inputs import InputError
 
 N = 120
 
@@ -381,6 +382,7 @@ def test_interrupt_while_importing_jax(tmp_path, argv0, as_command):
 _SLOW = r"""
 import sys, time
 from ecjax import cli
+from ecjax.inputs import InputError
 def slow(args):
     open("started", "w").close()
     time.sleep(60)
@@ -429,3 +431,17 @@ def test_library_messages_name_the_command_line_option(tmp_path, capsys):
 
     msg = 'pass score_type="logits"; or score_type=\'llr\'; `score_type` must be one of ...'
     assert _as_options(msg) == "pass --score-type logits; or --score-type llr; --score-type must be one of ..."
+
+
+def test_the_command_line_says_the_library_remedy_in_its_own_options():
+    # One condition, checked once (ecjax.inputs.as_scores); each front end names the fix its own way.
+    from ecjax.inputs import as_scores
+
+    p = np.random.default_rng(1).dirichlet(np.ones(3), size=20)
+    with pytest.raises(InputError) as info:
+        as_scores(p, score_type="logits")
+    assert info.value.remedy == {"score_type": "probabilities"}
+    assert info.value.problem == "the rows look like probabilities (in [0, 1], summing to 1), not log-domain scores"
+    assert str(info.value).startswith("`scores` rows look like probabilities")
+    with pytest.raises(InputError, match=r"^p\.npy: the rows look like probabilities .*: pass --score-type probabilities$"):
+        cli._check_scores(p, "p.npy", 2, "logits")

@@ -13,7 +13,7 @@ import pytest
 
 import jax.numpy as jnp
 
-from ecjax import InputError, costs, metrics
+from ecjax import InputError, costs, inputs, metrics
 from ecjax.confusion import confusion_matrix, joint_outcome_table
 from ecjax.decisions import bayes_decisions, log_posteriors, naive_decision
 from ecjax.scores import bayes_expected_cost, optimal_threshold_expected_cost
@@ -344,3 +344,26 @@ def test_the_shared_class_and_weight_checks_say_which_class_and_why():
         v.check_priors_cover(np.array([[3, 2], [4, 0]]), np.array([0.5, 0.5]))
     v.check_priors_cover(np.array([3, 0]), np.array([1.0, 0.0]))  # no prior on the absent class
     v.check_priors_cover(np.array([3, 0]), None)  # data priors: an absent class has weight 0
+
+
+# One check of bounds serves the utility priors, the prior intervals and the cost-specification files.
+@pytest.mark.parametrize("check, message", [
+    (lambda: inputs.check_bounds(3.0, 1.0), "low <= high, but low > high: 3.0 > 1.0"),
+    (lambda: inputs.check_bounds([0, 2, 5], [1, 1, 1]), "low > high at entry 1: 2 > 1"),
+    (lambda: inputs.check_bounds(np.zeros((2, 2)), [[1, 1], [-1, 1]], "the [uncertainty] intervals"),
+     r"the \[uncertainty\] intervals must satisfy low <= high, but low > high at entry \(1, 0\)"),
+    (lambda: inputs.check_inside([[0, 5]], 0, [[1, 4]], "`nominal`"),
+     r"`nominal` must lie inside \[low, high\] at entry \(0, 1\): 5 is outside \[0, 4\]"),
+    (lambda: inputs.check_prior_intervals([0.5, 0.6], [0.4, 0.7]), "low > high at entry 0: 0.5 > 0.4"),
+    (lambda: inputs.check_prior_intervals([-0.1, 0.1], [0.9, 1.0]), r"within \[0, 1\]"),
+    (lambda: inputs.check_prior_intervals([0.1, 0.1], [0.2, 0.2]), "sum\\(low\\) = 0.2 and sum\\(high\\) = 0.4"),
+])
+def test_bounds_checks_name_the_first_bad_entry(check, message):
+    with pytest.raises(InputError, match=message):
+        check()
+
+
+def test_bounds_checks_pass_valid_bounds():
+    inputs.check_bounds([0, 1], [0, 2])  # equal bounds are an interval of one point
+    inputs.check_inside([0.5, 1.0], [0, 1], [1, 1], "`x`")
+    inputs.check_prior_intervals([0.2, 0.3], [0.7, 0.8])

@@ -13,7 +13,7 @@ import numpy as np
 from ecjax import plots
 t = np.linspace(-3, 3, 20)
 plots.bayes_risk_curves(t, t**2 / 9 + 0.3, t**2 / 9 + 0.1)
-plots.reliability_diagram([0.2, 0.7], [0.3, 0.6], [10, 20])
+plots.reliability_diagram(([0.2, 0.7], [0.3, 0.6], [10, 20]))
 plots.roc_with_iso_utility(np.linspace(0, 1, 5), np.linspace(0, 1, 5) ** 0.5, utilities=[[0, -1], [-2, 0]],
                            priors=[0.5, 0.5])
 """
@@ -47,7 +47,7 @@ def test_plots_keep_jupyters_inline_backend():
 def test_plots_save_headless_with_no_backend_configured(tmp_path):
     out = _run("import matplotlib", DRAW, f"""
         fig = plots.winner_map(np.linspace(-1, 1, 5), np.linspace(-1, 1, 5), np.zeros((5, 5), int),
-                               path={str(tmp_path / "w.png")!r})
+                               frame=plots.Frame(path={str(tmp_path / "w.png")!r}))
         print(matplotlib.get_backend().lower())
         """, env=_env_without_display())
     assert out.strip() == "agg"  # pyplot's own fallback without a display

@@ -82,7 +82,7 @@ def test_roc_best_tangent_only_names_the_system():
 
 def test_roc_names_the_positive_class():
     fpr, tpr = _binormal_roc(1.0)
-    ax = plots.roc_with_iso_utility(fpr, tpr, class_names=("healthy", "sick")).axes[0]
+    ax = plots.roc_with_iso_utility(fpr, tpr, frame=plots.Frame(class_names=("healthy", "sick"))).axes[0]
     assert "positive class: sick" in ax.get_title()
     assert "healthy decided sick" in ax.get_xlabel()
     assert "sick decided sick" in ax.get_ylabel()
@@ -209,7 +209,7 @@ def test_reliability_equal_mass_for_skewed_scores_and_ece_on_figure():
     labels, log_post, p1 = _skewed_binary()
     width_counts = np.bincount(np.clip(np.ceil(p1 * 15).astype(int) - 1, 0, 14), minlength=15)
     assert width_counts.max() > 0.25 * len(p1)  # skewed: the case of the default
-    fig = plots.reliability_diagram(labels=labels, scores=log_post, class_names=("healthy", "sick"))
+    fig = plots.reliability_diagram(labels=labels, scores=log_post, frame=plots.Frame(class_names=("healthy", "sick")))
     ax = fig.axes[0]
     value, text = _ece_text(ax)
     assert "15 equal-mass bins" in text
@@ -305,8 +305,9 @@ def test_yield_posteriors_and_ranks_from_a_comparison():
     from ecjax import prob
 
     counts = np.array([[[80, 20], [10, 90]], [[70, 30], [25, 75]]])
-    result = prob.compare_counts(counts, costs=prob.cost_ratio(1, 3), num_draws=1000, key=jax.random.key(0),
-                                 systems=["left", "right"], decompose=False)
+    result = prob.compare_counts(dict(zip(["left", "right"], counts)), costs=prob.cost_ratio(1, 3),
+                                 key=jax.random.key(0), decompose=False,
+                                 settings=prob.MonteCarloSettings(num_draws=1000))
     ax = plots.yield_posteriors(result).axes[0]
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend[0].startswith("left  P(best) = ") and legend[1].startswith("right  P(best) = ")
@@ -326,7 +327,7 @@ def test_winner_map_plain_axes_and_infeasible_region_explained():
 
     counts = np.array([[[80, 20], [10, 90]], [[95, 5], [40, 60]]])
     m = sweep.utility_space_map(counts, resolution=41)
-    ax = plots.winner_map(m, names=["a", "b"], class_names=("healthy", "sick")).axes[0]
+    ax = plots.winner_map(m, names=["a", "b"], frame=plots.Frame(class_names=("healthy", "sick"))).axes[0]
     for text in (ax.get_xlabel(), ax.get_ylabel()):
         assert "seed" not in text and "eq." not in text and "worth" in text
     assert "correct sick decision" in ax.get_xlabel() and "missed sick" in ax.get_ylabel()
@@ -373,7 +374,7 @@ def test_sweep_curves_symlog_only_for_exploding_necs():
     nec = np.stack([1 + 1 / r, 0.5 + 0 * r], 1)  # up to 11: explodes
     assert plots.sweep_curves(r, nec, log_x=True).axes[0].get_yscale() == "symlog"
     assert plots.sweep_curves(r, nec / 4, log_x=True).axes[0].get_yscale() == "linear"
-    assert plots.sweep_curves(r, nec, ylabel="utility yield").axes[0].get_yscale() == "linear"
+    assert plots.sweep_curves(r, nec, frame=plots.Frame(ylabel="utility yield")).axes[0].get_yscale() == "linear"
 
 
 # ---------------------------------------------------------------------- ax=
@@ -386,7 +387,7 @@ def _all_figures():
     winners = np.where(np.abs(xx - yy) > 1, -1, (xx > 0).astype(int))
     draws = np.random.default_rng(0).normal([0, 1], 0.3, (500, 2))
     return {
-        "reliability_diagram": lambda **kw: plots.reliability_diagram([0.2, 0.7], [0.3, 0.6], [10, 20], **kw),
+        "reliability_diagram": lambda **kw: plots.reliability_diagram(([0.2, 0.7], [0.3, 0.6], [10, 20]), **kw),
         "cost_vs_threshold": lambda **kw: plots.cost_vs_threshold(t, t**2 / 9 + 0.2, bayes_threshold=0.0, **kw),
         "bayes_risk_curves": lambda **kw: plots.bayes_risk_curves(t, t**2 / 9 + 0.3, t**2 / 9 + 0.1, **kw),
         "roc_with_iso_utility": lambda **kw: plots.roc_with_iso_utility(fpr, tpr, costs=[[0, 1], [2, 0]],
@@ -404,7 +405,7 @@ def _all_figures():
 def test_ax_draws_into_the_given_axes_and_returns_its_figure(name, tmp_path):
     fig, (left, right) = plt.subplots(1, 2, figsize=(9, 4))
     before = plt.get_fignums()
-    out = _all_figures()[name](ax=right, path=tmp_path / "f.png")
+    out = _all_figures()[name](frame=plots.Frame(ax=right, path=tmp_path / "f.png"))
     assert out is fig
     assert plt.get_fignums() == before  # no new figure
     assert right.has_data() and not left.has_data()

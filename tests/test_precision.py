@@ -90,9 +90,11 @@ _WORKLOAD = textwrap.dedent(
                  priors=np.full((3, k), 1 / k))
     metric_reliability(jax.random.key(0), num_pairs=2000)
     prior = prob.utility_priors.intervals(np.full((k, k), -2.0) * (1 - np.eye(k)), np.zeros((k, k)))
-    prob.compare(labels, scores=logits, score_type="logits", utilities=prior, num_draws=300,
-                 key=jax.random.key(1))
-    prob.compare(labels, rng.integers(0, k, (2, n)), utilities=prior, num_draws=300, key=jax.random.key(2))
+    settings = prob.MonteCarloSettings(num_draws=300)
+    prob.compare(prob.Systems(labels, scores=logits, score_type="logits"), utilities=prior, key=jax.random.key(1),
+                 settings=settings)
+    prob.compare(prob.Systems(labels, rng.integers(0, k, (2, n))), utilities=prior, key=jax.random.key(2),
+                 settings=settings)
     print("workload done")
     """
 )

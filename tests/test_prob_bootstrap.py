@@ -25,6 +25,7 @@ import jax.numpy as jnp
 
 from ecjax.inputs import InputError
 from ecjax.prob.bootstrap import BUILTIN_METRICS, bootstrap_metric, weighted_metric
+from ecjax.prob import MonteCarloSettings, Systems
 
 from conftest import load_dataset
 
@@ -204,7 +205,8 @@ def test_bootstrap_of_a_weighted_mean_matches_rubins_closed_form(metric):
     y = np.array([0, 1, 1, 0, 1, 0])
     p1 = np.array([[0.2, 0.9, 0.6, 0.4, 0.35, 0.05], [0.5, 0.7, 0.8, 0.1, 0.45, 0.3]])
     lp = np.log(np.stack([1 - p1, p1], -1))
-    res = bootstrap_metric(y, lp.astype(np.float32), metric, key=KEY, num_draws=S)
+    res = bootstrap_metric(Systems(y, scores=lp.astype(np.float32)), metric, key=KEY,
+                           settings=MonteCarloSettings(num_draws=S))
     draws = np.asarray(res.draws, np.float64)
     p32 = np.exp(lp.astype(np.float32).astype(np.float64))
     if metric == "cross_entropy":
@@ -244,8 +246,8 @@ def test_calibration_loss_posterior_matches_an_independent_bootstrap_with_scikit
     a = lp[:, 1] - lp[:, 0]
     b = np.sign(a) * np.abs(a) ** 1.6  # a monotone but non-affine change: a different calibration loss
     systems = np.stack([a, b]).astype(np.float32)
-    res = bootstrap_metric(y, np.stack([-np.logaddexp(0, systems), -np.logaddexp(0, -systems)], -1),
-                           "calibration_loss", key=KEY, num_draws=S)
+    res = bootstrap_metric(Systems(y, scores=np.stack([-np.logaddexp(0, systems), -np.logaddexp(0, -systems)], -1)),
+                           "calibration_loss", key=KEY, settings=MonteCarloSettings(num_draws=S))
     rng = np.random.default_rng(8)
     ref = np.array([[_sklearn_calibration_loss(y, x.astype(np.float64), w) for x in systems]
                     for w in rng.exponential(size=(s_ref, n))])
@@ -270,8 +272,9 @@ def test_calibration_loss_of_affinely_related_systems_shares_the_calibrated_cros
     x = lp[:, 1] - lp[:, 0]
     systems = np.stack([x, 40.0 * x - 3.0]).astype(np.float32)
     scores = np.stack([-np.logaddexp(0, systems), -np.logaddexp(0, -systems)], -1)
-    loss = np.asarray(bootstrap_metric(y, scores, "calibration_loss", key=KEY, num_draws=1000).draws, np.float64)
-    raw = np.asarray(bootstrap_metric(y, scores, "cross_entropy", key=KEY, num_draws=1000).draws, np.float64)
+    systems, settings = Systems(y, scores=scores), MonteCarloSettings(num_draws=1000)
+    loss = np.asarray(bootstrap_metric(systems, "calibration_loss", key=KEY, settings=settings).draws, np.float64)
+    raw = np.asarray(bootstrap_metric(systems, "cross_entropy", key=KEY, settings=settings).draws, np.float64)
     calibrated = (100 - loss) * raw / 100
     assert loss[:, 1].min() > 80  # the overconfident system: most of its cross-entropy is miscalibration
     np.testing.assert_allclose(calibrated[:, 1], calibrated[:, 0], rtol=2e-5)
@@ -298,7 +301,8 @@ def test_frequency_weights_match_the_weighted_closed_form_and_repeated_samples()
     p1 = rng.uniform(0.05, 0.95, size=(2, n))
     lp = np.log(np.stack([1 - p1, p1], -1)).astype(np.float32)
     w = np.array([1, 3, 0, 2, 1, 4, 0, 2], float)
-    res = bootstrap_metric(y, lp, "cross_entropy", key=KEY, num_draws=S, sample_weight=w)
+    res = bootstrap_metric(Systems(y, scores=lp, sample_weight=w), "cross_entropy", key=KEY,
+                           settings=MonteCarloSettings(num_draws=S))
     draws = np.asarray(res.draws, np.float64)
     x = -lp.astype(np.float64)[:, np.arange(n), y]  # (M, N)
     rep = np.repeat(np.arange(n), w.astype(int))
@@ -325,9 +329,10 @@ def test_frequency_weights_within_clusters_equal_repeated_samples_within_cluster
     p1 = np.random.default_rng(2).uniform(0.05, 0.95, size=10)
     lp = np.log(np.stack([1 - p1, p1], -1)).astype(np.float32)
     rep = np.repeat(np.arange(10), w.astype(int))
-    a = np.asarray(bootstrap_metric(y, lp, "brier", key=KEY, num_draws=S, groups=groups, sample_weight=w).draws)[:, 0]
-    b = np.asarray(bootstrap_metric(y[rep], lp[rep], "brier", key=jax.random.key(9), num_draws=S,
-                                    groups=groups[rep]).draws)[:, 0]
+    a = np.asarray(bootstrap_metric(Systems(y, scores=lp, groups=groups, sample_weight=w), "brier", key=KEY,
+                                    settings=MonteCarloSettings(num_draws=S)).draws)[:, 0]
+    b = np.asarray(bootstrap_metric(Systems(y[rep], scores=lp[rep], groups=groups[rep]), "brier", key=jax.random.key(9),
+                                    settings=MonteCarloSettings(num_draws=S)).draws)[:, 0]
     assert abs(a.mean() - b.mean()) < 4 * np.sqrt((a.var() + b.var()) / S)
     se_var = np.sqrt((np.var((a - a.mean()) ** 2) + np.var((b - b.mean()) ** 2)) / S)
     assert abs(a.var() - b.var()) < 4 * se_var, (a.var(), b.var(), se_var)
@@ -338,7 +343,8 @@ def test_bad_sample_weight_raises_input_error():
     for w, message in [(np.ones(9), "`labels` and `sample_weight`"), (-np.ones(10), "non-negative"),
                        (np.zeros(10), "0 for every sample"), (np.where(y == 1, 1.0, 0.0), "single class")]:
         with pytest.raises(InputError, match=message):
-            bootstrap_metric(y, lp, "auc", key=KEY, num_draws=200, sample_weight=w)
+            bootstrap_metric(Systems(y, scores=lp, sample_weight=w), "auc", key=KEY,
+                             settings=MonteCarloSettings(num_draws=200))
 
 
 def test_auc_interval_agrees_with_confidence_intervals_bootstrap():
@@ -349,7 +355,8 @@ def test_auc_interval_agrees_with_confidence_intervals_bootstrap():
     s1 = s0 + np.random.default_rng(7).normal(0.0, 2.0, s0.shape)  # a second, noisier system on the same samples
     llr = np.stack([s0, s1]).astype(np.float32)
     # LLRs without priors: the ranking metrics need none.  A mapping names the systems.
-    res = bootstrap_metric(labels, {"resnet": llr[0], "noisy": llr[1]}, "auc", key=KEY, score_type="llr", num_draws=S)
+    res = bootstrap_metric(Systems(labels, scores={"resnet": llr[0], "noisy": llr[1]}, score_type="llr"), "auc",
+                           key=KEY, settings=MonteCarloSettings(num_draws=S))
     assert res.best == "resnet"
 
     def auc(y, s):  # Mann-Whitney by ranks (scipy), much faster than roc_auc_score inside the anchor's loop
@@ -393,8 +400,10 @@ def test_clusters_of_repeated_samples_equal_one_copy_per_cluster():
     one_copy = np.stack([lp_a, lp_b]).astype(np.float32)
     repeated = np.repeat(one_copy, c, axis=1)
     ids = np.repeat([f"patient {i}" for i in range(g)], c)
-    clustered = bootstrap_metric(np.repeat(y, c), repeated, "brier", key=KEY, groups=ids, num_draws=S)
-    reference = bootstrap_metric(y, one_copy, "brier", key=jax.random.key(99), num_draws=S)
+    clustered = bootstrap_metric(Systems(np.repeat(y, c), scores=repeated, groups=ids), "brier", key=KEY,
+                                 settings=MonteCarloSettings(num_draws=S))
+    reference = bootstrap_metric(Systems(y, scores=one_copy), "brier", key=jax.random.key(99),
+                                 settings=MonteCarloSettings(num_draws=S))
     assert clustered.info["num_groups"] == g
     p32 = np.exp(one_copy.astype(np.float64))
     per_sample = ((p32 - np.eye(2)[y]) ** 2).sum(-1) / 2  # (M, G)
@@ -421,8 +430,8 @@ def test_user_metric_is_paired_and_matches_closed_form():
 
     y, lp = _binary_data(50, seed=10)
     twins = np.stack([lp, lp]).astype(np.float32)
-    res = bootstrap_metric(y, twins, accuracy, key=KEY, higher_is_better=True, num_draws=S, rope=0.01,
-                           systems=("a", "a copy"))
+    res = bootstrap_metric(Systems(y, scores=twins, names=("a", "a copy")), accuracy, key=KEY, higher_is_better=True,
+                           rope=0.01, settings=MonteCarloSettings(num_draws=S))
     draws = np.asarray(res.draws)
     hits = (lp.argmax(1) == y).astype(float)
     # Identical systems: identical draws, so "a strictly better than b" never happens either way, their
@@ -437,7 +446,8 @@ def test_user_metric_is_paired_and_matches_closed_form():
     assert res.estimate[0] == pytest.approx(hits.mean(), rel=1e-6)
     # The draws are fixed by the key and the draw's index, not by how the draws are chunked (up to float32
     # rounding of sums vectorized differently).
-    chunked = bootstrap_metric(y, twins, accuracy, key=KEY, higher_is_better=True, num_draws=S, chunk_size=997)
+    chunked = bootstrap_metric(Systems(y, scores=twins), accuracy, key=KEY, higher_is_better=True,
+                               settings=MonteCarloSettings(num_draws=S, chunk_size=997))
     np.testing.assert_allclose(chunked.draws, res.draws, atol=1e-6)
     text = res.summary()
     assert "a copy" in text and "P(|difference| <= 0.01)" in text and "lower" not in text.splitlines()[0]
@@ -457,7 +467,8 @@ def test_user_metric_of_confusion_counts_matches_scikit_learn():
 
     y, lp = _binary_data(60, seed=12)
     w = np.random.default_rng(13).integers(1, 4, 60).astype(float)
-    res = bootstrap_metric(y, lp.astype(np.float32), f1, key=KEY, higher_is_better=True, num_draws=400, sample_weight=w)
+    res = bootstrap_metric(Systems(y, scores=lp.astype(np.float32), sample_weight=w), f1, key=KEY,
+                           higher_is_better=True, settings=MonteCarloSettings(num_draws=400))
     d = (lp[:, 1] > lp[:, 0]).astype(int)
     assert res.estimate[0] == pytest.approx(f1_score(y, d, sample_weight=w), rel=1e-6)
     rep = np.repeat(np.arange(60), w.astype(int))
@@ -499,8 +510,11 @@ def test_bad_inputs_raise_input_error_naming_the_argument(kwargs, names):
         logits = rng.normal(size=(10, k))
         scores = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
     metric = kwargs.pop("metric")
+    data = {name: kwargs.pop(name) for name in ("score_type", "groups") if name in kwargs}
+    settings = {name: kwargs.pop(name) for name in ("num_draws",) if name in kwargs}
     with pytest.raises(InputError, match=names):
-        bootstrap_metric(y, scores, metric, key=key, **kwargs)
+        bootstrap_metric(Systems(y, scores=scores, **data), metric, key=key,
+                         settings=MonteCarloSettings(**settings), **kwargs)
 
 
 def test_bad_weights_raise_input_error():
@@ -520,7 +534,8 @@ def test_ten_thousand_draws_of_ten_thousand_samples():
     _, lp_b = _binary_data(10_000, seed=12, shift=0.8, labels=y)
     scores = np.stack([lp_a, lp_b]).astype(np.float32)
     for metric in ("auc", "eer", "cross_entropy"):
-        res = bootstrap_metric(y, scores, metric, key=KEY, num_draws=10_000)
+        res = bootstrap_metric(Systems(y, scores=scores), metric, key=KEY,
+                               settings=MonteCarloSettings(num_draws=10_000))
         draws = np.asarray(res.draws, np.float64)
         assert np.all(np.isfinite(draws)) and res.info["chunk_size"] < 10_000
         # At N = 10^4 the posterior is nearly normal around the estimate: the mean within 5 Monte Carlo errors.

@@ -33,8 +33,9 @@ def test_p_higher_accuracy_matches_integral_of_two_beta_posteriors():
     correct_a, n_a, correct_b, n_b = 171, 200, 122, 150
     dec_a = np.r_[np.zeros(correct_a, int), np.ones(n_a - correct_a, int)]
     dec_b = np.r_[np.zeros(correct_b, int), np.ones(n_b - correct_b, int)]
-    res = prob.compare([np.zeros(n_a, int), np.zeros(n_b, int)], [dec_a, dec_b], utilities=np.eye(2),
-                       priors=[1.0, 0.0], paired=False, num_draws=100_000, key=KEY, decompose=False)
+    res = prob.compare(prob.Systems([np.zeros(n_a, int), np.zeros(n_b, int)], [dec_a, dec_b], paired=False),
+                       utilities=np.eye(2), priors=[1.0, 0.0], key=KEY, decompose=False,
+                       settings=prob.MonteCarloSettings(num_draws=100_000))
     beta_a = stats.beta(correct_a + 0.5, n_a - correct_a + 0.5)
     beta_b = stats.beta(correct_b + 0.5, n_b - correct_b + 0.5)
     reference, _ = integrate.quad(lambda x: beta_a.pdf(x) * beta_b.cdf(x), 0, 1, epsabs=1e-12, limit=200)
@@ -66,7 +67,7 @@ def test_utility_uncertainty_alone_p_best_is_the_prior_mass_where_a_system_wins(
     gauss = np.exp(-0.5 * (x ** 2 + y ** 2) / (1 / 3) ** 2) * inside
     for prior, weight in [(prob.seed004_uniform(), inside.astype(float)), (prob.seed004_gaussian(), gauss)]:
         reference = np.array([(weight * (winner == m)).sum() for m in range(3)]) / weight.sum()
-        res = prob.compare_counts(counts, utilities=prior, key=KEY, num_draws=100_000)
+        res = prob.compare_counts(counts, utilities=prior, key=KEY, settings=prob.MonteCarloSettings(num_draws=100_000))
         np.testing.assert_allclose(res.p_best, reference, atol=0.006)
         # All the doubt comes from the utilities.
         np.testing.assert_allclose(res.doubt.p_best_costs_only, reference, atol=0.006)
@@ -77,7 +78,8 @@ def test_utility_uncertainty_alone_p_best_is_the_prior_mass_where_a_system_wins(
     r = np.exp(log_r)
     ec = np.stack([priors[0] * (1 - tn) + priors[1] * (1 - tp) * r for tn, tp in tnr_tpr])
     reference = np.array([np.mean(np.argmin(ec, 0) == m) for m in range(3)])
-    res = prob.compare_counts(counts, costs=prob.cost_ratio(0.5, 20), key=KEY, num_draws=100_000)
+    res = prob.compare_counts(counts, costs=prob.cost_ratio(0.5, 20), key=KEY,
+                              settings=prob.MonteCarloSettings(num_draws=100_000))
     np.testing.assert_allclose(res.p_best, reference, atol=0.006)
 
 
@@ -155,8 +157,8 @@ def test_frequentist_coverage_through_compare():
     for t in range(500):
         labels = rng.choice(2, size=250, p=priors)
         decisions = np.where(rng.random(250) < rates[labels, labels], labels, 1 - labels)
-        res = prob.compare(labels, decisions[None], utilities=utilities, key=jax.random.key(t), num_draws=4000,
-                           decompose=False)
+        res = prob.compare(prob.Systems(labels, decisions[None]), utilities=utilities, key=jax.random.key(t),
+                           decompose=False, settings=prob.MonteCarloSettings(num_draws=4000))
         hits += res.hdi[0, 0] <= truth <= res.hdi[0, 1]
     assert 0.87 <= hits / 500 <= 0.93
 
@@ -170,8 +172,8 @@ def three_systems():
     labels = rng.integers(0, 3, n)
     dec = np.stack([np.where(rng.random(n) < acc, labels, rng.integers(0, 3, n)) for acc in (0.80, 0.78, 0.70)])
     prior = prob.truncated_normal(1 - np.eye(3), 0.4, low=0.0, high=3.0, kind="cost")
-    res = prob.compare(labels, {"a": dec[0], "b": dec[1], "c": dec[2]}, utilities=prior, key=KEY,
-                       num_draws=20_000, rope=0.01)
+    res = prob.compare(prob.Systems(labels, {"a": dec[0], "b": dec[1], "c": dec[2]}), utilities=prior, key=KEY,
+                       rope=0.01, settings=prob.MonteCarloSettings(num_draws=20_000))
     return labels, dec, prior, res
 
 
@@ -237,7 +239,8 @@ def test_nec_matches_expected_cost_package():
     reference = [ec.average_cost(labels, d, CostMatrix(costs), adjusted=True) for d in dec]
     counts = np.stack([np.asarray(ecjax.confusion_matrix(labels, d, num_classes=3, num_decisions=4)) for d in dec])
     # A huge test set with the same rates: the NEC posterior concentrates on the anchor's NEC.
-    res = prob.compare_counts(counts * 10 ** 6, utilities=utilities, key=KEY, num_draws=20_000, decompose=False)
+    res = prob.compare_counts(counts * 10 ** 6, utilities=utilities, key=KEY, decompose=False,
+                              settings=prob.MonteCarloSettings(num_draws=20_000))
     np.testing.assert_allclose(np.asarray(res.normalized_expected_costs).mean(0), reference, rtol=1e-3)
     # The NEC orders the systems like the yield within each draw (same utilities and priors).
     y = np.asarray(res.yields)
@@ -253,7 +256,8 @@ def test_fixed_costs_decisions_mode_and_doubt_split():
                     np.where(rng.random(n) < 0.89, labels, 1 - labels)])
     c = np.array([[0.0, 1.0], [2.0, 0.0]])
     alpha = 0.25
-    res = prob.compare(labels, dec, costs=c, concentration=alpha, key=KEY, num_draws=20_000)
+    res = prob.compare(prob.Systems(labels, dec), costs=c, concentration=alpha, key=KEY,
+                       settings=prob.MonteCarloSettings(num_draws=20_000))
     # Paired closed form (numpy): each system's joint weights are Dirichlet(n_ij + alpha) over its K D cells,
     # so E[yield] = -sum_ij c_ij (n_ij + alpha) / (N + K D alpha); alpha = 0 is the empirical yield.
     counts = np.stack([np.histogram2d(labels, d, bins=[2, 2], range=[[0, 2], [0, 2]])[0] for d in dec])
@@ -280,8 +284,8 @@ def test_paired_with_fixed_priors_gives_balanced_accuracy():
     n = 1500
     labels = (rng.random(n) < 0.2).astype(int)
     dec = _binary_decisions(rng, labels, (0.6, 0.95), (0.8, 0.85))
-    res = prob.compare(labels, dec, utilities=np.eye(2), priors=[0.5, 0.5], key=KEY, num_draws=20_000,
-                       concentration=0.0, decompose=False)
+    res = prob.compare(prob.Systems(labels, dec), utilities=np.eye(2), priors=[0.5, 0.5], key=KEY, concentration=0.0,
+                       decompose=False, settings=prob.MonteCarloSettings(num_draws=20_000))
     # Under the Bayesian bootstrap (concentration 0, no longer the default) E[R_ii] is the empirical recall, so
     # the mean yield with priors (1/2, 1/2) is the balanced accuracy.
     reference = [balanced_accuracy_score(labels, d) for d in dec]
@@ -293,7 +297,8 @@ def test_identical_systems_share_p_best_and_are_reported_as_tied():
     rng = np.random.default_rng(8)
     labels = rng.integers(0, 2, 300)
     d = np.where(rng.random(300) < 0.8, labels, 1 - labels)
-    res = prob.compare(labels, np.stack([d, d]), utilities=np.eye(2), key=KEY, num_draws=20_000)
+    res = prob.compare(prob.Systems(labels, np.stack([d, d])), utilities=np.eye(2), key=KEY,
+                       settings=prob.MonteCarloSettings(num_draws=20_000))
     np.testing.assert_allclose(res.p_best, [0.5, 0.5], atol=0.02)
     # The paired prior gives the cells where the two systems disagree a little mass (they might differ off this
     # test set), symmetrically: in each draw one of them is ahead by a hair, each half of the time.
@@ -320,8 +325,8 @@ def test_doubt_of_the_issue_example_fixed_costs():
         d[wrong] = 1 - d[wrong]
         labels.append(y)
         decisions.append(d)
-    res = prob.compare(labels, decisions, costs=1 - np.eye(2), priors=[0.5, 0.5], paired=False,
-                       concentration=alpha, key=KEY, num_draws=20_000)
+    res = prob.compare(prob.Systems(labels, decisions, paired=False), costs=1 - np.eye(2), priors=[0.5, 0.5],
+                       concentration=alpha, key=KEY, settings=prob.MonteCarloSettings(num_draws=20_000))
     # Reference: the error rates are independent Beta(e + alpha, n/2 - e + alpha) posteriors; the yield is
     # -(R_01 + R_10) / 2.  Closed-form expected yields, and P(A better) by numpy draws.
     rng = np.random.default_rng(0)
@@ -349,7 +354,8 @@ def test_rates_only_doubt_vanishes_with_the_test_set():
     previous = 1.0
     for n in (2000, 2 * 10**6, 2 * 10**10):
         counts = rates * priors[None, :, None] * n
-        res = prob.compare_counts(counts, costs=costs, priors=priors, key=KEY, num_draws=20_000)
+        res = prob.compare_counts(counts, costs=costs, priors=priors, key=KEY,
+                                  settings=prob.MonteCarloSettings(num_draws=20_000))
         d = res.doubt
         assert d.doubt_priors_only == 0.0  # fixed priors
         assert d.doubt_rates_only < previous
@@ -378,8 +384,9 @@ def test_scores_mode_per_draw_decisions_follow_the_drawn_costs():
     scores = {n: np.load(DATA / n / "scores.npy", allow_pickle=False) for n in names}
     alpha = 0.5
     # The two SST-2 systems are not paired by index (see test_prob_paired): compare them unpaired.
-    res = prob.compare(labels, scores=scores, costs=prob.cost_ratio(0.2, 5), decision_rule="per_draw", paired=False,
-                       concentration=alpha, key=KEY, num_draws=20_000)
+    res = prob.compare(prob.Systems(labels, scores=scores, decision_rule="per_draw", paired=False),
+                       costs=prob.cost_ratio(0.2, 5), concentration=alpha, key=KEY,
+                       settings=prob.MonteCarloSettings(num_draws=20_000))
     assert res.info["decision_rule"] == "per_draw" and res.info["expected_yield"] == "Monte Carlo"
     # Reference for the costs-only ranking: sweep log r, make numpy Bayes decisions for each r (decide 1 iff
     # r P(1|x) > P(0|x)), and evaluate them at the posterior mean rates and priors (the costs-only component).
@@ -410,8 +417,9 @@ def test_scores_mode_per_draw_decisions_follow_the_drawn_costs():
     # -sum_ij c_ij E[P_i] E[R_ij] of the numpy Bayes decisions, whichever rule.
     c = np.array([[0.0, 1.0], [3.0, 0.0]])
     for rule in ("per_draw", "expected_utility"):
-        fixed = prob.compare(labels, scores=scores, costs=c, paired=False, decision_rule=rule, concentration=alpha,
-                             key=KEY, num_draws=20_000, decompose=False)
+        fixed = prob.compare(prob.Systems(labels, scores=scores, paired=False, decision_rule=rule), costs=c,
+                             concentration=alpha, key=KEY, decompose=False,
+                             settings=prob.MonteCarloSettings(num_draws=20_000))
         assert fixed.info["expected_yield"] == "closed form"
         for m, n in enumerate(names):
             post = np.exp(scores[n] - scores[n].max(1, keepdims=True))
@@ -428,8 +436,8 @@ def test_uncertain_deployment_priors_are_their_own_doubt_component():
     dec = _binary_decisions(rng, labels, (0.9, 0.7), (0.6, 0.95))
     prevalence = prob.interval_priors([0.95, 0.02], [0.98, 0.05])
     alpha = 0.5
-    res = prob.compare(labels, dec, costs=np.array([[0.0, 1.0], [30.0, 0.0]]), priors=prevalence,
-                       concentration=alpha, key=KEY, num_draws=20_000)
+    res = prob.compare(prob.Systems(labels, dec), costs=np.array([[0.0, 1.0], [30.0, 0.0]]), priors=prevalence,
+                       concentration=alpha, key=KEY, settings=prob.MonteCarloSettings(num_draws=20_000))
     # Reference by a direct sweep over the prevalence (uniform on [0.02, 0.05]) with the posterior mean rates.
     rr = [_posterior_mean_rates([[np.sum((labels == i) & (d == j)) for j in range(2)] for i in range(2)], alpha)
           for d in dec]
@@ -451,30 +459,32 @@ def test_uncertain_deployment_priors_are_their_own_doubt_component():
 def test_bad_compare_inputs():
     labels = np.array([0, 1, 1, 0, 1, 0])
     dec = np.array([[0, 1, 1, 0, 1, 1], [0, 2, 1, 0, 1, 0]])
-    kw = dict(key=KEY, num_draws=200)
+    kw = dict(key=KEY, settings=prob.MonteCarloSettings(num_draws=200))
     with pytest.raises(ecjax.InputError, match="columns"):
-        prob.compare(labels, dec, utilities=np.eye(2), **kw)  # decision 2 with a 2-column matrix
+        prob.compare(prob.Systems(labels, dec), utilities=np.eye(2), **kw)  # decision 2 with a 2-column matrix
     with pytest.raises(ecjax.InputError, match="too few draws"):
-        prob.compare(labels, dec[:1], utilities=np.eye(2), key=KEY, num_draws=50, hdi_prob=0.9)
+        prob.compare(prob.Systems(labels, dec[:1]), utilities=np.eye(2), key=KEY, hdi_prob=0.9,
+                     settings=prob.MonteCarloSettings(num_draws=50))
     with pytest.raises(ecjax.InputError, match="key"):
-        prob.compare(labels, dec[:1], utilities=np.eye(2), num_draws=200)
+        prob.compare(prob.Systems(labels, dec[:1]), utilities=np.eye(2),
+                     settings=prob.MonteCarloSettings(num_draws=200))
     with pytest.raises(ecjax.InputError, match="exactly one of `utilities` and `costs`"):
-        prob.compare(labels, dec[:1], utilities=np.eye(2), costs=np.eye(2), **kw)
+        prob.compare(prob.Systems(labels, dec[:1]), utilities=np.eye(2), costs=np.eye(2), **kw)
     with pytest.raises(ecjax.InputError, match="rope"):
-        prob.compare(labels, dec[:1], utilities=np.eye(2), rope=-0.1, **kw)
+        prob.compare(prob.Systems(labels, dec[:1]), utilities=np.eye(2), rope=-0.1, **kw)
     with pytest.raises(ecjax.InputError, match="rows"):
-        prob.compare(labels + 1, dec[:1], utilities=np.eye(2), **kw)
+        prob.compare(prob.Systems(labels + 1, dec[:1]), utilities=np.eye(2), **kw)
     with pytest.raises(ecjax.InputError, match="concentration"):
-        prob.compare(labels, dec[:1], utilities=np.eye(2), concentration=-1, **kw)
+        prob.compare(prob.Systems(labels, dec[:1]), utilities=np.eye(2), concentration=-1, **kw)
     with pytest.raises(ecjax.InputError, match="no test samples"):
-        prob.compare(np.zeros(6, int), dec[:1], utilities=np.eye(2), priors=[0.5, 0.5], **kw)
+        prob.compare(prob.Systems(np.zeros(6, int), dec[:1]), utilities=np.eye(2), priors=[0.5, 0.5], **kw)
     with pytest.raises(ecjax.InputError, match="systems"):
-        prob.compare(labels, dec[:1], utilities=np.eye(2), systems=["a", "b"], **kw)
+        prob.compare(prob.Systems(labels, dec[:1], names=["a", "b"]), utilities=np.eye(2), **kw)
     with pytest.raises(ecjax.InputError, match="K = 2"):
-        prob.compare(labels, scores=np.zeros((1, 6, 3)), utilities=np.eye(2), score_type="logits", **kw)
+        prob.compare(prob.Systems(labels, scores=np.zeros((1, 6, 3)), score_type="logits"), utilities=np.eye(2), **kw)
     with pytest.raises(ecjax.InputError, match="exactly one of `decisions` and `scores`"):
-        prob.compare(labels, utilities=np.eye(2), **kw)
+        prob.compare(prob.Systems(labels), utilities=np.eye(2), **kw)
     with pytest.raises(ecjax.InputError, match="hdi_prob"):
-        prob.compare(labels, dec[:1], utilities=np.eye(2), hdi_prob=1.5, **kw)
+        prob.compare(prob.Systems(labels, dec[:1]), utilities=np.eye(2), hdi_prob=1.5, **kw)
     with pytest.raises(ecjax.InputError, match="too few draws"):
         prob.hdi(np.zeros((20, 2)), 0.95)

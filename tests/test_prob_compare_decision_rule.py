@@ -48,7 +48,8 @@ def test_sst2_expected_utility_rule_against_numpy_and_the_issue():
     labels, scores = _sst2()
     lo, hi, alpha = 0.1, 10.0, 0.5
     kw = dict(costs=prob.cost_ratio(lo, hi), paired=False, concentration=alpha, num_draws=20_000, key=KEY)
-    res = prob.compare(labels, scores=scores, **kw)
+    res = prob.compare(prob.Systems(labels, scores=scores, paired=False), costs=prob.cost_ratio(lo, hi),
+                       concentration=alpha, key=KEY, settings=prob.MonteCarloSettings(num_draws=20_000))
     assert res.info["decision_rule"] == "expected_utility" and res.info["expected_yield"] == "closed form"
     # U_hat of costs [[0, 1], [r, 0]] with log r uniform on [log lo, log hi]: E[r] = (hi - lo) / log(hi / lo).
     mean_r = (hi - lo) / np.log(hi / lo)
@@ -72,7 +73,9 @@ def test_sst2_expected_utility_rule_against_numpy_and_the_issue():
     np.testing.assert_allclose(res.expected_yield, [-0.495, -0.501], atol=1.5e-3)
     assert abs(res.p_best[0] - 0.988) < 0.01
     # Per-draw decisions (costs known at deployment): the measured -0.331 / -0.369 and P(best) 0.675.
-    per_draw = prob.compare(labels, scores=scores, decision_rule="per_draw", **kw)
+    per_draw = prob.compare(prob.Systems(labels, scores=scores, decision_rule="per_draw", paired=False),
+                            costs=prob.cost_ratio(lo, hi), concentration=alpha, key=KEY,
+                            settings=prob.MonteCarloSettings(num_draws=20_000))
     assert per_draw.info["expected_yield"] == "Monte Carlo"
     np.testing.assert_allclose(per_draw.expected_yield, [-0.331, -0.369], atol=4e-3)
     assert abs(per_draw.p_best[0] - 0.675) < 0.015
@@ -92,8 +95,9 @@ def test_closed_form_expected_yield_of_given_decisions(paired):
     p_dep = np.array([0.5, 0.3, 0.2])
     counts = np.stack([_counts(labels, d, k, k + 1) for d in dec])
     for priors in (None, deployment):
-        res = prob.compare(labels, dec, utilities=utilities, priors=priors, paired=paired, concentration=alpha,
-                           num_draws=20_000, key=KEY, decompose=False)
+        res = prob.compare(prob.Systems(labels, dec, paired=paired), utilities=utilities, priors=priors,
+                           concentration=alpha, key=KEY, decompose=False,
+                           settings=prob.MonteCarloSettings(num_draws=20_000))
         assert res.info["expected_yield"] == "closed form"
         if priors is not None:
             p_bar = p_dep
@@ -117,14 +121,17 @@ def test_per_draw_rule_with_fixed_costs_is_the_expected_utility_rule():
     scores = [s - np.logaddexp(s[:, :1], s[:, 1:]) for s in scores]
     c = np.array([[0.0, 1.0], [4.0, 0.0]])
     kw = dict(scores=scores, costs=c, key=KEY, num_draws=20_000)
-    eu = prob.compare(labels, **kw)
-    pd = prob.compare(labels, decision_rule="per_draw", **kw)
+    eu = prob.compare(prob.Systems(labels, scores=scores), costs=c, key=KEY,
+                      settings=prob.MonteCarloSettings(num_draws=20_000))
+    pd = prob.compare(prob.Systems(labels, scores=scores, decision_rule="per_draw"), costs=c, key=KEY,
+                      settings=prob.MonteCarloSettings(num_draws=20_000))
     # The same decisions in every draw: both are the fixed-decision model, with the same numbers.
     np.testing.assert_array_equal(np.asarray(eu.yields), np.asarray(pd.yields))
     np.testing.assert_array_equal(eu.expected_yield, pd.expected_yield)
     assert pd.info["decision_rule"] == "per_draw" and "costs are fixed" in pd.info["decisions"]
     with pytest.raises(ecjax.InputError, match="decision_rule"):
-        prob.compare(labels, decision_rule="each_draw", **kw)
+        prob.compare(prob.Systems(labels, scores=scores, decision_rule="each_draw"), costs=c, key=KEY,
+                     settings=prob.MonteCarloSettings(num_draws=20_000))
 
 
 def test_identical_decisions_under_u_hat_are_a_tie_not_doubt():
@@ -137,14 +144,15 @@ def test_identical_decisions_under_u_hat_are_a_tie_not_doubt():
     p1 = [0.3 + 0.6 * rng.random(n), 0.25 + 0.7 * rng.random(n)]  # P(1|x) >= 0.25: with r >= 5, always "1"
     scores = [np.log(np.stack([1 - p, p], 1)) for p in p1]
     better = np.log(np.stack([1 - (0.01 + 0.98 * labels), 0.01 + 0.98 * labels], 1))  # a third, good system
-    res = prob.compare([labels, other, labels], scores=[scores[0], scores[1], better], costs=prob.cost_ratio(5, 20),
-                       paired=False, systems=["a", "b", "good"], key=KEY, num_draws=20_000)
+    res = prob.compare(prob.Systems([labels, other, labels], scores=[scores[0], scores[1], better], paired=False,
+                                    names=["a", "b", "good"]),
+                       costs=prob.cost_ratio(5, 20), key=KEY, settings=prob.MonteCarloSettings(num_draws=20_000))
     assert res.ties == (("a", "b"),)
     assert res.expected_yield[0] == res.expected_yield[1]
     assert res.best == "good" and "tied: a = b" in res.summary()
     # Without the good system the two tie: P(best) is split, but that is not doubt.
-    res2 = prob.compare([labels, other], scores=scores, costs=prob.cost_ratio(5, 20), paired=False,
-                        systems=["a", "b"], key=KEY, num_draws=20_000)
+    res2 = prob.compare(prob.Systems([labels, other], scores=scores, paired=False, names=["a", "b"]),
+                        costs=prob.cost_ratio(5, 20), key=KEY, settings=prob.MonteCarloSettings(num_draws=20_000))
     assert res2.ties == (("a", "b"),)
     assert 0.3 < res2.p_best[0] < 0.7
     assert res2.doubt.as_dict() == {"all": 0.0, "costs_only": 0.0, "priors_only": 0.0, "rates_only": 0.0}
@@ -201,8 +209,8 @@ def test_counts_of_padded_samples_are_exact(n, paired):
     labels = rng.integers(0, 3, n)
     dec = np.stack([np.where(rng.random(n) < acc, labels, rng.integers(0, 3, n)) for acc in (0.8, 0.6)])
     u = -(1 - np.eye(3))
-    res = prob.compare(labels, dec, utilities=u, paired=paired, concentration=0.5, num_draws=200, key=KEY,
-                       decompose=False)
+    res = prob.compare(prob.Systems(labels, dec, paired=paired), utilities=u, concentration=0.5, key=KEY,
+                       decompose=False, settings=prob.MonteCarloSettings(num_draws=200))
     counts = np.stack([_counts(labels, d, 3, 3) for d in dec])
     if paired:  # the class marginals of Dirichlet(n_m,ij + alpha) over the K D cells
         p_bar = (counts[0].sum(-1) + 3 * 0.5) / (n + 9 * 0.5)

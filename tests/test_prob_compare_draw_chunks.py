@@ -8,7 +8,6 @@ array may come near ``2^31`` elements (the int32 limit the former
 and the yields must still match independent numpy computations.
 """
 
-import importlib
 
 import numpy as np
 import pytest
@@ -17,8 +16,8 @@ import jax
 
 import ecjax
 from ecjax import prob
+from ecjax.prob import draw_plan
 
-compare_mod = importlib.import_module("ecjax.prob.compare")  # the module (prob.compare is the function)
 KEY = jax.random.key(11)
 INT32_LIMIT = 2**31
 
@@ -48,11 +47,13 @@ def test_per_draw_bayes_decisions_identical_for_every_chunk_size():
     costs = prob.intervals(0.5 * (1 - np.eye(k)), 2.0 * (1 - np.eye(k)), kind="cost")
     kw = dict(scores=scores, score_type="logits", costs=costs, decision_rule="per_draw", paired=False,
               num_draws=6000, key=KEY)
-    one = prob.compare(labels, **kw)
+    one = prob.compare(prob.Systems(labels, scores=scores, score_type="logits", decision_rule="per_draw", paired=False),
+                       costs=costs, key=KEY, settings=prob.MonteCarloSettings(num_draws=6000))
     block = one.info["draw_block"]
     assert one.info["num_chunks"] == 1 and 2 < 6000 // block  # several blocks, so chunking matters
     for chunk in (block, 2 * block - 7):  # the second is rounded up to 2 whole blocks
-        res = prob.compare(labels, chunk_size=chunk, **kw)
+        res = prob.compare(prob.Systems(labels, scores=scores, score_type="logits", decision_rule="per_draw",
+                                        paired=False), costs=costs, key=KEY, settings=prob.MonteCarloSettings(chunk_size=chunk, num_draws=6000))
         assert res.info["num_chunks"] > 1
         _same(res, one)
     # The draws mean what they say: the yield of draw s is -sum_ij c_s,ij P_s,i R_s,m,ij; its Monte Carlo
@@ -67,19 +68,21 @@ def test_fixed_decisions_identical_for_every_chunk_size_with_uncertain_priors():
     labels = rng.integers(0, k, n)
     dec = np.stack([np.where(rng.random(n) < acc, labels, rng.integers(0, k, n)) for acc in (0.8, 0.78)])
     kw = dict(costs=prob.truncated_normal(1 - np.eye(k), 0.4, low=0.0, kind="cost"),
-              priors=prob.dirichlet_priors([4.0, 3.0, 3.0]), num_draws=30_000, key=KEY)
-    one = prob.compare(labels, dec, **kw)
+              priors=prob.dirichlet_priors([4.0, 3.0, 3.0]), key=KEY)
+    one = prob.compare(prob.Systems(labels, dec), **kw, settings=prob.MonteCarloSettings(num_draws=30_000))
     assert one.info["num_chunks"] == 1
-    several = prob.compare(labels, dec, chunk_size=one.info["draw_block"] // 3, **kw)
+    several = prob.compare(prob.Systems(labels, dec), **kw, settings=prob.MonteCarloSettings(
+        num_draws=30_000, chunk_size=one.info["draw_block"] // 3))
     assert several.info["num_chunks"] > 1
     _same(several, one)
 
 
 def test_compare_counts_chunks_and_closed_form():
     counts = np.array([[[50, 10], [5, 35]], [[45, 15], [3, 37]]])
-    kw = dict(costs=prob.cost_ratio(1, 10), num_draws=50_000, key=KEY, concentration=0.5)
-    one = prob.compare_counts(counts, **kw)
-    two = prob.compare_counts(counts, chunk_size=one.info["draw_block"], **kw)
+    kw = dict(costs=prob.cost_ratio(1, 10), key=KEY, concentration=0.5)
+    one = prob.compare_counts(counts, **kw, settings=prob.MonteCarloSettings(num_draws=50_000))
+    two = prob.compare_counts(counts, **kw, settings=prob.MonteCarloSettings(num_draws=50_000,
+                                                                            chunk_size=one.info["draw_block"]))
     _same(one, two)
     # E[yield_m] = -(E[P_0] E[R_m,01] + E[r] E[P_1] E[R_m,10]) with Dirichlet means (numpy closed form).
     from ecjax.prob.rates import default_class_concentration
@@ -100,17 +103,17 @@ def test_block_arithmetic_stays_far_below_int32_at_the_target_scale():
     assert s * m * k * k > INT32_LIMIT and s * m * n > INT32_LIMIT
     elements = m * k * k + k * k  # the per-draw cells compare() plans with (rates and utilities)
     for chunk in (None, 1, 5000, 10**6):
-        plan = compare_mod.plan_draws(s, elements, chunk, utility_cells=k * k)
-        assert plan.block * elements <= compare_mod._BLOCK_ELEMENTS < INT32_LIMIT
+        plan = draw_plan.plan_draws(s, elements, chunk, utility_cells=k * k)
+        assert plan.block * elements <= draw_plan._BLOCK_ELEMENTS < INT32_LIMIT
         assert plan.num_blocks * plan.block >= s > (plan.num_blocks - 1) * plan.block
         per_chunk = plan.blocks_per_chunk
         assert (plan.num_chunks - 1) * per_chunk < plan.num_blocks <= plan.num_chunks * per_chunk
         if chunk is not None:
             assert plan.chunk == plan.block * max(1, min(plan.num_blocks, -(-chunk // plan.block)))
         if chunk is None:  # the automatic chunk's utility draws stay bounded whatever the number of draws
-            assert plan.chunk * k * k <= max(compare_mod._CHUNK_ELEMENTS, plan.block * k * k)
+            assert plan.chunk * k * k <= max(draw_plan._CHUNK_ELEMENTS, plan.block * k * k)
     # The block, hence every random number, depends on S and the shape, not on the chunk size.
-    assert len({compare_mod.plan_draws(s, elements, c).block for c in (None, 1, 777, 10**6)}) == 1
+    assert len({draw_plan.plan_draws(s, elements, c).block for c in (None, 1, 777, 10**6)}) == 1
 
 
 def test_progress_reports_every_chunk():
@@ -127,8 +130,8 @@ def test_progress_reports_every_chunk():
             events.append(("close",))
 
     counts = np.array([[[30, 10], [5, 25]], [[28, 12], [4, 26]]])
-    res = prob.compare_counts(counts, costs=prob.cost_ratio(1, 5), num_draws=150_000, key=KEY, chunk_size=1,
-                              progress=Bar)
+    res = prob.compare_counts(counts, costs=prob.cost_ratio(1, 5), key=KEY,
+                              settings=prob.MonteCarloSettings(num_draws=150_000, chunk_size=1, progress=Bar))
     chunks = res.info["num_chunks"]
     assert chunks > 1
     assert events == [("total", chunks)] + [("update", 1)] * chunks + [("close",)]
@@ -161,9 +164,13 @@ def test_a_million_per_draw_decisions_past_int32():
     llr = [2.0 * q * (labels - 0.5) * 2 + rng.normal(size=n) for q in (1.0, 0.9)]
     kw = dict(scores=llr, score_type="llr", costs=prob.cost_ratio(0.5, 4), priors=[0.7, 0.3],
               decision_rule="per_draw", decompose=False)
-    big = prob.compare(labels, num_draws=2**20, key=KEY, **kw)
+    big = prob.compare(prob.Systems(labels, scores=llr, score_type="llr", decision_rule="per_draw"), key=KEY,
+                       costs=prob.cost_ratio(0.5, 4), priors=[0.7, 0.3], decompose=False,
+                       settings=prob.MonteCarloSettings(num_draws=2**20))
     assert 2**20 * n * 2 > np.iinfo(np.int32).max  # 2^31 decisions: one more than int32 can count
-    small = prob.compare(labels, num_draws=20_000, key=jax.random.key(1), **kw)
+    small = prob.compare(prob.Systems(labels, scores=llr, score_type="llr", decision_rule="per_draw"),
+                         key=jax.random.key(1), costs=prob.cost_ratio(0.5, 4), priors=[0.7, 0.3], decompose=False,
+                         settings=prob.MonteCarloSettings(num_draws=20_000))
     se = np.asarray(small.yields).std(0) / np.sqrt(20_000)
     assert np.all(np.abs(big.expected_yield - small.expected_yield) < 5 * se)
     assert np.all(np.isfinite(np.asarray(big.normalized_expected_costs)))

@@ -12,7 +12,7 @@ import pytest
 import jax
 
 from ecjax import InputError, prob
-from ecjax.prob.compare import plan_draws
+from ecjax.prob.draw_plan import plan_draws
 from ecjax.prob.rates import default_class_concentration, default_concentration
 
 KEY = jax.random.key(11)
@@ -57,18 +57,20 @@ def test_shared_decisions_keep_the_posterior_and_the_numpy_expected_yield():
     alpha = default_concentration(2, 2)
     reference = _numpy_per_draw_yield(y, scores, lo, hi, alpha)
     for rule in (prob.PerDraw(1), prob.PerDraw(8)):
-        res = prob.compare(y, scores=scores, costs=prob.cost_ratio(lo, hi), decision_rule=rule, paired=False,
-                           num_draws=16_000, key=KEY)
+        res = prob.compare(prob.Systems(y, scores=scores, decision_rule=rule, paired=False),
+                           costs=prob.cost_ratio(lo, hi), key=KEY, settings=prob.MonteCarloSettings(num_draws=16_000))
         assert res.info["rate_draws_per_cost_draw"] == rule.rate_draws
         assert res.info["cost_draws"] == 16_000 // rule.rate_draws
         err = res.errors["expected_yield"]
         assert np.all(np.abs(res.expected_yield - reference) < 4 * err), (rule, res.expected_yield, reference, err)
         assert np.all(err < 0.004)  # the check has teeth: the yields differ by about 0.015
     # The decision-free components agree too: P(best) of the two runs within their combined errors.
-    one = prob.compare(y, scores=scores, costs=prob.cost_ratio(lo, hi), decision_rule=prob.PerDraw(1), paired=False,
-                       num_draws=16_000, key=KEY, decompose=False)
-    eight = prob.compare(y, scores=scores, costs=prob.cost_ratio(lo, hi), decision_rule=prob.PerDraw(8),
-                         paired=False, num_draws=16_000, key=KEY, decompose=False)
+    one = prob.compare(prob.Systems(y, scores=scores, decision_rule=prob.PerDraw(1), paired=False),
+                       costs=prob.cost_ratio(lo, hi), key=KEY, decompose=False,
+                       settings=prob.MonteCarloSettings(num_draws=16_000))
+    eight = prob.compare(prob.Systems(y, scores=scores, decision_rule=prob.PerDraw(8), paired=False),
+                         costs=prob.cost_ratio(lo, hi), key=KEY, decompose=False,
+                         settings=prob.MonteCarloSettings(num_draws=16_000))
     gap = abs(one.p_best[0] - eight.p_best[0])
     assert gap < 4 * np.hypot(one.errors["p_best"][0], eight.errors["p_best"][0])
 
@@ -80,8 +82,9 @@ def test_stated_errors_cover_repeated_runs_when_draws_share_decisions(paired):
     y, scores = _binary(n=200, seed=3)
     p_best, y_mean, se_p, se_y = [], [], [], []
     for i in range(40):
-        r = prob.compare(y, scores=scores, costs=prob.cost_ratio(1, 5), key=jax.random.key(200 + i), paired=paired,
-                         num_draws=1600, decision_rule=prob.PerDraw(16), decompose=False)
+        r = prob.compare(prob.Systems(y, scores=scores, paired=paired, decision_rule=prob.PerDraw(16)),
+                         costs=prob.cost_ratio(1, 5), key=jax.random.key(200 + i), decompose=False,
+                         settings=prob.MonteCarloSettings(num_draws=1600))
         p_best.append(r.p_best[0])
         y_mean.append(r.expected_yield[0])
         se_p.append(r.errors["p_best"][0])
@@ -99,8 +102,9 @@ def test_stated_errors_cover_repeated_runs_when_draws_share_decisions(paired):
 def test_the_variance_decomposition_is_a_one_way_anova_of_the_draws():
     y, scores = _binary()
     r = 10
-    res = prob.compare(y, scores=scores, costs=prob.cost_ratio(0.2, 5), decision_rule=prob.PerDraw(r),
-                       paired=False, num_draws=5000, key=KEY, decompose=False)
+    res = prob.compare(prob.Systems(y, scores=scores, decision_rule=prob.PerDraw(r), paired=False),
+                       costs=prob.cost_ratio(0.2, 5), key=KEY, decompose=False,
+                       settings=prob.MonteCarloSettings(num_draws=5000))
     x = np.asarray(res.yields, np.float64).reshape(-1, r, 2)
     rec = res.recommendation
     for name, values in (("p_best", (np.argmax(x, -1) == rec).astype(float)), ("yield", x[..., rec])):
@@ -130,8 +134,8 @@ def test_default_rate_draws_follow_the_cost_ratio(m, n, k, paired, expected):
 
 def test_the_default_rule_is_used_by_per_draw_and_shown():
     y, scores = _binary(n=2000, seed=4)  # c_U / c_R = 3e-3 * 2000 = 6: r = 2
-    res = prob.compare(y, scores=scores, costs=prob.cost_ratio(0.2, 5), decision_rule="per_draw", paired=False,
-                       num_draws=3001, key=KEY)
+    res = prob.compare(prob.Systems(y, scores=scores, decision_rule="per_draw", paired=False),
+                       costs=prob.cost_ratio(0.2, 5), key=KEY, settings=prob.MonteCarloSettings(num_draws=3001))
     assert res.info["rate_draws_per_cost_draw"] == 2 and res.info["cost_draws"] == 1501
     assert res.yields.shape == (3001, 2)
     assert "1501 cost draws x 2 rate draws each" in res.summary()
@@ -150,10 +154,10 @@ def test_blocks_hold_whole_groups(group):
 def test_bad_rate_draws_are_refused(bad):
     y, scores = _binary(n=50)
     with pytest.raises(InputError, match="rate_draws"):
-        prob.compare(y, scores=scores, costs=prob.cost_ratio(0.2, 5), decision_rule=prob.PerDraw(bad), key=KEY,
-                     num_draws=100)
+        prob.compare(prob.Systems(y, scores=scores, decision_rule=prob.PerDraw(bad)), costs=prob.cost_ratio(0.2, 5),
+                     key=KEY, settings=prob.MonteCarloSettings(num_draws=100))
     with pytest.raises(InputError, match="decision_rule"):
-        prob.compare(y, scores=scores, costs=prob.cost_ratio(0.2, 5), decision_rule="per draw", key=KEY)
+        prob.compare(prob.Systems(y, scores=scores, decision_rule="per draw"), costs=prob.cost_ratio(0.2, 5), key=KEY)
 
 
 def test_command_line_rate_draws(tmp_path, capsys):
@@ -172,10 +176,10 @@ def test_command_line_rate_draws(tmp_path, capsys):
     assert cli.main(base + ["--decision-rule", "per_draw", "--rate-draws", "4"]) == 0
     rec = json.loads(capsys.readouterr().out)
     assert rec["decision_rule"] == "per_draw" and rec["rate_draws_per_cost_draw"] == 4
-    direct = prob.compare([y, y], scores=list(scores), costs=prob.intervals([[0, 1], [1, 0]], [[0, 1], [5, 0]],
-                                                                              kind="cost"),
-                          paired=False, num_draws=2000, key=jax.random.key(0), decision_rule=prob.PerDraw(4),
-                          systems=list(rec["systems"]))
+    systems = prob.Systems([y, y], scores=list(scores), paired=False, decision_rule=prob.PerDraw(4),
+                           names=list(rec["systems"]))
+    direct = prob.compare(systems, costs=prob.intervals([[0, 1], [1, 0]], [[0, 1], [5, 0]], kind="cost"),
+                          key=jax.random.key(0), settings=prob.MonteCarloSettings(num_draws=2000))
     np.testing.assert_allclose([rec["p_best"][n] for n in rec["systems"]], direct.p_best, rtol=1e-6)
     assert cli.main(base + ["--rate-draws", "4"]) == 2  # an input error: without per-draw decisions there is nothing to share
     assert "--rate-draws" in capsys.readouterr().err

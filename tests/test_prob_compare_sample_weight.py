@@ -87,12 +87,24 @@ def _case(name):
             (y[rep], None, dict(scores=scores[:, rep], **kw)))
 
 
+_SYSTEMS_FIELDS = ("scores", "sample_weight", "groups", "paired", "decision_rule")
+
+
+def _compare(labels, decisions, kw):
+    """``prob.compare`` of one case: ``kw`` mixes the fields of the Systems, ``num_draws`` and compare's own."""
+    data = {name: value for name, value in kw.items() if name in _SYSTEMS_FIELDS}
+    rest = {name: value for name, value in kw.items() if name not in _SYSTEMS_FIELDS and name != "num_draws"}
+    rest.setdefault("key", KEY)
+    return prob.compare(prob.Systems(labels, decisions, **data),
+                        settings=prob.MonteCarloSettings(num_draws=kw["num_draws"]), **rest)
+
+
 @pytest.mark.parametrize("name", ["decisions_paired", "decisions_unpaired_lists", "decisions_clustered",
                                   "scores_expected_utility_paired", "scores_per_draw_unpaired"])
 def test_integer_weights_are_repeated_samples(name):
     (y, dec, kw), (y_rep, dec_rep, kw_rep) = _case(name)
-    weighted = prob.compare(y, dec, key=KEY, **kw)
-    repeated = prob.compare(y_rep, dec_rep, key=KEY, **kw_rep)
+    weighted = _compare(y, dec, kw)
+    repeated = _compare(y_rep, dec_rep, kw_rep)
     _same(weighted, repeated)
     if weighted.doubt is not None:
         for component in ("costs_only", "rates_only"):
@@ -113,10 +125,10 @@ def _paired_per_draw_case():
 
 def test_paired_per_draw_zero_weights_are_dropped_samples():
     y, scores, w, kw, rng = _paired_per_draw_case()
-    a = prob.compare(y, scores=scores, sample_weight=w, key=KEY, **kw)
+    a = _compare(y, None, dict(kw, scores=scores, sample_weight=w))
     extra = _log_posteriors(np.zeros(9, int), 2, 2, rng)
-    _same(prob.compare(np.r_[y, np.zeros(9, int)], scores=np.concatenate([scores, extra], 1),
-                       sample_weight=np.r_[w, np.zeros(9)], key=KEY, **kw), a)
+    _same(_compare(np.r_[y, np.zeros(9, int)], None,
+                   dict(kw, scores=np.concatenate([scores, extra], 1), sample_weight=np.r_[w, np.zeros(9)])), a)
     assert a.info["decision_rule"] == "per_draw"
 
 
@@ -127,8 +139,8 @@ def test_paired_per_draw_integer_weights_are_repeated_samples_in_law():
     y, scores, w, kw, rng = _paired_per_draw_case()
     rep = np.repeat(np.arange(y.shape[0]), w)
     # Gamma(w_n) per sample against w_n Exp(1) draws -- the same law, other draws.
-    a = prob.compare(y, scores=scores, sample_weight=w, key=KEY, **kw)
-    b = prob.compare(y[rep], scores=scores[:, rep], key=jax.random.key(99), **kw)
+    a = _compare(y, None, dict(kw, scores=scores, sample_weight=w))
+    b = _compare(y[rep], None, dict(kw, scores=scores[:, rep], key=jax.random.key(99)))
     se = np.hypot(a.errors["expected_yield"], b.errors["expected_yield"])
     assert np.all(se > 0)
     assert np.all(np.abs(a.expected_yield - b.expected_yield) < 4 * se)
@@ -138,8 +150,8 @@ def test_paired_per_draw_integer_weights_are_repeated_samples_in_law():
     sd_a, sd_b = np.asarray(a.yields).std(0), np.asarray(b.yields).std(0)
     np.testing.assert_allclose(sd_a, sd_b, rtol=0.08)
     # Weights 1 on the repeated samples: the unweighted computation, draw for draw.
-    _same(prob.compare(y[rep], scores=scores[:, rep], sample_weight=np.ones(rep.size), key=jax.random.key(99), **kw),
-          b)
+    _same(_compare(y[rep], None, dict(kw, scores=scores[:, rep], sample_weight=np.ones(rep.size),
+                                      key=jax.random.key(99))), b)
 
 
 def test_zero_weights_are_dropped_samples_clustered():
@@ -149,9 +161,9 @@ def test_zero_weights_are_dropped_samples_clustered():
     groups = rng.integers(0, 10, n)
     w = rng.uniform(0.2, 2.0, n) * (rng.random(n) < 0.8)
     keep = w > 0
-    kw = dict(costs=COSTS, num_draws=DRAWS, decompose=False)
-    _same(prob.compare(y, dec, groups=groups, sample_weight=w, key=KEY, **kw),
-          prob.compare(y[keep], dec[:, keep], groups=groups[keep], sample_weight=w[keep], key=KEY, **kw))
+    kw = dict(costs=COSTS, decompose=False, settings=prob.MonteCarloSettings(num_draws=DRAWS))
+    _same(prob.compare(prob.Systems(y, dec, groups=groups, sample_weight=w), key=KEY, **kw),
+          prob.compare(prob.Systems(y[keep], dec[:, keep], groups=groups[keep], sample_weight=w[keep]), key=KEY, **kw))
 
 
 def test_weighted_per_draw_joint_posterior_is_the_dirichlet_of_the_weighted_counts():
@@ -193,8 +205,8 @@ def test_closed_form_expected_yield_uses_the_weighted_counts(paired):
     dec = np.stack([np.where(rng.random(n) < acc, y, rng.integers(0, k, n)) for acc in (0.7, 0.55)])
     w = rng.uniform(0.0, 2.5, n)
     u = np.array([[1.0, -0.5, -2.0], [-0.25, 1.5, -1.0], [-3.0, -0.75, 2.0]])  # dyadic: exact in float32
-    res = prob.compare(y, dec, utilities=u, sample_weight=w, paired=paired, concentration=alpha, key=KEY,
-                       num_draws=DRAWS, decompose=False)
+    res = prob.compare(prob.Systems(y, dec, sample_weight=w, paired=paired), utilities=u, concentration=alpha, key=KEY,
+                       decompose=False, settings=prob.MonteCarloSettings(num_draws=DRAWS))
     assert res.info["expected_yield"] == "closed form"
     counts = np.stack([_weighted_counts(y, d, w, k) for d in dec])  # (M, K, D)
     if paired:
@@ -226,8 +238,8 @@ def test_scaling_the_weights_by_c_narrows_the_posterior_like_c_times_the_data():
     sds = {}
     ref_rng = np.random.default_rng(7)
     for c in (0.25, 1.0, 4.0):
-        res = prob.compare(y, dec, utilities=u, priors=priors, sample_weight=c * w0, concentration=alpha, key=KEY,
-                           num_draws=40_000, decompose=False)
+        res = prob.compare(prob.Systems(y, dec, sample_weight=c * w0), utilities=u, priors=priors, concentration=alpha,
+                           key=KEY, decompose=False, settings=prob.MonteCarloSettings(num_draws=40_000))
         counts = _weighted_counts(y, dec[0], c * w0, k)
         # numpy reference: R_i ~ Dirichlet(n_w,i + alpha) per class; yield = sum_ij U_ij P_i R_ij.
         r = np.stack([ref_rng.dirichlet(counts[i] + alpha, 400_000) for i in range(k)], 1)  # (S, K, D)
@@ -247,7 +259,7 @@ def test_scaling_the_weights_by_c_narrows_the_posterior_like_c_times_the_data():
 def test_bad_sample_weight_is_refused_by_name():
     rng = np.random.default_rng(8)
     y, dec = _binary(20, (0.8, 0.7), rng)
-    kw = dict(costs=COSTS, key=KEY, num_draws=200)
+    kw = dict(costs=COSTS, key=KEY, settings=prob.MonteCarloSettings(num_draws=200))
     cases = [
         (np.ones(19), "sample_weight"),  # wrong length
         (np.r_[-1.0, np.ones(19)], "non-negative"),
@@ -260,27 +272,30 @@ def test_bad_sample_weight_is_refused_by_name():
     ]
     for w, message in cases:
         with pytest.raises(ecjax.InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
-            prob.compare(y, dec, sample_weight=w, **kw)
+            prob.compare(prob.Systems(y, dec, sample_weight=w), **kw)
     # one per system: the system is named
     with pytest.raises(ecjax.InputError, match=r"system 1"):
-        prob.compare([y, y[:15]], [dec[0], dec[1][:15]], sample_weight=[np.ones(20), np.ones(14)], paired=False,
-                     **kw)
+        prob.compare(prob.Systems([y, y[:15]], [dec[0], dec[1][:15]], sample_weight=[np.ones(20), np.ones(14)],
+                                  paired=False), **kw)
     with pytest.raises(ecjax.InputError, match=r"0 for every sample \(system 1\)"):
-        prob.compare([y, y], [dec[0], dec[1]], sample_weight=[np.ones(20), np.zeros(20)], paired=False, **kw)
+        prob.compare(prob.Systems([y, y], [dec[0], dec[1]], sample_weight=[np.ones(20), np.zeros(20)], paired=False),
+                     **kw)
     with pytest.raises(ecjax.InputError, match="same keys"):
-        prob.compare(y, {"a": dec[0], "b": dec[1]}, sample_weight={"a": np.ones(20), "c": np.ones(20)}, **kw)
+        prob.compare(prob.Systems(y, {"a": dec[0], "b": dec[1]}, sample_weight={"a": np.ones(20), "c": np.ones(20)}),
+                     **kw)
     with pytest.raises(ecjax.InputError, match="groups"):
-        prob.compare(y, dec, groups=np.arange(19), sample_weight=np.ones(20), **kw)
+        prob.compare(prob.Systems(y, dec, groups=np.arange(19), sample_weight=np.ones(20)), **kw)
     with pytest.raises(ecjax.InputError, match="class 1 has no test samples of non-zero `sample_weight`"):
-        prob.compare(y, dec, sample_weight=1.0 * (y == 0), priors=[0.5, 0.5], **kw)
+        prob.compare(prob.Systems(y, dec, sample_weight=1.0 * (y == 0)), priors=[0.5, 0.5], **kw)
 
 
 def test_unpaired_systems_take_their_own_weights_by_name():
     rng = np.random.default_rng(9)
     y, dec = _binary(30, (0.9, 0.6), rng)
     w = {"b": rng.uniform(0.5, 1.5, 30), "a": rng.uniform(0.5, 1.5, 30)}
-    res = prob.compare(y, {"a": dec[0], "b": dec[1]}, utilities=np.eye(2), sample_weight=w, paired=False,
-                       concentration=0.5, priors=[0.5, 0.5], key=KEY, num_draws=DRAWS, decompose=False)
+    res = prob.compare(prob.Systems(y, {"a": dec[0], "b": dec[1]}, sample_weight=w, paired=False), utilities=np.eye(2),
+                       concentration=0.5, priors=[0.5, 0.5], key=KEY, decompose=False,
+                       settings=prob.MonteCarloSettings(num_draws=DRAWS))
     for m, name in enumerate("ab"):
         counts = _weighted_counts(y, dec[m], w[name], 2)
         rates = (counts + 0.5) / (counts.sum(-1, keepdims=True) + 1.0)

@@ -33,8 +33,8 @@ def test_paired_yields_match_bayesian_bootstrap_closed_form():
     decisions = np.stack([np.where(rng.random(n) < 0.8, labels, rng.integers(0, 3, n)),
                           np.where(rng.random(n) < 0.6, labels, rng.integers(0, 3, n))])
     u = np.array([[1.0, -0.5, 0.0], [-2.0, 2.0, 0.1], [0.0, -1.0, 0.7]])
-    res = prob.compare(labels, decisions, utilities=u, key=KEY, num_draws=100_000, decompose=False,
-                       concentration=0.0)
+    res = prob.compare(prob.Systems(labels, decisions), utilities=u, key=KEY, decompose=False, concentration=0.0,
+                       settings=prob.MonteCarloSettings(num_draws=100_000))
     y = np.asarray(res.yields, np.float64)
     per_sample = np.stack([u[labels, decisions[0]], u[labels, decisions[1]]], 1)  # (N, M)
     for values, draws in [(per_sample[:, 0], y[:, 0]), (per_sample[:, 1], y[:, 1]),
@@ -61,7 +61,8 @@ def test_sst2_paired_interval_matches_confidence_intervals_bootstrap():
 
     center, (lo, hi) = evaluate_with_conf_int(dec[0], accuracy_difference, labels=labels, samples2=dec[1],
                                               num_bootstraps=1000, alpha=10)
-    res = prob.compare(labels, dec, utilities=np.eye(2), key=KEY, num_draws=20_000, decompose=False)
+    res = prob.compare(prob.Systems(labels, dec), utilities=np.eye(2), key=KEY, decompose=False,
+                       settings=prob.MonteCarloSettings(num_draws=20_000))
     diff = np.asarray(res.yields[:, 0] - res.yields[:, 1], np.float64)
     assert abs(diff.mean() - center) < 1e-3
     q = np.percentile(diff, [5, 95])
@@ -76,7 +77,8 @@ def test_sst2_gpt2_pair_is_not_paired_by_index():
     b = np.load(DATA / "sst2_gpt2_4shot" / "targets.npy", allow_pickle=False)
     assert np.array_equal(np.bincount(a), np.bincount(b)) and not np.array_equal(a, b)
     with pytest.raises(ecjax.InputError, match="share their labels"):
-        prob.compare(np.stack([a, b]), np.stack([a, b]), utilities=np.eye(2), key=KEY, num_draws=200)
+        prob.compare(prob.Systems(np.stack([a, b]), np.stack([a, b])), utilities=np.eye(2), key=KEY,
+                     settings=prob.MonteCarloSettings(num_draws=200))
 
 
 def _interval_width(res):
@@ -90,11 +92,11 @@ def test_paired_interval_is_narrower_for_correlated_systems_and_equal_for_indepe
     a = np.where(rng.random(n) < 0.85, labels, 1 - labels)
     correlated = np.where(rng.random(n) < 0.04, 1 - a, a)  # B = A with 4 % of its decisions flipped
     independent = np.where(rng.random(n) < 0.85, labels, 1 - labels)
-    kw = dict(utilities=np.eye(2), key=KEY, num_draws=20_000, decompose=False)
+    kw = dict(utilities=np.eye(2), key=KEY, decompose=False, settings=prob.MonteCarloSettings(num_draws=20_000))
     for b, expected in [(correlated, "narrower"), (independent, "equal")]:
         dec = np.stack([a, b])
-        paired = _interval_width(prob.compare(labels, dec, paired=True, **kw))
-        unpaired = _interval_width(prob.compare(labels, dec, paired=False, **kw))
+        paired = _interval_width(prob.compare(prob.Systems(labels, dec, paired=True), **kw))
+        unpaired = _interval_width(prob.compare(prob.Systems(labels, dec, paired=False), **kw))
         if expected == "narrower":
             assert paired < 0.4 * unpaired
         else:
@@ -113,9 +115,9 @@ def test_clustered_interval_matches_confidence_intervals_conditions():
 
     _, (lo_c, hi_c) = evaluate_with_conf_int(decisions, accuracy, labels=labels, conditions=conditions,
                                              num_bootstraps=1000, alpha=10)
-    kw = dict(utilities=np.eye(2), key=KEY, num_draws=20_000, decompose=False)
-    clustered = np.asarray(prob.compare(labels, decisions[None], groups=conditions, **kw).yields[:, 0])
-    iid = np.asarray(prob.compare(labels, decisions[None], **kw).yields[:, 0])
+    kw = dict(utilities=np.eye(2), key=KEY, decompose=False, settings=prob.MonteCarloSettings(num_draws=20_000))
+    clustered = np.asarray(prob.compare(prob.Systems(labels, decisions[None], groups=conditions), **kw).yields[:, 0])
+    iid = np.asarray(prob.compare(prob.Systems(labels, decisions[None]), **kw).yields[:, 0])
     width = lambda x: np.diff(np.percentile(x, [5, 95]))[0]  # noqa: E731
     assert abs(width(clustered) / (hi_c - lo_c) - 1) < 0.15
     assert width(clustered) > 1.5 * width(iid)
@@ -146,10 +148,11 @@ def test_bad_paired_inputs():
     with pytest.raises(ecjax.InputError, match="groups"):
         prob.clustered_outcome_table(labels, dec, [0, 1])
     with pytest.raises(ecjax.InputError, match="share their labels"):
-        prob.compare(np.stack([labels, labels[::-1]]), dec, utilities=np.eye(2), key=KEY, num_draws=200)
+        prob.compare(prob.Systems(np.stack([labels, labels[::-1]]), dec), utilities=np.eye(2), key=KEY,
+                     settings=prob.MonteCarloSettings(num_draws=200))
     with pytest.raises(ecjax.InputError, match="groups"):
-        prob.compare(np.stack([labels, labels[::-1]]), dec, utilities=np.eye(2), key=KEY, num_draws=200,
-                     paired=False, groups=[0, 0, 1, 1])
+        prob.compare(prob.Systems(np.stack([labels, labels[::-1]]), dec, paired=False, groups=[0, 0, 1, 1]),
+                     utilities=np.eye(2), key=KEY, settings=prob.MonteCarloSettings(num_draws=200))
 
 
 # ------------------------------------------------------------------ a prior over all joint cells

@@ -90,8 +90,9 @@ def test_paired_compare_with_per_draw_decisions_at_100_classes():
     scores = np.stack([logits, 0.5 * logits, 2.0 * logits + rng.normal(size=(n, k))])
     low = rng.uniform(-1.0, 0.0, (k, k)) + np.eye(k)
     width = rng.uniform(0.5, 1.5, (k, k))
-    res = prob.compare(labels, scores=scores, score_type="logits", utilities=prob.intervals(low, low + width),
-                       decision_rule="per_draw", key=KEY, num_draws=draws)
+    res = prob.compare(prob.Systems(labels, scores=scores, score_type="logits", decision_rule="per_draw"),
+                       utilities=prob.intervals(low, low + width), key=KEY,
+                       settings=prob.MonteCarloSettings(num_draws=draws))
     assert res.info["decision_rule"] == "per_draw" and res.info["model"].startswith("paired")
     a = res.info["concentration"]
     log_post = scores - np.log(np.exp(scores - scores.max(-1, keepdims=True)).sum(-1, keepdims=True)) \

@@ -33,8 +33,8 @@ def _numpy_rope(yields, rope):
 
 def test_recommendation_names_the_practically_equivalent_system():
     labels, dec = _two_close_systems()
-    res = prob.compare(labels, dec, utilities=np.eye(2), key=KEY, num_draws=4000, rope=0.05,
-                       systems=["A", "B"])
+    res = prob.compare(prob.Systems(labels, dec, names=["A", "B"]), utilities=np.eye(2), key=KEY, rope=0.05,
+                       settings=prob.MonteCarloSettings(num_draws=4000))
     y = np.asarray(res.yields, np.float64)
     ref = _numpy_rope(y, 0.05)
     np.testing.assert_allclose(res.rope_probabilities, ref, atol=1e-6)
@@ -52,19 +52,22 @@ def test_recommendation_names_the_practically_equivalent_system():
 def test_no_equivalence_when_the_difference_exceeds_the_rope():
     labels, dec = _two_close_systems()
     dec[1] = labels  # B is perfect: about 15 points better than A
-    res = prob.compare(labels, dec, utilities=np.eye(2), key=KEY, num_draws=4000, rope=0.01, systems=["A", "B"])
+    res = prob.compare(prob.Systems(labels, dec, names=["A", "B"]), utilities=np.eye(2), key=KEY, rope=0.01,
+                       settings=prob.MonteCarloSettings(num_draws=4000))
     ref = _numpy_rope(np.asarray(res.yields, np.float64), 0.01)
     assert res.best == "B" and ref[1, 0, 0] > 0.99
     assert res.practically_equivalent == ()
     assert "practically equivalent" not in res.summary()
     # Without a ROPE there is nothing to say about equivalence.
-    plain = prob.compare(labels, dec, utilities=np.eye(2), key=KEY, num_draws=4000, systems=["A", "B"])
+    plain = prob.compare(prob.Systems(labels, dec, names=["A", "B"]), utilities=np.eye(2), key=KEY,
+                         settings=prob.MonteCarloSettings(num_draws=4000))
     assert plain.practically_equivalent == () and "vs A" not in plain.summary()
 
 
 def test_one_system_gets_no_recommendation():
     labels, dec = _two_close_systems()
-    res = prob.compare(labels, dec[:1], utilities=np.eye(2), key=KEY, num_draws=2000, systems=["only"])
+    res = prob.compare(prob.Systems(labels, dec[:1], names=["only"]), utilities=np.eye(2), key=KEY,
+                       settings=prob.MonteCarloSettings(num_draws=2000))
     text = res.summary()
     assert "recommended" not in text and "P(best)" not in text and "doubt" not in text
     # The line still carries the yield: accuracy's posterior mean under a Dirichlet over the 4 cells.
@@ -77,7 +80,8 @@ def test_one_system_gets_no_recommendation():
 def test_summary_columns_align_for_long_names():
     labels, dec = _two_close_systems()
     names = ["a", "a-much-longer-system-name-than-the-header"]
-    lines = prob.compare(labels, dec, utilities=np.eye(2), key=KEY, num_draws=2000, systems=names).summary()
+    lines = prob.compare(prob.Systems(labels, dec, names=names), utilities=np.eye(2), key=KEY,
+                         settings=prob.MonteCarloSettings(num_draws=2000)).summary()
     rows = lines.splitlines()[:3]
 
     def right_edges(row):
@@ -100,7 +104,7 @@ def test_nec_summaries_stay_finite_when_a_decision_is_best_for_every_class():
 
     u = FACTORY_UTILITIES
     res = prob.compare_counts(FACTORY_COUNTS, utilities=prob.intervals(u - 50, u + 50), key=jax.random.key(3),
-                              num_draws=20_000)
+                              settings=prob.MonteCarloSettings(num_draws=20_000))
     assert abs(res.nec_undefined_fraction - 0.125) < 4 * np.sqrt(0.125 * 0.875 / 20_000)
     idata = res.to_arviz()
     assert "normalized_expected_cost" not in idata.posterior
@@ -112,7 +116,7 @@ def test_nec_summaries_stay_finite_when_a_decision_is_best_for_every_class():
         res.interval("normalized_expected_costs")
     # Tight intervals: every draw has a costly naive system, and the NEC stays in the summaries.
     tight = prob.compare_counts(FACTORY_COUNTS, utilities=prob.intervals(u - 5, u + 5), key=jax.random.key(3),
-                                num_draws=2000)
+                                settings=prob.MonteCarloSettings(num_draws=2000))
     assert tight.nec_undefined_fraction == 0 and "NEC" not in tight.summary()
     assert np.all(np.isfinite(az.summary(tight.to_arviz())["mean"].to_numpy()))
 

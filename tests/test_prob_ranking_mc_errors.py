@@ -61,7 +61,8 @@ def _problem(n=300, seed=0):
 
 def test_p_best_error_is_the_binomial_one_and_shows_in_the_summary():
     y, d = _problem()
-    r = prob.compare(y, d, costs=prob.cost_ratio(1, 5), key=jax.random.key(0), num_draws=8000, rope=0.01)
+    r = prob.compare(prob.Systems(y, d), costs=prob.cost_ratio(1, 5), key=jax.random.key(0), rope=0.01,
+                     settings=prob.MonteCarloSettings(num_draws=8000))
     p = r.p_best
     np.testing.assert_allclose(r.errors["p_best"], np.sqrt(p * (1 - p) / 8000), rtol=0.4)
     np.testing.assert_array_equal(r.errors["expected_yield"], 0.0)  # fixed decisions: the closed form
@@ -91,8 +92,8 @@ def test_stated_errors_cover_the_spread_of_repeated_runs(rule):
     scores = np.stack([-np.logaddexp(0, scores), -np.logaddexp(0, -scores)], -1)  # (2, N, 2) log-posteriors
     p_best, y_mean, se_p, se_y = [], [], [], []
     for i in range(40):
-        r = prob.compare(y, scores=scores, costs=prob.cost_ratio(1, 5), key=jax.random.key(100 + i),
-                         num_draws=1000, decision_rule=rule, decompose=False)
+        r = prob.compare(prob.Systems(y, scores=scores, decision_rule=rule), costs=prob.cost_ratio(1, 5),
+                         key=jax.random.key(100 + i), decompose=False, settings=prob.MonteCarloSettings(num_draws=1000))
         p_best.append(r.p_best[0])
         y_mean.append(r.expected_yield[0])
         se_p.append(r.errors["p_best"][0])
@@ -145,8 +146,8 @@ def test_command_line_json_carries_the_errors(tmp_path, capsys):
 
 def test_mc_error_target_draws_until_every_probability_is_that_precise():
     y, d = _problem()
-    r = prob.compare(y, d, costs=prob.cost_ratio(1, 5), key=jax.random.key(0), num_draws=2000, rope=0.01,
-                     mc_error=0.004)
+    r = prob.compare(prob.Systems(y, d), costs=prob.cost_ratio(1, 5), key=jax.random.key(0), rope=0.01,
+                     settings=prob.MonteCarloSettings(num_draws=2000, mc_error=0.004))
     assert r.info["mc_error_met"] and r.info["mc_error_target"] == 0.004
     runs = r.info["mc_error_runs"]
     assert runs[0] == 2000 and runs[-1] == r.num_draws > 2000 and runs == sorted(runs)
@@ -162,8 +163,8 @@ def test_mc_error_target_draws_until_every_probability_is_that_precise():
 
 def test_mc_error_target_stops_at_max_draws_and_says_so():
     y, d = _problem()
-    r = prob.compare(y, d, costs=prob.cost_ratio(1, 5), key=jax.random.key(1), num_draws=2000, mc_error=0.001,
-                     max_draws=3000)
+    r = prob.compare(prob.Systems(y, d), costs=prob.cost_ratio(1, 5), key=jax.random.key(1),
+                     settings=prob.MonteCarloSettings(num_draws=2000, mc_error=0.001, max_draws=3000))
     assert r.num_draws == 3000 and r.info["mc_error_runs"] == [2000, 3000]
     assert not r.info["mc_error_met"] and r.largest_probability_error() > 0.001
     assert "target 0.001 NOT met" in r.summary()
@@ -174,4 +175,5 @@ def test_mc_error_target_stops_at_max_draws_and_says_so():
 def test_mc_error_target_refuses_bad_values(kw, name):
     y, d = _problem()
     with pytest.raises(InputError, match=name):
-        prob.compare(y, d, costs=prob.cost_ratio(1, 5), key=jax.random.key(0), num_draws=1000, **kw)
+        prob.compare(prob.Systems(y, d), costs=prob.cost_ratio(1, 5), key=jax.random.key(0),
+                     settings=prob.MonteCarloSettings(num_draws=1000, **kw))

@@ -70,8 +70,9 @@ def _public_calls(y, cost):
         "cross_entropy": lambda s, t: ecjax.cross_entropy(y, s, score_type=t, priors=[0.2, 0.3, 0.5]),
         "auc_one_vs_rest": lambda s, t: ecjax.auc_one_vs_rest(y, s, score_type=t),
         "calibration_fit": lambda s, t: calibration.fit(s, y, score_type=t).apply(s, score_type=t),
-        "compare": lambda s, t: prob.compare(y, scores=[s, s[::-1]], costs=cost, score_type=t,
-                                             key=jax.random.key(1), num_draws=200).p_best,
+        "compare": lambda s, t: prob.compare(prob.Systems(y, scores=[s, s[::-1]], score_type=t), costs=cost,
+                                             key=jax.random.key(1),
+                                             settings=prob.MonteCarloSettings(num_draws=200)).p_best,
         "sweep_scores": lambda s, t: sweep.sweep_scores(y, s, grids.values(np.stack([cost, cost.T]), name="costs"),
                                                          score_type=t).values,
     }, {

@@ -15,18 +15,24 @@
   hierarchical models.
 * :mod:`~ecjax.prob.hierarchical`: several test sets pooled by a
   hierarchical model fitted with NUTS.
+* :mod:`~ecjax.prob.draw_plan`: the Monte Carlo settings, the decision rule
+  and the memory plan of the posterior draws.
+* :mod:`~ecjax.prob.inputs`: :class:`Systems`, the classifiers' outputs on
+  their test samples, checked once.
 * :func:`compare`: which classifier, and how sure are we.
 """
 
 from typing import TYPE_CHECKING
 
-from ecjax.prob.compare import PerDraw, compare, compare_counts, draw_to_precision, evaluate_draws
+from ecjax.prob.compare import compare, compare_counts, draw_to_precision, evaluate_draws
+from ecjax.prob.draw_plan import MonteCarloSettings, PerDraw
 from ecjax.prob.expected_utility import (
     ExpectedUtility,
     expected_utility_bayes_decisions,
     expected_utility_decision,
     expected_utility_matrix,
 )
+from ecjax.prob.inputs import Systems
 from ecjax.prob.mcmc import NUTSSettings
 from ecjax.prob.paired import (
     ClusteredOutcomeTable,
@@ -121,7 +127,7 @@ __all__ = [
     "BUILTIN_METRICS", "MetricPosterior", "bootstrap_metric", "weighted_metric",
     "CorrelatedTTest", "HierarchicalTTest", "ResultsComparison", "compare_results", "correlated_t_test",
     "hierarchical_t_model", "hierarchical_test", "HierarchicalResultsComparison", "hierarchical_compare_results",
-    "hierarchical_results_model", "HyperpriorBounds", "NUTSSettings",
+    "hierarchical_results_model", "HyperpriorBounds", "NUTSSettings", "MonteCarloSettings", "Systems",
     "ClusteredOutcomeTable", "Comparison", "Doubt", "ExpectedUtility", "HierarchicalComparison", "PerDraw",
     "PriorDistribution", "TruncatedStandardNormal", "UtilityPrior", "clustered_outcome_table", "compare", "compare_counts",
     "compare_test_sets", "cost_ratio", "cost_ratio_model", "dirichlet_priors", "draw_to_precision", "evaluate_draws",

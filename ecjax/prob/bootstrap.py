@@ -52,10 +52,10 @@ receives weights normalized to sum to 1.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import math
 
@@ -71,6 +71,8 @@ from ecjax.calibration import fit_affine_newton_kernel, relative_calibration_los
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
 from ecjax.prob import sampling
+from ecjax.prob.draw_plan import MonteCarloSettings, check_monte_carlo_settings
+from ecjax.prob.inputs import Systems, check_systems
 from ecjax.prob.ranking import (
     RankedSystems,
     batch_means_error,
@@ -79,7 +81,6 @@ from ecjax.prob.ranking import (
     hdi,
     ranking_fields,
     summarize,
-    system_names,
     with_error,
 )
 from ecjax.report import aligned
@@ -348,16 +349,40 @@ def _check_metric(metric, higher_is_better):
     return metric, bool(higher_is_better)
 
 
-def _systems_and_scores(scores):
-    """``(names or None, scores)``: a mapping ``{name: scores}`` is stacked along a new first axis."""
-    if isinstance(scores, Mapping):
-        if not scores:
-            raise v.InputError("`scores` is an empty mapping: at least one system is needed")
-        arrays = [np.asarray(s) for s in scores.values()]
-        if len({a.shape for a in arrays}) != 1:
-            raise v.InputError(f"`scores` systems must have the same shape, got {[a.shape for a in arrays]}")
-        return tuple(str(k) for k in scores), np.stack(arrays)
-    return None, scores
+def _bootstrap_data(systems):
+    """``(labels (N,), scores per system, score_type, groups, sample_weight (N,) or None)`` of paired scores."""
+    systems = check_systems(systems)
+    if systems.scores is None:
+        raise v.InputError("`systems` holds decisions: bootstrap_metric evaluates scores (make the Systems with "
+                           "`scores=`)")
+    if not systems.shared:
+        raise v.InputError("bootstrap_metric reweights the samples of one test set: `systems` must be paired")
+    if systems.decision_rule != "expected_utility":
+        raise v.InputError("`systems.decision_rule` does not apply to bootstrap_metric, which evaluates the scores "
+                           "themselves")
+    weights = None if systems.sample_weight is None else systems.sample_weight[0]
+    return systems.labels[0], systems.scores, systems.score_type, systems.groups, weights
+
+
+def _draw_settings(settings):
+    """``(num_draws, chunk_size or None)`` of the settings; the ones the bootstrap has no use for are refused."""
+    settings = check_monte_carlo_settings(settings)
+    for name in ("progress", "mc_error"):
+        if getattr(settings, name) not in (None, False):
+            raise v.InputError(f"bootstrap_metric does not support `settings.{name}`")
+    return settings.draws(_DEFAULT_DRAWS), settings.chunk_size
+
+
+def _stacked_scores(scores):
+    """The systems' scores stacked along a new first axis: ``(M, N, K)`` (``(M, N)`` for LLRs)."""
+    arrays = [np.asarray(s) for s in scores]
+    if len({a.shape for a in arrays}) != 1:
+        raise v.InputError(f"`scores` systems must have the same shape, got {[a.shape for a in arrays]}")
+    return np.stack(arrays)
+
+
+# Posterior draws when the settings leave `num_draws` to bootstrap_metric.
+_DEFAULT_DRAWS = 2000
 
 
 def _check_priors_use(metric, priors, score_type):
@@ -754,13 +779,10 @@ class MetricPosterior(RankedSystems):
 
 
 
-def bootstrap_metric(labels: ArrayLike, scores: ArrayLike | Mapping[str, ArrayLike], metric: str | _UserMetric, *,
-                     key: jax.Array | None = None, num_draws: int = 2000,
-                     groups: ArrayLike | Sequence[Any] | None = None, higher_is_better: bool | None = None,
-                     score_type: str = "log_posteriors", priors: ArrayLike | None = None,
-                     costs: ArrayLike | None = None, hdi_prob: float = 0.9, rope: float | None = None,
-                     systems: Sequence[str] | None = None, chunk_size: int | None = None,
-                     sample_weight: ArrayLike | None = None) -> MetricPosterior:
+def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Array | None = None,
+                     higher_is_better: bool | None = None, priors: ArrayLike | None = None,
+                     costs: ArrayLike | None = None, rope: float | None = None, hdi_prob: float = 0.9,
+                     settings: MonteCarloSettings = MonteCarloSettings()) -> MetricPosterior:
     """Posterior of any metric of ``M`` classifiers' scores by the Bayesian bootstrap (eqs. 1-2 of the module).
 
     Each of the ``S`` draws gives every test sample (with ``groups``: every
@@ -771,9 +793,10 @@ def bootstrap_metric(labels: ArrayLike, scores: ArrayLike | Mapping[str, ArrayLi
     ``S``); draw ``i`` depends only on ``key`` and ``i``, not on the chunk size.
 
     Args:
-      labels: ``(N,)`` true classes, shared by all systems.
-      scores: ``(M, N, K)`` scores of ``M`` systems, ``(N, K)`` of one
-        (``(M, N)`` / ``(N,)`` for ``"llr"``), or a mapping ``{name: scores}``.
+      systems: a :class:`~ecjax.prob.Systems` made with ``scores``: ``M``
+        paired systems' scores on one test set (``(N, K)`` each, ``(N,)``
+        for ``"llr"``), their ``score_type``, names, ``groups`` (cluster
+        ids for the two-level bootstrap) and ``sample_weight`` (below).
       metric: a built-in name: ``"cross_entropy"``, ``"brier"`` (seed 002
         §4.1), ``"auc"``, ``"eer"`` (binary; §4.5), ``"ece"`` (15
         equal-width bins, §4.3.2), ``"nec_best_threshold"`` (binary: the NEC
@@ -788,39 +811,41 @@ def bootstrap_metric(labels: ArrayLike, scores: ArrayLike | Mapping[str, ArrayLi
         A metric of confusion counts (F1, MCC, ...) forms the weighted
         counts ``sum_n w_n [y_n = i] [d_n = j]`` of its decisions inside ``f``.
       key: ``jax.random`` key (required).
-      num_draws: ``S``.
-      groups: ``(N,)`` cluster ids (hashable) for the two-level bootstrap, or ``None``.
       higher_is_better: the direction of a user metric (required then); the
         built-ins know theirs.
-      score_type, priors, costs: as in :func:`weighted_metric` (evaluation
-        priors fixed by ``priors`` are not resampled: only the samples within
-        each class are).
-      hdi_prob: mass of the highest-density intervals.
+      priors, costs: as in :func:`weighted_metric` (evaluation priors fixed
+        by ``priors`` are not resampled: only the samples within each class
+        are).
       rope: half-width of the region of practical equivalence, in metric units.
-      systems: names of the systems (default: the mapping's keys or ``"system m"``).
-      chunk_size: draws evaluated together (default: about 4M ``(draw,
-        system, sample)`` elements per chunk).
-      sample_weight: optional ``(N,)`` frequency weights (scikit-learn's
-        meaning): the draws are (3) of the module, so an integer weight
-        ``k`` is ``k`` copies of the sample in distribution and 0 removes
-        it; the estimate is the weighted metric.  The weighted draws come
-        from one key per chunk, so they depend on ``chunk_size`` (the
-        unweighted ones do not).
+      hdi_prob: mass of the highest-density intervals.
+      settings: :class:`~ecjax.prob.MonteCarloSettings`: ``num_draws``
+        (``S``, default 2000) and ``chunk_size``, the draws evaluated
+        together (default: about 4M ``(draw, system, sample)`` elements per
+        chunk); ``progress`` and ``mc_error`` are not supported here.
+
+    ``systems.sample_weight``: frequency weights (scikit-learn's meaning,
+    one ``(N,)`` vector): the draws are (3) of the module, so an integer
+    weight ``k`` is ``k`` copies of the sample in distribution and 0
+    removes it; the estimate is the weighted metric.  The weighted draws
+    come from one key per chunk, so they depend on ``chunk_size`` (the
+    unweighted ones do not).
 
     Returns:
       :class:`MetricPosterior`.  Not jit-able itself (it validates and
       summarizes on the host); :func:`weighted_metric` and the kernels are.
 
     Example:
-      >>> post = bootstrap_metric(labels, {"a": scores_a, "b": scores_b}, "auc", key=jax.random.key(0))  # doctest: +SKIP
+      >>> post = bootstrap_metric(Systems(labels, scores={"a": scores_a, "b": scores_b}), "auc",
+      ...                         key=jax.random.key(0))  # doctest: +SKIP
       >>> print(post.summary())  # doctest: +SKIP
     """
     key = v.as_key(key)
-    num_draws = v.as_positive_int(num_draws, "num_draws")
+    labels, scores, score_type, groups, sample_weight = _bootstrap_data(systems)
+    num_draws, chunk_size = _draw_settings(settings)
     hdi_prob = check_hdi_prob(hdi_prob, num_draws)
     rope = check_rope(rope)
     metric, higher = _check_metric(metric, higher_is_better)
-    names, system_scores = _systems_and_scores(scores)
+    names, system_scores = systems.names, _stacked_scores(scores)
     y, checked, evaluation_priors = _validated_scores(labels, system_scores, metric, score_type, priors)
     options = _metric_options(metric, y, evaluation_priors, costs)
     if callable(metric):
@@ -831,8 +856,7 @@ def bootstrap_metric(labels: ArrayLike, scores: ArrayLike | Mapping[str, ArrayLi
     if chunk_size is None:
         per_sample = max(1, BUILTIN_METRICS[metric].arrays_per_sample_and_class * k) if isinstance(metric, str) else 1
         chunk_size = max(1, min(num_draws, _CHUNK_ELEMENTS // (n * m * per_sample)))
-    chunk_size = min(v.as_positive_int(chunk_size, "chunk_size"), num_draws)
-    names = system_names(systems, names, m)
+    chunk_size = min(chunk_size, num_draws)
 
     key_weights, key_rank = random_bits.split_keys(key)
     # Two threefry key words from any key type: the counter-based draws of _exponentials need them.

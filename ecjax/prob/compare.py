@@ -111,10 +111,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -141,96 +141,22 @@ from ecjax.prob.rates import (
     sample_class_priors,
     sample_rates,
 )
+from ecjax.prob.draw_plan import (
+    MonteCarloSettings,
+    as_decision_rule,
+    check_monte_carlo_settings,
+    per_draw_cost_ratio,
+    plan_draws,
+)
+from ecjax.prob.inputs import Systems, as_named_counts, check_systems
 from ecjax.prob.utility_priors import UtilityPrior, resolve_utilities
-
-# One array for all systems, or one per system (a list, or a mapping from system names).
-_PerSystem = ArrayLike | Sequence[ArrayLike] | Mapping[str, ArrayLike]
 # A (K, D) matrix, a utility prior, or a NumPyro model with a "utility"/"cost" site.
 _Utilities = UtilityPrior | Callable[..., Any] | ArrayLike
 
 
-DECISION_RULES = ("expected_utility", "per_draw")
 
-
-@dataclass(frozen=True)
-class PerDraw:
-    """``decision_rule=PerDraw(rate_draws=r)``: per-draw Bayes decisions, each shared by ``r`` rate draws.
-
-    With scores and ``decision_rule="per_draw"`` every utility draw ``U_s``
-    makes ``M N`` Bayes decisions (``M N K D`` multiply-adds), while a draw
-    of the rates given the resulting counts is a Dirichlet draw of ``M K D``
-    cells (paired: ``N`` sample weights).  The ``S`` draws are therefore
-    made as ``S / r`` utility draws, each followed by ``r`` draws of the
-    rates (and of the priors, unless likelihood-type scores decide with
-    them): two-stage sampling.  Every draw still has the right marginal
-    distribution; draws of one group are correlated, which the batch-means
-    errors take into account (a group is far shorter than a batch).
-
-    For an average over the draws (P(best), E[yield]) with between-group
-    variance ``s_b^2`` (the part due to ``U``) and within-group variance
-    ``s_w^2`` (due to the rates given ``U``), ``n = S / r`` groups have
-    variance ``(s_b^2 + s_w^2 / r) / n`` and cost ``n (c_U + r c_R)``; the
-    cost of a given variance is least at (Cochran, *Sampling Techniques*,
-    1977, eq. 10.8)
-
-        r* = sqrt((c_U / c_R) (s_w^2 / s_b^2)).
-
-    ``rate_draws=None`` takes ``r*`` with ``c_U / c_R`` from the problem's
-    shape (the measured rates of :func:`estimated_seconds`) and ``s_w^2 /
-    s_b^2 = 1``, about what ``benchmarks/bench_rate_draws.py`` measured on
-    the data sets of ``../shared/data`` (see ``benchmarks/README.md``),
-    rounded down to at most 32.  ``info["variance_between_cost_draws"]``
-    and ``info["variance_within_cost_draws"]`` report the decomposition of
-    the recommendation's P(best) and E[yield] measured on the run itself,
-    and ``info["efficient_rate_draws"]`` the ``r*`` it implies.
-    """
-
-    rate_draws: int | None = None
-
-    def resolve(self, *, num_systems: int, num_samples: int, num_classes: int, num_decisions: int,
-                paired: bool) -> int:
-        """``r``: as given, or the default above for this shape."""
-        if self.rate_draws is not None:
-            return v.as_positive_int(self.rate_draws, "PerDraw.rate_draws")
-        ratio = _cost_ratio(num_systems=num_systems, num_samples=num_samples, num_classes=num_classes,
-                            num_decisions=num_decisions, paired=paired)
-        return int(max(1, min(_MAX_RATE_DRAWS, math.floor(math.sqrt(ratio * _VARIANCE_RATIO)))))
-
-
-# The default of PerDraw: the within / between variance ratio assumed, and the largest r.
-_VARIANCE_RATIO = 1.0
-_MAX_RATE_DRAWS = 32
-
-
-def _cost_ratio(*, num_systems, num_samples, num_classes, num_decisions, paired):
-    """``c_U / c_R``: one utility draw's Bayes decisions over one draw of the rates.
-
-    The CPU rates of :func:`estimated_seconds` (their ratio is about the
-    same on a GPU), so the default, and the numbers, do not depend on the
-    backend.
-    """
-    decisions = num_systems * num_samples * num_classes * num_decisions / _DECISION_RATE["cpu"]
-    cells = (num_systems * (num_samples + num_classes * num_decisions) + num_samples if paired else
-             num_systems * num_classes * num_decisions)
-    return decisions / (cells / _CELL_RATE["cpu"])
-
-
-def _as_decision_rule(decision_rule):
-    """``(name, PerDraw or None)`` of a ``decision_rule`` argument."""
-    if isinstance(decision_rule, PerDraw):
-        return "per_draw", decision_rule
-    v.check_choice(decision_rule, "decision_rule", DECISION_RULES)
-    return decision_rule, PerDraw() if decision_rule == "per_draw" else None
-
-# A block's largest intermediate (its rate draws (B, M, K, D), its per-draw counts or decisions) holds at
-# most this many elements, far below 2**31 (int32 indexing); blocks hold at most _MAX_BLOCK draws.
-_BLOCK_ELEMENTS = 1 << 22
-_MAX_BLOCK = 1 << 16
 # One (draws, systems, samples, classes) slab of the per-draw Bayes decisions holds at most this many elements.
 _DECISION_ELEMENTS = 1 << 24
-# Automatic chunk: the utility draws of a chunk, (C, K, D), hold about this many elements (and C <= 2**16).
-_CHUNK_ELEMENTS = 1 << 24
-_MAX_AUTO_CHUNK = 1 << 16
 
 
 # ---------------------------------------------------------------- evaluation
@@ -287,122 +213,6 @@ def evaluate_draws(utilities: ArrayLike, weights: ArrayLike, priors: ArrayLike, 
     return _evaluate_chunked(utilities, weights, priors, chunk=min(chunk, s))
 
 
-# ------------------------------------------------------------ input handling
-
-def _systems_from(x, name):
-    """Names and per-system arrays from a mapping, a sequence of arrays, or one stacked array."""
-    if isinstance(x, Mapping):
-        if not x:
-            raise v.InputError(f"`{name}` is empty")
-        return [str(k) for k in x], [x[k] for k in x]
-    if isinstance(x, Sequence) and not isinstance(x, (str, bytes)) and len(x) and not np.isscalar(x[0]):
-        return None, list(x)
-    return None, None
-
-
-def _split_decisions(decisions):
-    names, items = _systems_from(decisions, "decisions")
-    if items is None:
-        arr = v.as_array(decisions, "decisions", min_ndim=1)
-        items = [arr] if arr.ndim == 1 else list(arr)
-        if arr.ndim > 2:
-            raise v.InputError(f"`decisions` must be (N,) or (M, N), got shape {tuple(arr.shape)}")
-    return names, items
-
-
-def _split_scores(scores, score_type):
-    names, items = _systems_from(scores, "scores")
-    if items is None:
-        arr = v.as_array(scores, "scores", min_ndim=1)
-        single = 1 if score_type == "llr" else 2
-        if arr.ndim == single:
-            items = [arr]
-        elif arr.ndim == single + 1:
-            items = list(arr)
-        else:
-            raise v.InputError(f"`scores` must have {single} or {single + 1} dimensions, got shape {tuple(arr.shape)}")
-    return names, items
-
-
-def _per_system(x, name, num_systems, names, what):
-    """One vector of ``x`` per system: a mapping keyed like ``decisions``/``scores``, a list or ``(M, N)`` array,
-    or one ``(N,)`` vector for every system (``labels``, ``sample_weight``)."""
-    if isinstance(x, Mapping):
-        if names is None or set(map(str, x)) != set(names):
-            raise v.InputError(f"`{name}` given as a mapping must have the same keys as `decisions`/`scores`")
-        lookup = {str(k): val for k, val in x.items()}
-        return [lookup[n] for n in names]
-    _, items = _systems_from(x, name)
-    if items is None:
-        arr = v.as_array(x, name, min_ndim=1)
-        if arr.ndim == 1:
-            return [arr] * num_systems
-        if arr.ndim != 2:
-            raise v.InputError(f"`{name}` must be (N,) or (M, N), got shape {tuple(arr.shape)}")
-        items = list(arr)
-    if len(items) != num_systems:
-        raise v.InputError(f"`{name}` has {len(items)} {what} for {num_systems} systems")
-    return items
-
-
-def _split_labels(labels, num_systems, names):
-    return _per_system(labels, "labels", num_systems, names, "label vectors")
-
-
-def _check_paired_labels(label_list):
-    first = np.asarray(label_list[0])
-    for m, lab in enumerate(label_list[1:], start=1):
-        lab = np.asarray(lab)
-        if lab.shape != first.shape:
-            raise v.InputError(
-                f"paired systems must share their labels: system {m} has {lab.shape[-1]} samples, system 0 has "
-                f"{first.shape[-1]}; pass paired=False for systems scored on different samples"
-            )
-        diff = np.nonzero(lab != first)[0]
-        if diff.size:
-            raise v.InputError(
-                f"paired systems must share their labels: labels of system {m} differ from system 0 at sample "
-                f"{int(diff[0])} ({lab[diff[0]]} vs {first[diff[0]]}); pass paired=False for systems scored on "
-                "different samples or in different orders"
-            )
-    return first
-
-
-def _split_weights(sample_weight, label_list, names):
-    """One validated float64 weight vector per system, given like ``labels`` (``None``: unweighted).
-
-    A mapping (keys of ``decisions``/``scores``), a list or ``(M, N)`` array
-    of one vector per system, or one ``(N,)`` vector for every system.  A
-    system whose weights are all 0 has no samples: refused.
-    """
-    if sample_weight is None:
-        return None
-    m = len(label_list)
-    items = _per_system(sample_weight, "sample_weight", m, names, "weight vectors")
-    out = []
-    for j, (w, lab) in enumerate(zip(items, label_list)):
-        where = f" (system {j})" if m > 1 else ""
-        try:
-            v.as_sample_weight(w, lab)  # one finite, non-negative number per sample
-        except v.InputError as e:
-            raise v.InputError(f"{e}{where}") from None
-        w = np.asarray(w, np.float64)
-        v.check_some_weight(w, where)
-        out.append(w)
-    return out
-
-
-def _check_paired_weights(weight_list):
-    """Paired systems are scored on the same samples: one weight per sample, the same for every system."""
-    for j, w in enumerate(weight_list[1:], start=1):
-        diff = np.flatnonzero(w != weight_list[0])
-        if diff.size:
-            raise v.InputError(
-                f"paired systems share their samples, so they must share `sample_weight`: the weights of system {j} "
-                f"differ from system 0 at sample {int(diff[0])} ({w[diff[0]]} vs {weight_list[0][diff[0]]}); give one "
-                "(N,) vector, or pass paired=False"
-            )
-
 
 def _positive_samples(label_list, items, weight_list, groups):
     """Labels, decisions or scores, weights and groups without the samples of weight 0.
@@ -412,8 +222,6 @@ def _positive_samples(label_list, items, weight_list, groups):
     Weights that are then all 1 become ``None``: the unweighted computation,
     draw for draw.
     """
-    if groups is not None:
-        v.as_group_ids(groups, label_list[0].shape[0])
     keep = [np.flatnonzero(w > 0) for w in weight_list]
     if groups is not None:
         groups = np.asarray(groups)[keep[0]]
@@ -467,93 +275,6 @@ def _per_draw_rates(key, counts, concentration, *, small_shapes):
     return dirichlet(key, counts.astype(jnp.result_type(float)) + concentration, small_shapes=small_shapes)
 
 
-# ------------------------------------------------------------ the draw plan
-
-class DrawPlan(NamedTuple):
-    """How ``num_draws`` posterior draws are made: ``num_chunks`` chunks of ``blocks_per_chunk`` blocks.
-
-    Block ``b`` holds draws ``b * block`` to ``(b + 1) * block - 1`` and
-    takes its random numbers from ``fold_in(key, b)``; the draws past
-    ``num_draws`` in the last block are computed and dropped.  The last
-    chunk may hold fewer blocks.
-    """
-
-    num_draws: int
-    block: int
-    blocks_per_chunk: int
-    num_chunks: int
-
-    @property
-    def num_blocks(self) -> int:
-        return -(-self.num_draws // self.block)
-
-    @property
-    def chunk(self) -> int:
-        return self.block * self.blocks_per_chunk
-
-
-# Multiply-adds per second of the per-draw Bayes decisions and cells per second of the posterior draws, measured
-# with benchmarks/bench_draws.py (2-core CPU: 18 ms per draw of 3 x 10^4 x 100 x 100; H100: 1.7 s for 10^4 draws,
-# issue 10) and rounded down, so that an estimate errs on the long side.
-_DECISION_RATE = {"cpu": 1e10, "gpu": 1e12, "tpu": 1e12}
-_CELL_RATE = {"cpu": 3e7, "gpu": 3e9, "tpu": 3e9}
-
-
-def estimated_seconds(num_draws: int, *, num_systems: int, num_samples: int, num_classes: int, num_decisions: int,
-                      per_draw_decisions: bool, backend: str | None = None, rate_draws: int = 1) -> float:
-    """A rough duration of :func:`compare` after compilation, to warn before a long run.
-
-    ``S (M K D / cell_rate + [per-draw decisions] M N K D / (r decision_rate))``:
-    every draw samples ``M K D`` rate cells; with ``decision_rule="per_draw"``
-    and uncertain costs every ``r``-th draw (``rate_draws``, :class:`PerDraw`)
-    also makes ``M N`` Bayes decisions over ``K x D`` costs.  The rates are
-    per backend (``jax.default_backend()`` by default), measured by
-    ``benchmarks/bench_draws.py`` and rounded down.
-    """
-    backend = jax.default_backend() if backend is None else backend
-    cells = num_draws * num_systems * num_classes * num_decisions
-    seconds = cells / _CELL_RATE.get(backend, _CELL_RATE["cpu"])
-    if per_draw_decisions:
-        seconds += cells * num_samples / (rate_draws * _DECISION_RATE.get(backend, _DECISION_RATE["cpu"]))
-    return float(seconds)
-
-
-def plan_draws(num_draws: int, elements_per_draw: int, chunk_size: int | None = None, *, utility_cells: int = 1,
-               group: int = 1) -> DrawPlan:
-    """Blocks and chunks of posterior draws (the memory plan of :func:`compare`).
-
-    Args:
-      num_draws: ``S``.
-      elements_per_draw: size of the largest per-draw intermediate (the
-        ``M K D`` rate cells, the occupied joint cells, the per-draw decisions).
-      chunk_size: draws per chunk (the outputs copied to the host at once,
-        and the unit of progress), rounded up to whole blocks; ``None``:
-        about ``2^24 / (K D)`` draws, at most ``2^16``.
-      utility_cells: ``K D``, for the automatic chunk size.
-      group: the block is a multiple of it (the draws that share one set
-        of per-draw decisions stay in one block).
-
-    The block size depends on ``S`` and ``elements_per_draw`` only: the
-    fewest blocks of at most ``2^16`` draws with ``block * elements_per_draw
-    <= 2^22`` (so no block-level array comes near ``2^31`` elements, the
-    int32 index limit), balanced so that fewer than one draw per block is
-    wasted.
-    The chunk size only groups blocks, so it changes no number.
-    """
-    num_draws = v.as_positive_int(num_draws, "num_draws")
-    if chunk_size is not None:
-        chunk_size = v.as_positive_int(chunk_size, "chunk_size")
-    largest = max(1, min(_MAX_BLOCK, _BLOCK_ELEMENTS // max(1, int(elements_per_draw))))
-    largest = max(group, largest - largest % group)
-    num_blocks = -(-num_draws // largest)
-    block = -(-num_draws // num_blocks)  # balanced: fewer than num_blocks draws are computed and dropped
-    block += (-block) % group
-    if chunk_size is None:  # whole blocks whose utility draws, queued together, hold at most ~2^24 numbers
-        per_chunk = max(1, min(_MAX_AUTO_CHUNK, _CHUNK_ELEMENTS // max(1, int(utility_cells))) // block)
-    else:
-        per_chunk = -(-chunk_size // block)
-    per_chunk = min(num_blocks, per_chunk)
-    return DrawPlan(num_draws, block, per_chunk, -(-num_blocks // per_chunk))
 
 
 # ---------------------------------------------------------- the draw model
@@ -844,13 +565,14 @@ def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
 
 # ---------------------------------------------------------------- compare
 
-def _check_common(key, num_draws, hdi_prob, rope, chunk_size):
+# Posterior draws when the settings leave `num_draws` to the function.
+_DEFAULT_DRAWS = 20_000
+
+
+def _check_common(key, num_draws, hdi_prob, rope):
     key = v.as_key(key)
-    num_draws = v.as_positive_int(num_draws, "num_draws")
     hdi_prob = ranking.check_hdi_prob(hdi_prob, num_draws)
     rope = ranking.check_rope(rope)
-    if chunk_size is not None:
-        v.as_positive_int(chunk_size, "chunk_size")
     return num_draws, hdi_prob, rope
 
 
@@ -892,26 +614,62 @@ def draw_to_precision(run: Callable[[int], ranking.Comparison], mc_error: float,
     return dataclasses.replace(result, info=info)
 
 
-def compare(labels: _PerSystem, decisions: _PerSystem | None = None, *, utilities: _Utilities | None = None,
-            costs: _Utilities | None = None, scores: _PerSystem | None = None, score_type: str = "log_posteriors",
-            decision_rule: str | PerDraw = "expected_utility", priors: PriorDistribution | ArrayLike | None = None,
-            paired: bool = True, groups: ArrayLike | Sequence[Any] | None = None, concentration: float | None = None,
-            num_draws: int = 20_000, key: jax.Array | None = None, rope: float | None = None, hdi_prob: float = 0.9,
-            systems: Sequence[str] | None = None, decompose: bool = True, chunk_size: int | None = None,
-            progress: bool | Callable[[int], Any] = False, mc_error: float | None = None,
-            max_draws: int = 1_000_000, sample_weight: _PerSystem | None = None) -> ranking.Comparison:
+def _to_precision(function: Callable[..., ranking.Comparison], data: Any, settings: MonteCarloSettings,
+                  **kwargs: Any) -> ranking.Comparison:
+    """``function(data, **kwargs)`` with the draws raised until ``settings.mc_error`` is met (:func:`draw_to_precision`)."""
+    def run(draws):
+        return function(data, settings=dataclasses.replace(settings, num_draws=draws, mc_error=None), **kwargs)
+
+    # Called only with a target (the callers check `settings.mc_error is not None`).
+    return draw_to_precision(run, cast(float, settings.mc_error), num_draws=settings.draws(_DEFAULT_DRAWS),
+                             max_draws=settings.max_draws)
+
+
+def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Utilities | None = None,
+            priors: PriorDistribution | ArrayLike | None = None, key: jax.Array | None = None,
+            concentration: float | None = None, rope: float | None = None, hdi_prob: float = 0.9,
+            decompose: bool = True, settings: MonteCarloSettings = MonteCarloSettings()) -> ranking.Comparison:
     """Posterior ranking of classifiers under uncertain utilities and priors and a finite test set.
 
     Args:
-      labels: ``(N,)`` true classes shared by all systems, or ``(M, N)`` /
-        a list / a mapping of one label vector per system (unpaired systems
-        may have different test sets, of different sizes).
-      decisions: ``(M, N)`` decisions in ``[0, D)``, a list of ``(N_m,)``
-        arrays, or a mapping ``name -> decisions``.
+      systems: the classifiers' decisions or scores on their test samples, a
+        :class:`~ecjax.prob.Systems` (with the labels, names, pairing,
+        clusters, sample weights, and how scores become decisions).
       utilities: a ``(K, D)`` utility matrix, a
         :class:`~ecjax.prob.UtilityPrior`, or a NumPyro model with a
         ``"utility"``/``"cost"`` site.  Or give ``costs`` instead (a cost
         matrix, or a prior).
+      priors: ``None`` (the test set's class frequencies, with their
+        posterior uncertainty; unpaired systems with different test sets
+        share one draw, from the mean of their class counts, so the same
+        population is not counted ``M`` times), a fixed ``(K,)`` vector of
+        deployment priors, or a :class:`~ecjax.prob.PriorDistribution`
+        (:func:`~ecjax.prob.dirichlet_priors`, :func:`~ecjax.prob.interval_priors`).
+      key: ``jax.random`` key (required).
+      concentration: Dirichlet concentration added to each cell; default 0
+        (Bayesian bootstrap over occupied cells) for the joint model and
+        ``1 / D`` (Perks) for the unpaired one; see :mod:`ecjax.prob.rates`.
+      rope: half-width of the region of practical equivalence, in yield units.
+      hdi_prob: mass of the reported highest-density intervals; needs
+        ``settings.num_draws >= 10 / (1 - hdi_prob)``.
+      decompose: also compute the doubt decomposition (:class:`~ecjax.prob.Doubt`).
+      settings: :class:`~ecjax.prob.MonteCarloSettings`: ``num_draws`` (``S``,
+        default 20 000); ``chunk_size``, the posterior draws whose outputs
+        are collected at once (rounded up to whole blocks; ``None``:
+        automatic: memory is bounded by it and by the block, not by ``S``,
+        and every chunk size gives the same numbers, see the module
+        docstring); ``progress``, ``True`` for a progress bar over the
+        chunks (``tqdm``) or a callable ``total -> bar`` with ``update(n)``
+        and ``close()`` (the convention of
+        :func:`ecjax.sweep.engine.map_reduce`); ``mc_error``, a target for
+        the Monte Carlo standard errors of the reported probabilities
+        (P(best), the ROPE probabilities, the doubt components; see
+        :func:`draw_to_precision`): ``num_draws`` is then the first run,
+        and larger runs follow until the largest error is at most
+        ``mc_error`` or ``max_draws`` is reached.
+
+    How the fields of ``systems`` are read:
+
       scores: instead of ``decisions``: ``(M, N, K)`` scores (see
         ``score_type``; a list or mapping of ``(N_m, K)`` arrays), turned
         into Bayes decisions (seed 001 eq. 7) by ``decision_rule``.
@@ -931,12 +689,6 @@ def compare(labels: _PerSystem, decisions: _PerSystem | None = None, *, utilitie
         with; to decide for the deployment ``priors``, pass
         :func:`ecjax.log_likelihoods_from_posteriors` of them (given their
         training priors) with ``score_type="log_likelihoods"``.
-      priors: ``None`` (the test set's class frequencies, with their
-        posterior uncertainty; unpaired systems with different test sets
-        share one draw, from the mean of their class counts, so the same
-        population is not counted ``M`` times), a fixed ``(K,)`` vector of
-        deployment priors, or a :class:`~ecjax.prob.PriorDistribution`
-        (:func:`~ecjax.prob.dirichlet_priors`, :func:`~ecjax.prob.interval_priors`).
       paired: the systems were scored on the same samples in the same order
         (labels must then be identical): use the Dirichlet over the joint
         outcome cells (Bayesian bootstrap).  ``False``: independent Dirichlet
@@ -945,30 +697,6 @@ def compare(labels: _PerSystem, decisions: _PerSystem | None = None, *, utilitie
         two-level Bayesian bootstrap; needs shared labels (paired systems,
         or one system) and ``decisions``.  With ``sample_weight`` a sample
         counts ``w`` times within its group (each group keeps one weight).
-      concentration: Dirichlet concentration added to each cell; default 0
-        (Bayesian bootstrap over occupied cells) for the joint model and
-        ``1 / D`` (Perks) for the unpaired one; see :mod:`ecjax.prob.rates`.
-      num_draws: posterior draws ``S``.
-      key: ``jax.random`` key (required).
-      rope: half-width of the region of practical equivalence, in yield units.
-      hdi_prob: mass of the reported highest-density intervals; needs
-        ``num_draws >= 10 / (1 - hdi_prob)``.
-      systems: names of the systems (default: mapping keys or ``"system m"``).
-      decompose: also compute the doubt decomposition (:class:`~ecjax.prob.Doubt`).
-      chunk_size: posterior draws whose outputs are collected at once
-        (rounded up to whole blocks; ``None``: automatic).  Memory is
-        bounded by it and by the block, not by ``num_draws``, and every
-        chunk size gives the same numbers (see the module docstring).
-      progress: ``True`` for a progress bar over the chunks (``tqdm``), or a
-        callable ``total -> bar`` with ``update(n)`` and ``close()`` (the
-        convention of :func:`ecjax.sweep.engine.map_reduce`).
-      mc_error: a target for the Monte Carlo standard errors of the reported
-        probabilities (P(best), the ROPE probabilities, the doubt
-        components; see :func:`draw_to_precision`): ``num_draws`` is then
-        the first run, and larger runs follow until the largest error is at
-        most ``mc_error`` or ``max_draws`` is reached.  ``None``: one run of
-        ``num_draws``.
-      max_draws: the cap of the ``mc_error`` target.
       sample_weight: frequency weights of the samples, given like
         ``labels``: one ``(N,)`` vector (shared by all systems), or an
         ``(M, N)`` array / a list / a mapping of one vector per system
@@ -994,29 +722,24 @@ def compare(labels: _PerSystem, decisions: _PerSystem | None = None, *, utilitie
       >>> from ecjax import prob
       >>> labels = np.array([0, 1, 1, 0, 1, 0, 1, 1])
       >>> decisions = np.array([[0, 1, 1, 0, 1, 1, 1, 1], [0, 1, 0, 0, 1, 0, 0, 1]])
-      >>> result = prob.compare(labels, decisions, costs=prob.cost_ratio(2, 5), key=jax.random.key(0),
-      ...                       num_draws=2000)
+      >>> result = prob.compare(prob.Systems(labels, decisions), costs=prob.cost_ratio(2, 5),
+      ...                       key=jax.random.key(0), settings=prob.MonteCarloSettings(num_draws=2000))
       >>> result.p_best.shape, result.rank_probabilities.shape
       ((2,), (2, 2))
     """
-    num_draws, hdi_prob, rope = _check_common(key, num_draws, hdi_prob, rope, chunk_size)
-    if mc_error is not None:
-        def run(draws):
-            return compare(labels, decisions, utilities=utilities, costs=costs, scores=scores, score_type=score_type,
-                           decision_rule=decision_rule, priors=priors, paired=paired, groups=groups,
-                           concentration=concentration, num_draws=draws, key=key, rope=rope, hdi_prob=hdi_prob,
-                           systems=systems, decompose=decompose, chunk_size=chunk_size, progress=progress,
-                           sample_weight=sample_weight)
-
-        return draw_to_precision(run, mc_error, num_draws=num_draws, max_draws=max_draws)
-    if (decisions is None) == (scores is None):
-        raise v.InputError("give exactly one of `decisions` and `scores`")
-    decision_rule, per_draw_rule = _as_decision_rule(decision_rule)
+    systems = check_systems(systems)
+    settings = check_monte_carlo_settings(settings)
+    if settings.mc_error is not None:
+        return _to_precision(compare, systems, settings, utilities=utilities, costs=costs, priors=priors, key=key,
+                             concentration=concentration, rope=rope, hdi_prob=hdi_prob, decompose=decompose)
+    num_draws, hdi_prob, rope = _check_common(key, settings.draws(_DEFAULT_DRAWS), hdi_prob, rope)
+    decision_rule, per_draw_rule = as_decision_rule(systems.decision_rule)
+    scores, score_type = systems.scores, systems.score_type
     prior = resolve_utilities(utilities, costs)
     k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     if k < 2:
         raise v.InputError(f"the utility matrix must have at least 2 classes (rows), got shape {(k, d)}")
-    s = _canonical_systems(labels, decisions, scores, score_type, groups, sample_weight, systems, paired, k, d)
+    s = _canonical_systems(systems, k, d)
     alpha = _model_concentration(concentration, s.joint, k, d)
     class_priors = _check_class_priors(priors, k, s.class_counts, weighted=s.weight_info is not None)
     model_name = ("clustered two-level Bayesian bootstrap" if s.groups is not None else
@@ -1026,7 +749,7 @@ def compare(labels: _PerSystem, decisions: _PerSystem | None = None, *, utilitie
         info["sample_weight"] = s.weight_info
     p_decide = _decision_priors(class_priors, s.class_counts, s.joint)
     common = dict(key=key, num_draws=num_draws, rope=rope, hdi_prob=hdi_prob, systems=s.names, decompose=decompose,
-                  chunk_size=chunk_size, progress=progress)
+                  chunk_size=settings.chunk_size, progress=settings.progress)
     if scores is None:
         info.update(decision_rule="given", decisions="given")
     else:
@@ -1048,8 +771,8 @@ def compare(labels: _PerSystem, decisions: _PerSystem | None = None, *, utilitie
                         cells_bound=n_max if s.joint else 0, info=info, **common)
 
 
-class _Systems(NamedTuple):
-    """The systems of a comparison, canonical: what :func:`compare` checks once and every model reads.
+class _Canonical(NamedTuple):
+    """The systems of a comparison checked against the utility matrix: what every model of :func:`compare` reads.
 
     ``items``: each system's decisions (int32 indices) or scores (log
     domain); ``labels``/``weights``: per system (weights ``None`` without
@@ -1071,14 +794,14 @@ class _Systems(NamedTuple):
     class_counts: np.ndarray
 
 
-def _canonical_systems(labels, decisions, scores, score_type, groups, sample_weight, systems, paired, k, d):
-    """Validated per-system decisions or scores, labels and weights (see :class:`_Systems`)."""
-    if scores is not None:
-        v.check_score_type(score_type)
+def _canonical_systems(systems, k, d):
+    """``systems`` checked against the utility matrix's ``(K, D)`` and made canonical (see :class:`_Canonical`)."""
+    groups = systems.groups
+    if systems.scores is not None:
+        score_type = systems.score_type
         if groups is not None:
             raise v.InputError("`groups` (clustered samples) is supported with `decisions`, not with `scores`")
-        names, items = _split_scores(scores, score_type)
-        items = [v.as_scores(x, f"scores[{m}]", score_type=score_type) for m, x in enumerate(items)]
+        items = [v.as_scores(x, f"scores[{m}]", score_type=score_type) for m, x in enumerate(systems.scores)]
         if score_type == "llr":
             if k != 2:
                 raise v.InputError("score_type='llr' is binary: the utility matrix must have 2 rows")
@@ -1087,42 +810,23 @@ def _canonical_systems(labels, decisions, scores, score_type, groups, sample_wei
         elif any(x.ndim != 2 or x.shape[-1] != k for x in items):
             raise v.InputError(f"each system's scores must be (N, K) with K = {k} (the rows of the utility matrix)")
     else:
-        names, items = _split_decisions(decisions)
         items = [v.as_index_array(x, f"decisions[{m}]", upper=d, upper_is="the utility matrix's columns")
-                 for m, x in enumerate(items)]
-        for m, x in enumerate(items):
-            if x.ndim != 1:
-                raise v.InputError(
-                    f"each system's decisions must be a vector, got shape {tuple(x.shape)} for system {m}")
-    num_systems = len(items)
+                 for m, x in enumerate(systems.decisions)]
     label_list = [v.as_index_array(x, "labels", upper=k, upper_is="the utility matrix's rows (classes)")
-                  for x in _split_labels(labels, num_systems, names)]
-    for m, (lab, x) in enumerate(zip(label_list, items)):
-        if lab.ndim != 1:
-            raise v.InputError(f"labels of system {m} must be a vector, got shape {tuple(lab.shape)}")
-        if lab.shape[0] != x.shape[0]:
-            raise v.InputError(f"system {m} has {x.shape[0]} decisions/scores but {lab.shape[0]} labels")
-    system_names = ranking.system_names(systems, names, num_systems)
-    weight_list = _split_weights(sample_weight, label_list, names)
-    paired = bool(paired)
-    if paired and num_systems > 1:
-        _check_paired_labels(label_list)
-        if weight_list is not None:
-            _check_paired_weights(weight_list)
-    if groups is not None and not (num_systems == 1 or paired):
-        raise v.InputError("`groups` (clustered samples) needs paired systems (shared labels) or a single system")
+                  for x in systems.labels]
+    weight_list = None if systems.sample_weight is None else list(systems.sample_weight)
     weight_info = None
     if weight_list is not None:
         # How much evidence the weights carry: their total, and Kish's effective sample size (sum w)^2 / sum w^2.
         weight_info = {"total": [float(w.sum()) for w in weight_list],
                        "kish_effective_size": [float(w.sum() ** 2 / np.sum(w ** 2)) for w in weight_list]}
         label_list, items, weight_list, groups = _positive_samples(label_list, items, weight_list, groups)
-    shared_labels = np.asarray(label_list[0]) if num_systems == 1 or paired else None
+    shared_labels = np.asarray(label_list[0]) if systems.shared else None
     class_counts = np.mean([np.bincount(np.asarray(lab), weights=None if weight_list is None else weight_list[j],
                                         minlength=k) for j, lab in enumerate(label_list)], axis=0)
-    return _Systems(system_names, items, label_list, weight_list, weight_info, groups, shared_labels,
-                    None if weight_list is None else weight_list[0],
-                    shared_labels is not None and (paired or groups is not None), class_counts)
+    return _Canonical(systems.names, items, label_list, weight_list, weight_info, groups, shared_labels,
+                      None if weight_list is None else weight_list[0],
+                      shared_labels is not None and (systems.paired or groups is not None), class_counts)
 
 
 def _model_concentration(concentration, joint, k, d):
@@ -1172,22 +876,24 @@ def _fixed_source(s, score_type, p_decide, alpha, k, d, u_hat):
     return _unpaired_source(counts, alpha)
 
 
-def compare_counts(counts: ArrayLike, *, utilities: _Utilities | None = None, costs: _Utilities | None = None,
-                   priors: PriorDistribution | ArrayLike | None = None, concentration: float | None = None,
-                   num_draws: int = 20_000, key: jax.Array | None = None, rope: float | None = None,
-                   hdi_prob: float = 0.9, systems: Sequence[str] | None = None, decompose: bool = True,
-                   chunk_size: int | None = None,
-                   progress: bool | Callable[[int], Any] = False) -> ranking.Comparison:
+def compare_counts(counts: ArrayLike | Mapping[str, ArrayLike], *, utilities: _Utilities | None = None,
+                   costs: _Utilities | None = None, priors: PriorDistribution | ArrayLike | None = None,
+                   key: jax.Array | None = None, concentration: float | None = None, rope: float | None = None,
+                   hdi_prob: float = 0.9, decompose: bool = True,
+                   settings: MonteCarloSettings = MonteCarloSettings()) -> ranking.Comparison:
     """:func:`compare` from confusion matrices alone: ``(M, K, D)`` counts of unpaired systems.
 
-    Without the samples the pairing is unknown, so this is the unpaired
-    model (independent Dirichlet posteriors per system and class).
-    ``chunk_size`` and ``progress`` as in :func:`compare`.
+    ``counts``: ``(K, D)`` or ``(M, K, D)``, or a mapping ``{name: (K, D)
+    counts}`` that names the systems.  Without the samples the pairing is
+    unknown, so this is the unpaired model (independent Dirichlet posteriors
+    per system and class).  The other arguments as in :func:`compare`.
     """
-    from ecjax.prob.rates import as_counts
-
-    num_draws, hdi_prob, rope = _check_common(key, num_draws, hdi_prob, rope, chunk_size)
-    c = as_counts(counts)
+    settings = check_monte_carlo_settings(settings)
+    if settings.mc_error is not None:
+        return _to_precision(compare_counts, counts, settings, utilities=utilities, costs=costs, priors=priors,
+                             key=key, concentration=concentration, rope=rope, hdi_prob=hdi_prob, decompose=decompose)
+    num_draws, hdi_prob, rope = _check_common(key, settings.draws(_DEFAULT_DRAWS), hdi_prob, rope)
+    names, c = as_named_counts(counts)
     if c.ndim == 2:
         c = c[None]
     if c.ndim != 3:
@@ -1204,8 +910,8 @@ def compare_counts(counts: ArrayLike, *, utilities: _Utilities | None = None, co
     source = _unpaired_source(np.asarray(c), alpha)
     return _run_compare(prior, class_priors, class_counts, k=k, d=d, alpha=alpha, joint=False,
                         source=lambda u_hat: source, key=key, num_draws=num_draws, rope=rope, hdi_prob=hdi_prob,
-                        systems=ranking.system_names(systems, None, c.shape[0]), decompose=decompose, chunk_size=chunk_size,
-                        progress=progress,
+                        systems=ranking.system_names(None, names, c.shape[0]), decompose=decompose,
+                        chunk_size=settings.chunk_size, progress=settings.progress,
                         info={"model": "unpaired: Dirichlet per system and class", "concentration": alpha,
                               "decision_rule": "given", "decisions": "given (counts)"})
 
@@ -1373,7 +1079,7 @@ def _two_stage_info(yields, rec, per_draw, *, m, k, d, joint):
     for name, x in (("p_best", best), ("yield", y[..., rec])):
         within[name] = float(np.mean(np.var(x, 1, ddof=1)))
         between[name] = float(max(0.0, np.var(x.mean(1), ddof=1) - within[name] / r))
-    ratio = _cost_ratio(num_systems=m, num_samples=per_draw.num_samples, num_classes=k, num_decisions=d,
+    ratio = per_draw_cost_ratio(num_systems=m, num_samples=per_draw.num_samples, num_classes=k, num_decisions=d,
                         paired=joint)
     efficient = {name: (float(np.sqrt(ratio * within[name] / between[name])) if between[name] > 0 else math.inf)
                  for name in within}

@@ -25,7 +25,7 @@ NUTS earns its place; convergence is reported through ArviZ (R-hat, ESS).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,8 +42,9 @@ from ecjax import random_bits
 from ecjax.confusion import confusion_counts
 from ecjax.prob import ranking
 from ecjax.prob.compare import evaluate_draws
+from ecjax.prob.inputs import as_named_counts
 from ecjax.prob.mcmc import NUTSSettings, check_nuts_settings, fit_nuts
-from ecjax.prob.rates import PriorDistribution, as_class_priors, as_counts, check_concentration
+from ecjax.prob.rates import PriorDistribution, as_class_priors, check_concentration
 from ecjax.prob.utility_priors import UtilityPrior, resolve_utilities
 
 DISPERSION_LOC = math.log(100.0)
@@ -177,9 +178,9 @@ class HierarchicalComparison:
                 f"divergences={self.num_divergences})\n{self.comparison.summary()}")
 
 
-def _checked_test_sets(counts, utilities, costs, priors, concentration, dispersion, systems):
+def _checked_test_sets(counts, utilities, costs, priors, concentration, dispersion):
     """Validated ``(counts (T, M, K, D), alpha, dispersion, utility prior, class priors, system names)``."""
-    counts = as_counts(counts)
+    names, counts = as_named_counts(counts, system_axis=1)
     if counts.ndim != 4:
         raise v.InputError(f"`counts` must be (T, M, K, D), got shape {tuple(counts.shape)}")
     t, m, k, d = counts.shape
@@ -194,7 +195,7 @@ def _checked_test_sets(counts, utilities, costs, priors, concentration, dispersi
     shape = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     if shape != (k, d):
         raise v.InputError(f"the utility matrix has shape {shape}, the counts have (K, D) = {(k, d)}")
-    return counts, alpha, dispersion, prior, as_class_priors(priors, k), ranking.system_names(systems, None, m)
+    return counts, alpha, dispersion, prior, as_class_priors(priors, k), ranking.system_names(None, names, m)
 
 
 def _utility_and_prior_draws(prior, class_priors, counts, key_u, key_p, s):
@@ -222,16 +223,17 @@ def _utility_and_prior_draws(prior, class_priors, counts, key_u, key_p, s):
     return u, u_hat, p, p
 
 
-def compare_test_sets(counts: ArrayLike, *, utilities: UtilityPrior | Callable[..., Any] | ArrayLike | None = None,
+def compare_test_sets(counts: ArrayLike | Mapping[str, ArrayLike], *,
+                      utilities: UtilityPrior | Callable[..., Any] | ArrayLike | None = None,
                       costs: UtilityPrior | Callable[..., Any] | ArrayLike | None = None,
                       priors: PriorDistribution | ArrayLike | None = None, key: jax.Array | None = None,
                       nuts: NUTSSettings = NUTSSettings(), concentration: float = 1.0, dispersion: float | None = None,
-                      rope: float | None = None, hdi_prob: float = 0.9, systems: Sequence[str] | None = None,
-                      decompose: bool = True) -> HierarchicalComparison:
+                      rope: float | None = None, hdi_prob: float = 0.9) -> HierarchicalComparison:
     """Rank ``M`` systems evaluated on ``T`` test sets by their population-level yields.
 
     Args:
       counts: ``(T, M, K, D)`` confusion counts (see :func:`counts_from_sets`),
+        or a mapping ``{name: (T, K, D) counts}`` that names the systems;
         integers or weighted (fractional) counts: the Dirichlet-multinomial
         likelihood is written with gamma functions, continuous in the counts.
       utilities / costs: a ``(K, D)`` matrix or a utility prior (as in :func:`~ecjax.prob.compare`).
@@ -244,14 +246,17 @@ def compare_test_sets(counts: ArrayLike, *, utilities: UtilityPrior | Callable[.
       concentration: Dirichlet prior on the population rates (> 0).
       dispersion: fix ``kappa`` (e.g. a huge value pools the sets into one)
         instead of learning it.
-      rope, hdi_prob, systems, decompose: as in :func:`~ecjax.prob.compare`.
+      rope, hdi_prob: as in :func:`~ecjax.prob.compare`.
+
+    The doubt decomposition (:class:`~ecjax.prob.Doubt`) is always computed:
+    it costs two evaluations of the posterior draws, nothing next to NUTS.
 
     Returns:
       :class:`HierarchicalComparison`.
     """
     key = v.as_key(key)
     test_counts, alpha, dispersion, prior, class_priors, names = _checked_test_sets(
-        counts, utilities, costs, priors, concentration, dispersion, systems)
+        counts, utilities, costs, priors, concentration, dispersion)
     t, m, k, d = test_counts.shape
     s = check_nuts_settings(nuts).num_draws
     hdi_prob = ranking.check_hdi_prob(hdi_prob, s)
@@ -269,14 +274,12 @@ def compare_test_sets(counts: ArrayLike, *, utilities: UtilityPrior | Callable[.
     summary = ranking.summarize(key_rank, yields, rope=rope)
     expected_yield = np.asarray(yields.mean(0))
     rec = int(np.argmax(expected_yield))
-    doubt = None
-    if decompose:
-        k1, k2 = random_bits.split_keys(key_d)
-        mu_point = jnp.broadcast_to(mu.mean(0), mu.shape)
-        y_costs, _, _ = evaluate_draws(u, mu_point, p)
-        y_rates, _, _ = evaluate_draws(jnp.broadcast_to(u_hat, u.shape).astype(f), mu, p_mean)
-        doubt = ranking.Doubt(np.asarray(summary["p_best"]), np.asarray(ranking.summarize(k1, y_costs)["p_best"]),
-                              np.asarray(ranking.summarize(k2, y_rates)["p_best"]), rec)
+    k1, k2 = random_bits.split_keys(key_d)
+    mu_point = jnp.broadcast_to(mu.mean(0), mu.shape)
+    y_costs, _, _ = evaluate_draws(u, mu_point, p)
+    y_rates, _, _ = evaluate_draws(jnp.broadcast_to(u_hat, u.shape).astype(f), mu, p_mean)
+    doubt = ranking.Doubt(np.asarray(summary["p_best"]), np.asarray(ranking.summarize(k1, y_costs)["p_best"]),
+                          np.asarray(ranking.summarize(k2, y_rates)["p_best"]), rec)
     comparison = ranking.Comparison(
         systems=names, yields=yields, expected_costs=ec, normalized_expected_costs=nec,
         expected_utility_matrix=jnp.asarray(u_hat), expected_yield=expected_yield,

@@ -123,16 +123,6 @@ def check_concentration(concentration: float, name: str = "concentration", *, al
     return a
 
 
-def as_counts(counts: ArrayLike, name: str = "counts") -> jax.Array:
-    """Non-negative finite count matrices ``(..., K, D)`` (integers or weighted floats)."""
-    c = v.as_array(counts, name, min_ndim=2)
-    if not v.is_tracer(c):
-        a = v.check_numbers(np.asarray(c), name)
-        if np.any(a < 0):
-            raise v.InputError(f"`{name}` must be non-negative")
-        if a.shape[-1] == 0 or a.shape[-2] == 0:
-            raise v.InputError(f"`{name}` is empty, got shape {a.shape}")
-    return jnp.asarray(c, dtype=jnp.result_type(float))
 
 
 # ------------------------------------------------------------ conjugate path
@@ -167,7 +157,7 @@ def sample_rates(key: jax.Array, counts: ArrayLike, *, num_draws: int,
     Returns:
       ``(S, ..., K, D)`` rate draws; each row sums to 1.
     """
-    counts = as_counts(counts)
+    counts = v.as_counts(counts)
     num_draws = v.as_positive_int(num_draws, "num_draws")
     k, d = counts.shape[-2:]
     alpha = default_concentration(d, k) if concentration is None else check_concentration(concentration)
@@ -259,16 +249,7 @@ def interval_priors(low: ArrayLike, high: ArrayLike, *, num_draws_for_mean: int 
     hi = np.asarray(v.check_finite(v.as_array(high, "high", min_ndim=1), "high"), dtype=np.float64)
     if lo.ndim != 1 or lo.shape != hi.shape or lo.shape[0] < 2:
         raise v.InputError(f"`low` and `high` must be vectors of the same length K >= 2, got {lo.shape} and {hi.shape}")
-    if np.any(lo > hi):
-        i = int(np.argmax(lo > hi))
-        raise v.InputError(f"interval bounds must satisfy low <= high; class {i} has low {lo[i]} > high {hi[i]}")
-    if np.any(lo < 0) or np.any(hi > 1):
-        raise v.InputError("prior intervals must lie within [0, 1]")
-    if lo.sum() > 1 + 1e-12 or hi.sum() < 1 - 1e-12:
-        raise v.InputError(
-            f"the intervals leave no support: priors must sum to 1 but sum(low) = {lo.sum():g} and "
-            f"sum(high) = {hi.sum():g}"
-        )
+    v.check_prior_intervals(lo, hi)
     f = jnp.result_type(float)
     jl, jh = jnp.asarray(lo, f), jnp.asarray(hi, f)
     k = lo.shape[0]
@@ -382,14 +363,14 @@ def sample_rates_nuts(key: jax.Array, counts: ArrayLike, *, num_draws: int = 100
       (for ``arviz.from_numpyro``).
     """
     from numpyro.infer import MCMC, NUTS
-    counts = as_counts(counts)
+    counts = v.as_counts(counts)
     alpha = default_concentration(counts.shape[-1], counts.shape[-2]) if concentration is None else check_concentration(
         concentration, allow_zero=False)
     num_draws = v.as_positive_int(num_draws, "num_draws")
     num_warmup = v.as_positive_int(num_warmup, "num_warmup")
     num_chains = v.as_positive_int(num_chains, "num_chains")
     if class_counts is not None:
-        class_counts = jnp.asarray(as_counts(jnp.asarray(class_counts)[None], "class_counts")[0])
+        class_counts = jnp.asarray(v.as_counts(jnp.asarray(class_counts)[None], "class_counts")[0])
     mcmc = MCMC(NUTS(rates_model), num_warmup=num_warmup, num_samples=num_draws, num_chains=num_chains,
                 chain_method="sequential", progress_bar=False)
     mcmc.run(key, counts, alpha, class_counts, prior_concentration)

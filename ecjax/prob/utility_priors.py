@@ -332,11 +332,7 @@ def intervals(low: ArrayLike, high: ArrayLike, *, kind: str = "utility",
     lo = v.as_matrix(low, "low", batched=False)
     k, d = lo.shape
     hi = v.as_matrix(high, "high", shape=(k, d))
-    bad = np.asarray(lo) > np.asarray(hi)
-    if np.any(bad):
-        i, j = np.argwhere(bad)[0]
-        raise v.InputError(f"interval bounds must satisfy low <= high; entry ({i}, {j}) has low "
-                           f"{float(lo[i, j])} > high {float(hi[i, j])}")
+    v.check_bounds(lo, hi)
     shape = (k, d)
     _check_dominance_shape(shape, correct_dominates)
     if correct_dominates:
@@ -414,10 +410,8 @@ def truncated_normal(nominal: ArrayLike, scale: ArrayLike, *, low: ArrayLike = -
     nom = np.asarray(nominal_m, dtype=np.float64)
     if np.any(~np.isfinite(sc)) or np.any(sc < 0):
         raise v.InputError("`scale` must be finite and >= 0")
-    if np.any(lo > hi):
-        raise v.InputError("truncation bounds must satisfy low <= high")
-    if np.any((nom < lo) | (nom > hi)):
-        raise v.InputError("`nominal` must lie inside [low, high]")
+    v.check_bounds(lo, hi, "truncation bounds")
+    v.check_inside(nom, lo, hi, "`nominal`")
     _check_dominance_shape(shape, correct_dominates)
     mean = None
     if not correct_dominates:
@@ -467,8 +461,7 @@ def cost_ratio(low: float, high: float, *, distribution: str = "log_uniform", po
     lo, hi = v.as_real(low, "low"), v.as_real(high, "high")
     if lo <= 0:
         raise v.InputError(f"`low` (the smallest cost ratio) must be > 0, got {low!r}")
-    if lo > hi:
-        raise v.InputError(f"interval bounds must satisfy low <= high, got low={lo} > high={hi}")
+    v.check_bounds(lo, hi)
     if distribution == "log_uniform":
         if lo == hi:
             raise v.InputError("a log-uniform ratio needs low < high (use a fixed cost matrix for a known ratio)")

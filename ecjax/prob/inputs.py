@@ -1,0 +1,267 @@
+"""The systems a comparison evaluates, made canonical once: :class:`Systems`.
+
+:func:`~ecjax.prob.compare` and :func:`~ecjax.prob.bootstrap.bootstrap_metric` take their data as one
+:class:`Systems`: each classifier's decisions or scores on its test samples, with the labels, the names, whether
+the systems were run on the same samples (paired), cluster ids and frequency weights.  Everything about the data
+that does not depend on the function that evaluates it is checked here, when the object is made; what depends on
+it (labels below the utility matrix's ``K``, scores that are proper log-posteriors) is checked by that function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import jax
+from jax.typing import ArrayLike
+
+from ecjax import inputs as v
+from ecjax.prob.draw_plan import PerDraw, as_decision_rule
+from ecjax.prob.ranking import system_names
+
+# One array for all systems, or one per system (a list, or a mapping from system names).
+PerSystem = ArrayLike | Sequence[ArrayLike] | Mapping[str, ArrayLike]
+
+
+@dataclass(frozen=True, init=False, eq=False, repr=False)
+class Systems:
+    """``M`` classifiers' decisions or scores on their test samples: the data of :func:`~ecjax.prob.compare`.
+
+    ``Systems(labels, decisions)`` or ``Systems(labels, scores=s, score_type=...)``.
+
+    Args:
+      labels: ``(N,)`` true classes shared by all systems, or ``(M, N)`` /
+        a list / a mapping of one label vector per system (unpaired systems
+        may have different test sets, of different sizes).
+      decisions: ``(M, N)`` decisions, a list of ``(N_m,)`` arrays, or a
+        mapping ``name -> decisions``.
+      scores: instead of ``decisions``: ``(M, N, K)`` scores (``(M, N)`` for
+        ``"llr"``), a list or a mapping of ``(N_m, K)`` arrays.
+      score_type: what the scores are (``"log_posteriors"``, ``"logits"``,
+        ``"probabilities"``, ``"llr"``, ``"log_likelihoods"``).
+      decision_rule: with ``scores``, how they become decisions while the
+        costs are uncertain: ``"expected_utility"`` (default), ``"per_draw"``
+        or :class:`~ecjax.prob.PerDraw` (see :func:`~ecjax.prob.compare`).
+      names: the systems' names (default: the mapping's keys, else
+        ``"system 0"``, ``"system 1"``, ...).
+      paired: the systems were run on the same test samples (default), so
+        their errors are correlated: every system's labels (and weights) must
+        then be the same.  ``False`` for independent test sets.
+      groups: ``(N,)`` cluster ids of the shared samples (paired systems or
+        one system): samples of one cluster are resampled together.
+      sample_weight: frequency weights, given like ``labels`` (one ``(N,)``
+        vector for all, or one per system); 0 removes a sample.
+
+    Attributes hold the data split per system: ``names``, ``labels``
+    (``int32`` index vectors), ``decisions`` (index vectors) or ``scores``
+    (as given, one array per system), ``sample_weight`` (``float64``
+    vectors, or ``None``), ``groups`` and the rest as given.  It holds arrays,
+    so two ``Systems`` compare by identity.
+    """
+
+    names: tuple[str, ...]
+    labels: tuple[Any, ...]
+    decisions: tuple[Any, ...] | None
+    scores: tuple[Any, ...] | None
+    score_type: str
+    decision_rule: str | PerDraw
+    paired: bool
+    groups: np.ndarray | None
+    sample_weight: tuple[np.ndarray, ...] | None
+
+    def __init__(self, labels: PerSystem, decisions: PerSystem | None = None, *, scores: PerSystem | None = None,
+                 score_type: str = "log_posteriors", decision_rule: str | PerDraw = "expected_utility",
+                 names: Sequence[str] | None = None, paired: bool = True, groups: ArrayLike | Sequence[Any] | None = None,
+                 sample_weight: PerSystem | None = None) -> None:
+        if (decisions is None) == (scores is None):
+            raise v.InputError("give exactly one of `decisions` and `scores`")
+        as_decision_rule(decision_rule)
+        if scores is not None:
+            v.check_score_type(score_type)
+            found_names, items = _split_scores(scores, score_type)
+        else:
+            found_names, items = _split_decisions(decisions)
+            items = [v.as_index_array(x, f"decisions[{m}]") for m, x in enumerate(items)]
+            for m, x in enumerate(items):
+                if x.ndim != 1:
+                    raise v.InputError(
+                        f"each system's decisions must be a vector, got shape {tuple(x.shape)} for system {m}")
+        num_systems = len(items)
+        label_list = [v.as_index_array(x, "labels") for x in _split_labels(labels, num_systems, found_names)]
+        for m, (lab, x) in enumerate(zip(label_list, items)):
+            if lab.ndim != 1:
+                raise v.InputError(f"`labels` of system {m} must be a vector, got shape {tuple(lab.shape)}")
+            if lab.shape[0] != np.shape(x)[0]:
+                raise v.InputError(f"`labels` of system {m} has {lab.shape[0]} entries, but its "
+                                   f"{'scores' if scores is not None else 'decisions'} have {np.shape(x)[0]}")
+        weight_list = _split_weights(sample_weight, label_list, found_names)
+        paired = bool(paired)
+        if paired and num_systems > 1:
+            _check_paired_labels(label_list)
+            if weight_list is not None:
+                _check_paired_weights(weight_list)
+        if groups is not None:
+            if not (num_systems == 1 or paired):
+                raise v.InputError("`groups` (clustered samples) needs paired systems (shared labels) or a single "
+                                   "system")
+            groups = v.as_group_ids(groups, label_list[0].shape[0])
+        fields = dict(names=system_names(names, found_names, num_systems, "names"), labels=tuple(label_list),
+                      decisions=None if scores is not None else tuple(items),
+                      scores=None if scores is None else tuple(items), score_type=score_type,
+                      decision_rule=decision_rule, paired=paired, groups=groups,
+                      sample_weight=None if weight_list is None else tuple(weight_list))
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
+
+    def __repr__(self) -> str:
+        sizes = sorted({int(lab.shape[0]) for lab in self.labels})
+        what = f"scores ({self.score_type})" if self.scores is not None else "decisions"
+        return (f"Systems({list(self.names)}, {what}, N = {sizes[0] if len(sizes) == 1 else sizes}, "
+                f"{'paired' if self.paired else 'unpaired'}{', clustered' if self.groups is not None else ''}"
+                f"{', weighted' if self.sample_weight is not None else ''})")
+
+    @property
+    def num_systems(self) -> int:
+        """``M``."""
+        return len(self.labels)
+
+    @property
+    def shared(self) -> bool:
+        """One test set for every system: a single system, or paired ones."""
+        return self.num_systems == 1 or self.paired
+
+
+def as_named_counts(counts: object, *, system_axis: int = 0) -> tuple[tuple[str, ...] | None, jax.Array]:
+    """``(names or None, counts)``: confusion counts of ``M`` systems, given stacked or as a mapping ``{name:
+    counts}`` whose values are stacked along ``system_axis`` (0 for ``(M, K, D)``, 1 for ``(T, M, K, D)``),
+    checked by :func:`ecjax.inputs.as_counts`."""
+    names = None
+    if isinstance(counts, Mapping):
+        if not counts:
+            raise v.InputError("`counts` is an empty mapping: at least one system is needed")
+        names = tuple(str(name) for name in counts)
+        counts = np.stack([np.asarray(c) for c in counts.values()], axis=system_axis)
+    return names, v.as_counts(counts)
+
+
+def check_systems(systems: object) -> Systems:
+    """``systems`` if it is a :class:`Systems` (checked when it was made), else :class:`~ecjax.InputError`."""
+    return v.check_instance(systems, Systems, "systems", "ecjax.prob.Systems")
+
+
+def _systems_from(x, name):
+    """Names and per-system arrays from a mapping, a sequence of arrays, or one stacked array."""
+    if isinstance(x, Mapping):
+        if not x:
+            raise v.InputError(f"`{name}` is empty")
+        return [str(k) for k in x], [x[k] for k in x]
+    if isinstance(x, Sequence) and not isinstance(x, (str, bytes)) and len(x) and not np.isscalar(x[0]):
+        return None, list(x)
+    return None, None
+
+
+def _split_decisions(decisions):
+    names, items = _systems_from(decisions, "decisions")
+    if items is None:
+        arr = v.as_array(decisions, "decisions", min_ndim=1)
+        items = [arr] if arr.ndim == 1 else list(arr)
+        if arr.ndim > 2:
+            raise v.InputError(f"`decisions` must be (N,) or (M, N), got shape {tuple(arr.shape)}")
+    return names, items
+
+
+def _split_scores(scores, score_type):
+    names, items = _systems_from(scores, "scores")
+    if items is None:
+        arr = v.as_array(scores, "scores", min_ndim=1)
+        single = 1 if score_type == "llr" else 2
+        if arr.ndim == single:
+            items = [arr]
+        elif arr.ndim == single + 1:
+            items = list(arr)
+        else:
+            raise v.InputError(f"`scores` must have {single} or {single + 1} dimensions, got shape {tuple(arr.shape)}")
+    return names, items
+
+
+def _per_system(x, name, num_systems, names, what):
+    """One vector of ``x`` per system: a mapping keyed like ``decisions``/``scores``, a list or ``(M, N)`` array,
+    or one ``(N,)`` vector for every system (``labels``, ``sample_weight``)."""
+    if isinstance(x, Mapping):
+        if names is None or set(map(str, x)) != set(names):
+            raise v.InputError(f"`{name}` given as a mapping must have the same keys as `decisions`/`scores`")
+        lookup = {str(k): val for k, val in x.items()}
+        return [lookup[n] for n in names]
+    _, items = _systems_from(x, name)
+    if items is None:
+        arr = v.as_array(x, name, min_ndim=1)
+        if arr.ndim == 1:
+            return [arr] * num_systems
+        if arr.ndim != 2:
+            raise v.InputError(f"`{name}` must be (N,) or (M, N), got shape {tuple(arr.shape)}")
+        items = list(arr)
+    if len(items) != num_systems:
+        raise v.InputError(f"`{name}` has {len(items)} {what} for {num_systems} systems")
+    return items
+
+
+def _split_labels(labels, num_systems, names):
+    return _per_system(labels, "labels", num_systems, names, "label vectors")
+
+
+def _check_paired_labels(label_list):
+    first = np.asarray(label_list[0])
+    for m, lab in enumerate(label_list[1:], start=1):
+        lab = np.asarray(lab)
+        if lab.shape != first.shape:
+            raise v.InputError(
+                f"paired systems must share their labels: system {m} has {lab.shape[-1]} samples, system 0 has "
+                f"{first.shape[-1]}; pass paired=False for systems scored on different samples"
+            )
+        diff = np.nonzero(lab != first)[0]
+        if diff.size:
+            raise v.InputError(
+                f"paired systems must share their labels: labels of system {m} differ from system 0 at sample "
+                f"{int(diff[0])} ({lab[diff[0]]} vs {first[diff[0]]}); pass paired=False for systems scored on "
+                "different samples or in different orders"
+            )
+    return first
+
+
+def _split_weights(sample_weight, label_list, names):
+    """One validated float64 weight vector per system, given like ``labels`` (``None``: unweighted).
+
+    A mapping (keys of ``decisions``/``scores``), a list or ``(M, N)`` array
+    of one vector per system, or one ``(N,)`` vector for every system.  A
+    system whose weights are all 0 has no samples: refused.
+    """
+    if sample_weight is None:
+        return None
+    m = len(label_list)
+    items = _per_system(sample_weight, "sample_weight", m, names, "weight vectors")
+    out = []
+    for j, (w, lab) in enumerate(zip(items, label_list)):
+        where = f" (system {j})" if m > 1 else ""
+        try:
+            v.as_sample_weight(w, lab)  # one finite, non-negative number per sample
+        except v.InputError as e:
+            raise v.InputError(f"{e}{where}") from None
+        w = np.asarray(w, np.float64)
+        v.check_some_weight(w, where)
+        out.append(w)
+    return out
+
+
+def _check_paired_weights(weight_list):
+    """Paired systems are scored on the same samples: one weight per sample, the same for every system."""
+    for j, w in enumerate(weight_list[1:], start=1):
+        diff = np.flatnonzero(w != weight_list[0])
+        if diff.size:
+            raise v.InputError(
+                f"paired systems share their samples, so they must share `sample_weight`: the weights of system {j} "
+                f"differ from system 0 at sample {int(diff[0])} ({w[diff[0]]} vs {weight_list[0][diff[0]]}); give one "
+                "(N,) vector, or pass paired=False"
+            )
