@@ -64,8 +64,6 @@ def main() -> None:
     scores = [rng.normal(size=(n, k)) + 3.0 * q * np.eye(k)[labels] for q in (1.0, 0.98, 0.96)]
     off = 1 - np.eye(k)
     costs = prob.intervals(0.5 * off, 2.0 * off, kind="cost")
-    kw = dict(scores=scores, score_type="logits", costs=costs, decision_rule="per_draw", paired=False,
-              key=jax.random.key(0), decompose=False)
 
     print(f"machine: {_common.machine()}")
     print(f"compare: 3 systems, N = {n}, K = D = {k}, uncertain {k} x {k} costs, Bayes decisions per draw")

@@ -102,7 +102,6 @@ def main() -> None:
         labels = [np.load(folder / f"{n}_targets.npy") for n in NETS]
         scores = [log_softmax(np.load(folder / f"{n}.npy")) for n in NETS]
         costs = prob.intervals(spec.costs_low, spec.costs_high, kind="cost")
-        kw = dict(scores=scores, costs=costs, paired=False, systems=list(NETS), decompose=False)
         t0 = time.perf_counter()
         ref = prob.compare(prob.Systems(labels, scores=scores, paired=False, names=list(NETS)),
                            key=jax.random.key(12345), costs=costs, decompose=False,

@@ -428,17 +428,16 @@ def _prepare_fit(scores, labels, method, priors, score_type):
     return s, labels, k, p
 
 
-def _fold_weights(labels_np, k, priors, where="", sample_weight=None):
-    """``P_i / N_i`` per sample for the training samples; InputError for an absent class.
+def class_totals_to_calibrate(labels: ArrayLike, num_classes: int, *, sample_weight: ArrayLike | None = None,
+                              where: str = "") -> np.ndarray:
+    """The ``(K,)`` sample counts (weight totals) of training labels; :class:`~ecjax.InputError` if a class has none.
 
-    With ``sample_weight`` ``s_n``: ``s_n P_i / W_i``, ``W_i`` the total
-    weight of class ``i`` (and the data priors ``W_i / W``), so that an
-    integer weight counts a sample that many times.  A class with no training
-    samples (or no weight) cannot be calibrated: its bias would be driven to
-    minus infinity (no sample pulls it back), so this is an error, never a
-    silent NaN or a runaway parameter.
+    A class with no training samples (or no weight) cannot be calibrated: its bias would be driven to minus
+    infinity (no sample pulls it back), so this is an error, never a silent NaN or a runaway parameter.  ``where``
+    says which training data in the message (``" of fold 2"``).
     """
-    n_i = np.bincount(labels_np, weights=sample_weight, minlength=k).astype(np.float64)
+    n_i = np.bincount(np.asarray(labels), weights=None if sample_weight is None else np.asarray(sample_weight),
+                      minlength=num_classes).astype(np.float64)
     missing = np.nonzero(n_i == 0)[0]
     if missing.size:
         raise v.InputError(
@@ -446,6 +445,18 @@ def _fold_weights(labels_np, k, priors, where="", sample_weight=None):
             f"in the training data{where}: a calibrator cannot be fitted for it (use fewer folds, more data, or "
             "drop the class)"
         )
+    return n_i
+
+
+def _fold_weights(labels_np, k, priors, where="", sample_weight=None):
+    """``P_i / N_i`` per sample for the training samples; InputError for an absent class.
+
+    With ``sample_weight`` ``s_n``: ``s_n P_i / W_i``, ``W_i`` the total
+    weight of class ``i`` (and the data priors ``W_i / W``), so that an
+    integer weight counts a sample that many times.  A class with no training
+    samples (or no weight) is refused (:func:`class_totals_to_calibrate`).
+    """
+    n_i = class_totals_to_calibrate(labels_np, k, sample_weight=sample_weight, where=where)
     p = n_i / n_i.sum() if priors is None else priors
     w = (p / n_i)[labels_np]
     return (w if sample_weight is None else w * sample_weight), p

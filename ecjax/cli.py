@@ -36,6 +36,7 @@ from ecjax.inputs import (
     SCORE_TYPES,
     InputError,
     as_index_array,
+    as_pos_label,
     as_sample_weight,
     as_scores,
     check_numbers,
@@ -371,8 +372,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     k = max(_num_classes(y, kind, arrays, st, args.costs, lf, files) for y, lf in zip(labels, label_files))
     for y, lf in zip(labels, label_files):
         _within(lf, y, k, "labels", "the classes of the scores")
-    if not 0 <= args.pos_label < k:
-        raise InputError(f"--pos-label: must be a class index in [0, {k}), got {args.pos_label}")
+    _said_of("--pos-label", as_pos_label, args.pos_label, k)
     spec = _cost_spec(args, k)
     d = spec.costs.shape[1]
     priors = spec.priors
@@ -874,6 +874,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     """Fit a calibrator (held-out file, cross-validation or in-sample), apply it to --scores, write the result."""
     import io as _io
 
+    from ecjax import calibration
+
     st = args.score_type
     _check_output(args.output, args.force, "--output")
     out_dir = _out_dir(args)
@@ -882,11 +884,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     for y, f in ((train_labels, args.train_labels or args.labels), (labels, args.labels)):
         if y is not None:
             _within(f, y, k, "labels", "the classes of the scores")
-    absent = np.nonzero(np.bincount(train_labels, weights=train_weights, minlength=k) == 0)[0]
-    if absent.size:
-        raise InputError(f"{args.train_labels or args.labels}: class {absent[0]} has no samples"
-                         f"{'' if train_weights is None else ' of non-zero weight'}: a calibrator cannot be fitted "
-                         "for it")
+    _said_of(args.train_labels or args.labels, calibration.class_totals_to_calibrate, train_labels, k,
+             sample_weight=train_weights)
     method = "llr" if st == "llr" else args.method
     out_type = "llr" if method == "llr" else "log_posteriors"
     record = {"schema": JSON_SCHEMA_VERSION, "command": "calibrate", "method": method, "loss": args.loss,

@@ -496,6 +496,13 @@ def as_counts(counts: object, name: str = "counts", *, square: bool = False, non
     return c.astype(jnp.promote_types(c.dtype, jnp.result_type(float)))
 
 
+def as_pos_label(pos_label: object, num_classes: int) -> int:
+    """The positive class of a one-vs-rest metric: an integer index in ``[0, K)``."""
+    if isinstance(pos_label, bool) or not isinstance(pos_label, (int, np.integer)) or not 0 <= pos_label < num_classes:
+        raise InputError(f"`pos_label` must be a class index in [0, {num_classes}), got {pos_label!r}")
+    return int(pos_label)
+
+
 def check_bounds(low: ArrayLike, high: ArrayLike, what: str = "interval bounds") -> None:
     """``low <= high`` entry by entry (arrays of one shape), else :class:`InputError` naming the first entry that
     breaks it; ``what`` says whose bounds they are (``"the [uncertainty] intervals"``)."""

@@ -241,10 +241,6 @@ _PER_CLASS = {
 }
 
 
-def _check_pos_label(pos_label, k):
-    if isinstance(pos_label, bool) or not isinstance(pos_label, (int, np.integer)) or not 0 <= pos_label < k:
-        raise v.InputError(f"`pos_label` must be a class index in [0, {k}), got {pos_label!r}")
-    return int(pos_label)
 
 
 @partial(jax.jit, static_argnames=("kind", "average"))
@@ -268,7 +264,7 @@ def _select(kind, counts, pos_label, average, zero_division, b2=1.0):
     values; ``None``: the per-class values ``(..., K)``.
     """
     v.check_choice(average, "average", AVERAGES)
-    pos = _check_pos_label(pos_label, counts.shape[-1]) if average == "binary" else 0
+    pos = v.as_pos_label(pos_label, counts.shape[-1]) if average == "binary" else 0
     zero_division = v.check_zero_division(zero_division)
     out = _select_kernel(counts, pos, zero_division, b2, kind=kind, average=average)
     beta_ok = (lambda: jnp.isfinite(b2) & (b2 > 0)) if v.is_tracer(b2) else (lambda: True)
@@ -454,7 +450,7 @@ def _binary_ok(c, pos):
 def _binary_counts(counts, pos_label):
     """Square counts with both the positive class and the rest present."""
     c = as_counts(counts, square=True)
-    pos = _check_pos_label(pos_label, c.shape[-1])
+    pos = v.as_pos_label(pos_label, c.shape[-1])
     if not v.is_tracer(c):
         n_i = np.asarray(c).sum(-1)
         if np.any(n_i[..., pos] == 0) or np.any(n_i.sum(-1) - n_i[..., pos] == 0):
@@ -476,7 +472,7 @@ def net_benefit(counts: ArrayLike, *, threshold_probability: float, pos_label: i
     (seed 002 eqs. 12-15).
     """
     c = as_counts(counts, square=True)
-    pos = _check_pos_label(pos_label, c.shape[-1])
+    pos = v.as_pos_label(pos_label, c.shape[-1])
     p: jax.Array | float
     p_ok: jax.Array | bool
     if v.is_tracer(threshold_probability):
@@ -502,14 +498,14 @@ def informedness(counts: ArrayLike, *, pos_label: int = 1) -> jax.Array:
     A 0/0 rate counts as 0 (as in :func:`recall`).
     """
     c = as_counts(counts, square=True)
-    out = _youden_kernel(c, _check_pos_label(pos_label, c.shape[-1]), kind="informedness")
+    out = _youden_kernel(c, v.as_pos_label(pos_label, c.shape[-1]), kind="informedness")
     return _guard(out, lambda: _counts_ok(c), c)
 
 
 def markedness(counts: ArrayLike, *, pos_label: int = 1) -> jax.Array:
     """Markedness ``PPV + NPV - 1``; a 0/0 predictive value counts as 0."""
     c = as_counts(counts, square=True)
-    out = _youden_kernel(c, _check_pos_label(pos_label, c.shape[-1]), kind="markedness")
+    out = _youden_kernel(c, v.as_pos_label(pos_label, c.shape[-1]), kind="markedness")
     return _guard(out, lambda: _counts_ok(c), c)
 
 
@@ -585,7 +581,7 @@ def unified_performance_measure(counts: ArrayLike, *, pos_label: int = 1) -> tup
     Returns ``(upm, sd)``.
     """
     c = as_counts(counts, square=True)
-    return _guard(_upm_kernel(c, _check_pos_label(pos_label, c.shape[-1])), lambda: _counts_ok(c), c)
+    return _guard(_upm_kernel(c, v.as_pos_label(pos_label, c.shape[-1])), lambda: _counts_ok(c), c)
 
 
 @jax.jit

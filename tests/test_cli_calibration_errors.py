@@ -55,3 +55,18 @@ def test_beta_calibration_is_offered_and_reports_its_iterations(tmp_path, monkey
     assert code == 0, err
     assert "fitted beta calibrator" in out and "L-BFGS iterations" in out
     assert "ECE" not in out  # only with --calibration-errors
+
+
+def test_a_class_absent_from_the_training_labels_is_refused_by_the_library_check(tmp_path, monkeypatch, capsys):
+    # The library's condition (calibration.class_totals_to_calibrate), said of the training labels file, before
+    # anything is fitted or written.
+    rng = np.random.default_rng(8)
+    _binary_files(tmp_path, rng, "test", 100)
+    np.save(tmp_path / "train_y.npy", np.zeros(80, int))  # class 1 never occurs
+    np.save(tmp_path / "train_s.npy", np.log(np.full((80, 2), 0.5)))
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["calibrate", "--train-scores", "train_s.npy", "--train-labels", "train_y.npy", "--scores",
+                     "test_s.npy", "--labels", "test_y.npy", "--output", "out.npy"])
+    err = capsys.readouterr().err
+    assert code == 2 and not (tmp_path / "out.npy").exists()
+    assert "train_y.npy: class 1 has no samples in the training data: a calibrator cannot be fitted" in err

@@ -47,7 +47,6 @@ def _mean_rates(counts, alpha):
 def test_sst2_expected_utility_rule_against_numpy_and_the_issue():
     labels, scores = _sst2()
     lo, hi, alpha = 0.1, 10.0, 0.5
-    kw = dict(costs=prob.cost_ratio(lo, hi), paired=False, concentration=alpha, num_draws=20_000, key=KEY)
     res = prob.compare(prob.Systems(labels, scores=scores, paired=False), costs=prob.cost_ratio(lo, hi),
                        concentration=alpha, key=KEY, settings=prob.MonteCarloSettings(num_draws=20_000))
     assert res.info["decision_rule"] == "expected_utility" and res.info["expected_yield"] == "closed form"
@@ -120,7 +119,6 @@ def test_per_draw_rule_with_fixed_costs_is_the_expected_utility_rule():
               (np.clip(labels * 0.6 + rng.random(n) * 0.4, 0, 1), np.clip(labels * 0.4 + rng.random(n) * 0.6, 0, 1))]
     scores = [s - np.logaddexp(s[:, :1], s[:, 1:]) for s in scores]
     c = np.array([[0.0, 1.0], [4.0, 0.0]])
-    kw = dict(scores=scores, costs=c, key=KEY, num_draws=20_000)
     eu = prob.compare(prob.Systems(labels, scores=scores), costs=c, key=KEY,
                       settings=prob.MonteCarloSettings(num_draws=20_000))
     pd = prob.compare(prob.Systems(labels, scores=scores, decision_rule="per_draw"), costs=c, key=KEY,

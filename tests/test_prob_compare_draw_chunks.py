@@ -45,8 +45,6 @@ def test_per_draw_bayes_decisions_identical_for_every_chunk_size():
     labels = rng.integers(0, k, n)
     scores = _scores(rng, labels, k, (1.0, 0.98, 0.96))
     costs = prob.intervals(0.5 * (1 - np.eye(k)), 2.0 * (1 - np.eye(k)), kind="cost")
-    kw = dict(scores=scores, score_type="logits", costs=costs, decision_rule="per_draw", paired=False,
-              num_draws=6000, key=KEY)
     one = prob.compare(prob.Systems(labels, scores=scores, score_type="logits", decision_rule="per_draw", paired=False),
                        costs=costs, key=KEY, settings=prob.MonteCarloSettings(num_draws=6000))
     block = one.info["draw_block"]
@@ -162,8 +160,6 @@ def test_a_million_per_draw_decisions_past_int32():
     n = 1024
     labels = rng.integers(0, 2, n)
     llr = [2.0 * q * (labels - 0.5) * 2 + rng.normal(size=n) for q in (1.0, 0.9)]
-    kw = dict(scores=llr, score_type="llr", costs=prob.cost_ratio(0.5, 4), priors=[0.7, 0.3],
-              decision_rule="per_draw", decompose=False)
     big = prob.compare(prob.Systems(labels, scores=llr, score_type="llr", decision_rule="per_draw"), key=KEY,
                        costs=prob.cost_ratio(0.5, 4), priors=[0.7, 0.3], decompose=False,
                        settings=prob.MonteCarloSettings(num_draws=2**20))
