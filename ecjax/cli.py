@@ -68,11 +68,8 @@ def _said_of(path, check, *args, **kwargs):
     """``check(*args, **kwargs)``, one of the library's checks, with its error said of the file ``path``."""
     try:
         return check(*args, **kwargs)
-    except InputError as err:
-        if err.remedy:  # the library's fix, in the command line's options
-            options = " ".join(f"--{name.replace('_', '-')} {value}" for name, value in err.remedy.items())
-            raise InputError(f"{path}: {err.problem}: pass {options}") from None
-        raise InputError(f"{path}: {err}") from None
+    except InputError as err:  # the problem without the library's subject, where it has one; main() says the
+        raise InputError(f"{path}: {err.problem or err}") from None  # library's arguments as options
 
 
 def _within(path, a, upper, name, upper_is):
@@ -182,11 +179,8 @@ def _load_sample_weight(path, labels, label_file, option="--sample-weight"):
     if w.ndim != 1 or w.shape[0] != labels.shape[0]:
         raise InputError(f"{option} {path}: one weight per sample of {label_file} ({labels.shape[0]}), got shape "
                          f"{w.shape}")
-    try:
-        w = np.asarray(as_sample_weight(w, labels), np.float64)
-        check_some_weight(w)
-    except InputError as err:  # the library's checks, said of the file
-        raise InputError(f"{option} {path}: {err}") from None
+    w = np.asarray(_said_of(f"{option} {path}", as_sample_weight, w, labels), np.float64)
+    _said_of(f"{option} {path}", check_some_weight, w)
     return w
 
 
@@ -224,10 +218,8 @@ def _check_priors_cover(spec, labels, label_file, costs_arg, sample_weight=None)
     if spec.priors is None:
         return
     n_i = np.bincount(labels, weights=sample_weight, minlength=len(spec.priors))[: len(spec.priors)]
-    try:
-        check_priors_cover(n_i, spec.priors, weighted=sample_weight is not None, class_names=spec.classes)
-    except InputError as err:  # the library's check, said of the files
-        raise InputError(f"{label_file} with the priors of {costs_arg}: {err}") from None
+    _said_of(f"{label_file} with the priors of {costs_arg}", check_priors_cover, n_i, spec.priors,
+             weighted=sample_weight is not None, class_names=spec.classes)
 
 
 def _check_naive(spec, labels, label_file, costs_arg, sample_weight=None):
@@ -799,11 +791,10 @@ def _fit_calibrator(args, method, st, train, train_labels, test, protocol, recor
         line = f"fitted {method} calibrator on {where} ({train.shape[0]} samples, loss {args.loss})"
         return np.asarray(cal.apply(test), dtype=np.float64), line + _optimizer_note(method, record, False)
     groups = None if args.groups is None else _load_groups(args.groups, test.shape[0], args.scores)
-    try:
-        res = calibration.calibrate_cross_validated(test, train_labels, key=random_bits.key(args.seed),
-                                                    num_folds=args.cv, groups=groups, **common)
-    except InputError as err:  # the folds come from --cv (and --groups): name them
-        raise InputError(f"--cv {args.cv}{' with --groups' if groups is not None else ''}: {err}") from None
+    # The folds come from --cv (and --groups): their errors name them.
+    res = _said_of(f"--cv {args.cv}{' with --groups' if groups is not None else ''}",
+                   calibration.calibrate_cross_validated, test, train_labels, key=random_bits.key(args.seed),
+                   num_folds=args.cv, groups=groups, **common)
     cal, folds = res.calibrator, np.asarray(res.folds)
     record.update(parameters={k: np.asarray(v).tolist() for k, v in cal.params.items()},
                   iterations=int(np.max(cal.num_iterations)), grad_norm=float(np.max(cal.grad_norm)),
@@ -946,11 +937,9 @@ def cmd_compare_folds(args: argparse.Namespace) -> int:
         text = test.summary(names=tuple(table.systems))
     else:
         # M systems (or data sets with different numbers of folds): the joint hierarchical model, ranked.
-        try:
-            with _heartbeat(args, "compare-folds: NUTS on the hierarchical model of all systems"):
-                joint = hierarchical_compare_results(table.scores, key=key, systems=table.systems, **common)
-        except InputError as e:
-            raise InputError(f"{args.results}: {e}") from None
+        with _heartbeat(args, "compare-folds: NUTS on the hierarchical model of all systems"):
+            joint = _said_of(args.results, hierarchical_compare_results, table.scores, key=key,
+                             systems=table.systems, **common)
         pairs = {a: {b: np.asarray(joint.pairwise[i, j]).tolist() for j, b in enumerate(table.systems)}
                  for i, a in enumerate(table.systems)}
         next_dataset = {a: {b: np.asarray(joint.next_dataset[i, j]).tolist() for j, b in enumerate(table.systems)}

@@ -27,7 +27,7 @@ are static and raise under ``jit`` too.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -71,15 +71,14 @@ MAX_CELLS = INT32_MAX
 class InputError(ValueError):
     """An argument of a public ecjax function is not of the expected form.
 
-    Where the library knows the fix, ``remedy`` holds the keyword arguments that make the call right
-    (``{"score_type": "probabilities"}``) and ``problem`` the message without its subject and remedy, so that a
-    front end (the command line) can say both in its own terms; otherwise both are ``None``.
+    ``problem``, where given, is the message without its subject (``"the rows look like probabilities ..."``
+    rather than ``"`scores` rows look like probabilities ..."``), so that a front end that knows the subject by
+    another name (the command line: a file) can say it in its own terms; otherwise ``None``.
     """
 
-    def __init__(self, message: str, *, problem: str | None = None, remedy: Mapping[str, str] | None = None) -> None:
+    def __init__(self, message: str, *, problem: str | None = None) -> None:
         super().__init__(message)
         self.problem = problem
-        self.remedy = None if remedy is None else dict(remedy)
 
 
 def is_tracer(x: object) -> TypeIs[jax.core.Tracer]:
@@ -423,8 +422,8 @@ def as_scores(x: object, name: str = "scores", *, score_type: str) -> jax.Array:
             f"`{name}` rows look like probabilities (in [0, 1], summing to 1), not log-domain scores: pass "
             "score_type=\"probabilities\" (logits that happen to look like this can be shifted by a constant per "
             "row, which leaves their posteriors unchanged)",
-            problem="the rows look like probabilities (in [0, 1], summing to 1), not log-domain scores",
-            remedy={"score_type": "probabilities"},
+            problem="the rows look like probabilities (in [0, 1], summing to 1), not log-domain scores: pass "
+                    "score_type=\"probabilities\"",
         )
     if score_type in ("logits", "log_likelihoods") and not is_tracer(arr):
         a = np.asarray(arr)

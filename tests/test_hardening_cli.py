@@ -433,15 +433,17 @@ def test_library_messages_name_the_command_line_option(tmp_path, capsys):
     assert _as_options(msg) == "pass --score-type logits; or --score-type llr; --score-type must be one of ..."
 
 
-def test_the_command_line_says_the_library_remedy_in_its_own_options():
-    # One condition, checked once (ecjax.inputs.as_scores); each front end names the fix its own way.
+def test_the_command_line_says_the_library_check_of_its_file_and_in_its_options():
+    # One condition, checked once (ecjax.inputs.as_scores); the command line says it of the file, with its options.
     from ecjax.inputs import as_scores
 
     p = np.random.default_rng(1).dirichlet(np.ones(3), size=20)
     with pytest.raises(InputError) as info:
         as_scores(p, score_type="logits")
-    assert info.value.remedy == {"score_type": "probabilities"}
-    assert info.value.problem == "the rows look like probabilities (in [0, 1], summing to 1), not log-domain scores"
+    assert info.value.problem == ("the rows look like probabilities (in [0, 1], summing to 1), not log-domain "
+                                  "scores: pass score_type=\"probabilities\"")
     assert str(info.value).startswith("`scores` rows look like probabilities")
-    with pytest.raises(InputError, match=r"^p\.npy: the rows look like probabilities .*: pass --score-type probabilities$"):
+    with pytest.raises(InputError) as info:
         cli._check_scores(p, "p.npy", 2, "logits")
+    assert cli._as_options(str(info.value)) == ("p.npy: the rows look like probabilities (in [0, 1], summing to 1), "
+                                                "not log-domain scores: pass --score-type probabilities")

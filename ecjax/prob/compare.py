@@ -569,11 +569,10 @@ def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
 _DEFAULT_DRAWS = 20_000
 
 
-def _check_common(key, num_draws, hdi_prob, rope):
-    key = v.as_key(key)
-    hdi_prob = ranking.check_hdi_prob(hdi_prob, num_draws)
-    rope = ranking.check_rope(rope)
-    return num_draws, hdi_prob, rope
+def _check_summary(key, num_draws, hdi_prob, rope):
+    """``(hdi_prob, rope)`` checked (the HDI against ``num_draws``), once ``key`` is known to be a key."""
+    v.as_key(key)
+    return ranking.check_hdi_prob(hdi_prob, num_draws), ranking.check_rope(rope)
 
 
 # Runs aim this much below the target, so that the error estimated by the next run (itself uncertain) meets it.
@@ -732,7 +731,8 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
     if settings.mc_error is not None:
         return _to_precision(compare, systems, settings, utilities=utilities, costs=costs, priors=priors, key=key,
                              concentration=concentration, rope=rope, hdi_prob=hdi_prob, decompose=decompose)
-    num_draws, hdi_prob, rope = _check_common(key, settings.draws(_DEFAULT_DRAWS), hdi_prob, rope)
+    num_draws = settings.draws(_DEFAULT_DRAWS)
+    hdi_prob, rope = _check_summary(key, num_draws, hdi_prob, rope)
     decision_rule, per_draw_rule = as_decision_rule(systems.decision_rule)
     scores, score_type = systems.scores, systems.score_type
     prior = resolve_utilities(utilities, costs)
@@ -892,7 +892,8 @@ def compare_counts(counts: ArrayLike | Mapping[str, ArrayLike], *, utilities: _U
     if settings.mc_error is not None:
         return _to_precision(compare_counts, counts, settings, utilities=utilities, costs=costs, priors=priors,
                              key=key, concentration=concentration, rope=rope, hdi_prob=hdi_prob, decompose=decompose)
-    num_draws, hdi_prob, rope = _check_common(key, settings.draws(_DEFAULT_DRAWS), hdi_prob, rope)
+    num_draws = settings.draws(_DEFAULT_DRAWS)
+    hdi_prob, rope = _check_summary(key, num_draws, hdi_prob, rope)
     names, c = as_named_counts(counts)
     if c.ndim == 2:
         c = c[None]
