@@ -56,6 +56,7 @@ from ecjax.scores import (
     cross_entropy_kernel,
     equal_mass_upper_edges,
 )
+from ecjax.scores.inputs import EPSR_METRICS, epsr_metric
 
 METHODS = ("affine", "temperature", "bias", "vector", "matrix", "llr", "histogram", "isotonic", "beta")
 # Methods that count rather than optimize: no L-BFGS, ``converged`` is always True.
@@ -69,7 +70,7 @@ BINNINGS = ("equal_width", "equal_mass")
 # The protocols by name (``CalibrationResult.protocol``, ``CalibrationDiagnosis.protocol``); :func:`diagnose` takes
 # them as a :class:`CrossValidation` or :class:`HeldOut` object or the string ``"train_on_test"``.
 PROTOCOLS = ("cross_validation", "held_out", "train_on_test")
-CALIBRATION_METRICS = ("xe", "brier", "bayes_ec")
+CALIBRATION_METRICS = EPSR_METRICS
 
 
 # --------------------------------------------------------------- transforms
@@ -370,8 +371,8 @@ def _calibration_inputs(scores, score_type, method, num_classes=None):
     if score_type in v.POSTERIOR_TYPES:
         s = log_posteriors_kernel(s, jnp.zeros(s.shape[-1], s.dtype), score_type)
     k = s.shape[-1]
-    if num_classes is not None and k != num_classes:
-        raise v.InputError(f"`scores` must have {num_classes} classes, got shape {tuple(s.shape)}")
+    if num_classes is not None:
+        v.check_shape(s, "scores", "(N, K)", sizes={"K": num_classes})
     if method in ("llr", "histogram", "isotonic", "beta") and k != 2:
         raise v.InputError(f"method={method!r} is for binary scores (K = 2), got K = {k}; use 'affine'")
     if method in ("llr", "isotonic"):
@@ -407,10 +408,8 @@ class FitSettings:
         v.check_choice(self.binning, "binning", BINNINGS)
         object.__setattr__(self, "max_iter", v.as_positive_int(self.max_iter, "max_iter"))
         object.__setattr__(self, "num_bins", v.as_positive_int(self.num_bins, "num_bins"))
-        if not (isinstance(self.tol, (int, float)) and self.tol > 0):
-            raise v.InputError(f"`tol` must be a positive number, got {self.tol!r}")
-        if not (isinstance(self.l2, (int, float)) and self.l2 >= 0):
-            raise v.InputError(f"`l2` must be a non-negative number, got {self.l2!r}")
+        object.__setattr__(self, "tol", v.as_positive_real(self.tol, "tol"))
+        object.__setattr__(self, "l2", v.as_nonnegative_real(self.l2, "l2"))
 
 
 def _check_fit_args(method, settings) -> FitSettings:
@@ -821,9 +820,7 @@ def stratified_folds(key: jax.Array, labels: ArrayLike, num_folds: int) -> np.nd
     fold sizes differ by at most one.  Same key, same folds.
     """
     labels_np = np.asarray(v.as_index_array(labels, "labels"))
-    num_folds = v.as_positive_int(num_folds, "num_folds", minimum=2)
-    if num_folds > labels_np.shape[0]:
-        raise v.InputError(f"`num_folds` ({num_folds}) exceeds the number of samples ({labels_np.shape[0]})")
+    num_folds = v.as_positive_int(num_folds, "num_folds", minimum=2, maximum=labels_np.shape[0])
     folds = np.empty(labels_np.shape[0], np.int32)
     offset = 0
     classes = np.unique(labels_np)
@@ -857,14 +854,7 @@ def grouped_folds(key: jax.Array, labels: ArrayLike, groups: ArrayLike | Sequenc
     """
     labels_np = np.asarray(v.as_index_array(labels, "labels"))
     num_folds = v.as_positive_int(num_folds, "num_folds", minimum=2)
-    g = np.asarray(groups)
-    if g.dtype.kind not in "biufUS":
-        raise v.InputError(f"`groups` must be integer or string ids, got dtype {g.dtype}")
-    if g.shape != labels_np.shape:
-        raise v.InputError(f"`groups` must give one id per sample, shape {labels_np.shape}, got {g.shape}")
-    if g.dtype.kind == "f" and not np.all(np.isfinite(g)):
-        raise v.InputError("`groups` contain NaN or inf")
-    ids, which = np.unique(g, return_inverse=True)
+    ids, which = v.as_group_index(groups, labels_np.shape[0])
     if num_folds > len(ids):
         raise v.InputError(f"`num_folds` ({num_folds}) exceeds the number of groups ({len(ids)}): each fold "
                            "needs at least one whole group")
@@ -979,18 +969,13 @@ def calibrate_cross_validated(scores: ArrayLike, labels: ArrayLike, *, key: jax.
 # --------------------------------------------------------- calibration loss
 
 def _epsr(metric, labels, scores, costs, priors, score_type, normalize, sample_weight=None):
+    """The EPSR ``metric`` (from :func:`~ecjax.scores.inputs.epsr_metric`) of ``scores``."""
     kw = dict(priors=priors, score_type=score_type, normalize=normalize, sample_weight=sample_weight)
     if metric == "xe":
         return cross_entropy(labels, scores, **kw)
     if metric == "brier":
         return brier(labels, scores, **kw)
-    _check_costs_of_metric(metric, costs)
     return bayes_expected_cost(labels, scores, costs, **kw)
-
-
-def _check_costs_of_metric(metric, costs):
-    if metric == "bayes_ec" and costs is None:
-        raise v.InputError("metric='bayes_ec' needs `costs` (the cost matrix of the Bayes decisions)")
 
 
 def calibration_loss(labels: ArrayLike, raw: ArrayLike, calibrated: ArrayLike, *, metric: str = "xe",
@@ -1012,7 +997,7 @@ def calibration_loss(labels: ArrayLike, raw: ArrayLike, calibrated: ArrayLike, *
       sample_weight: optional ``(N,)`` non-negative frequency weights of
         the samples, for both EPSRs (as :func:`ecjax.scores.cross_entropy`).
     """
-    v.check_choice(metric, "metric", CALIBRATION_METRICS)
+    metric = epsr_metric(metric, costs)
     r = _epsr(metric, labels, raw, costs, priors, score_type, False, sample_weight)
     c = _epsr(metric, labels, calibrated, costs, priors, score_type, False, sample_weight)
     if not relative:
@@ -1113,8 +1098,7 @@ def diagnose(scores: ArrayLike, labels: ArrayLike, *, protocol: CrossValidation 
         raise v.InputError(
             f"`protocol` must be calibration.CrossValidation(key, num_folds=5), calibration.HeldOut(train_scores, "
             f"train_labels) or 'train_on_test' (optimistic), got {protocol!r}")
-    v.check_choice(metric, "metric", CALIBRATION_METRICS)
-    _check_costs_of_metric(metric, costs)
+    metric = epsr_metric(metric, costs)
     if fit_kwargs.get("method", "affine") == "llr":
         raise v.InputError("diagnose works on posteriors; for LLR calibration use fit(..., method='llr') and "
                            "calibration_loss(..., score_type='llr')")

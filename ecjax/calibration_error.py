@@ -53,6 +53,7 @@ from jax.typing import ArrayLike
 from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.scores import bin_indices, reliability_bins
+from ecjax.scores.inputs import resolved_variant
 
 NORMS = ("l1", "l2", "max")
 BINNINGS = ("equal_width", "equal_mass")
@@ -120,15 +121,6 @@ def _calibration_errors_kernel(labels, log_post, sample_weight=None, *, num_bins
 
 # ------------------------------------------------------------------- inputs
 
-def _resolve_variant(variant, k):
-    if variant == "binary" and k != 2:
-        raise v.InputError(f"variant='binary' needs K = 2 classes, got K = {k}; use variant='top_label' or "
-                           "'classwise'")
-    if variant == "auto":
-        return "binary" if k == 2 else "top_label"
-    return variant
-
-
 def _inputs(labels, scores, priors, score_type, sample_weight=None):
     """Validated ``(labels, log_posteriors (..., N, K), sample_weight)``; some weight must be positive."""
     s, log_p = v.scores_and_log_priors(scores, priors, score_type)
@@ -181,7 +173,7 @@ def binned_calibration_error(labels: ArrayLike, scores: ArrayLike, *, norm: str 
     v.check_choice(variant, "variant", VARIANTS)
     num_bins = v.as_positive_int(num_bins, "num_bins")
     y, log_post, w = _inputs(labels, scores, priors, score_type, sample_weight)
-    variant = _resolve_variant(variant, log_post.shape[-1])
+    variant = resolved_variant(variant, log_post.shape[-1], VARIANTS)
     out = _calibration_errors_kernel(y, log_post, w, num_bins=num_bins, binning=binning,
                                      variant=variant)[..., NORMS.index(norm)]
     if v.any_traced(y, log_post, w):
@@ -341,9 +333,6 @@ def reliability_bands(labels: ArrayLike, scores: ArrayLike, *, prob: float = 0.9
 
     prob = v.as_number_between(prob, "prob", 0.0, 1.0)
     v.check_choice(interval, "interval", INTERVALS)
-    if variant == "classwise":
-        raise v.InputError("`variant` must be 'auto', 'binary' or 'top_label' for a reliability diagram, got "
-                           "'classwise' (draw one binary diagram per class instead)")
     bins = reliability_bins(labels, scores, num_bins=num_bins, binning=binning, variant=variant, priors=priors,
                             score_type=score_type, sample_weight=sample_weight)
     count = bins.count

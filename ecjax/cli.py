@@ -31,19 +31,31 @@ from jax.typing import ArrayLike
 
 from ecjax.inputs import (
     LIKELIHOOD_TYPES,
-    MAX_INFERRED_CLASSES,
     POSTERIOR_TYPES,
     SCORE_TYPES,
     InputError,
+    as_group_ids,
     as_index_array,
     as_pos_label,
+    as_positive_priors,
     as_sample_weight,
     as_scores,
+    check_binary,
+    check_choice,
+    check_classes_present,
+    check_naive_cost_positive,
     check_numbers,
+    check_one_system,
+    check_posterior_type,
     check_priors_cover,
+    check_same_length,
+    check_shape,
     check_some_weight,
+    inferred_size,
+    system_names,
 )
 from ecjax import random_bits
+from ecjax.io import said_of
 
 JSON_SCHEMA_VERSION = 1
 
@@ -58,18 +70,71 @@ _pending: list = []
 
 # ------------------------------------------------------------------ inputs
 
+# Which options a command's options need or exclude, checked before any file is read: (option, "needs" or
+# "not with", the other options (any one of them, "--option value" for a value), the message, with the rule at
+# its {rule}). A rule with option None applies to every run of the command.
+OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]] = {
+    "metrics": (
+        ("--metric-thresholds", "needs", ("--scores",), "{rule} (the thresholds rank the samples by their scores)"),
+        ("--curves", "needs", ("--scores",), "{rule} (the curves rank the samples by their scores)"),
+        ("--bootstrap", "needs", ("--scores",), "{rule} (the metric is computed from the scores)"),
+    ),
+    "calibrate": (
+        ("--train-scores", "not with", ("--cv",), "{rule} (--cv fits on --scores and its --labels, fold by fold)"),
+        ("--train-labels", "not with", ("--cv",), "{rule} (--cv fits on --scores and its --labels, fold by fold)"),
+        ("--cv", "needs", ("--labels",), "{rule} (its folds are fitted on the true classes of --scores)"),
+        ("--groups", "needs", ("--cv",), "{rule} (the groups keep dependent samples in one fold)"),
+        ("--train-scores", "needs", ("--train-labels",), "{rule} (a training file goes with its true classes)"),
+        ("--train-labels", "needs", ("--train-scores",), "{rule} (training labels go with their scores)"),
+        (None, "needs", ("--train-scores", "--labels"),
+         "{rule} (a calibrator fits on a training file, or on --scores and its --labels, with --cv K for "
+         "cross-validation)"),
+        ("--sample-weight", "needs", ("--labels",), "weighs the samples of --scores, and {rule}"),
+        ("--train-sample-weight", "needs", ("--train-scores",),
+         "weighs the samples of --train-scores, and {rule} (without a training file give --sample-weight)"),
+    ),
+    "compare": (
+        (None, "needs", ("--costs",), "{rule} (compare ranks under a cost specification: see `ecjax.io` for the "
+                                      "format)"),
+        ("--rate-draws", "needs", ("--decision-rule per_draw",), "{rule} (it draws the rates per drawn cost matrix)"),
+    ),
+}
+
+
+def _given(args, option):
+    name, _, value = option.partition(" ")
+    got = getattr(args, name[2:].replace("-", "_"), None)
+    return got == value if value else got not in (None, False, [])
+
+
+def check_option_rules(args: argparse.Namespace) -> None:
+    """Refuse a combination of options that :data:`OPTION_RULES` rules out, naming the option."""
+    for option, relation, others, message in OPTION_RULES.get(args.command, ()):
+        if option is not None and not _given(args, option):
+            continue
+        if any(_given(args, other) for other in others) != (relation == "needs"):
+            listed = " or ".join(others)
+            said = f"give {listed}" if option is None else f"{relation} {listed}"
+            raise InputError(f"{option or listed}: " + message.format(rule=said))
+
+
 def _load(path):
     from ecjax.io import DEFAULT_MAX_BYTES, load_array
 
     return load_array(path, max_bytes=_limits["max_bytes"] or DEFAULT_MAX_BYTES)
 
 
-def _said_of(path, check, *args, **kwargs):
-    """``check(*args, **kwargs)``, one of the library's checks, with its error said of the file ``path``."""
-    try:
+def _said_of(path, check, *args, files=None, **kwargs):
+    """``check(*args, **kwargs)``, one of the library's checks, with its error said of the file ``path`` and
+    the arguments it names said as the files ``files`` (argument name -> file) that hold them."""
+    with said_of(path, files):  # main() says the library's remaining arguments as options
         return check(*args, **kwargs)
-    except InputError as err:  # the problem without the library's subject, where it has one; main() says the
-        raise InputError(f"{path}: {err.problem or err}") from None  # library's arguments as options
+
+
+def _same_samples(path, a, what, other_path, other, other_what):
+    """The library's sample-count check of two files that describe the same samples."""
+    _said_of(path, check_same_length, what, a, other_what, other, axis_a=0, axis_b=0,
+             files={what: path, other_what: other_path})
 
 
 def _within(path, a, upper, name, upper_is):
@@ -86,17 +151,12 @@ def _check_indices(a, path, what):
 def _check_scores(a, path, ndim, score_type):
     """A score file: one system's scores, ``(N,)`` (llr) or ``(N, K)``, checked by the library
     (:func:`ecjax.inputs.as_scores`: numbers, finite, K >= 2, not probabilities read as logs), said of the file."""
-    if a.ndim != ndim:  # the library takes batches of systems; a file holds one
-        raise InputError(f"{path}: scores must have shape {'(N,)' if ndim == 1 else '(N, K)'}, got {a.shape}")
+    _said_of(path, check_one_system, a, ndim)  # the library takes batches of systems; a file holds one
     _said_of(path, as_scores, a, "scores", score_type=score_type)
 
 
 def _load_labels(path):
-    y = _load(path)
-    if y.ndim != 1:
-        raise InputError(f"{path}: labels must be a vector of N class indices, got shape {y.shape}")
-    if y.size == 0:
-        raise InputError(f"{path}: holds no labels")
+    y = _said_of(path, check_shape, _load(path), "labels", "(N,)", why=" (a vector of class indices)")
     return _check_indices(y, path, "labels")
 
 
@@ -131,27 +191,21 @@ def _load_inputs(args):
         want = 1 if (kind == "decisions" or st == "llr") else 2
         if kind == "scores":
             _check_scores(a, f, want, st)
-        elif a.ndim != 1:
-            raise InputError(f"{f}: decisions must have shape (N,), got {a.shape}")
-        if a.shape[0] != y.shape[0]:
-            raise InputError(f"{f}: has {a.shape[0]} samples but {lf} has {y.shape[0]} labels")
+        else:
+            _said_of(f, check_shape, a, "decisions", "(N,)")
+        _same_samples(f, a, kind, lf, y, "labels")
         if kind == "decisions":
             a = _check_indices(a, f, "decisions")
         arrays.append(a)
     if kind == "scores" and want == 2 and len({a.shape[1] for a in arrays}) > 1:
         raise InputError(f"--scores: the files have different numbers of classes ({', '.join(str(a.shape[1]) for a in arrays)})")
-    names = args.names or _default_names(files)
-    if len(names) != len(files):
-        raise InputError(f"--names gives {len(names)} names for {len(files)} systems")
+    # Names from the files differ unless a file is given twice (_default_names).
+    names = list(_said_of("--names" if args.names else f"--{kind}: the same file is given twice (give --names)",
+                          system_names, args.names or _default_names(files), None, len(files), "names"))
     for n, f in zip(names, files):
-        if len(n) > MAX_NAME_LENGTH:
+        if len(n) > MAX_NAME_LENGTH:  # a line of the table
             where = "--names" if args.names else f"{f} (its name comes from the file name: give --names)"
             raise InputError(f"{where}: a system name of {len(n)} characters; at most {MAX_NAME_LENGTH}")
-        if not n.strip():
-            raise InputError("--names: a system name is empty")
-    if len(set(names)) != len(names):
-        where = "--names" if args.names else f"--{kind}: the same file is given twice (give --names)"
-        raise InputError(f"{where}: system names must differ, got {names}")
     return kind, labels, label_files, arrays, names, _load_sample_weights(args, labels, label_files)
 
 
@@ -175,11 +229,8 @@ def _load_sample_weight(path, labels, label_file, option="--sample-weight"):
     """One weight file: ``(N,)`` finite non-negative numbers, one per label of ``label_file``, not all 0."""
     if path is None:
         return None
-    w = _load(path)
-    if w.ndim != 1 or w.shape[0] != labels.shape[0]:
-        raise InputError(f"{option} {path}: one weight per sample of {label_file} ({labels.shape[0]}), got shape "
-                         f"{w.shape}")
-    w = np.asarray(_said_of(f"{option} {path}", as_sample_weight, w, labels), np.float64)
+    w = np.asarray(_said_of(f"{option} {path}", as_sample_weight, _load(path), labels,
+                            files={"labels": label_file}), np.float64)
     _said_of(f"{option} {path}", check_some_weight, w)
     return w
 
@@ -193,8 +244,8 @@ def _cost_spec(args, num_classes):
         names = [str(i) for i in range(num_classes)]
         return CostSpec(c, names, names, source="0-1 costs (default)")
     spec = load_cost_spec(args.costs)
-    if spec.costs.shape[0] != num_classes:
-        raise InputError(f"{args.costs}: the matrix has {spec.costs.shape[0]} rows (classes) but the data has {num_classes} classes")
+    _said_of(args.costs, check_shape, spec.costs, "costs", "(K, D)", sizes={"K": num_classes},
+             why=" (a row per class of the data)")
     return spec
 
 
@@ -206,11 +257,9 @@ def _num_classes(labels, kind, arrays, score_type, spec_path, label_file="--labe
 
         return load_cost_spec(spec_path).costs.shape[0]
     # K from the data: bounded, so a stray label 20000 cannot build 20001 x 20001 matrices.
-    for a, f in [(labels, label_file), *zip(arrays, files)]:
-        if int(a.max()) + 1 > MAX_INFERRED_CLASSES:
-            raise InputError(f"{f}: the index {int(a.max())} would make {int(a.max()) + 1} classes; more than "
-                             f"{MAX_INFERRED_CLASSES} need a --costs file that names them")
-    return int(max(labels.max(), max(a.max() for a in arrays))) + 1
+    return max(_said_of(f, inferred_size, a.max(), what, argument="num_classes",
+                        files={"num_classes": "--costs (a file that names them)"})
+               for a, f, what in [(labels, label_file, "labels"), *((a, f, "decisions") for a, f in zip(arrays, files))])
 
 
 def _check_priors_cover(spec, labels, label_file, costs_arg, sample_weight=None):
@@ -225,16 +274,26 @@ def _check_priors_cover(spec, labels, label_file, costs_arg, sample_weight=None)
 def _check_naive(spec, labels, label_file, costs_arg, sample_weight=None):
     """The NEC needs a best naive decision of positive cost: say which file makes it 0."""
     p = _priors_or_frequencies(spec.priors, labels, spec.costs.shape[0], sample_weight)
-    if np.min(np.matmul(p, spec.costs)) > 0:  # numpy, float64
+    naive = np.matmul(p, spec.costs)  # numpy, float64
+    if np.min(naive) > 0:
         return
-    if np.all(spec.costs == 0):
-        raise InputError(f"{costs_arg}: every cost is 0: all decisions are free and the NEC is undefined")
+    _check_some_cost(spec.costs, costs_arg)
+    _check_labels_of_two_classes(spec, labels, label_file, sample_weight)
+    _said_of(costs_arg or "0-1 costs", check_naive_cost_positive, naive)
+
+
+def _check_some_cost(matrices, costs_arg, what="every cost"):
+    """Costs that are all 0 make every decision free: the NEC (a ratio to the naive cost) is undefined."""
+    if not np.any(matrices):
+        raise InputError(f"{costs_arg}: {what} is 0: all decisions are free and the NEC is undefined")
+
+
+def _check_labels_of_two_classes(spec, labels, label_file, sample_weight=None):
+    """With the data's priors, labels of one class make deciding that class free: the NEC is undefined."""
     present = np.unique(labels if sample_weight is None else labels[sample_weight > 0])
     if spec.priors is None and len(present) == 1:
-        raise InputError(f"{label_file}: every label is class {present[0]}: with the data's priors some decision "
-                         "costs nothing and the NEC is undefined (give deployment priors in --costs)")
-    raise InputError(f"{costs_arg or '0-1 costs'}: some decision costs nothing for every class with a positive "
-                     "prior, so the NEC is undefined")
+        raise InputError(f"{label_file}: every label is class {present[0]}: with the data's priors the best naive "
+                         "decision costs nothing and the NEC is undefined (give deployment priors in --costs)")
 
 
 # ----------------------------------------------------------------- outputs
@@ -244,32 +303,21 @@ def _out_dir(args):
     if args.out is None:
         return None
     d = Path(args.out)
-    if d.exists() and not d.is_dir():
-        raise InputError(f"{d}: --out must be a directory")
     _check_output(d / f"{args.command}.json", args.force, "--out")
     return d
 
 
 def _check_output(path, force, option):
     """Fail fast, before any work, on an output that exists or a folder that cannot be written."""
-    path = Path(path)
-    if len(os.fsencode(path.name)) > 255:
-        raise InputError(f"{path}: {option}: the file name is too long")
-    if path.exists() and not force:
-        raise InputError(f"{path}: already exists (use --force to overwrite)")
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if not folder.is_dir():
-        raise InputError(f"{folder}: {option}: not a directory")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise InputError(f"{folder}: {option}: the folder is not writable")
+    from ecjax.io import check_output_path
+
+    _said_of(option, check_output_path, path, force=force)
 
 
 def _defer(path, data, force, option="--out"):
     """Queue an output file; :func:`_commit` writes the queue once everything has succeeded."""
     _check_output(path, force, option)
-    _pending.append((Path(path), data, force))
+    _pending.append((Path(path), data, force, option))
     return str(path)
 
 
@@ -277,13 +325,12 @@ def _commit():
     """Write every queued output; on a failure remove the ones this run created, then re-raise."""
     from ecjax.io import write_atomic
 
-    for path, _, force in _pending:
-        if path.exists() and not force:
-            raise InputError(f"{path}: already exists (use --force to overwrite)")
+    for path, _, force, option in _pending:
+        _check_output(path, force, option)
     created = []
     try:
         while _pending:
-            path, data, force = _pending[0]
+            path, data, force, _ = _pending[0]
             existed = os.path.lexists(path)
             write_atomic(path, data, force=force)
             if not existed:
@@ -388,8 +435,8 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         cols += score_columns(labels, arrays, priors=[_evaluation_priors(st, priors, y, k, w)
                                                       for y, w in zip(labels, weights)],
                               score_type=st, sample_weight=weights)
-    if out_dir is not None and len(names) >= 2 and args.scatter_metric not in {c.name for c in cols}:
-        raise InputError(f"--scatter-metric: unknown metric {args.scatter_metric!r}; one of {sorted(c.name for c in cols)}")
+    if out_dir is not None and len(names) >= 2:
+        _said_of("--scatter-metric", check_choice, args.scatter_metric, "scatter_metric", sorted(c.name for c in cols))
     record = {
         "schema": JSON_SCHEMA_VERSION,
         "command": "metrics",
@@ -417,7 +464,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     if kind == "scores" and out_dir is not None:
         _reliability_figures(args, labels, arrays, names, out_dir, record, weights)
     extra_text = _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, record, weights)
-    extra_text += _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, record, weights)
+    extra_text += _bootstrap_extras(args, labels, arrays, names, spec, k, record, weights)
     if out_dir is not None and len(names) >= 2:
         from ecjax import plots
 
@@ -456,29 +503,24 @@ def _training_priors(args, spec, labels, label_files, num_classes, weights):
     deployment = spec.priors is not None or spec.priors_low is not None
     if choice == "data" and (not posterior_type or not deployment):
         return none  # the default: nothing to re-weight
-    if not posterior_type:
-        raise InputError("--training-priors: only for posterior-type scores (--score-type log_posteriors, logits or probabilities)")
+    if args.scores is None:  # decisions: nothing to re-weight
+        raise InputError("--training-priors: needs --scores (posteriors to re-weight)")
+    _said_of("--training-priors", check_posterior_type, args.score_type, "training_priors")
     if not deployment:
         raise InputError(f"--training-priors: {args.costs or 'the 0-1 costs'} gives no deployment priors to "
                          "re-weight the posteriors to")
     if choice == "none":
         return none
     if choice == "data":
-        out = []
         for y, lf, w in zip(labels, label_files, weights):
-            n_i = _frequencies(y, num_classes, w)
-            if np.any(n_i == 0):
-                raise InputError(f"--training-priors data: {lf} has no sample of class {spec.classes[int(np.argmin(n_i))]!r}; "
-                                 "give the training priors as numbers")
-            out.append(n_i)
-        return out
+            _said_of("--training-priors data", check_classes_present, y, w, num_classes, files={"labels": lf},
+                     why="its frequency is no training prior to re-weight by: give the training priors as numbers")
+        return [_frequencies(y, num_classes, w) for y, w in zip(labels, weights)]
     try:
         values = np.array([float(x) for x in choice.split(",")])
     except ValueError:
         raise InputError(f"--training-priors: 'data', 'none' or {num_classes} comma-separated numbers, got {choice!r}") from None
-    if values.shape != (num_classes,) or not np.all(np.isfinite(values)) or np.any(values <= 0) \
-            or abs(values.sum() - 1) > 1e-6:
-        raise InputError(f"--training-priors: {num_classes} positive numbers summing to 1, got {choice!r}")
+    _said_of("--training-priors", as_positive_priors, values, "training_priors", num_classes=num_classes)
     return [values] * len(labels)
 
 
@@ -549,13 +591,10 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
     from ecjax.curves import auc_one_vs_one, average_precision, decision_curve, det_curve, precision_recall_curve
     from ecjax.metric_thresholds import optimal_metric_threshold
 
-    wanted = [f for f, on in (("--metric-thresholds", args.metric_thresholds), ("--curves", args.curves)) if on]
-    if not wanted:
+    if not (args.metric_thresholds or args.curves):
         return ""
-    if kind != "scores":
-        raise InputError(f"{wanted[0]}: needs --scores (thresholds and curves rank the samples by their scores)")
-    if args.metric_thresholds and k != 2:
-        raise InputError(f"--metric-thresholds: needs binary scores (K = 2), got {k} classes")
+    if args.metric_thresholds:
+        _said_of("--metric-thresholds", check_binary, k, "the threshold of a metric")
     st = args.score_type
     text = ""
     if args.metric_thresholds:
@@ -601,7 +640,7 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
     return text
 
 
-def _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, record, weights):
+def _bootstrap_extras(args, labels, arrays, names, spec, k, record, weights):
     """--bootstrap METRIC: the Bayesian-bootstrap posterior of a score metric of every system, paired."""
     if args.bootstrap is None:
         return ""
@@ -610,22 +649,16 @@ def _bootstrap_extras(args, kind, labels, label_files, arrays, names, spec, k, r
     from ecjax import prob
     from ecjax.prob.bootstrap import BUILTIN_METRICS, bootstrap_metric
 
-    if kind != "scores":
-        raise InputError("--bootstrap: needs --scores (the metric is computed from the scores)")
-    if any(not np.array_equal(labels[0], y) for y in labels[1:]):
-        raise InputError(f"--bootstrap: the systems must be scored on the same samples in the same order (one "
-                         f"labels file), but {label_files[0]} and the others differ: the bootstrap reweights the "
-                         "samples every system shares")
-    if weights[0] is not None and any(not np.array_equal(weights[0], w) for w in weights[1:]):
-        raise InputError("--bootstrap: the systems must share their sample weights (one --sample-weight file): the "
-                         "bootstrap reweights the samples every system shares")
     st = args.score_type
+    # Paired: the bootstrap reweights the samples every system shares, so the library refuses systems whose
+    # labels or weights differ.
+    systems = _said_of("--bootstrap", prob.Systems, labels, scores=arrays, score_type=st, names=names,
+                       sample_weight=None if weights[0] is None else weights)
     y = labels[0]
     uses_priors = "priors" in BUILTIN_METRICS[args.bootstrap].options
     priors = _likelihood_priors(st, spec.priors, y, k, weights[0]) if st in LIKELIHOOD_TYPES else (
         spec.priors if uses_priors else None)
-    post = bootstrap_metric(prob.Systems(y, scores=arrays, score_type=st, names=names, sample_weight=weights[0]),
-                            args.bootstrap, key=random_bits.key(args.seed), priors=priors,
+    post = bootstrap_metric(systems, args.bootstrap, key=random_bits.key(args.seed), priors=priors,
                             settings=prob.MonteCarloSettings(num_draws=args.bootstrap_draws))
     record["bootstrap"] = {
         "metric": args.bootstrap, "higher_is_better": post.higher_is_better, "num_draws": post.num_draws,
@@ -712,44 +745,23 @@ def _calibration_files(args, st):
     ``"in_sample"`` (fitted on the very scores it calibrates, by omitting the training file or giving
     the same data twice): only the first two give honest numbers on ``--labels``.
     """
-    if args.cv is not None:
-        for flag, value in (("--train-scores", args.train_scores), ("--train-labels", args.train_labels)):
-            if value is not None:
-                raise InputError(f"{flag}: --cv fits on --scores and its --labels, fold by fold; drop {flag} "
-                                 "(or drop --cv to fit on a separate training file)")
-        if args.labels is None:
-            raise InputError("--labels: --cv needs the true classes of --scores")
-    elif args.groups is not None:
-        raise InputError("--groups: only used with --cv (the groups keep dependent samples in one fold)")
-    if (args.train_scores is None) != (args.train_labels is None):
-        missing = "--train-labels" if args.train_labels is None else "--train-scores"
-        raise InputError(f"{missing}: --train-scores and --train-labels go together")
-    if args.train_scores is None and args.labels is None:
-        raise InputError("--train-scores: give a training file (--train-scores and --train-labels), or --labels to "
-                         "fit on --scores itself (with --cv K for cross-validation)")
     want = 1 if st == "llr" else 2
     test = _load(args.scores)
     _check_scores(test, args.scores, want, st)
     labels = None
     if args.labels is not None:  # validated before anything is fitted or written
         labels = _load_labels(args.labels)
-        if labels.shape[0] != test.shape[0]:
-            raise InputError(f"{args.labels}: has {labels.shape[0]} labels but {args.scores} has {test.shape[0]} samples")
-    if args.sample_weight is not None and labels is None:
-        raise InputError("--sample-weight: weighs the samples of --scores, and needs their --labels")
+        _same_samples(args.labels, labels, "labels", args.scores, test, "scores")
     weights = _load_sample_weight(args.sample_weight, labels, args.labels)
     if args.train_scores is None:
-        if args.train_sample_weight is not None:
-            raise InputError("--train-sample-weight: weighs the samples of --train-scores; without a training file "
-                             "give --sample-weight")
         return test, labels, test, labels, "cross_validation" if args.cv else "in_sample", weights, weights
     train_labels = _load_labels(args.train_labels)
     train = _load(args.train_scores)
     _check_scores(train, args.train_scores, want, st)
-    if train.shape[0] != train_labels.shape[0]:
-        raise InputError(f"{args.train_scores}: has {train.shape[0]} samples but {args.train_labels} has {train_labels.shape[0]}")
-    if want == 2 and train.shape[1] != test.shape[1]:
-        raise InputError(f"{args.scores}: has {test.shape[1]} classes but the training scores have {train.shape[1]}")
+    _same_samples(args.train_scores, train, "scores", args.train_labels, train_labels, "labels")
+    if want == 2:
+        _said_of(args.train_scores, check_shape, train, "scores", "(N, K)", sizes={"K": test.shape[1]},
+                 why=f" (the classes of {args.scores})")
     same = Path(args.train_scores).resolve() == Path(args.scores).resolve() or (
         train.shape == test.shape and np.array_equal(train, test))
     train_weights = _load_sample_weight(args.train_sample_weight, train_labels, args.train_labels,
@@ -757,10 +769,8 @@ def _calibration_files(args, st):
     return train, train_labels, test, labels, "in_sample" if same else "held_out", train_weights, weights
 
 
-def _load_groups(path, n, scores_path):
-    g = _load(path)
-    if g.ndim != 1 or g.shape[0] != n:
-        raise InputError(f"{path}: --groups needs one id per sample of {scores_path} ({n}), got shape {g.shape}")
+def _load_groups(path, n):
+    g = _said_of(path, as_group_ids, _load(path), n, files={"groups": "--groups"})
     return _said_of(path, check_numbers, g, "groups", booleans=True)
 
 
@@ -790,7 +800,7 @@ def _fit_calibrator(args, method, st, train, train_labels, test, protocol, recor
         where = args.train_scores or args.scores
         line = f"fitted {method} calibrator on {where} ({train.shape[0]} samples, loss {args.loss})"
         return np.asarray(cal.apply(test), dtype=np.float64), line + _optimizer_note(method, record, False)
-    groups = None if args.groups is None else _load_groups(args.groups, test.shape[0], args.scores)
+    groups = None if args.groups is None else _load_groups(args.groups, test.shape[0])
     # The folds come from --cv (and --groups): their errors name them.
     res = _said_of(f"--cv {args.cv}{' with --groups' if groups is not None else ''}",
                    calibration.calibrate_cross_validated, test, train_labels, key=random_bits.key(args.seed),
@@ -1120,8 +1130,6 @@ def _decision_rule(args):
 
     if args.decision_rule == "per_draw":
         return prob.PerDraw(args.rate_draws)
-    if args.rate_draws is not None:
-        raise InputError("--rate-draws: draws of the rates per drawn cost matrix need --decision-rule per_draw")
     return args.decision_rule
 
 
@@ -1136,8 +1144,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     files = args.scores or args.decisions
     st = args.score_type
     k = 2 if (kind == "scores" and st == "llr") else (arrays[0].shape[1] if kind == "scores" else None)
-    if args.costs is None:
-        raise InputError("--costs: compare needs a cost specification (see `ecjax.io` for the format)")
     if k is None:
         k = _num_classes(labels[0], kind, arrays, st, args.costs, label_files[0], files)
     spec = _cost_spec(args, k)
@@ -1344,13 +1350,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                          "--over matrices (random cost matrices, the default for more than two classes)")
     for y, lf in zip(labels, label_files):
         _check_priors_cover(spec, y, lf, args.costs)
-        if over != "utility-space" and spec.priors is None and len(np.unique(y)) == 1:
-            raise InputError(f"{lf}: every label is class {y[0]}: with the data's priors the best naive decision "
-                             "costs nothing and the NEC swept here is undefined (give deployment priors in --costs)")
-    if over == "matrices" and spec.uncertain and not np.any(spec.costs_low) and not np.any(spec.costs_high):
-        raise InputError(f"{args.costs}: every cost of the [uncertainty] intervals is 0: the NEC is undefined")
-    if over == "matrices" and not spec.uncertain and not np.any(spec.costs):
-        raise InputError(f"{args.costs}: every cost is 0: the NEC is undefined")
+        if over != "utility-space":  # the NEC swept
+            _check_labels_of_two_classes(spec, y, lf)
+    if over == "matrices" and spec.uncertain:
+        _check_some_cost([spec.costs_low, spec.costs_high], args.costs, "every cost of the [uncertainty] intervals")
+    elif over == "matrices":
+        _check_some_cost(spec.costs, args.costs)
     priors = spec.priors
     if kind == "decisions":
         d = spec.costs.shape[1] if over == "matrices" else 2
@@ -1390,9 +1395,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             record.setdefault("files", []).append(_save_figure(fig, out_dir, "winner_map.png", args.force))
     else:
         if over == "cost-ratio":
-            if not 0 < args.lo < args.hi:
-                raise InputError(f"--lo/--hi must satisfy 0 < lo < hi, got {args.lo}, {args.hi}")
-            axis: sweep.grids.Axis | np.ndarray = sweep.grids.cost_ratios(args.lo, args.hi, resolution)
+            axis: sweep.grids.Axis | np.ndarray = _said_of("--lo/--hi", sweep.grids.cost_ratios, args.lo, args.hi,
+                                                           resolution)
             coord_name = "cost ratio c10 / c01"
         else:
             prior, cost_source = _matrix_prior(spec, args.costs)
@@ -1756,6 +1760,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         previous = None
     try:
         _use_compilation_cache()
+        check_option_rules(args)
         return COMMANDS[args.command](args)
     except InputError as err:
         print(f"ecjax {args.command}: error: {_as_options(' '.join(str(err).split()))}", file=sys.stderr)

@@ -170,10 +170,7 @@ def _float_counts(counts, name):
     if not v.is_tracer(counts) and not isinstance(counts, jax.Array):
         a = np.asarray(counts)
         if a.dtype.kind in "iufb":
-            if a.dtype.kind == "f" and not np.all(np.isfinite(a)):
-                raise v.InputError(f"`{name}` contains NaN or inf")
-            if a.size and a.min() < 0:
-                raise v.InputError(f"`{name}` must be non-negative, got {a.min()}")
+            v.check_at_least(a, name, 0.0)
             if a.dtype.kind in "iu":
                 # Host int64 values past int32 would wrap in jnp.asarray: convert through float64.
                 return jnp.asarray(a.astype(np.float64), dtype=jnp.result_type(float))
@@ -241,11 +238,9 @@ def joint_outcome_table(labels: ArrayLike, decisions: ArrayLike, *, num_classes:
       :class:`JointOutcomeTable` with the occupied cells and their counts.
     """
     labels = np.asarray(v.as_index_array(labels, "labels", upper=num_classes))
-    if labels.ndim != 1:
-        raise v.InputError(f"`labels` must be one vector shared by all systems, got shape {labels.shape}")
+    v.check_shape(labels, "labels", "(N,)", why=" (one vector shared by all systems)")
     decisions = np.asarray(v.as_index_array(decisions, "decisions", upper=num_decisions, min_ndim=2))
-    if decisions.ndim != 2:
-        raise v.InputError(f"`decisions` must have shape (M, N), got {decisions.shape}")
+    v.check_shape(decisions, "decisions", "(M, N)")
     v.check_same_length("labels", labels, "decisions", decisions)
     k = (v.inferred_size(int(labels.max()), "labels", argument="num_classes") if num_classes is None
          else v.as_positive_int(num_classes, "num_classes"))

@@ -34,19 +34,14 @@ def zero_one(num_classes: int, abstain: float | None = None) -> jax.Array:
         if v.is_tracer(abstain):
             a = jnp.where(jnp.isfinite(abstain) & (abstain >= 0), abstain, jnp.nan)
             return _nan_if_nan(jnp.concatenate([c, jnp.full((k, 1), a, dtype=c.dtype)], axis=1), a)
-        else:
-            a = jnp.asarray(v.as_real(abstain, "abstain"))
-            if a < 0:
-                raise v.InputError(f"`abstain` must be a finite non-negative cost, got {abstain!r}")
+        a = jnp.asarray(v.as_nonnegative_real(abstain, "abstain"))
         c = jnp.concatenate([c, jnp.full((k, 1), a, dtype=c.dtype)], axis=1)
     return c
 
 
 def balanced(priors: ArrayLike) -> jax.Array:
     """Costs ``c_ij = 1 / (K P_i)`` for ``i != j``: their EC is the balanced error rate (seed 000 eq. 12)."""
-    p = v.as_priors(priors)
-    if not v.is_tracer(p) and np.any(np.asarray(p) <= 0):
-        raise v.InputError("`priors` must be strictly positive for balanced costs (1 / (K P_i))")
+    p = v.as_positive_priors(priors, why=" (balanced costs divide by them: 1 / (K P_i))")
     k = p.shape[-1]
     out = (1.0 - jnp.eye(k)) / (k * p[..., :, None])
     if v.is_tracer(p):
@@ -55,15 +50,13 @@ def balanced(priors: ArrayLike) -> jax.Array:
     return out
 
 
-def _scalar_parameter(x, name: str, *, valid, expected: str):
-    """A float parameter (or array of them, for a batch of matrices); checked unless traced."""
-    if isinstance(x, (str, bytes, bool, np.bool_)):
-        raise v.InputError(f"`{name}` must be {expected}, got {x!r}")
+def _scalar_parameter(x, name: str, *, check, valid):
+    """A float parameter (or array of them, for a batch of matrices): numbers (not strings or booleans) that
+    ``check`` (a range validator of :mod:`ecjax.inputs`) accepts; traced entries that ``valid`` refuses are NaN."""
     arr = v.as_array(x, name)
     if not v.is_tracer(arr):
-        a = np.asarray(arr)
-        if a.dtype.kind not in "fiu" or not np.all(np.isfinite(a)) or not np.all(valid(a)):
-            raise v.InputError(f"`{name}` must be {expected}, got {x!r}")
+        v.check_numbers(np.asarray(arr), name, finite=False)
+        check(x, name)  # on x as given, which the message shows
         return jnp.asarray(arr, dtype=jnp.result_type(float))
     arr = jnp.asarray(arr, dtype=jnp.result_type(float))
     return jnp.where(jnp.isfinite(arr) & valid(arr), arr, jnp.nan)  # the NaN contract
@@ -88,7 +81,8 @@ def f_beta(beta: ArrayLike = 1.0) -> jax.Array:
     Class index 1 is the positive class: a miss costs ``beta**2``, a false
     alarm costs 1.  An array of ``beta`` gives a batch of matrices.
     """
-    b = _scalar_parameter(beta, "beta", valid=lambda a: a > 0, expected="a positive finite number")
+    b = _scalar_parameter(beta, "beta", check=lambda a, name: v.check_at_least(a, name, 0.0, strict=True),
+                          valid=lambda a: a > 0)
     return _nan_if_nan(_binary_off_diagonal(jnp.ones_like(b), b * b), b)
 
 
@@ -99,7 +93,7 @@ def net_benefit(threshold_probability: ArrayLike) -> jax.Array:
     between treating and not treating.
     """
     p = _scalar_parameter(threshold_probability, "threshold_probability",
-                          valid=lambda a: (a > 0) & (a < 1), expected="in (0, 1)")
+                          check=lambda a, name: v.check_between(a, name, 0.0, 1.0), valid=lambda a: (a > 0) & (a < 1))
     return _nan_if_nan(_binary_off_diagonal(p / (1.0 - p), jnp.ones_like(p)), p)
 
 

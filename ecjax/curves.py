@@ -58,11 +58,7 @@ def _labels_for(labels, s, score_type, *, what):
     """Binary labels ``(N,)`` matching the sample axis of validated scores ``s``; both classes needed."""
     labels = v.as_label_vector(labels, num_classes=2, scores=s, sample_axis=-1 if score_type == "llr" else -2,
                                upper_is="binary labels are 0 or 1")
-    if not v.is_tracer(labels):
-        n1 = int(np.sum(np.asarray(labels)))
-        if n1 == 0 or n1 == labels.shape[0]:
-            missing = 1 if n1 == 0 else 0
-            raise v.InputError(f"`labels` has no sample of class {missing}: {what} needs samples of both classes")
+    v.check_classes_present(labels, None, 2, why=f"{what} needs samples of both classes")
     return labels
 
 
@@ -122,14 +118,13 @@ def _per_system(kernel, labels, s, *args):
 
 
 def _check_padded(padded, s, labels, score_type):
-    if not isinstance(padded, (bool, np.bool_)):
-        raise v.InputError(f"`padded` must be True or False, got {padded!r}")
+    padded = v.as_flag(padded, "padded")
     batched = s.ndim != (1 if score_type == "llr" else 2)
     if not padded and (batched or v.any_traced(labels, s)):
         why = "scores with batch axes" if batched else "traced inputs (inside jit/vmap)"
         raise v.InputError(f"`padded=False` gives one point per distinct threshold, a length that depends on the "
                            f"data; for {why} pass padded=True (one point per sample, equal length for every system)")
-    return bool(padded)
+    return padded
 
 
 # --------------------------------------------------- counts at every threshold
@@ -583,9 +578,8 @@ def _threshold_log_odds(threshold_probabilities, dtype):
     rounded up to ``dtype``: for log-odds ``s`` of that dtype, ``s >= cut``
     holds exactly when ``s >= logit(p_t)``.
     """
-    p = v.as_array(threshold_probabilities, "threshold_probabilities")
-    if p.ndim > 1:
-        raise v.InputError(f"`threshold_probabilities` must be a number or a 1-D array, got shape {tuple(p.shape)}")
+    p = v.check_shape(v.as_array(threshold_probabilities, "threshold_probabilities"), "threshold_probabilities",
+                      "()", "(T,)", why=" (a number or a 1-D array)")
     if v.is_tracer(p):
         p = jnp.asarray(p, dtype)
         return p, jnp.log(p) - jnp.log1p(-p), p / (1.0 - p)
@@ -593,9 +587,7 @@ def _threshold_log_odds(threshold_probabilities, dtype):
     a = a.astype(np.float64)
     if a.size == 0:
         raise v.InputError("`threshold_probabilities` is empty: give at least one threshold probability")
-    if not np.all((a > 0) & (a < 1)):
-        bad = a[~((a > 0) & (a < 1))].flat[0]
-        raise v.InputError(f"`threshold_probabilities` must lie in (0, 1) (open), got {bad!r}")
+    v.check_between(threshold_probabilities, "threshold_probabilities", 0.0, 1.0)  # the message shows it as given
     logit = np.log(a) - np.log1p(-a)
     dt = np.dtype(dtype)
     cut = logit.astype(dt)
@@ -661,8 +653,8 @@ def decision_curve(labels: ArrayLike, scores: ArrayLike, *, threshold_probabilit
     s, log_p = v.scores_and_log_priors(a, priors, score_type)
     s = v.restore_neg_inf(s, neg_inf)
     v.check_binary_scores(s, score_type)
-    if score_type in v.LIKELIHOOD_TYPES and not v.is_tracer(log_p) and not np.all(np.isfinite(np.asarray(log_p))):
-        raise v.InputError(f"`priors` must be > 0 for both classes, got {np.exp(np.asarray(log_p))}")
+    if score_type in v.LIKELIHOOD_TYPES:
+        v.as_positive_priors(priors, num_classes=2, why=" (Bayes' rule takes their log)")
     labels = _labels_for(labels, s, score_type, what="a decision curve")
     labels, s, w = _binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=False)
     p_t, cut, odds = _threshold_log_odds(threshold_probabilities, s.dtype)

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
-
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
@@ -75,14 +73,10 @@ def log_likelihoods_from_posteriors(scores: ArrayLike, training_priors: ArrayLik
     Returns:
       ``(..., N, K)`` log-likelihoods (up to a per-sample constant).
     """
-    if score_type not in v.POSTERIOR_TYPES:
-        raise v.InputError(f"`training_priors` is for posterior-type scores (log_posteriors, logits); with "
-                           f"score_type={score_type!r} pass the deployment `priors` only")
+    v.check_posterior_type(score_type, "training_priors", why=": pass the deployment `priors` only")
     s = v.as_scores(scores, score_type=score_type)
-    train = v.as_priors(training_priors, "training_priors", num_classes=s.shape[-1])
-    if not v.is_tracer(train) and np.any(np.asarray(train) <= 0):
-        raise v.InputError("`training_priors` must be > 0 for every class: a posterior trained with a prior of 0 "
-                           "cannot be re-weighted")
+    train = v.as_positive_priors(training_priors, "training_priors", num_classes=s.shape[-1],
+                                 why=" (a posterior trained with a prior of 0 cannot be re-weighted)")
     return jax.nn.log_softmax(s, axis=-1) - jnp.log(train)
 
 

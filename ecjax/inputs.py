@@ -27,8 +27,8 @@ are static and raise under ``jit`` too.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, SupportsFloat, TypeVar
 
 import numpy as np
 
@@ -555,9 +555,10 @@ def as_sample_weight(sample_weight: object, labels: jax.Array | np.ndarray, *,
     if sample_weight is None:
         return None
     w = as_array(sample_weight, "sample_weight", min_ndim=1)
-    if w.ndim != 1 and not batched:
-        raise InputError(f"`sample_weight` must be one weight per sample, shape (N,), got shape {tuple(w.shape)}")
-    check_same_length("labels", labels, "sample_weight", w)
+    if (w.ndim != 1 and not batched) or w.shape[-1] != labels.shape[-1]:
+        problem = f"one weight per sample of `labels` ({labels.shape[-1]}), got shape {tuple(w.shape)}"
+        raise InputError(f"`labels` and `sample_weight` must have the same number of samples: {problem}",
+                         problem=problem)
     if is_tracer(w):
         return jnp.asarray(w, dtype=jnp.result_type(float))
     a = check_numbers(np.asarray(w), "sample_weight", booleans=True)
@@ -734,15 +735,252 @@ def check_batch_axes_broadcast(name_a: str, shape_a: tuple[int, ...], batch_a: t
                          "broadcast") from None
 
 
-def check_instance(x: object, cls: type[_T], name: str, public_name: str) -> _T:
+def check_instance(x: Any, cls: type[_T], name: str, public_name: str) -> _T:
     """``x`` if it is a ``cls`` (a settings object, a result type), else :class:`InputError` naming ``name`` and
     the class by its public path ``public_name``."""
-    if not isinstance(x, cls):
-        raise InputError(f"`{name}` must be an {public_name}, got {type(x).__name__}")
-    return x
+    return check_type(x, cls, name, f"an {public_name}")
 
 
 def check_choice(x: _T, name: str, choices: Collection[Any]) -> _T:
-    if x not in choices:
+    """``x`` if it is one of ``choices``; an unhashable ``x`` (an array, a list) is none of them."""
+    if not isinstance(x, Hashable) or x not in choices:
         raise InputError(f"`{name}` must be one of {tuple(choices)}, got {x!r}")
     return x
+
+
+def _shape_form(form: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in form.strip("()").split(",") if t.strip())
+
+
+def _shape(x: Any) -> tuple[int, ...]:
+    return tuple(np.shape(x))  # static: the shape of a tracer too
+
+
+def check_shape(x: _T, name: str, *forms: str, sizes: dict[str, int] | None = None, why: str = "") -> _T:
+    """``x`` has one of the shapes ``forms``, each written as in the docstrings: ``"(K, D)"``, ``"(M, N)"``,
+    ``"(2, 2)"``.  A number is an exact size; a letter is any size, the same size wherever it repeats within a
+    form, and the size ``sizes[letter]`` when given.  The message names the forms, ``sizes`` and ``why``."""
+    shape = _shape(x)
+    pinned = dict(sizes or {})
+    for form in map(_shape_form, forms):
+        if len(form) != len(shape):
+            continue
+        seen = dict(pinned)
+        if all((int(t) == s) if t.isdigit() else (seen.setdefault(t, s) == s) for t, s in zip(form, shape)):
+            return x
+    fixed = f" with {', '.join(f'{k} = {v}' for k, v in pinned.items())}" if pinned else ""
+    raise InputError(f"`{name}` must be {' or '.join(forms)}{fixed}{why}, got shape {shape}")
+
+
+def check_exclusive(arguments: dict[str, object], *, required: bool = True) -> None:
+    """At most one of ``arguments`` (name -> value) is not ``None``; exactly one when ``required``."""
+    given = [k for k, v in arguments.items() if v is not None]
+    names = [f"`{k}`" for k in arguments]
+    if len(given) > 1 or (required and not given):
+        listed = " and ".join(names) if len(names) == 2 else ", ".join(names)
+        raise InputError(f"give exactly one of {listed}" if required else f"give {' or '.join(names)}, not both")
+
+
+def check_binary(num_classes: int, what: str) -> None:
+    """``what`` (a curve, a threshold, a criterion) is defined for binary scores only."""
+    if num_classes != 2:
+        problem = f"needs binary scores (K = 2), got {num_classes} classes"
+        raise InputError(f"{what} {problem}", problem=problem)
+
+
+def as_flag(x: object, name: str) -> bool:
+    """``True`` or ``False`` (numpy booleans too); ``0``/``1``, strings and ``None`` are refused."""
+    if not isinstance(x, (bool, np.bool_)):
+        raise InputError(f"`{name}` must be True or False, got {x!r}")
+    return bool(x)
+
+
+def as_nonnegative_real(x: object, name: str) -> float:
+    """One finite real number >= 0 (a regularization weight, a ROPE half-width, a cost)."""
+    value = as_real(x, name)
+    if value < 0:
+        raise InputError(f"`{name}` must be a non-negative finite number, got {x!r}")
+    return value
+
+
+def as_positive_priors(x: object, name: str = "priors", *, num_classes: int | None = None,
+                       why: str = "") -> jax.Array:
+    """Priors (:func:`as_priors`) with every class possible, ``> 0``: those that something divides by or takes
+    the log of; ``why`` says what in the message.  Traced priors are not checked (the NaN contract).
+
+    Whatever fails, :attr:`InputError.problem` says it the way a front end asks for the numbers: ``"2 positive
+    numbers summing to 1, got [0.5, 0.6]"``."""
+    def problem() -> str:
+        values = x if is_tracer(x) else np.asarray(x).tolist()
+        return f"{num_classes or 'K'} positive numbers summing to 1{why}, got {values}"
+
+    try:
+        p = as_priors(x, name, num_classes=num_classes)
+    except InputError as err:
+        raise InputError(str(err), problem=problem()) from None
+    if not is_tracer(p):
+        a = np.asarray(p).reshape(-1, p.shape[-1])
+        bad = np.any(a <= 0, axis=-1)
+        if bad.any():
+            raise InputError(f"`{name}` must be > 0 for every class{why}, got {a[np.argmax(bad)].tolist()}",
+                             problem=problem())
+    return p
+
+
+def check_posterior_type(score_type: str, name: str, why: str = "") -> str:
+    """``score_type`` if it is a posterior type (:data:`POSTERIOR_TYPES`): ``name`` (training priors, the priors
+    of a posterior) has no meaning for likelihood-type scores; ``why`` says what to do instead."""
+    if score_type not in POSTERIOR_TYPES:
+        problem = (f"is for posterior-type scores ({', '.join(POSTERIOR_TYPES)}), got score_type={score_type!r}"
+                   f"{why}")
+        raise InputError(f"`{name}` {problem}", problem=problem)
+    return score_type
+
+
+def as_optional_str(x: object, name: str) -> str | None:
+    """A string or ``None`` (a title, a label): anything else, bytes included, is refused."""
+    if x is not None and not isinstance(x, str):
+        raise InputError(f"`{name}` must be a string or None, got {x!r}")
+    return x
+
+
+def as_names(x: object, name: str) -> tuple[str, ...]:
+    """A sequence of strings (class or system names) as a tuple; one string is not a sequence of names."""
+    names = None if isinstance(x, (str, bytes)) or not hasattr(x, "__iter__") else tuple(x)  # type: ignore[arg-type]
+    if names is None or not all(isinstance(n, str) for n in names):
+        raise InputError(f"`{name}` must be a sequence of strings, got {x!r}")
+    return names
+
+
+def as_group_index(groups: ArrayLike | Sequence[Any], num_samples: int) -> tuple[np.ndarray, np.ndarray]:
+    """Cluster ids (:func:`as_group_ids`) as ``(ids, which)``: the distinct ids and each sample's index into them.
+
+    Ids are numbers or strings (no NaN or inf); on the host.
+    """
+    g = as_group_ids(groups, num_samples)
+    if g.dtype.kind not in "biufUS":
+        raise InputError(f"`groups` must be integer or string ids, got dtype {g.dtype}")
+    check_finite(g, "groups")
+    return np.unique(g, return_inverse=True)
+
+
+def as_range(lo: SupportsFloat | str, hi: SupportsFloat | str, name: str, *, minimum: float | None = None,
+             maximum: float | None = None, exclusive: bool = False, why: str = "") -> tuple[float, float]:
+    """The range ``(lo, hi)`` of ``name`` (an axis, a grid) as two finite floats with ``lo <= hi``, ``lo >= minimum``
+    and ``hi <= maximum`` where given (``>`` and ``<`` when ``exclusive``); ``why`` explains the bounds."""
+    try:
+        lo_f, hi_f = float(lo), float(hi)
+    except (TypeError, ValueError):
+        raise InputError(f"`{name}` range must be two numbers, got ({lo!r}, {hi!r})") from None
+    if not (np.isfinite(lo_f) and np.isfinite(hi_f)):
+        raise InputError(f"`{name}` range must be finite, got ({lo!r}, {hi!r})")
+    if hi_f < lo_f:
+        raise InputError(f"`{name}` range must have lo <= hi, got ({lo_f}, {hi_f})")
+    above = minimum is None or (lo_f > minimum if exclusive else lo_f >= minimum)
+    below = maximum is None or (hi_f < maximum if exclusive else hi_f <= maximum)
+    if not (above and below):
+        need = ([f"lo {'>' if exclusive else '>='} {minimum:g}"] if minimum is not None else []) + (
+            [f"hi {'<' if exclusive else '<='} {maximum:g}"] if maximum is not None else [])
+        raise InputError(f"`{name}` range must have {' and '.join(need)}{why}, got ({lo_f}, {hi_f})")
+    return lo_f, hi_f
+
+
+def check_leading_axis(arrays: Sequence[Any], name: str) -> int:
+    """The length of the leading axis that every array of ``arrays`` (the leaves of a swept pytree, a batch) shares:
+    at least 1 (an empty batch, or no arrays at all, is refused)."""
+    sizes = sorted({int(np.shape(a)[0]) for a in arrays})
+    if not sizes or sizes[0] == 0:
+        raise InputError(f"`{name}` is empty: its leading (batch or swept) axis has length 0")
+    if len(sizes) > 1:
+        raise InputError(f"all leaves of `{name}` must share the leading (batch or swept) axis, got lengths {sizes}")
+    return sizes[0]
+
+
+def check_callable(x: _T, name: str, what: str) -> _T:
+    """``x`` if it is callable, else :class:`InputError` saying ``what`` it should be (``"a NumPyro model (a
+    callable)"``, ``"a callable sample(key, n)"``)."""
+    if not callable(x):
+        raise InputError(f"`{name}` must be {what}, got {type(x).__name__}")
+    return x
+
+
+def _check_entries(x: _T, name: str, holds: Callable[[np.ndarray], np.ndarray], need: str) -> _T:
+    """``x`` if every entry is finite and ``holds``, else :class:`InputError` saying ``need`` and the first entry
+    that fails; traced ``x`` passes (the NaN contract)."""
+    if is_tracer(x):
+        return x
+    a = np.asarray(x, dtype=np.float64)
+    ok = np.isfinite(a) & holds(a)
+    if not np.all(ok):
+        got = repr(x) if a.ndim == 0 else f"{a[~ok].flat[0]} at entry {_first(~ok)}"
+        raise InputError(f"`{name}` must be {need}, got {got}")
+    return x
+
+
+def check_at_least(x: _T, name: str, minimum: float = 0.0, *, strict: bool = False) -> _T:
+    """Every entry of ``x`` (a number or an array: a concentration, a scale) finite and ``>= minimum`` (``>`` when
+    ``strict``); traced ``x`` passes (the NaN contract)."""
+    return _check_entries(x, name, (lambda a: a > minimum) if strict else (lambda a: a >= minimum),
+                          f"finite and {'>' if strict else '>='} {minimum:g}")
+
+
+def check_class_vector(x: _Arr, name: str, *, num_classes: int | None = None) -> _Arr:
+    """``x`` if it is one vector with an entry per class: ``(K,)`` with ``K = num_classes`` when given, else any
+    ``K >= 2`` (priors, a Dirichlet's concentration, per-class bounds)."""
+    shape = _shape(x)
+    size_ok = len(shape) == 1 and (shape[0] == num_classes if num_classes is not None else shape[0] >= 2)
+    if not size_ok:
+        want = "K >= 2" if num_classes is None else str(num_classes)
+        raise InputError(f"`{name}` must be one vector of {want} entries (one per class), got shape {shape}")
+    return x
+
+
+def as_broadcast(x: object, name: str, shape: tuple[int, ...]) -> np.ndarray:
+    """``x`` (a number or an array) as float64 broadcast to ``shape``; NaN is refused, ``+/-inf`` allowed (an
+    unbounded side of a truncation, a scale)."""
+    a = np.asarray(as_array(x, name), dtype=np.float64)
+    if np.any(np.isnan(a)):
+        raise InputError(f"`{name}` contains NaN")
+    try:
+        return np.broadcast_to(a, shape)
+    except ValueError:
+        raise InputError(f"`{name}` must be a scalar or broadcast to {shape}, got shape {a.shape}") from None
+
+
+def check_type(x: _T, types: type | tuple[type, ...], name: str, what: str) -> _T:
+    """``x`` if it is an instance of ``types``, else :class:`InputError` saying ``what`` it should be (``"a
+    matplotlib Axes"``) and the type it is."""
+    if not isinstance(x, types):
+        raise InputError(f"`{name}` must be {what}, got {type(x).__name__}")
+    return x
+
+
+def check_between(x: _T, name: str, low: float, high: float) -> _T:
+    """Every entry of ``x`` (a number or an array: probabilities, threshold probabilities) finite and strictly
+    between ``low`` and ``high``, the array form of :func:`as_number_between`; traced ``x`` passes (the NaN
+    contract)."""
+    return _check_entries(x, name, lambda a: (a > low) & (a < high), f"in ({low:g}, {high:g})")
+
+
+def check_axis_at_least(x: _T, name: str, minimum: int, what: str, *, axis: int = -1) -> _T:
+    """``x`` if its ``axis`` holds at least ``minimum`` entries, else :class:`InputError` saying ``what`` they are
+    (``"metrics (last axis)"``, ``"folds (last axis)"``) and the shape received; static, so checked under ``jit``."""
+    shape = _shape(x)
+    if not shape or shape[axis] < minimum:
+        raise InputError(f"`{name}` needs at least {minimum} {what}, got shape {shape}")
+    return x
+
+
+def system_names(systems: Iterable[Any] | None, names: Iterable[str] | None, num_systems: int,
+                 argument: str = "systems") -> tuple:
+    """Names of ``num_systems`` systems: ``systems`` given by the user (checked; the error calls them
+    ``argument``), else ``names`` taken from the inputs (a mapping's keys), else ``"system 0"``, ``"system 1"``,
+    ..."""
+    if systems is not None:
+        systems = tuple(str(s) for s in systems)
+        if len(systems) != num_systems:
+            raise InputError(f"`{argument}` names {len(systems)} systems, but there are {num_systems}")
+        if len(set(systems)) != num_systems or not all(s.strip() for s in systems):  # results are keyed by name
+            raise InputError(f"`{argument}` must give each system its own non-empty name, got {list(systems)}")
+        return systems
+    return tuple(names) if names is not None else tuple(f"system {m}" for m in range(num_systems))

@@ -32,6 +32,7 @@ Cost specification (TOML or JSON), all keys but one matrix optional::
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -43,10 +44,38 @@ from pathlib import Path
 
 import numpy as np
 
-from ecjax.inputs import InputError, check_bounds, check_inside, check_prior_intervals
+from ecjax.inputs import (
+    InputError,
+    check_bounds,
+    check_exclusive,
+    check_finite,
+    check_inside,
+    check_prior_intervals,
+    check_shape,
+)
 
 # Largest array a file may declare before it is loaded (``max_bytes``); 1 GiB.
 DEFAULT_MAX_BYTES = 2**30
+
+
+@contextlib.contextmanager
+def said_of(source: object, files: dict[str, object] | None = None):
+    """Errors of the checks inside, said of ``source`` (a file, an option): ``"<source>: <problem>"``, with each
+    argument named in ``files`` (argument name -> what the user knows it as) said by that name."""
+    try:
+        yield
+    except InputError as err:  # the problem without the library's subject, where it has one
+        problem = err.problem or str(err)
+        for argument, known_as in (files or {}).items():
+            problem = problem.replace(f"`{argument}`", str(known_as))
+        raise InputError(f"{source}: {problem}") from None
+
+
+def _existing_file(path) -> Path:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: file not found")
+    return p
 
 
 def _check_declared_size(p, stream, max_bytes, member=""):
@@ -81,9 +110,7 @@ def load_array(path: str | os.PathLike[str], *, key: str | None = None,
     in its header (a ``.csv`` file larger than that) is refused before it
     is read.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{p}: file not found")
+    p = _existing_file(path)
     suffix = p.suffix.lower()
     try:
         if suffix == ".npy":
@@ -112,9 +139,7 @@ def load_array(path: str | os.PathLike[str], *, key: str | None = None,
             raise InputError(f"{p}: unsupported file type {suffix!r} (use .npy, .npz or .csv)")
     except InputError:
         raise
-    except ValueError as err:
-        if "allow_pickle" in str(err) or "pickle" in str(err).lower():
-            raise InputError(f"{p}: holds pickled Python objects; ecjax loads only plain numeric arrays") from None
+    except ValueError as err:  # pickled arrays never get here: their header is refused first
         raise InputError(f"{p}: could not be read as a numeric array ({err})") from None
     except (OSError, zipfile.BadZipFile, EOFError, zipfile.LargeZipFile) as err:
         raise InputError(f"{p}: could not be read ({err})") from None
@@ -174,7 +199,7 @@ def load_results_table(path: str | os.PathLike[str]) -> ResultsTable:
     list of ``q`` ``(M, n_d)`` arrays (the input of
     :func:`ecjax.prob.hierarchical_compare_results`).
     """
-    p = Path(path)
+    p = _existing_file(path)
     lines = [ln.strip() for ln in _read_text(p).splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     if len(lines) < 2:
         raise InputError(f"{p}: needs a header naming the systems and at least one row of results")
@@ -229,111 +254,102 @@ class CostSpec:
         return self.costs_low is not None
 
 
-def _strict_numbers(obj, name, path, what):
+def _strict_numbers(obj, name, what):
     """Nested lists of real numbers as float64: strings, booleans and huge integers are refused."""
     def walk(x):
         if isinstance(x, (list, tuple)):
             return [walk(e) for e in x]
         if isinstance(x, bool) or not isinstance(x, (int, float)):
-            raise InputError(f"{path}: `{name}` must be {what}, got {type(x).__name__} {x!r}"[:300])
+            raise InputError(f"`{name}` must be {what}, got {type(x).__name__} {x!r}"[:300])
         try:
             return float(x)
         except OverflowError:
-            raise InputError(f"{path}: `{name}` holds an integer too large for a number ({len(str(x))} digits)") from None
+            raise InputError(f"`{name}` holds an integer too large for a number ({len(str(x))} digits)") from None
 
     try:
         return np.asarray(walk(obj), dtype=float)
     except ValueError:
-        raise InputError(f"{path}: `{name}` must be {what} (rows of equal length)") from None
+        raise InputError(f"`{name}` must be {what} (rows of equal length)") from None
 
 
-def _matrix(obj, name, path, shape=None):
-    m = _strict_numbers(obj, name, path, "a matrix of numbers")
-    if m.ndim != 2 or 0 in m.shape:
-        raise InputError(f"{path}: `{name}` must be a non-empty 2-D matrix (rows = true class), got shape {m.shape}")
-    if not np.all(np.isfinite(m)):
-        raise InputError(f"{path}: `{name}` contains NaN or inf")
-    if shape is not None and m.shape != shape:
-        raise InputError(f"{path}: `{name}` must have shape {shape}, got {m.shape}")
-    return m
+def _numbers(obj, name, form, why=""):
+    """A finite matrix or vector of shape ``form`` ("(K, D)", "(2, 2)", "(3,)") from nested lists of numbers."""
+    arr = _strict_numbers(obj, name, "a matrix of numbers" if "," in form.strip("(,)") else "a list of numbers")
+    return check_finite(check_shape(arr, name, form, why=why), name)
 
 
-def _vector(obj, name, path, size):
-    p = _strict_numbers(obj, name, path, "a list of numbers")
-    if not np.all(np.isfinite(p)):
-        raise InputError(f"{path}: `{name}` contains NaN or inf")
-    if p.shape != (size,):
-        raise InputError(f"{path}: `{name}` must have {size} entries (one per class), got shape {p.shape}")
-    return p
+# The tables of a cost specification: their keys, the keys each needs, and the pairs that go together.
+_SPEC_KEYS = ("classes", "decisions", "costs", "utilities", "priors", "uncertainty", "name", "description")
+_UNCERTAINTY_KEYS = ("low", "high", "priors_low", "priors_high")
+
+
+def _check_table(table, name, known, *, required=(), pairs=(), keys="key(s)"):
+    """``table`` (the TOML table / JSON object ``name``) has only the keys ``known``, every key of ``required``,
+    and both or neither key of each pair of ``pairs``."""
+    if not isinstance(table, dict):
+        raise InputError(f"`{name}` must be a table/object, got {type(table).__name__}")
+    unknown = sorted(set(table) - set(known))
+    missing = [key for key in required if key not in table]
+    missing += [b if a in table else a for a, b in pairs if (a in table) != (b in table)]
+    if unknown or missing:
+        raise InputError(f"`{name}`: " + "; ".join(
+            ([f"unknown {keys} {unknown}; known: {list(known)}"] if unknown else [])
+            + ([f"no value for {missing}"] if missing else [])))
+    return table
+
+
+def _names(data, key, default, axis):
+    """The names ``data[key]`` (else ``default``): one string per ``axis`` of the matrix, as many as ``default``."""
+    names = data.get(key, default)
+    if not isinstance(names, list) or not all(isinstance(c, str) for c in names) or len(names) != len(default):
+        raise InputError(f"`{key}` must be a list of {len(default)} names (strings), one per {axis} of the matrix, "
+                         f"got {names!r}"[:300])
+    return list(names)
 
 
 def parse_cost_spec(data: dict, *, source: str = "<spec>") -> CostSpec:
-    """Build a :class:`CostSpec` from a parsed TOML/JSON mapping."""
-    if not isinstance(data, dict):
-        raise InputError(f"{source}: the cost specification must be a table/object")
-    known = {"classes", "decisions", "costs", "utilities", "priors", "uncertainty", "name", "description"}
-    unknown = set(data) - known
-    if unknown:
-        raise InputError(f"{source}: unknown key(s) {sorted(unknown)}; known keys: {sorted(known)}")
-    if ("costs" in data) == ("utilities" in data):
-        raise InputError(f"{source}: give exactly one of `costs` or `utilities`")
-    as_utilities = "utilities" in data
-    nominal = _matrix(data["utilities" if as_utilities else "costs"], "utilities" if as_utilities else "costs", source)
-    k, d = nominal.shape
-    for key in ("classes", "decisions"):
-        if key in data and (not isinstance(data[key], list) or not all(isinstance(c, str) for c in data[key])):
-            raise InputError(f"{source}: `{key}` must be a list of names (strings)")
-    classes = [str(c) for c in data.get("classes", [str(i) for i in range(k)])]
-    decisions = [str(c) for c in data.get("decisions", classes if d == k else [str(j) for j in range(d)])]
-    if len(classes) != k:
-        raise InputError(f"{source}: `classes` names {len(classes)} classes but the matrix has {k} rows")
-    if len(decisions) != d:
-        raise InputError(f"{source}: `decisions` names {len(decisions)} decisions but the matrix has {d} columns")
-    sign = -1.0 if as_utilities else 1.0
-    priors = None
-    if "priors" in data:
-        raw = data["priors"]
-        if isinstance(raw, dict):
-            unnamed = [name for name in raw if name not in classes]
-            if unnamed:
-                raise InputError(f"{source}: `priors` names unknown class(es) {unnamed}; classes are {classes}")
-            missing = [name for name in classes if name not in raw]
-            if missing:
-                raise InputError(f"{source}: `priors` gives no value for class(es) {missing}")
-            raw = [raw[name] for name in classes]
-        priors = _vector(raw, "priors", source, k)
-        if np.any(priors < 0) or abs(priors.sum() - 1) > 1e-6:
-            raise InputError(f"{source}: `priors` must be non-negative and sum to 1")
-    low = high = p_low = p_high = None
-    unc = data.get("uncertainty")
-    if unc is not None:
-        if not isinstance(unc, dict):
-            raise InputError(f"{source}: `uncertainty` must be a table")
-        bad = set(unc) - {"low", "high", "priors_low", "priors_high"}
-        if bad:
-            raise InputError(f"{source}: unknown key(s) {sorted(bad)} in [uncertainty]")
-        if ("low" in unc) != ("high" in unc):
-            raise InputError(f"{source}: [uncertainty] needs both `low` and `high`")
-        if "low" in unc:
-            lo = _matrix(unc["low"], "uncertainty.low", source, (k, d))
-            hi = _matrix(unc["high"], "uncertainty.high", source, (k, d))
-            check_bounds(lo, hi, f"{source}: the [uncertainty] intervals")
-            check_inside(nominal, lo, hi, f"{source}: the nominal matrix")
-            low, high = (sign * lo, sign * hi) if sign > 0 else (sign * hi, sign * lo)
-        if ("priors_low" in unc) != ("priors_high" in unc):
-            raise InputError(f"{source}: [uncertainty] needs both `priors_low` and `priors_high`")
-        if "priors_low" in unc:
-            p_low = _vector(unc["priors_low"], "uncertainty.priors_low", source, k)
-            p_high = _vector(unc["priors_high"], "uncertainty.priors_high", source, k)
-            check_prior_intervals(p_low, p_high, f"{source}: the prior intervals")
+    """Build a :class:`CostSpec` from a parsed TOML/JSON mapping (the schema of the module docstring)."""
+    with said_of(source):
+        _check_table(data, "cost specification", _SPEC_KEYS)
+        check_exclusive({"costs": data.get("costs"), "utilities": data.get("utilities")})
+        as_utilities = "utilities" in data
+        nominal = _numbers(data["utilities" if as_utilities else "costs"], "utilities" if as_utilities else "costs",
+                           "(K, D)")
+        k, d = nominal.shape
+        if 0 in nominal.shape:
+            raise InputError(f"`{'utilities' if as_utilities else 'costs'}` must be a non-empty matrix (rows = "
+                             f"true class), got shape {nominal.shape}")
+        classes = _names(data, "classes", [str(i) for i in range(k)], "row")
+        # The decisions default to the classes when the matrix is square.
+        decisions = _names(data, "decisions", classes if d == k else [str(j) for j in range(d)], "column")
+        sign = -1.0 if as_utilities else 1.0
+        priors = None
+        if "priors" in data:
+            raw = data["priors"]
+            if isinstance(raw, dict):
+                raw = [_check_table(raw, "priors", classes, required=classes, keys="class(es)")[name] for name in classes]
+            priors = _numbers(raw, "priors", f"({k},)", " (one per class)")
+            if np.any(priors < 0) or abs(priors.sum() - 1) > 1e-6:
+                raise InputError("`priors` must be non-negative and sum to 1")
+        low = high = p_low = p_high = None
+        unc = data.get("uncertainty")
+        if unc is not None:
+            _check_table(unc, "uncertainty", _UNCERTAINTY_KEYS, pairs=(("low", "high"), ("priors_low", "priors_high")))
+            if "low" in unc:
+                lo, hi = (_numbers(unc[key], f"uncertainty.{key}", f"({k}, {d})") for key in ("low", "high"))
+                check_bounds(lo, hi, "the [uncertainty] intervals")
+                check_inside(nominal, lo, hi, "the nominal matrix")
+                low, high = (sign * lo, sign * hi) if sign > 0 else (sign * hi, sign * lo)
+            if "priors_low" in unc:
+                p_low, p_high = (_numbers(unc[key], f"uncertainty.{key}", f"({k},)", " (one per class)")
+                                 for key in ("priors_low", "priors_high"))
+                check_prior_intervals(p_low, p_high, "the prior intervals")
     return CostSpec(sign * nominal, classes, decisions, priors, low, high, p_low, p_high, as_utilities, source)
 
 
 def load_cost_spec(path: str | os.PathLike[str]) -> CostSpec:
     """Read a cost specification from a ``.toml`` or ``.json`` file."""
-    p = Path(path)
-    if not p.is_file():
-        raise InputError(f"{p}: file not found")
+    p = _existing_file(path)
     text = _read_text(p)
     try:
         if p.suffix.lower() == ".json":
@@ -345,6 +361,25 @@ def load_cost_spec(path: str | os.PathLike[str]) -> CostSpec:
     except RecursionError:
         raise InputError(f"{p}: nested too deeply to be a cost specification") from None
     return parse_cost_spec(data, source=str(p))
+
+
+def check_output_path(path: str | os.PathLike[str], *, force: bool = False) -> Path:
+    """``path`` as a :class:`~pathlib.Path`, checked before any work is done: refused if it exists (without
+    ``force``), if its name is too long for the file system, or if its nearest existing folder is not a
+    directory this process may write into."""
+    p = Path(path)
+    if len(os.fsencode(p.name)) > 255:
+        raise InputError(f"{p}: cannot write: the file name is too long")
+    if not force and os.path.lexists(p):
+        raise InputError(f"{p}: already exists (use --force to overwrite)")
+    folder = p.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise InputError(f"{folder}: not a directory")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"{folder}: the folder is not writable")
+    return p
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, force: bool = False) -> Path:
@@ -361,9 +396,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, force: bool
     file system (read-only, full, name too long) raise :class:`InputError`
     naming the path.
     """
-    p = Path(path)
-    if not force and os.path.lexists(p):
-        raise InputError(f"{p}: already exists (use --force to overwrite)")
+    p = check_output_path(path, force=force)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     try:
         p.parent.mkdir(parents=True, exist_ok=True)

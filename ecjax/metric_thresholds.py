@@ -210,12 +210,9 @@ def _flat_padded(x, batch, fill):
 
 
 def _check_beta(beta, metric):
-    if v.is_tracer(beta):
-        if metric != "f_beta":
-            raise v.InputError(f"`beta` is only used with metric='f_beta', got metric={metric!r}")
-        return beta
-    b = v.as_positive_real(beta, "beta")
-    if metric != "f_beta" and b != 1.0:
+    # A traced beta cannot be told from the default 1.0, so with another metric it is refused.
+    b = beta if v.is_tracer(beta) else v.as_positive_real(beta, "beta")
+    if metric != "f_beta" and (v.is_tracer(b) or b != 1.0):
         raise v.InputError(f"`beta` is only used with metric='f_beta', got beta={beta!r} with metric={metric!r}")
     return b
 
@@ -310,10 +307,7 @@ def optimal_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, metric: st
     if data_priors:
         p = jnp.full(batch + (2,), 0.5, dtype=s.dtype)  # unused: the kernel takes the class frequencies
     else:
-        p = v.as_priors(priors, num_classes=2)
-        if not v.is_tracer(p) and np.any(np.asarray(p) <= 0):
-            raise v.InputError(f"`priors` must both be > 0 (the implied cost ratio divides by them), got "
-                               f"{np.asarray(p).tolist()}")
+        p = v.as_positive_priors(priors, num_classes=2, why=" (the implied cost ratio divides by them)")
         batch = v.check_batch_axes_broadcast("priors", p.shape, p.shape[:-1], "scores", s.shape, batch)
         p = jnp.asarray(p, dtype=s.dtype)
     n = s.shape[-1]

@@ -554,12 +554,9 @@ def general_performance_score(values: ArrayLike) -> tuple[jax.Array, jax.Array]:
     """
     p = v.as_array(values, "values", min_ndim=1)
     v.check_finite(p, "values")
-    if p.shape[-1] < 2:
-        raise v.InputError(f"`values` needs at least 2 metrics, got shape {tuple(p.shape)}")
+    v.check_axis_at_least(p, "values", 2, "metrics (last axis)")
     if not v.is_tracer(p):
-        a = v.check_numbers(np.asarray(p), "values", finite=False)
-        if np.any(a < 0) or np.any(a > 1):
-            raise v.InputError(f"`values` must lie in [0, 1] (metric values), got range [{a.min()}, {a.max()}]")
+        v.check_inside(v.check_numbers(np.asarray(p), "values", finite=False), 0.0, 1.0, "`values` (metric values)")
     p = jnp.asarray(p, dtype=jnp.result_type(float))
     return _guard(_gps_jit(p), lambda: jnp.all((p >= 0) & (p <= 1), -1), p)
 

@@ -78,24 +78,15 @@ class Frame:
 
     def __post_init__(self):
         for name in ("title", "xlabel", "ylabel"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise v.InputError(f"`Frame.{name}` must be a string or None, got {value!r}")
+            v.as_optional_str(getattr(self, name), f"Frame.{name}")
         if self.class_names is not None:
-            names = self.class_names
-            if isinstance(names, (str, bytes)) or not hasattr(names, "__iter__"):
-                raise v.InputError(f"`Frame.class_names` must be a sequence of class names, got {names!r}")
-            names = tuple(names)
-            if not all(isinstance(n, str) for n in names):
-                raise v.InputError(f"`Frame.class_names` must be a sequence of strings, got {self.class_names!r}")
-            object.__setattr__(self, "class_names", names)
+            object.__setattr__(self, "class_names", v.as_names(self.class_names, "Frame.class_names"))
         if self.ax is not None:
             from matplotlib.axes import Axes  # only reached with an ax, i.e. with matplotlib in use
 
-            if not isinstance(self.ax, Axes):
-                raise v.InputError(f"`Frame.ax` must be a matplotlib Axes, got {type(self.ax).__name__}")
-        if self.path is not None and not isinstance(self.path, (str, os.PathLike)):
-            raise v.InputError(f"`Frame.path` must be a file path (str or os.PathLike), got {self.path!r}")
+            v.check_type(self.ax, Axes, "Frame.ax", "a matplotlib Axes")
+        if self.path is not None:
+            v.check_type(self.path, (str, os.PathLike), "Frame.path", "a file path (str or os.PathLike)")
 
 
 def _check_frame(frame: object, function: str, *, names_classes: bool = False) -> Frame:
@@ -227,9 +218,9 @@ def _bin_arrays(bins):
         raise v.InputError("`bins` must be a ReliabilityBins, a ReliabilityBands or a (confidence, frequency, count) "
                            f"tuple of (B,) arrays, got {type(bins).__name__}")
     arrays = [np.asarray(a) for a in bins]
-    if any(a.ndim != 1 or a.shape != arrays[0].shape for a in arrays):
-        raise v.InputError("`bins` (confidence, frequency, count) must be three (B,) arrays of one length, got shapes "
-                           + ", ".join(str(a.shape) for a in arrays))
+    length = {"B": arrays[0].shape[0]} if arrays[0].ndim == 1 else {}
+    for part, a in zip(("confidence", "frequency", "count"), arrays):
+        v.check_shape(a, "bins", "(B,)", sizes=length, why=f" ({part} of the (confidence, frequency, count) tuple)")
     return arrays
 
 
@@ -280,9 +271,10 @@ def reliability_diagram(bins: ReliabilityBins | ReliabilityBands | Sequence[Arra
     v.check_choice(variant, "variant", ("auto", "binary", "top_label"))
     binning_used = None
     band: Any = None  # a ReliabilityBands: its credible band is drawn
-    if labels is not None or scores is not None:
-        if labels is None or scores is None or bins is not None:
-            raise v.InputError("give `labels` and `scores` together, or the bins, not both")
+    if (labels is None) != (scores is None) or (bins is None) == (labels is None):
+        raise v.InputError("give the bins (a ReliabilityBins, a ReliabilityBands or a (confidence, frequency, count) "
+                           "tuple) or `labels` and `scores` together, not both")
+    if labels is not None and scores is not None:
         k = 2 if score_type == "llr" else int(np.shape(scores)[-1])
         if variant == "auto":
             variant = "binary" if k == 2 else "top_label"
@@ -291,10 +283,7 @@ def reliability_diagram(bins: ReliabilityBins | ReliabilityBands | Sequence[Arra
         conf, acc, n = computed.confidence, computed.frequency, computed.count
     elif sample_weight is not None:
         raise v.InputError("`sample_weight` goes with `labels` and `scores`; precomputed bins already hold their weights")
-    elif bins is None:
-        raise v.InputError("give the bins (a ReliabilityBins, a ReliabilityBands or a (confidence, frequency, count) "
-                           "tuple), or `labels` and `scores`")
-    elif hasattr(bins, "confidence") and hasattr(bins, "frequency") and hasattr(bins, "count"):
+    elif bins is not None and hasattr(bins, "confidence") and hasattr(bins, "frequency") and hasattr(bins, "count"):
         conf, acc, n = bins.confidence, bins.frequency, bins.count
         band = bins if hasattr(bins, "low") else None
     else:
@@ -498,8 +487,7 @@ def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None =
     """
     frame = _check_frame(frame, "roc_with_iso_utility", names_classes=True)
     v.check_choice(tangents, "tangents", ("all", "best"))
-    if utilities is not None and costs is not None:
-        raise v.InputError("give `utilities` or `costs`, not both")
+    v.check_exclusive({"utilities": utilities, "costs": costs}, required=False)
     as_cost = costs is not None
     u = None if utilities is None and costs is None else \
         (-np.asarray(costs, float) if as_cost else np.asarray(utilities, float))

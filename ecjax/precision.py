@@ -163,6 +163,4 @@ def argmin_of_products(x: jax.Array, y: jax.Array, *, precision: str = "exact") 
 
 def check_precision(precision: str) -> str:
     """``precision`` if it names a supported mode, else :class:`InputError`."""
-    if not isinstance(precision, str) or precision not in PRECISIONS:
-        raise v.InputError(f"`precision` must be one of {PRECISIONS}, got {precision!r}")
-    return precision
+    return v.check_choice(precision, "precision", PRECISIONS)

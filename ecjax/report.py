@@ -39,8 +39,7 @@ def metric_columns(counts: ArrayLike, *, costs: ArrayLike | None = None, utiliti
     (``D > K``) only the decision-theoretic columns are returned.
     """
     counts = np.asarray(counts)
-    if (costs is None) == (utilities is None):
-        raise v.InputError("give exactly one of `costs` or `utilities`")
+    v.check_exclusive({"costs": costs, "utilities": utilities})
     costs = -np.asarray(utilities, float) if costs is None else np.asarray(costs, float)
     # EC and NEC need non-negative costs (seed 001 §2): shift each row by its minimum,
     # which changes every system's EC by the same constant and keeps the ranking.

@@ -110,3 +110,26 @@ def test_a_class_confined_to_one_group_is_a_clear_error():
     lp = log_softmax(np.random.default_rng(1).normal(size=(65, 3)), axis=1)
     with pytest.raises(InputError, match="class 2 has no samples"):
         C.calibrate_cross_validated(lp, labels, key=jax.random.key(0), num_folds=3, groups=groups)
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("tol", 0.0, r"^`tol` must be a positive finite number, got 0\.0$"),
+    ("tol", float("inf"), r"^`tol` must be finite, got inf$"),
+    ("tol", "1e-5", r"^`tol` must be a number, got '1e-5'$"),
+    ("l2", -1e-3, r"^`l2` must be a non-negative finite number, got -0\.001$"),
+    ("l2", None, r"^`l2` must be a number, got None$"),
+])
+def test_fit_settings_refuse_a_bad_tolerance_or_l2_naming_it(field, value, match):
+    with pytest.raises(InputError, match=match):
+        C.FitSettings(**{field: value})
+
+
+def test_fit_settings_keep_tolerance_and_l2_as_floats():
+    s = C.FitSettings(tol=1, l2=0)
+    assert (s.tol, s.l2) == (1.0, 0.0) and isinstance(s.tol, float) and isinstance(s.l2, float)
+    assert C.FitSettings(l2=np.float32(0.5)).l2 == 0.5
+
+
+def test_more_folds_than_samples_is_refused_naming_num_folds():
+    with pytest.raises(InputError, match=r"^`num_folds` must be <= 4, got 5$"):
+        C.stratified_folds(jax.random.key(0), np.array([0, 1, 0, 1]), 5)

@@ -425,3 +425,74 @@ def test_compare_reweights_posteriors_to_the_deployment_priors(files):
     rc, out, err = run("compare", "--labels", "y.npy", "--scores", "a.npy", "--costs", "p.toml", "--draws", "500",
                        cwd=d)
     assert rc == 0 and "re-weighted to the deployment priors from the training priors of each system's label" in out
+
+
+# Each option rule broken once, on files that do not exist: the rule is said before any file is read, naming the
+# option and what it needs or excludes. Written out by hand (not generated from cli.OPTION_RULES).
+_CAL = ["calibrate", "--scores", "missing.npy", "--output", "o.npy"]
+_MET = ["metrics", "--labels", "missing.npy", "--decisions", "missing.npy"]
+
+
+@pytest.mark.parametrize("argv, said", [
+    (_MET + ["--metric-thresholds"], "--metric-thresholds: needs --scores"),
+    (_MET + ["--curves"], "--curves: needs --scores"),
+    (_MET + ["--bootstrap", "auc"], "--bootstrap: needs --scores"),
+    (_CAL + ["--labels", "y.npy", "--cv", "3", "--train-scores", "t.npy"], "--train-scores: not with --cv"),
+    (_CAL + ["--labels", "y.npy", "--cv", "3", "--train-labels", "t.npy"], "--train-labels: not with --cv"),
+    (_CAL + ["--cv", "3"], "--cv: needs --labels"),
+    (_CAL + ["--labels", "y.npy", "--groups", "g.npy"], "--groups: needs --cv"),
+    (_CAL + ["--train-scores", "t.npy"], "--train-scores: needs --train-labels"),
+    (_CAL + ["--train-labels", "t.npy", "--labels", "y.npy"], "--train-labels: needs --train-scores"),
+    (_CAL, "--train-scores or --labels: give --train-scores or --labels"),
+    (_CAL + ["--train-scores", "t.npy", "--train-labels", "u.npy", "--sample-weight", "w.npy"],
+     "--sample-weight: weighs the samples of --scores, and needs --labels"),
+    (_CAL + ["--labels", "y.npy", "--train-sample-weight", "w.npy"],
+     "--train-sample-weight: weighs the samples of --train-scores, and needs --train-scores"),
+    (["compare", "--labels", "missing.npy", "--decisions", "missing.npy"], "--costs: give --costs"),
+    (["compare", "--labels", "missing.npy", "--decisions", "missing.npy", "--costs", "c.toml", "--rate-draws", "4"],
+     "--rate-draws: needs --decision-rule per_draw"),
+])
+def test_option_rules_are_said_before_any_file_is_read(tmp_path, argv, said):
+    code, _, err = run(*argv, cwd=tmp_path)
+    assert code == 2 and said in err and "missing.npy" not in err, err
+
+
+def test_option_rules_let_every_valid_combination_through(tmp_path):
+    from ecjax import cli
+
+    for argv in (_CAL + ["--labels", "y.npy", "--cv", "3", "--groups", "g.npy", "--sample-weight", "w.npy"],
+                 _CAL + ["--train-scores", "t.npy", "--train-labels", "u.npy", "--train-sample-weight", "w.npy"],
+                 _MET[:3] + ["--scores", "s.npy", "--metric-thresholds", "--curves", "--bootstrap", "auc"],
+                 ["compare", "--labels", "y.npy", "--scores", "s.npy", "--costs", "c.toml", "--decision-rule",
+                  "per_draw", "--rate-draws", "4"]):
+        cli.check_option_rules(cli._build_parser().parse_args(argv))  # no error
+
+
+def test_cost_ratio_range_is_the_library_check_said_of_the_options(files):
+    d, *_ = files
+    rc, _, err = run("sweep", "--labels", "y.npy", "--scores", "a.npy", "--over", "cost-ratio", "--lo", "5",
+                     "--hi", "1", cwd=d)
+    assert rc == 2 and "--lo/--hi: `cost_ratios` range must have lo <= hi, got (5.0, 1.0)" in err, err
+
+
+def test_training_priors_say_the_library_checks_of_the_option(tmp_path):
+    rng = np.random.default_rng(0)
+    y = np.r_[np.zeros(10, int), np.ones(10, int)]  # no sample of class 2
+    np.save(tmp_path / "y3.npy", y)
+    np.save(tmp_path / "s3.npy", np.log(rng.dirichlet(np.ones(3), 20)))
+    np.save(tmp_path / "llr.npy", rng.normal(size=20))
+    # Deployment priors of 0 for the absent class: its rates are not needed, but its training prior is.
+    (tmp_path / "c3.toml").write_text("costs = [[0, 1, 1], [1, 0, 1], [1, 1, 0]]\npriors = [0.6, 0.4, 0.0]\n")
+    (tmp_path / "c2.toml").write_text("costs = [[0, 1], [1, 0]]\npriors = [0.5, 0.5]\n")
+    rc, _, err = run("metrics", "--labels", "y3.npy", "--scores", "s3.npy", "--costs", "c3.toml", "--training-priors",
+                     "data", cwd=tmp_path)
+    assert rc == 2 and err.strip().endswith(
+        "--training-priors data: y3.npy has no sample of class 2: its frequency is no training prior to re-weight "
+        "by: give the training priors as numbers"), err
+    rc, _, err = run("metrics", "--labels", "y3.npy", "--scores", "llr.npy", "--score-type", "llr", "--costs",
+                     "c2.toml", "--training-priors", "0.5,0.5", cwd=tmp_path)
+    assert rc == 2 and "--training-priors: is for posterior-type scores (log_posteriors, logits, probabilities), " \
+                       "got --score-type llr" in err, err
+    rc, _, err = run("metrics", "--labels", "y3.npy", "--scores", "s3.npy", "--costs", "c3.toml", "--training-priors",
+                     "0.2,0.3,0.6", cwd=tmp_path)
+    assert rc == 2 and "--training-priors: 3 positive numbers summing to 1, got [0.2, 0.3, 0.6]" in err, err

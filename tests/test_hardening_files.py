@@ -325,3 +325,73 @@ def test_strict_json_of_infinities():
 
     rec = json.loads(text, parse_constant=refuse)  # strict parsers reject -Infinity / NaN
     assert rec == {"threshold": "-inf", "x": ["inf", None, 1.5]}
+
+
+# ============================================================ one schema, one output check, one way to say it
+
+@pytest.mark.parametrize("spec, words", [
+    ({"costs": [[0, 1], [1, 0]], "utilities": [[0, 1], [1, 0]]}, ["exactly one of `costs` and `utilities`"]),
+    ({}, ["exactly one of `costs` and `utilities`"]),
+    ({"costs": [[0, 1], [1, 0]], "cost": 1}, ["`cost specification`", "unknown key(s) ['cost']"]),
+    ({"costs": [[0, 1], [1, 0]], "uncertainty": {"low": [[0, 1], [1, 0]]}}, ["`uncertainty`", "no value for ['high']"]),
+    ({"costs": [[0, 1], [1, 0]], "uncertainty": {"priors_high": [0.6, 0.6]}},
+     ["`uncertainty`", "no value for ['priors_low']"]),
+    ({"costs": [[0, 1], [1, 0]], "uncertainty": {"lo": 1}}, ["`uncertainty`", "unknown key(s) ['lo']"]),
+    ({"costs": [[0, 1], [1, 0]], "uncertainty": [1, 2]}, ["`uncertainty` must be a table/object, got list"]),
+    ({"costs": [[0, 1], [1, 0]], "classes": ["a", "b"], "priors": {"a": 1.0}}, ["`priors`", "no value for ['b']"]),
+    ({"costs": [[0, 1], [1, 0]], "classes": ["a", "b", "c"]}, ["`classes` must be a list of 2 names"]),
+    ({"costs": [[0, 1, 1], [1, 0, 1]], "decisions": ["x", "y"]}, ["`decisions` must be a list of 3 names"]),
+    ({"costs": [[0, 1], [1, 0]], "priors": [0.2, 0.3, 0.5]}, ["`priors` must be (2,) (one per class), got shape (3,)"]),
+    ({"costs": [[0, 1], [1, 0]], "uncertainty": {"low": [[0, 1]], "high": [[0, 1], [1, 0]]}},
+     ["`uncertainty.low` must be (2, 2), got shape (1, 2)"]),
+    ({"costs": [[]]}, ["`costs` must be a non-empty matrix"]),
+    ({"costs": [0, 1]}, ["`costs` must be (K, D), got shape (2,)"]),
+])
+def test_cost_spec_schema_errors_name_the_key_and_the_file(spec, words):
+    # Each key of the schema in the module docstring, broken one way; the message says the file, then the key.
+    msg = raises("spec.toml: ", eio.parse_cost_spec, spec, source="spec.toml")
+    for w in words:
+        assert w in msg, msg
+
+
+def test_cost_spec_schema_accepts_what_it_documents():
+    spec = eio.parse_cost_spec({"classes": ["h", "s"], "costs": [[0, 1], [20, 0]], "priors": {"s": 0.05, "h": 0.95},
+                                "uncertainty": {"low": [[0, 1], [10, 0]], "high": [[0, 1], [50, 0]],
+                                                "priors_low": [0.9, 0.02], "priors_high": [0.98, 0.1]}})
+    assert spec.classes == ["h", "s"] and spec.decisions == ["h", "s"]
+    np.testing.assert_array_equal(spec.priors, [0.95, 0.05])
+    np.testing.assert_array_equal(spec.costs_high, [[0, 1], [50, 0]])
+    rect = eio.parse_cost_spec({"utilities": [[1, 0, 0.5], [0, 1, 0.5]]})
+    assert rect.decisions == ["0", "1", "2"] and rect.given_as_utilities
+    np.testing.assert_array_equal(rect.costs, [[-1, 0, -0.5], [0, -1, -0.5]])
+
+
+def test_said_of_says_the_problem_of_the_source_in_its_names():
+    from ecjax.inputs import check_same_length
+
+    with pytest.raises(InputError) as info:
+        with eio.said_of("w.npy", {"labels": "y.npy"}):
+            check_same_length("labels", np.zeros(3), "sample_weight", np.zeros(4))
+    assert str(info.value) == ("w.npy: y.npy and `sample_weight` must have the same number of samples, got 3 and 4")
+    with pytest.raises(InputError) as info:  # a message with a `problem` is said without its subject
+        with eio.said_of("--x"):
+            raise InputError("`x` must be 1: it is 2", problem="must be 1: it is 2")
+    assert str(info.value) == "--x: must be 1: it is 2"
+    with eio.said_of("unused"):  # nothing raised: nothing said
+        pass
+
+
+def test_check_output_path(tmp_path):
+    assert eio.check_output_path(tmp_path / "new" / "deeper" / "a.json") == tmp_path / "new" / "deeper" / "a.json"
+    (tmp_path / "a.json").write_text("{}")
+    raises("already exists (use --force to overwrite)", eio.check_output_path, tmp_path / "a.json")
+    assert eio.check_output_path(tmp_path / "a.json", force=True) == tmp_path / "a.json"
+    raises("the file name is too long", eio.check_output_path, tmp_path / ("n" * 256))
+    raises(f"{tmp_path / 'a.json'}: not a directory", eio.check_output_path, tmp_path / "a.json" / "b.json")
+    if os.geteuid() != 0:  # root writes into read-only folders
+        (tmp_path / "ro").mkdir()
+        os.chmod(tmp_path / "ro", 0o500)
+        try:
+            raises("the folder is not writable", eio.check_output_path, tmp_path / "ro" / "b.json")
+        finally:
+            os.chmod(tmp_path / "ro", 0o700)

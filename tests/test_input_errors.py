@@ -8,6 +8,8 @@ against a hand computation instead.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -367,3 +369,206 @@ def test_bounds_checks_pass_valid_bounds():
     inputs.check_bounds([0, 1], [0, 2])  # equal bounds are an interval of one point
     inputs.check_inside([0.5, 1.0], [0, 1], [1, 1], "`x`")
     inputs.check_prior_intervals([0.2, 0.3], [0.7, 0.8])
+
+
+# --------------------------------------------------- generic validators: priors > 0, strings, names, groups
+
+def test_as_positive_priors_returns_the_priors_and_names_a_row_with_a_zero():
+    np.testing.assert_allclose(np.asarray(inputs.as_positive_priors([0.25, 0.75])), [0.25, 0.75])
+    np.testing.assert_allclose(np.asarray(inputs.as_positive_priors([[0.5, 0.5], [0.1, 0.9]])),
+                               [[0.5, 0.5], [0.1, 0.9]])
+    with pytest.raises(InputError, match=r"^`priors` must be > 0 for every class \(they divide\), got \[0\.0, 1\.0\]$"):
+        inputs.as_positive_priors([[0.5, 0.5], [0.0, 1.0]], why=" (they divide)")
+    with pytest.raises(InputError, match=r"^`training_priors` must be > 0 for every class, got \[1\.0, 0\.0\]$"):
+        inputs.as_positive_priors([1.0, 0.0], "training_priors")
+    with pytest.raises(InputError, match="`priors` must sum to 1"):  # the checks of as_priors come first
+        inputs.as_positive_priors([0.5, 0.6])
+    with pytest.raises(InputError, match="`priors` must have 3 entries"):
+        inputs.as_positive_priors([0.5, 0.5], num_classes=3)
+
+
+def test_as_positive_priors_leaves_traced_priors_to_the_nan_contract():
+    import jax
+
+    out = jax.jit(lambda p: inputs.as_positive_priors(p))(jnp.array([0.0, 1.0]))
+    np.testing.assert_array_equal(np.asarray(out), [0.0, 1.0])
+
+
+def test_as_optional_str():
+    assert inputs.as_optional_str("a title", "title") == "a title"
+    assert inputs.as_optional_str("", "title") == ""
+    assert inputs.as_optional_str(None, "title") is None
+    for bad in (3, b"bytes", ["y"]):
+        with pytest.raises(InputError, match=rf"^`Frame\.xlabel` must be a string or None, got {re.escape(repr(bad))}$"):
+            inputs.as_optional_str(bad, "Frame.xlabel")
+
+
+def test_as_names():
+    assert inputs.as_names(["no", "yes"], "class_names") == ("no", "yes")
+    assert inputs.as_names(iter(("a",)), "class_names") == ("a",)
+    assert inputs.as_names((), "class_names") == ()
+    for bad in ("ab", b"ab", 2, (0, 1), ["a", None]):
+        with pytest.raises(InputError, match=rf"^`class_names` must be a sequence of strings, got {re.escape(repr(bad))}$"):
+            inputs.as_names(bad, "class_names")
+
+
+def test_as_group_index():
+    ids, which = inputs.as_group_index(np.array(["b", "a", "b", "c"]), 4)
+    assert ids.tolist() == ["a", "b", "c"] and which.tolist() == [1, 0, 1, 2]
+    ids, which = inputs.as_group_index([7, 7, 3], 3)
+    assert ids.tolist() == [3, 7] and which.tolist() == [1, 1, 0]
+    ids, which = inputs.as_group_index([0.5, 2.0, 0.5], 3)  # float ids are ids too, when finite
+    assert ids.tolist() == [0.5, 2.0] and which.tolist() == [0, 1, 0]
+    with pytest.raises(InputError, match=r"`groups` must be a vector with one id per sample \(3\), got shape \(2,\)"):
+        inputs.as_group_index([1, 2], 3)
+    with pytest.raises(InputError, match="`groups` must be integer or string ids, got dtype object"):
+        inputs.as_group_index(np.array([None, None], dtype=object), 2)
+    with pytest.raises(InputError, match="`groups` contains NaN; all entries must be finite"):
+        inputs.as_group_index([0.0, np.nan], 2)
+    with pytest.raises(InputError, match="`groups` contains inf"):
+        inputs.as_group_index([0.0, np.inf], 2)
+
+
+def test_check_type():
+    import os
+    from pathlib import Path
+
+    assert inputs.check_type("out.png", (str, os.PathLike), "Frame.path", "a file path") == "out.png"
+    p = Path("out.png")
+    assert inputs.check_type(p, (str, os.PathLike), "Frame.path", "a file path") is p
+    with pytest.raises(InputError, match=r"^`Frame\.path` must be a file path \(str or os\.PathLike\), got float$"):
+        inputs.check_type(3.5, (str, os.PathLike), "Frame.path", "a file path (str or os.PathLike)")
+    with pytest.raises(InputError, match=r"^`ax` must be a list, got tuple$"):
+        inputs.check_type((1,), list, "ax", "a list")
+
+
+def test_check_between():
+    assert inputs.check_between(0.5, "p", 0.0, 1.0) == 0.5
+    x = np.array([0.1, 0.9])
+    assert inputs.check_between(x, "p", 0.0, 1.0) is x
+    inputs.check_between([[-0.5, 2.5]], "x", -1.0, 3.0)
+    for bad, got in ((0.0, "0.0"), (1.0, "1.0"), (np.nan, "nan"), (np.inf, "inf")):  # open: the ends are out
+        with pytest.raises(InputError, match=rf"^`p` must be in \(0, 1\), got {got}$"):
+            inputs.check_between(bad, "p", 0.0, 1.0)
+    with pytest.raises(InputError, match=r"^`p` must be in \(0, 0\.5\), got 0\.7 at entry \(1, 0\)$"):
+        inputs.check_between([[0.1, 0.2], [0.7, 0.9]], "p", 0.0, 0.5)
+    import jax
+
+    out = jax.jit(lambda p: inputs.check_between(p, "p", 0.0, 1.0))(jnp.array([2.0]))  # traced: the NaN contract
+    np.testing.assert_array_equal(np.asarray(out), [2.0])
+
+
+def test_check_axis_at_least():
+    x = np.zeros((3, 2))
+    assert inputs.check_axis_at_least(x, "values", 2, "metrics (last axis)") is x
+    inputs.check_axis_at_least(x, "values", 3, "systems (first axis)", axis=0)
+    with pytest.raises(InputError, match=r"^`values` needs at least 2 metrics \(last axis\), got shape \(3, 1\)$"):
+        inputs.check_axis_at_least(np.zeros((3, 1)), "values", 2, "metrics (last axis)")
+    with pytest.raises(InputError, match=r"^`values` needs at least 4 systems \(first axis\), got shape \(3, 2\)$"):
+        inputs.check_axis_at_least(x, "values", 4, "systems (first axis)", axis=0)
+    with pytest.raises(InputError, match=r"^`values` needs at least 1 entries, got shape \(\)$"):  # a scalar has none
+        inputs.check_axis_at_least(1.0, "values", 1, "entries")
+    import jax
+
+    jax.jit(lambda a: inputs.check_axis_at_least(a, "values", 2, "metrics"))(jnp.zeros(2))  # a static check
+    with pytest.raises(InputError, match="needs at least 3 metrics"):
+        jax.jit(lambda a: inputs.check_axis_at_least(a, "values", 3, "metrics"))(jnp.zeros(2))
+
+
+# ============================================================ the generic checks of ecjax/inputs.py
+
+@pytest.mark.parametrize("shape, forms, sizes, ok", [
+    ((2, 3), ("(K, D)", "(M, K, D)"), None, True),
+    ((4, 2, 3), ("(K, D)", "(M, K, D)"), {"K": 2}, True),
+    ((4, 3, 3), ("(K, D)", "(M, K, D)"), {"K": 2}, False),      # K pinned
+    ((3, 3, 3, 3), ("(K, D)", "(M, K, D)"), None, False),        # no form of 4 axes
+    ((3, 3), ("(K, K)",), None, True),
+    ((2, 3), ("(K, K)",), None, False),                           # a repeated letter is one size
+    ((2, 2), ("(2, 2)",), None, True),
+    ((2, 3), ("(2, 2)",), None, False),                           # a number is exact
+    ((5,), ("(N,)",), None, True),
+    ((5, 1), ("(N,)",), None, False),
+])
+def test_check_shape_accepts_exactly_the_forms(shape, forms, sizes, ok):
+    from ecjax.inputs import check_shape
+
+    x = np.zeros(shape)
+    if ok:
+        assert check_shape(x, "x", *forms, sizes=sizes) is x
+        return
+    with pytest.raises(InputError) as info:
+        check_shape(x, "x", *forms, sizes=sizes, why=" (a reason)")
+    pinned = "".join(f" with {k} = {v}" for k, v in (sizes or {}).items())
+    assert str(info.value) == f"`x` must be {' or '.join(forms)}{pinned} (a reason), got shape {shape}"
+
+
+def test_check_exclusive_check_binary_as_flag_and_as_nonnegative_real():
+    from ecjax.inputs import as_flag, as_nonnegative_real, check_binary, check_exclusive
+
+    check_exclusive({"a": 1, "b": None})
+    check_exclusive({"a": None, "b": None}, required=False)
+    for given, required, said in [({"a": 1, "b": 2}, True, "give exactly one of `a` and `b`"),
+                                  ({"a": None, "b": None}, True, "give exactly one of `a` and `b`"),
+                                  ({"a": 1, "b": 2}, False, "give `a` or `b`, not both")]:
+        with pytest.raises(InputError) as info:
+            check_exclusive(given, required=required)
+        assert str(info.value) == said
+    check_binary(2, "a curve")
+    with pytest.raises(InputError) as info:
+        check_binary(3, "a curve")
+    assert str(info.value) == "a curve needs binary scores (K = 2), got 3 classes"
+    assert info.value.problem == "needs binary scores (K = 2), got 3 classes"
+    assert as_flag(np.bool_(True), "f") is True and as_flag(False, "f") is False
+    for bad in (1, 0, "True", None):
+        with pytest.raises(InputError, match="`f` must be True or False"):
+            as_flag(bad, "f")
+    assert as_nonnegative_real(0, "r") == 0.0 and as_nonnegative_real(np.float32(2.5), "r") == 2.5
+    for bad, said in [(-1e-9, "`r` must be a non-negative finite number"), (np.inf, "`r` must be finite"),
+                      ("1", "`r` must be a number")]:
+        with pytest.raises(InputError, match=said):
+            as_nonnegative_real(bad, "r")
+
+
+def test_check_choice_refuses_arrays_and_lists_with_an_input_error():
+    # `x in choices` compares an array elementwise (numpy raises a plain ValueError): none of them is a choice.
+    from ecjax.inputs import check_choice
+
+    assert check_choice("fast", "precision", ("exact", "fast")) == "fast"
+    for bad in (np.array(["exact", "fast"]), np.array("exact"), ["exact"], None, 1):
+        with pytest.raises(InputError, match=r"`precision` must be one of \('exact', 'fast'\)"):
+            check_choice(bad, "precision", ("exact", "fast"))
+
+
+def test_system_names_are_one_per_system_distinct_and_non_empty():
+    # Results are keyed by name (p_best, the CLI's records): two systems of one name would collapse into one entry.
+    from ecjax.inputs import system_names
+    from ecjax.prob import Systems
+
+    assert system_names(["a", "b"], None, 2) == ("a", "b")
+    assert system_names(None, ("x", "y"), 2) == ("x", "y") and system_names(None, None, 2) == ("system 0", "system 1")
+    for given, said in [(["a"], "`names` names 1 systems, but there are 2"),
+                        (["a", "a"], "`names` must give each system its own non-empty name, got ['a', 'a']"),
+                        (["a", " "], "`names` must give each system its own non-empty name, got ['a', ' ']")]:
+        with pytest.raises(InputError) as info:
+            system_names(given, None, 2, "names")
+        assert str(info.value) == said
+    with pytest.raises(InputError, match="own non-empty name"):
+        Systems(np.array([0, 1, 1]), decisions=np.array([[0, 1, 1], [1, 1, 0]]), names=["m", "m"])
+
+
+def test_positive_priors_problem_and_posterior_type():
+    # `problem` says every failure of the priors the one way a front end asks for them.
+    from ecjax.inputs import as_positive_priors, check_posterior_type
+
+    for given, said in [([0.5, 0.6], "`p` must sum to 1"), ([1.0, 0.0], "`p` must be > 0 for every class"),
+                        ([0.5, 0.25, 0.25], "`p` must have 2 entries (one per class)")]:
+        with pytest.raises(InputError, match=re.escape(said)) as info:
+            as_positive_priors(given, "p", num_classes=2)
+        assert info.value.problem == f"2 positive numbers summing to 1, got {given}"
+    np.testing.assert_allclose(np.asarray(as_positive_priors([0.25, 0.75], "p", num_classes=2)), [0.25, 0.75])
+    for st in ("log_posteriors", "logits", "probabilities"):
+        assert check_posterior_type(st, "training_priors") == st
+    with pytest.raises(InputError) as info:
+        check_posterior_type("llr", "training_priors", why=": pass the deployment `priors` only")
+    assert str(info.value) == ("`training_priors` is for posterior-type scores (log_posteriors, logits, "
+                               "probabilities), got score_type='llr': pass the deployment `priors` only")

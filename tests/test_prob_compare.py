@@ -488,3 +488,19 @@ def test_bad_compare_inputs():
         prob.compare(prob.Systems(labels, dec[:1]), utilities=np.eye(2), hdi_prob=1.5, **kw)
     with pytest.raises(ecjax.InputError, match="too few draws"):
         prob.hdi(np.zeros((20, 2)), 0.95)
+
+
+def test_compare_counts_and_precision_arguments_are_checked_by_the_shared_validators():
+    kw = dict(key=KEY, settings=prob.MonteCarloSettings(num_draws=200))
+    with pytest.raises(ecjax.InputError, match=r"`counts` must be \(K, D\) or \(M, K, D\) with K = 2, D = 2 \(the "
+                                               r"utility matrix's shape\), got shape \(1, 3, 3\)"):
+        prob.compare_counts(np.ones((1, 3, 3)), utilities=np.eye(2), **kw)
+    with pytest.raises(ecjax.InputError, match="`counts` has a matrix with no samples"):
+        prob.compare_counts(np.stack([np.ones((2, 2)), np.zeros((2, 2))]), utilities=np.eye(2), **kw)
+    with pytest.raises(ecjax.InputError, match="`max_draws` must be >= 100, got 50"):
+        prob.draw_to_precision(lambda s: None, 0.01, num_draws=100, max_draws=50)
+    with pytest.raises(ecjax.InputError, match=r"score_type='llr' needs binary scores \(K = 2\)"):
+        prob.compare(prob.Systems([0, 1], scores=np.zeros((1, 2)), score_type="llr"), utilities=np.eye(3), **kw)
+    with pytest.raises(ecjax.InputError, match="give `groups` or `scores`, not both"):
+        prob.compare(prob.Systems([0, 1], scores=np.zeros((1, 2)), score_type="llr", groups=[0, 1]),
+                     utilities=np.eye(2), **kw)

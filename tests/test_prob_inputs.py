@@ -128,3 +128,155 @@ def test_the_systems_say_what_they_hold():
                             sample_weight=[np.ones(40), np.ones(30)])
     assert repr(unpaired) == "Systems(['system 0', 'system 1'], scores (log_posteriors), N = [30, 40], unpaired, weighted)"
     assert prob.Systems(labels, decisions) != prob.Systems(labels, decisions)  # arrays inside: compared by identity
+
+
+# ------------------------------------------------------------------ the canonical forms of ecjax.prob.inputs
+
+from ecjax.prob import inputs as pin  # noqa: E402
+
+
+def test_paired_scores_stack_the_systems_of_one_test_set():
+    labels, _, scores = _data()
+    w = np.arange(40, dtype=float) % 3
+    groups = np.arange(40) // 4
+    got = pin.paired_scores(prob.Systems(labels, scores={"a": scores[0], "b": scores[1]}, groups=groups,
+                                         sample_weight=w))
+    np.testing.assert_array_equal(np.asarray(got.labels), labels)
+    assert got.scores.shape == (2, 40, 2)
+    np.testing.assert_array_equal(got.scores, np.stack([scores[0], scores[1]]))
+    np.testing.assert_array_equal(got.sample_weight, w)
+    np.testing.assert_array_equal(got.groups, groups)
+    assert got.names == ("a", "b") and got.score_type == "log_posteriors"
+    assert pin.paired_scores(prob.Systems(labels, scores=scores)).sample_weight is None
+
+
+def test_paired_scores_refuse_what_a_reweighting_cannot_evaluate():
+    labels, decisions, scores = _data()
+    three = np.log(np.full((40, 3), 1 / 3))
+    for systems, message in [
+        (prob.Systems(labels, decisions), "`systems` holds decisions"),
+        (prob.Systems([labels, labels], scores=[scores[0], scores[1]], paired=False), "`systems` must be paired"),
+        (prob.Systems(labels, scores=scores, decision_rule="per_draw"), "`systems.decision_rule` does not apply"),
+        (prob.Systems(labels, scores=[scores[0], three]),
+         r"`scores` systems must have the same shape, got \[\(40, 2\), \(40, 3\)\]"),
+        (labels, "`systems` must be an ecjax.prob.Systems"),
+    ]:
+        with pytest.raises(ecjax.InputError, match=message):
+            pin.paired_scores(systems)
+
+
+class _Kind:
+    def __init__(self, higher_is_better, binary, options):
+        self.higher_is_better, self.binary, self.options = higher_is_better, binary, options
+
+
+BUILTINS = {"xe": _Kind(False, False, ("priors",)), "auc": _Kind(True, True, ()),
+            "nec": _Kind(False, True, ("priors", "costs"))}
+
+
+def test_metric_spec_of_built_in_and_user_metrics():
+    def f(labels, log_posteriors, weights):
+        return 0.0
+
+    spec = pin.as_metric_spec
+    assert spec("auc", None, builtins=BUILTINS, score_type="logits") == pin.MetricSpec("auc", True, True, ())
+    assert spec("auc", True, builtins=BUILTINS, score_type="logits") == pin.MetricSpec("auc", True, True, ())
+    assert spec("nec", None, builtins=BUILTINS, score_type="log_posteriors", priors=[0.5, 0.5],
+                costs=np.eye(2)) == pin.MetricSpec("nec", False, True, ("priors", "costs"))
+    assert spec(f, np.bool_(False), builtins=BUILTINS, score_type="logits") == pin.MetricSpec(f, False, False, ())
+    # Likelihood scores need priors to become posteriors, whatever the metric.
+    assert spec("auc", None, builtins=BUILTINS, score_type="llr", priors=[0.5, 0.5]).options == ()
+
+
+def test_metric_spec_refuses_unknown_metrics_and_unused_options():
+    def f(labels, log_posteriors, weights):
+        return 0.0
+
+    for args, kwargs, message in [
+        (("accuracy", None), {}, r"`metric` must be one of \('xe', 'auc', 'nec'\), got 'accuracy'"),
+        ((42, True), {}, r"`metric` must be one of \('xe', 'auc', 'nec'\) or a function .* got 42"),
+        (("auc", False), {}, "`higher_is_better`: metric 'auc' is higher is better"),
+        ((f, None), {}, r"`higher_is_better` must be True or False for a user metric .* got None"),
+        ((f, 1), {}, "`higher_is_better` must be True or False for a user metric"),
+        (("auc", None), dict(priors=[0.5, 0.5]),
+         r"`priors` are not used by metric 'auc' .*only \('xe', 'nec'\) take evaluation priors"),
+        ((f, True), dict(priors=[0.5, 0.5]), "`priors` are not used by metric a user function"),
+        (("xe", None), dict(costs=np.eye(2)), "`costs` are only used by metric 'nec', got metric='xe'"),
+        (("auc", None), dict(score_type="odds"), "`score_type` must be one of"),
+    ]:
+        kwargs = {"score_type": "logits", **kwargs}
+        with pytest.raises(ecjax.InputError, match=message):
+            pin.as_metric_spec(*args, builtins=BUILTINS, **kwargs)
+
+
+def test_class_support_of_counts_and_of_weight_totals():
+    check = pin.check_class_support
+    check(np.array([3, 2]), None, both_classes_for="auc")
+    check(np.array([3, 0, 2]), np.array([0.5, 0.0, 0.5]), both_classes_for=None)
+    check(np.array([3, 0]), None, both_classes_for=None)  # one class is enough for a mean
+    for args, kwargs, message in [
+        ((np.array([4, 0]), None), dict(both_classes_for="auc"),
+         "`labels` has a single class: metric 'auc' needs samples of both classes"),
+        ((np.array([0.0, 2.5]), None), dict(both_classes_for="eer", weighted=True),
+         "`sample_weight` leaves a single class: metric 'eer' needs samples of both classes"),
+        ((np.array([3, 0, 2]), np.array([0.4, 0.2, 0.4])), dict(both_classes_for=None),
+         "`priors` give weight to a class with no sample in `labels`: its average is undefined"),
+        ((np.array([3.0, 0.0, 2.0]), np.array([0.4, 0.2, 0.4])), dict(both_classes_for=None, weighted=True),
+         "`priors` give weight to a class whose samples all have `sample_weight` 0: its average is undefined"),
+    ]:
+        with pytest.raises(ecjax.InputError, match=message):
+            check(*args, **kwargs)
+
+
+def test_fold_results_are_float64_host_arrays_with_two_folds():
+    got = pin.as_fold_results([[1, 2], [3, 4]], "scores", min_ndim=2)
+    assert isinstance(got, np.ndarray) and got.dtype == np.float64
+    np.testing.assert_array_equal(got, [[1.0, 2.0], [3.0, 4.0]])
+    for x, message in [([[1.0], [2.0]], r"`scores` needs at least 2 folds \(last axis\), got shape \(2, 1\)"),
+                       ([1.0, 2.0], "`scores` must have at least 2 dimension"),
+                       ([[1.0, np.nan]], "`scores` contains NaN")]:
+        with pytest.raises(ecjax.InputError, match=message):
+            pin.as_fold_results(x, "scores", min_ndim=2)
+
+
+def test_fold_differences_are_b_minus_a_or_the_differences_given():
+    a, b = [0.8, 0.7, 0.9], [0.85, 0.7, 0.95]
+    got = pin.fold_differences(a, b, min_ndim=1)
+    np.testing.assert_allclose(got.values, np.array(b) - np.array(a), rtol=0, atol=1e-15)
+    assert got.name == "differences (scores_b - scores_a)"
+    values, name = pin.fold_differences([0.1, -0.2], None, min_ndim=1)
+    np.testing.assert_array_equal(values, [0.1, -0.2])
+    assert name == "differences"
+    with pytest.raises(ecjax.InputError, match=r"`scores_a` and `scores_b` must have the same shape, got \(3,\) and "
+                                               r"\(2,\)"):
+        pin.fold_differences(a, b[:2], min_ndim=1)
+
+
+def test_fold_spread_refuses_a_constant_non_zero_difference_only():
+    pin.check_fold_spread(np.array([[0.0, 0.0, 0.0], [0.1, 0.2, 0.1]]), "differences")  # identical systems: fine
+    with pytest.raises(ecjax.InputError, match=r"`differences` is the same non-zero number on every fold "
+                                               r"\(at batch index \(1,\)\): zero variance"):
+        pin.check_fold_spread(np.array([[0.1, 0.2, 0.1], [0.3, 0.3, 0.3]]), "differences")
+    with pytest.raises(ecjax.InputError, match="`d` is the same non-zero number on every fold: zero variance"):
+        pin.check_fold_spread(np.array([-0.5, -0.5]), "d")
+    with pytest.raises(ecjax.InputError, match="`scores`: c - a is the same non-zero number on every fold:"):
+        pin.check_fold_spread(np.array([[0.1, 0.2], [0.2, 0.2]]), "scores", rows=["b - a", "c - a"])
+
+
+def test_results_per_dataset_split_the_data_sets():
+    x = np.arange(2 * 3 * 4, dtype=float).reshape(2, 3, 4)
+    got = pin.results_per_dataset(x)
+    assert isinstance(got, tuple) and len(got) == 3
+    for d in range(3):
+        np.testing.assert_array_equal(got[d], x[:, d])
+    listed = pin.results_per_dataset([x[:, 0], x[:, 1, :2]])
+    assert [r.shape for r in listed] == [(2, 4), (2, 2)] and all(r.dtype == np.float64 for r in listed)
+    for scores, message in [
+        ([], "`scores` holds no data set"),
+        ([x[:, 0], x[:1, 1]], r"`scores\[1\]` must be \(M, n_d\) with the M = 2 systems of `scores\[0\]`, got shape"),
+        (x[:, 0], r"`scores` must be \(M, q, n\): .*\(one data set: use compare_results\), got shape \(2, 4\)"),
+        (x[:1], "`scores` must hold at least 2 systems, got 1"),
+        (x[:, :1], "`scores` must hold at least 2 data sets for a population of data sets, got 1"),
+    ]:
+        with pytest.raises(ecjax.InputError, match=message):
+            pin.results_per_dataset(scores)

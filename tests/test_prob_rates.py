@@ -142,3 +142,49 @@ def test_bad_rate_inputs():
         prob.interval_priors([0.6, 0.6], [0.9, 0.9])
     with pytest.raises(ecjax.InputError, match="num_draws"):
         prob.sample_rates(KEY, np.ones((2, 2)), num_draws=0)
+
+
+def test_check_at_least_passes_numbers_and_arrays_at_or_above_the_minimum():
+    from ecjax.inputs import check_at_least
+
+    assert check_at_least(0.0, "concentration") == 0.0
+    a = np.array([0.5, 2.0])
+    assert check_at_least(a, "concentration", 0.0, strict=True) is a
+    for x, kwargs, message in [
+        (-1.0, {}, "`concentration` must be finite and >= 0, got -1.0"),
+        (0.0, {"strict": True}, "`concentration` must be finite and > 0, got 0.0"),
+        (np.inf, {}, "`concentration` must be finite and >= 0, got inf"),
+        (np.array([1.0, 0.0]), {"strict": True}, r"`concentration` must be finite and > 0, got 0.0 at entry \(1,\)"),
+        (np.array([[3.0, np.nan]]), {"minimum": 2.0}, r"must be finite and >= 2, got nan at entry \(0, 1\)"),
+    ]:
+        with pytest.raises(ecjax.InputError, match=message):
+            check_at_least(x, "concentration", **kwargs)
+
+
+def test_check_class_vector():
+    from ecjax.inputs import check_class_vector
+
+    p = np.array([0.3, 0.7])
+    assert check_class_vector(p, "priors") is p
+    assert check_class_vector(p, "priors", num_classes=2) is p
+    for x, kwargs, message in [
+        (np.array([1.0]), {}, r"`priors` must be one vector of K >= 2 entries \(one per class\), got shape \(1,\)"),
+        (np.ones((2, 2)), {}, r"got shape \(2, 2\)"),
+        (p, {"num_classes": 3}, r"`priors` must be one vector of 3 entries \(one per class\), got shape \(2,\)"),
+        (np.ones((1, 2)) / 2, {"num_classes": 2}, r"got shape \(1, 2\)"),
+    ]:
+        with pytest.raises(ecjax.InputError, match=message):
+            check_class_vector(x, "priors", **kwargs)
+
+
+def test_prior_and_concentration_arguments_are_checked_by_the_shared_validators():
+    assert prob.rates.check_concentration(np.float32(0.5)) == 0.5
+    with pytest.raises(ecjax.InputError, match="`concentration` must be a number, got 'a'"):
+        prob.sample_rates(KEY, np.ones((2, 2)), num_draws=10, concentration="a")
+    with pytest.raises(ecjax.InputError, match=r"`concentration` must be one vector of K >= 2 entries"):
+        prob.dirichlet_priors([1.0])
+    with pytest.raises(ecjax.InputError, match=r"`high` must be one vector of 2 entries .* got shape \(3,\)"):
+        prob.interval_priors([0.1, 0.2], [0.9, 0.9, 0.9])
+    with pytest.raises(ecjax.InputError, match=r"`priors` must be one vector of 2 entries"):
+        prob.rates.as_class_priors(np.full((3, 2), 0.5), 2)
+    np.testing.assert_allclose(prob.rates.as_class_priors([0.25, 0.75], 2), [0.25, 0.75])

@@ -241,3 +241,39 @@ def test_equal_priors_share_one_compiled_sampler():
     a = prob.intervals(np.zeros((2, 2)), np.ones((2, 2)))
     b = prob.intervals(np.zeros((2, 2)), np.full((2, 2), 2.0))
     assert float(jnp.max(b.sample(jax.random.key(1), 4000))) > 1.5 > float(jnp.max(a.sample(jax.random.key(1), 4000)))
+
+
+def test_as_broadcast_gives_float64_of_the_shape_and_allows_infinite_bounds():
+    from ecjax.inputs import as_broadcast
+
+    out = as_broadcast(-np.inf, "low", (2, 2))
+    assert out.dtype == np.float64 and out.shape == (2, 2) and np.all(out == -np.inf)
+    np.testing.assert_array_equal(as_broadcast([1, 2], "scale", (2, 2)), [[1.0, 2.0], [1.0, 2.0]])
+    with pytest.raises(ecjax.InputError, match="`scale` contains NaN"):
+        as_broadcast([0.1, np.nan], "scale", (2, 2))
+    with pytest.raises(ecjax.InputError, match=r"`high` must be a scalar or broadcast to \(2, 2\), got shape \(3,\)"):
+        as_broadcast([1.0, 2.0, 3.0], "high", (2, 2))
+
+
+def test_prior_arguments_are_checked_by_the_shared_validators():
+    with pytest.raises(ecjax.InputError, match=r"`scale` must be finite and >= 0, got -0.1 at entry \(0, 1\)"):
+        prob.truncated_normal(np.eye(2), [[0.1, -0.1], [0.1, 0.1]])
+    with pytest.raises(ecjax.InputError, match="`low` must be finite and > 0, got 0.0"):
+        prob.cost_ratio(0, 10)
+    for distribution in ("log_uniform", "log_normal"):
+        with pytest.raises(ecjax.InputError, match=f"a {distribution.replace('_', '-')} ratio needs low < high"):
+            prob.cost_ratio(5, 5, distribution=distribution)
+    with pytest.raises(ecjax.InputError, match="`center` must be finite, got nan"):
+        prob.seed004_gaussian(center=(0.0, np.nan))
+    with pytest.raises(ecjax.InputError, match="`sd` must be a positive finite number, got -1"):
+        prob.seed004_gaussian(sd=-1)
+    with pytest.raises(ecjax.InputError, match=r"`model` must be a NumPyro model \(a callable\), got int"):
+        prob.from_model(3)
+    with pytest.raises(ecjax.InputError, match=r"`site` must be one of \('z',\), got 'cost'"):
+        prob.from_model(lambda: numpyro.sample("z", dist.Normal()), site="cost")
+    with pytest.raises(ecjax.InputError, match=r"`utility` must be \(K, D\) \(a site of `model`\), got shape \(3,\)"):
+        prob.from_model(lambda: numpyro.deterministic("utility", jnp.zeros(3)))
+    with pytest.raises(ecjax.InputError, match=r"`costs` must be one \(K, D\) matrix, got shape \(2, 2, 2\)"):
+        prob.utility_priors.resolve_utilities(None, np.zeros((2, 2, 2)))
+    with pytest.raises(ecjax.InputError, match="give exactly one of `utilities` and `costs`"):
+        prob.utility_priors.resolve_utilities(None, None)

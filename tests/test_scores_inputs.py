@@ -41,3 +41,32 @@ def test_bad_inputs_raise_input_error():
         S.cross_entropy(y, np.array([0.1, -0.3, 2.0]), score_type="llr")  # LLRs need priors
     with pytest.raises(InputError, match="sensitivity"):
         S.specificity_at_sensitivity(y, lp, 1.5)
+
+
+def test_resolved_variant_resolves_auto_and_refuses_binary_beyond_two_classes():
+    from ecjax.scores.inputs import resolved_variant
+
+    choices = ("auto", "binary", "top_label", "classwise")
+    assert resolved_variant("auto", 2, choices) == "binary"
+    assert resolved_variant("auto", 3, choices) == "top_label"
+    assert [resolved_variant(c, 2, choices) for c in choices[1:]] == ["binary", "top_label", "classwise"]
+    assert resolved_variant("top_label", 5, choices) == "top_label"
+    with pytest.raises(InputError, match=r"^variant='binary' needs K = 2 classes, got K = 3; use "
+                                         r"variant='top_label' or 'classwise'$"):
+        resolved_variant("binary", 3, choices)
+    # The remedy offers only the variants of the caller: the ECE has no classwise form.
+    with pytest.raises(InputError, match=r"^variant='binary' needs K = 2 classes, got K = 4; use variant='top_label'$"):
+        resolved_variant("binary", 4, S.ECE_VARIANTS)
+
+
+def test_epsr_metric_names_a_scoring_rule_with_what_it_needs():
+    from ecjax.scores.inputs import EPSR_METRICS, epsr_metric
+
+    assert EPSR_METRICS == ("xe", "brier", "bayes_ec")
+    assert epsr_metric("xe", None) == "xe" and epsr_metric("brier", np.eye(2)) == "brier"
+    assert epsr_metric("bayes_ec", 1.0 - np.eye(2)) == "bayes_ec"
+    with pytest.raises(InputError, match=r"^`metric` must be one of \('xe', 'brier', 'bayes_ec'\), got 'ece'$"):
+        epsr_metric("ece", None)
+    with pytest.raises(InputError, match=r"^metric='bayes_ec' needs `costs` \(the cost matrix of the Bayes "
+                                         r"decisions\)$"):
+        epsr_metric("bayes_ec", None)

@@ -119,3 +119,130 @@ COSTS01 = np.array([[0.0, 1.0], [1.0, 0.0]])
 def test_bad_input_raises_input_error_naming_the_argument(call, match):
     with pytest.raises(InputError, match=match):
         call()
+
+
+# ------------------------------------------------- the validators the sweeps are canonicalized with
+
+def test_as_range_gives_two_floats_and_refuses_each_bad_range():
+    from ecjax.inputs import as_range
+
+    assert as_range(1, np.float32(2.5), "linspace") == (1.0, 2.5)
+    assert as_range(0, 0, "cost_ratios", minimum=0.0) == (0.0, 0.0)  # closed: lo = minimum is inside
+    assert as_range(0.1, 0.9, "effective_priors", minimum=0.0, maximum=1.0, exclusive=True) == (0.1, 0.9)
+    for args, kwargs, message in [
+        (("a", 1), {}, r"`linspace` range must be two numbers, got \('a', 1\)"),
+        ((np.nan, 1.0), {}, r"`linspace` range must be finite, got \(nan, 1.0\)"),
+        ((2.0, 1.0), {}, r"`linspace` range must have lo <= hi, got \(2.0, 1.0\)"),
+        ((-1.0, 1.0), {"minimum": 0.0}, r"`linspace` range must have lo >= 0, got \(-1.0, 1.0\)"),
+        ((0.0, 1.0), {"minimum": 0.0, "exclusive": True, "why": " (log-spaced)"},
+         r"`linspace` range must have lo > 0 \(log-spaced\), got \(0.0, 1.0\)"),
+        ((0.5, 1.0), {"minimum": 0.0, "maximum": 1.0, "exclusive": True},
+         r"`linspace` range must have lo > 0 and hi < 1, got \(0.5, 1.0\)"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            as_range(*args, "linspace", **kwargs)
+
+
+def test_check_leading_axis_gives_the_shared_length():
+    from ecjax.inputs import check_leading_axis
+
+    assert check_leading_axis([np.zeros((3, 2)), np.zeros(3)], "values") == 3
+    with pytest.raises(InputError, match="`values` is empty: its leading"):
+        check_leading_axis([], "values")
+    with pytest.raises(InputError, match="`values` is empty: its leading"):
+        check_leading_axis([np.zeros((0, 2))], "values")
+    with pytest.raises(InputError, match=r"all leaves of `values` must share the leading .* got lengths \[2, 3\]"):
+        check_leading_axis([np.zeros(3), np.zeros(2)], "values")
+
+
+def test_check_callable():
+    from ecjax.inputs import check_callable
+
+    assert check_callable(len, "sample", "a callable sample(key, n)") is len
+    with pytest.raises(InputError, match=r"`sample` must be a callable sample\(key, n\), got int"):
+        check_callable(42, "sample", "a callable sample(key, n)")
+
+
+def test_grid_ranges_are_refused_by_as_range():
+    with pytest.raises(InputError, match=r"`cost_ratios` range must have lo >= 0, got \(-1.0, 2.0\)"):
+        grids.cost_ratios(-1.0, 2.0, 3, log=False)
+    with pytest.raises(InputError, match=r"`cost_ratios` range must have lo > 0 \(log-spaced\)"):
+        grids.cost_ratios(0.0, 2.0, 3)
+    np.testing.assert_allclose(grids.cost_ratios(0.0, 2.0, 3, log=False).values()[:, 1, 0], [0.0, 1.0, 2.0])
+    with pytest.raises(InputError, match=r"`linspace` range must have lo > 0 \(log-spaced\)"):
+        grids.linspace(0.0, 1.0, 3, log=True)
+    with pytest.raises(InputError, match=r"`effective_priors` range must have lo > 0 and hi < 1"):
+        grids.effective_priors(0.2, 1.0, 3)
+    with pytest.raises(InputError, match="`axes` must be an ecjax.sweep.grids.Axis, got int"):
+        grids.product(grids.linspace(0.0, 1.0, 2), 3)
+    with pytest.raises(InputError, match="all leaves of `values` must share"):
+        grids.values({"a": np.zeros(3), "b": np.zeros(2)})
+
+
+def test_resolve_devices_canonical_tuple_and_refusals():
+    from ecjax.sweep.inputs import resolve_devices
+
+    cpu = jax.devices()
+    assert resolve_devices() == tuple(cpu)
+    assert resolve_devices(1) == (cpu[0],)
+    assert resolve_devices(iter(cpu[:1])) == (cpu[0],)
+    for devices, message in [
+        (len(cpu) + 1, f"`devices` asks for {len(cpu) + 1} devices but only {len(cpu)} are visible"),
+        (0, "`devices` must be >= 1, got 0"),
+        (True, "`devices` must be None, a positive int or a sequence of jax devices, got True"),
+        (2.5, "`devices` must be None, a positive int or a sequence of jax devices, got 2.5"),
+        ([], "`devices` is empty: at least one device is needed"),
+        (["cpu:0"], "`devices` must hold devices from jax.devices\\(\\), got 'cpu:0'"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            resolve_devices(devices)
+
+
+def test_check_correct_dominates():
+    from ecjax.sweep.inputs import check_correct_dominates
+
+    u = np.array([[[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.5], [0.2, 0.3]]])
+    assert check_correct_dominates(u, "utilities") is u
+    for bad in ([[0.0, 1.0], [0.0, 1.0]], [[1.0, 0.0], [1.0, 0.5]]):
+        with pytest.raises(InputError, match="`utilities` must value each correct decision at least as much as the "
+                                             "wrong one; why"):
+            check_correct_dominates(np.array(bad), "utilities", "; why")
+
+
+def test_as_error_levels():
+    from ecjax.sweep.inputs import as_error_levels
+
+    sds, scalar = as_error_levels(0.1)
+    assert scalar and sds.dtype == np.float64 and sds.tolist() == [0.1]
+    sds, scalar = as_error_levels([0.0, 0.2])
+    assert not scalar and sds.tolist() == [0.0, 0.2]
+    for bad, message in [
+        ([[0.1]], r"`utility_error_sd` must be \(E,\) \(a number or a 1-D sequence\), got shape \(1, 1\)"),
+        ([], "`utility_error_sd` is empty"),
+        (-0.1, r"`utility_error_sd` must be finite and >= 0, got -0.1 at entry \(0,\)"),
+        ([0.1, np.inf], r"`utility_error_sd` must be finite and >= 0, got inf at entry \(1,\)"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            as_error_levels(bad)
+
+
+def test_as_utility_distribution():
+    import jax.numpy as jnp
+
+    from ecjax.sweep.inputs import as_utility_distribution
+
+    def good(key, n):
+        return jnp.broadcast_to(jnp.array([[0.9, 0.1], [0.2, 0.8]]), (n, 2, 2))
+
+    assert as_utility_distribution("gaussian") == "gaussian"
+    assert as_utility_distribution(good) is good
+    name = r"`utility_distribution\(key, 16\)`"
+    for bad, message in [
+        ("beta", r"`utility_distribution` must be one of \('uniform', 'gaussian'\), got 'beta'"),
+        (lambda k, n: jnp.zeros((n, 3)), name + r" must be \(16, 2, 2\), got shape \(16, 3\)"),
+        (lambda k, n: jnp.full((n, 2, 2), jnp.nan), name + " contains NaN"),
+        (lambda k, n: 2 * good(k, n), name + r" must lie inside \[low, high\] at entry \(0, 0, 0\)"),
+        (lambda k, n: good(k, n)[:, ::-1], name + " must value each correct decision at least as much"),
+    ]:
+        with pytest.raises(InputError, match=message):
+            as_utility_distribution(bad)

@@ -72,7 +72,7 @@ from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
 from ecjax.prob import sampling
 from ecjax.prob.draw_plan import MonteCarloSettings, check_monte_carlo_settings
-from ecjax.prob.inputs import Systems, check_systems
+from ecjax.prob.inputs import Systems, as_metric_spec, check_class_support, paired_scores
 from ecjax.prob.ranking import (
     RankedSystems,
     batch_means_error,
@@ -331,37 +331,10 @@ def _kernel_of(metric):
 
 # ------------------------------------------------------------------ validation
 
-def _check_metric(metric, higher_is_better):
-    """``(metric, higher_is_better)``: a built-in name or a callable, and its direction."""
-    if isinstance(metric, str):
-        v.check_choice(metric, "metric", tuple(BUILTIN_METRICS))
-        known = BUILTIN_METRICS[metric].higher_is_better
-        if higher_is_better is not None and bool(higher_is_better) != known:
-            raise v.InputError(f"`higher_is_better`: metric {metric!r} is {'higher' if known else 'lower'} is better; "
-                               "leave higher_is_better=None for a built-in metric")
-        return metric, known
-    if not callable(metric):
-        raise v.InputError(f"`metric` must be one of {tuple(BUILTIN_METRICS)} or a function "
-                           f"f(labels, log_posteriors, weights) -> scalar, got {metric!r}")
-    if not isinstance(higher_is_better, (bool, np.bool_)):
-        raise v.InputError("`higher_is_better` must be True or False for a user metric (which way is better?), got "
-                           f"{higher_is_better!r}")
-    return metric, bool(higher_is_better)
-
-
-def _bootstrap_data(systems):
-    """``(labels (N,), scores per system, score_type, groups, sample_weight (N,) or None)`` of paired scores."""
-    systems = check_systems(systems)
-    if systems.scores is None:
-        raise v.InputError("`systems` holds decisions: bootstrap_metric evaluates scores (make the Systems with "
-                           "`scores=`)")
-    if not systems.shared:
-        raise v.InputError("bootstrap_metric reweights the samples of one test set: `systems` must be paired")
-    if systems.decision_rule != "expected_utility":
-        raise v.InputError("`systems.decision_rule` does not apply to bootstrap_metric, which evaluates the scores "
-                           "themselves")
-    weights = None if systems.sample_weight is None else systems.sample_weight[0]
-    return systems.labels[0], systems.scores, systems.score_type, systems.groups, weights
+def _metric_spec(metric, higher_is_better, score_type, priors, costs):
+    """The checked :class:`~ecjax.prob.inputs.MetricSpec` of a built-in name of this module or a user function."""
+    return as_metric_spec(metric, higher_is_better, builtins=BUILTIN_METRICS, score_type=score_type, priors=priors,
+                          costs=costs)
 
 
 def _draw_settings(settings):
@@ -373,28 +346,8 @@ def _draw_settings(settings):
     return settings.draws(_DEFAULT_DRAWS), settings.chunk_size
 
 
-def _stacked_scores(scores):
-    """The systems' scores stacked along a new first axis: ``(M, N, K)`` (``(M, N)`` for LLRs)."""
-    arrays = [np.asarray(s) for s in scores]
-    if len({a.shape for a in arrays}) != 1:
-        raise v.InputError(f"`scores` systems must have the same shape, got {[a.shape for a in arrays]}")
-    return np.stack(arrays)
-
-
 # Posterior draws when the settings leave `num_draws` to bootstrap_metric.
 _DEFAULT_DRAWS = 2000
-
-
-def _check_priors_use(metric, priors, score_type):
-    """Refuse ``priors`` where the metric would not use them (never a silent no-op)."""
-    if priors is None or score_type in v.LIKELIHOOD_TYPES:
-        return
-    uses = isinstance(metric, str) and "priors" in BUILTIN_METRICS[metric].options
-    if not uses:
-        what = repr(metric) if isinstance(metric, str) else "a user function"
-        takers = tuple(name for name, b in BUILTIN_METRICS.items() if "priors" in b.options)
-        raise v.InputError(f"`priors` are not used by metric {what} with posterior-type scores (score_type="
-                           f"{score_type!r}): only {takers} take evaluation priors; remove them")
 
 
 class _Scores(NamedTuple):
@@ -412,10 +365,10 @@ class _Scores(NamedTuple):
         return self.values.shape[:2] + self.log_priors.shape[-1:]
 
 
-def _validated_scores(labels, scores, metric, score_type, priors):
-    """Validated ``(labels (N,), _Scores, evaluation priors or None)``."""
-    v.check_score_type(score_type)
-    _check_priors_use(metric, priors, score_type)
+def _validated_scores(labels, scores, spec, score_type, priors):
+    """Validated ``(labels (N,), _Scores, evaluation priors or None)`` for the metric of ``spec`` (a
+    :class:`~ecjax.prob.inputs.MetricSpec` checked with ``score_type`` and ``priors``)."""
+    metric = spec.metric
     likelihood = score_type in v.LIKELIHOOD_TYPES
     # Ranking metrics of likelihood scores need no priors: equal ones give log-odds equal to the LLR.
     stand_in = likelihood and priors is None and metric in _RANKING_METRICS
@@ -424,37 +377,31 @@ def _validated_scores(labels, scores, metric, score_type, priors):
         k_guess = k_guess or np.asarray(scores).shape[-1]
     formed_with = np.full(k_guess, 1.0 / k_guess) if stand_in else priors
     s, log_p = v.scores_and_log_priors(scores, formed_with if likelihood else None, score_type)
-    single_ndim = 1 if score_type == "llr" else 2
-    if s.ndim not in (single_ndim, single_ndim + 1):
-        want = "(N,) or (M, N)" if score_type == "llr" else "(N, K) or (M, N, K)"
-        raise v.InputError(f"`scores` must be {want} (one or M systems), got shape {tuple(s.shape)}")
-    if s.ndim == single_ndim:
+    single, stacked = ("(N,)", "(M, N)") if score_type == "llr" else ("(N, K)", "(M, N, K)")
+    v.check_shape(s, "scores", single, stacked, why=" (one or M systems)")
+    if s.ndim == (1 if score_type == "llr" else 2):
         s = s[None]
     k = log_p.shape[-1]
-    labels = v.as_index_array(labels, "labels", upper=k)
-    if labels.ndim != 1:
-        raise v.InputError(f"`labels` must be one vector of N classes shared by all systems, got shape "
-                           f"{tuple(labels.shape)}")
-    v.check_same_length("labels", labels, "scores", s, axis_b=-1 if score_type == "llr" else -2)
-    if isinstance(metric, str) and BUILTIN_METRICS[metric].binary and k != 2:
-        raise v.InputError(f"`metric` {metric!r} needs binary scores (K = 2), but `scores` have K = {k} classes")
-    # Value checks need concrete labels (under jit, e.g. weighted_metric inside a traced function, they are skipped).
-    counts = None if v.any_traced(labels, priors) else np.bincount(np.asarray(labels), minlength=k)
-    single_class = counts is not None and np.count_nonzero(counts) < 2
-    if single_class and isinstance(metric, str) and metric in _RANKING_METRICS:
-        raise v.InputError(f"`labels` has a single class: metric {metric!r} needs samples of both classes")
+    labels = v.as_label_vector(labels, num_classes=k, scores=s, sample_axis=-1 if score_type == "llr" else -2)
+    if spec.binary:
+        v.check_binary(k, f"`metric` {metric!r}")
     evaluation_priors = None
-    if priors is not None and isinstance(metric, str) and "priors" in BUILTIN_METRICS[metric].options:
+    if priors is not None and "priors" in spec.options:
         evaluation_priors = v.as_priors(priors, num_classes=k)
-        if counts is not None and np.any((counts == 0) & (np.asarray(evaluation_priors) > 0)):
-            raise v.InputError("`priors` give weight to a class with no sample in `labels`: its average is undefined")
+    # Value checks need concrete labels (under jit, e.g. weighted_metric inside a traced function, they are skipped).
+    if not v.any_traced(labels, priors):
+        check_class_support(np.bincount(np.asarray(labels), minlength=k), evaluation_priors,
+                            both_classes_for=_needs_both_classes(metric))
     return labels, _Scores(s, log_p), evaluation_priors
+
+
+def _needs_both_classes(metric):
+    """The name of a ranking metric (undefined without samples of both classes), else ``None``."""
+    return metric if isinstance(metric, str) and metric in _RANKING_METRICS else None
 
 
 def _metric_options(metric, labels, priors, costs):
     """The keyword options of a built-in kernel (arrays: traced, not static)."""
-    if costs is not None and metric != "nec_best_threshold":
-        raise v.InputError(f"`costs` are only used by metric 'nec_best_threshold', got metric={metric!r}")
     if not isinstance(metric, str):
         return {}
     options = {}
@@ -469,9 +416,7 @@ def _metric_options(metric, labels, priors, costs):
         if np.any(np.asarray(c) < 0):
             raise v.InputError("`costs` must be non-negative (subtract the row minima: seed 001 §2)")
         p = np.bincount(np.asarray(labels), minlength=2) / labels.shape[0] if priors is None else np.asarray(priors)
-        if np.min(np.sum(p[:, None] * np.asarray(c, np.float64), 0)) <= 0:  # min_j sum_i P_i c_ij
-            raise v.InputError("`costs`: the best naive decision costs nothing for these priors, so the NEC is "
-                               "undefined (a decision is free for every class)")
+        v.check_naive_cost_positive(np.min(np.sum(p[:, None] * np.asarray(c, np.float64), 0)))  # min_j sum_i P_i c_ij
         options["costs"] = c
     return options
 
@@ -499,11 +444,7 @@ def _checked_sample_weight(sample_weight, labels, metric, evaluation_priors, num
         return None
     counts = np.bincount(np.asarray(labels), weights=np.asarray(sample_weight), minlength=num_classes)
     v.check_some_weight(sample_weight)
-    if isinstance(metric, str) and metric in _RANKING_METRICS and np.count_nonzero(counts) < 2:
-        raise v.InputError(f"`sample_weight` leaves a single class: metric {metric!r} needs samples of both classes")
-    if evaluation_priors is not None and np.any((counts == 0) & (np.asarray(evaluation_priors) > 0)):
-        raise v.InputError("`priors` give weight to a class whose samples all have `sample_weight` 0: its average "
-                           "is undefined")
+    check_class_support(counts, evaluation_priors, both_classes_for=_needs_both_classes(metric), weighted=True)
     return sample_weight
 
 
@@ -675,9 +616,10 @@ def weighted_metric(labels: ArrayLike, scores: ArrayLike, weights: ArrayLike, me
       ...                       jnp.array([1.0, 3.0, 1.0]), "auc"))
       0.75
     """
-    metric, _ = _check_metric(metric, None if isinstance(metric, str) else True)
+    spec = _metric_spec(metric, None if isinstance(metric, str) else True, score_type, priors, costs)
+    metric = spec.metric
     single = np.ndim(scores) == (1 if score_type == "llr" else 2)
-    y, checked, evaluation_priors = _validated_scores(labels, scores, metric, score_type, priors)
+    y, checked, evaluation_priors = _validated_scores(labels, scores, spec, score_type, priors)
     options = _metric_options(metric, y, evaluation_priors, costs)
     if callable(metric):
         _check_user_metric(metric, y, checked)
@@ -840,13 +782,13 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
       >>> print(post.summary())  # doctest: +SKIP
     """
     key = v.as_key(key)
-    labels, scores, score_type, groups, sample_weight = _bootstrap_data(systems)
+    labels, system_scores, score_type, groups, sample_weight, names = paired_scores(systems)
     num_draws, chunk_size = _draw_settings(settings)
     hdi_prob = check_hdi_prob(hdi_prob, num_draws)
     rope = check_rope(rope)
-    metric, higher = _check_metric(metric, higher_is_better)
-    names, system_scores = systems.names, _stacked_scores(scores)
-    y, checked, evaluation_priors = _validated_scores(labels, system_scores, metric, score_type, priors)
+    spec = _metric_spec(metric, higher_is_better, score_type, priors, costs)
+    metric, higher = spec.metric, spec.higher_is_better
+    y, checked, evaluation_priors = _validated_scores(labels, system_scores, spec, score_type, priors)
     options = _metric_options(metric, y, evaluation_priors, costs)
     if callable(metric):
         _check_user_metric(metric, y, checked)

@@ -598,9 +598,7 @@ def draw_to_precision(run: Callable[[int], ranking.Comparison], mc_error: float,
       max_draws: the largest ``S`` tried.
     """
     target = v.as_number_between(mc_error, "mc_error", 0.0, 0.5)  # a standard error of a probability
-    max_draws = v.as_positive_int(max_draws, "max_draws")
-    if max_draws < num_draws:
-        raise v.InputError(f"`max_draws` ({max_draws}) must be at least `num_draws` ({num_draws})")
+    max_draws = v.as_positive_int(max_draws, "max_draws", minimum=num_draws)  # at least the first run's draws
     sizes, s = [], num_draws
     while True:
         result = run(s)
@@ -799,16 +797,16 @@ def _canonical_systems(systems, k, d):
     groups = systems.groups
     if systems.scores is not None:
         score_type = systems.score_type
-        if groups is not None:
-            raise v.InputError("`groups` (clustered samples) is supported with `decisions`, not with `scores`")
+        # Clustered samples are resampled through their decisions (the paired model of given decisions).
+        v.check_exclusive({"groups": groups, "scores": systems.scores}, required=False)
         items = [v.as_scores(x, f"scores[{m}]", score_type=score_type) for m, x in enumerate(systems.scores)]
         if score_type == "llr":
-            if k != 2:
-                raise v.InputError("score_type='llr' is binary: the utility matrix must have 2 rows")
-            if any(x.ndim != 1 for x in items):
-                raise v.InputError("llr scores must be one vector per system")
-        elif any(x.ndim != 2 or x.shape[-1] != k for x in items):
-            raise v.InputError(f"each system's scores must be (N, K) with K = {k} (the rows of the utility matrix)")
+            v.check_binary(k, "score_type='llr'")
+        for m, x in enumerate(items):
+            if score_type == "llr":
+                v.check_one_system(x, 1, f"scores[{m}]")
+            else:
+                v.check_shape(x, f"scores[{m}]", "(N, K)", sizes={"K": k}, why=" (K: the rows of the utility matrix)")
     else:
         items = [v.as_index_array(x, f"decisions[{m}]", upper=d, upper_is="the utility matrix's columns")
                  for m, x in enumerate(systems.decisions)]
@@ -895,23 +893,17 @@ def compare_counts(counts: ArrayLike | Mapping[str, ArrayLike], *, utilities: _U
     num_draws = settings.draws(_DEFAULT_DRAWS)
     hdi_prob, rope = _check_summary(key, num_draws, hdi_prob, rope)
     names, c = as_named_counts(counts)
-    if c.ndim == 2:
-        c = c[None]
-    if c.ndim != 3:
-        raise v.InputError(f"`counts` must be (K, D) or (M, K, D), got shape {tuple(c.shape)}")
-    if np.any(np.asarray(c).sum((-2, -1)) == 0):
-        raise v.InputError("`counts` has a system with no samples")
     prior = resolve_utilities(utilities, costs)
     k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
-    if tuple(c.shape[1:]) != (k, d):
-        raise v.InputError(f"`counts` have (K, D) = {tuple(c.shape[1:])} but the utility matrix is {(k, d)}")
+    v.check_shape(c, "counts", "(K, D)", "(M, K, D)", sizes={"K": k, "D": d}, why=" (the utility matrix's shape)")
+    c = v.as_counts(c[None] if c.ndim == 2 else c, nonzero=True)  # every system has samples
     alpha = default_concentration(d, k) if concentration is None else check_concentration(concentration)
     class_counts = np.asarray(c.sum(-1)).mean(0)
     class_priors = _check_class_priors(priors, k, class_counts)
     source = _unpaired_source(np.asarray(c), alpha)
     return _run_compare(prior, class_priors, class_counts, k=k, d=d, alpha=alpha, joint=False,
                         source=lambda u_hat: source, key=key, num_draws=num_draws, rope=rope, hdi_prob=hdi_prob,
-                        systems=ranking.system_names(None, names, c.shape[0]), decompose=decompose,
+                        systems=v.system_names(None, names, c.shape[0]), decompose=decompose,
                         chunk_size=settings.chunk_size, progress=settings.progress,
                         info={"model": "unpaired: Dirichlet per system and class", "concentration": alpha,
                               "decision_rule": "given", "decisions": "given (counts)"})

@@ -49,9 +49,9 @@ class MonteCarloSettings:
         if self.mc_error is not None:
             # A standard error of a probability: above 0.5 it says nothing.
             object.__setattr__(self, "mc_error", v.as_number_between(self.mc_error, "mc_error", 0.0, 0.5))
-        object.__setattr__(self, "max_draws", v.as_positive_int(self.max_draws, "max_draws"))
-        if self.mc_error is not None and self.num_draws is not None and self.max_draws < self.num_draws:
-            raise v.InputError(f"`max_draws` ({self.max_draws}) must be at least `num_draws` ({self.num_draws})")
+        # max_draws only bounds an mc_error target, which starts from num_draws.
+        floor = self.num_draws if self.mc_error is not None and self.num_draws is not None else 1
+        object.__setattr__(self, "max_draws", v.as_positive_int(self.max_draws, "max_draws", minimum=floor))
 
     def draws(self, default: int) -> int:
         """``num_draws``, or the calling function's ``default``."""

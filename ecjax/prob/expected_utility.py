@@ -63,9 +63,7 @@ def expected_utility_matrix(utilities: UtilityPrior | Callable[..., Any] | Array
         return ExpectedUtility(prior, "fixed", None)
     if prior.mean is not None:
         return ExpectedUtility(prior.mean, prior.mean_method, None)
-    if key is None:
-        raise v.InputError(f"`key` is required: the expected matrix of {prior.name} has no closed form (Monte Carlo)")
-    key = v.as_key(key)
+    key = v.as_key(key)  # required here: no closed form, so Monte Carlo
     num_draws = v.as_positive_int(num_draws, "num_draws", minimum=2)
     draws = prior.sample(key, num_draws)
     return ExpectedUtility(draws.mean(0), "monte_carlo", draws.std(0, ddof=1) / jnp.sqrt(num_draws))

@@ -64,6 +64,7 @@ from ecjax import inputs as v
 from ecjax import random_bits
 from ecjax.precision import einsum, matmul
 from ecjax.prob import ranking
+from ecjax.prob.inputs import as_fold_results, check_fold_spread, fold_differences, results_per_dataset
 from ecjax.prob.mcmc import NUTSSettings, check_nuts_settings, fit_nuts
 from ecjax.report import aligned
 
@@ -75,38 +76,8 @@ DEFAULT_T_DRAWS = 50_000
 # Inputs
 
 
-def _as_results(x, name: str, *, min_ndim: int):
-    """Finite per-fold results with at least ``min_ndim`` axes and at least 2 folds.
-
-    Concrete input stays a float64 host array (differences of results near 1
-    are taken before the float32 cast, which would cost them ~1e-7 each);
-    traced input is cast to the default float type.
-    """
-    arr = v.check_numbers(v.as_array(x, name, min_ndim=min_ndim), name, booleans=True)
-    if arr.shape[-1] < 2:
-        raise v.InputError(f"`{name}` needs at least 2 folds (last axis), got shape {tuple(arr.shape)}: the "
-                           "variance of one difference is undefined")
-    return arr.astype(jnp.result_type(float)) if v.is_tracer(arr) else np.asarray(arr, np.float64)
-
-
 def _on_device(x):
     return x if v.is_tracer(x) else v.to_device(x, jnp.result_type(float))
-
-
-def _differences(scores_a, scores_b, *, min_ndim: int):
-    """``(differences, name)``: ``scores_b - scores_a``, or ``scores_a`` itself when ``scores_b`` is ``None``.
-
-    Concrete differences are a float64 host array; traced ones a jax array.
-    """
-    if scores_b is None:
-        return _as_results(scores_a, "differences", min_ndim=min_ndim), "differences"
-    a = _as_results(scores_a, "scores_a", min_ndim=min_ndim)
-    b = _as_results(scores_b, "scores_b", min_ndim=min_ndim)
-    if a.shape != b.shape:
-        raise v.InputError(f"`scores_a` and `scores_b` must have the same shape, got {tuple(a.shape)} and "
-                           f"{tuple(b.shape)}")
-    return b - a, "differences (scores_b - scores_a)"
-
 
 
 def fold_correlation(num_folds_total: int, *, runs: int = 1, test_fraction: float | None = None) -> float:
@@ -348,7 +319,7 @@ def correlated_t_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
         >>> round(float(res.p_right), 3)  # P(b better by more than 0.01)
         0.895
     """
-    differences, name = _differences(scores_a, scores_b, min_ndim=1)
+    differences, name = fold_differences(scores_a, scores_b, min_ndim=1)
     rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
     if key is not None:
@@ -356,16 +327,7 @@ def correlated_t_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
         num_draws = v.as_positive_int(num_draws, "num_draws")
     else:
         num_draws = 0
-    if not v.is_tracer(differences):
-        d = np.asarray(differences)
-        constant = np.all(d == d[..., :1], axis=-1) & np.any(d != 0, axis=-1)
-        if np.any(constant):
-            where = np.argwhere(constant)
-            at = f" (at batch index {tuple(int(i) for i in where[0])})" if d.ndim > 1 else ""
-            raise v.InputError(
-                f"`{name}` is the same non-zero number on every fold{at}: zero variance makes the posterior of the "
-                "mean difference a point mass claiming certainty (baycomp reports P = 1); compare on data that "
-                "vary between folds, or set the differences to 0 if the systems are truly identical")
+    check_fold_spread(differences, name)
     differences = _on_device(differences)
     f = differences.dtype
     draw_key = key if num_draws else jax.random.key(0)
@@ -684,10 +646,8 @@ def hierarchical_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
     Returns:
       :class:`HierarchicalTTest`.
     """
-    differences, name = _differences(scores_a, scores_b, min_ndim=1)
-    if differences.ndim != 2:
-        raise v.InputError(f"`{name}` must be (q, n): one row of n fold results per data set, got shape "
-                           f"{tuple(differences.shape)}")
+    differences, name = fold_differences(scores_a, scores_b, min_ndim=1)
+    v.check_shape(differences, name, "(q, n)", why=": one row of n fold results per data set")
     rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
@@ -855,25 +815,20 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
       non-zero number on every fold raise :class:`InputError`, as in
       :func:`correlated_t_test`.
     """
-    results = _as_results(scores, "scores", min_ndim=2)
-    if results.ndim != 2:
-        raise v.InputError(f"`scores` must be (M, n): one row of n fold results per system, got shape "
-                           f"{tuple(results.shape)} (for (M, q, n) results on several data sets use "
-                           "hierarchical_compare_results)")
+    results = v.check_shape(as_fold_results(scores, "scores", min_ndim=2), "scores", "(M, n)",
+                            why=": one row of n fold results per system (for (M, q, n) results on several data sets "
+                                "use hierarchical_compare_results)")
     m, n = results.shape
     rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(n, runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
     num_draws = v.as_positive_int(num_draws, "num_draws")
     hdi_prob = ranking.check_hdi_prob(hdi_prob, num_draws)
-    systems = ranking.system_names(systems, None, m)
+    systems = v.system_names(systems, None, m)
     x = np.asarray(results)
-    for a in range(m):
-        for b in range(a + 1, m):
-            d = x[b] - x[a]
-            if np.all(d == d[0]) and d[0] != 0:
-                raise v.InputError(f"`scores`: {systems[b]} - {systems[a]} is the same non-zero number on every "
-                                   "fold; zero variance makes that pair's posterior an improper point mass")
+    pairs = [(a, b) for a in range(m) for b in range(a + 1, m)]
+    check_fold_spread(np.array([x[b] - x[a] for a, b in pairs]).reshape(len(pairs), n), "scores",
+                      rows=[f"{systems[b]} - {systems[a]}" for a, b in pairs])
     f = jnp.result_type(float)
     key_draws, key_ranks = random_bits.split_keys(key)
     draws = mean_score_draws(key_draws, _on_device(x), jnp.asarray(rho, f), num_draws=num_draws)
@@ -1036,25 +991,6 @@ def hierarchical_results_model(mean_differences: jax.Array, whitening: jax.Array
     numpyro.factor("likelihood", -jnp.sum(jnp.asarray(exponents) * jnp.log1p(quadratic / folds_minus_one)))
 
 
-def _as_results_per_dataset(scores) -> list:
-    """``q`` float64 ``(M, n_d)`` arrays from ``(M, q, n)`` results or a sequence of ``q`` ``(M, n_d)`` arrays."""
-    if isinstance(scores, (list, tuple)):
-        if not scores:
-            raise v.InputError("`scores` holds no data set")
-        results = [_as_results(x, f"scores[{d}]", min_ndim=2) for d, x in enumerate(scores)]
-        for d, x in enumerate(results):
-            if x.ndim != 2 or x.shape[0] != results[0].shape[0]:
-                raise v.InputError(f"`scores[{d}]` must be (M, n_d) with the M = {results[0].shape[0]} systems of "
-                                   f"`scores[0]`, got shape {tuple(x.shape)}")
-        return results
-    x = _as_results(scores, "scores", min_ndim=2)
-    if x.ndim != 3:
-        one = " (one data set: use compare_results)" if x.ndim == 2 else ""
-        raise v.InputError(f"`scores` must be (M, q, n): M systems, q data sets, n folds each (or a list of q "
-                           f"(M, n_d) arrays), got shape {tuple(x.shape)}{one}")
-    return [x[:, d] for d in range(x.shape[1])]
-
-
 def _check_within_sets(results, systems, within_prior: str) -> None:
     """Refuse data sets whose fold differences have a singular sample covariance, or too few folds."""
     m = results[0].shape[0]
@@ -1202,14 +1138,9 @@ def hierarchical_compare_results(scores: ArrayLike | Sequence[ArrayLike], *, rop
     Returns:
       :class:`HierarchicalResultsComparison`.
     """
-    results = _as_results_per_dataset(scores)
-    m, q = results[0].shape[0], len(results)
-    systems = ranking.system_names(systems, None, m)
-    if m < 2:
-        raise v.InputError(f"`scores` must hold at least 2 systems, got {m}")
-    if q < 2:
-        raise v.InputError(f"`scores` must hold at least 2 data sets for a population of data sets, got {q} (for one "
-                           "data set use compare_results)")
+    results = results_per_dataset(scores)
+    m = results[0].shape[0]
+    systems = v.system_names(systems, None, m)
     rope = ranking.check_rope(rope, optional=False)
     rho = np.array([fold_correlation(x.shape[-1], runs=runs, test_fraction=test_fraction) for x in results])
     key = v.as_key(key)

@@ -181,21 +181,16 @@ class HierarchicalComparison:
 def _checked_test_sets(counts, utilities, costs, priors, concentration, dispersion):
     """Validated ``(counts (T, M, K, D), alpha, dispersion, utility prior, class priors, system names)``."""
     names, counts = as_named_counts(counts, system_axis=1)
-    if counts.ndim != 4:
-        raise v.InputError(f"`counts` must be (T, M, K, D), got shape {tuple(counts.shape)}")
-    t, m, k, d = counts.shape
-    if np.any(np.asarray(counts).sum(-1) == 0):
-        raise v.InputError("every test set needs samples of every class for every system (a row of `counts` is 0)")
     alpha = check_concentration(concentration, allow_zero=False)
     if dispersion is not None:
-        dispersion = float(dispersion)
-        if not np.isfinite(dispersion) or dispersion <= 0:
-            raise v.InputError(f"`dispersion` must be a positive finite number, got {dispersion!r}")
+        dispersion = v.as_positive_real(float(dispersion), "dispersion")
     prior = resolve_utilities(utilities, costs)
-    shape = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
-    if shape != (k, d):
-        raise v.InputError(f"the utility matrix has shape {shape}, the counts have (K, D) = {(k, d)}")
-    return counts, alpha, dispersion, prior, as_class_priors(priors, k), ranking.system_names(None, names, m)
+    k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
+    v.check_shape(counts, "counts", "(T, M, K, D)", sizes={"K": k, "D": d}, why=" (the shape of the utility matrix)")
+    m = counts.shape[1]
+    if np.any(np.asarray(counts).sum(-1) == 0):
+        raise v.InputError("every test set needs samples of every class for every system (a row of `counts` is 0)")
+    return counts, alpha, dispersion, prior, as_class_priors(priors, k), v.system_names(None, names, m)
 
 
 def _utility_and_prior_draws(prior, class_priors, counts, key_u, key_p, s):

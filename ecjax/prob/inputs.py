@@ -1,26 +1,30 @@
-"""The systems a comparison evaluates, made canonical once: :class:`Systems`.
+"""The inputs of :mod:`ecjax.prob`, made canonical once: the systems a comparison evaluates (:class:`Systems`), the
+metric of :func:`~ecjax.prob.bootstrap.bootstrap_metric` (:class:`MetricSpec`) and per-fold results.
 
 :func:`~ecjax.prob.compare` and :func:`~ecjax.prob.bootstrap.bootstrap_metric` take their data as one
 :class:`Systems`: each classifier's decisions or scores on its test samples, with the labels, the names, whether
 the systems were run on the same samples (paired), cluster ids and frequency weights.  Everything about the data
 that does not depend on the function that evaluates it is checked here, when the object is made; what depends on
 it (labels below the utility matrix's ``K``, scores that are proper log-posteriors) is checked by that function.
+
+Per-fold results (:func:`as_fold_results`, :func:`fold_differences`, :func:`results_per_dataset`) are the inputs of
+:mod:`ecjax.prob.from_results`: one number per fold for each system, finite, at least 2 folds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 import jax
+import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.prob.draw_plan import PerDraw, as_decision_rule
-from ecjax.prob.ranking import system_names
 
 # One array for all systems, or one per system (a list, or a mapping from system names).
 PerSystem = ArrayLike | Sequence[ArrayLike] | Mapping[str, ArrayLike]
@@ -108,7 +112,7 @@ class Systems:
                 raise v.InputError("`groups` (clustered samples) needs paired systems (shared labels) or a single "
                                    "system")
             groups = v.as_group_ids(groups, label_list[0].shape[0])
-        fields = dict(names=system_names(names, found_names, num_systems, "names"), labels=tuple(label_list),
+        fields = dict(names=v.system_names(names, found_names, num_systems, "names"), labels=tuple(label_list),
                       decisions=None if scores is not None else tuple(items),
                       scores=None if scores is None else tuple(items), score_type=score_type,
                       decision_rule=decision_rule, paired=paired, groups=groups,
@@ -265,3 +269,193 @@ def _check_paired_weights(weight_list):
                 f"differ from system 0 at sample {int(diff[0])} ({w[diff[0]]} vs {weight_list[0][diff[0]]}); give one "
                 "(N,) vector, or pass paired=False"
             )
+
+
+class PairedScores(NamedTuple):
+    """The data of :func:`~ecjax.prob.bootstrap.bootstrap_metric`: ``M`` systems' scores on one shared test set.
+
+    ``labels`` ``(N,)`` int32; ``scores`` stacked on the host, ``(M, N, K)`` (``(M, N)`` for ``"llr"``);
+    ``groups`` and ``sample_weight`` ``(N,)`` or ``None``; ``names`` the ``M`` systems' names.
+    """
+
+    labels: Any
+    scores: np.ndarray
+    score_type: str
+    groups: np.ndarray | None
+    sample_weight: np.ndarray | None
+    names: tuple[str, ...]
+
+
+def paired_scores(systems: object) -> PairedScores:
+    """A :class:`Systems` of scores (not decisions), paired (or one system), of one shape, with no decision rule to
+    apply: the data that a reweighting of the shared samples evaluates."""
+    systems = check_systems(systems)
+    if systems.scores is None:
+        raise v.InputError("`systems` holds decisions: bootstrap_metric evaluates scores (make the Systems with "
+                           "`scores=`)")
+    if not systems.shared:
+        raise v.InputError("bootstrap_metric reweights the samples of one test set: `systems` must be paired")
+    if systems.decision_rule != "expected_utility":
+        raise v.InputError("`systems.decision_rule` does not apply to bootstrap_metric, which evaluates the scores "
+                           "themselves")
+    arrays = [np.asarray(s) for s in systems.scores]
+    if len({a.shape for a in arrays}) != 1:
+        raise v.InputError(f"`scores` systems must have the same shape, got {[a.shape for a in arrays]}")
+    weights = None if systems.sample_weight is None else systems.sample_weight[0]
+    return PairedScores(systems.labels[0], np.stack(arrays), systems.score_type, systems.groups, weights,
+                        systems.names)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """A metric of the scores and its direction, checked against the options it is given.
+
+    ``metric``: a built-in name or a user function ``f(labels, log_posteriors, weights) -> scalar``;
+    ``higher_is_better``: its direction; ``binary``: it needs ``K = 2``; ``options``: the keyword options
+    (``"priors"``, ``"costs"``) its kernel takes (none for a user function).
+    """
+
+    metric: str | Callable[..., Any]
+    higher_is_better: bool
+    binary: bool
+    options: tuple[str, ...]
+
+
+def as_metric_spec(metric: object, higher_is_better: object, *, builtins: Mapping[str, Any], score_type: str,
+                   priors: object = None, costs: object = None) -> MetricSpec:
+    """The :class:`MetricSpec` of ``metric``: a name of ``builtins`` (each with ``higher_is_better``, ``binary`` and
+    ``options``), whose known direction ``higher_is_better`` may only repeat, or a callable, whose direction
+    ``higher_is_better`` must give (True or False).  ``priors`` (with posterior-type ``score_type``) and ``costs``
+    are refused where the metric would not use them: never a silent no-op."""
+    v.check_score_type(score_type)
+    if isinstance(metric, str):
+        v.check_choice(metric, "metric", tuple(builtins))
+        known = builtins[metric]
+        if higher_is_better is not None and bool(higher_is_better) != known.higher_is_better:
+            raise v.InputError(f"`higher_is_better`: metric {metric!r} is "
+                               f"{'higher' if known.higher_is_better else 'lower'} is better; leave "
+                               "higher_is_better=None for a built-in metric")
+        spec = MetricSpec(metric, known.higher_is_better, known.binary, tuple(known.options))
+    elif not callable(metric):
+        raise v.InputError(f"`metric` must be one of {tuple(builtins)} or a function "
+                           f"f(labels, log_posteriors, weights) -> scalar, got {metric!r}")
+    elif not isinstance(higher_is_better, (bool, np.bool_)):
+        raise v.InputError("`higher_is_better` must be True or False for a user metric (which way is better?), got "
+                           f"{higher_is_better!r}")
+    else:
+        spec = MetricSpec(metric, bool(higher_is_better), False, ())
+    _check_options_used(spec, builtins, score_type, priors, costs)
+    return spec
+
+
+def _check_options_used(spec, builtins, score_type, priors, costs):
+    what = repr(spec.metric) if isinstance(spec.metric, str) else "a user function"
+    if priors is not None and score_type not in v.LIKELIHOOD_TYPES and "priors" not in spec.options:
+        takers = tuple(name for name, b in builtins.items() if "priors" in b.options)
+        raise v.InputError(f"`priors` are not used by metric {what} with posterior-type scores (score_type="
+                           f"{score_type!r}): only {takers} take evaluation priors; remove them")
+    if costs is not None and "costs" not in spec.options:
+        takers = " or ".join(repr(name) for name, b in builtins.items() if "costs" in b.options)
+        raise v.InputError(f"`costs` are only used by metric {takers}, got metric={spec.metric!r}")
+
+
+def check_class_support(class_totals: ArrayLike, priors: ArrayLike | None, *, both_classes_for: str | None,
+                        weighted: bool = False) -> None:
+    """Class totals ``(K,)`` (sample counts, or weight totals when ``weighted``) that a metric can average over.
+
+    ``both_classes_for``: the name of a metric that needs samples of both classes (a ranking metric), else ``None``;
+    ``priors``: evaluation priors ``(K,)`` (or ``None``), which may not weigh a class with a total of 0.
+    """
+    totals = np.asarray(class_totals)
+    if both_classes_for is not None and np.count_nonzero(totals) < 2:
+        subject = "`sample_weight` leaves" if weighted else "`labels` has"
+        raise v.InputError(f"{subject} a single class: metric {both_classes_for!r} needs samples of both classes")
+    if priors is not None and np.any((totals == 0) & (np.asarray(priors) > 0)):
+        where = "whose samples all have `sample_weight` 0" if weighted else "with no sample in `labels`"
+        raise v.InputError(f"`priors` give weight to a class {where}: its average is undefined")
+
+
+# ------------------------------------------------------------------------------------------ per-fold results
+
+def as_fold_results(x: object, name: str, *, min_ndim: int) -> jax.Array | np.ndarray:
+    """Finite per-fold results with at least ``min_ndim`` axes and at least 2 folds (the last axis).
+
+    Concrete input stays a float64 host array (differences of results near 1
+    are taken before the float32 cast, which would cost them ~1e-7 each);
+    traced input is cast to the default float type.
+    """
+    arr = v.check_numbers(v.as_array(x, name, min_ndim=min_ndim), name, booleans=True)
+    if arr.shape[-1] < 2:
+        raise v.InputError(f"`{name}` needs at least 2 folds (last axis), got shape {tuple(arr.shape)}: the "
+                           "variance of one difference is undefined")
+    return arr.astype(jnp.result_type(float)) if v.is_tracer(arr) else np.asarray(arr, np.float64)
+
+
+class FoldDifferences(NamedTuple):
+    """Per-fold differences (float64 on the host, or traced) and how messages call them."""
+
+    values: jax.Array | np.ndarray
+    name: str
+
+
+def fold_differences(scores_a: object, scores_b: object, *, min_ndim: int) -> FoldDifferences:
+    """``scores_b - scores_a`` (:func:`as_fold_results` each, of one shape), or ``scores_a`` itself, read as the
+    differences, when ``scores_b`` is ``None``."""
+    if scores_b is None:
+        return FoldDifferences(as_fold_results(scores_a, "differences", min_ndim=min_ndim), "differences")
+    a = as_fold_results(scores_a, "scores_a", min_ndim=min_ndim)
+    b = as_fold_results(scores_b, "scores_b", min_ndim=min_ndim)
+    if a.shape != b.shape:
+        raise v.InputError(f"`scores_a` and `scores_b` must have the same shape, got {tuple(a.shape)} and "
+                           f"{tuple(b.shape)}")
+    return FoldDifferences(b - a, "differences (scores_b - scores_a)")
+
+
+def check_fold_spread(differences: ArrayLike, name: str, rows: Sequence[str] | None = None) -> None:
+    """Per-fold differences ``(..., n)`` with a proper posterior: no row is the same non-zero number on every fold.
+
+    Zero variance would make the posterior of that row's mean a point mass away from 0 (baycomp reports
+    ``P = 1``); a row of zeros (identical systems) is fine.  ``rows`` names the rows of a 2-D array (a pair of
+    systems, ``"b - a"``); without it a row is named by its batch index.  Traced differences pass.
+    """
+    if v.is_tracer(differences):
+        return
+    d = np.asarray(differences)
+    constant = np.all(d == d[..., :1], axis=-1) & np.any(d != 0, axis=-1)
+    if not np.any(constant):
+        return
+    first = tuple(int(i) for i in np.argwhere(constant)[0])
+    if rows is not None:
+        subject, at = f"`{name}`: {rows[first[0]]}", ""
+    else:
+        subject, at = f"`{name}`", f" (at batch index {first})" if d.ndim > 1 else ""
+    raise v.InputError(
+        f"{subject} is the same non-zero number on every fold{at}: zero variance makes the posterior of the "
+        "mean difference a point mass claiming certainty (baycomp reports P = 1); compare on data that "
+        "vary between folds, or set the differences to 0 if the systems are truly identical")
+
+
+def results_per_dataset(scores: object) -> tuple[np.ndarray, ...]:
+    """``q >= 2`` float64 ``(M, n_d)`` arrays of ``M >= 2`` systems: ``(M, q, n)`` results or a list of ``q``
+    ``(M, n_d)`` arrays (:func:`as_fold_results` each), when the number of folds differs between data sets."""
+    if isinstance(scores, (list, tuple)):
+        if not scores:
+            raise v.InputError("`scores` holds no data set")
+        results = [as_fold_results(x, f"scores[{d}]", min_ndim=2) for d, x in enumerate(scores)]
+        for d, x in enumerate(results):
+            if x.ndim != 2 or x.shape[0] != results[0].shape[0]:
+                raise v.InputError(f"`scores[{d}]` must be (M, n_d) with the M = {results[0].shape[0]} systems of "
+                                   f"`scores[0]`, got shape {tuple(x.shape)}")
+    else:
+        x = as_fold_results(scores, "scores", min_ndim=2)
+        one = " (one data set: use compare_results)" if x.ndim == 2 else ""
+        v.check_shape(x, "scores", "(M, q, n)", why=f": M systems, q data sets, n folds each (or a list of q "
+                      f"(M, n_d) arrays){one}")
+        results = [x[:, d] for d in range(x.shape[1])]
+    m, q = results[0].shape[0], len(results)
+    if m < 2:
+        raise v.InputError(f"`scores` must hold at least 2 systems, got {m}")
+    if q < 2:
+        raise v.InputError(f"`scores` must hold at least 2 data sets for a population of data sets, got {q} (for one "
+                           "data set use compare_results)")
+    return tuple(np.asarray(x) for x in results)

@@ -425,11 +425,8 @@ def sample_joint_confusions_per_draw(key: jax.Array, labels: ArrayLike, decision
     k, d = v.as_positive_int(num_classes, "num_classes"), v.as_positive_int(num_decisions, "num_decisions")
     labels = v.as_index_array(labels, "labels", upper=k)
     decisions = v.as_index_array(decisions, "decisions", upper=d, min_ndim=3)
-    if labels.ndim != 1:
-        raise v.InputError(f"`labels` must be a vector, got shape {tuple(labels.shape)}")
-    if decisions.ndim != 3 or decisions.shape[-1] != labels.shape[0]:
-        raise v.InputError(f"`decisions` must be (S, M, N) with N = {labels.shape[0]} (the length of `labels`), "
-                           f"got shape {tuple(decisions.shape)}")
+    v.check_shape(labels, "labels", "(N,)")
+    v.check_shape(decisions, "decisions", "(S, M, N)", sizes={"N": labels.shape[0]}, why=" (the length of `labels`)")
     return joint_confusions_per_draw_kernel(key, jnp.asarray(labels, jnp.int32), jnp.asarray(decisions, jnp.int32),
                                             resolve_concentration(concentration, k, d), num_classes=k,
                                             num_decisions=d)

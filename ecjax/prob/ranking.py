@@ -25,7 +25,6 @@ their mean, without assuming that the draws are independent.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal, overload
@@ -70,19 +69,6 @@ def rope_probabilities(yields: jax.Array, rope: float | jax.Array) -> jax.Array:
     """``(M, M, 3)``: ``P(a better by more than rope)``, ``P(within rope)``, ``P(b better by more than rope)``."""
     diff = yields[:, :, None] - yields[:, None, :]
     return jnp.stack([(diff > rope).mean(0), (jnp.abs(diff) <= rope).mean(0), (diff < -rope).mean(0)], -1)
-
-
-def system_names(systems: Iterable[object] | None, names: Iterable[str] | None, num_systems: int,
-                 argument: str = "systems") -> tuple:
-    """Names of ``num_systems`` systems: ``systems`` given by the user (checked; the error calls them
-    ``argument``), else ``names`` taken from the inputs (a mapping's keys), else ``"system 0"``, ``"system 1"``,
-    ..."""
-    if systems is not None:
-        systems = tuple(str(s) for s in systems)
-        if len(systems) != num_systems:
-            raise v.InputError(f"`{argument}` names {len(systems)} systems, but there are {num_systems}")
-        return systems
-    return tuple(names) if names is not None else tuple(f"system {m}" for m in range(num_systems))
 
 
 class Recommends:

@@ -113,14 +113,9 @@ def default_class_concentration(num_classes: int) -> float:
 
 
 def check_concentration(concentration: float, name: str = "concentration", *, allow_zero: bool = True) -> float:
-    try:
-        a = float(concentration)
-    except (TypeError, ValueError):
-        raise v.InputError(f"`{name}` must be a number, got {concentration!r}") from None
-    if not np.isfinite(a) or a < 0 or (a == 0 and not allow_zero):
-        need = ">= 0" if allow_zero else "> 0"
-        raise v.InputError(f"`{name}` must be finite and {need}, got {concentration!r}")
-    return a
+    """A Dirichlet concentration: one finite number ``>= 0`` (``> 0`` unless ``allow_zero``: NUTS needs a proper
+    prior)."""
+    return v.check_at_least(v.as_real(concentration, name), name, 0.0, strict=not allow_zero)
 
 
 
@@ -213,10 +208,7 @@ def dirichlet_priors(concentration: ArrayLike) -> PriorDistribution:
     """Deployment priors ``P ~ Dirichlet(concentration)`` (a ``(K,)`` vector, entries > 0)."""
     a = v.as_array(concentration, "concentration", min_ndim=1)
     a = np.asarray(v.check_finite(a, "concentration"), dtype=np.float64)
-    if a.ndim != 1 or a.shape[0] < 2:
-        raise v.InputError(f"`concentration` must be a vector of K >= 2 entries, got shape {a.shape}")
-    if np.any(a <= 0):
-        raise v.InputError(f"`concentration` must be > 0 for a Dirichlet over priors, got minimum {a.min()}")
+    v.check_at_least(v.check_class_vector(a, "concentration"), "concentration", 0.0, strict=True)
     conc = jnp.asarray(a, jnp.result_type(float))
     draw = partial(_dirichlet_priors_draw, conc)
     return PriorDistribution(partial(_dirichlet_priors_model, conc), a.shape[0], conc / conc.sum(),
@@ -247,8 +239,7 @@ def interval_priors(low: ArrayLike, high: ArrayLike, *, num_draws_for_mean: int 
     """
     lo = np.asarray(v.check_finite(v.as_array(low, "low", min_ndim=1), "low"), dtype=np.float64)
     hi = np.asarray(v.check_finite(v.as_array(high, "high", min_ndim=1), "high"), dtype=np.float64)
-    if lo.ndim != 1 or lo.shape != hi.shape or lo.shape[0] < 2:
-        raise v.InputError(f"`low` and `high` must be vectors of the same length K >= 2, got {lo.shape} and {hi.shape}")
+    v.check_class_vector(hi, "high", num_classes=v.check_class_vector(lo, "low").shape[0])
     v.check_prior_intervals(lo, hi)
     f = jnp.result_type(float)
     jl, jh = jnp.asarray(lo, f), jnp.asarray(hi, f)
@@ -284,10 +275,7 @@ def as_class_priors(priors: PriorDistribution | ArrayLike | None,
         if priors is not None and priors.num_classes != num_classes:
             raise v.InputError(f"`priors` is over {priors.num_classes} classes, expected {num_classes}")
         return priors
-    p = v.as_priors(priors, num_classes=num_classes)
-    if p.ndim != 1:
-        raise v.InputError(f"`priors` must be one vector of {num_classes} priors, got shape {tuple(p.shape)}")
-    return p
+    return v.check_class_vector(v.as_priors(priors, num_classes=num_classes), "priors", num_classes=num_classes)
 
 
 def _class_prior_kernel(key, class_counts, concentration, *, num_draws):

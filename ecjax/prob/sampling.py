@@ -393,17 +393,12 @@ def rejection_sample(draw_batch: Callable[[jax.Array, int], Any], accept: Callab
         mask = np.asarray(accept(batch))
         rate = mask.mean()
         rounds += 1
-        if rounds == 1:
-            if rate == 0:
-                raise InputError(
-                    f"the constraints of this {what} leave no support: 0 of {num_draws} draws satisfied them"
-                )
-            if rate * max_rounds < 1.0:
-                raise InputError(
-                    f"the constraints of this {what} leave almost no support: only {mask.sum()} of {num_draws} "
-                    f"draws satisfied them (acceptance {rate:.2g}); widen the ranges or drop a constraint"
-                )
-        elif rounds > max_rounds:
+        if rounds == 1 and rate * max_rounds < 1.0:  # too few accepted to finish (none: no support at all)
+            raise InputError(
+                f"the constraints of this {what} leave {'no' if rate == 0 else 'almost no'} support: {mask.sum()} of "
+                f"{num_draws} draws satisfied them (acceptance {rate:.2g}); widen the ranges or drop a constraint"
+            )
+        if rounds > max_rounds:
             raise InputError(f"the constraints of this {what} accept too few draws ({have} after {max_rounds} batches)")
         idx = np.nonzero(mask)[0]
         kept.append(jax.tree_util.tree_map(lambda a: a[idx], batch))

@@ -397,19 +397,9 @@ def truncated_normal(nominal: ArrayLike, scale: ArrayLike, *, low: ArrayLike = -
     nominal_m = v.as_matrix(nominal, "nominal", batched=False)
     k, d = nominal_m.shape
     shape = (k, d)
-    arrays = {}
-    for name, val in (("scale", scale), ("low", low), ("high", high)):
-        a = np.asarray(v.as_array(val, name), dtype=np.float64)
-        if np.any(np.isnan(a)):
-            raise v.InputError(f"`{name}` contains NaN")
-        try:
-            arrays[name] = np.broadcast_to(a, shape)
-        except ValueError:
-            raise v.InputError(f"`{name}` must be a scalar or broadcast to {shape}, got shape {a.shape}") from None
-    sc, lo, hi = arrays["scale"], arrays["low"], arrays["high"]
+    sc, lo, hi = (v.as_broadcast(val, name, shape) for name, val in (("scale", scale), ("low", low), ("high", high)))
     nom = np.asarray(nominal_m, dtype=np.float64)
-    if np.any(~np.isfinite(sc)) or np.any(sc < 0):
-        raise v.InputError("`scale` must be finite and >= 0")
+    v.check_at_least(sc, "scale", 0.0)
     v.check_bounds(lo, hi, "truncation bounds")
     v.check_inside(nom, lo, hi, "`nominal`")
     _check_dominance_shape(shape, correct_dominates)
@@ -458,18 +448,15 @@ def cost_ratio(low: float, high: float, *, distribution: str = "log_uniform", po
     """
     v.check_choice(distribution, "distribution", ("log_uniform", "log_normal"))
     v.check_choice(positive, "positive", (0, 1))
-    lo, hi = v.as_real(low, "low"), v.as_real(high, "high")
-    if lo <= 0:
-        raise v.InputError(f"`low` (the smallest cost ratio) must be > 0, got {low!r}")
+    lo, hi = v.check_at_least(v.as_real(low, "low"), "low", 0.0, strict=True), v.as_real(high, "high")
     v.check_bounds(lo, hi)
+    if lo == hi:
+        raise v.InputError(f"a {distribution.replace('_', '-')} ratio needs low < high (use a fixed cost matrix for a "
+                           "known ratio)")
     if distribution == "log_uniform":
-        if lo == hi:
-            raise v.InputError("a log-uniform ratio needs low < high (use a fixed cost matrix for a known ratio)")
         mean_r = (hi - lo) / math.log(hi / lo)
     else:
         interval_mass = v.as_number_between(interval_mass, "interval_mass", 0.0, 1.0)
-        if lo == hi:
-            raise v.InputError("a log-normal ratio needs low < high")
         loc, sigma = _log_normal_params(lo, hi, float(interval_mass))
         mean_r = math.exp(loc + 0.5 * sigma * sigma)
     cost_mean = np.zeros((2, 2))
@@ -559,12 +546,8 @@ def seed004_gaussian(center: Sequence[float] = (0.0, 0.0), sd: float = 1.0 / 3.0
     ``x+ = max(x, 0)``, ...), with the four expectations computed by
     quadrature (method ``"quadrature"``).
     """
-    cx, cy = (float(c) for c in center)
-    sd = float(sd)
-    if not np.isfinite(sd) or sd <= 0:
-        raise v.InputError(f"`sd` must be a positive finite number, got {sd!r}")
-    if not (np.isfinite(cx) and np.isfinite(cy)):
-        raise v.InputError(f"`center` must be finite, got {center!r}")
+    cx, cy = (v.as_real(c, "center") for c in center)
+    sd = v.as_positive_real(sd, "sd")
     xp, xn, yp, yn = _hexagon_gaussian_moments(cx, cy, sd)
     if not np.all(np.isfinite([xp, xn, yp, yn])):
         raise v.InputError("the Gaussian has (numerically) no mass on the hexagon of valid binary utilities (|x|, |y|, |x - y| <= 1)")
@@ -587,8 +570,7 @@ def from_model(model: Callable[..., Any], *args: Any, site: str | None = None, c
     write the model so that its draws are valid.
     """
     from numpyro.infer import Predictive
-    if not callable(model):
-        raise v.InputError(f"`model` must be a NumPyro model (a callable), got {type(model).__name__}")
+    v.check_callable(model, "model", "a NumPyro model (a callable)")
     bound = partial(model, *args, **kwargs) if (args or kwargs) else model
     try:
         probe = Predictive(bound, num_samples=1)(jax.random.key(0))
@@ -600,13 +582,9 @@ def from_model(model: Callable[..., Any], *args: Any, site: str | None = None, c
             raise v.InputError(f"`model` must have a site named 'utility' or 'cost'; it has {sorted(probe)}")
         site = found[0]
     else:
-        _check_site(site)
-        if site not in probe:
-            raise v.InputError(f"`model` has no site named {site!r}; it has {sorted(probe)}")
-    value = np.asarray(probe[site])
-    if value.ndim != 3:
-        raise v.InputError(f"site {site!r} must have shape (K, D), got {value.shape[1:]}")
-    shape = tuple(value.shape[1:])
+        v.check_choice(_check_site(site), "site", sorted(probe))  # a site the model has
+    value = v.check_shape(np.asarray(probe[site])[0], site, "(K, D)", why=" (a site of `model`)")
+    shape = tuple(value.shape)
     _check_dominance_shape(shape, correct_dominates)
     return UtilityPrior(
         model=bound, site=site, shape=shape,
@@ -622,10 +600,7 @@ def as_utility_prior(utilities: UtilityPrior | Callable[..., Any] | ArrayLike,
         return utilities
     if callable(utilities):
         return from_model(utilities)
-    m = v.as_matrix(utilities, name)
-    if m.ndim != 2:
-        raise v.InputError(f"`{name}` must be one (K, D) matrix or a utility prior, got shape {tuple(m.shape)}")
-    return m
+    return v.as_matrix(utilities, name, batched=False)
 
 
 def resolve_utilities(utilities: UtilityPrior | Callable[..., Any] | ArrayLike | None,
@@ -634,8 +609,7 @@ def resolve_utilities(utilities: UtilityPrior | Callable[..., Any] | ArrayLike |
 
     Costs become utilities by negation (``U = -C``), so every caller ranks by utility yield.
     """
-    if (utilities is None) == (costs is None):
-        raise v.InputError("give exactly one of `utilities` and `costs` (a (K, D) matrix or a utility prior)")
+    v.check_exclusive({"utilities": utilities, "costs": costs})
     if utilities is not None:
         return as_utility_prior(utilities, "utilities")
     assert costs is not None  # exactly one of the two was given

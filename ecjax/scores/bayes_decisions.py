@@ -120,14 +120,12 @@ def bayes_expected_cost(labels: ArrayLike, scores: ArrayLike, costs: ArrayLike, 
     labels, scores, log_p, k = labels_and_scores(labels, scores, priors, score_type)
     w = v.as_sample_weight(sample_weight, labels)
     counts, p = evaluation_priors(labels, k, priors, w)
-    c = v.as_matrix(costs, "costs", shape=(k, None))
-    if c.ndim > 3:
-        raise v.InputError(f"`costs` must be (K, D) or (B, K, D), got shape {tuple(c.shape)}")
+    c = v.check_shape(v.as_matrix(costs, "costs", shape=(k, None)), "costs", "(K, D)", "(B, K, D)")
     if normalize:
         v.check_naive_cost_positive(naive_expected_cost(c, p))
+    v.check_shape(scores, "scores", *(("(N,)", "(M, N)") if score_type == "llr" else ("(N, K)", "(M, N, K)")),
+                  why=" (at most one batch axis: the systems)")
     s_batch = scores.shape[: scores.ndim - (1 if score_type == "llr" else 2)]
-    if len(s_batch) > 1:
-        raise v.InputError(f"`scores` may have at most one batch axis (systems), got shape {tuple(scores.shape)}")
     flat_scores = scores.reshape((-1,) + scores.shape[len(s_batch):])
     flat_costs = c.reshape((-1,) + c.shape[-2:])
     n_i = class_counts(counts)
@@ -162,12 +160,10 @@ def _threshold_sweep(labels, s, costs, p, sample_weight=None):
 def _binary_threshold_inputs(labels, scores, costs, priors, score_type, sample_weight=None):
     labels, scores, log_p, k = labels_and_scores(labels, scores, priors, score_type)
     sample_weight = v.as_sample_weight(sample_weight, labels)
-    if k != 2:
-        raise v.InputError(f"thresholds need binary scores (K = 2), got K = {k}")
+    v.check_binary(k, "a threshold")
     costs = (jnp.asarray(1.0 - jnp.eye(2)) if costs is None
              else v.as_matrix(costs, "costs", shape=(2, 2), batched=False))
-    if scores.ndim != (1 if score_type == "llr" else 2):
-        raise v.InputError(f"`scores` must be for one system, got shape {tuple(scores.shape)}")
+    v.check_one_system(scores, 1 if score_type == "llr" else 2)
     _, p = evaluation_priors(labels, 2, priors, sample_weight)
     s = class_one_log_odds_kernel(scores, score_type, log_p)
     labels, s, sample_weight = without_zero_weights(labels, s, sample_weight)

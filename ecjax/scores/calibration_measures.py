@@ -13,7 +13,8 @@ from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.scores.inputs import (
-    binary_inputs, binary_ok, class1_fraction, posterior_inputs, scores_ok, validated_sample_weight, weights_ok,
+    binary_inputs, binary_ok, class1_fraction, posterior_inputs, resolved_variant, scores_ok, validated_sample_weight,
+    weights_ok,
 )
 from ecjax.scores.roc import rates_at_cuts
 
@@ -102,23 +103,20 @@ def bayes_risk_curve(labels: ArrayLike, scores: ArrayLike, *, prior_log_odds: Ar
             p1 = class1_fraction(labels_c, sample_weight)
             prior_odds = np.log(p1 / (1.0 - p1))
         else:
-            p = np.asarray(v.as_priors(priors, num_classes=2), dtype=np.float64)
-            if np.any(p <= 0):
-                raise v.InputError("`priors` must be positive to turn posteriors into LLRs")
+            p = np.asarray(v.as_positive_priors(priors, num_classes=2, why=" (to turn posteriors into LLRs)"),
+                           dtype=np.float64)
             prior_odds = np.log(p[1] / p[0])
         llr = s - prior_odds
     else:
         if priors is not None:
-            raise v.InputError(f"`priors` is only used with posterior-type scores; the priors of a Bayes-risk "
-                               f"curve are swept by `prior_log_odds` (got score_type={score_type!r})")
+            v.check_posterior_type(score_type, "priors", why=": the priors of a Bayes-risk curve are swept by "
+                                   "`prior_log_odds`")
         llr = s
     if prior_log_odds is None:
         plo = jnp.linspace(-6.0, 6.0, 121)
     else:
         given = v.check_finite(v.as_array(prior_log_odds, "prior_log_odds", min_ndim=1), "prior_log_odds")
-        plo = jnp.asarray(given, dtype=llr.dtype)
-        if plo.ndim != 1:
-            raise v.InputError(f"`prior_log_odds` must be 1-D, got shape {tuple(plo.shape)}")
+        plo = jnp.asarray(v.check_shape(given, "prior_log_odds", "(T,)"), dtype=llr.dtype)
     actual, minimum, naive = _bayes_risk_kernel(labels_c, llr, plo, sample_weight, normalize=bool(normalize))
     if v.any_traced(labels_c, llr, sample_weight):
         ok = binary_ok(labels_c, llr, sample_weight)
@@ -219,10 +217,7 @@ def _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type, 
     num_bins = v.as_positive_int(num_bins, "num_bins")
     labels, log_post, _, _ = posterior_inputs(labels, scores, priors, score_type, sample_weight)
     v.check_one_system(log_post, 2)
-    k = log_post.shape[-1]
-    if variant == "binary" and k != 2:
-        raise v.InputError(f"variant='binary' needs K = 2 classes, got K = {k}; use variant='top_label'")
-    top_label = variant == "top_label" or (variant == "auto" and k > 2)
+    top_label = resolved_variant(variant, log_post.shape[-1], ECE_VARIANTS) == "top_label"
     return labels, log_post, top_label, num_bins
 
 

@@ -10,6 +10,8 @@ counts and the evaluation priors (:mod:`ecjax.confusion`,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 import jax
@@ -20,6 +22,9 @@ from ecjax import inputs as v
 from ecjax.confusion import class_counts, confusion_counts
 from ecjax.decisions import class_one_log_odds_kernel, log_posteriors_kernel
 from ecjax.metrics import resolve_priors
+
+# The expected proper scoring rules by name: cross-entropy, Brier score, EC of Bayes decisions (seed 002 §4.2).
+EPSR_METRICS = ("xe", "brier", "bayes_ec")
 
 
 def labels_and_scores(labels: ArrayLike, scores: ArrayLike, priors: ArrayLike | None,
@@ -42,6 +47,25 @@ def check_weighted_classes(labels: ArrayLike, sample_weight: ArrayLike | None, n
         present = np.bincount(np.asarray(labels), minlength=num_classes) > 0
         v.check_classes_present(labels, sample_weight, num_classes, classes=np.flatnonzero(present & (p > 0)),
                                 why="it has a non-zero prior in `priors`, so its weighted average is undefined")
+
+
+def epsr_metric(metric: str, costs: ArrayLike | None) -> str:
+    """``metric``, one of :data:`EPSR_METRICS`, given with what it needs: ``"bayes_ec"`` needs ``costs``."""
+    v.check_choice(metric, "metric", EPSR_METRICS)
+    if metric == "bayes_ec" and costs is None:
+        raise v.InputError("metric='bayes_ec' needs `costs` (the cost matrix of the Bayes decisions)")
+    return metric
+
+
+def resolved_variant(variant: str, num_classes: int, choices: Sequence[str]) -> str:
+    """The binning variant of a calibration measure for ``num_classes`` classes, ``variant`` being one of
+    ``choices``: ``"auto"`` is ``"binary"`` for K = 2 and ``"top_label"`` otherwise; ``"binary"`` needs K = 2."""
+    if variant == "binary" and num_classes != 2:
+        others = " or ".join(repr(c) for c in choices if c not in ("auto", "binary"))
+        raise v.InputError(f"variant='binary' needs K = 2 classes, got K = {num_classes}; use variant={others}")
+    if variant == "auto":
+        return "binary" if num_classes == 2 else "top_label"
+    return variant
 
 
 def weights_ok(sample_weight: jax.Array | None) -> jax.Array:

@@ -45,6 +45,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ecjax import inputs as v
+from ecjax.sweep.inputs import resolve_devices
 
 AXIS = "points"
 MAX_POINTS = 2**31 - 1
@@ -66,7 +67,7 @@ class SweepSettings:
         :func:`auto_chunk_size` (on a CPU a chunk that stays in cache, ``2^12`` to ``2^16`` points; on a GPU or
         TPU up to ``2^22``, as the device memory allows).
       devices: ``None`` (all visible devices), ``n`` (the first ``n``) or a sequence of devices
-        (:func:`resolve_devices`).
+        (:func:`ecjax.sweep.inputs.resolve_devices`).
       progress: a progress bar over the chunks (``True``, needs ``tqdm``), or a callable ``total -> bar`` with
         ``update(n)`` and ``close()``.
       return_values: keep the per-point values and winners (host memory ``O(points x S)``); ``False`` keeps only
@@ -93,40 +94,6 @@ class SweepSettings:
 def check_sweep_settings(settings: object) -> SweepSettings:
     """``settings`` if it is a :class:`SweepSettings` (checked when it was made), else :class:`~ecjax.InputError`."""
     return v.check_instance(settings, SweepSettings, "settings", "ecjax.sweep.SweepSettings")
-
-
-def resolve_devices(devices: int | Sequence[jax.Device] | None = None) -> tuple[jax.Device, ...]:
-    """The devices to shard over: all visible devices, the first ``n``, or a given list.
-
-    Raises :class:`InputError` when more devices are requested than exist.
-    """
-    available = jax.devices()
-    if devices is None:
-        return tuple(available)
-    if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
-        n = v.as_positive_int(devices, "devices")
-        if n > len(available):
-            raise v.InputError(
-                f"`devices` asks for {n} devices but only {len(available)} are visible to JAX "
-                f"({available[0].platform}); on CPU set XLA_FLAGS=--xla_force_host_platform_device_count=N "
-                "before importing jax to simulate more"
-            )
-        return tuple(available[:n])
-    try:
-        if isinstance(devices, bool):  # not iterable: the same error as any other non-sequence
-            raise TypeError
-        chosen = tuple(devices)
-    except TypeError:
-        raise v.InputError(f"`devices` must be None, a positive int or a sequence of jax devices, got {devices!r}") from None
-    if not chosen:
-        raise v.InputError("`devices` is empty: at least one device is needed")
-    for d in chosen:
-        # Devices of any platform JAX has (e.g. jax.devices("cpu") on a GPU machine), all of one platform.
-        if not isinstance(d, jax.Device) or d not in jax.devices(d.platform):
-            raise v.InputError(f"`devices` must hold devices from jax.devices(), got {d!r}")
-    if len({d.platform for d in chosen}) > 1:
-        raise v.InputError(f"`devices` must all be of one platform, got {sorted({d.platform for d in chosen})}")
-    return chosen
 
 
 def device_memory(device: jax.Device) -> int | None:

@@ -89,17 +89,11 @@ def values(array: Any, *, name: str = "values") -> Axis:
     Empty arrays and NaN/inf raise :class:`InputError`.
     """
     leaves, treedef = jax.tree_util.tree_flatten(array)
-    if not leaves:
-        raise v.InputError(f"`{name}` is empty")
     arrs = []
     for leaf in leaves:
         a = v.check_numbers(v.as_array(leaf, name, min_ndim=1), name, booleans=True)
         arrs.append(jnp.asarray(a, dtype=jnp.result_type(float) if np.asarray(a).dtype.kind == "f" else None))
-    b = arrs[0].shape[0]
-    if b == 0:
-        raise v.InputError(f"`{name}` is empty: the swept (leading) axis has length 0")
-    if any(a.shape[0] != b for a in arrs):
-        raise v.InputError(f"all leaves of `{name}` must share the leading (swept) axis")
+    b = v.check_leading_axis(arrs, name)
     return Axis((b,), take, jax.tree_util.tree_unflatten(treedef, arrs), (None,))
 
 
@@ -116,27 +110,14 @@ class _Linspace:
         return jnp.exp(jnp.log(lo) + t * (jnp.log(hi) - jnp.log(lo))) if self.log else lo + t * (hi - lo)
 
 
-def _check_range(lo, hi, num, *, log, name, open_unit=False):
-    num = v.as_positive_int(num, "num")
-    lo_f, hi_f = float(lo), float(hi)
-    if not (np.isfinite(lo_f) and np.isfinite(hi_f)):
-        raise v.InputError(f"`{name}` range must be finite, got ({lo!r}, {hi!r})")
-    if hi_f < lo_f:
-        raise v.InputError(f"`{name}` range must have lo <= hi, got ({lo_f}, {hi_f})")
-    if log and lo_f <= 0:
-        raise v.InputError(f"a log-spaced `{name}` range must be positive, got lo = {lo_f}")
-    if open_unit and not (0.0 < lo_f and hi_f < 1.0):
-        raise v.InputError(f"`{name}` must lie in the open interval (0, 1), got ({lo_f}, {hi_f})")
-    return lo_f, hi_f, num
-
-
 def _linspace_coords(lo, hi, num, log):
     return np.geomspace(lo, hi, num) if log else np.linspace(lo, hi, num)
 
 
 def linspace(lo: float, hi: float, num: int, *, log: bool = False) -> Axis:
     """``num`` scalars from ``lo`` to ``hi`` (geometrically spaced with ``log=True``)."""
-    lo, hi, num = _check_range(lo, hi, num, log=log, name="linspace")
+    num = v.as_positive_int(num, "num")
+    lo, hi = v.as_range(lo, hi, "linspace", minimum=0.0 if log else None, exclusive=True, why=" (log-spaced)")
     data = (jnp.asarray(lo, jnp.float32), jnp.asarray(hi, jnp.float32))
     return Axis((num,), _Linspace(num, bool(log)), data, (_linspace_coords(lo, hi, num, log),))
 
@@ -172,9 +153,8 @@ def cost_ratios(lo: float, hi: float, num: int, *, log: bool = True) -> Axis:
     is the positive class); false alarms cost 1.  The Bayes decision is 1
     when the log posterior odds exceed ``-log r`` (seed 001 eq. 20).
     """
-    lo, hi, num = _check_range(lo, hi, num, log=log, name="cost_ratios")
-    if lo < 0:
-        raise v.InputError(f"cost ratios must be >= 0, got lo = {lo}")
+    num = v.as_positive_int(num, "num")
+    lo, hi = v.as_range(lo, hi, "cost_ratios", minimum=0.0, exclusive=log, why=" (log-spaced)" if log else "")
     base = linspace(lo, hi, num, log=log)
     return transform(base, _binary_costs_from_ratio)
 
@@ -191,7 +171,8 @@ def effective_priors(lo: float, hi: float, num: int, *, logit: bool = True) -> A
     Sweeping the *effective* prior of a cost matrix (seed 002 §4.8.1) is
     sweeping these priors with 0-1 costs.
     """
-    lo, hi, num = _check_range(lo, hi, num, log=False, name="effective_priors", open_unit=True)
+    num = v.as_positive_int(num, "num")
+    lo, hi = v.as_range(lo, hi, "effective_priors", minimum=0.0, maximum=1.0, exclusive=True)
     if logit:
         lg = linspace(math.log(lo / (1 - lo)), math.log(hi / (1 - hi)), num)
         axis = transform(lg, _sigmoid_priors)
@@ -253,8 +234,7 @@ def random(sample: Callable[[jax.Array, int], Any], key: jax.Array, num: int) ->
     swept axes.  ``sample`` must be traceable and hashable (a function).
     """
     num = v.as_positive_int(num, "num")
-    if not callable(sample):
-        raise v.InputError(f"`sample` must be a callable sample(key, n), got {sample!r}")
+    v.check_callable(sample, "sample", "a callable sample(key, n)")
     key = v.as_key(key)
     return Axis((num,), _Random(sample), key, (None,))
 
@@ -285,8 +265,7 @@ def product(*axes: Axis) -> Axis:
     if not axes:
         raise v.InputError("`product` needs at least one axis")
     for a in axes:
-        if not isinstance(a, Axis):
-            raise v.InputError(f"`product` takes Axis objects, got {type(a).__name__}")
+        v.check_instance(a, Axis, "axes", "ecjax.sweep.grids.Axis")
     shape = tuple(s for a in axes for s in a.shape)
     coords = tuple(c for a in axes for c in (a.coords or (None,) * len(a.shape)))
     return Axis(shape, _Product(tuple(a.fn for a in axes), tuple(a.shape for a in axes)),

@@ -1,4 +1,5 @@
-"""Input handling shared by the sweeps: swept or fixed matrices and priors, systems' scores."""
+"""Input handling shared by the sweeps: swept or fixed matrices and priors, systems' scores, the devices a sweep
+runs on and the options of the reliability study."""
 
 from __future__ import annotations
 
@@ -37,8 +38,7 @@ def matrix_source(costs: ArrayLike | Axis | None, utilities: ArrayLike | Axis | 
         return name, arr, None
     if arr.ndim != 3:
         raise v.InputError(f"`{name}` must be one ({k}, D) matrix or a (B, {k}, D) grid, got shape {tuple(arr.shape)}")
-    if arr.shape[0] == 0:
-        raise v.InputError(f"`{name}` is an empty grid (B = 0)")
+    v.check_leading_axis([arr], name)
     return name, None, Axis((arr.shape[0],), take, arr, (None,))  # validated above: no second pass
 
 
@@ -52,8 +52,8 @@ def prior_source(priors: ArrayLike | Axis | None, k: int) -> tuple[jax.Array | N
         v.as_priors(first, num_classes=k)
         return None, priors
     arr = v.as_array(priors, "priors", min_ndim=1)
-    if arr.ndim == 2 and arr.shape[0] == 0:
-        raise v.InputError("`priors` is an empty grid (B = 0)")
+    if arr.ndim == 2:
+        v.check_leading_axis([arr], "priors")
     p = v.as_priors(arr, num_classes=k)
     if p.ndim == 1:
         return p, None
@@ -149,3 +149,70 @@ def sorted_by_class(labels: ArrayLike, s: ArrayLike) -> tuple[jax.Array, jax.Arr
         width = max(1, max(len(r) for r in rows))
         out.append(np.stack([np.concatenate([r, np.full(width - len(r), np.inf, np.float32)]) for r in rows]))
     return jnp.asarray(out[0]), jnp.asarray(out[1])
+
+
+def resolve_devices(devices: int | Sequence[jax.Device] | None = None) -> tuple[jax.Device, ...]:
+    """The devices to shard over: all visible devices (``None``), the first ``n``, or a given sequence of devices
+    from :func:`jax.devices` (of any platform JAX has, all of one platform).
+
+    Raises :class:`InputError` when more devices are requested than exist.
+    """
+    available = jax.devices()
+    if devices is None:
+        return tuple(available)
+    if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
+        n = v.as_positive_int(devices, "devices")
+        if n > len(available):
+            raise v.InputError(
+                f"`devices` asks for {n} devices but only {len(available)} are visible to JAX "
+                f"({available[0].platform}); on CPU set XLA_FLAGS=--xla_force_host_platform_device_count=N "
+                "before importing jax to simulate more"
+            )
+        return tuple(available[:n])
+    try:
+        if isinstance(devices, bool):  # not iterable: the same error as any other non-sequence
+            raise TypeError
+        chosen = tuple(devices)
+    except TypeError:
+        raise v.InputError(f"`devices` must be None, a positive int or a sequence of jax devices, got {devices!r}") from None
+    if not chosen:
+        raise v.InputError("`devices` is empty: at least one device is needed")
+    for d in chosen:
+        # Devices of any platform JAX has (e.g. jax.devices("cpu") on a GPU machine), all of one platform.
+        if not isinstance(d, jax.Device) or d not in jax.devices(d.platform):
+            raise v.InputError(f"`devices` must hold devices from jax.devices(), got {d!r}")
+    if len({d.platform for d in chosen}) > 1:
+        raise v.InputError(f"`devices` must all be of one platform, got {sorted({d.platform for d in chosen})}")
+    return chosen
+
+
+def check_correct_dominates(utilities: Any, name: str, why: str = "") -> Any:
+    """``(..., 2, 2)`` binary utility matrices (rows = true class) in which each correct decision is worth at least
+    as much as the wrong one; ``why`` says what relies on it."""
+    u = np.asarray(utilities)
+    if np.any(u[..., 0, 0] < u[..., 0, 1]) or np.any(u[..., 1, 1] < u[..., 1, 0]):
+        raise v.InputError(f"`{name}` must value each correct decision at least as much as the wrong one{why}")
+    return utilities
+
+
+def as_error_levels(utility_error_sd: float | Sequence[float]) -> tuple[np.ndarray, bool]:
+    """``(sds, scalar)``: the utility-assessment error levels of the reliability study as a ``(E,)`` float64 vector
+    (one number, or a non-empty sequence of them, each finite and >= 0) and whether one number was given."""
+    sds = np.atleast_1d(np.asarray(utility_error_sd, dtype=np.float64))
+    v.check_shape(sds, "utility_error_sd", "(E,)", why=" (a number or a 1-D sequence)")
+    v.check_leading_axis([sds], "utility_error_sd")
+    return v.check_at_least(sds, "utility_error_sd", 0.0), np.ndim(utility_error_sd) == 0
+
+
+def as_utility_distribution(distribution: Any) -> Any:
+    """``"uniform"``, ``"gaussian"``, or a callable ``sample(key, n)`` whose draws, probed once, are ``(n, 2, 2)``
+    finite utility matrices in ``[0, 1]`` valuing each correct decision at least as much as the wrong one."""
+    if not callable(distribution):
+        return v.check_choice(distribution, "utility_distribution", ("uniform", "gaussian"))
+    name = "utility_distribution(key, 16)"
+    probe = np.asarray(distribution(jax.random.key(0), 16))
+    v.check_shape(probe, name, "(16, 2, 2)")
+    v.check_finite(probe, name)
+    v.check_inside(probe, 0.0, 1.0, f"`{name}`")
+    check_correct_dominates(probe, name)
+    return distribution

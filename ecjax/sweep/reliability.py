@@ -52,6 +52,7 @@ from ecjax import inputs as v
 from ecjax.random_bits import first_true_indices, uniform
 from ecjax.costs import utility_from_xy
 from ecjax.sweep import engine
+from ecjax.sweep.inputs import as_error_levels, as_utility_distribution
 
 BLOCK = 4096  # pairs per random block
 GAUSSIAN_SD = 1.0 / 3.0  # seed 004 §4.2 item (i)
@@ -396,29 +397,15 @@ def metric_reliability(key: jax.Array, *, num_pairs: int, utility_error_sd: floa
     """
     num_pairs = v.as_positive_int(num_pairs, "num_pairs")
     key = v.as_key(key)
-    scalar_sd = np.ndim(utility_error_sd) == 0
-    sds = np.atleast_1d(np.asarray(utility_error_sd, dtype=np.float64))
-    if sds.ndim != 1 or sds.size == 0:
-        raise v.InputError(f"`utility_error_sd` must be a number or a non-empty 1-D sequence, got {utility_error_sd!r}")
-    if not np.all(np.isfinite(sds)) or np.any(sds < 0):
-        raise v.InputError(f"`utility_error_sd` must be finite and >= 0, got {utility_error_sd!r}")
-    if callable(utility_distribution):
-        probe = np.asarray(utility_distribution(jax.random.key(0), 16))
-        if probe.shape != (16, 2, 2) or not np.all(np.isfinite(probe)) or probe.min() < 0 or probe.max() > 1:
-            raise v.InputError("`utility_distribution` must return (n, 2, 2) finite utilities in [0, 1]")
-        if np.any(probe[:, 0, 0] < probe[:, 0, 1]) or np.any(probe[:, 1, 1] < probe[:, 1, 0]):
-            raise v.InputError("`utility_distribution` must give correct decisions at least the utility of wrong ones")
-    else:
-        v.check_choice(utility_distribution, "utility_distribution", ("uniform", "gaussian"))
+    sds, scalar_sd = as_error_levels(utility_error_sd)
+    as_utility_distribution(utility_distribution)
     costs = dict(costs or {})
     names = list(METRICS)
     extra = []
     for name, c in costs.items():
         if name in names or name == "utility_yield":
             raise v.InputError(f"`costs` name {name!r} clashes with a metric name")
-        extra.append(v.as_matrix(c, f"costs[{name!r}]", shape=(2, 2)))
-        if extra[-1].ndim != 2:
-            raise v.InputError(f"`costs[{name!r}]` must be one (2, 2) matrix")
+        extra.append(v.as_matrix(c, f"costs[{name!r}]", shape=(2, 2), batched=False))
         names.append(name)
     chunk_size = v.as_positive_int(chunk_size, "chunk_size")
     num_blocks = math.ceil(num_pairs / BLOCK)

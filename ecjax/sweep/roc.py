@@ -34,7 +34,7 @@ from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.decisions import class_one_log_odds_kernel, naive_expected_cost
-from ecjax.sweep.inputs import split_point_values, systems_scores
+from ecjax.sweep.inputs import check_correct_dominates, split_point_values, systems_scores
 
 
 def hull_of_roc(labels: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -77,8 +77,7 @@ def roc_convex_hull(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLike |
     shift the log odds and so leave the hull unchanged.
     """
     labels, scores, k = systems_scores(labels, scores, score_type)
-    if k != 2:
-        raise v.InputError(f"ROC curves need binary scores (K = 2), got K = {k}")
+    v.check_binary(k, "a ROC curve")
     s = np.asarray(class_one_log_odds_kernel(scores, score_type), np.float64)
     labels = np.asarray(labels)
     return [hull_of_roc(labels[i], s[i]) for i in range(s.shape[0])]
@@ -140,22 +139,16 @@ def roc_tangent_winners(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLi
       ``(B, S, 2)`` the tangent points ``(fpr, tpr)``.
     """
     labels_v, scores_v, k = systems_scores(labels, scores, score_type)
-    if k != 2:
-        raise v.InputError(f"the ROC tangent criterion needs binary scores (K = 2), got K = {k}")
+    v.check_binary(k, "the ROC tangent criterion")
     u = v.as_matrix(utilities, "utilities", shape=(2, 2))
     single = u.ndim == 2
     u = u.reshape((-1, 2, 2))
-    ua = np.asarray(u)
-    if np.any(ua[:, 0, 0] < ua[:, 0, 1]) or np.any(ua[:, 1, 1] < ua[:, 1, 0]):
-        raise v.InputError("`utilities` must value each correct decision at least as much as the wrong one "
-                           "(seed 004 §5); the tangent criterion assumes it")
+    check_correct_dominates(u, "utilities", " (seed 004 §5); the tangent criterion assumes it")
     n_i = np.stack([(np.asarray(labels_v) == c).sum(-1) for c in (0, 1)], -1)
     if priors is None:
         p = jnp.asarray(n_i / n_i.sum(-1, keepdims=True), jnp.float32)  # (S, 2)
     else:
-        p = v.as_priors(priors, num_classes=2)
-        if p.ndim != 1:
-            raise v.InputError("`priors` must be one (2,) vector here")
+        p = v.check_class_vector(v.as_priors(priors, num_classes=2), "priors", num_classes=2)
     log_odds = np.asarray(class_one_log_odds_kernel(scores_v, score_type), np.float64)
     hulls = [hull_of_roc(np.asarray(labels_v)[i], s) for i, s in enumerate(log_odds)]
     fs, ts, slopes = padded_hulls(hulls)

@@ -482,10 +482,9 @@ def counts_problem(counts: ArrayLike, costs: ArrayLike | Axis | None = None, uti
                    priors: ArrayLike | Axis | None = None, normalize: bool = False) -> Problem:
     """Validate the inputs of :func:`sweep_counts` and prepare its sweep."""
     counts = as_counts(counts)
+    v.check_shape(counts, "counts", "(K, D)", "(S, K, D)")
     if counts.ndim == 2:
         counts = counts[None]
-    if counts.ndim != 3:
-        raise v.InputError(f"`counts` must be (K, D) or (S, K, D), got shape {tuple(counts.shape)}")
     k, d = counts.shape[-2:]
     name, fixed_m, m_axis = matrix_source(costs, utilities, k, d)
     kind = _kind(name, normalize)

@@ -116,15 +116,15 @@ def utility_space_map(counts: ArrayLike | None = None, *, labels: ArrayLike | Se
     r = v.as_positive_int(resolution, "resolution", minimum=2)
     settings = check_sweep_settings(settings)
     plane = utility_plane(r)
+    # Decisions given (counts) or made from scores (labels and scores): exactly one of the two.
+    v.check_exclusive({"counts": counts, "labels": labels})
+    v.check_exclusive({"counts": counts, "scores": scores})
     if counts is not None:
-        if labels is not None or scores is not None:
-            raise v.InputError("give either `counts` or `labels` and `scores`, not both")
         if decision_rule != "bayes":
             raise v.InputError("`decision_rule` applies to scores; with counts the decisions are given")
         problem = counts_problem(counts, None, plane, priors)
     else:
-        if labels is None or scores is None:
-            raise v.InputError("give `counts`, or both `labels` and `scores`")
+        assert labels is not None and scores is not None  # both given: checked above
         problem = scores_problem(labels, scores, None, plane, priors, score_type=score_type,
                                  decision_rule=decision_rule, point_batch=settings.point_batch)
     res = run_sweep(dataclasses.replace(problem, point_fn=_Masked(problem.point_fn, r)), settings)
