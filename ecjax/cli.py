@@ -197,8 +197,10 @@ def _load_inputs(args):
         if kind == "decisions":
             a = _check_indices(a, f, "decisions")
         arrays.append(a)
-    if kind == "scores" and want == 2 and len({a.shape[1] for a in arrays}) > 1:
-        raise InputError(f"--scores: the files have different numbers of classes ({', '.join(str(a.shape[1]) for a in arrays)})")
+    if kind == "scores" and want == 2:  # one set of classes for all systems
+        for f, a in zip(files, arrays):
+            _said_of(f"--scores {f}", check_shape, a, "scores", "(N, K)", sizes={"K": arrays[0].shape[1]},
+                     why=f" (the classes of {files[0]})")
     # Names from the files differ unless a file is given twice (_default_names).
     names = list(_said_of("--names" if args.names else f"--{kind}: the same file is given twice (give --names)",
                           system_names, args.names or _default_names(files), None, len(files), "names"))
@@ -271,29 +273,16 @@ def _check_priors_cover(spec, labels, label_file, costs_arg, sample_weight=None)
              weighted=sample_weight is not None, class_names=spec.classes)
 
 
-def _check_naive(spec, labels, label_file, costs_arg, sample_weight=None):
-    """The NEC needs a best naive decision of positive cost: say which file makes it 0."""
-    p = _priors_or_frequencies(spec.priors, labels, spec.costs.shape[0], sample_weight)
-    naive = np.matmul(p, spec.costs)  # numpy, float64
-    if np.min(naive) > 0:
-        return
-    _check_some_cost(spec.costs, costs_arg)
-    _check_labels_of_two_classes(spec, labels, label_file, sample_weight)
-    _said_of(costs_arg or "0-1 costs", check_naive_cost_positive, naive)
-
-
-def _check_some_cost(matrices, costs_arg, what="every cost"):
-    """Costs that are all 0 make every decision free: the NEC (a ratio to the naive cost) is undefined."""
-    if not np.any(matrices):
-        raise InputError(f"{costs_arg}: {what} is 0: all decisions are free and the NEC is undefined")
-
-
-def _check_labels_of_two_classes(spec, labels, label_file, sample_weight=None):
-    """With the data's priors, labels of one class make deciding that class free: the NEC is undefined."""
+def _check_naive(costs, priors, labels, label_file, costs_arg, sample_weight=None):
+    """The library's NEC check (the best naive decision must cost something: seed 000 eq. 4) for the costs
+    ``costs`` and the deployment ``priors`` (else the data's), said of the file that makes it fail: the labels
+    when, with the data's priors, they hold one class (deciding it is free), else the cost specification."""
+    p = _priors_or_frequencies(priors, labels, costs.shape[0], sample_weight)
     present = np.unique(labels if sample_weight is None else labels[sample_weight > 0])
-    if spec.priors is None and len(present) == 1:
-        raise InputError(f"{label_file}: every label is class {present[0]}: with the data's priors the best naive "
-                         "decision costs nothing and the NEC is undefined (give deployment priors in --costs)")
+    one_class = priors is None and len(present) == 1 and np.any(costs)
+    culprit = (f"{label_file} (every label is class {present[0]}: give deployment priors in --costs)" if one_class
+               else costs_arg or "0-1 costs")
+    _said_of(culprit, check_naive_cost_positive, np.matmul(p, costs))  # numpy, float64
 
 
 # ----------------------------------------------------------------- outputs
@@ -417,7 +406,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     priors = spec.priors
     for y, lf, w in zip(labels, label_files, weights):
         _check_priors_cover(spec, y, lf, args.costs, w)
-        _check_naive(spec, y, lf, args.costs, w)
+        _check_naive(spec.costs, spec.priors, y, lf, args.costs, w)
     training = _training_priors(args, spec, labels, label_files, k, weights)
     if kind == "scores":
         decisions = [np.asarray(bayes_decisions(s, spec.costs, score_type=st, training_priors=t,
@@ -1260,20 +1249,25 @@ def _sweep_over(over, k, spec):
     return "utility-space" if k == 2 and spec.costs.shape[1] == 2 else "matrices"
 
 
+def _matrix_bounds(spec):
+    """The intervals ``(low, high)`` each cost of ``--over matrices`` is drawn from: the [uncertainty] table, else
+    between 0 and twice the nominal cost, so the matrices average to the nominal one, free decisions stay free,
+    and any error may weigh far more than another."""
+    if spec.uncertain:
+        return spec.costs_low, spec.costs_high
+    c = np.asarray(spec.costs, dtype=np.float64)
+    return np.minimum(0.0, 2 * c), np.maximum(0.0, 2 * c)
+
+
 def _matrix_prior(spec, costs_arg):
     """What ``--over matrices`` draws cost matrices from, and how to say it."""
     from ecjax import prob
 
+    prior = prob.intervals(*_matrix_bounds(spec), kind="cost")
     if spec.uncertain:
-        return (prob.intervals(spec.costs_low, spec.costs_high, kind="cost"),
-                f"each cost uniform on its [uncertainty] interval in {costs_arg}")
-    # Without intervals: every cost uniform between 0 and twice its nominal value, so the matrices
-    # average to the nominal one, free decisions stay free, and any error may weigh far more than another.
-    c = np.asarray(spec.costs, dtype=np.float64)
-    where = costs_arg or "the 0-1 costs"
-    return (prob.intervals(np.minimum(0.0, 2 * c), np.maximum(0.0, 2 * c), kind="cost"),
-            f"each cost uniform between 0 and twice its value in {where} (an [uncertainty] table in --costs "
-            "sets the intervals)")
+        return prior, f"each cost uniform on its [uncertainty] interval in {costs_arg}"
+    return prior, (f"each cost uniform between 0 and twice its value in {costs_arg or 'the 0-1 costs'} (an "
+                   "[uncertainty] table in --costs sets the intervals)")
 
 
 def _sweep_priors(spec, labels, names, k, fixed, costs_arg):
@@ -1348,14 +1342,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         what = "two classes and two decisions" if over == "cost-ratio" else "two classes"
         raise InputError(f"--over {over} needs {what}, got {k} classes and {spec.costs.shape[1]} decisions: use "
                          "--over matrices (random cost matrices, the default for more than two classes)")
+    # The costs whose NEC is swept: drawn below the upper ends of their intervals (whose naive cost bounds every
+    # draw's), or [[0, 1], [r, 0]] with r > 0 (the zero pattern of 1 - I).
+    swept = None if over == "utility-space" else (1.0 - np.eye(2) if over == "cost-ratio" else
+                                                  _matrix_bounds(spec)[1])
     for y, lf in zip(labels, label_files):
         _check_priors_cover(spec, y, lf, args.costs)
-        if over != "utility-space":  # the NEC swept
-            _check_labels_of_two_classes(spec, y, lf)
-    if over == "matrices" and spec.uncertain:
-        _check_some_cost([spec.costs_low, spec.costs_high], args.costs, "every cost of the [uncertainty] intervals")
-    elif over == "matrices":
-        _check_some_cost(spec.costs, args.costs)
+        if swept is not None:
+            _check_naive(swept, spec.priors, y, lf, args.costs)
     priors = spec.priors
     if kind == "decisions":
         d = spec.costs.shape[1] if over == "matrices" else 2

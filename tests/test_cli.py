@@ -496,3 +496,13 @@ def test_training_priors_say_the_library_checks_of_the_option(tmp_path):
     rc, _, err = run("metrics", "--labels", "y3.npy", "--scores", "s3.npy", "--costs", "c3.toml", "--training-priors",
                      "0.2,0.3,0.6", cwd=tmp_path)
     assert rc == 2 and "--training-priors: 3 positive numbers summing to 1, got [0.2, 0.3, 0.6]" in err, err
+
+
+@pytest.mark.parametrize("over", ["matrices", "cost-ratio"])
+def test_sweep_refuses_costs_whose_nec_is_undefined_everywhere(files, over):
+    # Deployment priors on class 0 alone: deciding 0 is free for every swept matrix (their costs stay below the
+    # upper ends of their intervals, or are [[0, 1], [r, 0]]), so the NEC is undefined at every point.
+    d, *_ = files
+    (d / "p.toml").write_text("costs = [[0, 1], [4, 0]]\npriors = [1.0, 0.0]\n")
+    rc, _, err = run("sweep", "--labels", "y.npy", "--scores", "a.npy", "--over", over, "--costs", "p.toml", cwd=d)
+    assert rc == 2 and "p.toml: the best naive system has zero expected cost" in err and "NEC" in err, err
