@@ -113,3 +113,58 @@ def test_every_name_ecjax_prob_exports_resolves():
         if module.__name__.startswith("ecjax.prob."):
             assert getattr(module, name) is value, name
     assert set(prob.__all__) <= set(dir(prob))
+
+
+# Validation lives in the input layer: these modules hold the checks that every other module calls.
+VALIDATOR_MODULES = {"ecjax.inputs", "ecjax.scores.inputs", "ecjax.sweep.inputs", "ecjax.prob.inputs"}
+# Half of the 278 sites outside the input layer when the house rules were written (issue 14).
+MAX_RAISE_SITES_OUTSIDE_THE_INPUT_LAYER = 139
+
+
+def input_error_raises(path):
+    """The number of ``raise InputError(...)`` / ``raise v.InputError(...)`` statements in the file ``path``."""
+    count = 0
+    for node in ast.walk(ast.parse(Path(path).read_text())):
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call):
+            f = node.exc.func
+            count += (f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")) == "InputError"
+    return count
+
+
+def wide_public_functions(path, limit=10):
+    """``[(name, parameters)]``: public functions and public methods of public classes of ``path`` that take more
+    than ``limit`` parameters (``self``/``cls`` not counted)."""
+    found = []
+    for node in ast.parse(Path(path).read_text()).body:
+        members = node.body if isinstance(node, ast.ClassDef) and not _private(node.name) else []
+        for fn in [node, *members]:
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _private(fn.name):
+                a = fn.args
+                params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]
+                n = len(params) - (bool(a.args) and a.args[0].arg in ("self", "cls"))
+                if n > limit:
+                    found.append((fn.name, n))
+    return found
+
+
+def test_input_checks_live_in_the_input_layer():
+    outside = {name: input_error_raises(path) for name, path in _modules().items() if name not in VALIDATOR_MODULES}
+    assert sum(outside.values()) <= MAX_RAISE_SITES_OUTSIDE_THE_INPUT_LAYER, sorted(
+        outside.items(), key=lambda kv: -kv[1])[:10]
+
+
+def test_no_public_function_takes_more_than_ten_parameters():
+    assert {name: found for name, path in _modules().items() if (found := wide_public_functions(path))} == {}
+
+
+def test_the_counts_can_fail(tmp_path):
+    # Both rules above must be able to fail, on a module written to break them.
+    p = tmp_path / "m.py"
+    p.write_text("from ecjax import inputs as v\nfrom ecjax.inputs import InputError\n\n"
+                 "def f(x):\n    if x:\n        raise InputError('x')\n    raise v.InputError('y')\n\n"
+                 "def wide(a, b, c, d, e, f, g, h, i, j, *, k):\n    raise ValueError\n\n"
+                 "class C:\n    def m(self, a, b, c, d, e, f, g, h, i, j):\n        pass\n\n"
+                 "    def n(self, a, b, c, d, e, f, g, h, i, j, k):\n        pass\n\n"
+                 "def _private(a, b, c, d, e, f, g, h, i, j, k):\n    pass\n")
+    assert input_error_raises(p) == 2
+    assert wide_public_functions(p) == [("wide", 11), ("n", 11)]
