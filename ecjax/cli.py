@@ -391,7 +391,8 @@ def _float_dict(names, values):
 def cmd_metrics(args: argparse.Namespace) -> int:
     from ecjax.confusion import confusion_matrix
     from ecjax.decisions import bayes_decisions
-    from ecjax.report import averaging_note, disagreements, format_table, metric_columns, score_columns, winner
+    from ecjax.report import (CONVENTIONS, averaging_note, disagreements, format_table, metric_columns, score_columns,
+                              winner, winners)
 
     st = args.score_type
     kind, labels, label_files, arrays, names, weights = _load_inputs(args)
@@ -438,7 +439,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         "costs": spec.costs.tolist(),
         "priors": None if priors is None else np.asarray(priors).tolist(),
         "metrics": {c.name: _float_dict(names, c.values) for c in cols},
-        "best": {c.name: names[winner(c)] for c in cols} if len(names) > 1 else {},
+        "best": {c.name: _name_or_none(winner(c), names) for c in cols} if len(names) > 1 else {},
+        "tied_for_best": {c.name: [names[i] for i in winners(c)] for c in cols
+                          if len(names) > 1 and winner(c) is None},
         "disagree_with_utility_yield": disagreements(cols),
     }
     nec = next(c.values for c in cols if c.name == "NEC")
@@ -475,12 +478,17 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     text += extra_text
     text += f"\ndecisions: {record['decisions_made_by']}"
     record["averaging"] = averaging_note(k, d, args.pos_label, kind == "scores")
+    record["conventions"] = {c.name: CONVENTIONS[c.name] for c in cols if c.name in CONVENTIONS}
     text += f"\naveraging: {record['averaging']}"
     off = record["disagree_with_utility_yield"]
     if off:
         text += f"\n! metrics that pick a different winner than the utility yield: {', '.join(off)}"
     _emit(args, record, text, out_dir)
     return 0
+
+
+def _name_or_none(index, names):
+    return None if index is None else names[index]
 
 
 def _training_priors(args, spec, labels, label_files, num_classes, weights):
@@ -892,13 +900,17 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         s = _before_after(args, st, out_type, test, out, labels, record, out_dir, weights)
         xe, br = s["xe"], s["brier"]
         how = _PROTOCOL_WORDS[protocol] + (" or its group" if args.groups is not None else "")
+        from ecjax.report import apart
+
+        xe_before, xe_after = apart(xe["before"], xe["after"])
+        br_before, br_after = apart(br["before"], br["after"])
         lines += [f"on the labels of {args.scores} ({how}):",
-                  f"  cross-entropy {xe['before']:.4f} nats before, {xe['after']:.4f} after: calibration loss "
-                  f"{xe['loss']:.4f} nats ({xe['relative_loss_percent']:.1f} % of the cross-entropy before)",
-                  f"  Brier score (mean over the classes) {br['before']:.4f} before, {br['after']:.4f} after: "
-                  f"calibration loss {br['loss']:.4f} ({br['relative_loss_percent']:.1f} %)"]
+                  f"  cross-entropy {xe_before} nats before, {xe_after} after: calibration loss "
+                  f"{xe['loss']:.4g} nats ({xe['relative_loss_percent']:.1f} % of the cross-entropy before)",
+                  f"  Brier score (mean over the classes, psrcal's convention) {br_before} before, {br_after} after: "
+                  f"calibration loss {br['loss']:.4g} ({br['relative_loss_percent']:.1f} %)"]
         errors = record.get("calibration_errors", {})
-        lines += [f"  {name} {e['before']:.4f} before, {e['after']:.4f} after" for name, e in errors.items()]
+        lines += ["  {} {} before, {} after".format(name, *apart(e["before"], e["after"])) for name, e in errors.items()]
         if errors:
             lines.append("  (binned over 15 bins, equal-mass for ACE: they depend on the bins and miss what a bin "
                          "averages out; the proper scores above are the measure, seed 002 §4.3.2)")
@@ -1410,8 +1422,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         record["values"] = {n: np.asarray(res.values)[:, i].tolist() for i, n in enumerate(names)}
         record["winners"] = [_winner_name(int(w), names) for w in np.asarray(res.winners)]
         lines = [f"NEC at {np.prod(res.shape)} points ({coord_name}):"]
-        lines += [f"  {n:20s} best at {100 * float(w):5.1f} % of the points, NEC from {float(lo):.3f} to {float(hi):.3f}"
-                  for n, w, lo, hi in zip(names, res.win_fraction, res.minimum, res.maximum)]
+        if len(names) == 1:  # one system wins every point: where it beats the naive decision is the news
+            nec = np.asarray(res.values, dtype=np.float64)[:, 0]
+            record["no_better_than_naive_fraction"] = float(np.mean(nec >= 1))
+            lines.append(f"  {names[0]:20s} NEC >= 1 (no better than the naive decision) at "
+                         f"{100 * record['no_better_than_naive_fraction']:5.1f} % of the points, NEC from "
+                         f"{float(res.minimum[0]):.3f} to {float(res.maximum[0]):.3f}")
+        else:
+            lines += [f"  {n:20s} best at {100 * float(w):5.1f} % of the points, NEC from {float(lo):.3f} to "
+                      f"{float(hi):.3f}" for n, w, lo, hi in zip(names, res.win_fraction, res.minimum, res.maximum)]
         if res.tie_fraction > 0:
             lines.append(f"  tied (all make the same decisions, often the naive one) at {100 * res.tie_fraction:.1f} %")
         lines += _priors_line(used, source, spec.classes)

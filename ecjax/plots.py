@@ -212,6 +212,23 @@ def _reliability_from_scores(labels, scores, score_type, num_bins, binning, vari
     return b, "equal_width"
 
 
+def _binned_ece(confidence, frequency, count) -> float:
+    """The count-weighted mean gap of the bins (:func:`ecjax.ece` of these bins); NaN without samples."""
+    n = np.asarray(count, float)
+    gap = np.abs(np.asarray(frequency, float) - np.asarray(confidence, float))
+    return float(np.sum(np.where(n > 0, n * gap, 0.0)) / np.sum(n)) if np.sum(n) > 0 else float("nan")
+
+
+def _ece_lines(ece: float, bins_text: str, equal_width_ece: float | None, num_bins: int) -> str:
+    """The ECE as the metric tables print it (a fraction, 4 significant digits), with its binning; where the figure
+    shows other bins than the tables' equal-width ones, the tables' ECE too, so that one run never shows two
+    unnamed ECEs of one system."""
+    text = f"ECE = {ece:.4g} ({bins_text})"
+    if equal_width_ece is not None:
+        text += f"\nECE = {equal_width_ece:.4g} ({num_bins} equal-width bins, as the tables)"
+    return text
+
+
 def _bin_arrays(bins):
     """``(confidence, frequency, count)``: the three ``(B,)`` arrays of a tuple of them, else an InputError."""
     if isinstance(bins, (str, bytes)) or not hasattr(bins, "__len__") or len(bins) != 3:
@@ -270,6 +287,7 @@ def reliability_diagram(bins: ReliabilityBins | ReliabilityBands | Sequence[Arra
     v.check_choice(binning, "binning", ("auto", "equal_width", "equal_mass"))
     v.check_choice(variant, "variant", ("auto", "binary", "top_label"))
     binning_used = None
+    equal_width_ece = None  # the ECE of the tables' bins, where the figure draws others
     band: Any = None  # a ReliabilityBands: its credible band is drawn
     if (labels is None) != (scores is None) or (bins is None) == (labels is None):
         raise v.InputError("give the bins (a ReliabilityBins, a ReliabilityBands or a (confidence, frequency, count) "
@@ -280,6 +298,12 @@ def reliability_diagram(bins: ReliabilityBins | ReliabilityBands | Sequence[Arra
             variant = "binary" if k == 2 else "top_label"
         computed, binning_used = _reliability_from_scores(labels, scores, score_type, num_bins, binning, variant,
                                                           priors, sample_weight)
+        if binning_used == "equal_mass":  # the tables' ECE uses equal-width bins: name both
+            from ecjax.scores import reliability_bins
+
+            width = reliability_bins(labels, scores, num_bins=num_bins, binning="equal_width", variant=variant,
+                                     priors=priors, score_type=score_type, sample_weight=sample_weight)
+            equal_width_ece = _binned_ece(width.confidence, width.frequency, width.count)
         conf, acc, n = computed.confidence, computed.frequency, computed.count
     elif sample_weight is not None:
         raise v.InputError("`sample_weight` goes with `labels` and `scores`; precomputed bins already hold their weights")
@@ -293,7 +317,7 @@ def reliability_diagram(bins: ReliabilityBins | ReliabilityBands | Sequence[Arra
     conf, acc, n = conf[keep], acc[keep], n[keep]
     if band is not None:
         band_low, band_high = np.asarray(band.low, float)[keep], np.asarray(band.high, float)[keep]
-    ece = float(np.sum(n * np.abs(acc - conf)) / np.sum(n)) if n.size else float("nan")
+    ece = _binned_ece(conf, acc, n)
     lo, hi = _wilson_interval(acc * n, n, 1.959963984540054)  # z of a two-sided 95 % interval
 
     neg, pos = _class_names(frame.class_names)
@@ -320,7 +344,8 @@ def reliability_diagram(bins: ReliabilityBins | ReliabilityBands | Sequence[Arra
                         label=f"{100 * band.prob:g} % credible {what} (Beta posterior, uniform prior)")
     bins_text = f"{int(keep.sum())} non-empty bins" if binning_used is None else \
         f"{num_bins} {binning_used.replace('_', '-')} bins"
-    ax.text(0.97, 0.03, f"ECE = {100 * ece:.2f} %\n({bins_text})", transform=ax.transAxes, ha="right", va="bottom")
+    ax.text(0.97, 0.03, _ece_lines(ece, bins_text, equal_width_ece, num_bins), transform=ax.transAxes, ha="right",
+            va="bottom")
     ax.set_ylabel(_or(frame.ylabel, ylabel))
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)

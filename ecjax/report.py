@@ -16,6 +16,18 @@ from ecjax import metrics as m
 from ecjax.costs import normalize_rows
 
 
+# The binning of every ECE the tables print (ecjax.ece's default); figures that draw other bins name both.
+ECE_BINS = 15
+# What the JSON records say of their units and conventions (``"conventions"``), in the averaging line's words.
+CONVENTIONS = {
+    "utility_yield": "in the cost file's units per sample (higher is better)",
+    "EC": "in the cost file's units per sample, of the row-normalized costs (lower is better)",
+    "Brier": "mean over the K classes of (p_k - [y = k])^2, psrcal's convention; multiply by K for the sum over "
+             "classes (scikit-learn >= 1.7)",
+    "ECE": f"a fraction, {ECE_BINS} equal-width bins (binary: class-1 posterior; multiclass: top-label confidence)",
+}
+
+
 @dataclass(frozen=True)
 class Column:
     name: str
@@ -108,7 +120,8 @@ def score_columns(labels: Sequence[ArrayLike], scores: Sequence[ArrayLike], *, p
         Column("Brier", False, column(lambda y, s, p, w: sc.brier(y, s, priors=p, score_type=score_type,
                                                                   sample_weight=w))),
         Column("ECE", False, column(lambda y, s, p, w: sc.ece(y, s, priors=p if likelihood else None,
-                                                             score_type=score_type, sample_weight=w))),
+                                                             num_bins=ECE_BINS, score_type=score_type,
+                                                             sample_weight=w))),
     ]
     if k == 2:
         cols.append(Column("AUC", True, column(lambda y, s, p, w: sc.auc(y, s, score_type=score_type,
@@ -127,41 +140,99 @@ def averaging_note(num_classes: int, num_decisions: int, pos_label: int, with_sc
         parts = [f"precision, recall, F1, specificity and Fowlkes-Mallows of class {pos_label} as the positive class"]
     else:
         parts = [f"precision, recall and F1 are macro averages over the {num_classes} classes"]
+    parts.append("utility yield and EC are in the cost file's units per sample")
     if with_scores:
         parts.append("XE and Brier average each class's samples, weighted by the priors")
-        parts.append("ECE bins the class-1 posterior" if num_classes == 2 else
-                     "ECE bins the confidence of the most probable class (top-label)")
+        parts.append(f"Brier is the mean over the {num_classes} classes of (p_k - [y = k])^2 (psrcal's convention; "
+                     f"scikit-learn >= 1.7 and most papers sum over the classes: {num_classes} x this)")
+        parts.append(f"ECE is a fraction over {ECE_BINS} equal-width bins of the class-1 posterior" if num_classes == 2
+                     else f"ECE is a fraction over {ECE_BINS} equal-width bins of the confidence of the most probable "
+                     "class (top-label)")
         if num_classes > 2:
             parts.append("AUC_ovr is the macro average of the one-vs-rest AUCs")
     return "; ".join(parts)
 
 
-def winner(column: Column) -> int:
-    vals = column.values if column.higher_is_better else -column.values
-    return int(np.argmax(vals))
+# Metrics are float32 sums: values closer than this (relative) are equal up to their rounding, and no
+# rounding of the table may crown one of them (a speaker-verification table showed AUC `1*` against `1`).
+TIE_RTOL = 1e-6
+# Significant digits of a table cell: at least MIN_DIGITS, more (up to MAX_DIGITS, float32's resolution) where the
+# winner would otherwise print equal to another system.
+MIN_DIGITS = 4
+MAX_DIGITS = 7
+
+
+def winners(column: Column) -> list[int]:
+    """Indices of the best systems of ``column``: every system within :data:`TIE_RTOL` of the best value (a tie
+    returns several)."""
+    vals = np.asarray(column.values, float) if column.higher_is_better else -np.asarray(column.values, float)
+    top = float(np.max(vals))
+    scale = max(abs(top), float(np.finfo(np.float32).tiny))
+    return [int(i) for i in np.flatnonzero(vals >= top - TIE_RTOL * scale)]
+
+
+def winner(column: Column) -> int | None:
+    """Index of the single best system of ``column``; ``None`` where the best value is tied (:func:`winners`)."""
+    best = winners(column)
+    return best[0] if len(best) == 1 else None
 
 
 def disagreements(columns: Sequence[Column], reference: str = "utility_yield") -> list[str]:
-    """Names of the columns whose best system differs from ``reference``'s."""
-    ref = next(c for c in columns if c.name == reference)
-    best = winner(ref)
-    return [c.name for c in columns if winner(c) != best]
+    """Names of the columns whose best systems exclude every best system of ``reference``.
+
+    A column tied at the top (:func:`winners`) disagrees only if none of its tied systems is a best system of the
+    reference: a tie picks no different winner."""
+    ref = set(winners(next(c for c in columns if c.name == reference)))
+    return [c.name for c in columns if not ref & set(winners(c))]
+
+
+def cell_digits(values: ArrayLike, best: Sequence[int]) -> int:
+    """Significant digits that print every system of ``best`` apart from every other system.
+
+    :data:`MIN_DIGITS` unless the winner would print equal to a loser (AUC 0.9999955 against 0.9999950), then
+    the fewest up to :data:`MAX_DIGITS` that show the difference.  Ties (several ``best``) need no more digits:
+    they are equal as far as the metric's rounding can tell."""
+    vals = np.asarray(values, float)
+    if len(best) != 1 or vals.size < 2:
+        return MIN_DIGITS
+    others = np.delete(vals, best[0])
+    for digits in range(MIN_DIGITS, MAX_DIGITS + 1):
+        if all(f"{vals[best[0]]:.{digits}g}" != f"{x:.{digits}g}" for x in others):
+            return digits
+    return MAX_DIGITS
+
+
+def apart(*values: float) -> list[str]:
+    """``values`` printed with the same significant digits, the fewest (at least :data:`MIN_DIGITS`, at most
+    :data:`MAX_DIGITS`) that print different numbers differently: "Brier 0.004453 before, 0.004312 after", not
+    "0.0045 before, 0.0043 after"."""
+    vals = [float(x) for x in values]
+    digits = next((p for p in range(MIN_DIGITS, MAX_DIGITS + 1)
+                   if all(f"{a:.{p}g}" != f"{b:.{p}g}" for i, a in enumerate(vals) for b in vals[i + 1:] if a != b)),
+                  MAX_DIGITS)
+    return [f"{x:.{digits}g}" for x in vals]
 
 
 def format_table(columns: Sequence[Column], names: Sequence[str], *, reference: str = "utility_yield") -> str:
-    """A plain-text table: systems as rows; ``*`` marks each column's winner,
-    ``!`` marks columns whose winner differs from the reference column's (neither for a single system)."""
+    """A plain-text table: systems as rows; ``*`` marks each column's winner, ``=`` the systems tied for best
+    (:func:`winners`), ``!`` marks columns whose winner differs from the reference column's (neither for a single
+    system).  Each column prints with the digits that show its winner apart (:func:`cell_digits`)."""
     several = len(names) > 1  # one system wins nothing
     disagree = set(disagreements(columns, reference)) if several else set()
     heads = ["system"] + [c.name + ("!" if c.name in disagree else "") for c in columns]
     rows = []
+    marks = [_marks(c, len(names)) if several else [""] * len(names) for c in columns]
+    digits = [cell_digits(c.values, winners(c)) for c in columns]
     for i, name in enumerate(names):
-        cells = [name]
-        for c in columns:
-            cells.append(f"{c.values[i]:.4g}" + ("*" if several and winner(c) == i else " " if several else ""))
-        rows.append(cells)
+        rows.append([name] + [f"{c.values[i]:.{p}g}" + m[i] for c, m, p in zip(columns, marks, digits)])
     widths = [max(len(r[j]) for r in [heads] + rows) for j in range(len(heads))]
     return "\n".join(aligned([heads, ["-" * w for w in widths]] + rows))
+
+
+def _marks(column: Column, num_systems: int) -> list[str]:
+    best = winners(column)
+    mark = "*" if len(best) == 1 else "="
+    return [mark if i in best else " " for i in range(num_systems)]
 
 
 def aligned(rows: Sequence[Sequence[str]]) -> list[str]:

@@ -407,10 +407,11 @@ def _nec_undefined(fraction: float) -> str:
 
 def with_error(value: float, error: float | None, digits: int) -> str:
     """``"0.944 ± 0.002"``; the value alone when the error is ``None`` (not estimated).  An error that would
-    print as 0 without being 0 gets one more digit (``"0.997 ± 0.0004"``), so a small error never reads as none."""
+    print as 0 without being 0 gets the decimals of its first significant digit (``"0.997 ± 0.0004"``,
+    ``"1.0000 ± 0.0000003"``), so a small error never reads as none (it printed "± 0.00000")."""
     if error is None:
         return f"{value:.{digits}f}"
-    error_digits = digits + 1 if 0 < error < 0.5 * 10.0**-digits else digits
+    error_digits = max(digits, -math.floor(math.log10(error))) if 0 < error < 0.5 * 10.0**-digits else digits
     return f"{value:.{digits}f} ± {error:.{error_digits}f}"
 
 

@@ -1,0 +1,104 @@
+"""What a reader takes from a table: winners that rounding cannot contradict, named conventions, one ECE per run.
+
+References are written here: the ranks and rounding of the numbers themselves, numpy NEC of Bayes decisions, and
+the ECE of equal-width bins counted by hand.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy.special import log_softmax
+from test_cli_sweep_calibrate import d, nec_of_bayes_decisions, ok_json, run  # noqa: F401 (d is a fixture)
+
+from ecjax import cli
+from ecjax.prob.ranking import with_error
+from ecjax.report import Column, apart, cell_digits, disagreements, format_table, winner, winners
+
+
+def _cells(table, column):
+    lines = table.splitlines()
+    heads = lines[0].split()
+    j = next(i for i, h in enumerate(heads) if h.rstrip("!") == column)
+    return [line.split()[j] for line in lines[2:]]
+
+
+def test_values_equal_up_to_float32_rounding_are_tied_not_won():
+    # The speaker-verification table: AUC 0.9999955 against 0.9999950 (5e-7 apart, a few float32 ulps at 1).
+    auc = Column("AUC", True, np.array([0.9999955, 0.9999950]))
+    yield_ = Column("utility_yield", True, np.array([-0.2, -0.1]))
+    assert winners(auc) == [0, 1] and winner(auc) is None
+    cells = _cells(format_table([yield_, auc], ["a", "b"]), "AUC")
+    assert cells == ["1=", "1="]  # equal as printed, and marked as a tie, not `1*` against `1`
+    assert disagreements([yield_, auc]) == []  # a tie that includes the reference's winner picks no other winner
+
+
+def test_a_winner_prints_with_the_digits_that_show_it_apart():
+    values = np.array([0.99914, 0.99906, 0.5])
+    col = Column("AUC", True, values)
+    assert winners(col) == [0]
+    cells = _cells(format_table([Column("utility_yield", True, np.array([3.0, 2.0, 1.0])), col], ["a", "b", "c"]),
+                   "AUC")
+    assert cells[0].endswith("*") and not cells[1].endswith("*")
+    shown = [float(c.rstrip("*= ")) for c in cells]
+    assert shown[0] != shown[1]  # the printed winner differs from the runner-up
+    p = cell_digits(values, [0])
+    assert p == 5  # 4 significant digits print both as 0.9991
+    assert f"{values[0]:.4g}" == f"{values[1]:.4g}" and f"{values[0]:.5g}" != f"{values[1]:.5g}"
+    # Already apart at 4 digits: 4 digits.
+    assert cell_digits(np.array([0.81, 0.75]), [0]) == 4
+
+
+def test_a_tie_that_excludes_the_reference_winner_still_disagrees():
+    yield_ = Column("utility_yield", True, np.array([3.0, 2.0, 1.0]))
+    acc = Column("accuracy", True, np.array([0.7, 0.9, 0.9]))
+    assert disagreements([yield_, acc]) == ["accuracy"]
+
+
+def test_before_and_after_print_apart():
+    # calibrate printed "0.0045 before, 0.0043 after" for a CIFAR-100 Brier score.
+    assert apart(0.004453, 0.004312) == ["0.004453", "0.004312"]
+    assert apart(0.63573, 0.63571) == ["0.63573", "0.63571"]
+    assert apart(0.5, 0.5) == ["0.5", "0.5"]
+
+
+def test_a_tiny_monte_carlo_error_never_prints_as_zero():
+    assert with_error(0.9999955, 3e-7, 4) == "1.0000 ± 0.0000003"  # printed "± 0.00000"
+    assert with_error(0.5, 4e-6, 4) == "0.5000 ± 0.000004"
+    assert with_error(0.5, 0.0, 3) == "0.500 ± 0.000"
+
+
+def test_metrics_record_names_conventions_and_ties(d, capsys):  # noqa: F811
+    # Two copies of one system: every column ties, and no "best" is named.
+    rec = ok_json(capsys, "metrics", "--labels", "y3.npy", "--scores", "a3.npy", "a3.npy", "--names", "A", "B")
+    assert all(best is None for best in rec["best"].values())
+    assert rec["tied_for_best"]["NEC"] == ["A", "B"] and rec["disagree_with_utility_yield"] == []
+    assert "mean over the K classes" in rec["conventions"]["Brier"]
+    assert "15 equal-width bins" in rec["conventions"]["ECE"]
+    assert "units per sample" in rec["conventions"]["utility_yield"]
+    assert "sum over the classes: 3 x this" in rec["averaging"] and "15 equal-width bins" in rec["averaging"]
+    # The Brier score of the record is the mean over the classes: the sum over classes / K, by hand.
+    y, p = np.load("y3.npy"), np.exp(np.load("a3.npy"))
+    onehot = np.eye(3)[y]
+    priors = np.bincount(y, minlength=3) / len(y)
+    per_class = [np.mean(np.sum((p[y == k] - onehot[y == k]) ** 2, 1)) for k in range(3)]
+    assert rec["metrics"]["Brier"]["A"] == pytest.approx(np.dot(priors, per_class) / 3, rel=1e-4)
+
+
+def test_one_system_sweep_says_where_it_is_no_better_than_naive(d, capsys):  # noqa: F811
+    argv = ["sweep", "--labels", "y2.npy", "--scores", "b2.npy", "--over", "cost-ratio", "--lo", "0.01", "--hi",
+            "100", "--resolution", "41"]
+    rec = ok_json(capsys, *argv)
+    y, s = np.load("y2.npy"), np.load("b2.npy")
+    priors = np.bincount(y, minlength=2) / len(y)
+    grid = np.logspace(-2, 2, 41)
+    nec = np.array([nec_of_bayes_decisions(y, s, np.array([[0, 1], [r, 0]]), priors) for r in grid])
+    naive = np.mean(nec >= 1 - 1e-6)
+    assert 0 < naive < 1  # far enough out, the naive decision wins
+    assert rec["no_better_than_naive_fraction"] == pytest.approx(naive, abs=1.5 / 41)
+    rc, out, err = run(capsys, *argv)
+    assert rc == 0, err
+    assert "best at" not in out
+    assert f"NEC >= 1 (no better than the naive decision) at {100 * rec['no_better_than_naive_fraction']:5.1f} %" in out
