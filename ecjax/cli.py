@@ -710,6 +710,11 @@ def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training,
     fig = plots.roc_with_iso_utility([np.asarray(r[0]) for r in rocs], [np.asarray(r[1]) for r in rocs],
                                      costs=costs, priors=p, names=names, frame=plots.Frame(class_names=spec.classes))
     files.append(_save_figure(fig, out_dir, "roc.png", args.force))
+    if args.curves:  # the figure a speaker-verification user looks for: miss rate against false alarms
+        fig = plots.roc_with_iso_utility([np.asarray(r[0]) for r in rocs], [np.asarray(r[1]) for r in rocs],
+                                         costs=costs, priors=p, names=names, det=True,
+                                         frame=plots.Frame(class_names=spec.classes))
+        files.append(_save_figure(fig, out_dir, "det.png", args.force))
     if st in ("llr", "log_posteriors", "logits"):
         curves = [bayes_risk_curve(y, s, score_type=st, priors=None, sample_weight=w)
                   for y, s, w in zip(labels, arrays, weights)]

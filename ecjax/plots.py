@@ -462,6 +462,17 @@ def _roc_inputs(fpr, tpr):
     return fprs, tprs
 
 
+# Above this AUC (every curve) a linear ROC hugs its axes: roc_with_iso_utility's "auto" FPR axis turns logarithmic.
+NEAR_PERFECT_AUC = 0.99
+
+
+def _trapezoid_auc(fpr, tpr) -> float:
+    """Area under the (fpr, tpr) polyline, the points sorted by fpr then tpr."""
+    order = np.lexsort((tpr, fpr))
+    f, t = np.asarray(fpr, float)[order], np.asarray(tpr, float)[order]
+    return float(np.sum(np.diff(f) * (t[1:] + t[:-1]) / 2))
+
+
 _DET_TICKS = np.array([1e-4, 1e-3, 5e-3, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 0.95])
 
 
@@ -484,7 +495,7 @@ def _probit_axes(ax, lo, hi):
 def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None = None, *,
                          utilities: ArrayLike | None = None, costs: ArrayLike | None = None,
                          priors: ArrayLike | None = None, names: Sequence[str] | None = None, tangents: str = "all",
-                         det: bool = False, frame: Frame = Frame()) -> Figure:
+                         det: bool = False, fpr_scale: str = "auto", frame: Frame = Frame()) -> Figure:
     """ROC (or DET) curves; with utilities or costs, each system's best operating point and iso-utility tangent.
 
     The utility yield is linear in (FPR, TPR) (the ROC tangent criterion of
@@ -507,11 +518,21 @@ def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None =
       priors: ``(2,)`` class priors (required with ``utilities``/``costs``).
       det: draw a DET plot instead: miss rate (1 - TPR) against FPR on
         normal-deviate axes; the iso-utility lines are then curves.
+      fpr_scale: the ROC's false-positive axis: ``"linear"``, ``"log"`` or
+        ``"auto"`` (default): logarithmic when every curve's AUC is at least
+        :data:`NEAR_PERFECT_AUC`, where a linear ROC hugs the axes and hides
+        the operating points and iso-utility lines (a speaker-verification
+        system of AUC 0.99999).  Not used with ``det``.
+
+    A system's point is called best only if its yield beats every other
+    system's by more than float32 rounding (:data:`ecjax.report.TIE_RTOL`):
+    equal expected costs are a tie, said as such.
       frame: :class:`Frame` (title, axis labels, class names, ``ax``, ``path``);
         the class names are ``(negative, positive)`` (default "class 0", "class 1").
     """
     frame = _check_frame(frame, "roc_with_iso_utility", names_classes=True)
     v.check_choice(tangents, "tangents", ("all", "best"))
+    v.check_choice(fpr_scale, "fpr_scale", ("auto", "linear", "log"))
     v.check_exclusive({"utilities": utilities, "costs": costs}, required=False)
     as_cost = costs is not None
     u = None if utilities is None and costs is None else \
@@ -535,7 +556,12 @@ def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None =
         def to_y(t):
             return 1 - t
     else:
-        grid = np.linspace(0, 1, 400)
+        positive_fpr = np.concatenate([f[f > 0] for f in fprs])
+        if fpr_scale == "auto":
+            near_perfect = all(_trapezoid_auc(f, t) >= NEAR_PERFECT_AUC for f, t in zip(fprs, tprs))
+            fpr_scale = "log" if near_perfect and positive_fpr.size else "linear"
+        fpr_lo = max(1e-6, 0.5 * positive_fpr.min()) if positive_fpr.size else 1e-4
+        grid = np.geomspace(fpr_lo, 1, 400) if fpr_scale == "log" else np.linspace(0, 1, 400)
 
         def to_y(t):
             return t
@@ -555,18 +581,28 @@ def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None =
         p = np.asarray(priors, float)
         num, den = p[0] * (u[0, 0] - u[0, 1]), p[1] * (u[1, 1] - u[1, 0])
         top = max(range(len(best_points)), key=lambda j: best_points[j][0])
+        from ecjax.report import TIE_RTOL
+
+        best_yield = best_points[top][0]
+        tied = sum(y >= best_yield - TIE_RTOL * max(abs(best_yield), 1e-30) for y, *_ in best_points) > 1
         if num > 0 and den > 0:
             slope = num / den
             for j, (y, f0, t0, name, c) in enumerate(best_points):
                 if tangents == "best" and j != top:
                     continue
                 value = f"expected cost {-y:.3g}" if as_cost else f"yield {y:.3g}"
-                mark = ", best" if j == top and len(best_points) > 1 else ""
+                mark = ", best" if j == top and len(best_points) > 1 and not tied else ""
+                if tied and best_points[j][0] >= best_yield - TIE_RTOL * max(abs(best_yield), 1e-30):
+                    mark = ", tied for best"
                 label = f"iso-utility line: {name} ({value}{mark})"
                 if det:
                     line = t0 + slope * (grid - f0)
                     ax.plot(grid, np.where((line >= 0) & (line <= 1), 1 - line, np.nan), color=c, ls="--",
                             lw=1, label=label)
+                elif fpr_scale == "log":  # a straight line of the ROC is a curve on a log axis: draw it by points
+                    line = t0 + slope * (grid - f0)
+                    ax.plot(grid, np.where((line >= 0) & (line <= 1), line, np.nan), color=c, ls="--", lw=1,
+                            label=label)
                 else:
                     x_lo, x_hi = max(0.0, f0 - t0 / slope), min(1.0, f0 + (1 - t0) / slope)
                     ax.plot([x_lo, x_hi], [t0 + slope * (x_lo - f0), t0 + slope * (x_hi - f0)], color=c, ls="--",
@@ -577,7 +613,16 @@ def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None =
         _probit_axes(ax, lo, hi)
         ax.set_xlabel(_or(frame.xlabel, f"false-positive rate (%): {neg} decided {pos}"))
         ax.set_ylabel(_or(frame.ylabel, f"miss rate (%): {pos} decided {neg}"))
-        ax.legend(loc="lower left", fontsize=8)
+        # Above the chance line, where no better-than-chance system draws (good systems crowd the lower left).
+        ax.legend(loc="upper right", fontsize=8)
+    elif fpr_scale == "log":
+        ax.set_xscale("log")
+        ax.set_xlim(fpr_lo, 1)
+        tpr_lo = min(float(np.min(t[f >= fpr_lo])) if np.any(f >= fpr_lo) else 0.0 for f, t in zip(fprs, tprs))
+        ax.set_ylim(max(0.0, tpr_lo - 0.05 * (1 - tpr_lo)), 1.0 + 0.02 * (1 - tpr_lo))
+        ax.set_xlabel(_or(frame.xlabel, f"false-positive rate (log scale): {neg} decided {pos}"))
+        ax.set_ylabel(_or(frame.ylabel, f"true-positive rate: {pos} decided {pos}"))
+        ax.legend(loc="lower right", fontsize=8)
     else:
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
@@ -596,7 +641,11 @@ def yield_posteriors(yields: Any, *, names: Sequence[str] | None = None, p_best:
 
     Drawn: one density histogram per system, labelled with P(best) when
     known, and below the histograms one bar per system spanning its HDI
-    (the narrowest interval holding ``hdi_prob`` of the draws).
+    (the narrowest interval holding ``hdi_prob`` of the draws); the legend
+    beside the axes.  With two or more systems (and no ``Frame(ax=...)``) a
+    second panel shows the posterior of the leader's yield minus each other
+    system's, draw by draw, with ``P(> 0)``: for paired systems (the same
+    test samples) the marginals overlap while the differences do not.
 
     Args:
       yields: ``(draws, M)`` posterior draws, or a :class:`~ecjax.prob.Comparison`
@@ -622,7 +671,11 @@ def yield_posteriors(yields: Any, *, names: Sequence[str] | None = None, p_best:
         hdi = highest_density_interval(y, hdi_prob)
     hdi = np.asarray(hdi, float)
     names = names or [f"system {i}" for i in range(m)]
-    fig, ax = _figure_and_axes(frame.ax, (6, 4))
+    ax_diff = None
+    if frame.ax is None and m >= 2:  # a second panel for the draw-by-draw differences
+        fig, (ax, ax_diff) = _plt().subplots(2, 1, figsize=(6.5, 8), layout="constrained")
+    else:
+        fig, ax = _figure_and_axes(frame.ax, (6, 4))
     bins = np.linspace(y.min(), y.max(), 60)
     colors = _colors(m)
     best = None if p_best is None else np.asarray(p_best, float)
@@ -641,8 +694,33 @@ def yield_posteriors(yields: Any, *, names: Sequence[str] | None = None, p_best:
     ax.set_xlabel(_or(frame.xlabel, "utility yield"))
     ax.set_ylabel(_or(frame.ylabel, "posterior density"))
     ax.set_title(_or(frame.title, "Posterior of the utility yield"))
-    ax.legend(fontsize=8)
+    _legend_below(ax)  # never over a peak (it covered the winner's)
+    if ax_diff is not None:
+        _difference_panel(ax_diff, y, names, colors)
     return _finish(fig, frame.path)
+
+
+def _difference_panel(ax, y, names, colors):
+    """A second panel: the posterior of the leader's yield minus each other system's, draw by draw.
+
+    Where systems share their test samples (paired) their marginal posteriors overlap although one is better in
+    nearly every draw: P(best) comes from these differences, which the marginal histograms cannot show."""
+    leader = int(np.argmax(y.mean(0)))
+    diffs = [(j, y[:, leader] - y[:, j]) for j in range(y.shape[1]) if j != leader]
+    lo, hi = min(float(d.min()) for _, d in diffs), max(float(d.max()) for _, d in diffs)
+    bins = np.linspace(min(lo, 0.0), max(hi, 0.0), 60)
+    for j, d in diffs:
+        label = f"{names[leader]} - {names[j]}: P(> 0) = {float(np.mean(d > 0)):.3f}"
+        ax.hist(d, bins=bins, density=True, alpha=0.5, color=colors[j], label=label)  # type: ignore[arg-type]
+    ax.axvline(0.0, color="gray", lw=1, ls="--")
+    ax.set_xlabel("utility yield of the leader minus each other system, draw by draw")
+    ax.set_ylabel("posterior density")
+    _legend_below(ax)
+
+
+def _legend_below(ax):
+    """The legend under the axes' x label, outside the data (constrained layout makes room for it)."""
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), borderaxespad=0.0)
 
 
 def rank_probabilities(matrix: Any, *, names: Sequence[str] | None = None, frame: Frame = Frame()) -> Figure:
@@ -768,8 +846,14 @@ def metric_vs_yield(yields: ArrayLike, metric_values: ArrayLike, *, metric_name:
     a, b = np.asarray(yields, float).ravel(), np.asarray(metric_values, float).ravel()
     fig, ax = _figure_and_axes(frame.ax, (5, 4))
     ax.scatter(a, b, s=6 if labels is None else 30, alpha=0.5 if labels is None else 0.9)
+    middle = (np.nanmin(a) + np.nanmax(a)) / 2 if a.size else 0.0
     for name, xa, yb in zip(labels or [], a, b):
-        ax.annotate(str(name), (xa, yb), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        # Labels point towards the middle, so that a long name at the right edge is not cut off by the figure.
+        right = xa > middle
+        ax.annotate(str(name), (xa, yb), textcoords="offset points", xytext=(-4 if right else 4, 4), fontsize=8,
+                    ha="right" if right else "left")
+    if labels:
+        ax.margins(x=0.15, y=0.12)
     ax.set_xlabel(_or(frame.xlabel, "utility yield"))
     ax.set_ylabel(_or(frame.ylabel, metric_name))
     title = frame.title

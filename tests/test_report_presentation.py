@@ -102,3 +102,101 @@ def test_one_system_sweep_says_where_it_is_no_better_than_naive(d, capsys):  # n
     assert rc == 0, err
     assert "best at" not in out
     assert f"NEC >= 1 (no better than the naive decision) at {100 * rec['no_better_than_naive_fraction']:5.1f} %" in out
+
+
+# ------------------------------------------------------------------ figures at 100 classes and at AUC ~ 1
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")  # tests draw off screen; the library itself never picks a backend
+
+from ecjax import plots  # noqa: E402
+
+
+def _inside(fig, artist):
+    fig.canvas.draw()
+    box, page = artist.get_window_extent(), fig.bbox
+    return box.x0 >= page.x0 - 0.5 and box.x1 <= page.x1 + 0.5 and box.y0 >= page.y0 - 0.5 and box.y1 <= page.y1 + 0.5
+
+
+def test_yield_legend_lies_outside_the_data_and_paired_differences_are_drawn():
+    rng = np.random.default_rng(0)
+    shared = rng.normal(0.5, 0.05, 4000)  # paired systems: the same test-set noise in both
+    yields = np.c_[shared + 0.003 + rng.normal(0, 0.002, 4000), shared]
+    fig = plots.yield_posteriors(yields, names=["cifar100_repvgg_a2/scores", "cifar100_resnet/scores"])
+    ax, ax_diff = fig.axes[:2]
+    fig.canvas.draw()
+    legend = ax.get_legend().get_window_extent()
+    assert legend.y1 <= ax.get_window_extent().y0  # below the axes, not over the winner's peak
+    assert _inside(fig, ax.get_legend())
+    # The differences' panel: its legend gives P(leader - other > 0) from the draws, computed here.
+    text = ax_diff.get_legend().get_texts()[0].get_text()
+    assert f"P(> 0) = {np.mean(yields[:, 0] - yields[:, 1] > 0):.3f}" in text
+    assert np.mean(yields[:, 0] - yields[:, 1] > 0) > 0.9  # while the marginals overlap almost entirely
+    assert any(line.get_xdata()[0] == 0 for line in ax_diff.get_lines())  # the zero line
+
+
+def test_metric_vs_yield_keeps_long_labels_inside_the_figure(tmp_path):
+    names = ["cifar100_repvgg_a2/scores", "cifar100_resnet-20/scores", "cifar100_vgg19_bn/scores"]
+    fig = plots.metric_vs_yield([0.1, 0.2, 0.3], [0.7, 0.8, 0.75], metric_name="accuracy", labels=names,
+                                frame=plots.Frame(path=tmp_path / "m.png"))
+    ax = fig.axes[0]
+    for text in ax.texts:
+        assert _inside(fig, text), text.get_text()
+
+
+def _binormal_roc(d, n=200):
+    """Points of the ROC of two unit-variance normal classes d apart (closed form: TPR = Phi(Phi^-1(FPR) + d))."""
+    from scipy.stats import norm
+
+    fpr = np.r_[0.0, np.geomspace(1e-5, 1, n)]
+    return fpr, norm.cdf(norm.ppf(np.clip(fpr, 1e-300, 1)) + d)
+
+
+def test_near_perfect_roc_gets_a_log_fpr_axis_and_visible_tangents():
+    from scipy.stats import norm
+
+    fpr, tpr = _binormal_roc(6.0)  # AUC = Phi(6 / sqrt 2) = 0.99999
+    assert norm.cdf(6 / np.sqrt(2)) > 0.9999
+    fig = plots.roc_with_iso_utility(fpr, tpr, costs=[[0, 1], [1, 0]], priors=[0.5, 0.5])
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    tangent = next(line for line in ax.get_lines() if line.get_label().startswith("iso-utility"))
+    x, y = tangent.get_xdata(), tangent.get_ydata()
+    visible = np.isfinite(y) & (x >= ax.get_xlim()[0]) & (y >= ax.get_ylim()[0])
+    assert visible.sum() > 10  # the line is drawn inside the axes, not flattened into a corner
+    # A moderate ROC keeps the linear axis.
+    f2, t2 = _binormal_roc(1.0)
+    assert plots.roc_with_iso_utility(f2, t2).axes[0].get_xscale() == "linear"
+
+
+def test_equal_expected_costs_are_a_tie_not_a_best():
+    fpr, tpr = _binormal_roc(2.0)
+    fig = plots.roc_with_iso_utility([fpr, fpr], [tpr, tpr], costs=[[0, 1], [1, 0]], priors=[0.5, 0.5],
+                                     names=["a", "b"])
+    labels = [line.get_label() for line in fig.axes[0].get_lines()]
+    assert not any(label.endswith(", best)") for label in labels)
+    assert sum("tied for best" in label for label in labels) == 2
+
+
+def test_curves_draw_a_det_figure(d, capsys, tmp_path):  # noqa: F811
+    rc, out, err = run(capsys, "metrics", "--labels", "y2.npy", "--scores", "a2.npy", "b2.npy", "--curves",
+                       "--out", "figs")
+    assert rc == 0, err
+    assert (d / "figs" / "det.png").stat().st_size > 1000
+    record = json.loads((d / "figs" / "metrics.json").read_text())
+    assert any(f.endswith("det.png") for f in record["files"])
+
+
+def test_det_legend_stays_off_a_near_perfect_curve():
+    fpr, tpr = _binormal_roc(5.0)
+    fig = plots.roc_with_iso_utility(fpr, tpr, costs=[[0, 1], [10, 0]], priors=[0.99, 0.01], det=True)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    box = ax.get_legend().get_window_extent()
+    curve = ax.get_lines()[1]  # the system's curve (the first line is chance)
+    xy = ax.transData.transform(np.c_[curve.get_xdata(), curve.get_ydata()])
+    shown = np.all(np.isfinite(xy), 1) & (curve.get_xdata() >= ax.get_xlim()[0]) & (
+        curve.get_ydata() >= ax.get_ylim()[0])
+    inside = (xy[:, 0] >= box.x0) & (xy[:, 0] <= box.x1) & (xy[:, 1] >= box.y0) & (xy[:, 1] <= box.y1)
+    assert shown.sum() > 10 and not np.any(inside & shown)
