@@ -7,6 +7,12 @@ whose compression can hide 200M labels in 190 KB) is checked against
 ``max_bytes`` *before* anything is loaded (default :data:`DEFAULT_MAX_BYTES`,
 ``--max-input-mb`` on the command line).
 
+CSV files are read by the standard library's :mod:`csv` (UTF-8, with or
+without a byte-order mark; quoted cells) under one header rule
+(:func:`csv_first_row`): a first row that may be pandas' header ``0`` or a
+first sample is settled by the other files of the same samples
+(:func:`load_arrays`).  Cells are decimal numbers: ``1_0`` is refused.
+
 Numbers in a cost specification must be numbers: strings (``"10"``) and
 booleans (``true``) are refused, as are integers too large for a float.
 
