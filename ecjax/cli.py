@@ -45,7 +45,6 @@ from ecjax.inputs import (
     check_classes_present,
     check_naive_cost_positive,
     check_numbers,
-    check_one_system,
     check_posterior_type,
     check_priors_cover,
     check_same_length,
@@ -118,10 +117,22 @@ def check_option_rules(args: argparse.Namespace) -> None:
             raise InputError(f"{option or listed}: " + message.format(rule=said))
 
 
-def _load(path):
+def _load(path, rows=None):
+    """One input array; ``rows``, the number of samples of the files it goes with, settles a CSV's first row that
+    may be a header or a sample (:func:`ecjax.io.csv_first_row`)."""
     from ecjax.io import DEFAULT_MAX_BYTES, load_array
 
-    return load_array(path, max_bytes=_limits["max_bytes"] or DEFAULT_MAX_BYTES)
+    return load_array(path, max_bytes=_limits["max_bytes"] or DEFAULT_MAX_BYTES, rows=rows)
+
+
+def _load_same_samples(*paths):
+    """The arrays of the files ``paths`` (``None`` for a file not given) that hold the same samples: each CSV's
+    undecided first row is settled by the others (:func:`ecjax.io.load_arrays`)."""
+    from ecjax.io import DEFAULT_MAX_BYTES, load_arrays
+
+    given = [p for p in paths if p is not None]
+    arrays = dict(zip(given, load_arrays(given, max_bytes=_limits["max_bytes"] or DEFAULT_MAX_BYTES)))
+    return [None if p is None else arrays[p] for p in paths]
 
 
 def _said_of(path, check, *args, files=None, **kwargs):
@@ -148,15 +159,19 @@ def _check_indices(a, path, what):
     return a.astype(np.int64)
 
 
-def _check_scores(a, path, ndim, score_type):
-    """A score file: one system's scores, ``(N,)`` (llr) or ``(N, K)``, checked by the library
+def _check_scores(a, path, score_type):
+    """A score file: one system's scores, ``(N,)`` (llr) or ``(N, K)`` (``(N,)`` class-1 probabilities become
+    ``(N, 2)``: :func:`ecjax.scores.inputs.one_system_scores`), checked by the library
     (:func:`ecjax.inputs.as_scores`: numbers, finite, K >= 2, not probabilities read as logs), said of the file."""
-    _said_of(path, check_one_system, a, ndim)  # the library takes batches of systems; a file holds one
+    from ecjax.scores.inputs import one_system_scores
+
+    a = _said_of(path, one_system_scores, a, score_type)  # the library takes batches of systems; a file holds one
     _said_of(path, as_scores, a, "scores", score_type=score_type)
+    return a
 
 
-def _load_labels(path):
-    y = _said_of(path, check_shape, _load(path), "labels", "(N,)", why=" (a vector of class indices)")
+def _check_labels(y, path):
+    y = _said_of(path, check_shape, y, "labels", "(N,)", why=" (a vector of class indices)")
     return _check_indices(y, path, "labels")
 
 
@@ -177,20 +192,23 @@ def _load_inputs(args):
     ``--labels`` is one file shared by all systems, or one file per system (every subcommand).
     """
     label_files = [args.labels] if isinstance(args.labels, str) else list(args.labels)
-    labels = [_load_labels(f) for f in label_files]
     files = args.scores or args.decisions
     kind = "scores" if args.scores else "decisions"
-    if len(labels) not in (1, len(files)):
-        raise InputError(f"--labels: give one file shared by all systems or one per system, got {len(labels)} for {len(files)}")
+    if len(label_files) not in (1, len(files)):
+        raise InputError(f"--labels: give one file shared by all systems or one per system, got {len(label_files)} for {len(files)}")
+    # The files of one set of samples are read together: a CSV's undecided first row is settled by the others.
+    groups = [[label_files[0], *files]] if len(label_files) == 1 else list(zip(label_files, files))
+    loaded = {f: a for group in groups for f, a in zip(group, _load_same_samples(*group))}
+    labels = [_check_labels(loaded[f], f) for f in label_files]
     if len(labels) == 1:
         labels, label_files = labels * len(files), label_files * len(files)
     st = args.score_type
     arrays = []
+    want = 1 if (kind == "decisions" or st == "llr") else 2
     for f, y, lf in zip(files, labels, label_files):
-        a = _load(f)
-        want = 1 if (kind == "decisions" or st == "llr") else 2
+        a = loaded[f]
         if kind == "scores":
-            _check_scores(a, f, want, st)
+            a = _check_scores(a, f, st)
         else:
             _said_of(f, check_shape, a, "decisions", "(N,)")
         _same_samples(f, a, kind, lf, y, "labels")
@@ -231,7 +249,7 @@ def _load_sample_weight(path, labels, label_file, option="--sample-weight"):
     """One weight file: ``(N,)`` finite non-negative numbers, one per label of ``label_file``, not all 0."""
     if path is None:
         return None
-    w = np.asarray(_said_of(f"{option} {path}", as_sample_weight, _load(path), labels,
+    w = np.asarray(_said_of(f"{option} {path}", as_sample_weight, _load(path, rows=len(labels)), labels,
                             files={"labels": label_file}), np.float64)
     _said_of(f"{option} {path}", check_some_weight, w)
     return w
@@ -748,18 +766,17 @@ def _calibration_files(args, st):
     the same data twice): only the first two give honest numbers on ``--labels``.
     """
     want = 1 if st == "llr" else 2
-    test = _load(args.scores)
-    _check_scores(test, args.scores, want, st)
-    labels = None
-    if args.labels is not None:  # validated before anything is fitted or written
-        labels = _load_labels(args.labels)
+    test, labels = _load_same_samples(args.scores, args.labels)
+    test = _check_scores(test, args.scores, st)
+    if labels is not None:  # validated before anything is fitted or written
+        labels = _check_labels(labels, args.labels)
         _same_samples(args.labels, labels, "labels", args.scores, test, "scores")
     weights = _load_sample_weight(args.sample_weight, labels, args.labels)
     if args.train_scores is None:
         return test, labels, test, labels, "cross_validation" if args.cv else "in_sample", weights, weights
-    train_labels = _load_labels(args.train_labels)
-    train = _load(args.train_scores)
-    _check_scores(train, args.train_scores, want, st)
+    train, train_labels = _load_same_samples(args.train_scores, args.train_labels)
+    train_labels = _check_labels(train_labels, args.train_labels)
+    train = _check_scores(train, args.train_scores, st)
     _same_samples(args.train_scores, train, "scores", args.train_labels, train_labels, "labels")
     if want == 2:
         _said_of(args.train_scores, check_shape, train, "scores", "(N, K)", sizes={"K": test.shape[1]},
@@ -772,7 +789,7 @@ def _calibration_files(args, st):
 
 
 def _load_groups(path, n):
-    g = _said_of(path, as_group_ids, _load(path), n, files={"groups": "--groups"})
+    g = _said_of(path, as_group_ids, _load(path, rows=n), n, files={"groups": "--groups"})
     return _said_of(path, check_numbers, g, "groups", booleans=True)
 
 
@@ -875,12 +892,12 @@ _PROTOCOL_WORDS = {
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     """Fit a calibrator (held-out file, cross-validation or in-sample), apply it to --scores, write the result."""
-    import io as _io
-
     from ecjax import calibration
+    from ecjax.io import array_file_bytes, array_file_format
 
     st = args.score_type
     _check_output(args.output, args.force, "--output")
+    _said_of("--output", array_file_format, args.output)  # the format its name says, known before fitting
     out_dir = _out_dir(args)
     train, train_labels, test, labels, protocol, train_weights, weights = _calibration_files(args, st)
     k = 2 if st == "llr" else train.shape[1]
@@ -897,9 +914,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     what = f"calibrate: fitting {method}" + (f" on {args.cv} folds" if protocol == "cross_validation" else "")
     with _heartbeat(args, what):
         out, fitted = _fit_calibrator(args, method, st, train, train_labels, test, protocol, record, train_weights)
-    buf = _io.BytesIO()
-    np.save(buf, out, allow_pickle=False)
-    _defer(args.output, buf.getvalue(), args.force, "--output")
+    _defer(args.output, array_file_bytes(args.output, out), args.force, "--output")
     lines = [fitted, f"wrote calibrated {out_type} of {args.scores} to {args.output}"]
     if labels is not None:
         s = _before_after(args, st, out_type, test, out, labels, record, out_dir, weights)
@@ -1689,7 +1704,8 @@ def _build_parser() -> argparse.ArgumentParser:
                         "calibrator that saw its group")
     c.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0,
                    help="random key for the --cv folds (default 0)")
-    c.add_argument("--output", required=True, metavar="FILE.npy", help="where to write the calibrated scores")
+    c.add_argument("--output", required=True, metavar="FILE.npy",
+                   help="where to write the calibrated scores: .npy, or .csv for text (one row per sample)")
     c.add_argument("--method", default="affine",
                    choices=["affine", "temperature", "bias", "vector", "matrix", "histogram", "isotonic", "beta"],
                    help="calibration transform (llr scores always use the binary LLR calibration; histogram, "

@@ -184,7 +184,11 @@ def as_index_array(x: object, name: str, *, upper: int | None = None, min_ndim: 
         raise InputError(f"`{name}` must be >= 0, got minimum {arr.min()}")
     top = int(arr.max()) if arr.size else 0
     if upper is not None and top >= upper:
-        raise InputError(f"`{name}` must be < {upper}{f' ({upper_is})' if upper_is else ''}, got maximum {top}")
+        # Indices 1..upper are one class too many and none of class 0: counted from 1 (R, MATLAB, a spreadsheet).
+        one_based = f"; they run from 1 to {top}: they look 1-based (classes count from 0: subtract 1)" if (
+            top == upper and arr.min() == 1) else ""
+        raise InputError(f"`{name}` must be < {upper}{f' ({upper_is})' if upper_is else ''}, got maximum {top}"
+                         + one_based)
     if top > INT32_MAX:
         raise InputError(f"`{name}` holds the index {top}, past the largest supported index 2**31 - 1")
     return to_device(arr.astype(np.int32))

@@ -7,6 +7,12 @@ whose compression can hide 200M labels in 190 KB) is checked against
 ``max_bytes`` *before* anything is loaded (default :data:`DEFAULT_MAX_BYTES`,
 ``--max-input-mb`` on the command line).
 
+CSV files are read by the standard library's :mod:`csv` (UTF-8, with or
+without a byte-order mark; quoted cells) under one header rule
+(:func:`csv_first_row`): a first row that may be pandas' header ``0`` or a
+first sample is settled by the other files of the same samples
+(:func:`load_arrays`).  Cells are decimal numbers: ``1_0`` is refused.
+
 Numbers in a cost specification must be numbers: strings (``"10"``) and
 booleans (``true``) are refused, as are integers too large for a float.
 
@@ -33,12 +39,16 @@ Cost specification (TOML or JSON), all keys but one matrix optional::
 from __future__ import annotations
 
 import contextlib
+import csv
 import errno
+import io as _io
 import json
 import os
+import re
 import secrets
 import tomllib
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,16 +112,61 @@ def _check_declared_size(p, stream, max_bytes, member=""):
 
 
 def load_array(path: str | os.PathLike[str], *, key: str | None = None,
-               max_bytes: int = DEFAULT_MAX_BYTES) -> np.ndarray:
-    """Load one numeric array from ``.npy``, ``.npz`` (first or ``key`` entry) or ``.csv``.
+               max_bytes: int = DEFAULT_MAX_BYTES, rows: int | None = None) -> np.ndarray:
+    """Load one numeric array from ``.npy``, ``.npz`` (first or ``key`` entry) or ``.csv`` (``.txt``).
 
-    CSV: comma-separated numbers, an optional header line of names is skipped;
-    one column gives a vector.  An array declaring more than ``max_bytes``
-    in its header (a ``.csv`` file larger than that) is refused before it
-    is read.
+    CSV: comma-separated numbers, read by the standard library's :mod:`csv`
+    (UTF-8, with or without a byte-order mark; quoted cells), one row per
+    sample; one column gives a vector.  The first row is a header under the
+    rule of :func:`csv_first_row`; a first row that may be pandas' header or
+    a sample is settled by ``rows``, the number of samples the other files
+    of the same samples hold (:func:`load_arrays` does that), and refused
+    without it.  An array declaring more than ``max_bytes`` in its header (a
+    ``.csv`` file larger than that) is refused before it is read.
     """
+    return _settled(_load_one(path, key, max_bytes), rows)
+
+
+def load_arrays(paths: Sequence[str | os.PathLike[str]], *,
+                max_bytes: int = DEFAULT_MAX_BYTES) -> list[np.ndarray]:
+    """:func:`load_array` of files that hold the same samples (the labels, scores, weights of one test set).
+
+    A CSV whose first row may be pandas' header or a sample (see
+    :func:`csv_first_row`) is settled by the others: a header if the file
+    has one row more than they have samples, a sample otherwise.  Where no
+    other file says how many samples there are, it is refused.
+    """
+    loaded = {str(p): _load_one(p, None, max_bytes) for p in paths}
+    lengths = {a.array.shape[0] for a in loaded.values() if a.first_line is None and a.array.ndim}
+    if len(lengths) > 1:  # the caller's sample-count check names the files; undecided first rows stay samples
+        return [loaded[str(p)].array for p in paths]
+    return [_settled(loaded[str(p)], next(iter(lengths), None)) for p in paths]
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    array: np.ndarray
+    first_line: str | None = None  # the first line of a CSV, where it may be a header or a sample
+    source: str = ""
+
+
+def _settled(loaded: _Loaded, rows: int | None) -> np.ndarray:
+    """The array of ``loaded``, its undecided first row a header when the file has ``rows + 1`` rows."""
+    arr, first = loaded.array, loaded.first_line
+    if first is None:
+        return arr
+    if rows is None:
+        raise InputError(
+            f"{loaded.source}: the first line {first!r} may be the header pandas writes for unnamed columns "
+            f"(pd.Series(y).to_csv(index=False) writes `0`) or a first sample, and no other file says how many "
+            f"samples there are: name the column(s) (pd.Series(y, name=\"label\")), or save a .npy file (np.save)")
+    return arr[1:] if arr.shape[0] == rows + 1 else arr
+
+
+def _load_one(path, key, max_bytes) -> _Loaded:
     p = _existing_file(path)
     suffix = p.suffix.lower()
+    first_line = None
     try:
         if suffix == ".npy":
             with open(p, "rb") as f:
@@ -134,7 +189,7 @@ def load_array(path: str | os.PathLike[str], *, key: str | None = None,
             if p.stat().st_size > max_bytes:
                 raise InputError(f"{p}: {p.stat().st_size / 2**20:,.0f} MiB of text, over the input limit of "
                                  f"{max_bytes / 2**20:,.0f} MiB (raise it with --max-input-mb, or max_bytes=)")
-            arr = _load_csv(p)
+            arr, first_line = _load_csv(p)
         else:
             raise InputError(f"{p}: unsupported file type {suffix!r} (use .npy, .npz or .csv)")
     except InputError:
@@ -145,40 +200,129 @@ def load_array(path: str | os.PathLike[str], *, key: str | None = None,
         raise InputError(f"{p}: could not be read ({err})") from None
     if arr.dtype.kind not in "biuf":
         raise InputError(f"{p}: must hold numbers, got dtype {arr.dtype}")
-    return arr
+    return _Loaded(arr, first_line, str(p))
 
 
 def _read_text(p: Path) -> str:
+    """The text of ``p``: UTF-8, a byte-order mark (Excel's "CSV UTF-8") left out."""
     try:
-        return p.read_bytes().decode("utf-8")
+        return p.read_bytes().decode("utf-8-sig")
     except UnicodeDecodeError as err:
         raise InputError(f"{p}: is not UTF-8 text (invalid byte at offset {err.start})") from None
     except OSError as err:
         raise InputError(f"{p}: could not be read ({err.strerror or err})") from None
 
 
-def _load_csv(p: Path) -> np.ndarray:
-    lines = [ln.strip() for ln in _read_text(p).splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    if not lines:
-        raise InputError(f"{p}: the file is empty")
+# A number in a CSV cell: decimal digits with an optional point and exponent, or inf / infinity / nan (any case).
+# Python's float() also takes "1_0" (10) and other scripts' digits: a cell like that is refused, not guessed.
+_NUMBER = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan)", re.IGNORECASE)
+_WHOLE_NUMBER = re.compile(r"[+-]?[0-9]+")
+
+
+def _is_number(cell: str) -> bool:
+    return _NUMBER.fullmatch(cell) is not None
+
+
+def _python_number(cell: str) -> bool:
+    """``cell`` is a number to Python's ``float()`` (``1_0``, ``١``), if not to :data:`_NUMBER`."""
     try:
-        [float(x) for x in lines[0].split(",")]
+        float(cell)
     except ValueError:
-        lines = lines[1:]  # header of names
+        return False
+    return True
+
+
+def _column_numbers(cells: list[str]) -> bool:
+    """``cells`` are ``0, 1, ..., C-1``: the names pandas gives unnamed columns."""
+    return cells == [str(j) for j in range(len(cells))]
+
+
+def csv_rows(path: str | os.PathLike[str]) -> list[tuple[int, list[str]]]:
+    """``[(line number, cells)]`` of the non-blank rows of a CSV file, each cell stripped of spaces.
+
+    Read by the standard library's :mod:`csv` (its quoting: ``"a,b"`` is one
+    cell, ``a``), from UTF-8 text with or without a byte-order mark.  There
+    are no comment lines: a first line ``#,A,B`` is a header like any other.
+    """
+    p = Path(path)
+    reader = csv.reader(_io.StringIO(_read_text(p), newline=""), skipinitialspace=True, strict=True)
     rows = []
-    for i, ln in enumerate(lines):
-        try:
-            rows.append([float(x) for x in ln.split(",")])
-        except ValueError:
-            raise InputError(f"{p}: line {i + 1} is not a row of numbers: {ln[:60]!r}") from None
-    if len({len(r) for r in rows}) > 1:
-        raise InputError(f"{p}: rows have different numbers of columns")
-    arr = np.array(rows)
+    try:
+        for row in reader:
+            cells = [c.strip() for c in row]
+            if any(cells):
+                rows.append((reader.line_num, cells))
+    except csv.Error as err:
+        raise InputError(f"{p}: line {reader.line_num} is not valid CSV ({err})") from None
+    return rows
+
+
+def csv_first_row(rows: list[tuple[int, list[str]]]) -> str:
+    """Whether the first of the ``rows`` of a CSV file of numbers is a ``"header"``, a ``"sample"``, or
+    ``"either"`` (to be settled by the number of samples of the other files).
+
+    One rule: the first row is a header when one of its cells is a name (not
+    empty, not a number), or when its cells are ``0, 1, ..., C-1``, the names
+    pandas writes for unnamed columns (``,0,1,...`` with the index column),
+    above rows that hold a number with a point or an exponent (floats, as
+    pandas, NumPy and Python write them).  Above rows of whole numbers only
+    (a label file written by ``pd.Series(y).to_csv(index=False)``, or one
+    whose first label is 0) the row ``0, ..., C-1`` is ``"either"``.
+    """
+    first = rows[0][1]
+    if any(c and not _is_number(c) for c in first) or (first[0] == "" and _column_numbers(first[1:])):
+        return "header"
+    if len(rows) > 1 and _column_numbers(first):
+        whole = all(_WHOLE_NUMBER.fullmatch(c) for _, cells in rows[1:] for c in cells)
+        return "either" if whole else "header"
+    return "sample"
+
+
+def _load_csv(p: Path) -> tuple[np.ndarray, str | None]:
+    """The numbers of a CSV file (:func:`csv_rows`, :func:`csv_first_row`) and, where its first row may be a
+    header or a sample, that row's line (the array then holds it as a sample)."""
+    rows = csv_rows(p)
+    if not rows:
+        raise InputError(f"{p}: the file is empty")
+    kind = csv_first_row(rows)
+    header, body = (rows[0][1], rows[1:]) if kind == "header" else (None, rows)
+    if not body:
+        raise InputError(f"{p}: holds a header (line {rows[0][0]}) but no rows of numbers")
+    if header is not None and header[0] == "":  # an unnamed first column: the row index pandas and R write
+        header, body = header[1:], [(line, cells[1:]) for line, cells in body]
+    width = len(header) if header is not None else len(body[0][1])
+    for line, cells in body:
+        if len(cells) != width:
+            raise InputError(f"{p}: line {line} has {len(cells)} columns, "
+                             + (f"the header {width}" if header is not None else f"line {body[0][0]} {width}"))
+    for line, cells in body:
+        for j, cell in enumerate(cells):
+            if not _is_number(cell):
+                raise InputError(f"{p}: " + _not_a_number(header, body, line, j))
+    arr = np.array([[float(c) for c in cells] for _, cells in body])
     if arr.shape[1] == 1:
         arr = arr[:, 0]
-    if np.all(arr == np.round(arr)) and np.all(np.isfinite(arr)):
-        arr = arr.astype(np.int64) if arr.ndim == 1 else arr
-    return arr
+    if arr.ndim == 1 and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+        arr = arr.astype(np.int64)
+    return arr, (",".join(rows[0][1]) if kind == "either" else None)
+
+
+def _not_a_number(header, body, line, j) -> str:
+    """Why the cell of ``line`` in column ``j`` is refused: a class name (with the indices to write instead), an
+    empty cell, or text that is not a number."""
+    cell = next(cells[j] for ln, cells in body if ln == line)
+    column = [cells[j] for _, cells in body]
+    if len(body[0][1]) == 1 and not any(_is_number(c) or _python_number(c) for c in column):
+        names = column + ([header[0]] if header is not None and header[0] in column else [])
+        classes = sorted(set(names))
+        mapping = ", ".join(f"{c!r}: {i}" for i, c in enumerate(classes[:10])) + (", ..." if len(classes) > 10 else "")
+        return (f"holds class names ({len(classes)} distinct), not class indices: write each class as its index "
+                f"0..K-1 in the order of the score columns, e.g. {{{mapping}}} (sorted, the order of scikit-learn's "
+                f"LabelEncoder and of its classifiers' classes_)")
+    if not cell:
+        return f"line {line}, column {j + 1} is empty"
+    why = " (write numbers without `_` separators)" if "_" in cell else ""
+    return f"line {line}, column {j + 1} is not a number: {cell[:40]!r}{why}"
 
 
 @dataclass(frozen=True)
@@ -190,40 +334,66 @@ class ResultsTable:
     datasets: list[str] | None = None
 
 
+# Columns of a results file that are not systems (names compared without case): the data set of each row, and the
+# number of its fold or run (an unnamed first column, pandas' index, too).
+DATASET_COLUMNS = ("dataset", "data set", "data_set")
+FOLD_COLUMNS = ("fold", "folds", "run", "repeat", "repetition", "split", "iteration", "#", "index")
+
+
+def results_columns(header: list[str]) -> tuple[int | None, list[int]]:
+    """``(dataset column or None, system columns)`` of the header of a results file: a column named in
+    :data:`DATASET_COLUMNS` groups the rows, one named in :data:`FOLD_COLUMNS` (or an unnamed first column,
+    pandas' index) numbers them; every other column is a system."""
+    named = [h.lower() for h in header]
+    if any(not h for h in header[1:]) or len(set(named)) != len(named):
+        raise InputError(f"the header must name every column once, got {','.join(header)[:80]!r}")
+    datasets = [j for j, h in enumerate(named) if h in DATASET_COLUMNS]
+    if len(datasets) > 1:
+        raise InputError(f"two data set columns ({', '.join(header[j] for j in datasets)}): keep one")
+    systems = [j for j, h in enumerate(named) if h not in DATASET_COLUMNS + FOLD_COLUMNS and h]
+    if not systems:
+        raise InputError(f"no system column besides `dataset` and the fold numbers, got {','.join(header)[:80]!r}")
+    return (datasets[0] if datasets else None), systems
+
+
 def load_results_table(path: str | os.PathLike[str]) -> ResultsTable:
     """A CSV of results: a header naming the columns, one row per fold (higher is better).
 
     Every column is a system, except an optional ``dataset`` column that
-    groups the rows by data set: ``dataset,A,B`` / ``iris,0.93,0.95`` / ...
-    ``scores`` is ``(M, q, n)`` when every data set has ``n`` folds, else a
-    list of ``q`` ``(M, n_d)`` arrays (the input of
-    :func:`ecjax.prob.hierarchical_compare_results`).
+    groups the rows by data set (``dataset,A,B`` / ``iris,0.93,0.95`` / ...)
+    and a ``fold`` column (or ``run``, ``#``, pandas' unnamed index; see
+    :func:`results_columns`) that numbers them.  Read as :func:`csv_rows`
+    reads (UTF-8 with or without a byte-order mark, quoted names); the first
+    line is the header, and one of numbers only is refused (a header is
+    missing) unless it is pandas' ``0,1,...``.  ``scores`` is ``(M, q, n)``
+    when every data set has ``n`` folds, else a list of ``q`` ``(M, n_d)``
+    arrays (the input of :func:`ecjax.prob.hierarchical_compare_results`).
     """
     p = _existing_file(path)
-    lines = [ln.strip() for ln in _read_text(p).splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    if len(lines) < 2:
+    rows = csv_rows(p)
+    if len(rows) < 2:
         raise InputError(f"{p}: needs a header naming the systems and at least one row of results")
-    header = [h.strip() for h in lines[0].split(",")]
-    if len(set(header)) != len(header) or not all(header):
-        raise InputError(f"{p}: the header must name every column once, got {lines[0][:80]!r}")
-    cells = [[c.strip() for c in ln.split(",")] for ln in lines[1:]]
-    for i, row in enumerate(cells):
-        if len(row) != len(header):
-            raise InputError(f"{p}: line {i + 2} has {len(row)} columns, the header {len(header)}")
-    by = header.index("dataset") if "dataset" in header else None
-    systems = [h for j, h in enumerate(header) if j != by]
-    if not systems:
-        raise InputError(f"{p}: no system column besides `dataset`")
-    try:
-        values = np.array([[float(c) for j, c in enumerate(row) if j != by] for row in cells])
-    except ValueError:
-        raise InputError(f"{p}: every result must be a number") from None
+    (_, header), body = rows[0], rows[1:]
+    if all(_is_number(h) for h in header) and not _column_numbers(header):
+        raise InputError(f"{p}: the first line must be a header naming the columns (`A,B,C`, or `dataset,A,B`), "
+                         f"got numbers: {','.join(header)[:80]!r}")
+    with said_of(p):
+        by, columns = results_columns(header)
+    for line, cells in body:
+        if len(cells) != len(header):
+            raise InputError(f"{p}: line {line} has {len(cells)} columns, the header {len(header)}")
+        for j in columns:
+            if not _is_number(cells[j]):
+                raise InputError(f"{p}: every result must be a number: line {line}, column {header[j]!r} holds "
+                                 f"{cells[j][:40]!r} (names belong in the `dataset` column)")
+    systems = [header[j] for j in columns]
+    values = np.array([[float(cells[j]) for j in columns] for _, cells in body])
     if not np.all(np.isfinite(values)):
         raise InputError(f"{p}: results contain NaN or inf")
     if by is None:
         return ResultsTable(systems, values.T)
-    names = list(dict.fromkeys(row[by] for row in cells))
-    groups = [values[[row[by] == d for row in cells]] for d in names]
+    names = list(dict.fromkeys(cells[by] for _, cells in body))
+    groups = [values[[cells[by] == d for _, cells in body]] for d in names]
     if len({len(g) for g in groups}) != 1:
         return ResultsTable(systems, [g.T for g in groups], names)
     return ResultsTable(systems, np.stack(groups, 1).transpose(2, 1, 0), names)
@@ -380,6 +550,28 @@ def check_output_path(path: str | os.PathLike[str], *, force: bool = False) -> P
     if not os.access(folder, os.W_OK | os.X_OK):
         raise InputError(f"{folder}: the folder is not writable")
     return p
+
+
+def array_file_format(path: str | os.PathLike[str]) -> str:
+    """``"npy"`` or ``"csv"``: the format an array written to ``path`` takes from its suffix (``.npy``; ``.csv`` or
+    ``.txt``); any other suffix is refused, so that a file never holds another format than its name says."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in (".npy", ".csv", ".txt"):
+        raise InputError(f"{path}: an array is written as .npy (NumPy) or .csv (text); got the suffix {suffix!r}")
+    return "npy" if suffix == ".npy" else "csv"
+
+
+def array_file_bytes(path: str | os.PathLike[str], array: np.ndarray) -> bytes:
+    """The bytes of ``array`` in the format of ``path`` (:func:`array_file_format`): NumPy's ``.npy``, or CSV
+    with one row per sample and no header, each number as Python writes a float (``0.0``, ``-inf``: the shortest
+    text that reads back to the same float64), so :func:`load_array` reads it back exactly."""
+    arr = np.asarray(array, dtype=np.float64)
+    if array_file_format(path) == "npy":
+        buffer = _io.BytesIO()
+        np.save(buffer, arr, allow_pickle=False)
+        return buffer.getvalue()
+    rows = arr.reshape(arr.shape[0], -1)
+    return "".join(",".join(repr(float(x)) for x in row) + "\n" for row in rows).encode("ascii")
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, force: bool = False) -> Path:

@@ -33,6 +33,22 @@ def test_pairs_match_baycomp_correlated_t_test(tmp_path):
     assert max(rec["p_best"], key=rec["p_best"].get) == "B"
 
 
+def test_a_spreadsheet_header_with_a_fold_column(tmp_path):
+    # Excel's byte-order mark, a `fold` column and quoted names (issue 30): before, `\ufefffold` was ranked as a
+    # system and the names kept their quotes. Only the two systems are compared, as baycomp compares them.
+    rng = np.random.default_rng(1)
+    a = np.round(0.8 + 0.02 * rng.normal(size=10), 4)
+    b = np.round(a + 0.01 + 0.01 * rng.normal(size=10), 4)
+    rows = "".join(f"{i + 1},{x},{y}\r\n" for i, (x, y) in enumerate(zip(a, b)))
+    (tmp_path / "r.csv").write_bytes(('\ufeff"fold","sys A","sys, B"\r\n' + rows).encode("utf-8"))
+    code, out, err = run_cli("compare-folds", "r.csv", "--rope", "0.005", "--json", cwd=tmp_path)
+    assert code == 0, err
+    rec = json.loads(out)
+    assert rec["systems"] == ["sys A", "sys, B"]
+    ref = baycomp.CorrelatedTTest.probs(a, b, rope=0.005, runs=1)
+    np.testing.assert_allclose(rec["pairwise"]["sys A"]["sys, B"], ref, atol=1e-6)
+
+
 @pytest.mark.parametrize("content, message", [
     ("A,B\n", "at least one row"),
     ("A,A\n0.1,0.2\n", "name every column once"),

@@ -239,6 +239,108 @@ def test_long_file_stem_needs_names(d, capsys):
     assert rc == 0, err
 
 
+# ======================================== files as users write them (issue 30, helper H1): the right number or why
+
+def _sst2():
+    from conftest import load_dataset
+
+    y, s, _ = load_dataset("sst2_gpt2")  # 1821 log-posteriors of GPT-2 on SST-2
+    s = s.astype(np.float64)
+    xe = -np.mean(s[np.arange(len(y)), y] - np.logaddexp(s[:, 0], s[:, 1]))  # float64, normalized per row
+    return y, s, xe
+
+
+def _csv_text(rows, header=None, index=False):
+    head = [] if header is None else [("," if index else "") + header]
+    return "\n".join(head + [(f"{i}," if index else "") + ",".join(repr(float(x)) if isinstance(x, float) else str(x)
+                                                                    for x in np.atleast_1d(r).tolist())
+                             for i, r in enumerate(rows)]) + "\n"
+
+
+@pytest.mark.parametrize("how", ["pandas", "pandas with index", "Excel CSV UTF-8"])
+def test_sst2_written_by_pandas_or_excel_gives_its_cross_entropy(tmp_path, capsys, how):
+    # pd.Series(y).to_csv(index=False) writes the header `0`, pd.DataFrame(s) `0,1` (and an unnamed index column
+    # without index=False); Excel's "CSV UTF-8" has no header but a byte-order mark. Before: N = 1822 and an
+    # unusable first row, or (BOM) the first sample dropped: N = 1820, XE 0.63597 instead of 0.63573.
+    y, s, xe = _sst2()
+    index = how == "pandas with index"
+    if how == "Excel CSV UTF-8":
+        (tmp_path / "y.csv").write_bytes(b"\xef\xbb\xbf" + _csv_text(y).replace("\n", "\r\n").encode())
+        (tmp_path / "s.csv").write_bytes(b"\xef\xbb\xbf" + _csv_text(s).replace("\n", "\r\n").encode())
+    else:
+        (tmp_path / "y.csv").write_text(_csv_text(y, "0", index))
+        (tmp_path / "s.csv").write_text(_csv_text(s, "0,1", index))
+    rc, out, err = run(capsys, "metrics", "--labels", tmp_path / "y.csv", "--scores", tmp_path / "s.csv", "--json")
+    assert rc == 0, err
+    rec = json.loads(out)
+    assert rec["metrics"]["XE"]["s"] == pytest.approx(xe, rel=1e-5) and xe == pytest.approx(0.63573, abs=5e-6)
+    assert rec["metrics"]["accuracy"]["s"] == pytest.approx(np.mean(s.argmax(1) == y), rel=1e-6)
+
+
+def test_two_files_that_may_both_start_with_a_header_are_refused(d, capsys):
+    # Labels and decisions both as pd.Series(...).to_csv(index=False): `0` may be a header or a sample in each,
+    # and no file says how many samples there are. Before: a spurious sample (0, 0) was counted.
+    (d / "yl.csv").write_text(_csv_text(np.load("y.npy"), "0"))
+    (d / "dl.csv").write_text(_csv_text(np.load("dec.npy"), "0"))
+    err = refused(capsys, "yl.csv", "metrics", "--labels", "yl.csv", "--decisions", "dl.csv")
+    assert "pandas" in err and "name the column" in err
+
+
+def test_one_column_of_class_1_probabilities(tmp_path, capsys):
+    # predict_proba(X)[:, 1] of a binary problem, as scikit-learn's metrics take it. Before: "`scores` must be
+    # the scores of one system, got shape (1821,)". (SST-2: none of its probabilities is 0 or 1, where log_loss
+    # would clip and ecjax say inf.)
+    from sklearn.metrics import log_loss, roc_auc_score
+
+    y, s, _ = _sst2()
+    p1 = np.exp(s[:, 1]) / np.exp(s).sum(1)
+    assert np.all((p1 > 0) & (p1 < 1))
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "p1.npy", p1)
+    rc, out, err = run(capsys, "metrics", "--labels", tmp_path / "y.npy", "--scores", tmp_path / "p1.npy",
+                       "--score-type", "probabilities", "--json")
+    assert rc == 0, err
+    rec = json.loads(out)["metrics"]
+    assert rec["XE"]["p1"] == pytest.approx(log_loss(y, p1), rel=1e-5)
+    assert rec["AUC"]["p1"] == pytest.approx(roc_auc_score(y, p1), rel=1e-5)
+    # Without --score-type the one column is refused with what it could be.
+    err = refused(capsys, "p1.npy", "metrics", "--labels", tmp_path / "y.npy", "--scores", tmp_path / "p1.npy")
+    assert "--score-type probabilities" in err and "--score-type llr" in err and "one system" not in err
+
+
+def test_llr_on_two_columns_says_what_llr_takes(d, capsys):
+    err = refused(capsys, "a.npy", "metrics", "--labels", "y.npy", "--scores", "a.npy", "--score-type", "llr")
+    assert "one log-likelihood ratio per sample, shape (N,)" in err and "one system" not in err
+
+
+def test_one_based_labels_are_said_to_look_one_based(d, capsys):
+    np.save("y1.npy", np.load("y.npy") + 1)
+    err = refused(capsys, "y1.npy", "metrics", "--labels", "y1.npy", "--scores", "a.npy")
+    assert "got maximum 2" in err and "look 1-based" in err
+
+
+def test_class_name_labels_get_the_indices_to_write(d, capsys):
+    names = np.where(np.load("y.npy") == 1, "pos", "neg")
+    (d / "yn.csv").write_text("label\n" + "\n".join(names) + "\n")
+    err = refused(capsys, "yn.csv", "metrics", "--labels", "yn.csv", "--scores", "a.npy")
+    assert "{'neg': 0, 'pos': 1}" in err
+
+
+def test_header_only_label_file(d, capsys):
+    (d / "h.csv").write_text("label\n")  # before: an internal error (IndexError), exit 1
+    refused(capsys, "h.csv", "metrics", "--labels", "h.csv", "--scores", "a.npy")
+
+
+def test_calibrate_writes_the_format_its_output_name_says(d, capsys):
+    # Before: out.csv held NPY bytes. NumPy's own text reader is the reference.
+    for out in ("out.npy", "out.csv"):
+        rc, _, err = run(capsys, "calibrate", "--scores", "a.npy", "--labels", "y.npy", "--output", out, "--quiet")
+        assert rc == 0, err
+    np.testing.assert_array_equal(np.loadtxt("out.csv", delimiter=","), np.load("out.npy"))
+    refused(capsys, "--output", "calibrate", "--scores", "a.npy", "--labels", "y.npy", "--output", "out.bin")
+    assert not (d / "out.bin").exists()
+
+
 # ============================================================== validate, then write
 
 def test_calibrate_wrong_label_length_writes_nothing(d, capsys):
@@ -444,6 +546,6 @@ def test_the_command_line_says_the_library_check_of_its_file_and_in_its_options(
                                   "scores: pass score_type=\"probabilities\"")
     assert str(info.value).startswith("`scores` rows look like probabilities")
     with pytest.raises(InputError) as info:
-        cli._check_scores(p, "p.npy", 2, "logits")
+        cli._check_scores(p, "p.npy", "logits")
     assert cli._as_options(str(info.value)) == ("p.npy: the rows look like probabilities (in [0, 1], summing to 1), "
                                                 "not log-domain scores: pass --score-type probabilities")

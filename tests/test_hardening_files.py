@@ -149,6 +149,149 @@ def test_csv_invalid_utf8(tmp_path):
     raises(p, eio.load_array, p)
 
 
+# ================================================= CSV as users write it: one header rule (issue 30, helper H1)
+# The files below are the bytes pandas 3.1 writes (checked by test_the_files_below_are_what_pandas_writes where
+# pandas is installed): `pd.Series(y).to_csv(p, index=False)` writes the header `0`, a DataFrame `0,1`, and with
+# its index (the default) an unnamed first column.
+
+Y = np.array([1, 0, 1, 1, 0, 0, 1])
+S = np.array([[-1.25, -0.34], [-0.5, -0.9375], [-2.0, -0.125], [-0.0, -np.inf], [-0.75, -0.625], [-0.1, -2.3],
+              [-3.5, -0.03]])
+
+
+def _pandas_series(y, index=False):
+    head = ",0\n" if index else "0\n"
+    return head + "".join((f"{i}," if index else "") + f"{v}\n" for i, v in enumerate(y))
+
+
+def _pandas_frame(s, index=False):
+    head = ("," if index else "") + ",".join(str(j) for j in range(s.shape[1])) + "\n"
+    return head + "".join((f"{i}," if index else "") + ",".join(repr(float(x)) for x in row) + "\n"
+                          for i, row in enumerate(s))
+
+
+def test_the_files_below_are_what_pandas_writes():
+    pd = pytest.importorskip("pandas")
+    assert pd.Series(Y).to_csv(index=False) == _pandas_series(Y)
+    assert pd.Series(Y).to_csv() == _pandas_series(Y, index=True)
+    assert pd.DataFrame(S).to_csv(index=False) == _pandas_frame(S)
+    assert pd.DataFrame(S).to_csv() == _pandas_frame(S, index=True)
+
+
+@pytest.mark.parametrize("index", [False, True])
+def test_pandas_headers_are_headers(tmp_path, index):
+    # Before: the header `0,1` was a sample (N + 1 rows), and the index column a class (K = 3).
+    (tmp_path / "s.csv").write_text(_pandas_frame(S, index))
+    (tmp_path / "y.csv").write_text(_pandas_series(Y, index))
+    np.testing.assert_array_equal(eio.load_array(tmp_path / "s.csv"), S)
+    y, s = eio.load_arrays([tmp_path / "y.csv", tmp_path / "s.csv"])
+    np.testing.assert_array_equal(y, Y)
+    np.testing.assert_array_equal(s, S)
+
+
+def test_a_first_row_that_may_be_a_header_or_a_sample(tmp_path):
+    # `0` above whole numbers: pandas' header of an unnamed label column, or a first label 0. The other files of
+    # the same samples settle it; alone it is refused with the ways to make it unambiguous (before: a sample).
+    p = tmp_path / "y.csv"
+    p.write_text(_pandas_series(Y))
+    msg = raises(p, eio.load_array, p)
+    assert "pandas" in msg and "name the column" in msg and ".npy" in msg
+    np.testing.assert_array_equal(eio.load_array(p, rows=len(Y)), Y)
+    np.testing.assert_array_equal(eio.load_array(p, rows=len(Y) + 1), np.r_[0, Y])
+    np.save(tmp_path / "s.npy", S)  # the other file has one sample less than y.csv has rows: `0` is a header
+    np.testing.assert_array_equal(eio.load_arrays([p, tmp_path / "s.npy"])[0], Y)
+    np.save(tmp_path / "s.npy", np.r_[S, S[:1]])  # as many samples as rows: the `0` is a label
+    np.testing.assert_array_equal(eio.load_arrays([p, tmp_path / "s.npy"])[0], np.r_[0, Y])
+    (tmp_path / "label.csv").write_text("label\n" + "".join(f"{v}\n" for v in Y))  # named: never ambiguous
+    np.testing.assert_array_equal(eio.load_array(tmp_path / "label.csv"), Y)
+
+
+def test_a_byte_order_mark_does_not_drop_the_first_sample(tmp_path):
+    # Excel's "CSV UTF-8" starts with EF BB BF; before, the first row failed to parse and was dropped as a header.
+    p = tmp_path / "s.csv"
+    p.write_bytes(b"\xef\xbb\xbf" + "".join(",".join(repr(float(x)) for x in r) + "\r\n" for r in S).encode())
+    np.testing.assert_array_equal(eio.load_array(p), S)
+    (tmp_path / "y.csv").write_bytes(b"\xef\xbb\xbflabel\r\n1\r\n0\r\n")
+    np.testing.assert_array_equal(eio.load_array(tmp_path / "y.csv"), [1, 0])
+
+
+def test_quoted_cells_are_read_by_the_csv_module(tmp_path):
+    p = tmp_path / "s.csv"
+    p.write_text('"a","b, c"\n"0.25", 0.75\n0.5, "0.5"\n')  # before: '"0.25"' was not a number
+    np.testing.assert_array_equal(eio.load_array(p), [[0.25, 0.75], [0.5, 0.5]])
+
+
+@pytest.mark.parametrize("read, text, words", [
+    ("load_array", "label\n1\n1_0\n", ["line 3, column 1 is not a number: '1_0'", "without `_`"]),  # float(): 10
+    ("load_array", "label\n1\n\u0661\n", ["line 3, column 1 is not a number"]),  # float() reads Arabic-Indic 1
+    ("load_array", "0.5,0.5\n0.25,\n", ["line 2, column 2 is empty"]),
+    ("load_array", "0.5,0.5\n0.25\n", ["line 2 has 1 columns, line 1 2"]),
+    ("load_array", "label\n", ["holds a header (line 1) but no rows of numbers"]),  # before: IndexError
+    ("load_array", "a,b\n", ["holds a header (line 1) but no rows of numbers"]),
+    ("load_array", "\n\n", ["the file is empty"]),
+    ("load_array", 'label\n"1\n', ["line 2"]),  # an unclosed quote
+    ("load_results_table", "0.81,0.83\n0.80,0.82\n", ["must be a header naming the columns", "got numbers"]),
+    ("load_results_table", "dataset,Dataset,A\nx,x,0.1\n", ["the header must name every column once"]),
+    ("load_results_table", "A,,B\n0.1,0.2,0.3\n", ["the header must name every column once"]),
+    ("load_results_table", "fold,dataset\n1,x\n", ["no system column"]),
+    ("load_results_table", "A,B\n0.1,1_0\n", ["every result must be a number", "'1_0'"]),
+])
+def test_csv_cells_that_are_not_numbers(tmp_path, read, text, words):
+    p = tmp_path / "r.csv"
+    p.write_text(text)
+    msg = raises(p, getattr(eio, read), p)
+    for w in words:
+        assert w in msg, msg
+
+
+@pytest.mark.parametrize("text", ["neg\npos\nneg\n", "label\nneg\npos\nneg\n"])
+def test_class_names_get_the_indices_to_write(tmp_path, text):
+    # Before: "line 2 is not a row of numbers: 'pos'". The indices offered are the sorted names (LabelEncoder's).
+    from sklearn.preprocessing import LabelEncoder
+
+    p = tmp_path / "y.csv"
+    p.write_text(text)
+    msg = raises(p, eio.load_array, p)
+    enc = LabelEncoder().fit(["neg", "pos", "neg"])
+    assert "{" + ", ".join(f"{str(c)!r}: {i}" for i, c in enumerate(enc.classes_)) + "}" in msg, msg
+
+
+def test_arrays_written_as_csv_read_back_exactly(tmp_path):
+    # `ecjax calibrate --output out.csv` wrote NPY bytes; now the suffix says the format (NumPy's own reader is the
+    # reference for the text), and 0.0 / -inf as the first value stay samples, never a header.
+    for arr in (S, S[:, 1].copy(), np.array([0.0, 1.0, 0.1 + 0.2])):
+        p = tmp_path / "out.csv"
+        p.write_bytes(eio.array_file_bytes(p, arr))
+        np.testing.assert_array_equal(np.loadtxt(p, delimiter=","), arr)
+        np.testing.assert_array_equal(eio.load_array(p), arr)
+        q = tmp_path / "out.npy"
+        q.write_bytes(eio.array_file_bytes(q, arr))
+        np.testing.assert_array_equal(np.load(q), arr)
+    raises("out.bin", eio.array_file_format, tmp_path / "out.bin")
+
+
+# ------------------------------------------------------------- results tables (`ecjax compare-folds`)
+
+@pytest.mark.parametrize("text, systems, datasets", [
+    ("\ufeffdataset,A,B\nx,0.1,0.2\ny,0.3,0.4\nx,0.5,0.6\ny,0.7,0.8\n", ["A", "B"], ["x", "y"]),  # BOM
+    ("Dataset,fold,A,B\nx,0,0.1,0.2\ny,0,0.3,0.4\nx,1,0.5,0.6\ny,1,0.7,0.8\n", ["A", "B"], ["x", "y"]),
+    ("#,A,B\n0,0.1,0.2\n1,0.3,0.4\n", ["A", "B"], None),  # before: the header was skipped as a comment
+    ('"fold","sys, one","B"\n1,0.1,0.2\n2,0.3,0.4\n', ["sys, one", "B"], None),  # before: quotes kept
+    (",A,B\n0,0.1,0.2\n1,0.3,0.4\n", ["A", "B"], None),  # pandas' index column
+    ("Run,A,B\n1,0.1,0.2\n2,0.3,0.4\n", ["A", "B"], None),
+])
+def test_results_table_headers(tmp_path, text, systems, datasets):
+    p = tmp_path / "r.csv"
+    p.write_text(text, encoding="utf-8")
+    table = eio.load_results_table(p)
+    assert table.systems == systems and table.datasets == datasets
+    # A's results, by reading the file's numbers independently: the column after the data set / fold ones.
+    lines = [ln.split(",") for ln in text.lstrip("\ufeff").splitlines()[1:]]
+    a = np.array([float(ln[-2]) for ln in lines])
+    got = np.asarray(table.scores if datasets is None else np.stack(table.scores))[0]
+    np.testing.assert_array_equal(np.sort(np.ravel(got)), np.sort(a))
+
+
 # ==================================================================== write_atomic
 
 def test_write_atomic_refuses_existing_file(tmp_path):

@@ -440,7 +440,8 @@ class Comparison(RankedSystems):
       rope_probabilities: ``(M, M, 3)`` ``[a, b] = (P(a better), P(equivalent),
         P(b better))`` or ``None``.
       recommendation: index of the system of highest expected yield (the
-        expected-utility decision; the lowest index among tied systems).
+        expected-utility decision; the lowest index among tied systems);
+        :attr:`best` is its name.
       recommendation_probability: ``P(recommended system is truly the best)``.
       hdi_prob: probability mass of :attr:`hdi`.
       hdi: ``(M, 2)`` highest-density intervals of the yield.

@@ -35,6 +35,40 @@ def labels_and_scores(labels: ArrayLike, scores: ArrayLike, priors: ArrayLike | 
     return y, s, log_p, k
 
 
+def one_system_scores(scores: np.ndarray, score_type: str) -> np.ndarray:
+    """The scores of one system, as a file holds them, in the shape the library takes: ``(N,)`` for ``"llr"``
+    (one log-likelihood ratio per sample), else ``(N, K)`` (a column per class).
+
+    One column of class-1 probabilities of a binary problem (scikit-learn's
+    ``predict_proba(X)[:, 1]``, which its binary metrics take as they are)
+    becomes the rows ``[1 - p, p]``.  Any other shape is refused with what
+    the shapes mean.
+    """
+    arr = np.asarray(scores)
+    if score_type == "llr":
+        if arr.ndim != 1:
+            raise v.InputError(
+                f"score_type='llr' takes one log-likelihood ratio per sample, shape (N,), got shape {arr.shape}: "
+                "scores with a column per class need the type of their columns as `score_type` (log_likelihoods, "
+                "log_posteriors, logits or probabilities)")
+        return arr
+    if arr.ndim == 1 and score_type == "probabilities":
+        if not np.all((arr >= 0) & (arr <= 1)):  # NaN fails too
+            raise v.InputError(f"`scores` of one column are the class-1 probabilities of a binary problem, in "
+                               f"[0, 1]; got values from {np.nanmin(arr):.4g} to {np.nanmax(arr):.4g}")
+        return np.stack([1 - arr, arr], axis=-1)
+    if arr.ndim == 1:
+        raise v.InputError(
+            f"`scores` of one column (shape {arr.shape}) hold one number per sample: give score_type='llr' for "
+            "log-likelihood ratios, or score_type='probabilities' for the class-1 probabilities of a binary "
+            f"problem (scikit-learn's predict_proba(X)[:, 1]); with score_type='{score_type}' scores have a "
+            "column per class, shape (N, K)")
+    if arr.ndim != 2:
+        raise v.InputError(f"`scores` must be the scores of one system, shape (N, K) (a column per class), got "
+                           f"shape {arr.shape}")
+    return arr
+
+
 def check_weighted_classes(labels: ArrayLike, sample_weight: ArrayLike | None, num_classes: int,
                            priors: ArrayLike | None) -> None:
     """Weights must leave something to average: any weight with data priors, each prior-weighted class otherwise."""
