@@ -176,6 +176,12 @@ def test_input_errors():
     # A duplicate system on one data set: singular covariance (checked in float64, named).
     dup = scores.copy()
     dup[2, 3] = dup[1, 3] + 0.004
+    # A constant non-zero difference (up to rounding) is refused as compare_results refuses it ...
+    with pytest.raises(ecjax.InputError, match="system 2 - system 1 on data set 3 is the same non-zero number on "
+                                               "every fold"):
+        fr.hierarchical_compare_results(dup, key=KEY)
+    # ... and an exact duplicate leaves the covariance of the differences singular.
+    dup[2, 3] = dup[1, 3]
     with pytest.raises(ecjax.InputError, match="on data set 3 system 2 - system 1 is the same on every fold"):
         fr.hierarchical_compare_results(dup, key=KEY)
     dep = scores.copy()

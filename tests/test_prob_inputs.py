@@ -244,7 +244,7 @@ def test_fold_differences_are_b_minus_a_or_the_differences_given():
     got = pin.fold_differences(a, b, min_ndim=1)
     np.testing.assert_allclose(got.values, np.array(b) - np.array(a), rtol=0, atol=1e-15)
     assert got.name == "differences (scores_b - scores_a)"
-    values, name = pin.fold_differences([0.1, -0.2], None, min_ndim=1)
+    values, name, _ = pin.fold_differences([0.1, -0.2], None, min_ndim=1)
     np.testing.assert_array_equal(values, [0.1, -0.2])
     assert name == "differences"
     with pytest.raises(ecjax.InputError, match=r"`scores_a` and `scores_b` must have the same shape, got \(3,\) and "

@@ -64,7 +64,9 @@ from ecjax import inputs as v
 from ecjax import random_bits
 from ecjax.precision import einsum, matmul
 from ecjax.prob import ranking
-from ecjax.prob.inputs import as_fold_results, check_fold_spread, fold_differences, results_per_dataset
+from ecjax.prob.inputs import (as_fold_results, check_dataset_spread, check_draws_fit, check_fold_spread,
+                               check_pair_spread, check_several_datasets, flat_fold_rows, fold_differences,
+                               fold_rounding, results_per_dataset)
 from ecjax.prob.mcmc import NUTSSettings, check_nuts_settings, fit_nuts
 from ecjax.report import aligned
 
@@ -149,22 +151,66 @@ def student_t_cdf(x: jax.Array, df: int) -> jax.Array:
     return jnp.where(x <= 0, tail, 1.0 - tail)
 
 
-def _three_way(loc, scale, df: int, rope):
-    """``(P(mu < -rope), P(|mu| <= rope), P(mu > rope))`` for ``mu ~ St(df, loc, scale)``, ``df`` a static int.
+# A t argument beyond this is a certain side (its tail is below 1e-15 for any df >= 1); it keeps inf - inf out.
+_T_BIG = 1e30
 
-    A zero ``scale`` is the point mass at ``loc`` (the limit of the t as its
-    scale shrinks), with the ROPE closed as in :func:`ranking.rope_probabilities`.
+
+def correlated_t_statistics(differences: jax.Array | np.ndarray, rho: ArrayLike, rope: ArrayLike,
+                             tolerance: ArrayLike = 0.0) -> tuple:
+    """The correlated t-test's posterior in units of each row, and its three t arguments (no checks).
+
+    For ``(..., n)`` differences ``d`` with ``u = max |d|`` per row (1 for a
+    row of zeros) and ``x = d / u``: ``loc = mean(x)``, ``scale^2 = (1/n +
+    rho/(1 - rho)) var(x, ddof=1)`` (two passes), so that ``mu / u ~ St(n -
+    1, loc, scale)``.  Working in units of ``u`` makes everything scale-free:
+    results near ``1e-30`` or ``1e300`` give the probabilities of results
+    near 1 (no square underflows or overflows).  A row whose spread is within
+    ``tolerance`` (its rounding, :func:`~ecjax.prob.inputs.flat_fold_rows`)
+    gets ``scale = 0``, and ``loc = 0`` when it is also 0 up to rounding.
+
+    Returns ``(loc, scale, u, t_left, t_right, degenerate)``: ``P(mu < -rope)
+    = T(t_left)``, ``t_left = (-rope/u - loc) / scale``, ``P(mu > rope) =
+    T(t_right)``, ``t_right = (loc - rope/u) / scale``, clipped to
+    ``+-1e30``; where ``scale = 0`` (``degenerate``) the posterior is the
+    point mass at ``loc`` and each argument is ``+-1e30``, the side it is
+    on.  Float64 NumPy on the host, so that a spread far below the results'
+    float32 resolution still counts; jnp in the default float type for
+    traced input.
     """
-    degenerate = scale <= 0
-    safe = jnp.where(degenerate, 1.0, scale)
-    p_left = student_t_cdf((-rope - loc) / safe, df)
-    # P(mu > rope) = P(T < (loc - rope) / scale): the lower-tail form keeps a small right tail accurate.
-    p_right = student_t_cdf((loc - rope) / safe, df)
-    p_left = jnp.where(degenerate, (loc < -rope).astype(loc.dtype), p_left)
-    p_right = jnp.where(degenerate, (loc > rope).astype(loc.dtype), p_right)
-    # With rope = 0 a continuous posterior puts nothing in the ROPE: exactly 0, not the rounding of 1 - p_l - p_r.
-    p_rope = jnp.where((rope > 0) | degenerate, jnp.clip(1.0 - p_left - p_right, 0.0, 1.0), 0.0)
-    return p_left, p_rope, p_right
+    xp = jnp if any(v.is_tracer(x) for x in (differences, tolerance)) else np
+    d = differences
+    n = d.shape[-1]
+    largest = xp.max(xp.abs(d), axis=-1)
+    unit = xp.where(largest > 0, largest, 1.0)
+    x = d / unit[..., None]
+    loc = x.mean(-1)
+    var = xp.sum(xp.square(x - loc[..., None]), -1) / (n - 1)
+    flat, zero = flat_fold_rows(d, tolerance)
+    scale = xp.where(flat, 0.0, xp.sqrt(var * (1.0 / n + rho / (1.0 - rho))))
+    loc = xp.where(zero, 0.0, loc)
+    r = rope / unit
+    safe = xp.where(flat, 1.0, scale)
+    t_left = xp.where(flat, xp.where(loc < -r, _T_BIG, -_T_BIG), (-r - loc) / safe)
+    t_right = xp.where(flat, xp.where(loc > r, _T_BIG, -_T_BIG), (loc - r) / safe)
+    return loc, scale, unit, xp.clip(t_left, -_T_BIG, _T_BIG), xp.clip(t_right, -_T_BIG, _T_BIG), flat
+
+
+@partial(jax.jit, static_argnames=("df", "rope_positive"))
+def t_probabilities(t_left: jax.Array, t_right: jax.Array, degenerate: jax.Array, *, df: int,
+                    rope_positive: bool) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(P(mu < -rope), P(|mu| <= rope), P(mu > rope))`` from the t arguments of :func:`correlated_t_statistics`.
+
+    ``T(t_left)``, ``1 - T(t_left) - T(t_right)`` and ``T(t_right)`` with
+    :func:`student_t_cdf` (the lower-tail form keeps a small right tail
+    accurate); a ``degenerate`` row (a point mass) gets exact 0s and 1s, its
+    mass in the closed ROPE as in :func:`ranking.rope_probabilities`.  With
+    ``rope = 0`` a continuous posterior puts exactly 0 in the ROPE, not the
+    rounding of ``1 - p_left - p_right``.
+    """
+    p_left = jnp.where(degenerate, (t_left > 0).astype(t_left.dtype), student_t_cdf(t_left, df))
+    p_right = jnp.where(degenerate, (t_right > 0).astype(t_right.dtype), student_t_cdf(t_right, df))
+    p_rope = jnp.clip(1.0 - p_left - p_right, 0.0, 1.0)
+    return p_left, jnp.where(degenerate | rope_positive, p_rope, 0.0), p_right
 
 
 def student_t_draws(key: jax.Array, df: int, shape: tuple[int, ...], dtype: DTypeLike) -> jax.Array:
@@ -237,38 +283,23 @@ class CorrelatedTTest(NamedTuple):
         return "\n".join(lines)
 
 
-@jax.jit
-def correlated_t_posterior(differences: jax.Array, rho: ArrayLike) -> tuple[jax.Array, jax.Array]:
+def correlated_t_posterior(differences: jax.Array | np.ndarray, rho: ArrayLike, tolerance: ArrayLike = 0.0) -> tuple:
     """``(loc, scale)`` of the correlated t-test's posterior for ``(..., n)`` differences (no checks).
 
     Corani & Benavoli (2015): ``mu ~ St(n - 1, loc, scale)``
-    with ``loc = mean(d)``, ``scale^2 = (1/n + rho/(1 - rho)) var(d, ddof=1)``.
-    The scale is exactly 0 when every fold gives the same difference (the
-    float32 mean of equal numbers need not equal them, which would leave a
-    spurious tiny scale).
+    with ``loc = mean(d)``, ``scale^2 = (1/n + rho/(1 - rho)) var(d, ddof=1)``,
+    computed in units of each row (:func:`correlated_t_statistics`; float64
+    on the host).  The scale is exactly 0 when every fold gives the same
+    difference up to ``tolerance``, and ``loc`` 0 when that difference is 0.
     """
-    n = differences.shape[-1]
-    loc = differences.mean(-1)
-    # Two passes (mean, then centred squares): one pass would cancel in float32 for results near 1.
-    var = jnp.sum(jnp.square(differences - loc[..., None]), -1) / (n - 1)
-    constant = jnp.all(differences == differences[..., :1], -1)
-    scale = jnp.where(constant, 0.0, jnp.sqrt(var * (1.0 / n + rho / (1.0 - rho))))
-    return jnp.where(constant, differences[..., 0], loc), scale
+    loc, scale, unit, *_ = correlated_t_statistics(differences, rho, 0.0, tolerance)
+    return loc * unit, scale * unit
 
 
-@partial(jax.jit, static_argnames=("num_draws",))
-def _correlated_t_kernel(differences, rho, rope, key, *, num_draws: int):
-    df = differences.shape[-1] - 1
-    loc, scale = correlated_t_posterior(differences, rho)
-    p_left, p_rope, p_right = _three_way(loc, scale, df, rope)
-    # A constant, non-zero difference makes the posterior improper (sigma -> 0 with the mean away from 0):
-    # NaN under tracing, where the concrete call raises (the NaN contract of ecjax.inputs).
-    ok = (scale > 0) | (loc == 0)
-    p_left, p_rope, p_right, scale = v.nan_where_invalid((p_left, p_rope, p_right, scale), ok)
-    draws = None
-    if num_draws:
-        draws = loc + scale * student_t_draws(key, df, (num_draws,) + loc.shape, loc.dtype)
-    return loc, scale, p_left, p_rope, p_right, draws
+@partial(jax.jit, static_argnames=("df", "num_draws"))
+def _t_draws(key, loc, scale, unit, *, df: int, num_draws: int):
+    """``(num_draws, ...)`` draws of ``unit (loc + scale T)``, ``T`` a standard t with ``df`` degrees of freedom."""
+    return (loc + scale * student_t_draws(key, df, (num_draws,) + loc.shape, loc.dtype)) * unit
 
 
 def correlated_t_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *, rope: float = 0.0, runs: int = 1,
@@ -319,22 +350,32 @@ def correlated_t_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
         >>> round(float(res.p_right), 3)  # P(b better by more than 0.01)
         0.895
     """
-    differences, name = fold_differences(scores_a, scores_b, min_ndim=1)
+    differences, name, tolerance = fold_differences(scores_a, scores_b, min_ndim=1)
     rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
     if key is not None:
         key = v.as_key(key)
         num_draws = v.as_positive_int(num_draws, "num_draws")
+        check_draws_fit(num_draws, 12 * math.prod(differences.shape[:-1]))  # the draws and two loop arrays
     else:
         num_draws = 0
-    check_fold_spread(differences, name)
-    differences = _on_device(differences)
-    f = differences.dtype
-    draw_key = key if num_draws else jax.random.key(0)
-    loc, scale, p_left, p_rope, p_right, draws = _correlated_t_kernel(
-        differences, jnp.asarray(rho, f), jnp.asarray(rope, f), draw_key, num_draws=num_draws)
-    return CorrelatedTTest(p_left=p_left, p_rope=p_rope, p_right=p_right, df=differences.shape[-1] - 1, loc=loc,
-                           scale=scale, rho=rho, rope=rope, draws=draws)
+    check_fold_spread(differences, name, tolerance=tolerance)
+    df = differences.shape[-1] - 1
+    loc, scale, unit, t_left, t_right, flat = correlated_t_statistics(differences, rho, rope, tolerance)
+    f = jnp.result_type(float)
+    p_left, p_rope, p_right = t_probabilities(_on_device(t_left), _on_device(t_right), jnp.asarray(flat), df=df,
+                                              rope_positive=rope > 0)
+    if v.is_tracer(differences):
+        # A constant, non-zero difference makes the posterior improper (sigma -> 0 with the mean away from 0):
+        # NaN under tracing, where the concrete call raises (the NaN contract of ecjax.inputs).
+        ok = (scale > 0) | (loc == 0)
+        p_left, p_rope, p_right, scale = v.nan_where_invalid((p_left, p_rope, p_right, scale), ok)
+    draws = None
+    if num_draws:
+        draws = _t_draws(key, jnp.asarray(loc, f), jnp.asarray(scale, f), jnp.asarray(unit, f), df=df,
+                         num_draws=num_draws)
+    return CorrelatedTTest(p_left=p_left, p_rope=p_rope, p_right=p_right, df=df, loc=loc * unit,
+                           scale=scale * unit, rho=rho, rope=rope, draws=draws)
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -461,8 +502,9 @@ def hierarchical_data(differences: ArrayLike, *, rope: float, rho: float,
     Concrete input only (called by :func:`hierarchical_test`, which has checked it).
     """
     d = np.asarray(differences, np.float64)
-    unit = float(np.mean(np.std(d, axis=1)))
-    x = d / unit
+    largest = float(np.max(np.abs(d)))
+    unit = largest * float(np.mean(np.std(d / largest, axis=1)))  # std of d / max|d|: no square under/overflows
+    x = (d / largest) / (unit / largest)
     std_within = float(np.mean(np.std(x, axis=1)))
     std_among = float(np.std(np.mean(x, axis=1))) if x.shape[0] > 1 else 0.0
     if not std_among > 0:
@@ -626,13 +668,19 @@ def hierarchical_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
     region is the most probable); :attr:`HierarchicalTTest.predictive` is
     their mean, the posterior predictive probabilities.
 
-    A data set whose differences are the same on every fold has no
-    within-set spread, and the model's likelihood grows without bound as its
-    ``sigma`` goes to 0 (the prior allows 0): this raises :class:`InputError`
-    (baycomp instead replaces that row by random numbers within the ROPE).
+    A data set whose differences are the same on every fold (up to the
+    rounding of the results, :func:`~ecjax.prob.inputs.flat_fold_rows`) has
+    no within-set spread, and the model's likelihood grows without bound as
+    its ``sigma`` goes to 0 (the prior allows 0): this raises
+    :class:`InputError` (baycomp instead replaces that row by random numbers
+    within the ROPE).  So does a single data set (``q = 1``): the model
+    learns the spread of the data sets' means from several; for one data
+    set use :func:`correlated_t_test`.  The data are scaled by ``unit``
+    (:func:`hierarchical_data`), so results near ``1e-30`` or ``1e300`` give
+    the answer of results near 1.
 
     Args:
-      scores_a, scores_b: ``(q, n)`` per-fold results (``scores_b=None``: the differences).
+      scores_a, scores_b: ``(q, n)`` per-fold results, ``q >= 2`` (``scores_b=None``: the differences).
       rope: half-width of the ROPE (>= 0), in the units of the results.
       runs, test_fraction: the fold correlation ``rho`` (:func:`fold_correlation`).
       key: ``jax.random`` key (required).
@@ -646,20 +694,16 @@ def hierarchical_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
     Returns:
       :class:`HierarchicalTTest`.
     """
-    differences, name = fold_differences(scores_a, scores_b, min_ndim=1)
+    differences, name, tolerance = fold_differences(scores_a, scores_b, min_ndim=1)
     v.check_shape(differences, name, "(q, n)", why=": one row of n fold results per data set")
+    check_several_datasets(differences.shape[0], name, "correlated_t_test")
     rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
     nuts = check_nuts_settings(nuts)
     bounds = check_hyperprior_bounds(bounds)
     d = np.asarray(differences)
-    flat = np.all(d == d[:, :1], axis=1)
-    if np.any(flat):
-        raise v.InputError(
-            f"`{name}`: data set {int(np.argmax(flat))} has the same difference on every fold; with no "
-            "within-set spread the hierarchical model's likelihood is unbounded as that set's sigma -> 0 "
-            "(baycomp replaces such rows with random numbers in the ROPE); leave the set out or compare it alone")
+    check_dataset_spread(d, name, tolerance)
 
     data = hierarchical_data(d, rope=rope, rho=rho, upper_sigma=bounds.upper_sigma)
     non_centred = numpyro.handlers.reparam(hierarchical_t_model,
@@ -689,9 +733,63 @@ def hierarchical_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
 # M systems on one data set: a ranking
 
 
-@partial(jax.jit, static_argnames=("num_draws",))
-def mean_score_draws(key: jax.Array, scores: jax.Array, rho: jax.Array, *, num_draws: int) -> jax.Array:
-    """``(num_draws, M)`` draws of the ``M`` mean scores from their joint posterior (no checks).
+class JointTFactor(NamedTuple):
+    """The joint posterior of ``M`` mean results as a low-rank factor, in units (:func:`joint_t_factor`).
+
+    ``mu = mean + rel_unit * (k L z)[:M] + common_unit * (k L z)[M]`` with
+    ``z ~ N(0, I_r)``, ``k = sqrt(c (n - 1) / w)``, ``w ~ chi2(n - 1)``.
+    """
+
+    mean: np.ndarray
+    factor: np.ndarray
+    rel_unit: float
+    common_unit: float
+    num_folds: int
+
+
+def joint_t_factor(results: np.ndarray) -> JointTFactor:
+    """``L`` with ``L L^T`` the sample covariance of ``[C_rel / u_rel; c / u_c]`` (host, float64).
+
+    For ``(M, n)`` fold results ``X`` with centred rows ``C = X - mean``, ``c``
+    the mean of ``C`` over the systems (each fold's level) and ``C_rel = C -
+    1 c`` (each system relative to it), ``u_rel = max |C_rel|`` and ``u_c =
+    max |c|`` (1 where 0).  ``B = [C_rel / u_rel; c / u_c]`` is ``(M + 1,
+    n)``; its thin SVD ``B = U S V^T`` gives ``L = U S / sqrt(n - 1)``, ``(M
+    + 1, r)`` with ``r = min(M + 1, n)``.  For ``z ~ N(0, I_n)``, ``B z /
+    sqrt(n - 1)`` and ``L z_r`` (``z_r ~ N(0, I_r)``) have the same normal
+    distribution, so a draw needs ``r`` normals, not ``n``: memory and time
+    per draw do not grow with the folds.  The two parts keep the differences
+    between systems in units of their own size (float32 draws resolve them
+    even when the results are near 1), and any scale (``1e-30``, ``1e300``).
+    """
+    x = np.asarray(results, np.float64)
+    n = x.shape[-1]
+    mean = x.mean(-1)
+    largest = np.max(np.abs(x - mean[:, None]))
+    largest = largest if largest > 0 else 1.0
+    centred = (x - mean[:, None]) / largest  # in units of the largest deviation: no square under/overflows
+    common = centred.mean(0)
+    relative = centred - common
+    rel_unit, common_unit = (float(np.max(np.abs(y))) or 1.0 for y in (relative, common))
+    b = np.concatenate([relative / rel_unit, common[None] / common_unit])
+    u, sv, _ = np.linalg.svd(b, full_matrices=False)
+    return JointTFactor(mean, u * sv / math.sqrt(n - 1), rel_unit * largest, common_unit * largest, n)
+
+
+@partial(jax.jit, static_argnames=("num_draws", "num_folds"))
+def _unit_draws(key, factor, c, relative_mean, systems, *, num_draws: int, num_folds: int):
+    """``(unit, relative)``: ``(num_draws, M' + 1)`` draws of ``k L z`` (:class:`JointTFactor`, ``r`` normals and
+    one chi-square each), and ``(num_draws, M)`` relative draws ``relative_mean + k (L z)[:M']`` of each system
+    (``systems`` indexes the ``M'`` distinct rows)."""
+    key_z, key_w = random_bits.split_keys(key)
+    z = jax.random.normal(key_z, (num_draws, factor.shape[1]), factor.dtype)
+    w = 2.0 * jax.random.gamma(key_w, 0.5 * (num_folds - 1), (num_draws,), factor.dtype)  # chi2(n - 1)
+    unit = matmul(z, factor.T) * jnp.sqrt(c * (num_folds - 1) / w)[:, None]
+    return unit, (relative_mean + unit[:, :-1])[:, systems]
+
+
+def mean_score_draws(key: jax.Array, scores: ArrayLike, rho: float, *, num_draws: int) -> tuple[np.ndarray, jax.Array]:
+    """``(draws, relative)``: ``(num_draws, M)`` draws of the ``M`` mean scores from their joint posterior.
 
     ``mu | X ~ St_M(n - 1, mean(X), (1/n + rho/(1 - rho)) S)``, the
     multivariate t with ``S`` the ``(M, M)`` sample covariance of the
@@ -700,29 +798,80 @@ def mean_score_draws(key: jax.Array, scores: jax.Array, rho: jax.Array, *, num_d
     with the prior ``p(mu, Sigma) ∝ |Sigma|^-M``, which is their ``1 /
     sigma^2`` at ``M = 1``: for every pair ``(a, b)`` the marginal of
     ``mu_b - mu_a`` is exactly the correlated t-test of that pair
-    (:func:`correlated_t_test`).  A draw is ``mean + sqrt(c / (n - 1))
-    (X - mean) z / sqrt(w / (n - 1))`` with ``z ~ N(0, I_n)``, ``w ~
-    chi2(n - 1)``: ``(X - mean) z / sqrt(n - 1)`` has covariance ``S``
-    exactly, even when ``S`` is singular (identical systems, ``M >= n``);
-    ``w`` is the sum of ``n - 1`` more squared normals, drawn in the same
-    ``(num_draws, 2 n - 1)`` normal array.
+    (:func:`correlated_t_test`).  The posterior depends on the folds only
+    through ``mean(X)`` and ``S``: a draw is ``mean + sqrt(c (n - 1) / w) L
+    z`` with ``L L^T = S`` of rank ``r <= min(M + 1, n)``
+    (:func:`joint_t_factor`, exact even when ``S`` is singular: identical
+    systems, ``M >= n``), ``z ~ N(0, I_r)`` and ``w ~ chi2(n - 1)``, so
+    memory is ``O(num_draws M)`` whatever the number of folds.
+
+    ``draws`` is float64 on the host (any scale); ``relative`` ``(num_draws,
+    M)`` holds the same draws minus a common part (each fold's level), in
+    units of the systems' differences (float32; all a ranking needs).  Identical
+    systems get identical draws (exact ties).  Concrete input, no checks.
     """
-    n = scores.shape[-1]
-    mean = scores.mean(-1)
-    centered = scores - mean[:, None]
-    c = 1.0 / n + rho / (1.0 - rho)
-    g = jax.random.normal(key, (num_draws, 2 * n - 1), scores.dtype)
-    z, w = g[:, :n], jnp.sum(jnp.square(g[:, n:]), -1)
-    spread = matmul(z, centered.T)
-    return mean + spread * jnp.sqrt(c / w)[:, None]
+    x = np.asarray(scores, np.float64)
+    rows, inverse = np.unique(x, axis=0, return_inverse=True)
+    joint = joint_t_factor(rows)
+    f = jnp.result_type(float)
+    c = 1.0 / joint.num_folds + rho / (1.0 - rho)
+    inverse = np.ravel(inverse)
+    # Each system's mean minus the systems' average, in the same units: the ranking's location part.
+    relative_mean = (joint.mean - joint.mean.mean()) / joint.rel_unit
+    unit, relative = _unit_draws(key, jnp.asarray(joint.factor, f), jnp.asarray(c, f), jnp.asarray(relative_mean, f),
+                                 jnp.asarray(inverse), num_draws=num_draws, num_folds=joint.num_folds)
+    host = np.asarray(unit, np.float64)
+    draws = joint.mean[inverse] + host[:, -1:] * joint.common_unit + host[:, :-1][:, inverse] * joint.rel_unit
+    return draws, relative
 
 
-@jax.jit
-def _pairwise_closed_form(scores, rho, rope):
-    """``(M, M, 3)``: ``[a, b] = (P(mu_a - mu_b > rope), P(|.| <= rope), P(mu_a - mu_b < -rope))``."""
-    differences = scores[None, :, :] - scores[:, None, :]  # [a, b] = scores_b - scores_a
-    loc, scale = correlated_t_posterior(differences, rho)
-    return jnp.stack(_three_way(loc, scale, scores.shape[-1] - 1, rope), -1)
+def _pairwise_closed_form(results: np.ndarray, rho: float, rope: float, rtol: float) -> np.ndarray:
+    """``(M, M, 3)``: ``[a, b]`` the correlated t-test ``(p_left, p_rope, p_right)`` of ``scores_b - scores_a``.
+
+    The statistics of each pair on the host in float64, one pair at a time
+    (memory ``O(n)``), within the rounding ``rtol`` of the pair's results
+    (:func:`correlated_t_statistics`); ``[b, a]`` mirrors ``[a, b]``; the
+    t CDFs of all pairs in one call.
+    """
+    m = results.shape[0]
+    t_left, t_right = np.full((m, m), -_T_BIG), np.full((m, m), -_T_BIG)
+    flat = np.eye(m, dtype=bool)  # a system against itself: the point mass at 0
+    for a in range(m):
+        for b in range(a + 1, m):
+            tolerance = rtol * max(np.max(np.abs(results[a])), np.max(np.abs(results[b])))
+            _, _, _, left, right, degenerate = correlated_t_statistics(results[b] - results[a], rho, rope, tolerance)
+            t_left[a, b], t_right[a, b], flat[a, b] = left, right, degenerate
+            t_left[b, a], t_right[b, a], flat[b, a] = right, left, degenerate
+    f = jnp.result_type(float)
+    probabilities = t_probabilities(jnp.asarray(t_left, f), jnp.asarray(t_right, f), jnp.asarray(flat),
+                                    df=results.shape[-1] - 1, rope_positive=rope > 0)
+    return np.stack([np.asarray(p, np.float64) for p in probabilities], -1)
+
+
+def independent_draws_error(p: ArrayLike, num_draws: int) -> np.ndarray:
+    """Monte Carlo standard error ``sqrt(p (1 - p) / S)`` of a probability estimated from ``S`` independent draws.
+
+    :func:`compare_results` samples its posterior exactly, draw by draw, so
+    the indicator of an event is a sequence of independent Bernoulli trials
+    and this is its standard error, estimated with the ``p`` found.  Batch
+    means (:func:`ranking.batch_means_error`, for correlated MCMC draws)
+    would estimate it from 20 batch averages, an estimate itself off by
+    about ±16 % (a chi with 19 degrees of freedom): its z-scores spread with
+    an sd of about 1.06 instead of 1, and more where few draws fall on one
+    side.
+    """
+    p = np.asarray(p, np.float64)
+    return np.sqrt(p * (1.0 - p) / num_draws)
+
+
+def _hdi_at_any_scale(draws: np.ndarray, prob: float) -> np.ndarray:
+    """``(M, 2)`` HDIs of ``(S, M)`` float64 draws: :func:`ranking.hdi` of each column standardized in float64
+    (an increasing affine map, which maps the HDI to the HDI), mapped back, so no draw overflows float32."""
+    centre = draws.mean(0)
+    spread = np.max(np.abs(draws - centre), axis=0)
+    spread = np.where(spread > 0, spread, 1.0)
+    unit_hdi = np.asarray(ranking.hdi((draws - centre) / spread, prob), np.float64)
+    return centre[:, None] + spread[:, None] * unit_hdi
 
 
 def _ranking_lines(systems, centres, result, header: str = "mean") -> list:
@@ -742,7 +891,7 @@ class ResultsComparison:
     Attributes:
       systems: names.
       mean_scores: ``(M,)`` the mean result of each system (the posterior location).
-      draws: ``(S, M)`` joint posterior draws of the mean results (:func:`mean_score_draws`).
+      draws: ``(S, M)`` float64 joint posterior draws of the mean results (:func:`mean_score_draws`).
       p_best: ``(M,)`` P(system has the highest mean result), from the draws.
       rank_probabilities: ``(M, M)`` ``[m, r] = P(rank of m == r)``, rank 0 best.
       pairwise: ``(M, M, 3)`` ``[a, b] = (P(a better by > rope), P(|difference| <= rope),
@@ -751,12 +900,13 @@ class ResultsComparison:
         ``scores_b = scores[b]``.
       rope, rho: as given / used.
       hdi_prob, hdi: ``(M, 2)`` highest-density intervals of the mean results.
-      errors: batch-means Monte Carlo standard errors of ``p_best``.
+      errors: Monte Carlo standard errors of ``p_best``, ``sqrt(p (1 - p) / S)`` (the draws are independent,
+        :func:`independent_draws_error`).
     """
 
     systems: tuple
     mean_scores: np.ndarray
-    draws: jax.Array
+    draws: np.ndarray
     p_best: np.ndarray
     rank_probabilities: np.ndarray
     pairwise: np.ndarray
@@ -774,7 +924,7 @@ class ResultsComparison:
     def summary(self) -> str:
         """Mean result, HDI and P(best) per system, then ``(P(left), P(rope), P(right))`` for every pair."""
         lines = _ranking_lines(self.systems, self.mean_scores, self)
-        lines.append(f"± Monte Carlo standard error ({self.draws.shape[0]} draws, batch means); "
+        lines.append(f"± Monte Carlo standard error ({self.draws.shape[0]} independent draws); "
                      f"fold correlation rho = {self.rho:.4g}")
         lines.append(f"pairs (P(left), P(rope), P(right)) with rope {self.rope:g}, closed form (correlated t-test):")
         for a in range(len(self.systems)):
@@ -786,6 +936,11 @@ class ResultsComparison:
 
     def __repr__(self):
         return f"ResultsComparison(systems={self.systems}, best={self.best!r})\n{self.summary()}"
+
+
+# Memory of compare_results per draw and system (the system count plus one, the folds' level): float32 normals, unit
+# draws, relative draws, ranks and indicators on the device, float64 unit draws and draws on the host, the HDI's sort.
+_BYTES_PER_DRAW_AND_SYSTEM = 64
 
 
 def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test_fraction: float | None = None,
@@ -825,24 +980,19 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
     num_draws = v.as_positive_int(num_draws, "num_draws")
     hdi_prob = ranking.check_hdi_prob(hdi_prob, num_draws)
     systems = v.system_names(systems, None, m)
+    check_draws_fit(num_draws, _BYTES_PER_DRAW_AND_SYSTEM * (m + 1))
     x = np.asarray(results)
-    pairs = [(a, b) for a in range(m) for b in range(a + 1, m)]
-    check_fold_spread(np.array([x[b] - x[a] for a, b in pairs]).reshape(len(pairs), n), "scores",
-                      rows=[f"{systems[b]} - {systems[a]}" for a, b in pairs])
-    f = jnp.result_type(float)
+    rtol = fold_rounding(scores)
+    check_pair_spread(x, "scores", systems, rtol)
     key_draws, key_ranks = random_bits.split_keys(key)
-    draws = mean_score_draws(key_draws, _on_device(x), jnp.asarray(rho, f), num_draws=num_draws)
-    rank_draws = ranking.ranks(key_ranks, draws)
+    draws, relative = mean_score_draws(key_draws, x, rho, num_draws=num_draws)
+    rank_draws = ranking.ranks(key_ranks, relative)
     rank_probs = np.asarray(ranking.rank_probabilities(rank_draws, num_systems=m))
-    # The fold's mean over systems is common to every pair's difference: removing it in float64 leaves the
-    # float32 kernel numbers of the size of the differences, not of the results (near 1), to subtract.
-    fold_centered = _on_device(x - x.mean(0))
     return ResultsComparison(
         systems=systems, mean_scores=x.mean(-1), draws=draws, p_best=rank_probs[:, 0],
-        rank_probabilities=rank_probs,
-        pairwise=np.asarray(_pairwise_closed_form(fold_centered, jnp.asarray(rho, f), jnp.asarray(rope, f))),
-        rope=rope, rho=rho, hdi_prob=hdi_prob, hdi=np.asarray(ranking.hdi(draws, hdi_prob)),
-        errors={"p_best": ranking.batch_means_error(rank_draws == 0)},
+        rank_probabilities=rank_probs, pairwise=_pairwise_closed_form(x, rho, rope, rtol),
+        rope=rope, rho=rho, hdi_prob=hdi_prob, hdi=_hdi_at_any_scale(draws, hdi_prob),
+        errors={"p_best": independent_draws_error(rank_probs[:, 0], num_draws)},
     )
 
 
@@ -902,7 +1052,9 @@ def hierarchical_results_data(results: Sequence[ArrayLike], *, rope: float, rho:
     p = m - 1
     pairs = [(a, b) for a in range(m) for b in range(a + 1, m)]
     pair_differences = [np.stack([x[b] - x[a] for a, b in pairs]) for x in sets]  # q x (pairs, n_d)
-    unit = float(np.mean([np.std(d, axis=-1) for d in pair_differences]))
+    largest = max(float(np.max(np.abs(d))) for d in pair_differences) or 1.0
+    # The std of the differences over their largest |value|: no square under- or overflows at any scale.
+    unit = largest * float(np.mean([np.std(d / largest, axis=-1) for d in pair_differences]))
     delta_bound = max(float(np.max(np.abs(d))) for d in pair_differences) / unit
     pair_means = np.stack([d.mean(-1) for d in pair_differences]) / unit  # (q, pairs)
     spread = float(np.sqrt(np.mean(np.var(pair_means, axis=0)))) if len(sets) > 1 else 0.0
@@ -991,11 +1143,17 @@ def hierarchical_results_model(mean_differences: jax.Array, whitening: jax.Array
     numpyro.factor("likelihood", -jnp.sum(jnp.asarray(exponents) * jnp.log1p(quadratic / folds_minus_one)))
 
 
-def _check_within_sets(results, systems, within_prior: str) -> None:
-    """Refuse data sets whose fold differences have a singular sample covariance, or too few folds."""
+def _check_within_sets(results, systems, within_prior: str, rtol: float) -> None:
+    """Refuse data sets whose fold differences have a singular sample covariance, or too few folds.
+
+    A pair whose difference is the same non-zero number on every fold up to rounding (``rtol`` relative to the
+    results, :func:`~ecjax.prob.inputs.check_pair_spread`) is refused first, with the message of
+    :func:`compare_results`.
+    """
     m = results[0].shape[0]
     need = m if within_prior == "correlated" else m + 1
     for d, x in enumerate(results):
+        check_pair_spread(x, "scores", systems, rtol, where=f" on data set {d}")
         n = x.shape[-1]
         if n < need:
             why = (f"the sample covariance of the M - 1 = {m - 1} differences to {systems[0]} has rank at most "
@@ -1147,7 +1305,7 @@ def hierarchical_compare_results(scores: ArrayLike | Sequence[ArrayLike], *, rop
     v.check_choice(within_prior, "within_prior", WITHIN_PRIORS)
     hdi_prob = ranking.check_hdi_prob(hdi_prob, check_nuts_settings(nuts).num_draws)
     bounds = check_hyperprior_bounds(bounds)
-    _check_within_sets(results, systems, within_prior)
+    _check_within_sets(results, systems, within_prior, fold_rounding(scores))
 
     data = hierarchical_results_data(results, rope=rope, rho=rho, within_prior=within_prior,
                                      upper_sigma=bounds.upper_sigma)

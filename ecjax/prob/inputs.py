@@ -377,6 +377,28 @@ def check_class_support(class_totals: ArrayLike, priors: ArrayLike | None, *, bo
 
 # ------------------------------------------------------------------------------------------ per-fold results
 
+# Fold results equal up to rounding: ``b - a`` of two numbers rounded to a float type is off by up to about 1.5 units
+# in the last place (ulp) of ``max(|a|, |b|)``; 64 ulps leave room for a few more roundings upstream (an accuracy
+# computed as a ratio, a mean over runs) and stay far below any spread the float type can resolve.
+ROUNDING_ULPS = 64
+
+
+def fold_rounding(x: object) -> float:
+    """The relative rounding of fold results ``x`` as given: ``ROUNDING_ULPS`` machine epsilons of their float type.
+
+    float32 results (a NumPy or JAX float32 array) round at ``2^-23``, float64 ones (Python floats, numbers read
+    from a file) at ``2^-52``; integers and booleans are exact, but their differences are stored as float64.  A
+    list of arrays (several data sets) rounds like its coarsest member.
+    """
+    if isinstance(x, (list, tuple)) and x and not np.isscalar(x[0]):
+        return max(fold_rounding(item) for item in x)
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        dtype = np.asarray(x).dtype
+    eps = float(jnp.finfo(dtype).eps) if jnp.issubdtype(dtype, jnp.inexact) else float(np.finfo(np.float64).eps)
+    return ROUNDING_ULPS * max(eps, float(np.finfo(np.float64).eps))
+
+
 def as_fold_results(x: object, name: str, *, min_ndim: int) -> jax.Array | np.ndarray:
     """Finite per-fold results with at least ``min_ndim`` axes and at least 2 folds (the last axis).
 
@@ -392,36 +414,62 @@ def as_fold_results(x: object, name: str, *, min_ndim: int) -> jax.Array | np.nd
 
 
 class FoldDifferences(NamedTuple):
-    """Per-fold differences (float64 on the host, or traced) and how messages call them."""
+    """Per-fold differences (float64 on the host, or traced), how messages call them, and their rounding.
+
+    ``tolerance`` ``(...)``: per row, the absolute rounding of the differences, :func:`fold_rounding` times the
+    largest ``|result|`` the row was computed from (``|a|`` and ``|b|``, or ``|d|`` when the differences are given).
+    """
 
     values: jax.Array | np.ndarray
     name: str
+    tolerance: jax.Array | np.ndarray
+
+
+def _largest_magnitude(*arrays):
+    """``max |x|`` over the last axis (the folds) of every array, elementwise over the leading axes."""
+    xp = jnp if any(v.is_tracer(x) for x in arrays) else np
+    return xp.max(xp.stack([xp.max(xp.abs(x), axis=-1) for x in arrays]), axis=0)
 
 
 def fold_differences(scores_a: object, scores_b: object, *, min_ndim: int) -> FoldDifferences:
     """``scores_b - scores_a`` (:func:`as_fold_results` each, of one shape), or ``scores_a`` itself, read as the
-    differences, when ``scores_b`` is ``None``."""
+    differences, when ``scores_b`` is ``None``; with their rounding (:class:`FoldDifferences`)."""
     if scores_b is None:
-        return FoldDifferences(as_fold_results(scores_a, "differences", min_ndim=min_ndim), "differences")
+        d = as_fold_results(scores_a, "differences", min_ndim=min_ndim)
+        return FoldDifferences(d, "differences", fold_rounding(scores_a) * _largest_magnitude(d))
     a = as_fold_results(scores_a, "scores_a", min_ndim=min_ndim)
     b = as_fold_results(scores_b, "scores_b", min_ndim=min_ndim)
     if a.shape != b.shape:
         raise v.InputError(f"`scores_a` and `scores_b` must have the same shape, got {tuple(a.shape)} and "
                            f"{tuple(b.shape)}")
-    return FoldDifferences(b - a, "differences (scores_b - scores_a)")
+    rtol = max(fold_rounding(scores_a), fold_rounding(scores_b))
+    return FoldDifferences(b - a, "differences (scores_b - scores_a)", rtol * _largest_magnitude(a, b))
 
 
-def check_fold_spread(differences: ArrayLike, name: str, rows: Sequence[str] | None = None) -> None:
-    """Per-fold differences ``(..., n)`` with a proper posterior: no row is the same non-zero number on every fold.
+def flat_fold_rows(differences: ArrayLike, tolerance: ArrayLike = 0.0) -> tuple[Any, Any]:
+    """``(flat, zero)``, each of the batch shape of ``(..., n)`` differences: the rows whose spread over the folds
+    (``max - min``) is within ``tolerance`` (constant up to rounding), and those of them that are 0 up to rounding
+    (``max |d| <= tolerance``: identical systems).  NumPy on the host, jnp for traced differences."""
+    xp = jnp if v.is_tracer(differences) else np
+    d = differences
+    flat = xp.max(d, axis=-1) - xp.min(d, axis=-1) <= tolerance
+    return flat, flat & (xp.max(xp.abs(d), axis=-1) <= tolerance)
+
+
+def check_fold_spread(differences: ArrayLike, name: str, rows: Sequence[str] | None = None, *,
+                      tolerance: ArrayLike = 0.0) -> None:
+    """Per-fold differences ``(..., n)`` with a proper posterior: no row is the same non-zero number on every fold
+    up to rounding (:func:`flat_fold_rows` with ``tolerance``, :attr:`FoldDifferences.tolerance`).
 
     Zero variance would make the posterior of that row's mean a point mass away from 0 (baycomp reports
-    ``P = 1``); a row of zeros (identical systems) is fine.  ``rows`` names the rows of a 2-D array (a pair of
-    systems, ``"b - a"``); without it a row is named by its batch index.  Traced differences pass.
+    ``P = 1``); a row of zeros (identical systems, up to rounding) is fine.  ``rows`` names the rows of a 2-D
+    array (a pair of systems, ``"b - a"``); without it a row is named by its batch index.  Traced differences pass.
     """
     if v.is_tracer(differences):
         return
     d = np.asarray(differences)
-    constant = np.all(d == d[..., :1], axis=-1) & np.any(d != 0, axis=-1)
+    flat, zero = flat_fold_rows(d, np.asarray(tolerance))
+    constant = flat & ~zero
     if not np.any(constant):
         return
     first = tuple(int(i) for i in np.argwhere(constant)[0])
@@ -429,10 +477,59 @@ def check_fold_spread(differences: ArrayLike, name: str, rows: Sequence[str] | N
         subject, at = f"`{name}`: {rows[first[0]]}", ""
     else:
         subject, at = f"`{name}`", f" (at batch index {first})" if d.ndim > 1 else ""
+    spread = float(np.ptp(d[first]))
     raise v.InputError(
-        f"{subject} is the same non-zero number on every fold{at}: zero variance makes the posterior of the "
-        "mean difference a point mass claiming certainty (baycomp reports P = 1); compare on data that "
-        "vary between folds, or set the differences to 0 if the systems are truly identical")
+        f"{subject} is the same non-zero number on every fold{at}: zero variance makes the posterior of the mean "
+        f"difference a point mass claiming certainty (baycomp reports P = 1; here the spread over the folds is "
+        f"{spread:.3g}, within the rounding of the results, {ROUNDING_ULPS} units in their last place); compare on "
+        "data that vary between folds, or set the differences to 0 if the systems are truly identical")
+
+
+def check_pair_spread(results: np.ndarray, name: str, systems: Sequence[str], rtol: float, where: str = "") -> None:
+    """:func:`check_fold_spread` of every pair ``b - a`` (``a < b``) of ``(M, n)`` fold results, one pair at a time
+    (memory ``O(n)``), each within ``rtol`` times the largest ``|result|`` of the pair; ``where`` ends the row's
+    name (``" on data set 2"``)."""
+    m = results.shape[0]
+    for a in range(m):
+        for b in range(a + 1, m):
+            tolerance = rtol * _largest_magnitude(results[a], results[b])
+            check_fold_spread((results[b] - results[a])[None], name, rows=[f"{systems[b]} - {systems[a]}{where}"],
+                              tolerance=np.asarray(tolerance)[None])
+
+
+def check_several_datasets(num_datasets: int, name: str, single: str) -> None:
+    """A model of a population of data sets needs at least 2 of them; ``single`` says what compares one."""
+    if num_datasets < 2:
+        raise v.InputError(f"`{name}` must hold at least 2 data sets for a population of data sets, got "
+                           f"{num_datasets}: a hierarchical model over data sets needs at least 2 to learn their "
+                           f"spread (for one data set use {single})")
+
+
+def check_dataset_spread(differences: np.ndarray, name: str, tolerance: ArrayLike) -> None:
+    """``(q, n)`` differences of the hierarchical test: no data set's differences constant over its folds up to
+    rounding (zeros included), where the model's likelihood is unbounded as that set's ``sigma -> 0``."""
+    flat, _ = flat_fold_rows(differences, tolerance)
+    if np.any(flat):
+        raise v.InputError(
+            f"`{name}`: data set {int(np.argmax(flat))} has the same difference on every fold, up to rounding; "
+            "with no within-set spread the hierarchical model's likelihood is unbounded as that set's sigma -> 0 "
+            "(baycomp replaces such rows with random numbers in the ROPE); leave the set out or compare it alone")
+
+
+def check_draws_fit(num_draws: int, bytes_per_draw: int, name: str = "num_draws") -> None:
+    """Refuse ``num_draws`` draws whose arrays, ``bytes_per_draw`` each, would take more than half the memory of
+    the machine (the draws are kept: a ranking and its intervals need all of them)."""
+    try:
+        import os
+
+        available = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # a platform without sysconf: assume 16 GiB
+        available = 16 * 2**30
+    need = num_draws * bytes_per_draw
+    if need > available // 2:
+        raise v.InputError(f"`{name}` = {num_draws} draws would need about {need / 2**30:.1f} GiB, more than half "
+                           f"of this machine's {available / 2**30:.1f} GiB; use fewer draws (the Monte Carlo error "
+                           "falls as 1 / sqrt(draws): 10^5 draws give errors near 0.002)")
 
 
 def results_per_dataset(scores: object) -> tuple[np.ndarray, ...]:
@@ -455,7 +552,5 @@ def results_per_dataset(scores: object) -> tuple[np.ndarray, ...]:
     m, q = results[0].shape[0], len(results)
     if m < 2:
         raise v.InputError(f"`scores` must hold at least 2 systems, got {m}")
-    if q < 2:
-        raise v.InputError(f"`scores` must hold at least 2 data sets for a population of data sets, got {q} (for one "
-                           "data set use compare_results)")
+    check_several_datasets(q, "scores", "compare_results")
     return tuple(np.asarray(x) for x in results)
