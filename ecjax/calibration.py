@@ -546,8 +546,15 @@ def _fit_lbfgs(s, *, labels, weights, log_prior_odds, l2, tol, method, loss, max
     # Precondition: optimize the scales times the RMS spread sigma of the training inputs, so that
     # scale and bias gradients are of comparable size (log-posteriors can span tens or thousands
     # of nats).  The objective is unchanged; matrix scaling needs ~4x fewer iterations this way.
-    mask = (weights > 0).astype(dtype)
-    mask = mask if s.ndim == 1 else mask[:, None]
+    in_train = weights > 0
+    mask = (in_train if s.ndim == 1 else in_train[:, None]).astype(dtype)
+    # Centre the inputs at the midrange of each training column (the bias absorbs the shift): a
+    # constant column becomes exactly 0, so its scale gets a gradient of exactly 0 and stays put, and the bias
+    # alone fits the class frequencies.  Uncentred, a constant input makes scale and bias a flat valley whose
+    # rounding-level curvature sent L-BFGS to parameters of 1e8 (issue 30).  The midrange, not the mean: (c + c) / 2
+    # is c exactly, a float32 mean of N copies of c need not be.
+    centre = _midrange(s, in_train) if method in _CENTRED_METHODS else jnp.zeros(s.shape[1:], dtype)
+    s = s - centre
     count = jnp.sum(mask) * (1 if s.ndim == 1 else k)
     mean = jnp.sum(mask * s) / count
     sigma = jnp.sqrt(jnp.sum(mask * (s - mean) ** 2) / count)
@@ -556,7 +563,33 @@ def _fit_lbfgs(s, *, labels, weights, log_prior_odds, l2, tol, method, loss, max
     objective = partial(_objective, method, loss, l2, s=s, labels=labels, weights=weights,
                         log_prior_odds=log_prior_odds)
     q, n_iter, gnorm, value = _lbfgs_minimize(lambda q: objective(_from_internal(q, sigma)), init, max_iter, tol)
-    return _from_internal(q, sigma), n_iter, gnorm, value
+    return _uncentred(method, _from_internal(q, sigma), centre), n_iter, gnorm, value
+
+
+# The methods whose bias absorbs a shift of the inputs (temperature has no bias; bias has no scale to protect).
+_CENTRED_METHODS = ("affine", "vector", "matrix", "llr", "beta")
+
+
+def _midrange(s, in_train):
+    """``(min + max) / 2`` of each column of ``s`` over the training samples (``s`` itself if it is ``(N,)``)."""
+    where = in_train if s.ndim == 1 else in_train[:, None]
+    low = jnp.min(jnp.where(where, s, jnp.inf), axis=0)
+    high = jnp.max(jnp.where(where, s, -jnp.inf), axis=0)
+    return low / 2 + high / 2  # halves first: no overflow, and exact for low == high
+
+
+def _uncentred(method, params, centre):
+    """The parameters of ``_transform(method, params, s)`` from those fitted on ``s - centre``."""
+    if method not in _CENTRED_METHODS:
+        return params
+    scale, bias = params.get("scale"), params["bias"]
+    if method == "beta":  # a (s_1 - m_1) - b (s_0 - m_0) + c
+        shift = scale[0] * centre[1] - scale[1] * centre[0]
+    elif method == "matrix":  # W (s - m) + b
+        shift = matmul(params["weight"], centre)
+    else:  # a (s - m) + b, scalar or per-class a
+        shift = scale * centre
+    return {**params, "bias": bias - shift}
 
 
 # The shortest Newton step fit_affine_newton_kernel tries, as a fraction of the full step (1, 1/4, ..., 4^-5).

@@ -182,6 +182,21 @@ def test_histogram_equal_mass_bins_hold_equal_counts():
         np.testing.assert_allclose(float(cal.params["frequencies"][m]), labels[idx == m].mean(), atol=1e-6)
 
 
+# Issue 30: constant scores carry no information, so every calibrator with a bias must return the class frequencies
+# of its training data; uncentred, the flat valley of scale and bias sent L-BFGS to logits of -2.7e8 (vector) and
+# left beta "NOT converged".  The SST-2 class counts (912 / 909) and p = 0.5 were the failing case.
+@pytest.mark.parametrize("method", ["beta", "vector"])
+def test_constant_scores_calibrate_to_the_class_frequencies(method):
+    labels = np.r_[np.zeros(912, int), np.ones(909, int)]
+    scores = np.full((len(labels), 2), np.log(0.5))
+    res = C.calibrate_cross_validated(scores, labels, key=jax.random.key(0), num_folds=5, method=method)
+    folds = np.asarray(res.folds)
+    assert np.all(np.asarray(res.calibrator.converged))
+    p1 = np.exp(np.asarray(res.scores, np.float64)[:, 1])
+    for f in range(5):  # each fold: the class-1 frequency of the other folds (numpy)
+        np.testing.assert_allclose(p1[folds == f], labels[folds != f].mean(), rtol=1e-5)
+
+
 # ----------------------------------------------------------------- protocols
 
 def test_stratified_folds_are_balanced_and_keyed():
