@@ -54,16 +54,16 @@ from ecjax.scores import (
     brier_kernel,
     cross_entropy,
     cross_entropy_kernel,
-    equal_mass_upper_edges,
 )
 from ecjax.scores.inputs import EPSR_METRICS, epsr_metric
 
 METHODS = ("affine", "temperature", "bias", "vector", "matrix", "llr", "histogram", "isotonic", "beta")
 # Methods that count rather than optimize: no L-BFGS, ``converged`` is always True.
 NON_ITERATIVE_METHODS = ("histogram", "isotonic")
-# Isotonic outputs are clipped to [ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]: PAV gives exactly 0 or 1 where the most
-# extreme training samples are all of one class, and log 0 = -inf would make one held-out sample of the other
-# class cost an infinite cross-entropy.  With the clip it costs at most -log(1e-6) = 13.8 nats.
+# Isotonic and histogram outputs are clipped to [ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]: PAV (or a bin) gives exactly 0
+# or 1 where its training samples are all of one class, and log 0 = -inf would make one held-out sample of the other
+# class cost an infinite cross-entropy (and the output file unreadable).  With the clip it costs at most
+# -log(1e-6) = 13.8 nats.
 ISOTONIC_CLIP = 1e-6
 LOSSES = ("xe", "brier")
 BINNINGS = ("equal_width", "equal_mass")
@@ -176,8 +176,10 @@ class Calibrator:
     Attributes:
       method: one of :data:`METHODS`.
       params: the fitted parameters, a dict of arrays (``scale``/``bias``;
-        ``weight`` for ``matrix``; for ``histogram``: ``upper_edges`` and
-        ``frequencies``, the class-1 frequency of each bin; for ``isotonic``:
+        ``weight`` for ``matrix``; for ``histogram``: ``upper_log_edges``, the
+        upper edge of each bin as a class-1 log-posterior (the last ``+inf``),
+        and ``frequencies``, ``(M, 2)``, the ``[class-0, class-1]``
+        frequencies of each bin, unclipped; for ``isotonic``:
         ``thresholds``, the distinct training log-odds in increasing order
         (padded to the number of training samples by repeating the last), and
         ``frequencies``, ``(len(thresholds), 2)``, the fitted
@@ -234,8 +236,7 @@ def _apply_kernel(cal, s):
     if cal.method == "isotonic":
         return _isotonic_log_posteriors(cal.params, s)
     if cal.method == "histogram":
-        f = cal.params["frequencies"][_histogram_bins(cal.params, jnp.exp(s[..., 1]))]
-        return jnp.stack([jnp.log1p(-f), jnp.log(f)], axis=-1)  # log 0 = -inf for an all-one-class bin
+        return _clipped_log_posteriors(cal.params["frequencies"][_histogram_bins(cal.params, s[..., 1])])
     z = _transform(cal.method, cal.params, s)
     return z if cal.method == "llr" else jax.nn.log_softmax(z, axis=-1)
 
@@ -262,7 +263,14 @@ def _isotonic_log_posteriors(params, log_odds):
     dx = x1 - x0
     # dx = 0 only between padding knots (or below the first knot via the clip on i): hold the value.
     t = jnp.where(dx > 0, jnp.clip((log_odds - x0) / jnp.where(dx > 0, dx, 1.0), 0.0, 1.0), 0.0)
-    p = jnp.clip(f[i - 1] + t[..., None] * (f[i] - f[i - 1]), ISOTONIC_CLIP, 1.0 - ISOTONIC_CLIP)
+    return _clipped_log_posteriors(f[i - 1] + t[..., None] * (f[i] - f[i - 1]))
+
+
+def _clipped_log_posteriors(p):
+    """``(..., 2)`` log-posteriors of the class probabilities ``p`` ``(..., 2)`` clipped to ``[ISOTONIC_CLIP, 1 -
+    ISOTONIC_CLIP]``: never ``-inf``.  The log of the larger one is ``log1p(-smaller)``, exact where float32 cannot
+    hold ``1 - 1e-6`` itself."""
+    p = jnp.clip(p, ISOTONIC_CLIP, 1.0 - ISOTONIC_CLIP)
     return jnp.where(p < 0.5, jnp.log(p), jnp.log1p(-p[..., ::-1]))
 
 
@@ -342,11 +350,47 @@ def _class_weights_of_fit(weights, sample_weight, labels):
     return jax.ops.segment_max(per_sample, labels, num_segments=2)
 
 
-def _histogram_bins(params, p):
-    """Bin of each class-1 posterior: the first bin whose upper edge is >= p."""
-    upper = params["upper_edges"]
-    idx = jnp.searchsorted(upper, p, side="left")
+def _histogram_bins(params, log_p1):
+    """Bin of each class-1 log-posterior: the first bin whose upper edge is >= it (ties go to the lower bin).
+
+    Edges and inputs are compared in the log domain, as given: no ``exp`` whose last bit may differ between
+    backends decides a bin.
+    """
+    upper = params["upper_log_edges"]
+    idx = jnp.searchsorted(upper, log_p1, side="left")
     return jnp.clip(idx, 0, upper.shape[-1] - 1)
+
+
+def _histogram_log_edges(log_p1: np.ndarray, sample_weight: np.ndarray, num_bins: int, binning: str) -> np.ndarray:
+    """``(M,)`` upper edges of the histogram's bins in the log domain, computed on the host (the last is ``+inf``).
+
+    ``"equal_width"``: ``log(m / M)``.  ``"equal_mass"``: the rule of
+    :func:`ecjax.scores.equal_mass_upper_edges`: one stable sort of the
+    training samples' class-1 log-posteriors (``sample_weight > 0``), the
+    float64 cumulative weight in that order, and edge ``m`` the value of the
+    first sample whose cumulative weight reaches ``e_m = (m + 1) q + min(m +
+    1, r)`` (``q, r`` the quotient and remainder of the total weight by
+    ``M``): with unit weights the sorted values split as ``np.array_split``,
+    edges at order statistics.  Each edge is a training value itself, and bins are assigned by
+    ``searchsorted(side="left")``, so tied values share a bin.  Numpy on the
+    host, sequential float64 sums: the same edges on every backend, with or
+    without the padding of cross-validation (weight 0).
+    """
+    if binning == "equal_width":
+        with np.errstate(divide="ignore"):
+            upper = np.log(np.arange(1, num_bins + 1) / num_bins)
+    else:
+        kept = sample_weight > 0
+        order = np.argsort(log_p1[kept], kind="stable")
+        values = log_p1[kept][order]
+        cum = np.cumsum(sample_weight[kept][order].astype(np.float64))
+        q = np.floor(cum[-1] / num_bins)
+        m = np.arange(1, num_bins + 1)
+        ends = m * q + np.minimum(m, cum[-1] - q * num_bins)
+        pos = np.clip(np.searchsorted(cum, ends, side="left"), 0, len(values) - 1)
+        upper = np.where(ends > 0, values[pos], -np.inf)  # e_m = 0: a bin with nothing in it
+    upper[-1] = np.inf
+    return upper.astype(log_p1.dtype)
 
 
 # -------------------------------------------------------------------- inputs
@@ -470,38 +514,42 @@ def _sample_weight_for(sample_weight, labels):
 
 # ----------------------------------------------------------------------- fit
 
+def _bin_edges_for(method, s, sample_weight, settings):
+    """The histogram's ``(M,)`` log-domain edges over the samples of ``sample_weight > 0`` (a placeholder for other
+    methods)."""
+    if method != "histogram":
+        return np.zeros((1,), np.float32)
+    return _histogram_log_edges(np.asarray(s[:, 1]), np.asarray(sample_weight), settings.num_bins, settings.binning)
+
+
 @partial(jax.jit, static_argnames=("method", "loss", "max_iter", "num_bins", "binning"))
-def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, l2, tol, *, method, loss, max_iter, num_bins,
-                binning):
+def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, l2, tol, upper_log_edges, *, method, loss,
+                max_iter, num_bins, binning):
     """Fit one calibrator on weighted samples (weights 0 = not in the training set).
 
     ``weights`` are the objective's per-sample weights ``u_n P_i / W_i``;
     ``sample_weight`` the frequency weights ``u_n`` alone (1 without), which
     the counting methods (histogram, isotonic) need apart from the class
-    weights.
+    weights.  ``upper_log_edges`` are the histogram's bins
+    (:func:`_histogram_log_edges`, on the host), unused by other methods.
     """
     dtype = s.dtype
     if method == "histogram":
-        p1 = jnp.exp(s[:, 1])
         in_train = weights > 0
         u = jnp.where(in_train, sample_weight, 0.0).astype(dtype)  # frequency weight of each training sample
-        if binning == "equal_width":
-            upper = jnp.linspace(0.0, 1.0, num_bins + 1, dtype=dtype)[1:]
-        else:
-            upper = equal_mass_upper_edges(p1, num_bins, u)  # over the training samples only (weight > 0)
-        params = {"upper_edges": upper}
-        idx = _histogram_bins(params, p1)
+        params = {"upper_log_edges": upper_log_edges}
+        idx = _histogram_bins(params, s[:, 1])
         # Per-bin class totals of the frequency weights (exact counts unweighted), then the class
-        # weights P_i / W_i: the (prior-weighted) class-1 frequency without a long float32 sum of weights.
+        # weights P_i / W_i: the (prior-weighted) class frequencies without a long float32 sum of weights.
         cw = _class_weights_of_fit(weights, sample_weight, labels)
         n = jax.ops.segment_sum(jax.nn.one_hot(labels, 2, dtype=dtype) * u[:, None], idx,
                                 num_segments=num_bins)  # (M, 2)
-        w1, w_all = cw[1] * n[:, 1], cw[0] * n[:, 0] + cw[1] * n[:, 1]
-        # Empty bin (no training sample): fall back to the class-1 prior of the objective.
-        tot = n.sum(0)
-        prior1 = cw[1] * tot[1] / (cw[0] * tot[0] + cw[1] * tot[1])
-        freq = jnp.where(w_all > 0, w1 / jnp.where(w_all > 0, w_all, 1.0), prior1)
-        params["frequencies"] = freq
+        w = cw * n
+        w_all = w.sum(-1, keepdims=True)
+        # Empty bin (no training sample): the class prior of the objective.  Both classes divided apart (not
+        # 1 - the other), so a bin of one class gives exactly 0 and 1 on every backend, clipped when applied.
+        prior = cw * n.sum(0) / jnp.sum(cw * n.sum(0))
+        params["frequencies"] = jnp.where(w_all > 0, w / jnp.where(w_all > 0, w_all, 1.0), prior)
         zero = jnp.zeros((), jnp.int32)
         return params, zero, jnp.zeros((), dtype), jnp.zeros((), dtype)
     if method == "isotonic":
@@ -546,8 +594,15 @@ def _fit_lbfgs(s, *, labels, weights, log_prior_odds, l2, tol, method, loss, max
     # Precondition: optimize the scales times the RMS spread sigma of the training inputs, so that
     # scale and bias gradients are of comparable size (log-posteriors can span tens or thousands
     # of nats).  The objective is unchanged; matrix scaling needs ~4x fewer iterations this way.
-    mask = (weights > 0).astype(dtype)
-    mask = mask if s.ndim == 1 else mask[:, None]
+    in_train = weights > 0
+    mask = (in_train if s.ndim == 1 else in_train[:, None]).astype(dtype)
+    # Centre the inputs at the midrange of each training column (the bias absorbs the shift): a
+    # constant column becomes exactly 0, so its scale gets a gradient of exactly 0 and stays put, and the bias
+    # alone fits the class frequencies.  Uncentred, a constant input makes scale and bias a flat valley whose
+    # rounding-level curvature sent L-BFGS to parameters of 1e8 (issue 30).  The midrange, not the mean: (c + c) / 2
+    # is c exactly, a float32 mean of N copies of c need not be.
+    centre = _midrange(s, in_train) if method in _CENTRED_METHODS else jnp.zeros(s.shape[1:], dtype)
+    s = s - centre
     count = jnp.sum(mask) * (1 if s.ndim == 1 else k)
     mean = jnp.sum(mask * s) / count
     sigma = jnp.sqrt(jnp.sum(mask * (s - mean) ** 2) / count)
@@ -556,7 +611,33 @@ def _fit_lbfgs(s, *, labels, weights, log_prior_odds, l2, tol, method, loss, max
     objective = partial(_objective, method, loss, l2, s=s, labels=labels, weights=weights,
                         log_prior_odds=log_prior_odds)
     q, n_iter, gnorm, value = _lbfgs_minimize(lambda q: objective(_from_internal(q, sigma)), init, max_iter, tol)
-    return _from_internal(q, sigma), n_iter, gnorm, value
+    return _uncentred(method, _from_internal(q, sigma), centre), n_iter, gnorm, value
+
+
+# The methods whose bias absorbs a shift of the inputs (temperature has no bias; bias has no scale to protect).
+_CENTRED_METHODS = ("affine", "vector", "matrix", "llr", "beta")
+
+
+def _midrange(s, in_train):
+    """``(min + max) / 2`` of each column of ``s`` over the training samples (``s`` itself if it is ``(N,)``)."""
+    where = in_train if s.ndim == 1 else in_train[:, None]
+    low = jnp.min(jnp.where(where, s, jnp.inf), axis=0)
+    high = jnp.max(jnp.where(where, s, -jnp.inf), axis=0)
+    return low / 2 + high / 2  # halves first: no overflow, and exact for low == high
+
+
+def _uncentred(method, params, centre):
+    """The parameters of ``_transform(method, params, s)`` from those fitted on ``s - centre``."""
+    if method not in _CENTRED_METHODS:
+        return params
+    scale, bias = params.get("scale"), params["bias"]
+    if method == "beta":  # a (s_1 - m_1) - b (s_0 - m_0) + c
+        shift = scale[0] * centre[1] - scale[1] * centre[0]
+    elif method == "matrix":  # W (s - m) + b
+        shift = matmul(params["weight"], centre)
+    else:  # a (s - m) + b, scalar or per-class a
+        shift = scale * centre
+    return {**params, "bias": bias - shift}
 
 
 # The shortest Newton step fit_affine_newton_kernel tries, as a fraction of the full step (1, 1/4, ..., 4^-5).
@@ -706,9 +787,13 @@ def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors:
       LLRs; combine them with any deployment priors.
     - ``"histogram"``: binary histogram binning of the class-1 posterior
       (the calibrator hidden inside the ECE, seed 002 eq. 66): each bin maps
-      to the (prior-weighted) class-1 frequency of its training samples; an
-      empty bin maps to the class-1 prior.  Outputs of exactly 0 or 1 are
-      possible (then ``log 0 = -inf``).
+      to the (prior-weighted) class frequencies of its training samples; an
+      empty bin maps to the class priors of the objective.  Equal-mass edges
+      are order statistics of the training log-posteriors, from one stable
+      sort on the host (tied values share a bin; the same bins on every
+      backend).  Outputs are clipped to ``[ISOTONIC_CLIP, 1 -
+      ISOTONIC_CLIP]`` as isotonic's, so a bin of one class gives no
+      ``-inf``.
     - ``"isotonic"``: binary isotonic regression (Zadrozny & Elkan 2002) of
       the class-1 indicator on the class-1 log-odds ``log p - log(1 - p)``,
       by pool-adjacent-violators with the weights ``P_i / N_i``: the
@@ -763,7 +848,7 @@ def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors:
     sw = np.ones(w.shape) if sw is None else sw
     params, n_iter, gnorm, value = _fit_kernel(
         s, labels, jnp.asarray(w, dtype), jnp.asarray(sw, dtype), log_prior_odds, jnp.asarray(l2, dtype),
-        jnp.asarray(tol, dtype),
+        jnp.asarray(tol, dtype), jnp.asarray(_bin_edges_for(method, s, sw, settings)),
         method=method, loss=loss, max_iter=max_iter, num_bins=settings.num_bins, binning=settings.binning)
     converged = jnp.asarray(True) if method in NON_ITERATIVE_METHODS else gnorm < tol
     return Calibrator(params, n_iter, gnorm, value, converged, method, k, score_type, loss)
@@ -881,18 +966,19 @@ def grouped_folds(key: jax.Array, labels: ArrayLike, groups: ArrayLike | Sequenc
 
 
 @partial(jax.jit, static_argnames=("method", "loss", "max_iter", "num_bins", "binning"))
-def _cross_validation_kernel(s, labels, train_idx, train_w, train_sw, folds, log_prior_odds, l2, tol, *, method,
-                             loss, max_iter, num_bins, binning):
+def _cross_validation_kernel(s, labels, train_idx, train_w, train_sw, folds, log_prior_odds, l2, tol, edges, *,
+                             method, loss, max_iter, num_bins, binning):
     """All folds in one compiled function: the fit mapped over padded training sets."""
     fit_one = partial(_fit_kernel, method=method, loss=loss, max_iter=max_iter, num_bins=num_bins, binning=binning)
 
-    def one_fold(idx, w, sw, lpo):
-        return fit_one(s[idx], labels[idx], w, sw, lpo, l2, tol)
+    def one_fold(idx, w, sw, lpo, fold_edges):
+        return fit_one(s[idx], labels[idx], w, sw, lpo, l2, tol, fold_edges)
 
     # lax.map, not vmap: under vmap the L-BFGS loop and its line search run until the slowest
     # fold is done and their branches become selects (both sides evaluated), which measured
     # 2-5x slower on CPU; lax.map keeps one compiled function with each fold stopping on its own.
-    params, n_iter, gnorm, value = jax.lax.map(lambda a: one_fold(*a), (train_idx, train_w, train_sw, log_prior_odds))
+    params, n_iter, gnorm, value = jax.lax.map(lambda a: one_fold(*a),
+                                                   (train_idx, train_w, train_sw, log_prior_odds, edges))
     k = 2 if s.ndim == 1 else s.shape[-1]
 
     def apply_fold(p):
@@ -956,10 +1042,11 @@ def calibrate_cross_validated(scores: ArrayLike, labels: ArrayLike, *, key: jax.
         train_sw[f, : len(t)] = 1.0 if sw is None else sw[t]
         lpo[f] = np.log(pf[1] / pf[0]) if k == 2 and np.all(pf > 0) else 0.0
     dtype = s.dtype
+    edges = np.stack([_bin_edges_for(method, s[i], train_sw[f], settings) for f, i in enumerate(idx)])
     out, params, n_iter, gnorm, value = _cross_validation_kernel(
         s, labels, jnp.asarray(idx), jnp.asarray(w, dtype), jnp.asarray(train_sw, dtype), jnp.asarray(folds),
         jnp.asarray(lpo, dtype),
-        jnp.asarray(l2, dtype), jnp.asarray(tol, dtype), method=method, loss=loss, max_iter=max_iter,
+        jnp.asarray(l2, dtype), jnp.asarray(tol, dtype), jnp.asarray(edges), method=method, loss=loss, max_iter=max_iter,
         num_bins=settings.num_bins, binning=settings.binning)
     converged = jnp.ones(num_folds, bool) if method in NON_ITERATIVE_METHODS else gnorm < tol
     cal = Calibrator(params, n_iter, gnorm, value, converged, method, k, score_type, loss)

@@ -156,7 +156,7 @@ def test_histogram_binning_matches_psrcal():
     ref = HistogramBinningCal(torch.tensor(lp), torch.tensor(labels), M=15)
     ref.train()
     cal = C.fit(scores, labels, method="histogram", score_type=st, settings=C.FitSettings(num_bins=15))
-    freqs = np.asarray(cal.params["frequencies"])
+    freqs = np.asarray(cal.params["frequencies"])[:, 1]
     for m, f in enumerate(ref.cal_transform):
         n_in_bin = np.sum((ref.lows[m] < np.exp(lp[:, 1])) & (np.exp(lp[:, 1]) <= ref.highs[m]))
         if n_in_bin:
@@ -166,20 +166,69 @@ def test_histogram_binning_matches_psrcal():
     with np.errstate(divide="ignore"):
         ref_out = ref.calibrate(torch.tensor(lp)).numpy()
     ours = np.asarray(cal.apply(scores, score_type=st))
-    np.testing.assert_allclose(np.exp(ours), np.exp(ref_out), atol=1e-6)
+    # psrcal's outputs clipped as documented (a bin of one class gives 0 there, ISOTONIC_CLIP here).
+    np.testing.assert_allclose(np.exp(ours), np.clip(np.exp(ref_out), C.ISOTONIC_CLIP, 1 - C.ISOTONIC_CLIP),
+                               atol=1e-6)
+
+
+def _numpy_equal_mass_bins(values, num_bins):
+    """Bin of each value by an independent numpy sort-and-index: the sorted values split as ``np.array_split``,
+    every value tied with a part's last value moved into that part."""
+    order = np.argsort(values, kind="stable")
+    parts = np.array_split(np.arange(len(values)), num_bins)
+    last = np.array([values[order[part[-1]]] for part in parts])
+    return np.array([np.nonzero(last >= x)[0][0] for x in values])
 
 
 def test_histogram_equal_mass_bins_hold_equal_counts():
+    # Issue 34: on a GPU, edges compared with exp() of the inputs put 149 and 151 samples in two bins.  The bins
+    # are now order statistics of the inputs as ecjax holds them (float32 log-posteriors): count them so.
     rng = np.random.default_rng(1)
     p = rng.uniform(0.01, 0.99, 1500)
     labels = (rng.uniform(size=1500) < p).astype(int)
     lp = np.log(np.stack([1 - p, p], 1))
     cal = C.fit(lp, labels, method="histogram", settings=C.FitSettings(num_bins=10, binning="equal_mass"))
-    upper = np.asarray(cal.params["upper_edges"], np.float64)
-    idx = np.searchsorted(upper, p.astype(np.float32), side="left")
+    idx = _numpy_equal_mass_bins(lp[:, 1].astype(np.float32), 10)
     assert np.all(np.bincount(idx, minlength=10) == 150)
+    # The edges are the 150th, 300th, ... smallest inputs (as ecjax renormalizes them: within an ulp of numpy's).
+    edges = np.asarray(cal.params["upper_log_edges"], np.float64)
+    np.testing.assert_allclose(edges[:-1], np.sort(lp[:, 1].astype(np.float32))[149:1499:150], rtol=5e-7)
+    assert edges[-1] == np.inf
+    out = np.exp(np.asarray(cal.apply(lp), np.float64))[:, 1]
     for m in range(10):
-        np.testing.assert_allclose(float(cal.params["frequencies"][m]), labels[idx == m].mean(), atol=1e-6)
+        np.testing.assert_allclose(out[idx == m], labels[idx == m].mean(), atol=1e-6)
+
+
+def test_histogram_keeps_ties_together_and_never_outputs_log_zero():
+    # 40 values, 4 bins: the 10th smallest is tied with the next five, so bin 0 takes all six (16 values), and the
+    # top bin, all class 1, is clipped instead of log 0 = -inf (the -inf that CLI files held, issue 30).
+    p = np.r_[np.linspace(0.05, 0.3, 9), np.full(7, 0.35), np.linspace(0.4, 0.6, 14), np.linspace(0.7, 0.95, 10)]
+    labels = np.r_[np.tile([0, 1], 15), np.ones(10, int)]
+    lp = np.log(np.stack([1 - p, p], 1))
+    cal = C.fit(lp, labels, method="histogram", settings=C.FitSettings(num_bins=4, binning="equal_mass"))
+    idx = _numpy_equal_mass_bins(lp[:, 1].astype(np.float32), 4)
+    np.testing.assert_array_equal(np.bincount(idx, minlength=4), [16, 4, 10, 10])
+    out = np.asarray(cal.apply(lp), np.float64)
+    assert np.all(np.isfinite(out))
+    freq = np.array([labels[idx == m].mean() for m in range(4)])
+    np.testing.assert_allclose(np.exp(out[:, 1]), np.clip(freq[idx], C.ISOTONIC_CLIP, 1 - C.ISOTONIC_CLIP),
+                               rtol=1e-5)
+    np.testing.assert_allclose(out[idx == 3, 0], np.log(C.ISOTONIC_CLIP), rtol=1e-5)
+
+
+# Issue 30: constant scores carry no information, so every calibrator with a bias must return the class frequencies
+# of its training data; uncentred, the flat valley of scale and bias sent L-BFGS to logits of -2.7e8 (vector) and
+# left beta "NOT converged".  The SST-2 class counts (912 / 909) and p = 0.5 were the failing case.
+@pytest.mark.parametrize("method", ["beta", "vector"])
+def test_constant_scores_calibrate_to_the_class_frequencies(method):
+    labels = np.r_[np.zeros(912, int), np.ones(909, int)]
+    scores = np.full((len(labels), 2), np.log(0.5))
+    res = C.calibrate_cross_validated(scores, labels, key=jax.random.key(0), num_folds=5, method=method)
+    folds = np.asarray(res.folds)
+    assert np.all(np.asarray(res.calibrator.converged))
+    p1 = np.exp(np.asarray(res.scores, np.float64)[:, 1])
+    for f in range(5):  # each fold: the class-1 frequency of the other folds (numpy)
+        np.testing.assert_allclose(p1[folds == f], labels[folds != f].mean(), rtol=1e-5)
 
 
 # ----------------------------------------------------------------- protocols

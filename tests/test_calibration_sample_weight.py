@@ -64,6 +64,9 @@ def test_cross_validation_passes_each_fold_its_weights(method, kw):
     direct = calibration.fit(s[train], y[train], score_type="logits", method=method, sample_weight=w[train], **kw)
     np.testing.assert_allclose(np.asarray(res.scores)[folds == 0], np.asarray(direct.apply(s[folds == 0])),
                                atol=2e-4)
+    # A histogram bin of one class (there is one here) is clipped, not log 0: on a GPU the fold gave -inf where the
+    # direct fit gave -16.6 (x / x rounded differently); both are now log(ISOTONIC_CLIP) (issue 34).
+    assert np.all(np.isfinite(np.asarray(res.scores)))
 
 
 def test_bad_sample_weights_are_refused_by_name():
@@ -129,7 +132,7 @@ def test_weighted_histogram_matches_numpy_bin_frequencies():
     freq = np.bincount(b, weights=u * y, minlength=m) / np.bincount(b, weights=u, minlength=m)
     cal = calibration.fit(lp, y, method="histogram", sample_weight=u, settings=calibration.FitSettings(num_bins=m))
     filled = np.bincount(b, minlength=m) > 0
-    np.testing.assert_allclose(np.asarray(cal.params["frequencies"])[filled], freq[filled], rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(cal.params["frequencies"])[filled, 1], freq[filled], rtol=1e-5)
 
 
 def test_weighted_diagnosis_is_the_diagnosis_of_the_repeated_samples():
