@@ -65,11 +65,11 @@ def bench_nec(rng, num_costs, anchor_slice, repeats):
     return row(f"NEC, 3 systems x {num_costs:.0e} cost matrices, N=10^4, K={k}", scaled, first, steady, note)
 
 
-def bench_bayes(rng, scores, targets, num_costs, anchor_slice, repeats, label, score_type, precision="exact"):
+def bench_bayes(rng, scores, targets, num_costs, anchor_slice, repeats, label, score_type):
     k = scores.shape[1]
     costs = random_costs(rng, num_costs, k)
     # The public function, validation included: what a user calls.
-    public = lambda s, c: ecjax.bayes_expected_cost(targets, s, c, score_type=score_type, precision=precision)
+    public = lambda s, c: ecjax.bayes_expected_cost(targets, s, c, score_type=score_type)
     s_j, c_j = jnp.asarray(scores, jnp.float32), jnp.asarray(costs, jnp.float32)
     first, steady, out = time_jax(public, s_j, c_j, repeats=repeats)
 
@@ -83,8 +83,7 @@ def bench_bayes(rng, scores, targets, num_costs, anchor_slice, repeats, label, s
     err = np.max(np.abs(np.asarray(out)[:n] - ref) / np.abs(ref))
     scaled = t_anchor * num_costs / n
     note = f"anchor timed on {n} matrices, scaled x{num_costs / n:g}; max rel. diff {err:.1e}"
-    what = "" if precision == "exact" else f", precision={precision!r}"
-    return row(f"EC of Bayes decisions, {num_costs:.0e} cost matrices, {label}{what}", scaled, first, steady, note)
+    return row(f"EC of Bayes decisions, {num_costs:.0e} cost matrices, {label}", scaled, first, steady, note)
 
 
 def main():
@@ -100,11 +99,8 @@ def main():
     n100 = 1000 if args.tiny else 10_000
     logits100 = rng.normal(size=(n100, 100)) * 3.0
     targets100 = np.argmax(logits100 + rng.gumbel(size=logits100.shape), 1)
-    for precision in ("exact", "fast"):
-        # "fast": bfloat16 tensor-core products with the near ties recomputed (same decisions): for GPUs
-        # and TPUs; on a CPU it shows what the repair costs where bfloat16 products are not faster.
-        print(bench_bayes(np.random.default_rng(1), logits100, targets100, num_bayes, 5 if args.tiny else 50,
-                          args.repeats, f"{n100:.0e} x 100 scores (synthetic)", "logits", precision), flush=True)
+    print(bench_bayes(np.random.default_rng(1), logits100, targets100, num_bayes, 5 if args.tiny else 50,
+                      args.repeats, f"{n100:.0e} x 100 scores (synthetic)", "logits"), flush=True)
 
 
 if __name__ == "__main__":

@@ -110,9 +110,8 @@ def bayes_decisions_kernel(log_post: jax.Array, costs: jax.Array, precision: str
 
     ``log_post`` is ``(..., N, K)``, ``costs`` ``(..., K, D)``; their batch
     axes broadcast.  Ties go to the lowest decision index.  ``precision``:
-    ``"exact"`` (a float32 product on every backend) or ``"fast"`` (a
-    tensor-core product whose near ties are recomputed in float32, with the
-    same decisions: :func:`ecjax.precision.argmin_of_products`).
+    ``"exact"``, a float32 product on every backend
+    (:func:`ecjax.precision.argmin_of_products`).
 
     A sample whose log posteriors hold a NaN gets ``-1`` (the NaN contract
     of traced input, see :mod:`ecjax.inputs`): under ``jit``/``vmap``
@@ -143,12 +142,8 @@ def bayes_decisions(scores: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | 
         ``training_priors`` says what those were.
       score_type: one of ``"log_posteriors"``, ``"logits"``, ``"llr"``,
         ``"log_likelihoods"``.
-      precision: ``"exact"`` (float32 products on every backend) or
-        ``"fast"``: a bfloat16 tensor-core product, with every sample whose
-        two best expected costs lie within its proven error bound recomputed
-        in float32, so the decisions are those of the exact product
-        (:mod:`ecjax.precision`).  Worth it on GPUs and TPUs; on a CPU it
-        is slower.
+      precision: ``"exact"`` (float32 products on every backend); the
+        former ``"fast"`` is refused with the reason (:mod:`ecjax.precision`).
       training_priors: ``(K,)`` priors the posterior-type scores were
         trained with: the posteriors are re-weighted to ``priors`` before
         deciding (see :func:`log_posteriors`).

@@ -752,6 +752,14 @@ def check_choice(x: _T, name: str, choices: Collection[Any]) -> _T:
     return x
 
 
+def check_precision(precision: Any) -> str:
+    """``precision`` if it is ``"exact"``; ``"fast"`` (removed: see :mod:`ecjax.precision`) and others refused."""
+    if isinstance(precision, str) and precision == "fast":
+        raise InputError('`precision="fast"` was removed: near float32 ties no second product can reproduce the '
+                         'exact product\'s decisions, and on a GPU it was slower; use precision="exact" (the default)')
+    return check_choice(precision, "precision", ("exact",))
+
+
 def _shape_form(form: str) -> tuple[str, ...]:
     return tuple(t.strip() for t in form.strip("()").split(",") if t.strip())
 

@@ -1,8 +1,11 @@
 """Shared fixtures: the real classifier outputs in ``../shared/data``.
 
 The data folder lives beside the repository (CI puts it there); it is never
-copied into the repository.  Tests that need it are skipped, with the reason,
-only when the folder is genuinely absent.
+copied into the repository.  ``ECJAX_DATA_DIR`` names another folder (a
+machine that holds only a copy of the working tree, as the lent GPU of
+``benchmarks/gpu_check.sh`` with the data in the git-ignored ``.gpu_data/``).
+Tests that need it are skipped, with the reason, only when the folder is
+genuinely absent.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ import numpy as np
 import pytest
 from scipy.special import log_softmax, logsumexp
 
-DATA_DIR = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA_DIR = pathlib.Path(os.environ.get("ECJAX_DATA_DIR") or
+                        pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data").resolve()
 
 # Score type of each dataset (``../shared/data/README.md``).
 DATASETS = {

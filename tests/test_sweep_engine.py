@@ -154,10 +154,20 @@ def test_automatic_chunk_follows_the_backend_and_its_memory():
     assert engine.auto_chunk_size([_FakeDevice("tpu", 2**30)], point_bytes=2**11 + 1) == 2**15
     assert engine.auto_chunk_size([_FakeDevice("gpu", None)]) == engine.ACCELERATOR_CHUNK
     assert engine.auto_chunk_size([_FakeDevice("gpu", 100)], point_bytes=10**6) == 1
-    # On this CPU a sweep with chunk_size=None runs in chunks of the CPU default (as many as it needs).
-    res = sweep_counts(COUNTS, grids.cost_ratios(0.1, 10, 3 * engine.CPU_CHUNK + 5),
-                       settings=SweepSettings(return_values=False))
-    assert res.info["chunk"] == engine.CPU_CHUNK and res.info["num_chunks"] == 4
+    # A sweep with chunk_size=None on the backend this runs on: on a CPU, chunks of the CPU default (as many as
+    # it needs); on an accelerator with the memory of a GPU (>= 8 GiB) the sweep fits one step of at most 2^22.
+    num_points = 3 * engine.CPU_CHUNK + 5
+    res = sweep_counts(COUNTS, grids.cost_ratios(0.1, 10, num_points), settings=SweepSettings(return_values=False))
+    device = jax.devices()[0]
+    if device.platform == "cpu":
+        assert res.info["chunk"] == engine.CPU_CHUNK and res.info["num_chunks"] == 4
+    elif (engine.device_memory(device) or 0) >= 8 * 2**30:
+        assert res.info["chunk"] == num_points and res.info["num_chunks"] == 1
+    else:  # a small accelerator: a power of two no larger than the accelerator chunk
+        per_device = res.info["chunk"] // res.info["num_devices"]
+        assert res.info["chunk"] == num_points or (per_device & (per_device - 1) == 0
+                                                   and per_device <= engine.ACCELERATOR_CHUNK)
+        assert res.info["num_chunks"] == -(-num_points // res.info["chunk"])
 
 
 def test_devices_of_another_platform_are_accepted_and_mixed_platforms_refused():

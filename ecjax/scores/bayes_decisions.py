@@ -21,17 +21,15 @@ from ecjax import inputs as v
 from ecjax.confusion import class_counts
 from ecjax.decisions import class_one_log_odds_kernel, log_posteriors_kernel, naive_expected_cost
 from ecjax.metrics import expected_value
-from ecjax.precision import (
-    argmin_and_near_ties, check_precision, einsum, fast_error_bound, fast_matmul, matmul, refine_argmins,
-)
+from ecjax.precision import check_precision, einsum, matmul
 from ecjax.scores.inputs import evaluation_priors, labels_and_scores, without_zero_weights
 from ecjax.scores.scoring_rules import class_weights
 from ecjax.scores.roc import cut_threshold, rates_at_cuts
 
 
-@partial(jax.jit, static_argnames=("score_type", "normalize", "batch_size", "precision"))
+@partial(jax.jit, static_argnames=("score_type", "normalize", "batch_size"))
 def _bayes_ec(labels, scores, log_p, costs, class_weights, p, sample_weight=None, *, score_type, normalize,
-              batch_size, precision):
+              batch_size):
     post = jnp.exp(log_posteriors_kernel(scores, log_p, score_type))  # (S, N, K)
     s, n, k = post.shape
     b, _, d = costs.shape
@@ -48,18 +46,8 @@ def _bayes_ec(labels, scores, log_p, costs, class_weights, p, sample_weight=None
         # Columns ordered (decision, matrix): the argmin then runs over a major axis and vectorizes
         # over the matrices, ~1.7x faster on CPU than reducing a minor axis of size D.
         columns = c.transpose(1, 2, 0).reshape(k, d * batch_size)
-        if precision == "exact":
-            expected = matmul(flat_post, columns).reshape(s * n, d, batch_size)
-            return jnp.argmin(expected, axis=1)  # Bayes decisions (seed 001 eq. 7); ties: lowest j
-        fast = fast_matmul(flat_post, columns).reshape(s * n, d, batch_size)
-        bound = fast_error_bound(k, jnp.max(jnp.abs(c), axis=(1, 2)))  # (batch,)
-        dec, near = argmin_and_near_ties(fast, bound[None], axis=1)  # (S*N, batch)
-
-        def exact_values(t):  # entry t = row * batch + matrix
-            return einsum("tk,tkd->td", flat_post[t // batch_size], c[t % batch_size])
-
-        return refine_argmins(dec.reshape(-1), near.reshape(-1), exact_values,
-                              floats_per_pair=k * d + k).reshape(s * n, batch_size)
+        expected = matmul(flat_post, columns).reshape(s * n, d, batch_size)
+        return jnp.argmin(expected, axis=1)  # Bayes decisions (seed 001 eq. 7); ties: lowest j
 
     def chunk(c):
         dec = decisions(c).reshape(s, n, batch_size)
@@ -102,9 +90,8 @@ def bayes_expected_cost(labels: ArrayLike, scores: ArrayLike, costs: ArrayLike, 
       normalize: divide by the EC of the best naive decision (NEC).
       batch_size: cost matrices evaluated together in one matrix product
         (memory vs speed); default: about 4M floats of expected costs.
-      precision: ``"exact"`` or ``"fast"`` (tensor-core products with the
-        near ties recomputed in float32: the same decisions, see
-        :func:`ecjax.decisions.bayes_decisions`).
+      precision: ``"exact"`` (float32 products on every backend; ``"fast"``
+        was removed, see :mod:`ecjax.precision`).
       sample_weight: optional ``(N,)`` non-negative sample weights
         (scikit-learn's meaning): ``K_i*`` becomes the class's weight total
         ``W_i``, the data priors ``W_i / W`` and ``w_n = P_{y_n} u_n /
@@ -134,7 +121,7 @@ def bayes_expected_cost(labels: ArrayLike, scores: ArrayLike, costs: ArrayLike, 
         batch_size = _default_batch_size(flat_scores.shape[0] * labels.shape[0], c.shape[-1], flat_costs.shape[0])
     batch_size = v.as_positive_int(batch_size, "batch_size")
     out = _bayes_ec(labels, flat_scores, log_p, flat_costs, class_weights, p, w,
-                    score_type=score_type, normalize=bool(normalize), batch_size=batch_size, precision=precision)
+                    score_type=score_type, normalize=bool(normalize), batch_size=batch_size)
     return out.reshape(s_batch + c.shape[:-2])
 
 
