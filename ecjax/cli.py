@@ -990,25 +990,81 @@ _LONG_RUN_SECONDS = 60.0
 _PROGRESS_SECONDS = 2.0  # shorter runs answer before a progress line would help
 
 
-def _warn_if_long(args, kind, spec, arrays, k, d, paired):
-    """Say so before a comparison estimated at more than a minute, and how to make it shorter; the estimate."""
+def _rough_seconds(args, kind, spec, arrays, k, d, paired):
+    """A duration of the comparison from constant rates (:func:`ecjax.prob.draw_plan.estimated_seconds`): only
+    whether a progress line is worth showing; the warning of a long run waits for the measured time
+    (:class:`RunClock`)."""
     from ecjax.prob.draw_plan import estimated_seconds
 
-    per_draw = kind == "scores" and args.decision_rule == "per_draw" and spec.uncertain
+    per_draw = _per_draw_decisions(args, kind, spec)
     n = max(a.shape[0] for a in arrays)
     shared = _decision_rule(args).resolve(num_systems=len(arrays), num_samples=n, num_classes=k, num_decisions=d,
                                           paired=paired) if per_draw else 1
-    seconds = estimated_seconds(args.draws, num_systems=len(arrays), num_samples=n, num_classes=k, num_decisions=d,
-                                per_draw_decisions=per_draw, rate_draws=shared)
-    if seconds <= _LONG_RUN_SECONDS:  # on stderr, so --json output stays clean
-        return seconds
+    return estimated_seconds(args.draws, num_systems=len(arrays), num_samples=n, num_classes=k, num_decisions=d,
+                             per_draw_decisions=per_draw, rate_draws=shared)
+
+
+def _per_draw_decisions(args, kind, spec):
+    return kind == "scores" and args.decision_rule == "per_draw" and spec.uncertain
+
+
+class RunClock:
+    """``compare``'s reporter in the command line: the measured duration, and progress lines when asked.
+
+    ``time_left(seconds)`` (the library's measured estimate, after its second block of draws): past
+    :data:`_LONG_RUN_SECONDS`, one line on ``stream`` says how long and how to make the run shorter.  With
+    ``every`` (``--progress``), a plain line every ``every`` seconds or more (draws done, seconds so far, the
+    estimate of what is left): lines a log file or a batch job keeps, not only a terminal.  ``inner``: the
+    terminal's :class:`DrawProgress` (or ``False``), called as before.
+    """
+
+    def __init__(self, inner, stream, *, num_draws, advice, every=None, clock=None):
+        import time
+
+        self.inner, self.stream, self.num_draws, self.advice, self.every = inner, stream, num_draws, advice, every
+        self.clock = time.monotonic if clock is None else clock
+        self.left, self.warned = None, False
+
+    def __call__(self, total):
+        self.bar = self.inner(total) if self.inner else None
+        self.start = self.last = self.clock()
+        return self
+
+    def _say(self, text):
+        self.stream.write(f"ecjax compare: {text}\n")
+        self.stream.flush()
+
+    def time_left(self, seconds: float) -> None:
+        self.left, self.left_at = seconds, self.clock()
+        if seconds > _LONG_RUN_SECONDS and not self.warned:  # on stderr, so --json output stays clean
+            self.warned = True
+            self._say(f"this run may take about {max(1, round(seconds / 60))} min more ({self.num_draws:,} draws; "
+                      f"measured on this machine); for a shorter one use {self.advice}")
+
+    def update(self, n: int) -> None:
+        if self.bar:
+            self.bar.update(n)
+
+    def draws_done(self, done: int, yields) -> None:
+        now = self.clock()
+        if self.bar and hasattr(self.bar, "draws_done"):
+            self.bar.draws_done(done, yields)
+        if self.every is not None and now - self.last >= self.every:
+            self.last = now
+            left = "" if self.left is None else f", about {max(0.0, self.left - (now - self.left_at)):.0f} s left"
+            self._say(f"{done:,} of {self.num_draws:,} draws, {now - self.start:.0f} s{left}")
+
+    def close(self) -> None:
+        if self.bar:
+            self.bar.close()
+
+
+def _long_run_advice(args, kind, spec):
     advice = "fewer --draws"
-    if per_draw:
+    if _per_draw_decisions(args, kind, spec):
         advice += (", the default --decision-rule expected_utility (decisions made once), or --decisions with "
                    "decisions made beforehand")
-    print(f"ecjax compare: this run may take about {seconds / 60:.0f} min ({args.draws} draws of {len(arrays)} "
-          f"systems x {n} samples x {k} x {d} costs); for a shorter one use {advice}", file=sys.stderr, flush=True)
-    return seconds
+    return advice
 
 
 class _ProgressLine:
@@ -1198,10 +1254,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
         arrays = [np.asarray(log_likelihoods_from_posteriors(a, t, score_type=st)) for a, t in zip(arrays, training)]
         st = "log_likelihoods"
-    seconds = _warn_if_long(args, kind, spec, arrays, k, d, paired)
-    settings["progress"] = _compare_progress(args, names, seconds)
-    if settings["progress"]:
+    terminal = _compare_progress(args, names, _rough_seconds(args, kind, spec, arrays, k, d, paired))
+    if terminal:
         settings["chunk_size"] = -(-args.draws // 10)  # about ten updates (chunking changes no number: tested)
+    if args.progress is not None:
+        settings["chunk_size"] = 1  # one block per chunk: a line can come every few seconds whatever the block
+    settings["progress"] = RunClock(terminal, sys.stderr, num_draws=args.draws, every=args.progress,
+                                    advice=_long_run_advice(args, kind, spec))
     if kind == "scores":
         systems = prob.Systems(lab, scores=arrays, score_type=st, decision_rule=_decision_rule(args), names=names,
                                paired=paired, sample_weight=sample_weight)
@@ -1224,6 +1283,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "hdi_prob": result.hdi_prob,
         "hdi": {n: [float(x) for x in h] for n, h in zip(names, np.asarray(result.hdi))},
         "p_best": _float_dict(names, result.p_best),
+        "p_tie": result.p_tie,  # per-draw decisions: draws whose best system decided as another did (None: fixed)
         "rank_probabilities": np.asarray(result.rank_probabilities).tolist(),
         "pairwise": np.asarray(result.pairwise).tolist(),
         "recommendation": result.best,
@@ -1249,6 +1309,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     errors = {"method": f"batch means over {ranking.NUM_BATCHES} batches of the draws",
               "expected_yield": _float_dict(names, result.errors["expected_yield"]),
               "p_best": _float_dict(names, result.errors["p_best"])}
+    if result.p_tie is not None:
+        errors["p_tie"] = result.errors["p_tie"]
     if result.rope_probabilities is not None:
         errors["rope_probabilities"] = np.asarray(result.errors["rope_probabilities"]).tolist()
     if result.doubt is not None:
@@ -1641,6 +1703,10 @@ def _build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--max-draws", type=_int_in(1, MAX_DRAWS, "--max-draws"), default=1_000_000,
                     help="the most draws --mc-error may use (default 1000000)")
     cp.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key (default 0)")
+    cp.add_argument("--progress", type=_float_in(0.0, "--progress", strict=True), nargs="?", const=5.0,
+                    default=None, metavar="SECONDS",
+                    help="a progress line on stderr every SECONDS (default 5) with the draws done and the time "
+                         "left, also when stderr is not a terminal (logs, batch jobs)")
     cp.add_argument("--rope", type=_float_in(0.0, "--rope"),
                     help="half-width of the region of practical equivalence (yield units)")
     cp.add_argument("--decision-rule", default="expected_utility", choices=["expected_utility", "per_draw"],

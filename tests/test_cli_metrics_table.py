@@ -102,8 +102,11 @@ def test_compare_rope_reaches_the_recommendation(data_dir, tmp_path):
 
 
 def test_compare_warns_before_a_long_run(tmp_path):
-    # 10^5 draws, each making 3 x 10^4 Bayes decisions over 100 x 100 uncertain costs: 3 x 10^13 multiply-adds,
-    # far past a minute on any machine.  The warning must come before the work: read it, then stop the run.
+    # 10^8 draws (the most --draws takes), each drawing 3 x 10^4 rate cells and, once per --rate-draws 32, making
+    # 3 x 10^4 Bayes decisions over 100 x 100 uncertain costs: 3 x 10^12 cells and 10^15 multiply-adds, hours on a
+    # CPU and far past a minute on any accelerator (an H100 draws ~3 x 10^9 cells/s).  The warning comes from the
+    # time of the second block measured on the machine (the constants it replaced said 10^5 draws took seconds on
+    # an H100): it must come before the work, so read it, then stop the run.
     rng = np.random.default_rng(0)
     k, n = 100, 10_000
     np.save(tmp_path / "y.npy", rng.integers(0, k, n))
@@ -114,8 +117,8 @@ def test_compare_warns_before_a_long_run(tmp_path):
     (tmp_path / "c.toml").write_text(f"costs = {rows(off)}\n[uncertainty]\nlow = {rows(0.5 * off)}\n"
                                      f"high = {rows(2 * off)}\n")
     proc = subprocess.Popen([sys.executable, "-m", "ecjax.cli", "compare", "--labels", "y.npy", "--scores", "a.npy",
-                             "b.npy", "c.npy", "--score-type", "logits", "--costs", "c.toml", "--draws", "100000",
-                             "--decision-rule", "per_draw"], cwd=tmp_path, stdout=subprocess.PIPE,
+                             "b.npy", "c.npy", "--score-type", "logits", "--costs", "c.toml", "--draws", "100000000",
+                             "--decision-rule", "per_draw", "--rate-draws", "32"], cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         line = proc.stderr.readline()
@@ -124,3 +127,44 @@ def test_compare_warns_before_a_long_run(tmp_path):
         proc.wait()
     assert "may take about" in line and "min" in line, line
     assert "--draws" in line and "expected_utility" in line and "--decisions" in line
+
+
+def test_run_clock_warns_from_the_measured_time_and_prints_progress_lines():
+    # The reporter the command line hands to compare: a warning past a minute of *measured* time left, and with
+    # --progress a plain line at most every `every` seconds (a fake clock: no sleeping).
+    import io
+
+    from ecjax import cli
+
+    now = [0.0]
+    stream = io.StringIO()
+    clock = cli.RunClock(False, stream, num_draws=10_000, advice="fewer --draws", every=5.0, clock=lambda: now[0])(3)
+    clock.time_left(30.0)  # under a minute: no warning
+    assert stream.getvalue() == ""
+    now[0] = 2.0
+    clock.draws_done(1000, np.zeros((1000, 2)))  # 2 s after the start: too soon for a line
+    assert stream.getvalue() == ""
+    now[0] = 6.0
+    clock.draws_done(3000, np.zeros((3000, 2)))
+    assert stream.getvalue() == "ecjax compare: 3,000 of 10,000 draws, 6 s, about 24 s left\n"
+    clock.time_left(150.0)
+    assert stream.getvalue().splitlines()[-1].startswith("ecjax compare: this run may take about 2 min more")
+    clock.time_left(150.0)  # said once
+    assert len(stream.getvalue().splitlines()) == 2
+
+
+def test_compare_progress_lines_and_p_tie_in_the_json(tmp_path, data_dir):
+    # --progress prints its lines when stderr is not a terminal (here a buffer); per-draw decisions put P(tie) in
+    # the record, and P(best) + P(tie) = 1 (tests/test_prob_compare_per_draw_ties.py checks the numbers).
+    names = ["sst2_gpt2", "sst2_gpt2_4shot"]
+    (tmp_path / "c.toml").write_text("costs = [[0, 1], [3, 0]]\n[uncertainty]\nlow = [[0, 1], [1, 0]]\n"
+                                     "high = [[0, 1], [5, 0]]\n")
+    rc, out, err = run("compare", "--labels", *[data_dir / n / "targets.npy" for n in names],
+                       "--scores", *[data_dir / n / "scores.npy" for n in names], "--costs", tmp_path / "c.toml",
+                       "--draws", "2000", "--decision-rule", "per_draw", "--json", "--progress", "1e-9",
+                       cwd=tmp_path)
+    assert rc == 0, err
+    rec = json.loads(out)
+    assert 0 < rec["p_tie"] < 1 and rec["monte_carlo_errors"]["p_tie"] > 0
+    assert abs(sum(rec["p_best"].values()) + rec["p_tie"] - 1) < 1e-12
+    assert "of 2,000 draws" in err

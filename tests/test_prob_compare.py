@@ -406,8 +406,8 @@ def test_scores_mode_per_draw_decisions_follow_the_drawn_costs():
         ec.append(p_bar[0] * rr[:, 0, 1] + p_bar[1] * r * rr[:, 1, 0])
         counts.append(c)
     tied = np.all(counts[0] == counts[1], axis=(1, 2))  # identical counts: identical yields, a tie
-    # Ties are split evenly by the ranking, and count as no doubt.
-    reference = np.mean(ec[0] < ec[1]) + 0.5 * np.mean(tied)
+    # Ties are no system's P(best) (issue 31.2: a draw whose systems decide alike is a tie), and no doubt.
+    reference = np.mean((ec[0] < ec[1]) & ~tied)
     assert 0.05 < reference < 0.95  # the winner depends on the costs
     assert abs(res.doubt.p_best_costs_only[0] - reference) < 0.012
     winner = int(np.mean(ec[1]) < np.mean(ec[0]))  # the system of highest expected yield under this component

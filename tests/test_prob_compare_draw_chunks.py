@@ -60,6 +60,30 @@ def test_per_draw_bayes_decisions_identical_for_every_chunk_size():
     assert 0.0 < one.doubt.doubt_all < 1.0
 
 
+# Float32 rounding a backend may change between two runs of the same compiled programs on the same inputs: the
+# H100 gave yields 1-2 units in the last place apart (2320 of 60 000) for two chunk sizes, while every block ran the
+# same executables (no program is compiled for a new chunk size: checked with jax_log_compiles).  A yield is a sum
+# of K D = 9 products; a different order or fused multiply-add changes it by at most ~K D 2^-24 of the sum of the
+# magnitudes of its terms (Higham, Accuracy and Stability, eq. 3.5): with costs below ~3 and yields above ~0.2 here,
+# about 9 x 3 / 0.2 / 2 ~ 64 units of float32's eps relative to the yield.
+ULPS = 64
+
+
+def _same_up_to_rounding(a, b):
+    """Equal draws up to :data:`ULPS` float32 units in the last place; P(best) and the doubt equal up to the draws
+    whose two best yields are that close (only those can change their winner)."""
+    tol = ULPS * np.finfo(np.float32).eps
+    for name in ("yields", "expected_costs", "normalized_expected_costs"):
+        np.testing.assert_allclose(np.asarray(getattr(a, name)), np.asarray(getattr(b, name)), rtol=tol, atol=0,
+                                   err_msg=name)
+    y = np.sort(np.asarray(a.yields, np.float64), axis=1)
+    near = np.mean(y[:, -1] - y[:, -2] <= 2 * tol * np.abs(y[:, -1]))
+    assert np.all(np.abs(a.p_best - b.p_best) <= near)
+    for name, value in a.doubt.as_dict().items():
+        assert abs(value - b.doubt.as_dict()[name]) <= near, name
+    np.testing.assert_array_equal(a.expected_yield, b.expected_yield)  # the closed form, on the host
+
+
 def test_fixed_decisions_identical_for_every_chunk_size_with_uncertain_priors():
     rng = np.random.default_rng(8)
     n, k = 400, 3
@@ -72,7 +96,9 @@ def test_fixed_decisions_identical_for_every_chunk_size_with_uncertain_priors():
     several = prob.compare(prob.Systems(labels, dec), **kw, settings=prob.MonteCarloSettings(
         num_draws=30_000, chunk_size=one.info["draw_block"] // 3))
     assert several.info["num_chunks"] > 1
-    _same(several, one)
+    _same_up_to_rounding(several, one)
+    if jax.default_backend() == "cpu":  # on the CPU the programs run bit for bit alike: exact equality
+        _same(several, one)
 
 
 def test_compare_counts_chunks_and_closed_form():

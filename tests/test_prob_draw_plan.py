@@ -5,6 +5,8 @@ obtained by an independent route: the same number of draws given directly, the d
 by hand, the posterior names given as a mapping or positionally.
 """
 
+import time
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ import jax
 
 import ecjax
 from ecjax import prob
+from ecjax.prob import draw_plan
 
 KEY = jax.random.key(9)
 COUNTS = np.array([[[50, 10], [5, 35]], [[45, 15], [3, 37]]])
@@ -62,3 +65,50 @@ def test_compare_counts_draws_to_a_precision_as_the_loop_by_hand():
                                 settings=prob.MonteCarloSettings(num_draws=sizes[-1]))
     np.testing.assert_array_equal(np.asarray(res.yields), np.asarray(again.yields))
     np.testing.assert_array_equal(res.p_best, again.p_best)
+
+
+class _Clock:
+    """A ``progress`` reporter that records the library's estimate of the time left and when the draws end."""
+
+    def __init__(self):
+        self.estimate = self.estimated_at = self.closed_at = None
+
+    def __call__(self, total):
+        return self
+
+    def update(self, n):
+        pass
+
+    def time_left(self, seconds):
+        self.estimate, self.estimated_at = seconds, time.perf_counter()
+
+    def close(self):
+        self.closed_at = time.perf_counter()
+
+
+def test_time_left_is_measured_on_the_machine_within_a_factor_two():
+    # Issue 30.15 / 33.5: the estimate from constant rates was ~4x optimistic on an H100.  The library now times
+    # its second block (the first compiles) and multiplies by the blocks left; here that prediction is checked
+    # against the measured time from the estimate to the end of the draws, for fixed decisions (the per-draw
+    # path, whose blocks make Bayes decisions, is timed the same way: tests/test_cli_metrics_table.py).
+    rng = np.random.default_rng(2)
+    n, k = 500, 10
+    labels = rng.integers(0, k, n)
+    dec = np.stack([np.where(rng.random(n) < acc, labels, rng.integers(0, k, n)) for acc in (0.7, 0.65, 0.6)])
+    clock = _Clock()
+    res = prob.compare(prob.Systems(labels, dec), costs=prob.intervals(0.5 * (1 - np.eye(k)), 2 * (1 - np.eye(k)),
+                                                                       kind="cost"),
+                       key=jax.random.key(0), decompose=False,
+                       settings=prob.MonteCarloSettings(num_draws=8 * 13_000, progress=clock))
+    blocks = -(-res.num_draws // res.info["draw_block"])
+    assert blocks >= 6  # enough blocks after the timed one for the extrapolation to mean something
+    measured = clock.closed_at - clock.estimated_at
+    assert clock.estimate is not None and 0.5 * measured <= clock.estimate <= 2.0 * measured, (clock.estimate,
+                                                                                               measured)
+
+
+def test_block_seconds_left_counts_the_blocks_after_the_second():
+    plan = draw_plan.plan_draws(10_000, 1 << 18)  # 16 draws a block: 625 blocks
+    assert plan.num_blocks == 625
+    assert draw_plan.block_seconds_left(0.01, plan) == pytest.approx(623 * 0.01)
+    assert draw_plan.block_seconds_left(1.0, draw_plan.plan_draws(10, 1)) == 0.0

@@ -111,6 +111,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -144,6 +145,7 @@ from ecjax.prob.rates import (
 from ecjax.prob.draw_plan import (
     MonteCarloSettings,
     as_decision_rule,
+    block_seconds_left,
     check_monte_carlo_settings,
     per_draw_cost_ratio,
     plan_draws,
@@ -531,6 +533,8 @@ def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
     from ecjax.sweep.engine import progress_bar  # the sweeps' convention: True (tqdm) or a factory
 
     bar = progress_bar(progress, plan.num_chunks)
+    # A reporter with `time_left(seconds)` gets the duration of the blocks after the second, timed on this machine.
+    timed = bar is not None and hasattr(bar, "time_left") and plan.num_blocks > 2
     try:
         for c in range(plan.num_chunks):
             pending = []
@@ -539,6 +543,12 @@ def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
                 p = fixed_p if inputs.sample_p is None else inputs.sample_p(b)
                 pending.append((b, _block(b, random_bits.fold_in(key_all, b), random_bits.fold_in(key_rates, b), u, p,
                                           p if inputs.rates_use_p else fixed_p, data, model)))
+                if timed and b < 2:
+                    # Block 0 compiles; block 1 runs as every later one does (the same programs and shapes).
+                    jax.block_until_ready(pending[-1][1])
+                    if b == 1:
+                        bar.time_left(block_seconds_left(time.perf_counter() - started, plan))
+                    started = time.perf_counter()
             for b, out in pending:
                 start = b * bsz
                 stop = min(start + bsz, plan.num_draws)
@@ -658,7 +668,13 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
         docstring); ``progress``, ``True`` for a progress bar over the
         chunks (``tqdm``) or a callable ``total -> bar`` with ``update(n)``
         and ``close()`` (the convention of
-        :func:`ecjax.sweep.engine.map_reduce`); ``mc_error``, a target for
+        :func:`ecjax.sweep.engine.map_reduce`), and optionally
+        ``draws_done(done, yields)`` (the draws so far, after each chunk)
+        and ``time_left(seconds)``: the duration of the rest of the run,
+        called once, after the second block, from its measured time on
+        this machine (:func:`~ecjax.prob.draw_plan.block_seconds_left`;
+        the blocks are the same programs on the same shapes, so the
+        estimate holds on any backend); ``mc_error``, a target for
         the Monte Carlo standard errors of the reported probabilities
         (P(best), the ROPE probabilities, the doubt components; see
         :func:`draw_to_precision`): ``num_draws`` is then the first run,
@@ -1105,6 +1121,31 @@ def _tie_groups(labels, systems):
                  if np.sum(labels == g) > 1)
 
 
+def _best_or_tied(yields: ArrayLike, tie_labels: ArrayLike) -> tuple[np.ndarray, float, np.ndarray, float]:
+    """Per-draw ties: ``(p_best, p_tie)`` and their batch-means errors (:func:`ranking.batch_means_error`).
+
+    In draw ``s`` the best system is ``t_s = argmax_m yield_sm``.  The draw
+    is a *tie* when another system has ``t_s``'s confusion counts in that
+    draw (``tie_labels[s, m] == tie_labels[s, t_s]``, :func:`_tie_labels_of`):
+    they made the same decisions, so their yields differ only by the noise of
+    their rate draws (or not at all), and no system won.  Otherwise ``t_s``
+    won.  So ``p_best[m] = P(t_s = m, not a tie)``, ``p_tie = P(tie)`` and
+    ``sum_m p_best[m] + p_tie = 1`` (exact counts over ``S``, in float64).
+
+    Args:
+      yields: ``(S, M)`` yield draws.
+      tie_labels: ``(S, M)`` per-draw tie labels (equal labels: equal counts).
+    """
+    y, labels = np.asarray(yields), np.asarray(tie_labels)
+    s, m = y.shape
+    top = np.argmax(y, axis=1)
+    tie = np.count_nonzero(labels == np.take_along_axis(labels, top[:, None], axis=1), axis=1) > 1
+    wins = (top[:, None] == np.arange(m)) & ~tie[:, None]
+    p_best = np.count_nonzero(wins, axis=0) / s
+    return (p_best, np.count_nonzero(tie) / s, ranking.batch_means_error(wins),
+            float(ranking.batch_means_error(tie[:, None])[0]))
+
+
 def _doubt(host, yields, p_best, rec, static_ties, per_draw, components, key, hdi_prob):
     """The four doubt components (see the module docstring), ties counted as the recommended system's wins."""
     values, recs, p_bests, errors = {}, {}, {"all": p_best}, {}
@@ -1119,7 +1160,9 @@ def _doubt(host, yields, p_best, rec, static_ties, per_draw, components, key, hd
         r = rec if (name == "all" or not per_draw) else int(np.argmax(y.mean(0, dtype=np.float64)))
         share, errors[name] = ranking.group_win_rate(v.to_device(y), v.to_device(ties), r)
         values[name], recs[name] = 1.0 - share, r
-        if name != "all":
+        if name != "all" and per_draw:
+            p_bests[name] = _best_or_tied(y, ties)[0]  # draws whose best system is tied are ties, as in `all`
+        elif name != "all":
             # With the HDI of the main summary (unused here), so that both share one compiled program.
             p_bests[name] = np.asarray(ranking.summarize(keys[i - 1], v.to_device(y), hdi_prob=hdi_prob)["p_best"])
     return ranking.Doubt(p_bests["all"], p_bests["costs_only"], p_bests["rates_only"], rec,
@@ -1203,7 +1246,12 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
     rec = int(np.argmax(expected_yield))
     yields_j = v.to_device(yields)
     summary = ranking.summarize(key_rank, yields_j, rope=rope, hdi_prob=hdi_prob)
-    p_best = np.asarray(summary["p_best"])
+    fields = ranking.ranking_fields(summary, rope)
+    p_tie, errors = None, {"p_best": summary["errors"]["p_best"]}
+    if per_draw is not None:
+        # Each draw judges its own ties: a draw whose best system decided as another one did is no one's win.
+        fields["p_best"], p_tie, errors["p_best"], errors["p_tie"] = _best_or_tied(yields, host["ties_all"])
+    p_best = fields["p_best"]
     doubt = None
     if decompose:
         doubt = _doubt(host, yields, p_best, rec, static_ties, per_draw is not None, components, key_d, hdi_prob)
@@ -1216,8 +1264,7 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
                         class_priors.name if deployment_uncertain else "fixed deployment priors"),
                 num_draws=num_draws, expected_yield=method, expected_utility_matrix=u_method,
                 draw_block=plan.block, chunk=plan.chunk, num_chunks=plan.num_chunks)
-    errors = {"expected_yield": (np.zeros(m) if method == "closed form" else summary["errors"]["mean_yield"]),
-              "p_best": summary["errors"]["p_best"]}
+    errors["expected_yield"] = np.zeros(m) if method == "closed form" else summary["errors"]["mean_yield"]
     if rope is not None:
         errors["rope_probabilities"] = summary["errors"]["rope_probabilities"]
     return ranking.Comparison(
@@ -1228,7 +1275,7 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
         normalized_expected_costs=v.to_device(host["nec"]),
         expected_utility_matrix=v.to_device(u_hat, f),
         expected_yield=expected_yield,
-        **ranking.ranking_fields(summary, rope),
+        **fields,
         recommendation=rec,
         recommendation_probability=float(p_best[rec]),
         hdi_prob=hdi_prob,
@@ -1236,4 +1283,5 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
         doubt=doubt,
         info=info,
         ties=() if static_ties is None else _tie_groups(static_ties, systems),
+        p_tie=p_tie,
     )

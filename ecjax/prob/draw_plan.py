@@ -196,6 +196,17 @@ def estimated_seconds(num_draws: int, *, num_systems: int, num_samples: int, num
     return float(seconds)
 
 
+def block_seconds_left(block_seconds: float, plan: DrawPlan) -> float:
+    """The duration of the draws after the first two blocks: ``(num_blocks - 2) * block_seconds``.
+
+    ``block_seconds``: the measured time of the second block (the first one
+    compiles the programs every block runs; the last one, shorter or not,
+    is computed whole).  Measured on the machine itself, so it holds on any
+    backend, unlike :func:`estimated_seconds`.
+    """
+    return float(max(0, plan.num_blocks - 2) * block_seconds)
+
+
 def plan_draws(num_draws: int, elements_per_draw: int, chunk_size: int | None = None, *, utility_cells: int = 1,
                group: int = 1) -> DrawPlan:
     """Blocks and chunks of posterior draws (the memory plan of :func:`compare`).

@@ -450,6 +450,11 @@ class Comparison(RankedSystems):
         ``decision_rule``, whether ``expected_yield`` is exact).
       ties: groups of tied systems (identical confusion counts, so equal
         expected yields), by name; their P(best) is split between them.
+      p_tie: with per-draw decisions, the share of the draws whose best
+        system has the confusion counts of another system *in that draw*
+        (they made the same decisions): ties, counted in no system's
+        ``p_best``, so ``sum(p_best) + p_tie = 1``; ``None`` with fixed
+        decisions (their ties are the same in every draw: ``ties``).
       errors: Monte Carlo standard errors (batch means over the draws,
         :func:`batch_means_error`) of ``expected_yield`` (0 where it is the
         closed form), ``p_best`` and, with a ``rope``,
@@ -468,11 +473,12 @@ class Comparison(RankedSystems):
     info: dict = field(default_factory=dict)
     ties: tuple = ()
     errors: dict = field(default_factory=dict)
+    p_tie: float | None = None
 
     def largest_probability_error(self) -> float:
         """The largest Monte Carlo standard error of the probabilities reported: P(best), the ROPE
         probabilities and the doubt components (0 when none was estimated as uncertain)."""
-        parts = [np.asarray(self.errors.get(name, []), np.float64).ravel() for name in ("p_best", "rope_probabilities")]
+        parts = [np.asarray(self.errors.get(name, []), np.float64).ravel() for name in ("p_best", "p_tie", "rope_probabilities")]
         if self.doubt is not None and self.doubt.errors:
             parts.append(np.asarray(list(self.doubt.errors.values()), np.float64))
         found = np.concatenate(parts)
@@ -575,6 +581,8 @@ class Comparison(RankedSystems):
             lines += self._recommendation_lines()
         for group in self.ties:
             lines.append(f"tied: {' = '.join(group)} (identical confusion counts: equal expected yields)")
+        if self.p_tie:
+            lines.append(self._tie_line())
         tied = self.info.get("recommendation_tied_fraction", 0.0)
         if tied > 0:
             lines.append(f"tied: {self.best} has the confusion counts of another system in {100 * tied:.1f} % of "
@@ -593,6 +601,14 @@ class Comparison(RankedSystems):
             lines.append(self.doubt.text())
             lines.append(f"  ({DOUBT_EXPLANATION})")
         return "\n".join(lines)
+
+    def _tie_line(self) -> str:
+        """P(tie), and P(best) among the draws that are not ties (per-draw decisions)."""
+        p_tie = float(self.p_tie or 0.0)
+        untied = ", ".join(f"{name} {p / (1.0 - p_tie):.3f}" for name, p in zip(self.systems, self.p_best)) \
+            if p_tie < 1.0 else "none"
+        return (f"P(tie) = {with_error(p_tie, self.errors.get('p_tie'), 3)}: draws whose best system made the decisions "
+                f"of another (same confusion counts), a win for none; P(best | not a tie): {untied}")
 
     def _recommendation_lines(self) -> list:
         r = self.recommendation
