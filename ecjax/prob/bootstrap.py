@@ -23,15 +23,21 @@ the data allow (the same pairing as the joint-outcome Dirichlet of
 metrics).
 
 Clustered samples (several per patient, speaker or document, ``groups=``):
-the two-level Bayesian bootstrap of :mod:`ecjax.prob.paired`, one weight
-``G_g ~ Exp(1)`` per group and Dirichlet weights ``u_n = e_n / sum_{m in
-g} e_m`` over the samples of each group,
+the cluster bootstrap, one weight ``G_g ~ Exp(1)`` per cluster shared by
+all its samples,
 
-    w_n ∝ G_g n_g u_n    for sample n in group g of n_g samples,                      (2)
+    w_n ∝ G_g    for sample n in cluster g,                                        (2)
 
-which mirrors ``confidence-intervals``' resampling of conditions, then of the
-samples within them.  With one sample per group (2) is (1); when every sample
-of a group is the same sample repeated, (2) is (1) over the groups.
+i.e. Dirichlet(1, ..., 1) weights over the clusters, each spread evenly
+over its samples: the clusters are the independent units, and the samples
+within a cluster are kept as observed.  (Resampling the samples within each
+cluster as well, as ``confidence-intervals`` does with its conditions,
+counts the within-cluster variance twice -- it is already in the spread of
+the cluster totals -- and its 90 % intervals covered 0.955-0.99 of
+simulated populations with 20-50 clusters of 10; (2) covers the nominal
+share: see the README's coverage table.)  With one sample per cluster (2)
+is (1); when every sample of a cluster is the same sample repeated, (2) is
+(1) over the clusters.
 
 Frequency weights (``sample_weight=``, scikit-learn's meaning: a sample of
 weight ``k`` stands for ``k`` samples): by the aggregation property of the
@@ -40,10 +46,11 @@ total, so the weights become
 
     w_n ∝ e_n,    e_n ~ Gamma(s_n, 1),                                              (3)
 
-(and ``n_g`` in (2) the total weight of group ``g``): integer weights give
-the same posterior as repeated samples, and a zero weight removes the sample.
+integer weights give the same posterior as repeated samples, and a zero weight removes the sample.
 For a weighted mean the posterior mean is ``sum_n s_n x_n / W`` and the
 variance ``sum_n s_n (x_n - xbar)^2 / (W (W + 1))``, ``W = sum_n s_n``.
+With clusters, (2) becomes ``w_n ∝ G_g s_n``: a sample of weight ``k`` is
+``k`` copies of it within its cluster.
 
 Every weighted metric here is written as a ratio of weighted sums, so the
 built-in kernels are invariant to the scale of ``w``; a user function
@@ -236,15 +243,15 @@ def weighted_eer(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Arra
     return miss[a] + t * (miss[b] - miss[a])
 
 
-def weighted_ece(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array) -> jax.Array:
-    """Kernel: weighted expected calibration error, ``sum_m |sum_{n in B_m} w_n (hit_n - conf_n)| / sum_n w_n``.
+def _ece_bins(labels, log_posteriors, weights):
+    """Per bin of :data:`ECE_NUM_BINS` equal-width bins: the weight ``W_m``, the weighted gap sum ``W_m g_m``, the
+    weighted sum of squared residuals ``sum_{n in B_m} w_n (hit_n - conf_n)^2`` and of confidences ``W_m c_m``.
 
-    Seed 002 eqs. 62-63 with :data:`ECE_NUM_BINS` equal-width bins, as
-    :func:`ecjax.scores.ece` with its defaults: for ``K = 2`` the binary
-    form (``conf`` the class-1 posterior, ``hit = [y = 1]``), for ``K > 2``
-    the top-label form (``conf = max_i s_i``, ``hit`` = argmax correct).
-    The bins depend on the scores only, so under ``vmap`` over the weights
-    they are found once.
+    For ``K = 2`` the binary form (``conf`` the class-1 posterior, ``hit = [y
+    = 1]``), for ``K > 2`` the top-label form (``conf = max_i s_i``, ``hit``
+    = argmax correct), as :func:`ecjax.scores.ece` with its defaults.  The
+    bins depend on the scores only, so under ``vmap`` over the weights they
+    are found once.
     """
     if log_posteriors.shape[-1] == 2:
         conf = jnp.exp(log_posteriors[..., 1])
@@ -253,8 +260,84 @@ def weighted_ece(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Arra
         conf = jnp.exp(jnp.max(log_posteriors, -1))
         hit = (jnp.argmax(log_posteriors, -1) == labels).astype(conf.dtype)
     idx, _ = bin_indices(conf, ECE_NUM_BINS, "equal_width")
-    gap = jax.ops.segment_sum(weights * (hit - conf), idx, num_segments=ECE_NUM_BINS)
-    return jnp.sum(jnp.abs(gap)) / jnp.sum(weights)
+    residual = hit - conf
+    sums = jax.ops.segment_sum(jnp.stack([weights, weights * residual, weights * residual**2, weights * conf], -1),
+                               idx, num_segments=ECE_NUM_BINS)
+    return sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3]
+
+
+def weighted_ece_plugin(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array) -> jax.Array:
+    """Kernel: the plug-in ECE ``sum_m |sum_{n in B_m} w_n (hit_n - conf_n)| / sum_n w_n``.
+
+    Seed 002 eqs. 62-63 with :data:`ECE_NUM_BINS` equal-width bins
+    (:func:`_ece_bins`), as :func:`ecjax.scores.ece` with its defaults.  A
+    biased estimator of the population ECE: ``E|mean gap| > |E gap|``, by
+    about ``sqrt(2 / pi) sigma_m`` in a bin whose true gap is within its
+    standard error ``sigma_m`` of 0, so its bootstrap posterior sits above
+    the population value (0 % coverage of it at ``N = 200`` in the README's
+    table).  :func:`weighted_ece` corrects it.
+    """
+    mass, gap, _, _ = _ece_bins(labels, log_posteriors, weights)
+    return jnp.sum(jnp.abs(gap)) / jnp.sum(mass)
+
+
+def _mean_abs_normal(mean, sd):
+    """``E|X|`` for ``X ~ N(mean, sd^2)``: ``sd sqrt(2/pi) exp(-mean^2 / (2 sd^2)) + mean erf(mean / (sd sqrt 2))``
+    (the folded normal's mean); ``|mean|`` where ``sd = 0``."""
+    safe = jnp.where(sd > 0, sd, 1.0)
+    z = mean / (safe * math.sqrt(2.0))
+    folded = safe * math.sqrt(2.0 / math.pi) * jnp.exp(-z * z) + mean * jax.scipy.special.erf(z)
+    return jnp.where(sd > 0, folded, jnp.abs(mean))
+
+
+def weighted_ece(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array,
+                 num_samples: jax.Array | None = None) -> jax.Array:
+    """Kernel: debiased ECE, an estimator of the population binned ECE ``sum_m P(B_m) |E[hit - conf | B_m]|``.
+
+    The target is the calibration error of *these* bins (:data:`ECE_NUM_BINS`
+    equal-width bins of the confidence, binary or top-label form as
+    :func:`weighted_ece_plugin`) on the population the samples come from.
+    In bin ``m`` with weight share ``p_m = W_m / W``, gap ``g_m = sum_{n in
+    B_m} w_n (hit_n - conf_n) / W_m``, mean confidence ``c_m`` and ``n_m =
+    num_samples p_m`` samples, the plug-in ``|g_m|`` is biased upward by
+    ``E|N(g, sigma_m^2)| - |g|``, ``sigma_m^2`` the variance of the bin's mean
+    gap; subtracting its estimate at ``g = g_m`` (Kumar, Liang & Ma 2019,
+    "Verified uncertainty calibration", §5, with the folded normal's mean in
+    closed form, :func:`_mean_abs_normal`) gives
+
+        ECE_debiased = sum_m p_m (2 |g_m| - E|N(g_m, sigma_m^2)|),
+        sigma_m^2 = (SS_m + c_m (1 - c_m)) / n_m^2,
+
+    ``SS_m = n_m * (weighted variance of hit - conf in the bin)`` the sum of
+    squared deviations: ``n_m - 1`` degrees of freedom plus one pseudo-sample
+    at the variance ``c_m (1 - c_m)`` of a calibrated bin, so that a bin of
+    one sample (``SS_m = 0``) is still corrected (without it, 15 bins at ``N =
+    50`` covered 0.70 of the population values instead of 0.80).  A bin whose
+    gap is many ``sigma_m`` from 0 keeps its ``|g_m|``; one whose gap is
+    within noise loses about ``sqrt(2/pi) sigma_m``, so the estimate can be
+    negative when the scores are well calibrated (the population value is
+    ``>= 0``).  The Gaussian approximation of the gap fails for bins of a few
+    samples: at ``N = 50`` over 15 bins the estimate still averages about
+    twice the population value (README, coverage table).
+
+    ``num_samples``: the number of samples ``W`` the weights stand for (their
+    sum when ``None``: frequency weights); the bootstrap passes ``N`` with
+    weights that sum to 1.
+    """
+    mass, gap_sum, square_sum, conf_sum = _ece_bins(labels, log_posteriors, weights)
+    total = jnp.sum(mass)
+    filled = mass > 0
+    safe_mass = jnp.where(filled, mass, 1.0)
+    gap = gap_sum / safe_mass
+    conf = conf_sum / safe_mass
+    count = (total if num_samples is None else num_samples) * mass / total
+    safe_count = jnp.where(filled, count, 1.0)
+    # Sum of squared deviations of hit - conf from their bin mean, plus one pseudo-sample at the variance of a
+    # calibrated bin, conf (1 - conf): over n_m - 1 + 1 degrees of freedom.
+    deviations = jnp.maximum(square_sum / safe_mass - gap * gap, 0.0) * count
+    sd = jnp.sqrt((deviations + conf * (1.0 - conf)) / safe_count**2)
+    per_bin = 2.0 * jnp.abs(gap) - _mean_abs_normal(gap, sd)
+    return jnp.sum(jnp.where(filled, mass * per_bin, 0.0)) / total
 
 
 def weighted_nec_best_threshold(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array,
@@ -309,6 +392,10 @@ class _Builtin:
     options: tuple  # the keyword options (priors, costs) the kernel takes
     # (N, K) arrays the kernel holds per weight vector, beyond the shared scores: sizes the default chunk of draws.
     arrays_per_sample_and_class: int = 0
+    # The kernel takes `num_samples`, the count the weights stand for (a debiasing term depends on it).
+    counts: bool = False
+    # A debiased kernel: the built-in plug-in whose value on the data its draws are centred on (see _recentred).
+    plugin: str | None = None
 
 
 BUILTIN_METRICS = {
@@ -316,7 +403,8 @@ BUILTIN_METRICS = {
     "brier": _Builtin(weighted_brier, False, False, ("priors",)),
     "auc": _Builtin(weighted_auc, True, True, ()),
     "eer": _Builtin(weighted_eer, False, True, ()),
-    "ece": _Builtin(weighted_ece, False, False, ()),
+    "ece": _Builtin(weighted_ece, False, False, (), counts=True, plugin="ece_plugin"),
+    "ece_plugin": _Builtin(weighted_ece_plugin, False, False, ()),
     "nec_best_threshold": _Builtin(weighted_nec_best_threshold, False, True, ("priors", "costs")),
     # The Newton fit's candidate steps evaluate 6 log-softmaxes at once, besides p and the deviations.
     "calibration_loss": _Builtin(weighted_calibration_loss, False, False, ("priors",), 10),
@@ -494,34 +582,27 @@ def _exponentials(words, draw_ids, size):
     return -jnp.log1p(-u)
 
 
-def _spread_over_clusters(e, group_weight, groups, size, num_groups):
-    """(2): within-cluster weights ``e`` ``(C, N)`` rescaled to ``G_g n_g`` per cluster (``size``: ``n_g``)."""
-    within = jax.ops.segment_sum(e.T, groups, num_segments=num_groups).T
-    return e * (group_weight * size / jnp.where(within > 0, within, 1.0))[:, groups]
+def _cluster_weights(group_weight, groups, sample_weight=None):
+    """(2): every sample of cluster ``g`` gets the cluster's weight ``G_g`` (times its frequency weight ``s_n``)."""
+    w = group_weight[:, groups]
+    return w if sample_weight is None else w * sample_weight
 
 
 def _draw_weights(words, draw_ids, groups, num_samples, num_groups):
     """``(C, N)`` draws of (1) (``groups=None``) or (2), each normalized to sum to 1."""
-    u = _exponentials(words, draw_ids, num_samples + num_groups)
-    e = u[:, :num_samples]
-    if groups is not None:
-        size = jax.ops.segment_sum(jnp.ones((num_samples,), e.dtype), groups, num_segments=num_groups)
-        e = _spread_over_clusters(e, u[:, num_samples:], groups, size, num_groups)
+    if groups is None:
+        e = _exponentials(words, draw_ids, num_samples)
+    else:
+        e = _cluster_weights(_exponentials(words, draw_ids, num_groups), groups)
     return e / jnp.sum(e, -1, keepdims=True)
 
 
-def _evaluate(metric, labels, log_post, weights, options):
-    """``(M,)``: the metric of every system for one weight vector."""
+def _evaluate(metric, labels, log_post, weights, options, num_samples):
+    """``(M,)``: the metric of every system for one weight vector (``num_samples``: the count it stands for)."""
     kernel = _kernel_of(metric)
+    if isinstance(metric, str) and BUILTIN_METRICS[metric].counts:
+        options = dict(options, num_samples=num_samples)
     return jax.vmap(lambda lp: kernel(labels, lp, weights, **options))(log_post)
-
-
-@partial(jax.jit, static_argnames=("num_groups",))
-def _weighted_clusters(key, e, groups, sample_weight, *, num_groups):
-    """(2) with (3): cluster weights ``G_g ~ Exp(1)`` times the cluster's total weight ``n_g``."""
-    size = jax.ops.segment_sum(sample_weight, groups, num_segments=num_groups)
-    group_weight = jax.random.exponential(key, (e.shape[0], num_groups), e.dtype)
-    return _spread_over_clusters(e, group_weight, groups, size, num_groups)
 
 
 def _frequency_weighted_draws(key, labels, scores, groups, options, sample_weight, *, metric, score_type, num_draws,
@@ -529,7 +610,8 @@ def _frequency_weighted_draws(key, labels, scores, groups, options, sample_weigh
     """``(S, M)`` draws of (3) and the ``(M,)`` weighted metric on the data.
 
     Chunk ``c`` draws its Gamma(s_n) weights with ``fold_in(key, c)`` through
-    :func:`ecjax.prob.sampling.gamma`, whose sampler is compiled once per
+    :func:`ecjax.prob.sampling.gamma` (with clusters, the cluster weights ``G_g
+    ~ Exp(1)`` of (2) from ``fold_in(fold_in(key, c), 1)``, times ``s_n``), whose sampler is compiled once per
     process (a copy inlined into this program would cost seconds of
     compilation per call shape); the metric is evaluated by the compiled
     :func:`_weighted_kernel`.  Every chunk is full, so one shape compiles.
@@ -538,9 +620,11 @@ def _frequency_weighted_draws(key, labels, scores, groups, options, sample_weigh
     chunks = []
     for c in range(-(-num_draws // chunk_size)):
         key_c = random_bits.fold_in(key, c)
-        e = sampling.gamma(key_c, shapes)
-        if groups is not None:
-            e = _weighted_clusters(random_bits.fold_in(key_c, 1), e, groups, sample_weight, num_groups=num_groups)
+        if groups is None:
+            e = sampling.gamma(key_c, shapes)
+        else:  # (2) with (3): no draw within the clusters
+            group_weight = jax.random.exponential(random_bits.fold_in(key_c, 1), (chunk_size, num_groups))
+            e = _cluster_weights(group_weight, groups, jnp.asarray(sample_weight, group_weight.dtype))
         chunks.append(_weighted_kernel(labels, scores, e, options, metric=metric, score_type=score_type))
     estimate = _weighted_kernel(labels, scores, sample_weight[None], options, metric=metric, score_type=score_type)
     return jnp.concatenate(chunks)[:num_draws], estimate[0]
@@ -560,7 +644,7 @@ def _bootstrap_draws(words, labels, scores, groups, options, *, metric, score_ty
 
     def chunk(ids):
         w = jnp.concatenate([uniform, _draw_weights(words, ids, groups, n, num_groups)])
-        return jax.vmap(lambda wi: _evaluate(metric, labels, log_post, wi, options))(w)
+        return jax.vmap(lambda wi: _evaluate(metric, labels, log_post, wi, options, n))(w)
 
     if num_chunks == 1:
         out = chunk(index[0])
@@ -573,11 +657,32 @@ def _bootstrap_draws(words, labels, scores, groups, options, *, metric, score_ty
 
 @partial(jax.jit, static_argnames=("metric", "score_type"))
 def _weighted_kernel(labels, scores, weights, options, *, metric, score_type):
-    """``(..., M)`` for weights ``(..., N)`` (normalized here) and scores of ``M`` systems."""
+    """``(..., M)`` for weights ``(..., N)`` (normalized here; their sum is the sample count of ``"ece"``) and scores
+    of ``M`` systems."""
     log_post = log_posteriors_kernel(scores.values, scores.log_priors, score_type)
     flat = weights.reshape(-1, weights.shape[-1])
-    out = jax.vmap(lambda w: _evaluate(metric, labels, log_post, _normalized(w), options))(flat)
+    out = jax.vmap(lambda w: _evaluate(metric, labels, log_post, _normalized(w), options, jnp.sum(w)))(flat)
     return out.reshape(weights.shape[:-1] + (log_post.shape[0],))
+
+
+def _recentred(draws, estimate, labels, scores, sample_weight, options, *, metric, score_type):
+    """The draws of a debiased metric, moved by its estimated bias: ``draw_s - (plug-in - estimate)`` on the data.
+
+    A bootstrap draws from the empirical distribution, whose value of the
+    metric is the *plug-in* one: the draws of a debiased estimator centre
+    on the plug-in value (with the spread of the estimator), not on the
+    debiased estimate.  Moving them by ``plug-in - debiased`` on the data
+    centres them on the estimate (the bootstrap bias correction of Efron &
+    Tibshirani 1993, §10.6, with the analytic bias of the estimator), so
+    that the interval targets the population value.  Other metrics: as drawn.
+    """
+    plugin = BUILTIN_METRICS[metric].plugin if isinstance(metric, str) else None
+    if plugin is None:
+        return draws
+    data_weights = jnp.ones(labels.shape[:1], draws.dtype) if sample_weight is None else jnp.asarray(
+        sample_weight, draws.dtype)
+    value = _weighted_kernel(labels, scores, data_weights[None], options, metric=plugin, score_type=score_type)[0]
+    return draws - (value - estimate)
 
 
 def weighted_metric(labels: ArrayLike, scores: ArrayLike, weights: ArrayLike, metric: str | _UserMetric, *,
@@ -630,6 +735,19 @@ def weighted_metric(labels: ArrayLike, scores: ArrayLike, weights: ArrayLike, me
 
 # ---------------------------------------------------------------- the result
 
+INTERVAL_KINDS = ("equal_tailed", "hdi")
+
+
+def equal_tailed_interval(draws: ArrayLike, prob: float = 0.9) -> np.ndarray:
+    """``(S, ...)`` draws -> ``(..., 2)``: their ``(1 - prob) / 2`` and ``(1 + prob) / 2`` quantiles (float64).
+
+    Invariant under monotone maps of the metric, and it leaves ``(1 - prob) / 2`` of the draws in each tail,
+    where the HDI of a skewed posterior gives up the long one.
+    """
+    q = np.quantile(np.asarray(draws, np.float64), [(1.0 - prob) / 2, (1.0 + prob) / 2], axis=0)
+    return np.moveaxis(q, 0, -1)
+
+
 @dataclass(frozen=True)
 class MetricPosterior(RankedSystems):
     """Bayesian-bootstrap posterior of a metric of ``M`` systems scored on the same samples.
@@ -641,8 +759,15 @@ class MetricPosterior(RankedSystems):
       draws: ``(S, M)`` posterior draws of the metric, paired across systems.
       estimate: ``(M,)`` the metric on the data (uniform weights).
       mean: ``(M,)`` posterior mean (Monte Carlo).
-      hdi_prob: probability mass of :attr:`hdi`.
-      hdi: ``(M, 2)`` highest-density intervals.
+      hdi_prob: probability mass of :attr:`hdi` and :attr:`equal_tailed`.
+      hdi: ``(M, 2)`` highest-density intervals (the narrowest holding
+        ``hdi_prob`` of the draws).
+      equal_tailed: ``(M, 2)`` equal-tailed intervals, the ``(1 - hdi_prob) / 2``
+        and ``(1 + hdi_prob) / 2`` quantiles of the draws: the interval the
+        summary reports.  On a skewed posterior the HDI gives up the long
+        tail, and its coverage of the population value at ``N = 50`` fell
+        to 0.86 (AUC, accuracy) where the equal-tailed one held 0.90-0.92
+        (README, coverage table).
       p_best: ``(M,)`` ``P(system m is the best)``; exact ties split at random.
       rank_probabilities: ``(M, M)`` ``[m, r] = P(system m has rank r)``, rank 0 best.
       pairwise: ``(M, M)`` ``[a, b] = P(a strictly better than b)``: two
@@ -665,6 +790,7 @@ class MetricPosterior(RankedSystems):
     mean: np.ndarray
     hdi_prob: float
     hdi: np.ndarray
+    equal_tailed: np.ndarray
     errors: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
 
@@ -672,16 +798,21 @@ class MetricPosterior(RankedSystems):
     def num_draws(self) -> int:
         return int(self.draws.shape[0])
 
-    def interval(self, values: str = "draws", prob: float | None = None) -> np.ndarray:
-        """HDI ``(M, 2)`` of the metric (``"draws"``) or ``(M, M, 2)`` of ``"differences"`` (row minus column)."""
+    def interval(self, values: str = "draws", prob: float | None = None, kind: str = "equal_tailed") -> np.ndarray:
+        """Interval ``(M, 2)`` of the metric (``"draws"``) or ``(M, M, 2)`` of ``"differences"`` (row minus column).
+
+        ``kind``: ``"equal_tailed"`` (the ``(1 -+ prob) / 2`` quantiles of the
+        draws, as :attr:`equal_tailed`) or ``"hdi"`` (as :attr:`hdi`).
+        """
         v.check_choice(values, "values", ("draws", "differences"))
+        v.check_choice(kind, "kind", INTERVAL_KINDS)
         prob = self.hdi_prob if prob is None else prob
         x = self.draws if values == "draws" else self.draws[:, :, None] - self.draws[:, None, :]
-        return np.asarray(hdi(x, prob))
+        return np.asarray(hdi(x, prob)) if kind == "hdi" else equal_tailed_interval(x, prob)
 
     def summary(self) -> str:
-        """A plain-text table: estimate, posterior mean, HDI, P(best), and the recommendation against every other
-        system (with a ``rope``, the three ROPE probabilities).  One system: its row only."""
+        """A plain-text table: estimate, posterior mean, equal-tailed interval, P(best), and the recommendation against
+        every other system (with a ``rope``, the three ROPE probabilities).  One system: its row only."""
         single = len(self.systems) == 1
         direction = "higher" if self.higher_is_better else "lower"
         where = f"{self.info['num_samples']} samples"
@@ -689,15 +820,15 @@ class MetricPosterior(RankedSystems):
             where += f" in {self.info['num_groups']} clusters"
         lines = [f"metric: {self.metric} ({direction} is better); Bayesian bootstrap over {where}"
                  + ("" if single else ", paired across systems")]
-        rows = [["system", "estimate", f"E[{self.metric}]", f"{int(round(self.hdi_prob * 100))}% HDI"]
+        rows = [["system", "estimate", f"E[{self.metric}]", f"{int(round(self.hdi_prob * 100))}% interval"]
                 + ([] if single else ["P(best)"])]
         for m, name in enumerate(self.systems):
-            lo, hi = self.hdi[m]
+            lo, hi = self.equal_tailed[m]
             rows.append([name, f"{self.estimate[m]:.4f}", with_error(self.mean[m], self.error("mean", m), 4),
                          f"[{lo:.4f}, {hi:.4f}]"]
                         + ([] if single else [with_error(self.p_best[m], self.error("p_best", m), 3)]))
         lines += aligned(rows)
-        lines.append(f"± Monte Carlo standard error ({self.num_draws} draws, batch means)")
+        lines.append(f"± Monte Carlo standard error ({self.num_draws} draws, batch means); intervals equal-tailed")
         if single:
             return "\n".join(lines)
         r = self.recommendation
@@ -728,7 +859,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     """Posterior of any metric of ``M`` classifiers' scores by the Bayesian bootstrap (eqs. 1-2 of the module).
 
     Each of the ``S`` draws gives every test sample (with ``groups``: every
-    cluster, then every sample within it) a Dirichlet(1, ..., 1) weight
+    cluster, shared by its samples) a Dirichlet(1, ..., 1) weight
     (Rubin 1981) and evaluates the metric of every system on the same scores
     with the same weights, so the systems are paired.  Draws are evaluated in
     chunks under ``jax.lax.map`` (memory ``O(chunk_size M N)``, whatever
@@ -738,10 +869,14 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
       systems: a :class:`~ecjax.prob.Systems` made with ``scores``: ``M``
         paired systems' scores on one test set (``(N, K)`` each, ``(N,)``
         for ``"llr"``), their ``score_type``, names, ``groups`` (cluster
-        ids for the two-level bootstrap) and ``sample_weight`` (below).
+        ids for the cluster bootstrap, eq. 2) and ``sample_weight`` (below).
       metric: a built-in name: ``"cross_entropy"``, ``"brier"`` (seed 002
         §4.1), ``"auc"``, ``"eer"`` (binary; §4.5), ``"ece"`` (15
-        equal-width bins, §4.3.2), ``"nec_best_threshold"`` (binary: the NEC
+        equal-width bins, §4.3.2: the debiased estimator of the population
+        ECE of these bins, :func:`weighted_ece`, its draws centred on its
+        estimate, :func:`_recentred`), ``"ece_plugin"`` (the plug-in ECE of
+        :func:`ecjax.scores.ece`, whose posterior sits above the population
+        value), ``"nec_best_threshold"`` (binary: the NEC
         of "decide 1 iff log-odds > t" at the best ``t`` for each draw, 0-1
         costs unless ``costs`` given), ``"calibration_loss"`` (the relative
         cross-entropy calibration loss of seed 002 eq. 60, in percent, of
@@ -759,7 +894,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
         by ``priors`` are not resampled: only the samples within each class
         are).
       rope: half-width of the region of practical equivalence, in metric units.
-      hdi_prob: mass of the highest-density intervals.
+      hdi_prob: mass of the intervals (equal-tailed and highest-density).
       settings: :class:`~ecjax.prob.MonteCarloSettings`: ``num_draws``
         (``S``, default 2000) and ``chunk_size``, the draws evaluated
         together (default: about 4M ``(draw, system, sample)`` elements per
@@ -811,6 +946,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
         draws, estimate = _frequency_weighted_draws(key_weights, y, checked, group_index, options, sample_weight,
                                                     metric=metric, score_type=score_type, num_draws=num_draws,
                                                     chunk_size=chunk_size, num_groups=num_groups)
+    draws = _recentred(draws, estimate, y, checked, sample_weight, options, metric=metric, score_type=score_type)
     estimate = np.asarray(estimate, np.float64)
     bad = int(np.sum(~np.all(np.isfinite(np.asarray(draws)), axis=-1)))
     if bad:
@@ -832,12 +968,12 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
         errors["rope_probabilities"] = summary["errors"]["rope_probabilities"]
     best_mean = mean if higher else -mean
     name = metric if isinstance(metric, str) else getattr(metric, "__name__", "metric")
-    info = {"method": "Bayesian bootstrap (Rubin 1981)" + (", two-level (clusters, then samples)" if groups is not None
+    info = {"method": "Bayesian bootstrap (Rubin 1981)" + (", over clusters (eq. 2)" if groups is not None
                                                            else ""),
             "num_samples": n, "num_groups": num_groups or None, "chunk_size": chunk_size, "score_type": score_type,
             "priors": "data (resampled)" if evaluation_priors is None else "given (fixed)",
             "sample_weight": "none" if sample_weight is None else "frequency weights (Gamma(s_n) draws, eq. 3)"}
     return MetricPosterior(
         systems=names, metric=name, higher_is_better=higher, draws=draws, estimate=estimate, mean=mean,
-        hdi_prob=hdi_prob, hdi=np.asarray(hdi(draws, hdi_prob)), **ranking_fields(summary, rope),
+        hdi_prob=hdi_prob, hdi=np.asarray(hdi(draws, hdi_prob)), equal_tailed=equal_tailed_interval(draws, hdi_prob), **ranking_fields(summary, rope),
         recommendation=int(np.argmax(best_mean)), errors=errors, info=info)
