@@ -2,13 +2,17 @@
 
 Exit codes: 0 success; 2 usage or input error (one line on stderr naming the
 file or option and the problem, no traceback), including an output folder
-that is read-only, full or cannot hold the file name; 130 interrupted
-(Ctrl-C), 143 terminated (SIGTERM), each with one line; 1 internal error.
+that is read-only, full or cannot hold the file name, and a standard output
+that cannot be written (``> /dev/full``); 130 interrupted (Ctrl-C), 143
+terminated (SIGTERM), each with one line; 141 (128 + SIGPIPE, as a shell
+reports ``yes | head``), quietly, when the reader of standard output has gone
+(``ecjax ... --json | head``); 1 internal error.
 
 Outputs: everything is validated and computed first, then every file is
-written (atomically, see :func:`ecjax.io.write_atomic`); existing files are
-never overwritten without ``--force``, and if one write fails the files
-already written by this run are removed.  JSON is strict (RFC 8259): an
+written, all or none (see :func:`ecjax.io.write_files_atomic`); existing
+files are never overwritten without ``--force``, and if one write fails
+(a full disk, a file-size limit) the folder is left as it was, the files
+of an earlier run included.  JSON is strict (RFC 8259): an
 infinite number is written as the string ``"inf"`` or ``"-inf"`` and NaN as
 ``null``.
 """
@@ -57,10 +61,15 @@ from ecjax import random_bits
 from ecjax.io import said_of
 
 JSON_SCHEMA_VERSION = 1
+EXIT_CLOSED_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool whose reader has gone (`yes | head`)
 
 MAX_NAME_LENGTH = 100  # characters of a system name (--names, or a file stem)
 MAX_DRAWS = 10**8
 MAX_SEED = 2**32 - 1  # jax.random.key keeps 32 bits of the seed: larger seeds would repeat smaller ones
+# Defaults of options that only a parent option uses (their argparse default is None, so that OPTION_RULES can
+# refuse them without it): metrics --bootstrap-draws, compare --max-draws.
+BOOTSTRAP_DRAWS = 2000
+MC_ERROR_MAX_DRAWS = 1_000_000
 
 # Input size limit (bytes) of this run, from --max-input-mb; outputs waiting to be written.
 _limits: dict[str, int | None] = {"max_bytes": None}
@@ -77,6 +86,9 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--metric-thresholds", "needs", ("--scores",), "{rule} (the thresholds rank the samples by their scores)"),
         ("--curves", "needs", ("--scores",), "{rule} (the curves rank the samples by their scores)"),
         ("--bootstrap", "needs", ("--scores",), "{rule} (the metric is computed from the scores)"),
+        ("--bootstrap-draws", "needs", ("--bootstrap",), "{rule} (they are the draws of its posterior)"),
+        ("--seed", "needs", ("--bootstrap",), "{rule} (the random key of the bootstrap: nothing else in metrics is "
+                                              "random)"),
     ),
     "calibrate": (
         ("--train-scores", "not with", ("--cv",), "{rule} (--cv fits on --scores and its --labels, fold by fold)"),
@@ -91,11 +103,19 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--sample-weight", "needs", ("--labels",), "weighs the samples of --scores, and {rule}"),
         ("--train-sample-weight", "needs", ("--train-scores",),
          "weighs the samples of --train-scores, and {rule} (without a training file give --sample-weight)"),
+        ("--calibration-errors", "needs", ("--labels",), "{rule} (the errors are measured on the true classes of "
+                                                         "--scores)"),
+        ("--seed", "needs", ("--cv",), "{rule} (the random key of the --cv folds: every other fit is deterministic)"),
     ),
     "compare": (
         (None, "needs", ("--costs",), "{rule} (compare ranks under a cost specification: see `ecjax.io` for the "
                                       "format)"),
         ("--rate-draws", "needs", ("--decision-rule per_draw",), "{rule} (it draws the rates per drawn cost matrix)"),
+        ("--max-draws", "needs", ("--mc-error",), "{rule} (it bounds the draws --mc-error adds; without it --draws "
+                                                  "is the number of draws)"),
+    ),
+    "compare-folds": (
+        ("--runs", "not with", ("--test-fraction",), "{rule} (each sets the correlation of the folds: give one)"),
     ),
 }
 
@@ -104,6 +124,11 @@ def _given(args, option):
     name, _, value = option.partition(" ")
     got = getattr(args, name[2:].replace("-", "_"), None)
     return got == value if value else got not in (None, False, [])
+
+
+def _or_default(value, default):
+    """An option whose parent option was given (see :data:`OPTION_RULES`): its value, else its default."""
+    return default if value is None else value
 
 
 def check_option_rules(args: argparse.Namespace) -> None:
@@ -238,9 +263,12 @@ def _load_sample_weights(args, labels, label_files):
     files = getattr(args, "sample_weight", None)
     if not files:
         return [None] * len(labels)
-    distinct_labels = list(dict.fromkeys(label_files))
-    if len(files) not in (1, len(labels)) or (len(files) == 1 and len(distinct_labels) > 1):
-        raise InputError(f"--sample-weight: give one file per --labels file ({len(distinct_labels)}), got {len(files)}")
+    # As given: one --labels file shared by the systems is one set of samples, so it takes one weight per sample
+    # (two weight files would weigh each system's samples differently: a different test set for each).
+    given = [args.labels] if isinstance(args.labels, str) else list(args.labels)
+    if len(files) != len(given) and not (len(files) == 1 and len(set(given)) == 1):
+        shared = " (the samples of the --labels file are shared by the systems)" if len(given) == 1 else ""
+        raise InputError(f"--sample-weight: give one file per --labels file ({len(given)}), got {len(files)}{shared}")
     files = files * len(labels) if len(files) == 1 else files
     return [_load_sample_weight(f, y, lf) for f, y, lf in zip(files, labels, label_files)]
 
@@ -329,27 +357,16 @@ def _defer(path, data, force, option="--out"):
 
 
 def _commit():
-    """Write every queued output; on a failure remove the ones this run created, then re-raise."""
-    from ecjax.io import write_atomic
+    """Write every queued output, all or none (:func:`ecjax.io.write_files_atomic`): a failed write leaves the
+    folder as it was, an earlier run's files included (never some of them beside some of this run's)."""
+    from ecjax.io import write_files_atomic
 
     for path, _, force, option in _pending:
         _check_output(path, force, option)
-    created = []
-    try:
-        while _pending:
-            path, data, force, _ = _pending[0]
-            existed = os.path.lexists(path)
-            write_atomic(path, data, force=force)
-            if not existed:
-                created.append(path)
-            _pending.pop(0)
-    except BaseException:
-        for path in created:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-        raise
+    force = {f for _, _, f, _ in _pending}
+    assert len(force) <= 1, "one run's outputs share its --force"
+    write_files_atomic([(path, data) for path, data, _, _ in _pending], force=force == {True})
+    _pending.clear()
 
 
 def _save_figure(fig, out_dir, name, force):
@@ -387,17 +404,54 @@ def _dumps(record):
     return json.dumps(_json_safe(record), indent=2, allow_nan=False)
 
 
+class _StdoutFailed(Exception):
+    """Standard output could not be written (its reader has gone, its device is full): the user's setup, not a
+    bug in ecjax."""
+
+    def __init__(self, error: OSError):
+        super().__init__(str(error))
+        self.error = error
+
+
+def _print(text=""):
+    """``text`` on standard output, flushed at once, so that a failure to write it is seen (and said) here."""
+    try:
+        print(text, flush=True)
+    except OSError as err:
+        raise _StdoutFailed(err) from err
+
+
+def _flush_stdout():
+    try:
+        sys.stdout.flush()
+    except OSError as err:
+        raise _StdoutFailed(err) from err
+
+
+def _stdout_failed(command, error):
+    """The exit code of a run whose standard output failed: 141 and nothing said when its reader has gone (a
+    closed pipe, as a Unix tool stopped by SIGPIPE), else 2 with the reason."""
+    try:  # the rest of the output goes nowhere, so that Python's own flush at exit fails no more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no file descriptor (captured output)
+        pass
+    if isinstance(error, BrokenPipeError):
+        return EXIT_CLOSED_PIPE
+    print(f"ecjax {command}: error: cannot write to standard output: {error.strerror or error}", file=sys.stderr)
+    return 2
+
+
 def _emit(args, record, table_text, out_dir):
     if out_dir is not None:
         record.setdefault("files", []).append(str(out_dir / f"{args.command}.json"))
         _defer(out_dir / f"{args.command}.json", _dumps(record), args.force)
     _commit()
     if args.json:
-        print(_dumps(record))
+        _print(_dumps(record))
     else:
-        print(table_text)
-        for f in record.get("files", []):
-            print(f"wrote {f}")
+        _print("\n".join([table_text, *(f"wrote {f}" for f in record.get("files", []))]))
 
 
 def _float_dict(names, values):
@@ -408,7 +462,6 @@ def _float_dict(names, values):
 
 def cmd_metrics(args: argparse.Namespace) -> int:
     from ecjax.confusion import confusion_matrix
-    from ecjax.decisions import bayes_decisions
     from ecjax.report import (CONVENTIONS, averaging_note, disagreements, format_table, metric_columns, score_columns,
                               winner, winners)
 
@@ -428,9 +481,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         _check_naive(spec.costs, spec.priors, y, lf, args.costs, w)
     training = _training_priors(args, spec, labels, label_files, k, weights)
     if kind == "scores":
-        decisions = [np.asarray(bayes_decisions(s, spec.costs, score_type=st, training_priors=t,
-                                                priors=_likelihood_priors(st, priors, y, k, w) if t is None else priors))
-                     for s, y, t, w in zip(arrays, labels, training, weights)]
+        decisions = _nominal_decisions(spec, st, labels, arrays, training, weights, k)
     else:
         decisions = arrays
         for f, a in zip(files, arrays):
@@ -537,6 +588,20 @@ def _training_priors(args, spec, labels, label_files, num_classes, weights):
         raise InputError(f"--training-priors: 'data', 'none' or {num_classes} comma-separated numbers, got {choice!r}") from None
     _said_of("--training-priors", as_positive_priors, values, "training_priors", num_classes=num_classes)
     return [values] * len(labels)
+
+
+def _nominal_decisions(spec, score_type, labels, arrays, training, weights, num_classes):
+    """Each system's Bayes decisions for the nominal cost matrix of the cost specification (its ``costs``, whatever
+    its [uncertainty] table says), with the deployment priors where it gives them (posteriors re-weighted from the
+    ``training`` priors), else the system's own class frequencies: the decisions of `metrics`, and of `compare`
+    under its default --decision-rule nominal."""
+    from ecjax.decisions import bayes_decisions
+
+    priors = spec.priors
+    return [np.asarray(bayes_decisions(s, spec.costs, score_type=score_type, training_priors=t,
+                                       priors=_likelihood_priors(score_type, priors, y, num_classes, w) if t is None
+                                       else priors))
+            for s, y, t, w in zip(arrays, labels, training, weights)]
 
 
 def _decisions_made_by(kind, score_type, spec, training, choice):
@@ -673,11 +738,12 @@ def _bootstrap_extras(args, labels, arrays, names, spec, k, record, weights):
     uses_priors = "priors" in BUILTIN_METRICS[args.bootstrap].options
     priors = _likelihood_priors(st, spec.priors, y, k, weights[0]) if st in LIKELIHOOD_TYPES else (
         spec.priors if uses_priors else None)
-    post = bootstrap_metric(systems, args.bootstrap, key=random_bits.key(args.seed), priors=priors,
-                            settings=prob.MonteCarloSettings(num_draws=args.bootstrap_draws))
+    seed, draws = _or_default(args.seed, 0), _or_default(args.bootstrap_draws, BOOTSTRAP_DRAWS)
+    post = bootstrap_metric(systems, args.bootstrap, key=random_bits.key(seed), priors=priors,
+                            settings=prob.MonteCarloSettings(num_draws=draws))
     record["bootstrap"] = {
         "metric": args.bootstrap, "higher_is_better": post.higher_is_better, "num_draws": post.num_draws,
-        "seed": args.seed, "hdi_prob": post.hdi_prob,
+        "seed": seed, "hdi_prob": post.hdi_prob,
         "estimate": _float_dict(names, post.estimate), "mean": _float_dict(names, post.mean),
         "hdi": {n: np.asarray(h).tolist() for n, h in zip(names, post.hdi)},
         "p_best": _float_dict(names, post.p_best),
@@ -820,20 +886,21 @@ def _fit_calibrator(args, method, st, train, train_labels, test, protocol, recor
         line = f"fitted {method} calibrator on {where} ({train.shape[0]} samples, loss {args.loss})"
         return np.asarray(cal.apply(test), dtype=np.float64), line + _optimizer_note(method, record, False)
     groups = None if args.groups is None else _load_groups(args.groups, test.shape[0])
+    seed = _or_default(args.seed, 0)
     # The folds come from --cv (and --groups): their errors name them.
     res = _said_of(f"--cv {args.cv}{' with --groups' if groups is not None else ''}",
-                   calibration.calibrate_cross_validated, test, train_labels, key=random_bits.key(args.seed),
+                   calibration.calibrate_cross_validated, test, train_labels, key=random_bits.key(seed),
                    num_folds=args.cv, groups=groups, **common)
     cal, folds = res.calibrator, np.asarray(res.folds)
     record.update(parameters={k: np.asarray(v).tolist() for k, v in cal.params.items()},
                   iterations=int(np.max(cal.num_iterations)), grad_norm=float(np.max(cal.grad_norm)),
                   converged=bool(np.all(cal.converged)), training_loss=float(np.mean(cal.loss)),
-                  folds={"num_folds": args.cv, "seed": args.seed, "groups": args.groups,
+                  folds={"num_folds": args.cv, "seed": seed, "groups": args.groups,
                          "fold_sizes": np.bincount(folds, minlength=args.cv).tolist(),
                          "fold_of_sample": folds.tolist()})
     how = "stratified by class" if groups is None else f"every group of {args.groups} kept in one fold"
     line = (f"fitted {method} calibrators on {args.scores} by {args.cv}-fold cross-validation ({how}; key --seed "
-            f"{args.seed}; loss {args.loss}): each sample calibrated by the calibrator of the other folds")
+            f"{seed}; loss {args.loss}): each sample calibrated by the calibrator of the other folds")
     return np.asarray(res.scores, dtype=np.float64), line + _optimizer_note(method, record, True)
 
 
@@ -947,9 +1014,10 @@ def cmd_compare_folds(args: argparse.Namespace) -> int:
 
     table = load_results_table(args.results)
     key = random_bits.key(args.seed)
-    common = dict(rope=args.rope, runs=args.runs, test_fraction=args.test_fraction)
+    runs = _or_default(args.runs, 1)
+    common = dict(rope=args.rope, runs=runs, test_fraction=args.test_fraction)
     record = {"schema": JSON_SCHEMA_VERSION, "command": "compare-folds", "systems": table.systems,
-              "rope": args.rope, "runs": args.runs, "test_fraction": args.test_fraction, "seed": args.seed}
+              "rope": args.rope, "runs": runs, "test_fraction": args.test_fraction, "seed": args.seed}
     if table.datasets is None:
         assert isinstance(table.scores, np.ndarray), "results without data sets are one (M, n) array"
         res = compare_results(table.scores, key=key, systems=table.systems, **common)
@@ -1216,6 +1284,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     from ecjax import plots, prob
     from ecjax.prob import ranking
+    from ecjax.prob.inputs import check_decisions_matter
 
     kind, labels, label_files, arrays, names, weights = _load_inputs(args)
     files = args.scores or args.decisions
@@ -1237,6 +1306,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     shared = all(np.array_equal(labels[0], y) for y in labels[1:]) and (
         weights[0] is None or all(np.array_equal(weights[0], w) for w in weights[1:]))
     paired = shared and not args.unpaired
+    # Costs under which no decision matters make every system equal: nothing to rank (and nothing to decide by).
+    _said_of(args.costs or "0-1 costs", check_decisions_matter, spec.costs_low if spec.uncertain else spec.costs,
+             spec.costs_high)
+    nominal = kind == "scores" and args.decision_rule == "nominal"
+    if nominal:
+        _said_of(args.costs, check_decisions_matter, spec.costs, name="costs")
     costs = prob.intervals(spec.costs_low, spec.costs_high, kind="cost") if spec.uncertain else spec.costs
     if spec.priors_low is not None:
         priors = prob.interval_priors(spec.priors_low, spec.priors_high)
@@ -1245,10 +1320,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     common = dict(costs=costs, priors=priors, key=random_bits.key(args.seed), rope=args.rope)
     settings = dict(num_draws=args.draws)
     if args.mc_error is not None:
-        settings.update(mc_error=args.mc_error, max_draws=args.max_draws)
+        settings.update(mc_error=args.mc_error, max_draws=_or_default(args.max_draws, MC_ERROR_MAX_DRAWS))
     sample_weight = None if weights[0] is None else weights[0] if paired else list(weights)
     lab = labels[0] if paired else list(labels)
     training = _training_priors(args, spec, labels, label_files, k, weights)
+    # The nominal costs decide, as in `metrics` (the same decisions); the [uncertainty] table spreads the evaluation.
+    decided = _nominal_decisions(spec, st, labels, arrays, training, weights, k) if nominal else None
     if training[0] is not None:  # decide for the deployment priors: posteriors -> likelihoods (seed 002 §3.2)
         from ecjax.decisions import log_likelihoods_from_posteriors
 
@@ -1261,12 +1338,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
         settings["chunk_size"] = 1  # one block per chunk: a line can come every few seconds whatever the block
     settings["progress"] = RunClock(terminal, sys.stderr, num_draws=args.draws, every=args.progress,
                                     advice=_long_run_advice(args, kind, spec))
-    if kind == "scores":
+    if kind == "scores" and not nominal:
         systems = prob.Systems(lab, scores=arrays, score_type=st, decision_rule=_decision_rule(args), names=names,
                                paired=paired, sample_weight=sample_weight)
     else:
-        systems = prob.Systems(lab, arrays, names=names, paired=paired, sample_weight=sample_weight)
+        systems = prob.Systems(lab, decided or arrays, names=names, paired=paired, sample_weight=sample_weight)
     result = prob.compare(systems, settings=prob.MonteCarloSettings(**settings), **common)
+    if nominal:  # the library was given the decisions: say how they were made
+        result.info.update(decision_rule="nominal", decisions=_decisions_made_by(
+            kind, args.score_type, spec, training, args.training_priors) + (
+            " (made once; the [uncertainty] intervals spread the evaluation, not the decisions)"
+            if spec.uncertain else ""))
     record = {
         "schema": JSON_SCHEMA_VERSION,
         "command": "compare",
@@ -1289,6 +1371,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
         "recommendation": result.best,
         "recommendation_probability": float(result.recommendation_probability),
         "decision_rule": result.info["decision_rule"],
+        "decisions_made_by": result.info.get("decisions", "given"),
+        # The cost matrix whose Bayes decisions are evaluated (null: given decisions, or one per drawn matrix).
+        "decision_costs": spec.costs.tolist() if nominal else (
+            (-np.asarray(result.expected_utility_matrix)).tolist() if kind == "scores" and
+            args.decision_rule == "expected_utility" else None),
         "rate_draws_per_cost_draw": result.info.get("rate_draws_per_cost_draw"),
         "nec_undefined_fraction": result.nec_undefined_fraction,
         "expected_yield_method": result.info["expected_yield"],
@@ -1685,9 +1772,9 @@ def _build_parser() -> argparse.ArgumentParser:
                    choices=["cross_entropy", "brier", "auc", "eer", "ece", "nec_best_threshold", "calibration_loss"],
                    help="posterior of a score metric by the Bayesian bootstrap over the samples, paired across "
                         "systems: HDI, P(best), P(a better than b); one of %(choices)s")
-    m.add_argument("--bootstrap-draws", type=_int_in(200, 10**6, "--bootstrap-draws"), default=2000, metavar="N",
-                   help="bootstrap draws (default 2000)")
-    m.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key of --bootstrap")
+    m.add_argument("--bootstrap-draws", type=_int_in(200, 10**6, "--bootstrap-draws"), metavar="N",
+                   help=f"with --bootstrap: its draws (default {BOOTSTRAP_DRAWS})")
+    m.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), help="with --bootstrap: its random key (default 0)")
     m.add_argument("--scatter-metric", default="F1",
                    help="with --out and several systems: the metric plotted against the utility yield (default F1)")
     cp = sub.add_parser("compare", help="which classifier, and how sure are we, under uncertain costs")
@@ -1700,8 +1787,8 @@ def _build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--mc-error", type=_float_in(0.0, "--mc-error", strict=True),
                     help="draw more (from --draws up to --max-draws) until every reported probability has at most "
                          "this Monte Carlo standard error, e.g. 0.005")
-    cp.add_argument("--max-draws", type=_int_in(1, MAX_DRAWS, "--max-draws"), default=1_000_000,
-                    help="the most draws --mc-error may use (default 1000000)")
+    cp.add_argument("--max-draws", type=_int_in(1, MAX_DRAWS, "--max-draws"),
+                    help=f"with --mc-error: the most draws it may use (default {MC_ERROR_MAX_DRAWS})")
     cp.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key (default 0)")
     cp.add_argument("--progress", type=_float_in(0.0, "--progress", strict=True), nargs="?", const=5.0,
                     default=None, metavar="SECONDS",
@@ -1709,8 +1796,11 @@ def _build_parser() -> argparse.ArgumentParser:
                          "left, also when stderr is not a terminal (logs, batch jobs)")
     cp.add_argument("--rope", type=_float_in(0.0, "--rope"),
                     help="half-width of the region of practical equivalence (yield units)")
-    cp.add_argument("--decision-rule", default="expected_utility", choices=["expected_utility", "per_draw"],
-                    help="with --scores: Bayes decisions of the expected cost matrix, made once (default), or of each drawn cost matrix (costs known at deployment)")
+    cp.add_argument("--decision-rule", default="nominal", choices=["nominal", "expected_utility", "per_draw"],
+                    help="with --scores: Bayes decisions of the nominal cost matrix of --costs (its `costs`, as in "
+                         "`metrics`), made once (default); of the expected cost matrix (the mean of the "
+                         "[uncertainty] intervals), made once; or of each drawn cost matrix (costs known at "
+                         "deployment)")
     cp.add_argument("--rate-draws", type=_int_in(1, 1024, "--rate-draws"), default=None,
                     help="with --decision-rule per_draw: draws of the rates for each drawn cost matrix (its Bayes "
                          "decisions are made once and shared by them; default: chosen from the problem's size, "
@@ -1724,8 +1814,8 @@ def _build_parser() -> argparse.ArgumentParser:
                          "when the data sets have different numbers of folds")
     cf.add_argument("--rope", type=_float_in(0.0, "--rope"), default=0.0,
                     help="region of practical equivalence, in the results' units (default 0)")
-    cf.add_argument("--runs", type=_int_in(1, 10**6, "--runs"), default=1,
-                    help="repetitions of the cross-validation in the rows (folds correlate as runs / rows)")
+    cf.add_argument("--runs", type=_int_in(1, 10**6, "--runs"),
+                    help="repetitions of the cross-validation in the rows (folds correlate as runs / rows; default 1)")
     cf.add_argument("--test-fraction", type=_float_in(0.0, "--test-fraction", strict=True), default=None,
                     help="fraction of the data in each test fold (the Nadeau-Bengio correlation), instead of --runs")
     cf.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key (default 0)")
@@ -1768,8 +1858,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="with --cv: a group id per sample of --scores (a speaker, a patient, a recording "
                         "condition); every group stays whole in one fold, so no sample is calibrated by a "
                         "calibrator that saw its group")
-    c.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0,
-                   help="random key for the --cv folds (default 0)")
+    c.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"),
+                   help="with --cv: random key of its folds (default 0)")
     c.add_argument("--output", required=True, metavar="FILE.npy",
                    help="where to write the calibrated scores: .npy, or .csv for text (one row per sample)")
     c.add_argument("--method", default="affine",
@@ -1861,7 +1951,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _use_compilation_cache()
         check_option_rules(args)
-        return COMMANDS[args.command](args)
+        code = COMMANDS[args.command](args)
+        _flush_stdout()  # what print() left in the buffer: a full device fails here, not at exit
+        return code
+    except _StdoutFailed as failed:
+        return _stdout_failed(args.command, failed.error)
+    except BrokenPipeError as err:  # printed elsewhere (the demo) into a closed pipe
+        return _stdout_failed(args.command, err)
     except InputError as err:
         print(f"ecjax {args.command}: error: {_as_options(' '.join(str(err).split()))}", file=sys.stderr)
         return 2

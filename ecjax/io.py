@@ -18,7 +18,10 @@ booleans (``true``) are refused, as are integers too large for a float.
 
 Outputs are written by :func:`write_atomic`: all or nothing, never over an
 existing file without ``force`` (refused atomically, even against a
-concurrent writer), with the permissions of the umask.
+concurrent writer), with the permissions of the umask.  The outputs of one
+run are written together by :func:`write_files_atomic`: all of them or none,
+so a run that overwrites an earlier one (``force``) never leaves the two
+mixed.
 
 Cost specification (TOML or JSON), all keys but one matrix optional::
 
@@ -606,6 +609,140 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, force: bool
 _TMP_PREFIX = ".ecjax-"
 
 
+def write_files_atomic(files: Sequence[tuple[str | os.PathLike[str], bytes | str]], *,
+                       force: bool = False) -> list[Path]:
+    """Write the files ``[(path, data), ...]`` of one run all or nothing.
+
+    Every file's data first go into a hidden temporary file beside its
+    target, so a full disk, a quota or a file-size limit fails before any
+    target is touched; then each temporary file is moved into place.  If a
+    move fails, the targets already placed are put back: a file this run
+    replaced (``force``) gets its old content again, one it created is
+    removed, and so are the folders it created.  An earlier run's outputs
+    are never left beside some of the new run's.  Without ``force`` an
+    existing target is refused, atomically, as by :func:`write_atomic`.
+    Errors of the file system raise :class:`InputError` naming the path.
+    """
+    targets = [(check_output_path(path, force=force), _as_bytes(data)) for path, data in files]
+    folders: list[Path] = []
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for p, payload in targets:
+            folders += _make_folder(p.parent)
+            with _cannot_write(p):
+                staged.append((p, _stage(p, payload)))
+        _place_all(staged, force)
+    except BaseException:
+        for folder in reversed(folders):  # only the empty folders this run created
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    finally:
+        for _, tmp in staged:
+            _unlink_quietly(tmp)
+    return [p for p, _ in targets]
+
+
+def _as_bytes(data: bytes | str) -> bytes:
+    return data.encode("utf-8") if isinstance(data, str) else bytes(data)
+
+
+def _make_folder(folder: Path) -> list[Path]:
+    """Create ``folder`` and its missing parents; the ones created, outermost first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    try:
+        for f in reversed(missing):
+            f.mkdir(exist_ok=True)
+    except OSError as err:
+        raise InputError(f"{f}: cannot create the output folder ({err.strerror or err})") from None
+    return missing[::-1]
+
+
+@contextlib.contextmanager
+def _cannot_write(p: Path):
+    """Errors of the file system while writing ``p``, as :class:`InputError` naming it."""
+    try:
+        yield
+    except FileExistsError:
+        raise InputError(f"{p}: already exists (use --force to overwrite)") from None
+    except OSError as err:
+        raise InputError(f"{p}: cannot write ({err.strerror or err})") from None
+
+
+def _temp_name(folder: Path) -> Path:
+    return folder / f"{_TMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}.tmp"
+
+
+def _stage(p: Path, payload: bytes) -> Path:
+    """``payload`` in a new hidden temporary file beside ``p``, synced to disk; its path."""
+    _remove_stale_temps(p.parent)
+    tmp = _temp_name(p.parent)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        _write_all(fd, payload)
+    except BaseException:
+        os.close(fd)
+        _unlink_quietly(tmp)
+        raise
+    os.close(fd)
+    return tmp
+
+
+def _place_all(staged: list[tuple[Path, Path]], force: bool):
+    """Move each staged ``(target, temporary)`` file into place; on a failure put back the targets already placed."""
+    placed: list[tuple[Path, Path | None]] = []  # (target, a link to its old file, or None: it is new)
+    try:
+        for p, tmp in staged:
+            with _cannot_write(p):
+                old = _link_old(p) if force else None
+                try:
+                    _move_into_place(tmp, p, force)
+                except BaseException:
+                    if old is not None:
+                        _unlink_quietly(old)
+                    raise
+            placed.append((p, old))
+    except BaseException:
+        for p, old in reversed(placed):
+            with contextlib.suppress(OSError):
+                if old is None:
+                    os.unlink(p)
+                else:
+                    os.replace(old, p)
+        raise
+    for _, old in placed:
+        if old is not None:
+            _unlink_quietly(old)
+
+
+def _link_old(p: Path) -> Path | None:
+    """A second name (hard link) for the file ``p`` is about to replace, to put it back; ``None`` if there is none."""
+    if not os.path.lexists(p):
+        return None
+    old = _temp_name(p.parent)
+    os.link(p, old, follow_symlinks=False)
+    return old
+
+
+def _move_into_place(tmp: Path, p: Path, force: bool):
+    """Give the file ``tmp`` the name ``p``: over an existing file only with ``force``."""
+    if force:
+        os.replace(tmp, p)
+        return
+    try:
+        os.link(tmp, p)  # fails if p exists: no check-then-write race
+    except FileExistsError:
+        raise
+    except OSError:
+        # No hard links here: reserve the name with O_EXCL, then rename over the reservation.
+        os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        os.replace(tmp, p)
+
+
+
 def _write_all(fd, payload):
     view = memoryview(payload)
     while view:
@@ -622,7 +759,7 @@ def _write_linked(p: Path, payload: bytes, force: bool):
         return _write_named(p, payload, force)
     try:
         _write_all(fd, payload)
-        target = p if not force else p.parent / f"{_TMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}.tmp"
+        target = p if not force else _temp_name(p.parent)
         try:
             os.link(f"/proc/self/fd/{fd}", target, follow_symlinks=True)
         except FileExistsError:
@@ -657,25 +794,9 @@ def _open_anonymous(folder: Path):
 
 def _write_named(p: Path, payload: bytes, force: bool):
     """Fallback without ``O_TMPFILE``: a named hidden temp file, linked (or renamed) into place."""
-    _remove_stale_temps(p.parent)
-    tmp = p.parent / f"{_TMP_PREFIX}{os.getpid()}-{secrets.token_hex(6)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    tmp = _stage(p, payload)
     try:
-        try:
-            _write_all(fd, payload)
-        finally:
-            os.close(fd)
-        if force:
-            os.replace(tmp, p)
-            return
-        try:
-            os.link(tmp, p)
-        except FileExistsError:
-            raise
-        except OSError:
-            # No hard links here: reserve the name with O_EXCL, then rename over the reservation.
-            os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-            os.replace(tmp, p)
+        _move_into_place(tmp, p, force)
     finally:
         _unlink_quietly(tmp)
 

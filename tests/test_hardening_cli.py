@@ -549,3 +549,234 @@ def test_the_command_line_says_the_library_check_of_its_file_and_in_its_options(
         cli._check_scores(p, "p.npy", "logits")
     assert cli._as_options(str(info.value)) == ("p.npy: the rows look like probabilities (in [0, 1], summing to 1), "
                                                 "not log-domain scores: pass --score-type probabilities")
+
+
+# ============================================ issue 30 (helper H2): what the options and files mean, and the output
+# Each case failed before its fix: a second weight file, ignored options, zero costs and a full device were accepted
+# (exit 0 or 1), compare decided with the intervals' mean, a failed --force write mixed two runs.
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def test_two_weight_files_for_one_labels_file_refused(d, capsys):
+    # Each system weighted differently on the same samples: different test sets (the winner could flip), and
+    # compare would have switched to the unpaired model without a word.
+    np.save("w1.npy", np.ones(N))
+    np.save("w2.npy", np.r_[np.full(N // 2, 3.0), np.ones(N // 2)])
+    for command, costs in (("metrics", []), ("compare", ["--costs", "c.toml", "--draws", "500"])):
+        err = refused(capsys, "--sample-weight", command, "--labels", "y.npy", "--scores", "a.npy", "b.npy",
+                      "--sample-weight", "w1.npy", "w2.npy", *costs)
+        assert "one file per --labels file (1), got 2" in err
+    # One weight file per --labels file is the rule, and one file for the same --labels file given twice.
+    rc, _, err = run(capsys, "metrics", "--labels", "y.npy", "y.npy", "--decisions", "dec.npy", "dec2.npy",
+                     "--sample-weight", "w2.npy")
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize("argv, option", [
+    (["metrics", "--labels", "y.npy", "--scores", "a.npy", "--bootstrap-draws", "500"], "--bootstrap-draws"),
+    (["metrics", "--labels", "y.npy", "--scores", "a.npy", "--seed", "3"], "--seed"),
+    (["compare", "--labels", "y.npy", "--decisions", "dec.npy", "--costs", "c.toml", "--max-draws", "5000"],
+     "--max-draws"),
+    (["compare-folds", "folds.csv", "--runs", "2", "--test-fraction", "0.2"], "--runs"),
+    (["calibrate", "--scores", "a.npy", "--train-scores", "b.npy", "--train-labels", "y.npy", "--output", "o.npy",
+      "--calibration-errors"], "--calibration-errors"),
+    (["calibrate", "--scores", "a.npy", "--labels", "y.npy", "--output", "o.npy", "--seed", "3"], "--seed"),
+])
+def test_options_without_their_parent_refused(d, capsys, argv, option):
+    (d / "folds.csv").write_text("A,B\n0.8,0.82\n0.79,0.83\n0.81,0.8\n")
+    before = files_in(d)
+    err = refused(capsys, option, *argv)
+    assert err.split("error: ")[1].startswith(f"{option}: needs") or "not with --test-fraction" in err
+    assert files_in(d) == before
+
+
+def test_options_with_their_parent_still_used(d, capsys):
+    # With its parent an option is used (tests/test_cli_metrics_extras.py: --bootstrap-draws); without a value
+    # its default is (--runs 1 with --test-fraction).
+    (d / "folds.csv").write_text("A,B\n0.8,0.82\n0.79,0.83\n0.81,0.8\n")
+    rc, out, err = run(capsys, "compare-folds", "folds.csv", "--test-fraction", "0.2", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["runs"] == 1
+
+
+def test_systems_refuse_a_decision_rule_for_given_decisions():
+    from ecjax import prob
+
+    y, dec = np.array([0, 1, 1, 0]), np.array([[0, 1, 0, 0], [1, 1, 1, 0]])
+    for rule in ("per_draw", "expected_utility", prob.PerDraw(4)):
+        with pytest.raises(InputError, match="`decision_rule`.*given as `decisions`"):
+            prob.Systems(y, dec, decision_rule=rule)
+    assert prob.Systems(y, dec).decisions is not None
+    assert prob.Systems(y, scores=np.zeros((2, 4, 2))).decision_rule == "expected_utility"
+
+
+@pytest.mark.parametrize("text", [
+    "costs = [[0, 0], [0, 0]]\n",
+    "costs = [[3, 3], [5, 5]]\n",  # every row one number: every system has the same expected cost too
+    "costs = [[0, 0], [0, 0]]\n[uncertainty]\nlow = [[0, 0], [0, 0]]\nhigh = [[0, 0], [0, 0]]\n",
+])
+def test_compare_with_costs_that_make_every_system_equal_refused(d, capsys, text):
+    (d / "z.toml").write_text(text)
+    err = refused(capsys, "z.toml", "compare", "--labels", "y.npy", "--decisions", "dec.npy", "dec2.npy",
+                  "--costs", "z.toml", "--draws", "500")
+    assert "none can be preferred" in err  # was: exit 0, "recommended: dec2"
+
+
+def test_prob_compare_refuses_costs_that_make_every_system_equal():
+    import jax
+
+    from ecjax import prob
+
+    y = np.array([0, 1, 1, 0, 1, 0])
+    systems = prob.Systems(y, np.array([[0, 1, 1, 0, 0, 0], [1, 1, 0, 0, 1, 0]]))
+    settings = prob.MonteCarloSettings(num_draws=200)
+    for kw in (dict(costs=np.zeros((2, 2))), dict(utilities=[[2.0, 2.0], [-1.0, -1.0]])):
+        with pytest.raises(InputError, match="none can be preferred"):
+            prob.compare(systems, key=jax.random.key(0), settings=settings, **kw)
+    with pytest.raises(InputError, match="`costs`.*none can be preferred"):
+        prob.compare_counts(np.ones((2, 2, 2)), costs=np.zeros((2, 2)), key=jax.random.key(0), settings=settings)
+
+
+def _bayes_decisions(log_posteriors, c10):
+    """Bayes decisions for the costs [[0, 1], [c10, 0]]: decide 1 iff P(0|x) * 1 < P(1|x) * c10 (numpy)."""
+    p = np.exp(log_posteriors)
+    return (p[:, 0] < c10 * p[:, 1]).astype(int)
+
+
+def test_compare_decides_with_the_nominal_costs_as_metrics_does(d, capsys):
+    # One cost file, one meaning: the nominal `costs` decide (as in metrics); the [uncertainty] table only spreads
+    # the evaluation. Before, compare decided with the intervals' mean (21 here) and a nominal 10 or 19 changed
+    # nothing.
+    records, decisions = {}, {}
+    for c10 in (10, 19):
+        (d / f"u{c10}.toml").write_text(f"costs = [[0, 1], [{c10}, 0]]\n[uncertainty]\nlow = [[0, 1], [2, 0]]\n"
+                                        "high = [[0, 1], [40, 0]]\n")
+        decisions[c10] = [_bayes_decisions(np.load(f), c10) for f in ("a.npy", "b.npy")]
+        np.save(f"da{c10}.npy", decisions[c10][0])
+        np.save(f"db{c10}.npy", decisions[c10][1])
+        common = ["--labels", "y.npy", "--names", "a", "b", "--costs", f"u{c10}.toml"]
+        for kind, files in (("scores", ["a.npy", "b.npy"]), ("decisions", [f"da{c10}.npy", f"db{c10}.npy"])):
+            rc, out, err = run(capsys, "compare", *common, f"--{kind}", *files, "--draws", "400", "--json")
+            assert rc == 0, err
+            records[c10, kind] = json.loads(out)
+            rc, out, err = run(capsys, "metrics", *common, f"--{kind}", *files, "--json")
+            assert rc == 0, err
+            records[c10, kind, "metrics"] = json.loads(out)["metrics"]["EC"]
+    assert any(np.any(x != y) for x, y in zip(decisions[10], decisions[19]))  # the nominal changes the decisions
+    for c10 in (10, 19):
+        by_scores, by_decisions = records[c10, "scores"], records[c10, "decisions"]
+        for field in ("expected_yield", "p_best", "hdi", "pairwise"):
+            assert by_scores[field] == by_decisions[field], field  # the same decisions, the same numbers
+        assert by_scores["decision_rule"] == "nominal" and by_scores["decision_costs"] == [[0, 1], [c10, 0]]
+        assert "nominal costs" in by_scores["decisions_made_by"]
+        assert records[c10, "scores", "metrics"] == records[c10, "decisions", "metrics"]
+    assert records[10, "scores"]["expected_yield"] != records[19, "scores"]["expected_yield"]
+    rc, out, err = run(capsys, "compare", "--labels", "y.npy", "--scores", "a.npy", "b.npy", "--costs", "u10.toml",
+                       "--draws", "500")
+    assert rc == 0 and "decisions: Bayes decisions for the nominal costs" in out, err
+    # The mean of the intervals decides only when asked for, and the record says so.
+    rc, out, err = run(capsys, "compare", "--labels", "y.npy", "--scores", "a.npy", "b.npy", "--costs", "u10.toml",
+                       "--draws", "500", "--decision-rule", "expected_utility", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["decision_costs"] == [[0, 1], [21, 0]]
+
+
+def _earlier_run(d, capsys):
+    """A metrics run into res/ and the bytes of its files; the new run's scores differ a little (a2.npy)."""
+    rc, _, err = run(capsys, "metrics", "--labels", "y.npy", "--scores", "a.npy", "--names", "s", "--out", "res")
+    assert rc == 0, err
+    llr = np.diff(np.load("a.npy"), axis=1)[:, 0] + np.random.default_rng(1).normal(0, 0.1, N)
+    np.save("a2.npy", np.stack([-np.logaddexp(0, llr), -np.logaddexp(0, -llr)], 1))
+    return {p.name: p.read_bytes() for p in (d / "res").iterdir()}
+
+
+@pytest.mark.parametrize("fail_at", ["first", "last", "placing"])
+def test_force_over_an_earlier_run_and_a_failed_write_leave_the_earlier_run(d, capsys, monkeypatch, fail_at):
+    from ecjax import io as eio
+
+    old = _earlier_run(d, capsys)
+    assert len(old) >= 4  # figures and the JSON record
+    name = "_move_into_place" if fail_at == "placing" else "_write_all"
+    real, calls = getattr(eio, name), []
+
+    def flaky(*args):
+        calls.append(1)
+        if len(calls) == (len(old) if fail_at == "last" else 1 if fail_at == "first" else 3):
+            raise OSError(28, os.strerror(28))  # ENOSPC: the disk is full
+        return real(*args)
+
+    monkeypatch.setattr(eio, name, flaky)
+    err = refused(capsys, "res", "metrics", "--labels", "y.npy", "--scores", "a2.npy", "--names", "s",
+                  "--out", "res", "--force")
+    assert "No space left on device" in err
+    assert {p.name: p.read_bytes() for p in (d / "res").iterdir()} == old  # was: new figures beside the old JSON
+
+
+@pytest.mark.slow  # a subprocess that imports JAX and matplotlib (5-30 s); the test above fails the same way in-process
+def test_force_under_a_file_size_limit_leaves_the_earlier_run(d, capsys):
+    # A real failed write: the process may not write a file as large as the run's largest (a figure; the files
+    # written before it fit).
+    old = _earlier_run(d, capsys)
+    second, largest = sorted(len(b) for b in old.values())[-2:]
+    assert largest - second > 2000, (second, largest)  # the new run's files are about as large
+    limit = (second + largest) // 2
+    script = ("import resource, signal, sys\n"
+              "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+              f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
+              "from ecjax.cli import main\n"
+              "sys.exit(main(['metrics', '--labels', 'y.npy', '--scores', 'a2.npy', '--names', 's', '--out', 'res',"
+              " '--force']))\n")
+    env = dict(os.environ, PYTHONPATH=ROOT, ECJAX_NO_COMPILATION_CACHE="1")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=d, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 2 and "File too large" in proc.stderr, proc.stderr
+    assert {p.name: p.read_bytes() for p in (d / "res").iterdir()} == old
+
+
+def _json_run(d, **kwargs):
+    return subprocess.Popen([sys.executable, "-m", "ecjax.cli", "metrics", "--labels", "y.npy", "--decisions",
+                             "dec.npy", "dec2.npy", "--json"], cwd=d, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=ROOT), **kwargs)
+
+
+def _with_stdout(capsys, monkeypatch, stream):
+    """A metrics run whose standard output is ``stream``: (exit code, stderr)."""
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdout", stream)
+    rc = cli.main(["metrics", "--labels", "y.npy", "--decisions", "dec.npy", "dec2.npy", "--json"])
+    monkeypatch.undo()
+    return rc, capsys.readouterr().err
+
+
+def test_reader_of_the_output_gone_exits_quietly_in_process(d, capsys, monkeypatch):
+    # `ecjax ... --json | head -c 10` where head has already gone: exit 141 (128 + SIGPIPE, as a shell reports for
+    # `yes | head`), nothing on stderr. Was: exit 1, "internal error: BrokenPipeError".
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with os.fdopen(write_end, "w") as pipe:
+        rc, err = _with_stdout(capsys, monkeypatch, pipe)
+        assert rc == cli.EXIT_CLOSED_PIPE and err == "", err  # the rest goes to os.devnull: closing is quiet
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_full_standard_output_exit_2_with_one_line_in_process(d, capsys, monkeypatch):
+    with open("/dev/full", "w") as full:
+        rc, err = _with_stdout(capsys, monkeypatch, full)
+        assert rc == 2, err
+    assert err.strip().splitlines() == ["ecjax metrics: error: cannot write to standard output: No space left on "
+                                        "device"]
+
+
+@pytest.mark.slow  # subprocesses that import JAX (5-15 s each): Python's own flush at exit must not fail either
+def test_reader_gone_and_full_device_as_a_command(d):
+    proc = _json_run(d, stdout=subprocess.PIPE)
+    proc.stdout.close()  # the reader goes before anything is written
+    err = proc.stderr.read()
+    assert proc.wait(timeout=300) == cli.EXIT_CLOSED_PIPE and err == "", err
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            proc = _json_run(d, stdout=full)
+            err = proc.stderr.read()
+            assert proc.wait(timeout=300) == 2, err
+        assert err.strip().splitlines() == ["ecjax metrics: error: cannot write to standard output: No space left "
+                                            "on device"]

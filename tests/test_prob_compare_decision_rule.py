@@ -194,7 +194,7 @@ def test_cli_decision_rule_and_doubt_record(tmp_path, capsys):
         r = _mean_rates(_counts(labels[n], d, 2, 2), 0.5)
         assert eu["expected_yield"][name] == pytest.approx(-(p_bar[0] * r[0, 1] + 3 * p_bar[1] * r[1, 0]), rel=1e-5)
     # Text output names the rule and explains the doubt.
-    assert cli.main(base[:-1]) == 0
+    assert cli.main(base[:-1] + ["--decision-rule", "expected_utility"]) == 0
     text = capsys.readouterr().out
     assert "decision_rule=expected_utility" in text and "doubt: all" in text and "rates_only" in text
 

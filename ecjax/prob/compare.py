@@ -150,7 +150,7 @@ from ecjax.prob.draw_plan import (
     per_draw_cost_ratio,
     plan_draws,
 )
-from ecjax.prob.inputs import Systems, as_named_counts, check_systems
+from ecjax.prob.inputs import Systems, as_named_counts, check_decisions_matter, check_systems
 from ecjax.prob.utility_priors import UtilityPrior, resolve_utilities
 # A (K, D) matrix, a utility prior, or a NumPyro model with a "utility"/"cost" site.
 _Utilities = UtilityPrior | Callable[..., Any] | ArrayLike
@@ -750,6 +750,8 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
     decision_rule, per_draw_rule = as_decision_rule(systems.decision_rule)
     scores, score_type = systems.scores, systems.score_type
     prior = resolve_utilities(utilities, costs)
+    if not isinstance(prior, UtilityPrior):  # a fixed matrix that makes every system equal has nothing to rank
+        check_decisions_matter(prior, name="costs" if utilities is None else "utilities")
     k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     if k < 2:
         raise v.InputError(f"the utility matrix must have at least 2 classes (rows), got shape {(k, d)}")
@@ -910,6 +912,8 @@ def compare_counts(counts: ArrayLike | Mapping[str, ArrayLike], *, utilities: _U
     hdi_prob, rope = _check_summary(key, num_draws, hdi_prob, rope)
     names, c = as_named_counts(counts)
     prior = resolve_utilities(utilities, costs)
+    if not isinstance(prior, UtilityPrior):  # a fixed matrix that makes every system equal has nothing to rank
+        check_decisions_matter(prior, name="costs" if utilities is None else "utilities")
     k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     v.check_shape(c, "counts", "(K, D)", "(M, K, D)", sizes={"K": k, "D": d}, why=" (the utility matrix's shape)")
     c = v.as_counts(c[None] if c.ndim == 2 else c, nonzero=True)  # every system has samples

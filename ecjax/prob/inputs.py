@@ -49,6 +49,7 @@ class Systems:
       decision_rule: with ``scores``, how they become decisions while the
         costs are uncertain: ``"expected_utility"`` (default), ``"per_draw"``
         or :class:`~ecjax.prob.PerDraw` (see :func:`~ecjax.prob.compare`).
+        Refused with ``decisions``, which are given (never ignored).
       names: the systems' names (default: the mapping's keys, else
         ``"system 0"``, ``"system 1"``, ...).
       paired: the systems were run on the same test samples (default), so
@@ -77,12 +78,12 @@ class Systems:
     sample_weight: tuple[np.ndarray, ...] | None
 
     def __init__(self, labels: PerSystem, decisions: PerSystem | None = None, *, scores: PerSystem | None = None,
-                 score_type: str = "log_posteriors", decision_rule: str | PerDraw = "expected_utility",
+                 score_type: str = "log_posteriors", decision_rule: str | PerDraw | None = None,
                  names: Sequence[str] | None = None, paired: bool = True, groups: ArrayLike | Sequence[Any] | None = None,
                  sample_weight: PerSystem | None = None) -> None:
         if (decisions is None) == (scores is None):
             raise v.InputError("give exactly one of `decisions` and `scores`")
-        as_decision_rule(decision_rule)
+        decision_rule = check_decision_rule(decision_rule, scores is not None)
         if scores is not None:
             v.check_score_type(score_type)
             found_names, items = _split_scores(scores, score_type)
@@ -136,6 +137,19 @@ class Systems:
     def shared(self) -> bool:
         """One test set for every system: a single system, or paired ones."""
         return self.num_systems == 1 or self.paired
+
+
+def check_decision_rule(decision_rule: object, scores_given: bool) -> str | PerDraw:
+    """The ``decision_rule`` of a :class:`Systems`: how its scores become decisions (``None``: the default,
+    ``"expected_utility"``), checked by :func:`~ecjax.prob.draw_plan.as_decision_rule`.  Given decisions have no
+    rule to apply, so a rule given with them is refused rather than ignored."""
+    if decision_rule is None:
+        return "expected_utility"
+    if not scores_given:
+        raise v.InputError(f"`decision_rule` ({decision_rule!r}) says how scores become decisions, but the systems "
+                           "are given as `decisions`: remove it, or give `scores=`")
+    as_decision_rule(decision_rule)
+    return decision_rule  # type: ignore[return-value]
 
 
 def as_named_counts(counts: object, *, system_axis: int = 0) -> tuple[tuple[str, ...] | None, jax.Array]:
@@ -373,6 +387,26 @@ def check_class_support(class_totals: ArrayLike, priors: ArrayLike | None, *, bo
     if priors is not None and np.any((totals == 0) & (np.asarray(priors) > 0)):
         where = "whose samples all have `sample_weight` 0" if weighted else "with no sample in `labels`"
         raise v.InputError(f"`priors` give weight to a class {where}: its average is undefined")
+
+
+def check_decisions_matter(low: ArrayLike, high: ArrayLike | None = None, name: str = "costs") -> None:
+    """A ``(K, D)`` cost or utility matrix ``low`` (or, with ``high``, every matrix whose entries lie in
+    ``[low, high]``) under which some decision matters: in some row (true class) two decisions differ.
+
+    If every row is one number (``C[k, d] = a_k``; all zeros, say), the expected cost
+    ``sum_k P_k sum_d R_kd C_kd = sum_k P_k a_k`` is the same for every classifier whatever it decides: no system can
+    be preferred, and a ranking would only reflect the Monte Carlo noise.  Traced matrices pass.
+    """
+    if v.is_tracer(low) or (high is not None and v.is_tracer(high)):
+        return
+    lo = np.asarray(low, np.float64)
+    hi = lo if high is None else np.asarray(high, np.float64)
+    if np.array_equal(lo, hi) and np.all(lo == lo[:, :1]):
+        subject = f"`{name}`" if high is None else f"`{name}` (every matrix inside the [low, high] intervals)"
+        zeros = ", all zeros" if not np.any(lo) else ""
+        raise v.InputError(f"{subject}: every decision has the same value for each true class (each row is one "
+                           f"number{zeros}), so every system has the same expected cost whatever it decides and none "
+                           "can be preferred; give a matrix under which some decision costs more than another")
 
 
 # ------------------------------------------------------------------------------------------ per-fold results
