@@ -4,7 +4,9 @@ Conventions: a count matrix has shape ``(..., K, D)`` with row ``i`` the true
 class and column ``j`` the decision (seed 000 §2, ``K_ij``).  Counts are exact
 ``int32`` unless sample weights are given (at most ``2**31 - 1`` samples per
 matrix on the device; beyond that :func:`confusion_matrix` counts on the host
-in ``int64``).  Sums of counts (class totals, rates, priors) are taken in
+in ``int64``).  Weighted counts are summed in float64 on the host for
+concrete input and by compensated float32 chunk sums under ``jit``, never by
+one float32 running sum (which stops growing at ``2**24``).  Sums of counts (class totals, rates, priors) are taken in
 floating point, never in ``int32``, so they cannot wrap.
 
 Under ``jit``/``vmap`` (see :mod:`ecjax.inputs`, the NaN contract) a count
@@ -30,14 +32,32 @@ from ecjax import inputs as v
 _DEVICE_COUNT_LIMIT = v.INT32_MAX
 
 
-@partial(jax.jit, static_argnames=("num_classes", "num_decisions"))
+# Above this many samples per matrix, weighted counts on the device are float32 sums of one chunk at a time,
+# combined by compensated (two-float) addition: one float32 running sum stops growing at 2**24 unit weights.
+_WEIGHT_CHUNK = 4096
+
+
 def confusion_counts(labels: ArrayLike, decisions: ArrayLike, weights: ArrayLike | None = None, *,
                      num_classes: int, num_decisions: int) -> jax.Array:
     """Kernel: ``K_ij = sum_n w_n [y_n = i][d_n = j]`` over the last axis.
 
     ``labels`` and ``decisions`` broadcast against each other on their leading
     axes (one label vector shared by ``M`` systems, say).  No validation.
+
+    Unweighted counts are exact ``int32``.  Weighted counts of concrete
+    input are summed on the host in float64 and rounded once to the float
+    dtype; traced (``jit``) weights are summed in float32 over chunks of
+    4096 samples whose totals are combined by compensated (two-float)
+    addition, so the sum keeps growing past ``2**24`` (unit weights: exact
+    to ``2**48``; any weights: the error of a 4096-term float32 sum).
     """
+    if weights is not None and not v.any_traced(labels, decisions, weights):
+        return _host_weighted_counts(labels, decisions, weights, num_classes, num_decisions)
+    return _device_counts(labels, decisions, weights, num_classes=num_classes, num_decisions=num_decisions)
+
+
+@partial(jax.jit, static_argnames=("num_classes", "num_decisions"))
+def _device_counts(labels, decisions, weights=None, *, num_classes, num_decisions):
     labels, decisions = jnp.broadcast_arrays(labels, decisions)
     flat = labels * num_decisions + decisions
     size = num_classes * num_decisions
@@ -45,6 +65,15 @@ def confusion_counts(labels: ArrayLike, decisions: ArrayLike, weights: ArrayLike
         weights = jnp.broadcast_to(weights, flat.shape)
     counts = _scatter_counts(flat, size, weights)
     return counts.reshape(flat.shape[:-1] + (num_classes, num_decisions))
+
+
+def _host_weighted_counts(labels, decisions, weights, k, d):
+    """Weighted counts summed in float64 on the host (``np.bincount``), rounded once to the float dtype."""
+    y, dec, w = np.broadcast_arrays(np.asarray(labels), np.asarray(decisions), np.asarray(weights, np.float64))
+    flat = (y.astype(np.int64) * d + dec).reshape(-1, y.shape[-1])
+    w2 = w.reshape(flat.shape)
+    out = np.stack([np.bincount(f, weights=ww, minlength=k * d) for f, ww in zip(flat, w2)])
+    return v.to_device(out.reshape(y.shape[:-1] + (k, d)), jnp.result_type(float))
 
 
 def _scatter_counts(flat, size, weights):
@@ -59,9 +88,37 @@ def _scatter_counts(flat, size, weights):
     f2 = flat.reshape((-1, flat.shape[-1]))
     if weights is None:
         out = jax.vmap(lambda f: one(f, None))(f2)
-    else:
+    elif f2.shape[-1] <= _WEIGHT_CHUNK:
         out = jax.vmap(one)(f2, weights.reshape(f2.shape))
+    else:
+        out = _chunked_weighted_sums(f2, weights.reshape(f2.shape), jax.vmap(one))
     return out.reshape(batch + (size,))
+
+
+def _chunked_weighted_sums(flat, weights, scatter):
+    """``scatter`` of ``_WEIGHT_CHUNK`` samples at a time, chunk totals added with Knuth's TwoSum.
+
+    ``hi + lo`` carries the running sum in two floats: ``lo`` holds what
+    rounding ``hi + part`` dropped, so the total has about twice float32's
+    precision instead of stalling once ``hi`` outgrows a chunk's total.
+    """
+    rows, n = flat.shape
+    pad = (-n) % _WEIGHT_CHUNK
+    # Padding adds weight 0 to cell 0: nothing.
+    f = jnp.pad(flat, ((0, 0), (0, pad))).reshape(rows, -1, _WEIGHT_CHUNK).transpose(1, 0, 2)
+    w = jnp.pad(weights, ((0, 0), (0, pad))).reshape(rows, -1, _WEIGHT_CHUNK).transpose(1, 0, 2)
+
+    def add_chunk(carry, chunk):
+        hi, lo = carry
+        part = scatter(*chunk)
+        total = hi + part
+        back = total - hi
+        dropped = (hi - (total - back)) + (part - back)  # TwoSum: hi + part == total + dropped exactly
+        return (total, lo + dropped), None
+
+    zeros = jnp.zeros((rows, scatter(f[0], w[0]).shape[-1]), weights.dtype)
+    (hi, lo), _ = jax.lax.scan(add_chunk, (zeros, zeros), (f, w))
+    return hi + lo
 
 
 def confusion_matrix(labels: ArrayLike, decisions: ArrayLike, *, num_classes: int | None = None,
@@ -81,7 +138,7 @@ def confusion_matrix(labels: ArrayLike, decisions: ArrayLike, *, num_classes: in
       sample_weight: optional ``(..., N)`` non-negative finite weight of each
         sample (scikit-learn's name and meaning): ``K_ij = sum_n w_n [y_n = i]
         [d_n = j]``, float weighted counts (an integer weight ``k`` counts the
-        sample ``k`` times), as ``sklearn.metrics.confusion_matrix(...,
+        sample ``k`` times; summed in float64, see :func:`confusion_counts`), as ``sklearn.metrics.confusion_matrix(...,
         sample_weight=)``.  :func:`ecjax.metrics.as_counts` accepts such float
         counts, so they go to every metric that takes a count matrix.
 

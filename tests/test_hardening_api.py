@@ -121,6 +121,64 @@ def test_joint_table_counts_never_wrap():
     assert int(np.asarray(t.counts).sum()) == 4
 
 
+# Weighted counts past 2**24 (issue 30, item 5): one float32 running sum stops at 16,777,216 unit weights.
+_N_PAST_2_24 = 2 * 10**7
+
+
+def _labels_past_2_24():
+    y = np.zeros(_N_PAST_2_24, np.int32)
+    y[:1000] = 1
+    return y
+
+
+def test_unit_weights_after_a_weight_of_2_24_are_counted():
+    # The small case of the same stall: 2**24 + 1 rounds back to 2**24 in float32.
+    w = np.ones(5000)
+    w[0] = 2.0**24
+    y = np.zeros(5000, np.int32)
+    y[-1] = 1
+    want = np.bincount(y * 3, weights=w, minlength=4).reshape(2, 2)  # numpy float64: 16,781,215 and 1
+    np.testing.assert_array_equal(np.asarray(confusion_matrix(y, y, sample_weight=w), np.float64),
+                                  want.astype(np.float32))  # was 16,777,216
+    # Posteriors 1/2 for every sample: XE = log 2 whatever the weights (the class totals were 16,777,216).
+    xe = ecjax.cross_entropy(y, np.full((5000, 2), np.log(0.5)), sample_weight=w)
+    assert float(xe) == pytest.approx(np.log(2.0), rel=1e-6)  # was 0.69335
+
+
+@pytest.mark.slow  # reason: 2 * 10**7 samples take ~10 s on a loaded 2-core machine; the case above is the small one
+def test_weighted_counts_past_2_24_equal_a_float64_sum():
+    y = _labels_past_2_24()
+    w = np.ones(_N_PAST_2_24)
+    want = np.bincount(2 * y + y, weights=w, minlength=4).reshape(2, 2)  # numpy float64
+    np.testing.assert_array_equal(np.asarray(confusion_matrix(y, y, sample_weight=w)), want)  # was 16,777,216
+    jitted = jax.jit(lambda a, b: confusion_matrix(a, a, num_classes=2, sample_weight=b))
+    np.testing.assert_array_equal(np.asarray(jitted(y, w.astype(np.float32))), want)  # chunked two-float sums
+
+
+def test_weighted_counts_under_jit_of_uneven_weights():
+    rng = np.random.default_rng(5)
+    n = 300_000  # 74 chunks of 4096
+    y, d = rng.integers(0, 3, n), rng.integers(0, 3, n)
+    w = rng.exponential(size=n).astype(np.float32) * 1000
+    want = np.bincount(3 * y + d, weights=w.astype(np.float64), minlength=9).reshape(3, 3)
+    got = jax.jit(lambda a, b, c: confusion_matrix(a, b, num_classes=3, sample_weight=c))(y, d, w)
+    np.testing.assert_allclose(np.asarray(got, np.float64), want, rtol=3e-7)  # one float32 sum: 2.3e-6
+
+
+@pytest.mark.slow  # reason: 2 * 10**7 scores take ~40 s on a loaded 2-core machine (the 5000-sample case above)
+def test_weighted_expected_cost_cross_entropy_past_2_24():
+    y = _labels_past_2_24()
+    w = np.ones(_N_PAST_2_24)
+    n1 = 1000.0
+    # Deciding class 0 everywhere with 0-1 costs: EC = N_1 / N (float64), was 5.96e-5 for 5.00e-5.
+    counts = confusion_matrix(y, np.zeros_like(y), num_classes=2, sample_weight=w)
+    assert float(ecjax.expected_cost(counts, C01)) == pytest.approx(n1 / _N_PAST_2_24, rel=1e-6)
+    post = np.log(np.array([0.9, 0.1], np.float32))
+    scores = np.broadcast_to(post, (_N_PAST_2_24, 2))
+    xe = ((_N_PAST_2_24 - n1) * -np.log(0.9) + n1 * -np.log(0.1)) / _N_PAST_2_24  # data priors: plain mean
+    assert float(ecjax.cross_entropy(y, scores, sample_weight=w)) == pytest.approx(xe, rel=1e-5)  # was 0.1257
+
+
 @pytest.mark.parametrize("num_classes, name", [
     (2**32 + 1, "`num_classes`"),  # aborted the interpreter ("overflow in static extent product")
     (50_000, "`num_classes`"),

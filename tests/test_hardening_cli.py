@@ -341,6 +341,33 @@ def test_calibrate_writes_the_format_its_output_name_says(d, capsys):
     assert not (d / "out.bin").exists()
 
 
+# ============================================================ weighted counts past 2**24 (issue 30, item 5)
+
+def _weighted_ec(capsys, y, w):
+    np.save("yw.npy", y)
+    np.save("ww.npy", w)
+    np.save("dw.npy", np.zeros_like(y))  # class 0 everywhere: EC = W_1 / W with 0-1 costs and data priors
+    rc, out, _ = run(capsys, "metrics", "--labels", "yw.npy", "--decisions", "dw.npy", "--sample-weight", "ww.npy",
+                     "--json")
+    assert rc == 0
+    return json.loads(out)["metrics"]["EC"]["dw"]
+
+
+def test_cli_weighted_ec_after_a_weight_of_2_24(d, capsys):
+    y = np.r_[np.zeros(3000, int), np.ones(1000, int)]
+    w = np.ones(4000)
+    w[0] = 2.0**24
+    want = 1000 / w.sum()  # numpy float64
+    assert _weighted_ec(capsys, y, w) == pytest.approx(want, rel=1e-6)  # was 1000 / (2**24 + 1000)
+
+
+@pytest.mark.slow  # reason: 2 * 10**7 samples in files: ~20 s on a loaded 2-core machine (scores: minutes)
+def test_cli_weighted_ec_of_2e7_samples(d, capsys):
+    y = np.zeros(2 * 10**7, int)
+    y[:1000] = 1
+    assert _weighted_ec(capsys, y, np.ones(len(y))) == pytest.approx(5.00e-5, rel=1e-6)  # was 5.96e-5
+
+
 # ============================================================== validate, then write
 
 def test_calibrate_wrong_label_length_writes_nothing(d, capsys):
