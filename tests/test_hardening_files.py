@@ -230,6 +230,7 @@ def test_quoted_cells_are_read_by_the_csv_module(tmp_path):
     ("load_array", "a,b\n", ["holds a header (line 1) but no rows of numbers"]),
     ("load_array", "\n\n", ["the file is empty"]),
     ("load_array", 'label\n"1\n', ["line 2"]),  # an unclosed quote
+    ("load_array", 'label\n1\n"1\n2"\n', ["line 4, column 1 is not a number: '1\\n2'"]),  # a newline in a cell
     ("load_results_table", "0.81,0.83\n0.80,0.82\n", ["must be a header naming the columns", "got numbers"]),
     ("load_results_table", "dataset,Dataset,A\nx,x,0.1\n", ["the header must name every column once"]),
     ("load_results_table", "A,,B\n0.1,0.2,0.3\n", ["the header must name every column once"]),
