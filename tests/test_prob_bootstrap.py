@@ -410,7 +410,7 @@ def test_auc_interval_agrees_with_confidence_intervals_bootstrap():
 
 
 def test_clusters_of_repeated_samples_equal_one_copy_per_cluster():
-    # Each cluster repeats one sample c = 3 times: the two-level bootstrap gives the cluster Dirichlet(1..1)
+    # Each cluster repeats one sample c = 3 times: the cluster bootstrap gives the cluster Dirichlet(1..1)
     # weight as a whole (eq. 2 of the module), so it must equal, in distribution, the one-level bootstrap of
     # one copy per cluster.  The clustering lives in the weights, whatever the metric: the Brier score (a
     # weighted mean) also has Rubin's closed form for both the right and the wrong answer.
