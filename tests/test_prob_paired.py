@@ -103,7 +103,7 @@ def test_paired_interval_is_narrower_for_correlated_systems_and_equal_for_indepe
             assert abs(paired / unpaired - 1) < 0.08
 
 
-def test_clustered_interval_matches_confidence_intervals_conditions():
+def test_clustered_interval_has_the_cluster_bootstraps_variance_and_is_narrower_than_resampling_within():
     from confidence_intervals import evaluate_with_conf_int
     from confidence_intervals.utils import create_data
 

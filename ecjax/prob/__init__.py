@@ -10,7 +10,7 @@
 * :mod:`~ecjax.prob.rates`: Dirichlet-multinomial posterior of confusion
   rates (conjugate sampler, and the same model for NUTS); deployment priors.
 * :mod:`~ecjax.prob.paired`: Dirichlet over joint outcome cells (Bayesian
-  bootstrap), clustered two-level resampling.
+  bootstrap), the cluster bootstrap over groups of samples.
 * :mod:`~ecjax.prob.mcmc`: NUTS settings, runs and diagnostics of the
   hierarchical models.
 * :mod:`~ecjax.prob.hierarchical`: several test sets pooled by a

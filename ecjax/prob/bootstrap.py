@@ -53,8 +53,24 @@ With clusters, (2) becomes ``w_n ∝ G_g s_n``: a sample of weight ``k`` is
 ``k`` copies of it within its cluster.
 
 Every weighted metric here is written as a ratio of weighted sums, so the
-built-in kernels are invariant to the scale of ``w``; a user function
-receives weights normalized to sum to 1.
+built-in kernels are invariant to the scale of ``w`` (except ``"ece"``,
+whose bias correction counts samples: it takes their number, below); a user
+function receives weights normalized to sum to 1.
+
+What the intervals cover.  The draws of a metric are those of its estimator
+on the reweighted samples, so an interval targets the population value only
+as far as the estimator is unbiased: the plug-in ECE is biased upward (in a
+bin whose true gap is near 0 the mean gap's absolute value is about
+``sqrt(2/pi)`` of its standard error), and its draws covered the population
+ECE of a simulated over-confident system in 0-1 % of test sets of 50-200
+samples.  ``"ece"`` is therefore the debiased estimator of
+:func:`weighted_ece`, its draws moved by the estimated bias so that they
+centre on the estimate (:func:`_recentred`); ``"ece_plugin"`` keeps the
+plug-in.  The reported interval is the equal-tailed one
+(:attr:`MetricPosterior.equal_tailed`; the HDI stays in
+:attr:`MetricPosterior.hdi`): on a skewed posterior the HDI gives up the
+long tail.  The README's coverage table (``benchmarks/bootstrap_coverage.py``)
+gives the measured coverage at ``N = 50, 200, 1000``.
 """
 
 from __future__ import annotations

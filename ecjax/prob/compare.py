@@ -707,7 +707,8 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
         outcome cells (Bayesian bootstrap).  ``False``: independent Dirichlet
         posteriors per system and class.
       groups: ``(N,)`` cluster ids (patient, speaker, document) for a
-        two-level Bayesian bootstrap; needs shared labels (paired systems,
+        cluster Bayesian bootstrap (a Dirichlet(1) weight per cluster, its
+        samples kept); needs shared labels (paired systems,
         or one system) and ``decisions``.  With ``sample_weight`` a sample
         counts ``w`` times within its group (each group keeps one weight).
       sample_weight: frequency weights of the samples, given like
@@ -758,7 +759,7 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
     s = _canonical_systems(systems, k, d)
     alpha = _model_concentration(concentration, s.joint, k, d)
     class_priors = _check_class_priors(priors, k, s.class_counts, weighted=s.weight_info is not None)
-    model_name = ("clustered two-level Bayesian bootstrap" if s.groups is not None else
+    model_name = ("cluster Bayesian bootstrap" if s.groups is not None else
                   "paired: Dirichlet over joint outcome cells" if s.joint else "unpaired: Dirichlet per system and class")
     info = {"model": model_name, "concentration": alpha}
     if s.weight_info is not None:
