@@ -611,6 +611,36 @@ def test_force_over_an_earlier_run_and_a_failed_write_leave_the_earlier_run(d, c
     assert {p.name: p.read_bytes() for p in (d / "res").iterdir()} == old  # was: new figures beside the old JSON
 
 
+def test_force_without_hard_links_puts_back_copies(d, capsys, monkeypatch):
+    # A file system without hard links: the files a run replaces are kept as copies until it has succeeded.
+    from ecjax import io as eio
+
+    old = _earlier_run(d, capsys)
+    real_link, real_move, moves = os.link, eio._move_into_place, []
+
+    def no_link(*args, **kwargs):
+        raise OSError(1, os.strerror(1))  # EPERM
+
+    def move(*args):
+        moves.append(1)
+        if len(moves) == len(old):  # the last file fails: the others were replaced
+            raise OSError(28, os.strerror(28))
+        return real_move(*args)
+
+    monkeypatch.setattr(os, "link", no_link)
+    monkeypatch.setattr(eio, "_move_into_place", move)
+    refused(capsys, "res", "metrics", "--labels", "y.npy", "--scores", "a2.npy", "--names", "s", "--out", "res",
+            "--force")
+    assert {p.name: p.read_bytes() for p in (d / "res").iterdir()} == old
+    monkeypatch.setattr(eio, "_move_into_place", real_move)  # and without a failure the new run replaces the old
+    rc, _, err = run(capsys, "metrics", "--labels", "y.npy", "--scores", "a2.npy", "--names", "s", "--out", "res",
+                     "--force")
+    monkeypatch.setattr(os, "link", real_link)
+    assert rc == 0, err
+    new = {p.name: p.read_bytes() for p in (d / "res").iterdir()}
+    assert new.keys() == old.keys() and new["metrics.json"] != old["metrics.json"]
+
+
 @pytest.mark.slow  # a subprocess that imports JAX and matplotlib (5-30 s); the test above fails the same way in-process
 def test_force_under_a_file_size_limit_leaves_the_earlier_run(d, capsys):
     # A real failed write: the process may not write a file as large as the run's largest (a figure; the files
