@@ -580,6 +580,23 @@ def test_compare_decides_with_the_nominal_costs_as_metrics_does(d, capsys):
     assert json.loads(out)["decision_costs"] == [[0, 1], [21, 0]]
 
 
+def test_compare_nominal_decisions_with_deployment_priors_and_probabilities(d, capsys):
+    # The same decisions as numpy's for posteriors re-weighted from training priors to the file's priors.
+    prob1 = 1 / (1 + np.exp(-np.diff(np.load("a.npy"), axis=1)[:, 0]))
+    np.save("p.npy", np.stack([1 - prob1, prob1], 1))
+    (d / "pu.toml").write_text("costs = [[0, 1], [3, 0]]\npriors = [0.8, 0.2]\n[uncertainty]\n"
+                               "low = [[0, 1], [1, 0]]\nhigh = [[0, 1], [9, 0]]\n")
+    post = np.stack([1 - prob1, prob1], 1) * np.array([0.8, 0.2]) / np.array([0.4, 0.6])
+    np.save("dp.npy", np.argmin(post @ np.array([[0.0, 1.0], [3.0, 0.0]]), axis=1))
+    common = ["--labels", "y.npy", "--names", "p", "--costs", "pu.toml", "--draws", "400", "--json"]
+    rc, out, err = run(capsys, "compare", *common, "--scores", "p.npy", "--score-type", "probabilities",
+                       "--training-priors", "0.4,0.6")
+    assert rc == 0, err
+    rc, out2, err = run(capsys, "compare", *common, "--decisions", "dp.npy")
+    assert rc == 0, err
+    assert json.loads(out)["expected_yield"] == json.loads(out2)["expected_yield"]
+
+
 def _earlier_run(d, capsys):
     """A metrics run into res/ and the bytes of its files; the new run's scores differ a little (a2.npy)."""
     rc, _, err = run(capsys, "metrics", "--labels", "y.npy", "--scores", "a.npy", "--names", "s", "--out", "res")
