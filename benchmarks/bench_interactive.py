@@ -49,6 +49,7 @@ def command(folder: Path, draws: int):
     return [sys.executable, "-m", "ecjax.cli", "compare",
             "--labels", *[str(folder / f"{n}_targets.npy") for n in NETS],
             "--scores", *[str(folder / f"{n}.npy") for n in NETS], "--score-type", "logits",
+            "--decision-rule", "expected_utility",  # the README's command (its reference below decides for E[U])
             "--names", *NETS, "--costs", str(ROOT / "examples" / "cifar10_costs.toml"), "--draws", str(draws),
             "--json"]
 

@@ -604,6 +604,23 @@ def _nominal_decisions(spec, score_type, labels, arrays, training, weights, num_
             for s, y, t, w in zip(arrays, labels, training, weights)]
 
 
+def _compare_nominal_decisions(spec, score_type, labels, arrays, weights, num_classes):
+    """:func:`_nominal_decisions` in `compare`, by the program that makes its fixed decisions
+    (:func:`ecjax.prob.compare.padded_bayes_decisions`; one compiled program for data of similar sizes): the scores
+    checked already, posterior-type ones re-weighted to likelihoods where deployment priors are given."""
+    from ecjax.prob.compare import padded_bayes_decisions
+
+    out = []
+    for s, y, w in zip(arrays, labels, weights):
+        p = _likelihood_priors(score_type, spec.priors, y, num_classes, w)
+        with np.errstate(divide="ignore"):
+            log_p = np.zeros(num_classes) if p is None else np.log(p)
+        # The scores as the library holds them (probabilities in the log domain), checked already.
+        out.append(padded_bayes_decisions(as_scores(s, "scores", score_type=score_type), spec.costs, log_p,
+                                          score_type))
+    return out
+
+
 def _decisions_made_by(kind, score_type, spec, training, choice):
     if kind != "scores":
         return "given"
@@ -1324,13 +1341,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     sample_weight = None if weights[0] is None else weights[0] if paired else list(weights)
     lab = labels[0] if paired else list(labels)
     training = _training_priors(args, spec, labels, label_files, k, weights)
-    # The nominal costs decide, as in `metrics` (the same decisions); the [uncertainty] table spreads the evaluation.
-    decided = _nominal_decisions(spec, st, labels, arrays, training, weights, k) if nominal else None
     if training[0] is not None:  # decide for the deployment priors: posteriors -> likelihoods (seed 002 §3.2)
         from ecjax.decisions import log_likelihoods_from_posteriors
 
         arrays = [np.asarray(log_likelihoods_from_posteriors(a, t, score_type=st)) for a, t in zip(arrays, training)]
         st = "log_likelihoods"
+    # The nominal costs decide, as in `metrics` (the same decisions); the [uncertainty] table spreads the evaluation.
+    decided = _compare_nominal_decisions(spec, st, labels, arrays, weights, k) if nominal else None
     terminal = _compare_progress(args, names, _rough_seconds(args, kind, spec, arrays, k, d, paired))
     if terminal:
         settings["chunk_size"] = -(-args.draws // 10)  # about ten updates (chunking changes no number: tested)

@@ -49,6 +49,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import tomllib
 import zipfile
 from collections.abc import Sequence
@@ -732,7 +733,12 @@ def _link_old(p: Path) -> Path | None:
     if not os.path.lexists(p):
         return None
     old = _temp_name(p.parent)
-    os.link(p, old, follow_symlinks=False)
+    try:
+        os.link(p, old, follow_symlinks=False)
+    except OSError as err:
+        if err.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+            raise
+        shutil.copy2(p, old, follow_symlinks=False)  # no hard links on this file system: a copy
     return old
 
 

@@ -709,6 +709,23 @@ def test_compare_decides_with_the_nominal_costs_as_metrics_does(d, capsys):
     assert json.loads(out)["decision_costs"] == [[0, 1], [21, 0]]
 
 
+def test_compare_nominal_decisions_with_deployment_priors_and_probabilities(d, capsys):
+    # The same decisions as numpy's for posteriors re-weighted from training priors to the file's priors.
+    prob1 = 1 / (1 + np.exp(-np.diff(np.load("a.npy"), axis=1)[:, 0]))
+    np.save("p.npy", np.stack([1 - prob1, prob1], 1))
+    (d / "pu.toml").write_text("costs = [[0, 1], [3, 0]]\npriors = [0.8, 0.2]\n[uncertainty]\n"
+                               "low = [[0, 1], [1, 0]]\nhigh = [[0, 1], [9, 0]]\n")
+    post = np.stack([1 - prob1, prob1], 1) * np.array([0.8, 0.2]) / np.array([0.4, 0.6])
+    np.save("dp.npy", np.argmin(post @ np.array([[0.0, 1.0], [3.0, 0.0]]), axis=1))
+    common = ["--labels", "y.npy", "--names", "p", "--costs", "pu.toml", "--draws", "400", "--json"]
+    rc, out, err = run(capsys, "compare", *common, "--scores", "p.npy", "--score-type", "probabilities",
+                       "--training-priors", "0.4,0.6")
+    assert rc == 0, err
+    rc, out2, err = run(capsys, "compare", *common, "--decisions", "dp.npy")
+    assert rc == 0, err
+    assert json.loads(out)["expected_yield"] == json.loads(out2)["expected_yield"]
+
+
 def _earlier_run(d, capsys):
     """A metrics run into res/ and the bytes of its files; the new run's scores differ a little (a2.npy)."""
     rc, _, err = run(capsys, "metrics", "--labels", "y.npy", "--scores", "a.npy", "--names", "s", "--out", "res")
@@ -738,6 +755,36 @@ def test_force_over_an_earlier_run_and_a_failed_write_leave_the_earlier_run(d, c
                   "--out", "res", "--force")
     assert "No space left on device" in err
     assert {p.name: p.read_bytes() for p in (d / "res").iterdir()} == old  # was: new figures beside the old JSON
+
+
+def test_force_without_hard_links_puts_back_copies(d, capsys, monkeypatch):
+    # A file system without hard links: the files a run replaces are kept as copies until it has succeeded.
+    from ecjax import io as eio
+
+    old = _earlier_run(d, capsys)
+    real_link, real_move, moves = os.link, eio._move_into_place, []
+
+    def no_link(*args, **kwargs):
+        raise OSError(1, os.strerror(1))  # EPERM
+
+    def move(*args):
+        moves.append(1)
+        if len(moves) == len(old):  # the last file fails: the others were replaced
+            raise OSError(28, os.strerror(28))
+        return real_move(*args)
+
+    monkeypatch.setattr(os, "link", no_link)
+    monkeypatch.setattr(eio, "_move_into_place", move)
+    refused(capsys, "res", "metrics", "--labels", "y.npy", "--scores", "a2.npy", "--names", "s", "--out", "res",
+            "--force")
+    assert {p.name: p.read_bytes() for p in (d / "res").iterdir()} == old
+    monkeypatch.setattr(eio, "_move_into_place", real_move)  # and without a failure the new run replaces the old
+    rc, _, err = run(capsys, "metrics", "--labels", "y.npy", "--scores", "a2.npy", "--names", "s", "--out", "res",
+                     "--force")
+    monkeypatch.setattr(os, "link", real_link)
+    assert rc == 0, err
+    new = {p.name: p.read_bytes() for p in (d / "res").iterdir()}
+    assert new.keys() == old.keys() and new["metrics.json"] != old["metrics.json"]
 
 
 @pytest.mark.slow  # a subprocess that imports JAX and matplotlib (5-30 s); the test above fails the same way in-process

@@ -884,7 +884,7 @@ def _fixed_source(s, score_type, p_decide, alpha, k, d, u_hat):
     else:
         with np.errstate(divide="ignore"):
             log_p = np.log(p_decide)
-        decisions = [np.asarray(_decide(x, -u_hat, log_p, score_type)) for x in s.items]
+        decisions = [padded_bayes_decisions(x, -u_hat, log_p, score_type) for x in s.items]
     if s.joint:
         return _joint_source(s.shared_labels, np.stack(decisions), s.groups, alpha, k, d, len(s.items),
                              s.shared_weights)
@@ -983,8 +983,12 @@ def _padded(x, axis=0):
     return v.pad_to_bucket(x, axis=axis, minimum=_MIN_SAMPLE_BUCKET)
 
 
-def _decide(scores, costs, log_priors, score_type):
-    """Bayes decisions (seed 001 eq. 7) of one system for one cost matrix (on padded samples, see bucket_size)."""
+def padded_bayes_decisions(scores: ArrayLike, costs: ArrayLike, log_priors: ArrayLike,
+                           score_type: str) -> np.ndarray:
+    """Bayes decisions (seed 001 eq. 7) of one system's validated ``(N, K)`` scores for one ``(K, D)`` cost matrix,
+    on the host: the fixed decisions of :func:`compare`.  ``log_priors`` ``(K,)`` turn likelihood-type scores into
+    posteriors (ignored otherwise).  The samples are padded to :func:`bucket_size`, so that data of a similar size
+    reuse the compiled program."""
     f = jnp.result_type(float)
     n = np.shape(scores)[0]
     dec = _decide_kernel(v.to_device(_padded(scores)), v.to_device(costs, f), v.to_device(log_priors, f),
