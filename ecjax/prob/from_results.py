@@ -624,10 +624,10 @@ class HierarchicalTTest(_NUTSResult):
             "divergences)",
             f"population mean difference {b} - {a}: mean {np.mean(self.delta0):.4g}, 90% central interval "
             f"[{lo:.4g}, {hi:.4g}]",
-            f"P({a} better by > {r}) = {ranking.with_error(self.p_left, e[0], 3)}, "
-            f"P(|difference| <= {r}) = {ranking.with_error(self.p_rope, e[1], 3)}, "
-            f"P({b} better by > {r}) = {ranking.with_error(self.p_right, e[2], 3)}  "
-            "(baycomp: share of draws where each region is the most probable for a new data set)",
+            f"baycomp's shares of the posterior draws in which a new data set's mean difference is most probably "
+            f"left of the ROPE ({a} better by > {r}): {ranking.with_error(self.p_left, e[0], 3)}, "
+            f"in it: {ranking.with_error(self.p_rope, e[1], 3)}, "
+            f"right of it ({b} better by > {r}): {ranking.with_error(self.p_right, e[2], 3)}",
             f"next data set: P(left) = {ranking.with_error(self.predictive[0], ep[0], 3)}, "
             f"P(rope) = {ranking.with_error(self.predictive[1], ep[1], 3)}, "
             f"P(right) = {ranking.with_error(self.predictive[2], ep[2], 3)}  (posterior predictive)",
@@ -776,8 +776,8 @@ def joint_t_factor(results: np.ndarray) -> JointTFactor:
     return JointTFactor(mean, u * sv / math.sqrt(n - 1), rel_unit * largest, common_unit * largest, n)
 
 
-@partial(jax.jit, static_argnames=("num_draws", "num_folds"))
-def _unit_draws(key, factor, c, relative_mean, systems, *, num_draws: int, num_folds: int):
+@partial(jax.jit, static_argnames=("num_draws",))
+def _unit_draws(key, factor, c, relative_mean, systems, num_folds, *, num_draws: int):
     """``(unit, relative)``: ``(num_draws, M' + 1)`` draws of ``k L z`` (:class:`JointTFactor`, ``r`` normals and
     one chi-square each), and ``(num_draws, M)`` relative draws ``relative_mean + k (L z)[:M']`` of each system
     (``systems`` indexes the ``M'`` distinct rows)."""
@@ -811,15 +811,15 @@ def mean_score_draws(key: jax.Array, scores: ArrayLike, rho: float, *, num_draws
     systems get identical draws (exact ties).  Concrete input, no checks.
     """
     x = np.asarray(scores, np.float64)
-    rows, inverse = np.unique(x, axis=0, return_inverse=True)
-    joint = joint_t_factor(rows)
+    first: dict[bytes, int] = {}  # each distinct row of results, by its bytes (np.unique(axis=0) is ~1 s at 10^5 folds)
+    inverse = np.array([first.setdefault(row.tobytes(), len(first)) for row in x])
+    joint = joint_t_factor(x[[int(np.argmax(inverse == i)) for i in range(len(first))]])  # the first of each
     f = jnp.result_type(float)
     c = 1.0 / joint.num_folds + rho / (1.0 - rho)
-    inverse = np.ravel(inverse)
     # Each system's mean minus the systems' average, in the same units: the ranking's location part.
     relative_mean = (joint.mean - joint.mean.mean()) / joint.rel_unit
     unit, relative = _unit_draws(key, jnp.asarray(joint.factor, f), jnp.asarray(c, f), jnp.asarray(relative_mean, f),
-                                 jnp.asarray(inverse), num_draws=num_draws, num_folds=joint.num_folds)
+                                 jnp.asarray(inverse), jnp.asarray(joint.num_folds, f), num_draws=num_draws)
     host = np.asarray(unit, np.float64)
     draws = joint.mean[inverse] + host[:, -1:] * joint.common_unit + host[:, :-1][:, inverse] * joint.rel_unit
     return draws, relative
@@ -1200,7 +1200,8 @@ class HierarchicalResultsComparison(_NUTSResult):
       nu: ``(S,)`` draws of the degrees of freedom of the population t.
       dataset_effects: ``(S, q, M)`` draws of each data set's mean results minus their average over the systems.
       rope: as given; rho: ``(q,)`` the fold correlation of each data set; within_prior: as given.
-      hdi_prob, hdi: ``(M, 2)`` highest-density intervals of :attr:`draws`.
+      hdi_prob, hdi: ``(M, 2)`` highest-density intervals of :attr:`draws`: of each system's population mean
+        result minus the average over the systems, not of the mean result itself (which the model leaves free).
       errors: batch-means Monte Carlo standard errors of ``p_best``, ``pairwise``, ``next_dataset`` and
         ``next_dataset_predictive``.
       max_rhat, min_ess_bulk, num_divergences: NUTS diagnostics (ArviZ) over ``delta0``, ``std0``, ``shares``,
@@ -1236,8 +1237,10 @@ class HierarchicalResultsComparison(_NUTSResult):
                  f"(max R-hat {self.max_rhat:.3f}, min bulk ESS {self.min_ess_bulk:.0f}, {self.num_divergences} "
                  f"divergences; within-set prior {self.within_prior!r})"]
         lines += _ranking_lines(self.systems, self.effects, self, header="mean - average")
-        lines.append(f"pairs (P(left), P(rope), P(right)) with rope {self.rope:g}: population mean | next data set "
-                     "(baycomp's share of draws):")
+        lines.append("mean - average: each system's population mean result minus the average over the systems (the "
+                     "model knows the mean results only relative to each other); its HDI is of that difference")
+        lines.append(f"pairs (P(left), P(rope), P(right)) with rope {self.rope:g}: population mean difference | "
+                     "next data set (baycomp's shares of the draws in which each region is the most probable):")
         for a in range(len(self.systems)):
             for b in range(a + 1, len(self.systems)):
                 mean, new = (", ".join(f"{p:.3f}" for p in x[a, b]) for x in (self.pairwise, self.next_dataset))
