@@ -920,8 +920,9 @@ def cmd_compare_folds(args: argparse.Namespace) -> int:
               "rope": args.rope, "runs": args.runs, "test_fraction": args.test_fraction, "seed": args.seed}
     one_dataset = table.datasets is not None and len(table.datasets) == 1  # no population: the correlated t-test
     if table.datasets is None or one_dataset:
-        scores = table.scores[:, 0] if one_dataset else table.scores
-        assert isinstance(scores, np.ndarray), "results of one data set are one (M, n) array"
+        scores = table.scores
+        assert isinstance(scores, np.ndarray), "results of one data set are one (M, [1,] n) array"
+        scores = scores[:, 0] if one_dataset else scores
         res = _said_of(args.results, compare_results, scores, key=key, systems=table.systems, **common)
         record.update(model="correlated t-test (Corani & Benavoli 2015)", mean=_float_dict(table.systems,
                       res.mean_scores), p_best=_float_dict(table.systems, res.p_best),
