@@ -88,6 +88,24 @@ def test_a_spread_below_float32_resolution_still_counts_in_float64():
     np.testing.assert_array_equal(np.asarray(fr.correlated_t_test(a, b, rope=0.01).probabilities), [0, 1, 0])
 
 
+def test_compare_folds_refuses_it_by_the_file_and_reads_one_data_set_as_one(tmp_path):
+    import json
+
+    from conftest import run_cli
+
+    a, b = _rounded_constant()
+    (tmp_path / "r.csv").write_text("a,b\n" + "".join(f"{x!r},{y!r}\n" for x, y in zip(a.tolist(), b.tolist())))
+    code, out, err = run_cli("compare-folds", "r.csv", cwd=tmp_path)
+    assert code == 2 and "r.csv: `scores`: b - a " + SAME in err, err  # it printed (0, 0, 1)
+    # A `dataset` column naming one data set: no population to model, the correlated t-test (baycomp's numbers).
+    c, d = _folds(11)
+    (tmp_path / "one.csv").write_text("dataset,a,b\n" + "".join(f"s,{x!r},{y!r}\n" for x, y in zip(c.tolist(), d.tolist())))
+    code, out, err = run_cli("compare-folds", "one.csv", "--rope", "0.01", "--json", cwd=tmp_path)
+    assert code == 0, err
+    np.testing.assert_allclose(json.loads(out)["pairwise"]["a"]["b"], baycomp.CorrelatedTTest.probs(c, d, rope=0.01),
+                               atol=1e-6)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Issue 30.4: the answer does not depend on the scale of the results
 
