@@ -282,3 +282,23 @@ def test_monte_carlo_errors_are_calibrated():
     exact, z = _z_scores(num_keys=400, num_draws=20_000, shift=0.012)
     assert abs(z.std(ddof=1) - 1) < _sd_tolerance(400), z.std(ddof=1)
     assert abs(z.mean()) < 3 / np.sqrt(400)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Issue 31.8: words
+
+
+def test_the_hierarchical_summary_names_baycomps_shares_for_what_they_are():
+    # baycomp's p_left is the share of draws in which "left" is the most probable region for a new data set, not
+    # P(a better by > rope): the summary must not print it as that probability.
+    rng = np.random.default_rng(12)
+    per_draw = rng.dirichlet([1, 1, 1], 400)
+    shares = np.bincount(per_draw.argmax(1), minlength=3) / 400  # baycomp's summary, by numpy
+    res = fr.HierarchicalTTest(p_left=shares[0], p_rope=shares[1], p_right=shares[2], predictive=per_draw.mean(0),
+                               per_draw=per_draw, delta0=rng.normal(size=400), std0=np.ones(400), nu=np.full(400, 5.0),
+                               delta=rng.normal(size=(400, 3)), sigma=np.ones((400, 3)), rope=0.01, rho=0.1)
+    text = res.summary(names=("A", "B"))
+    assert f"P(A better by > 0.01) = {shares[0]:.3f}" not in text
+    assert (f"baycomp's shares of the posterior draws in which a new data set's mean difference is most probably left "
+            f"of the ROPE (A better by > 0.01): {shares[0]:.3f}") in text
+    assert f"P(left) = {per_draw.mean(0)[0]:.3f}" in text  # the predictive probability is one

@@ -1322,12 +1322,13 @@ def hierarchical_compare_results(scores: ArrayLike | Sequence[ArrayLike], *, rop
     # System 0's population mean is the origin of the differences; every summary is of differences, so the
     # reported draws are centred on the average over the systems (no system is singled out).
     relative = np.concatenate([np.zeros_like(np.asarray(samples["delta0"][:, :1])), np.asarray(samples["delta0"])], 1)
-    draws = (relative - relative.mean(1, keepdims=True)) * unit
+    in_units = relative - relative.mean(1, keepdims=True)  # float32-safe at any scale of the results
+    draws = in_units * unit
     theta = np.concatenate([np.zeros(np.shape(samples["delta"])[:2] + (1,)), np.asarray(samples["delta"])], -1)
     spreads = np.sqrt(np.asarray(samples["std0"])[:, None] ** 2 * (0.5 * m) * np.asarray(samples["shares"])) * unit
     nu = 1.0 + np.asarray(samples["nu_minus_one"], np.float64)
 
-    summaries = ranking.summarize(key_ranks, jnp.asarray(draws, jnp.result_type(float)), rope=rope)
+    summaries = ranking.summarize(key_ranks, jnp.asarray(in_units, jnp.result_type(float)), rope=data.rope)
     # A new data set: theta_b - theta_a ~ St(nu, delta0_b - delta0_a, sqrt(s_a^2 + s_b^2)) in every draw.
     per_draw = next_dataset_probabilities(relative[:, None, :] - relative[:, :, None],
                                           np.sqrt(spreads[:, :, None] ** 2 + spreads[:, None, :] ** 2) / unit,
@@ -1340,7 +1341,7 @@ def hierarchical_compare_results(scores: ArrayLike | Sequence[ArrayLike], *, rop
         pairwise=np.asarray(summaries["rope_probabilities"]), next_dataset=shares,
         next_dataset_predictive=per_draw.mean(0), spreads=spreads, nu=nu,
         dataset_effects=(theta - theta.mean(-1, keepdims=True)) * unit, rope=rope, rho=data.rho,
-        within_prior=within_prior, hdi_prob=hdi_prob, hdi=np.asarray(ranking.hdi(draws, hdi_prob)),
+        within_prior=within_prior, hdi_prob=hdi_prob, hdi=_hdi_at_any_scale(draws, hdi_prob),
         errors={"p_best": summaries["errors"]["p_best"], "pairwise": summaries["errors"]["rope_probabilities"],
                 "next_dataset": share_errors, "next_dataset_predictive": ranking.batch_means_error(per_draw)},
         max_rhat=fit.max_rhat, min_ess_bulk=fit.min_ess_bulk, num_divergences=fit.num_divergences,
