@@ -246,11 +246,12 @@ class CorrelatedTTest(NamedTuple):
       p_rope: ``P(|mu| <= rope)`` (0 with ``rope = 0`` unless the posterior is a point mass).
       p_right: ``P(mu > rope)``: the second system (``b``) better.
       df: degrees of freedom, ``n - 1`` (an int).
-      loc: posterior location, the mean difference.
-      scale: posterior scale, ``sqrt((1/n + rho/(1 - rho)) s^2)``.
+      loc: posterior location, the mean difference (float64 NumPy for concrete input, at any scale).
+      scale: posterior scale, ``sqrt((1/n + rho/(1 - rho)) s^2)`` (likewise).
       rho: the fold correlation used.
       rope: the ROPE half-width.
-      draws: ``(num_draws, ...)`` posterior draws of ``mu``, or ``None`` without a ``key``.
+      draws: ``(num_draws, ...)`` posterior draws of ``mu`` in the default float type (``inf`` beyond its range,
+        float32's 3.4e38), or ``None`` without a ``key``.
     """
 
     p_left: jax.Array
@@ -320,7 +321,13 @@ def correlated_t_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
     ``rho`` is the correlation of the folds (:func:`fold_correlation`):
     ``runs / n`` (``1 / k`` for ``k``-fold CV), or ``test_fraction``.
 
-    Zero variance (every fold gives the same difference) is a limit of the
+    The statistics are computed in float64 in units of each row's largest
+    ``|d|`` (:func:`correlated_t_statistics`): results near ``1e-30`` or
+    ``1e300`` give the probabilities of the same results near 1.
+
+    Zero variance (every fold gives the same difference, up to the rounding
+    of the results: :func:`~ecjax.prob.inputs.flat_fold_rows`, 64 units in
+    the last place of their float type) is a limit of the
     model: the posterior of ``sigma`` collapses to 0.  When the difference
     is 0 on every fold (identical systems) the result is the point mass at
     0: ``P(rope) = 1`` for any ``rope`` (baycomp: the same for ``rope > 0``,
