@@ -1035,9 +1035,12 @@ def cmd_compare_folds(args: argparse.Namespace) -> int:
     common = dict(rope=args.rope, runs=runs, test_fraction=args.test_fraction)
     record = {"schema": JSON_SCHEMA_VERSION, "command": "compare-folds", "systems": table.systems,
               "rope": args.rope, "runs": runs, "test_fraction": args.test_fraction, "seed": args.seed}
-    if table.datasets is None:
-        assert isinstance(table.scores, np.ndarray), "results without data sets are one (M, n) array"
-        res = compare_results(table.scores, key=key, systems=table.systems, **common)
+    one_dataset = table.datasets is not None and len(table.datasets) == 1  # no population: the correlated t-test
+    if table.datasets is None or one_dataset:
+        scores = table.scores
+        assert isinstance(scores, np.ndarray), "results of one data set are one (M, [1,] n) array"
+        scores = scores[:, 0] if one_dataset else scores
+        res = _said_of(args.results, compare_results, scores, key=key, systems=table.systems, **common)
         record.update(model="correlated t-test (Corani & Benavoli 2015)", mean=_float_dict(table.systems,
                       res.mean_scores), p_best=_float_dict(table.systems, res.p_best),
                       hdi={n: np.asarray(h).tolist() for n, h in zip(table.systems, res.hdi)},
@@ -1047,9 +1050,12 @@ def cmd_compare_folds(args: argparse.Namespace) -> int:
     elif len(table.systems) == 2 and not isinstance(table.scores, list):
         # Two systems: baycomp's hierarchical test as such (each data set's sigma sampled, its output format).
         with _heartbeat(args, "compare-folds: NUTS on the hierarchical model"):
-            test = hierarchical_test(table.scores[0], table.scores[1], key=key, **common)
+            test = _said_of(args.results, hierarchical_test, table.scores[0], table.scores[1], key=key, **common)
         record.update(model="hierarchical (Benavoli et al. 2017)", datasets=table.datasets, p_left=test.p_left,
-                      p_rope=test.p_rope, p_right=test.p_right, predictive=np.asarray(test.predictive).tolist())
+                      p_rope=test.p_rope, p_right=test.p_right,
+                      p_are="baycomp's shares of the posterior draws in which a new data set's mean difference is "
+                            "most probably left of / in / right of the ROPE",
+                      predictive=np.asarray(test.predictive).tolist())
         text = test.summary(names=tuple(table.systems))
     else:
         # M systems (or data sets with different numbers of folds): the joint hierarchical model, ranked.
@@ -1062,6 +1068,7 @@ def cmd_compare_folds(args: argparse.Namespace) -> int:
                         for i, a in enumerate(table.systems)}
         record.update(model="hierarchical over data sets, all systems (Corani et al. 2017, joint)",
                       datasets=table.datasets, effect=_float_dict(table.systems, joint.effects),
+                      effect_is="population mean result minus the average over the systems (also in hdi)",
                       p_best=_float_dict(table.systems, joint.p_best),
                       hdi={n: np.asarray(h).tolist() for n, h in zip(table.systems, joint.hdi)},
                       pairwise=pairs, next_dataset=next_dataset, max_rhat=joint.max_rhat,

@@ -142,3 +142,35 @@ def test_command_line_reports_where_the_nec_is_undefined(tmp_path, capsys):
     assert abs(fraction - 0.75) < 4 * np.sqrt(0.75 * 0.25 / 8000)
     assert cli.main(args) == 0
     assert "NEC undefined in 7" in capsys.readouterr().out
+
+
+def test_hdi_refuses_too_few_draws_inside_the_interval():
+    # floor(prob S) = 0 draws inside gave [min, min]; 10 inside and 10 outside are needed (issue 30.10).
+    draws = np.random.default_rng(0).normal(size=(50, 2))
+    with pytest.raises(ecjax.InputError, match=r"too few draws for a 0.01 HDI: got num_draws=50, need at least 1000 "
+                                               r"\(10 draws inside the interval and 10 outside\)"):
+        prob.ranking.hdi(draws, 0.01)
+    with pytest.raises(ecjax.InputError, match="need at least 100 "):
+        prob.ranking.hdi(draws, 0.9)
+    # Enough draws: arviz's rule (the narrowest interval holding floor(prob S) + 1 sorted draws).
+    import arviz as az
+
+    many = np.random.default_rng(1).normal(size=2000)
+    for p in (0.05, 0.5, 0.9):
+        np.testing.assert_allclose(np.asarray(prob.ranking.hdi(many, p), np.float64), az.hdi(many, hdi_prob=p),
+                                   rtol=1e-6)
+
+
+def test_compare_default_concentration_is_two_over_k_d_paired_or_not():
+    # The docstring of prob.compare says what info["concentration"] reports: 2 / (K D) for either model (issue 31.8).
+    labels = np.array([0, 1, 2, 0, 1, 2, 0, 1])
+    decisions = np.array([[0, 1, 2, 0, 1, 1, 0, 1], [0, 1, 1, 0, 2, 2, 0, 1]])
+    utilities = np.eye(3, 4)  # K = 3 classes, D = 4 decisions
+    settings = prob.MonteCarloSettings(num_draws=200)
+    paired = prob.compare(prob.Systems(labels, decisions), utilities=utilities, key=KEY, hdi_prob=0.5,
+                          settings=settings)
+    unpaired = prob.compare(prob.Systems([labels, labels[:6]], [decisions[0], decisions[1, :6]], paired=False),
+                            utilities=utilities, key=KEY, hdi_prob=0.5, settings=settings)
+    assert paired.info["concentration"] == pytest.approx(2 / 12)
+    assert unpaired.info["concentration"] == pytest.approx(2 / 12)
+    assert "default ``2 / (K D)``" in prob.compare.__doc__

@@ -653,9 +653,13 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
         deployment priors, or a :class:`~ecjax.prob.PriorDistribution`
         (:func:`~ecjax.prob.dirichlet_priors`, :func:`~ecjax.prob.interval_priors`).
       key: ``jax.random`` key (required).
-      concentration: Dirichlet concentration added to each cell; default 0
-        (Bayesian bootstrap over occupied cells) for the joint model and
-        ``1 / D`` (Perks) for the unpaired one; see :mod:`ecjax.prob.rates`.
+      concentration: Dirichlet concentration added to each cell of a
+        system's ``(K, D)`` confusion matrix; default ``2 / (K D)``
+        (:func:`~ecjax.prob.rates.default_concentration`: a prior worth 2
+        samples spread evenly over the cells) for the paired (joint) model
+        and the unpaired one alike, the number ``info["concentration"]``
+        reports; ``0`` gives the Bayesian bootstrap over occupied cells; see
+        :mod:`ecjax.prob.rates`.
       rope: half-width of the region of practical equivalence, in yield units.
       hdi_prob: mass of the reported highest-density intervals; needs
         ``settings.num_draws >= 10 / (1 - hdi_prob)``.

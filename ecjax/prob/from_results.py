@@ -246,11 +246,12 @@ class CorrelatedTTest(NamedTuple):
       p_rope: ``P(|mu| <= rope)`` (0 with ``rope = 0`` unless the posterior is a point mass).
       p_right: ``P(mu > rope)``: the second system (``b``) better.
       df: degrees of freedom, ``n - 1`` (an int).
-      loc: posterior location, the mean difference.
-      scale: posterior scale, ``sqrt((1/n + rho/(1 - rho)) s^2)``.
+      loc: posterior location, the mean difference (float64 NumPy for concrete input, at any scale).
+      scale: posterior scale, ``sqrt((1/n + rho/(1 - rho)) s^2)`` (likewise).
       rho: the fold correlation used.
       rope: the ROPE half-width.
-      draws: ``(num_draws, ...)`` posterior draws of ``mu``, or ``None`` without a ``key``.
+      draws: ``(num_draws, ...)`` posterior draws of ``mu`` in the default float type (``inf`` beyond its range,
+        float32's 3.4e38), or ``None`` without a ``key``.
     """
 
     p_left: jax.Array
@@ -320,7 +321,13 @@ def correlated_t_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
     ``rho`` is the correlation of the folds (:func:`fold_correlation`):
     ``runs / n`` (``1 / k`` for ``k``-fold CV), or ``test_fraction``.
 
-    Zero variance (every fold gives the same difference) is a limit of the
+    The statistics are computed in float64 in units of each row's largest
+    ``|d|`` (:func:`correlated_t_statistics`): results near ``1e-30`` or
+    ``1e300`` give the probabilities of the same results near 1.
+
+    Zero variance (every fold gives the same difference, up to the rounding
+    of the results: :func:`~ecjax.prob.inputs.flat_fold_rows`, 64 units in
+    the last place of their float type) is a limit of the
     model: the posterior of ``sigma`` collapses to 0.  When the difference
     is 0 on every fold (identical systems) the result is the point mass at
     0: ``P(rope) = 1`` for any ``rope`` (baycomp: the same for ``rope > 0``,
@@ -624,10 +631,10 @@ class HierarchicalTTest(_NUTSResult):
             "divergences)",
             f"population mean difference {b} - {a}: mean {np.mean(self.delta0):.4g}, 90% central interval "
             f"[{lo:.4g}, {hi:.4g}]",
-            f"P({a} better by > {r}) = {ranking.with_error(self.p_left, e[0], 3)}, "
-            f"P(|difference| <= {r}) = {ranking.with_error(self.p_rope, e[1], 3)}, "
-            f"P({b} better by > {r}) = {ranking.with_error(self.p_right, e[2], 3)}  "
-            "(baycomp: share of draws where each region is the most probable for a new data set)",
+            f"baycomp's shares of the posterior draws in which a new data set's mean difference is most probably "
+            f"left of the ROPE ({a} better by > {r}): {ranking.with_error(self.p_left, e[0], 3)}, "
+            f"in it: {ranking.with_error(self.p_rope, e[1], 3)}, "
+            f"right of it ({b} better by > {r}): {ranking.with_error(self.p_right, e[2], 3)}",
             f"next data set: P(left) = {ranking.with_error(self.predictive[0], ep[0], 3)}, "
             f"P(rope) = {ranking.with_error(self.predictive[1], ep[1], 3)}, "
             f"P(right) = {ranking.with_error(self.predictive[2], ep[2], 3)}  (posterior predictive)",
@@ -776,8 +783,8 @@ def joint_t_factor(results: np.ndarray) -> JointTFactor:
     return JointTFactor(mean, u * sv / math.sqrt(n - 1), rel_unit * largest, common_unit * largest, n)
 
 
-@partial(jax.jit, static_argnames=("num_draws", "num_folds"))
-def _unit_draws(key, factor, c, relative_mean, systems, *, num_draws: int, num_folds: int):
+@partial(jax.jit, static_argnames=("num_draws",))
+def _unit_draws(key, factor, c, relative_mean, systems, num_folds, *, num_draws: int):
     """``(unit, relative)``: ``(num_draws, M' + 1)`` draws of ``k L z`` (:class:`JointTFactor`, ``r`` normals and
     one chi-square each), and ``(num_draws, M)`` relative draws ``relative_mean + k (L z)[:M']`` of each system
     (``systems`` indexes the ``M'`` distinct rows)."""
@@ -811,15 +818,15 @@ def mean_score_draws(key: jax.Array, scores: ArrayLike, rho: float, *, num_draws
     systems get identical draws (exact ties).  Concrete input, no checks.
     """
     x = np.asarray(scores, np.float64)
-    rows, inverse = np.unique(x, axis=0, return_inverse=True)
-    joint = joint_t_factor(rows)
+    first: dict[bytes, int] = {}  # each distinct row of results, by its bytes (np.unique(axis=0) is ~1 s at 10^5 folds)
+    inverse = np.array([first.setdefault(row.tobytes(), len(first)) for row in x])
+    joint = joint_t_factor(x[[int(np.argmax(inverse == i)) for i in range(len(first))]])  # the first of each
     f = jnp.result_type(float)
     c = 1.0 / joint.num_folds + rho / (1.0 - rho)
-    inverse = np.ravel(inverse)
     # Each system's mean minus the systems' average, in the same units: the ranking's location part.
     relative_mean = (joint.mean - joint.mean.mean()) / joint.rel_unit
     unit, relative = _unit_draws(key, jnp.asarray(joint.factor, f), jnp.asarray(c, f), jnp.asarray(relative_mean, f),
-                                 jnp.asarray(inverse), num_draws=num_draws, num_folds=joint.num_folds)
+                                 jnp.asarray(inverse), jnp.asarray(joint.num_folds, f), num_draws=num_draws)
     host = np.asarray(unit, np.float64)
     draws = joint.mean[inverse] + host[:, -1:] * joint.common_unit + host[:, :-1][:, inverse] * joint.rel_unit
     return draws, relative
@@ -1200,7 +1207,8 @@ class HierarchicalResultsComparison(_NUTSResult):
       nu: ``(S,)`` draws of the degrees of freedom of the population t.
       dataset_effects: ``(S, q, M)`` draws of each data set's mean results minus their average over the systems.
       rope: as given; rho: ``(q,)`` the fold correlation of each data set; within_prior: as given.
-      hdi_prob, hdi: ``(M, 2)`` highest-density intervals of :attr:`draws`.
+      hdi_prob, hdi: ``(M, 2)`` highest-density intervals of :attr:`draws`: of each system's population mean
+        result minus the average over the systems, not of the mean result itself (which the model leaves free).
       errors: batch-means Monte Carlo standard errors of ``p_best``, ``pairwise``, ``next_dataset`` and
         ``next_dataset_predictive``.
       max_rhat, min_ess_bulk, num_divergences: NUTS diagnostics (ArviZ) over ``delta0``, ``std0``, ``shares``,
@@ -1236,8 +1244,10 @@ class HierarchicalResultsComparison(_NUTSResult):
                  f"(max R-hat {self.max_rhat:.3f}, min bulk ESS {self.min_ess_bulk:.0f}, {self.num_divergences} "
                  f"divergences; within-set prior {self.within_prior!r})"]
         lines += _ranking_lines(self.systems, self.effects, self, header="mean - average")
-        lines.append(f"pairs (P(left), P(rope), P(right)) with rope {self.rope:g}: population mean | next data set "
-                     "(baycomp's share of draws):")
+        lines.append("mean - average: each system's population mean result minus the average over the systems (the "
+                     "model knows the mean results only relative to each other); its HDI is of that difference")
+        lines.append(f"pairs (P(left), P(rope), P(right)) with rope {self.rope:g}: population mean difference | "
+                     "next data set (baycomp's shares of the draws in which each region is the most probable):")
         for a in range(len(self.systems)):
             for b in range(a + 1, len(self.systems)):
                 mean, new = (", ".join(f"{p:.3f}" for p in x[a, b]) for x in (self.pairwise, self.next_dataset))
@@ -1319,12 +1329,13 @@ def hierarchical_compare_results(scores: ArrayLike | Sequence[ArrayLike], *, rop
     # System 0's population mean is the origin of the differences; every summary is of differences, so the
     # reported draws are centred on the average over the systems (no system is singled out).
     relative = np.concatenate([np.zeros_like(np.asarray(samples["delta0"][:, :1])), np.asarray(samples["delta0"])], 1)
-    draws = (relative - relative.mean(1, keepdims=True)) * unit
+    in_units = relative - relative.mean(1, keepdims=True)  # float32-safe at any scale of the results
+    draws = in_units * unit
     theta = np.concatenate([np.zeros(np.shape(samples["delta"])[:2] + (1,)), np.asarray(samples["delta"])], -1)
     spreads = np.sqrt(np.asarray(samples["std0"])[:, None] ** 2 * (0.5 * m) * np.asarray(samples["shares"])) * unit
     nu = 1.0 + np.asarray(samples["nu_minus_one"], np.float64)
 
-    summaries = ranking.summarize(key_ranks, jnp.asarray(draws, jnp.result_type(float)), rope=rope)
+    summaries = ranking.summarize(key_ranks, jnp.asarray(in_units, jnp.result_type(float)), rope=data.rope)
     # A new data set: theta_b - theta_a ~ St(nu, delta0_b - delta0_a, sqrt(s_a^2 + s_b^2)) in every draw.
     per_draw = next_dataset_probabilities(relative[:, None, :] - relative[:, :, None],
                                           np.sqrt(spreads[:, :, None] ** 2 + spreads[:, None, :] ** 2) / unit,
@@ -1337,7 +1348,7 @@ def hierarchical_compare_results(scores: ArrayLike | Sequence[ArrayLike], *, rop
         pairwise=np.asarray(summaries["rope_probabilities"]), next_dataset=shares,
         next_dataset_predictive=per_draw.mean(0), spreads=spreads, nu=nu,
         dataset_effects=(theta - theta.mean(-1, keepdims=True)) * unit, rope=rope, rho=data.rho,
-        within_prior=within_prior, hdi_prob=hdi_prob, hdi=np.asarray(ranking.hdi(draws, hdi_prob)),
+        within_prior=within_prior, hdi_prob=hdi_prob, hdi=_hdi_at_any_scale(draws, hdi_prob),
         errors={"p_best": summaries["errors"]["p_best"], "pairwise": summaries["errors"]["rope_probabilities"],
                 "next_dataset": share_errors, "next_dataset_predictive": ranking.batch_means_error(per_draw)},
         max_rhat=fit.max_rhat, min_ess_bulk=fit.min_ess_bulk, num_divergences=fit.num_divergences,

@@ -122,8 +122,12 @@ def ranking_fields(summary: dict, rope: float | None) -> dict:
 
 
 def min_draws_for_hdi(prob: float) -> int:
-    """At least 10 draws must fall outside a ``prob`` interval for its ends to mean anything."""
-    return int(math.ceil(10.0 / (1.0 - prob) - 1e-9))
+    """At least 10 draws must fall inside a ``prob`` interval and 10 outside it for its ends to mean anything.
+
+    ``S >= 10 / min(prob, 1 - prob)``: with ``floor(prob S) = 0`` draws inside, the narrowest interval would be
+    one draw, ``[min, min]`` (a width of 0); with 1 to 9 it would be the gap between a few draws.
+    """
+    return int(math.ceil(10.0 / min(prob, 1.0 - prob) - 1e-9))
 
 
 @overload
@@ -150,7 +154,7 @@ def check_hdi_prob(prob: float, num_draws: int) -> float:
     if num_draws < need:
         raise v.InputError(
             f"too few draws for a {p:g} HDI: got num_draws={num_draws}, need at least {need} "
-            "(10 draws outside the interval)"
+            "(10 draws inside the interval and 10 outside)"
         )
     return p
 
@@ -171,7 +175,9 @@ def hdi(draws: ArrayLike, prob: float = 0.9) -> jax.Array:
     """Highest-density interval of each column: ``(S, ...)`` draws -> ``(..., 2)`` (low, high).
 
     The narrowest interval ``[x_(k), x_(k + floor(prob S))]`` of the sorted
-    draws, the same rule as ``arviz.hdi``.
+    draws, the same rule as ``arviz.hdi``.  Too few draws for ``prob``
+    (:func:`min_draws_for_hdi`: 10 inside and 10 outside) raise
+    :class:`InputError`.
     """
     draws = jnp.asarray(v.check_finite(v.as_array(draws, "draws", min_ndim=1), "draws"))
     p = check_hdi_prob(prob, draws.shape[0])
