@@ -543,6 +543,13 @@ def check_prior_intervals(low: ArrayLike, high: ArrayLike, what: str = "prior in
                          f"sum(high) = {hi.sum():g}")
 
 
+def check_prior_acceptance(rate: float, minimum: float, tried: int, what: str = "prior intervals") -> None:
+    """A rejection sampler of priors must accept at least ``minimum`` of its draws to finish in reasonable time."""
+    if rate < minimum:
+        raise InputError(f"{what} leave almost no support: the best proposal accepted {rate * tried:.0f} of {tried} "
+                         f"draws (under {minimum:.1%}); widen the intervals")
+
+
 def as_sample_weight(sample_weight: object, labels: jax.Array | np.ndarray, *,
                      batched: bool = False) -> jax.Array | None:
     """Validated float sample weights (``None`` stays ``None``), on the device.

@@ -190,6 +190,54 @@ def test_zero_one_does_not_abort(num_classes, name):
     raises(name, costs.zero_one, num_classes)
 
 
+# ========================================================== uncertain priors with many classes (issue 30, item 11)
+
+_DEPLOY_100 = np.r_[0.208, np.full(99, 0.008)]
+
+
+def _box_simplex_reference(low, high, num_proposals, seed):
+    """Independent reference: the first K - 1 priors uniform in their intervals, the last 1 - sum, kept if in its own
+    (uniform on the slice: the map is linear); numpy float64."""
+    rng = np.random.default_rng(seed)
+    head = rng.uniform(low[:-1], high[:-1], size=(num_proposals, len(low) - 1))
+    p = np.concatenate([head, 1 - head.sum(1, keepdims=True)], 1)
+    return p[(p[:, -1] >= low[-1]) & (p[:, -1] <= high[-1])]
+
+
+def test_interval_priors_with_100_classes_return_every_draw():
+    from scipy import stats
+    key = 166  # its first batch of 104 accepted none: "0 of 104 draws satisfied them" (232 too)
+    low, high = _DEPLOY_100 * 0.5, _DEPLOY_100 * 1.5
+    d = ecjax.prob.interval_priors(low, high, num_draws_for_mean=1000)
+    x = np.asarray(d.sample(jax.random.key(key), 104), np.float64)
+    assert x.shape == (104, 100)
+    np.testing.assert_allclose(x.sum(1), 1.0, atol=1e-5)
+    assert np.all(x >= low - 1e-7) and np.all(x <= high + 1e-7)
+    many = np.asarray(d.sample(jax.random.key(key), 4000), np.float64)
+    ref = _box_simplex_reference(low, high, 150_000, seed=key)  # ~3.8 % accepted: ~5700 draws
+    for c in (0, 1, 99):
+        assert stats.ks_2samp(many[:, c], ref[:, c]).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("low, high", [
+    (np.array([0.3, 0.3, 0.3]), np.array([0.65, 0.7, 0.6])),   # sum(low) near 1: the lower corner's simplex
+    (np.array([0.0, 0.05, 0.0]), np.array([0.35, 0.4, 0.3])),  # sum(high) near 1: the upper corner's simplex
+    (np.array([0.1, 0.2, 0.0]), np.array([0.6, 0.7, 0.5])),    # mid-range (the box: 100 classes above)
+])
+def test_interval_priors_are_uniform_on_the_slice_for_each_proposal(low, high):
+    from scipy import stats
+    x = np.asarray(ecjax.prob.interval_priors(low, high).sample(jax.random.key(3), 5000), np.float64)
+    ref = _box_simplex_reference(low, high, 400_000, seed=4)
+    assert len(ref) > 4000
+    for c in range(3):
+        assert stats.ks_2samp(x[:, c], ref[:, c]).pvalue > 1e-3
+
+
+def test_interval_priors_with_almost_no_support_are_refused_for_every_key():
+    # 200 classes in [0, 0.0075]: every proposal accepts ~0 (the box's last coordinate is 8 sd away).
+    raises("prior intervals", ecjax.prob.interval_priors, np.zeros(200), np.full(200, 0.0075))
+
+
 # ============================================================ bad numbers in parameters
 
 @pytest.mark.parametrize("beta", [-2, 0, -0.5, np.nan, np.inf, "2", True, None, [1, 2]])
