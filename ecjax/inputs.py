@@ -27,7 +27,7 @@ are static and raise under ``jit`` too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, SupportsFloat, TypeVar
 
 import numpy as np
@@ -976,6 +976,16 @@ def check_axis_at_least(x: _T, name: str, minimum: int, what: str, *, axis: int 
     if not shape or shape[axis] < minimum:
         raise InputError(f"`{name}` needs at least {minimum} {what}, got shape {shape}")
     return x
+
+
+def check_distinct_keys(mapping: Mapping[Any, Any], name: str) -> list[str]:
+    """The keys of a mapping of systems, as names (``str``): two keys with the same name (``1`` and ``"1"``) refused."""
+    keys = [str(k) for k in mapping]
+    if len(set(keys)) != len(keys):
+        same = sorted({k for k in keys if keys.count(k) > 1})
+        raise InputError(f"the keys of `{name}` must name each system once, but {same} name two: "
+                         f"{[k for k in mapping]}")
+    return keys
 
 
 def system_names(systems: Iterable[Any] | None, names: Iterable[str] | None, num_systems: int,
