@@ -322,6 +322,14 @@ def any_traced(*xs: Any) -> bool:
     return any(is_tracer(x) for x in jax.tree_util.tree_leaves(xs))
 
 
+def check_host_only(function: str, **arrays: Any) -> None:
+    """``function`` computes on the host (scipy, numpy): traced ``arrays`` (inside ``jit``/``vmap``) are refused."""
+    traced = [name for name, x in arrays.items() if any_traced(x)]
+    if traced:
+        raise InputError(f"`{traced[0]}` is traced (inside jax.jit or jax.vmap), but {function} computes its result on "
+                         "the host (scipy quantiles): call it outside jit, on concrete arrays")
+
+
 def check_finite(arr: _T, name: str) -> _T:
     """Reject NaN and +/-inf (skipped for tracers)."""
     if is_tracer(arr):

@@ -552,6 +552,86 @@ def test_bayes_decisions_under_vmap_on_nan_scores():
     assert np.all(out == -1)
 
 
+# ------------------------------------------------- weighted_metric, offsets under jit (issue 30, items 8 and 17)
+
+def _binary_scores(n=300, seed=6):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    y[:2] = [0, 1]
+    llr = rng.normal(size=n) + 1.5 * (y - 0.5)
+    return y, llr, np.stack([-np.logaddexp(0, llr), -np.logaddexp(0, -llr)], 1)
+
+
+@pytest.mark.parametrize("metric", ["auc", "eer", "cross_entropy", "brier", "ece"])
+def test_weighted_metric_of_a_label_out_of_range_is_nan_under_jit(metric):
+    from ecjax.prob.bootstrap import weighted_metric
+    y, _, lp = _binary_scores()
+    bad = y.copy()
+    bad[5] = 2  # a concrete call refuses it; under jit the AUC was 0.992
+    raises("`labels`", weighted_metric, bad, lp, np.ones(len(y)), metric)
+    f = jax.jit(lambda a, b, w: weighted_metric(a, b, w, metric))
+    assert np.isnan(float(f(bad, lp, np.ones(len(y)))))
+    negative = np.ones(len(y))
+    negative[3] = -1.0
+    assert np.isnan(float(f(y, lp, negative)))
+    assert np.isfinite(float(f(y, lp, np.ones(len(y)))))
+
+
+def test_weighted_metric_under_jit_matches_scikit_learn():
+    metrics = pytest.importorskip("sklearn.metrics")
+    from ecjax.prob.bootstrap import weighted_metric
+    y, llr, lp = _binary_scores()
+    w = np.random.default_rng(7).integers(1, 4, len(y)).astype(float)
+    got = jax.jit(lambda a, b, c: weighted_metric(a, b, c, "auc"))(y, lp, w)
+    assert float(got) == pytest.approx(metrics.roc_auc_score(y, llr, sample_weight=w), abs=1e-6)
+
+
+def test_auc_of_llr_with_a_common_offset_of_1e4():
+    metrics = pytest.importorskip("sklearn.metrics")
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 2000)
+    llr = (rng.normal(size=2000) + (y - 0.5)) * 1e-3 + 1e4  # float64: float32 would tie LLRs 1e-3 apart
+    want = metrics.roc_auc_score(y, llr)
+    assert float(ecjax.auc(y, llr, score_type="llr")) == pytest.approx(want, abs=1e-6)  # was 0.746 for 0.769
+    y_sk, s_sk = y, llr - 1e4  # EER depends on the order only: the offset must not change it
+    assert float(ecjax.eer(y, llr, score_type="llr")) == pytest.approx(
+        float(ecjax.eer(y_sk, s_sk, score_type="llr")), abs=1e-6)
+
+
+def test_logits_offset_under_jit_holds_for_float32_exact_offsets():
+    # Under jit (x64 off) JAX casts float64 arguments to float32 at the boundary, before ecjax sees them; what
+    # holds there (README, the NaN contract) is shift invariance of the float32 values: logits on a 1/64 grid
+    # plus 1024 are exact in float32, and the cross-entropy is that of the unshifted logits.
+    rng = np.random.default_rng(8)
+    logits = np.round(rng.normal(size=(400, 3)) * 2 * 64) / 64
+    y = rng.integers(0, 3, 400)
+    lp = _log_softmax64(logits)
+    want = sum(np.mean(y == k) * -np.mean(lp[y == k, k]) for k in range(3))
+    f = jax.jit(lambda a, b: ecjax.cross_entropy(a, b, score_type="logits"))
+    assert float(f(y, (logits + 1024).astype(np.float32))) == pytest.approx(want, rel=1e-6)
+    # A float64 array closed over (concrete inside the trace) keeps the concrete call's float64 rule at 1e7.
+    g = jax.jit(lambda a: ecjax.cross_entropy(a, logits + 1e7, score_type="logits"))
+    assert float(g(y)) == pytest.approx(want, rel=1e-5)
+
+
+def test_bootstrap_metric_returning_a_complex_number_is_refused():
+    from ecjax import prob
+    y, _, lp = _binary_scores()
+    systems = prob.Systems(y, scores=lp)
+    msg = raises("`metric`", prob.bootstrap_metric, systems,
+                 lambda a, b, w: jnp.sum(w * b[:, 1]).astype(jnp.complex64), higher_is_better=True,
+                 key=jax.random.key(0))
+    assert "complex" in msg  # was a raw TypeError from the ranking
+
+
+def test_reliability_bands_under_jit_says_to_call_it_outside_jit():
+    y, _, lp = _binary_scores()
+    with pytest.raises(InputError, match="outside jit"):
+        jax.jit(lambda a, b: ecjax.reliability_bands(a, b).low)(y, lp)  # was TracerArrayConversionError
+    bands = ecjax.reliability_bands(y, lp)  # concrete: still fine
+    assert np.all(bands.low <= bands.high)
+
+
 # =================================================================== keys that are not keys
 
 @pytest.mark.parametrize("key", [42, "abc", np.array([1.5, 2.0]), np.array([1, 2], np.int64), None, 3.0])
