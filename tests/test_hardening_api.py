@@ -145,6 +145,23 @@ def test_unit_weights_after_a_weight_of_2_24_are_counted():
     assert float(xe) == pytest.approx(np.log(2.0), rel=1e-6)  # was 0.69335
 
 
+def test_weighted_metric_class_totals_of_10_6_normalized_weights():
+    # weighted_metric's class weight totals W_i of weights summing to 1 (~1e-6 each): one float32 running sum
+    # was off by 1.7e-5 relative; numpy float64 reference.
+    from ecjax.prob.bootstrap import weighted_metric
+    n = 10**6
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, n)
+    p1 = np.clip(0.3 + 0.4 * y + rng.normal(0, 0.1, n), 0.01, 0.99)
+    lp = np.log(np.stack([1 - p1, p1], 1))
+    w = rng.exponential(size=n).astype(np.float32)
+    priors = np.array([0.3, 0.7])
+    w64 = w.astype(np.float64)
+    want = -sum(priors[k] * np.sum(w64[y == k] * lp[y == k, k]) / w64[y == k].sum() for k in range(2))
+    got = float(weighted_metric(y, lp, w, "cross_entropy", priors=priors))
+    assert got == pytest.approx(want, rel=1e-6)
+
+
 @pytest.mark.slow  # reason: 2 * 10**7 samples take ~10 s on a loaded 2-core machine; the case above is the small one
 def test_weighted_counts_past_2_24_equal_a_float64_sum():
     y = _labels_past_2_24()

@@ -67,6 +67,7 @@ from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax import random_bits
+from ecjax.confusion import weight_totals
 from ecjax.calibration import fit_affine_newton_kernel, relative_calibration_loss
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
@@ -134,7 +135,7 @@ def _evaluation_weights(labels, weights, priors, num_classes):
     """
     if priors is None:
         return _normalized(weights)
-    class_weight = jax.ops.segment_sum(weights, labels, num_segments=num_classes)
+    class_weight = weight_totals(labels, weights, num_classes)  # compensated: N = 10**7 weights of ~1e-7 each
     return weights * class_weights(class_weight, priors)[labels]
 
 
