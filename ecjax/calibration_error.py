@@ -309,7 +309,8 @@ def reliability_bands(labels: ArrayLike, scores: ArrayLike, *, prob: float = 0.9
     bin, whose uniform posterior makes every interval of length ``prob`` an HDI).  A bin whose mean confidence lies
     outside its band is miscalibrated beyond what its sample size explains.
     The quantiles are computed on the host in float64
-    (``scipy.special.betaincinv``).
+    (``scipy.special.betaincinv``), so it does not run under ``jit``/``vmap``:
+    traced input raises :class:`~ecjax.InputError`.
 
     Args:
       labels, scores, num_bins, binning, variant, priors, score_type: as in
@@ -331,6 +332,7 @@ def reliability_bands(labels: ArrayLike, scores: ArrayLike, *, prob: float = 0.9
     """
     from scipy import special  # a dependency of jax; imported here to keep `import ecjax` light
 
+    v.check_host_only("reliability_bands", labels=labels, scores=scores, priors=priors, sample_weight=sample_weight)
     prob = v.as_number_between(prob, "prob", 0.0, 1.0)
     v.check_choice(interval, "interval", INTERVALS)
     bins = reliability_bins(labels, scores, num_bins=num_bins, binning=binning, variant=variant, priors=priors,

@@ -1338,7 +1338,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         _said_of(args.costs, check_decisions_matter, spec.costs, name="costs")
     costs = prob.intervals(spec.costs_low, spec.costs_high, kind="cost") if spec.uncertain else spec.costs
     if spec.priors_low is not None:
-        priors = prob.interval_priors(spec.priors_low, spec.priors_high)
+        priors = _said_of(args.costs, prob.interval_priors, spec.priors_low, spec.priors_high)
     else:
         priors = spec.priors
     common = dict(costs=costs, priors=priors, key=random_bits.key(args.seed), rope=args.rope)

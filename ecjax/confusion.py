@@ -67,6 +67,18 @@ def _device_counts(labels, decisions, weights=None, *, num_classes, num_decision
     return counts.reshape(flat.shape[:-1] + (num_classes, num_decisions))
 
 
+def weight_totals(segment_ids: ArrayLike, weights: ArrayLike, num_segments: int) -> jax.Array:
+    """Kernel: ``T_s = sum_n w_n [id_n = s]`` over the last axis, ``(..., num_segments)``.
+
+    ``jax.ops.segment_sum`` with the summation of :func:`confusion_counts`:
+    float32 sums of 4096 samples combined by compensated addition, so
+    ``10**7`` normalized weights keep ~1e-7 relative accuracy (one running
+    float32 sum: 2e-3).  Ids must lie in ``[0, num_segments)`` (no validation).
+    """
+    ids, w = jnp.broadcast_arrays(jnp.asarray(segment_ids), jnp.asarray(weights))
+    return _scatter_counts(ids, num_segments, w)
+
+
 def _host_weighted_counts(labels, decisions, weights, k, d):
     """Weighted counts summed in float64 on the host (``np.bincount``), rounded once to the float dtype."""
     y, dec, w = np.broadcast_arrays(np.asarray(labels), np.asarray(decisions), np.asarray(weights, np.float64))

@@ -27,7 +27,7 @@ are static and raise under ``jit`` too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, SupportsFloat, TypeVar
 
 import numpy as np
@@ -326,6 +326,14 @@ def any_traced(*xs: Any) -> bool:
     return any(is_tracer(x) for x in jax.tree_util.tree_leaves(xs))
 
 
+def check_host_only(function: str, **arrays: Any) -> None:
+    """``function`` computes on the host (scipy, numpy): traced ``arrays`` (inside ``jit``/``vmap``) are refused."""
+    traced = [name for name, x in arrays.items() if any_traced(x)]
+    if traced:
+        raise InputError(f"`{traced[0]}` is traced (inside jax.jit or jax.vmap), but {function} computes its result on "
+                         "the host (scipy quantiles): call it outside jit, on concrete arrays")
+
+
 def check_finite(arr: _T, name: str) -> _T:
     """Reject NaN and +/-inf (skipped for tracers)."""
     if is_tracer(arr):
@@ -545,6 +553,13 @@ def check_prior_intervals(low: ArrayLike, high: ArrayLike, what: str = "prior in
     if lo.sum() > 1 + 1e-12 or hi.sum() < 1 - 1e-12:
         raise InputError(f"{what} leave no support: priors must sum to 1 but sum(low) = {lo.sum():g} and "
                          f"sum(high) = {hi.sum():g}")
+
+
+def check_prior_acceptance(rate: float, minimum: float, tried: int, what: str = "prior intervals") -> None:
+    """A rejection sampler of priors must accept at least ``minimum`` of its draws to finish in reasonable time."""
+    if rate < minimum:
+        raise InputError(f"{what} leave almost no support: the best proposal accepted {rate * tried:.0f} of {tried} "
+                         f"draws (under {minimum:.1%}); widen the intervals")
 
 
 def as_sample_weight(sample_weight: object, labels: jax.Array | np.ndarray, *,
@@ -981,6 +996,16 @@ def check_axis_at_least(x: _T, name: str, minimum: int, what: str, *, axis: int 
     if not shape or shape[axis] < minimum:
         raise InputError(f"`{name}` needs at least {minimum} {what}, got shape {shape}")
     return x
+
+
+def check_distinct_keys(mapping: Mapping[Any, Any], name: str) -> list[str]:
+    """The keys of a mapping of systems, as names (``str``): two keys with the same name (``1`` and ``"1"``) refused."""
+    keys = [str(k) for k in mapping]
+    if len(set(keys)) != len(keys):
+        same = sorted({k for k in keys if keys.count(k) > 1})
+        raise InputError(f"the keys of `{name}` must name each system once, but {same} name two: "
+                         f"{[k for k in mapping]}")
+    return keys
 
 
 def system_names(systems: Iterable[Any] | None, names: Iterable[str] | None, num_systems: int,

@@ -145,6 +145,23 @@ def test_unit_weights_after_a_weight_of_2_24_are_counted():
     assert float(xe) == pytest.approx(np.log(2.0), rel=1e-6)  # was 0.69335
 
 
+def test_weighted_metric_class_totals_of_10_6_normalized_weights():
+    # weighted_metric's class weight totals W_i of weights summing to 1 (~1e-6 each): one float32 running sum
+    # was off by 1.7e-5 relative; numpy float64 reference.
+    from ecjax.prob.bootstrap import weighted_metric
+    n = 10**6
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, n)
+    p1 = np.clip(0.3 + 0.4 * y + rng.normal(0, 0.1, n), 0.01, 0.99)
+    lp = np.log(np.stack([1 - p1, p1], 1))
+    w = rng.exponential(size=n).astype(np.float32)
+    priors = np.array([0.3, 0.7])
+    w64 = w.astype(np.float64)
+    want = -sum(priors[k] * np.sum(w64[y == k] * lp[y == k, k]) / w64[y == k].sum() for k in range(2))
+    got = float(weighted_metric(y, lp, w, "cross_entropy", priors=priors))
+    assert got == pytest.approx(want, rel=1e-6)
+
+
 @pytest.mark.slow  # reason: 2 * 10**7 samples take ~10 s on a loaded 2-core machine; the case above is the small one
 def test_weighted_counts_past_2_24_equal_a_float64_sum():
     y = _labels_past_2_24()
@@ -188,6 +205,54 @@ def test_weighted_expected_cost_cross_entropy_past_2_24():
 ])
 def test_zero_one_does_not_abort(num_classes, name):
     raises(name, costs.zero_one, num_classes)
+
+
+# ========================================================== uncertain priors with many classes (issue 30, item 11)
+
+_DEPLOY_100 = np.r_[0.208, np.full(99, 0.008)]
+
+
+def _box_simplex_reference(low, high, num_proposals, seed):
+    """Independent reference: the first K - 1 priors uniform in their intervals, the last 1 - sum, kept if in its own
+    (uniform on the slice: the map is linear); numpy float64."""
+    rng = np.random.default_rng(seed)
+    head = rng.uniform(low[:-1], high[:-1], size=(num_proposals, len(low) - 1))
+    p = np.concatenate([head, 1 - head.sum(1, keepdims=True)], 1)
+    return p[(p[:, -1] >= low[-1]) & (p[:, -1] <= high[-1])]
+
+
+def test_interval_priors_with_100_classes_return_every_draw():
+    from scipy import stats
+    key = 166  # its first batch of 104 accepted none: "0 of 104 draws satisfied them" (232 too)
+    low, high = _DEPLOY_100 * 0.5, _DEPLOY_100 * 1.5
+    d = ecjax.prob.interval_priors(low, high, num_draws_for_mean=1000)
+    x = np.asarray(d.sample(jax.random.key(key), 104), np.float64)
+    assert x.shape == (104, 100)
+    np.testing.assert_allclose(x.sum(1), 1.0, atol=1e-5)
+    assert np.all(x >= low - 1e-7) and np.all(x <= high + 1e-7)
+    many = np.asarray(d.sample(jax.random.key(key), 4000), np.float64)
+    ref = _box_simplex_reference(low, high, 150_000, seed=key)  # ~3.8 % accepted: ~5700 draws
+    for c in (0, 1, 99):
+        assert stats.ks_2samp(many[:, c], ref[:, c]).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("low, high", [
+    (np.array([0.3, 0.3, 0.3]), np.array([0.65, 0.7, 0.6])),   # sum(low) near 1: the lower corner's simplex
+    (np.array([0.0, 0.05, 0.0]), np.array([0.35, 0.4, 0.3])),  # sum(high) near 1: the upper corner's simplex
+    (np.array([0.1, 0.2, 0.0]), np.array([0.6, 0.7, 0.5])),    # mid-range (the box: 100 classes above)
+])
+def test_interval_priors_are_uniform_on_the_slice_for_each_proposal(low, high):
+    from scipy import stats
+    x = np.asarray(ecjax.prob.interval_priors(low, high).sample(jax.random.key(3), 5000), np.float64)
+    ref = _box_simplex_reference(low, high, 400_000, seed=4)
+    assert len(ref) > 4000
+    for c in range(3):
+        assert stats.ks_2samp(x[:, c], ref[:, c]).pvalue > 1e-3
+
+
+def test_interval_priors_with_almost_no_support_are_refused_for_every_key():
+    # 200 classes in [0, 0.0075]: every proposal accepts ~0 (the box's last coordinate is 8 sd away).
+    raises("prior intervals", ecjax.prob.interval_priors, np.zeros(200), np.full(200, 0.0075))
 
 
 # ============================================================ bad numbers in parameters
@@ -502,6 +567,86 @@ def test_bayes_decisions_under_vmap_on_nan_scores():
     s = jnp.full((2, 3, 2), jnp.nan)
     out = np.asarray(jax.vmap(lambda x: ecjax.bayes_decisions(x, C01))(s))
     assert np.all(out == -1)
+
+
+# ------------------------------------------------- weighted_metric, offsets under jit (issue 30, items 8 and 17)
+
+def _binary_scores(n=300, seed=6):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    y[:2] = [0, 1]
+    llr = rng.normal(size=n) + 1.5 * (y - 0.5)
+    return y, llr, np.stack([-np.logaddexp(0, llr), -np.logaddexp(0, -llr)], 1)
+
+
+@pytest.mark.parametrize("metric", ["auc", "eer", "cross_entropy", "brier", "ece"])
+def test_weighted_metric_of_a_label_out_of_range_is_nan_under_jit(metric):
+    from ecjax.prob.bootstrap import weighted_metric
+    y, _, lp = _binary_scores()
+    bad = y.copy()
+    bad[5] = 2  # a concrete call refuses it; under jit the AUC was 0.992
+    raises("`labels`", weighted_metric, bad, lp, np.ones(len(y)), metric)
+    f = jax.jit(lambda a, b, w: weighted_metric(a, b, w, metric))
+    assert np.isnan(float(f(bad, lp, np.ones(len(y)))))
+    negative = np.ones(len(y))
+    negative[3] = -1.0
+    assert np.isnan(float(f(y, lp, negative)))
+    assert np.isfinite(float(f(y, lp, np.ones(len(y)))))
+
+
+def test_weighted_metric_under_jit_matches_scikit_learn():
+    metrics = pytest.importorskip("sklearn.metrics")
+    from ecjax.prob.bootstrap import weighted_metric
+    y, llr, lp = _binary_scores()
+    w = np.random.default_rng(7).integers(1, 4, len(y)).astype(float)
+    got = jax.jit(lambda a, b, c: weighted_metric(a, b, c, "auc"))(y, lp, w)
+    assert float(got) == pytest.approx(metrics.roc_auc_score(y, llr, sample_weight=w), abs=1e-6)
+
+
+def test_auc_of_llr_with_a_common_offset_of_1e4():
+    metrics = pytest.importorskip("sklearn.metrics")
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 2000)
+    llr = (rng.normal(size=2000) + (y - 0.5)) * 1e-3 + 1e4  # float64: float32 would tie LLRs 1e-3 apart
+    want = metrics.roc_auc_score(y, llr)
+    assert float(ecjax.auc(y, llr, score_type="llr")) == pytest.approx(want, abs=1e-6)  # was 0.746 for 0.769
+    y_sk, s_sk = y, llr - 1e4  # EER depends on the order only: the offset must not change it
+    assert float(ecjax.eer(y, llr, score_type="llr")) == pytest.approx(
+        float(ecjax.eer(y_sk, s_sk, score_type="llr")), abs=1e-6)
+
+
+def test_logits_offset_under_jit_holds_for_float32_exact_offsets():
+    # Under jit (x64 off) JAX casts float64 arguments to float32 at the boundary, before ecjax sees them; what
+    # holds there (README, the NaN contract) is shift invariance of the float32 values: logits on a 1/64 grid
+    # plus 1024 are exact in float32, and the cross-entropy is that of the unshifted logits.
+    rng = np.random.default_rng(8)
+    logits = np.round(rng.normal(size=(400, 3)) * 2 * 64) / 64
+    y = rng.integers(0, 3, 400)
+    lp = _log_softmax64(logits)
+    want = sum(np.mean(y == k) * -np.mean(lp[y == k, k]) for k in range(3))
+    f = jax.jit(lambda a, b: ecjax.cross_entropy(a, b, score_type="logits"))
+    assert float(f(y, (logits + 1024).astype(np.float32))) == pytest.approx(want, rel=1e-6)
+    # A float64 array closed over (concrete inside the trace) keeps the concrete call's float64 rule at 1e7.
+    g = jax.jit(lambda a: ecjax.cross_entropy(a, logits + 1e7, score_type="logits"))
+    assert float(g(y)) == pytest.approx(want, rel=1e-5)
+
+
+def test_bootstrap_metric_returning_a_complex_number_is_refused():
+    from ecjax import prob
+    y, _, lp = _binary_scores()
+    systems = prob.Systems(y, scores=lp)
+    msg = raises("`metric`", prob.bootstrap_metric, systems,
+                 lambda a, b, w: jnp.sum(w * b[:, 1]).astype(jnp.complex64), higher_is_better=True,
+                 key=jax.random.key(0))
+    assert "complex" in msg  # was a raw TypeError from the ranking
+
+
+def test_reliability_bands_under_jit_says_to_call_it_outside_jit():
+    y, _, lp = _binary_scores()
+    with pytest.raises(InputError, match="outside jit"):
+        jax.jit(lambda a, b: ecjax.reliability_bands(a, b).low)(y, lp)  # was TracerArrayConversionError
+    bands = ecjax.reliability_bands(y, lp)  # concrete: still fine
+    assert np.all(bands.low <= bands.high)
 
 
 # =================================================================== keys that are not keys

@@ -368,6 +368,21 @@ def test_cli_weighted_ec_of_2e7_samples(d, capsys):
     assert _weighted_ec(capsys, y, np.ones(len(y))) == pytest.approx(5.00e-5, rel=1e-6)  # was 5.96e-5
 
 
+def test_cli_prior_intervals_with_almost_no_support_name_the_cost_file(d, capsys):
+    # Issue 30, item 11: the refusal of interval priors is said of the file that holds them.
+    k = 200
+    y = np.repeat(np.arange(k), 2)
+    np.save("y200.npy", y)
+    np.save("d200.npy", y)
+    rows = ", ".join("[" + ", ".join("0" if i == j else "1" for j in range(k)) + "]" for i in range(k))
+    lows, highs = ", ".join(["0.0"] * k), ", ".join(["0.0075"] * k)
+    (d / "p200.toml").write_text(f"costs = [{rows}]\n[uncertainty]\npriors_low = [{lows}]\n"
+                                 f"priors_high = [{highs}]\n")
+    err = refused(capsys, "p200.toml", "compare", "--labels", "y200.npy", "--decisions", "d200.npy",
+                  "--costs", "p200.toml")
+    assert "almost no support" in err
+
+
 # ============================================================== validate, then write
 
 def test_calibrate_wrong_label_length_writes_nothing(d, capsys):

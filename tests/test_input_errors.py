@@ -556,6 +556,43 @@ def test_system_names_are_one_per_system_distinct_and_non_empty():
         Systems(np.array([0, 1, 1]), decisions=np.array([[0, 1, 1], [1, 1, 0]]), names=["m", "m"])
 
 
+@pytest.mark.parametrize("paired", ["false", "False", 0, 1, None, np.array([True])])
+def test_systems_paired_must_be_a_boolean(paired):
+    # Issue 30, item 10: paired="false" was read as True (a non-empty string).
+    from ecjax.prob import Systems
+
+    with pytest.raises(InputError, match="`paired` must be True or False"):
+        Systems(np.array([0, 1, 1]), decisions=np.array([[0, 1, 1], [1, 1, 0]]), paired=paired)
+
+
+def test_systems_from_a_mapping_whose_keys_print_alike_are_refused():
+    # {1: ..., "1": ...} gave two systems both named "1": results keyed by name collapsed into one.
+    from ecjax.prob import Systems
+    from ecjax.prob.inputs import as_named_counts
+
+    with pytest.raises(InputError, match=r"the keys of `decisions` must name each system once, but \['1'\]"):
+        Systems(np.array([0, 1, 1]), decisions={1: np.array([0, 1, 1]), "1": np.array([1, 1, 0])})
+    with pytest.raises(InputError, match="the keys of `scores`"):
+        Systems(np.array([0, 1]), scores={2.0: LOG_POST[:2], "2.0": LOG_POST[:2]})
+    with pytest.raises(InputError, match="the keys of `counts`"):
+        as_named_counts({1: COUNTS, "1": COUNTS})
+    assert Systems(np.array([0, 1, 1]), decisions={1: np.array([0, 1, 1]), "2": np.array([1, 1, 0])}).names == (
+        "1", "2")
+
+
+@pytest.mark.parametrize("groups, said", [(np.array([0.0, np.nan, 1.0]), "`groups` contains NaN"),
+                                          (np.array([0.0, 1.0, np.inf]), "`groups` contains inf"),
+                                          (np.array(["a", float("nan"), "b"], dtype=object), "`groups` must be")])
+def test_nan_group_ids_are_refused(groups, said):
+    # A NaN id is not equal to itself: the NaN samples formed a cluster np.unique made up.
+    from ecjax.prob import Systems
+
+    with pytest.raises(InputError, match=said):
+        Systems(np.array([0, 1, 1]), decisions=np.array([[0, 1, 1], [1, 1, 0]]), groups=groups)
+    ok = Systems(np.array([0, 1, 1]), decisions=np.array([[0, 1, 1], [1, 1, 0]]), groups=np.array([0.0, 2.5, 2.5]))
+    assert ok.groups is not None
+
+
 def test_positive_priors_problem_and_posterior_type():
     # `problem` says every failure of the priors the one way a front end asks for them.
     from ecjax.inputs import as_positive_priors, check_posterior_type

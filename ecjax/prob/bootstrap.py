@@ -90,6 +90,7 @@ from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax import random_bits
+from ecjax.confusion import weight_totals
 from ecjax.calibration import fit_affine_newton_kernel, relative_calibration_loss
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
@@ -157,7 +158,7 @@ def _evaluation_weights(labels, weights, priors, num_classes):
     """
     if priors is None:
         return _normalized(weights)
-    class_weight = jax.ops.segment_sum(weights, labels, num_segments=num_classes)
+    class_weight = weight_totals(labels, weights, num_classes)  # compensated: N = 10**7 weights of ~1e-7 each
     return weights * class_weights(class_weight, priors)[labels]
 
 
@@ -537,8 +538,9 @@ def _check_user_metric(metric, labels, scores):
                            f"tracing it with shapes {tuple(labels.shape)}, {tuple(scores.shape[1:])}, ({n},) "
                            f"raised {type(err).__name__}: {err}") from None
     shape = getattr(out, "shape", None)
-    if shape != () or not jnp.issubdtype(out.dtype, jnp.number):
-        raise v.InputError(f"`metric` must return a numeric scalar, got {out!r}")
+    real = jnp.issubdtype(out.dtype, jnp.floating) or jnp.issubdtype(out.dtype, jnp.integer)
+    if shape != () or not (real or out.dtype == jnp.bool_):  # complex numbers have no order: not a metric
+        raise v.InputError(f"`metric` must return a real numeric scalar (not complex), got {out!r}")
 
 
 def _checked_sample_weight(sample_weight, labels, metric, evaluation_priors, num_classes):
@@ -746,7 +748,21 @@ def weighted_metric(labels: ArrayLike, scores: ArrayLike, weights: ArrayLike, me
         _check_user_metric(metric, y, checked)
     w = _check_weights(weights, y.shape[0])
     out = _weighted_kernel(y, checked, w, options, metric=metric, score_type=score_type)
+    if v.any_traced(y, checked.values, checked.log_priors, w):  # the NaN contract: a value the concrete call refuses
+        out = jnp.where(_weighted_metric_ok(y, checked.values, w, checked.log_priors.shape[-1],
+                                            _needs_both_classes(metric) is not None)[..., None], out, jnp.nan)
     return out[..., 0] if single else out
+
+
+def _weighted_metric_ok(labels, scores, weights, num_classes, both_classes):
+    """``weights.shape[:-1]`` mask of traced input that :func:`weighted_metric` would accept if it were concrete:
+    labels in ``[0, K)`` (both classes present for a ranking metric), no NaN score, weights finite, ``>= 0``, with a
+    positive sum."""
+    ok = jnp.all((labels >= 0) & (labels < num_classes)) & ~jnp.any(jnp.isnan(scores))
+    if both_classes:
+        n1 = jnp.sum(labels == 1)
+        ok = ok & (n1 > 0) & (n1 < labels.shape[0])
+    return ok & jnp.all(jnp.isfinite(weights) & (weights >= 0), -1) & (jnp.sum(weights, -1) > 0)
 
 
 # ---------------------------------------------------------------- the result

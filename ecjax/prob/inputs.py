@@ -103,7 +103,7 @@ class Systems:
                 raise v.InputError(f"`labels` of system {m} has {lab.shape[0]} entries, but its "
                                    f"{'scores' if scores is not None else 'decisions'} have {np.shape(x)[0]}")
         weight_list = _split_weights(sample_weight, label_list, found_names)
-        paired = bool(paired)
+        paired = v.as_flag(paired, "paired")
         if paired and num_systems > 1:
             _check_paired_labels(label_list)
             if weight_list is not None:
@@ -112,6 +112,7 @@ class Systems:
             if not (num_systems == 1 or paired):
                 raise v.InputError("`groups` (clustered samples) needs paired systems (shared labels) or a single "
                                    "system")
+            v.as_group_index(groups, label_list[0].shape[0])  # numbers or strings, no NaN (NaN != NaN) or inf
             groups = v.as_group_ids(groups, label_list[0].shape[0])
         fields = dict(names=v.system_names(names, found_names, num_systems, "names"), labels=tuple(label_list),
                       decisions=None if scores is not None else tuple(items),
@@ -160,7 +161,7 @@ def as_named_counts(counts: object, *, system_axis: int = 0) -> tuple[tuple[str,
     if isinstance(counts, Mapping):
         if not counts:
             raise v.InputError("`counts` is an empty mapping: at least one system is needed")
-        names = tuple(str(name) for name in counts)
+        names = tuple(v.check_distinct_keys(counts, "counts"))
         counts = np.stack([np.asarray(c) for c in counts.values()], axis=system_axis)
     return names, v.as_counts(counts)
 
@@ -175,7 +176,7 @@ def _systems_from(x, name):
     if isinstance(x, Mapping):
         if not x:
             raise v.InputError(f"`{name}` is empty")
-        return [str(k) for k in x], [x[k] for k in x]
+        return v.check_distinct_keys(x, name), [x[k] for k in x]
     if isinstance(x, Sequence) and not isinstance(x, (str, bytes)) and len(x) and not np.isscalar(x[0]):
         return None, list(x)
     return None, None

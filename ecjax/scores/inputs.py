@@ -181,15 +181,31 @@ def check_normalizable(naive: ArrayLike, what: str) -> None:
         )
 
 
+def _centered_llr(a, neg_inf):
+    """Concrete float64 LLRs less their median, in float64: the same order, and no common offset to cast.
+
+    A common offset of ``1e4`` leaves float32 a resolution of ``1e-3``, which merges nearby LLRs into ties
+    (AUC 0.746 for 0.769); AUC and EER depend only on the order, so removing it first changes nothing else.
+    """
+    if not isinstance(a, np.ndarray) or a.dtype != np.float64:
+        return a
+    finite = a if neg_inf is None else a[~neg_inf]
+    return a - np.median(finite) if finite.size else a
+
+
 def binary_log_odds(labels: ArrayLike, scores: ArrayLike, score_type: str, *,
-                    need_both: bool = True) -> tuple[jax.Array, jax.Array]:
+                    need_both: bool = True, order_only: bool = False) -> tuple[jax.Array, jax.Array]:
     """Validated ``(labels, s)`` with ``s`` the class-1 log-odds (or the LLR).
 
     Only the ranking matters to ROC, AUC and EER, so no priors are needed:
     ``"llr"`` is used as is, ``"log_likelihoods"`` gives ``l_1 - l_0`` and
-    posterior-type scores give ``log P(1|x) - log P(0|x)``.
+    posterior-type scores give ``log P(1|x) - log P(0|x)``.  ``order_only``
+    (AUC, EER: no threshold is returned) centres float64 LLRs on their median
+    before the float32 cast, so a common offset does not merge them into ties.
     """
     a, neg_inf = v.as_log_domain_scores(scores, score_type)
+    if order_only and score_type == "llr":
+        a = _centered_llr(a, neg_inf)
     s = v.restore_neg_inf(v.as_scores(a, score_type=score_type), neg_inf)
     if score_type != "llr" and s.shape[-1] != 2:
         raise v.InputError(f"binary scores are needed (K = 2), got shape {tuple(s.shape)}")
@@ -219,15 +235,15 @@ def binary_ok(labels: jax.Array, s: jax.Array, sample_weight: jax.Array | None =
 
 
 def binary_inputs(labels: ArrayLike, scores: ArrayLike, score_type: str, sample_weight: ArrayLike | None, *,
-                  drop_zero_weights: bool) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+                  drop_zero_weights: bool, order_only: bool = False) -> tuple[jax.Array, jax.Array, jax.Array | None]:
     """:func:`binary_log_odds` plus validated weights ``(labels, s, sample_weight)``.
 
     Both classes need a positive weight total (checked on concrete input).
     """
     if sample_weight is None:
-        y, s = binary_log_odds(labels, scores, score_type)
+        y, s = binary_log_odds(labels, scores, score_type, order_only=order_only)
         return y, s, None
-    y, s = binary_log_odds(labels, scores, score_type, need_both=False)
+    y, s = binary_log_odds(labels, scores, score_type, need_both=False, order_only=order_only)
     w = v.as_sample_weight(sample_weight, y)
     v.check_classes_present(y, w, 2, why="ROC, AUC and EER need weight in both classes")
     if drop_zero_weights:

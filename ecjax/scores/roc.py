@@ -161,7 +161,7 @@ def auc(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posterio
     area under the weighted ROC (``roc_auc_score(..., sample_weight=)``).
     """
     labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
-                                                       drop_zero_weights=False)
+                                             drop_zero_weights=False, order_only=True)
     out = _auc_kernel(labels, s) if sample_weight is None else _weighted_auc_kernel(labels, s, sample_weight)
     traced = v.any_traced(labels, s, sample_weight)
     return v.nan_where_invalid(out, binary_ok(labels, s, sample_weight)) if traced else out
@@ -250,7 +250,7 @@ def eer(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posterio
     (rates as fractions of each class's weight total).
     """
     labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
-                                                       drop_zero_weights=False)
+                                             drop_zero_weights=False, order_only=True)
     out = _eer_kernel(labels, s, sample_weight)
     traced = v.any_traced(labels, s, sample_weight)
     return v.nan_where_invalid(out, binary_ok(labels, s, sample_weight)) if traced else out
