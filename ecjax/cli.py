@@ -773,6 +773,16 @@ def _optimizer_note(method, record, folds):
     return note + ("" if record["converged"] else "  (NOT converged)")
 
 
+def _failed_fit(method, record, out):
+    """Why the fit of ``calibrate`` failed (not converged, or a non-finite output), or ``""``."""
+    if not record["converged"]:
+        return (f"the {method} fit did not converge (gradient norm {record['grad_norm']:.2g} after "
+                f"{record['iterations']} L-BFGS iterations); a calibrator with fewer parameters (--method affine or "
+                "temperature) or more data may fit")
+    bad = int(np.sum(~np.all(np.isfinite(out), axis=tuple(range(1, out.ndim)))))
+    return f"the {method} calibrator gave non-finite outputs for {bad} of {len(out)} samples" if bad else ""
+
+
 def _fit_calibrator(args, method, st, train, train_labels, test, protocol, record, train_weights):
     """The calibrated scores of ``test`` and the text line saying how they were fitted."""
     import jax
@@ -884,6 +894,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     what = f"calibrate: fitting {method}" + (f" on {args.cv} folds" if protocol == "cross_validation" else "")
     with _heartbeat(args, what):
         out, fitted = _fit_calibrator(args, method, st, train, train_labels, test, protocol, record, train_weights)
+    failed = _failed_fit(method, record, out)
+    if failed:  # a calibrator that failed writes no file: its output would pass for calibrated scores
+        print(f"ecjax calibrate: error: {failed}; nothing written to {args.output}", file=sys.stderr)
+        return 1
     buf = _io.BytesIO()
     np.save(buf, out, allow_pickle=False)
     _defer(args.output, buf.getvalue(), args.force, "--output")
