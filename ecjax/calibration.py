@@ -1154,6 +1154,29 @@ class HeldOut:
         v.check_same_length("train_scores", s, "train_labels", y, axis_a=0, axis_b=0)
 
 
+def _check_protocol(protocol):
+    if not (isinstance(protocol, (CrossValidation, HeldOut)) or (isinstance(protocol, str)
+                                                                  and protocol == "train_on_test")):
+        raise v.InputError(
+            f"`protocol` must be calibration.CrossValidation(key, num_folds=5), calibration.HeldOut(train_scores, "
+            f"train_labels) or 'train_on_test' (optimistic), got {protocol!r}")
+
+
+def calibrate(scores: ArrayLike, labels: ArrayLike, *, protocol: CrossValidation | HeldOut | str,
+              sample_weight: ArrayLike | None = None, **fit_kwargs: Any) -> CalibrationResult:
+    """Calibrated ``scores`` under ``protocol``: :class:`CrossValidation` (:func:`calibrate_cross_validated`),
+    :class:`HeldOut` (:func:`calibrate_held_out`, fitted on its own unweighted data) or ``"train_on_test"``
+    (:func:`calibrate_train_on_test`, optimistic).  ``fit_kwargs`` go to the protocol's function and :func:`fit`.
+    """
+    _check_protocol(protocol)
+    if isinstance(protocol, CrossValidation):
+        return calibrate_cross_validated(scores, labels, key=protocol.key, num_folds=protocol.num_folds,
+                                         sample_weight=sample_weight, **fit_kwargs)
+    if isinstance(protocol, HeldOut):
+        return calibrate_held_out(protocol.train_scores, protocol.train_labels, scores, **fit_kwargs)
+    return calibrate_train_on_test(scores, labels, sample_weight=sample_weight, **fit_kwargs)
+
+
 def diagnose(scores: ArrayLike, labels: ArrayLike, *, protocol: CrossValidation | HeldOut | str, metric: str = "xe",
              costs: ArrayLike | None = None, priors: ArrayLike | None = None, score_type: str = "log_posteriors",
              normalize: bool = False, sample_weight: ArrayLike | None = None,
@@ -1180,23 +1203,13 @@ def diagnose(scores: ArrayLike, labels: ArrayLike, *, protocol: CrossValidation 
     :func:`fit`.  ``CalibrationDiagnosis.protocol`` names the protocol
     (``"cross_validation"``, ``"held_out"`` or ``"train_on_test"``).
     """
-    if not (isinstance(protocol, (CrossValidation, HeldOut)) or (isinstance(protocol, str)
-                                                                  and protocol == "train_on_test")):
-        raise v.InputError(
-            f"`protocol` must be calibration.CrossValidation(key, num_folds=5), calibration.HeldOut(train_scores, "
-            f"train_labels) or 'train_on_test' (optimistic), got {protocol!r}")
+    _check_protocol(protocol)
     metric = epsr_metric(metric, costs)
     if fit_kwargs.get("method", "affine") == "llr":
         raise v.InputError("diagnose works on posteriors; for LLR calibration use fit(..., method='llr') and "
                            "calibration_loss(..., score_type='llr')")
-    kw = dict(priors=priors, score_type=score_type, **fit_kwargs)
-    if isinstance(protocol, CrossValidation):
-        res = calibrate_cross_validated(scores, labels, key=protocol.key, num_folds=protocol.num_folds,
-                                        sample_weight=sample_weight, **kw)
-    elif isinstance(protocol, HeldOut):
-        res = calibrate_held_out(protocol.train_scores, protocol.train_labels, scores, **kw)
-    else:
-        res = calibrate_train_on_test(scores, labels, sample_weight=sample_weight, **kw)
+    res = calibrate(scores, labels, protocol=protocol, priors=priors, score_type=score_type,
+                    sample_weight=sample_weight, **fit_kwargs)
     raw = _epsr(metric, labels, scores, costs, priors, score_type, normalize, sample_weight)
     calv = _epsr(metric, labels, res.scores, costs, priors, "log_posteriors", normalize, sample_weight)
     absolute = raw - calv

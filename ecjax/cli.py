@@ -87,8 +87,8 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--curves", "needs", ("--scores",), "{rule} (the curves rank the samples by their scores)"),
         ("--bootstrap", "needs", ("--scores",), "{rule} (the metric is computed from the scores)"),
         ("--bootstrap-draws", "needs", ("--bootstrap",), "{rule} (they are the draws of its posterior)"),
-        ("--seed", "needs", ("--bootstrap",), "{rule} (the random key of the bootstrap: nothing else in metrics is "
-                                              "random)"),
+        ("--seed", "needs", ("--bootstrap", "--metric-thresholds"),
+         "{rule} (the random key of the bootstrap and of the calibration folds: nothing else in metrics is random)"),
     ),
     "calibrate": (
         ("--train-scores", "not with", ("--cv",), "{rule} (--cv fits on --scores and its --labels, fold by fold)"),
@@ -683,6 +683,28 @@ def _evaluation_priors(score_type, priors, labels, num_classes, sample_weight=No
 DECISION_CURVE_THRESHOLDS = np.round(np.arange(1, 100) / 100, 2)
 
 
+# Folds of the cross-validated calibration behind the implied costs of --metric-thresholds.
+IMPLIED_COST_FOLDS = 5
+
+
+def _calibrated_threshold(args, y, s, metric, spec, w):
+    """The metric's best threshold on cross-validated affine-calibrated scores (LLR calibration for LLRs), or why
+    none was computed (a class with fewer samples than folds)."""
+    from ecjax import calibration
+    from ecjax.metric_thresholds import calibrated_metric_threshold
+
+    st = args.score_type
+    out_type = "llr" if st == "llr" else "log_posteriors"
+    try:
+        r = calibrated_metric_threshold(
+            y, s, protocol=calibration.CrossValidation(random_bits.key(_or_default(args.seed, 0)), IMPLIED_COST_FOLDS),
+            metric=metric, score_type=st, priors=_evaluation_priors(out_type, spec.priors, y, 2, w), sample_weight=w)
+    except InputError as err:  # too few samples of a class for the folds: the raw numbers stand alone
+        return {"not_computed": " ".join(str(err).split())}
+    return {"protocol": f"{IMPLIED_COST_FOLDS}-fold cross-validated affine calibration", "threshold": float(r.threshold),
+            "implied_cost_ratio": float(r.implied_cost_ratio), "implied_nec": float(r.implied_nec)}
+
+
 def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, record, weights):
     """--metric-thresholds and --curves: into ``record``; returns the lines they add to the table's text."""
     from ecjax.curves import auc_one_vs_one, average_precision, decision_curve, det_curve, precision_recall_curve
@@ -697,7 +719,9 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
     if args.metric_thresholds:
         record["metric_thresholds"] = {}
         text += ("\nthresholds that maximize a metric, and the cost of a miss (in false alarms) for which each is "
-                 "the Bayes threshold (seed 001 §4.1):")
+                 "the Bayes threshold -- which holds only if the scores are calibrated probabilities; 'calibrated' "
+                 f"is the same metric's threshold after {IMPLIED_COST_FOLDS}-fold cross-validated affine calibration "
+                 f"(--seed {_or_default(args.seed, 0)}):")
         for y, s, name, w in zip(labels, arrays, names, weights):
             rows = record["metric_thresholds"][name] = {}
             for metric in ("f1", "mcc", "youden"):
@@ -706,11 +730,15 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
                 rows[metric] = {"value": float(r.metric_value), "threshold": float(r.threshold),
                                 "implied_cost_ratio": float(r.implied_cost_ratio),
                                 "effective_prior_log_odds": float(r.effective_prior_log_odds),
-                                "implied_nec": float(r.implied_nec)}
+                                "implied_nec": float(r.implied_nec),
+                                "calibrated": _calibrated_threshold(args, y, s, metric, spec, w)}
+                cal = rows[metric]["calibrated"]
                 text += (f"\n  {name}: best {metric.upper() if metric != 'youden' else 'Youden J'} "
                          f"{rows[metric]['value']:.4f} at {'LLR' if st in LIKELIHOOD_TYPES else 'log-odds'} > "
                          f"{rows[metric]['threshold']:.3g}: a miss costs {rows[metric]['implied_cost_ratio']:.3g} "
-                         "false alarms")
+                         "false alarms if these scores are calibrated; "
+                         + (f"calibrated, {cal['implied_cost_ratio']:.3g} (implied NEC {cal['implied_nec']:.3g})"
+                            if "implied_cost_ratio" in cal else f"not calibrated: {cal['not_computed']}"))
     if args.curves:
         record["curves"] = {}
         for y, s, name, w in zip(labels, arrays, names, weights):
@@ -886,6 +914,16 @@ def _optimizer_note(method, record, folds):
     return note + ("" if record["converged"] else "  (NOT converged)")
 
 
+def _failed_fit(method, record, out):
+    """Why the fit of ``calibrate`` failed (not converged, or a non-finite output), or ``""``."""
+    if not record["converged"]:
+        return (f"the {method} fit did not converge (gradient norm {record['grad_norm']:.2g} after "
+                f"{record['iterations']} L-BFGS iterations); a calibrator with fewer parameters (--method affine or "
+                "temperature) or more data may fit")
+    bad = int(np.sum(~np.all(np.isfinite(out), axis=tuple(range(1, out.ndim)))))
+    return f"the {method} calibrator gave non-finite outputs for {bad} of {len(out)} samples" if bad else ""
+
+
 def _fit_calibrator(args, method, st, train, train_labels, test, protocol, record, train_weights):
     """The calibrated scores of ``test`` and the text line saying how they were fitted."""
     import jax
@@ -998,6 +1036,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     what = f"calibrate: fitting {method}" + (f" on {args.cv} folds" if protocol == "cross_validation" else "")
     with _heartbeat(args, what):
         out, fitted = _fit_calibrator(args, method, st, train, train_labels, test, protocol, record, train_weights)
+    failed = _failed_fit(method, record, out)
+    if failed:  # a calibrator that failed writes no file: its output would pass for calibrated scores
+        print(f"ecjax calibrate: error: {failed}; nothing written to {args.output}", file=sys.stderr)
+        return 1
     _defer(args.output, array_file_bytes(args.output, out), args.force, "--output")
     lines = [fitted, f"wrote calibrated {out_type} of {args.scores} to {args.output}"]
     if labels is not None:
@@ -1788,7 +1830,9 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_sample_weight(m)
     m.add_argument("--metric-thresholds", action="store_true",
                    help="binary scores: the thresholds that maximize F1, MCC and Youden's J, and the cost ratio each "
-                        "one implies (the cost of a miss in false alarms for which it is the Bayes threshold)")
+                        "one implies (the cost of a miss in false alarms for which it is the Bayes threshold: true "
+                        "only of calibrated scores), on the scores as given and after 5-fold cross-validated "
+                        "calibration")
     m.add_argument("--curves", action="store_true",
                    help="scores: average precision, precision-recall, DET and decision curves (binary; the points "
                         "in --json / --out), or the one-vs-one AUC (multiclass)")
@@ -1798,7 +1842,9 @@ def _build_parser() -> argparse.ArgumentParser:
                         "systems: HDI, P(best), P(a better than b); one of %(choices)s")
     m.add_argument("--bootstrap-draws", type=_int_in(200, 10**6, "--bootstrap-draws"), metavar="N",
                    help=f"with --bootstrap: its draws (default {BOOTSTRAP_DRAWS})")
-    m.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), help="with --bootstrap: its random key (default 0)")
+    m.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"),
+                   help="with --bootstrap or --metric-thresholds: the random key of the bootstrap and of the "
+                        "cross-validation folds of the calibrated implied costs (default 0)")
     m.add_argument("--scatter-metric", default="F1",
                    help="with --out and several systems: the metric plotted against the utility yield (default F1)")
     cp = sub.add_parser("compare", help="which classifier, and how sure are we, under uncertain costs")

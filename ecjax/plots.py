@@ -265,7 +265,7 @@ def reliability_diagram(bins: ReliabilityBins | ReliabilityBands | Sequence[Arra
       multiclass system whose confidences crowd near 1), else equal-width.
     * ``reliability_diagram(bins)`` with a :class:`~ecjax.scores.ReliabilityBins`,
       or with a :class:`~ecjax.calibration_error.ReliabilityBands`: its
-      credible intervals of each bin's true frequency (Beta posterior) are
+      intervals of each bin's true frequency (its ``interval``) are
       drawn as a shaded band instead of the Wilson intervals.
     * ``reliability_diagram((confidence, frequency, count))`` with ``(B,)`` arrays.
 
@@ -288,7 +288,7 @@ def reliability_diagram(bins: ReliabilityBins | ReliabilityBands | Sequence[Arra
     v.check_choice(variant, "variant", ("auto", "binary", "top_label"))
     binning_used = None
     equal_width_ece = None  # the ECE of the tables' bins, where the figure draws others
-    band: Any = None  # a ReliabilityBands: its credible band is drawn
+    band: Any = None  # a ReliabilityBands: its band is drawn
     if (labels is None) != (scores is None) or (bins is None) == (labels is None):
         raise v.InputError("give the bins (a ReliabilityBins, a ReliabilityBands or a (confidence, frequency, count) "
                            "tuple) or `labels` and `scores` together, not both")
@@ -339,9 +339,10 @@ def reliability_diagram(bins: ReliabilityBins | ReliabilityBands | Sequence[Arra
     if band is None:
         ax.vlines(conf, lo, hi, color="C0", alpha=0.6, label="95 % interval (Wilson)")
     else:
-        what = "HDI" if band.interval == "hdi" else "interval"
+        what = {"jeffreys": "interval (Jeffreys, Brown-Cai-DasGupta)", "hdi": "credible HDI (uniform prior)"}.get(
+            band.interval, "credible interval (uniform prior)")
         ax.fill_between(conf, band_low, band_high, color="C0", alpha=0.25, step=None,
-                        label=f"{100 * band.prob:g} % credible {what} (Beta posterior, uniform prior)")
+                        label=f"{100 * band.prob:g} % {what}")
     bins_text = f"{int(keep.sum())} non-empty bins" if binning_used is None else \
         f"{num_bins} {binning_used.replace('_', '-')} bins"
     ax.text(0.97, 0.03, _ece_lines(ece, bins_text, equal_width_ece, num_bins), transform=ax.transAxes, ha="right",

@@ -170,7 +170,7 @@ def test_bands_are_the_beta_posterior_of_each_bins_frequency():
     hits = np.bincount(idx, weights=labels == 1, minlength=NUM_BINS).astype(int)
     assert np.any(count == 0) and np.any((count > 0) & ((hits == 0) | (hits == count)))  # the edge cases occur
     for prob in (0.9, 0.5):
-        eq = E.reliability_bands(labels, scores, prob=prob, num_bins=NUM_BINS, score_type=st)
+        eq = E.reliability_bands(labels, scores, prob=prob, interval="equal_tailed", num_bins=NUM_BINS, score_type=st)
         np.testing.assert_array_equal(eq.count, count)
         np.testing.assert_array_equal(eq.hits, hits)
         filled = count > 0
@@ -199,6 +199,51 @@ def test_bands_are_the_beta_posterior_of_each_bins_frequency():
                 # Equal tails are wider for a skewed posterior: the two checks can tell the intervals apart.
                 if abs(a[m] - b[m]) > 20:
                     assert eq.high[m] - eq.low[m] > hdi.high[m] - hdi.low[m] + 1e-6
+
+
+def _modified_jeffreys(k, n, prob):
+    """Brown, Cai & DasGupta (2001) §4.1.2, written out for integers: Beta(k + 1/2, n - k + 1/2) equal tails, with
+    [0, 1 - (a/2)^(1/n)] at k = 0, [(a/2)^(1/n), 1] at k = n, low 0 at k = 1 and high 1 at k = n - 1."""
+    tail = (1 - prob) / 2
+    if k == 0:
+        return 0.0, 1 - tail ** (1 / n)
+    if k == n:
+        return tail ** (1 / n), 1.0
+    low = 0.0 if k == 1 else stats.beta.ppf(tail, k + 0.5, n - k + 0.5)
+    high = 1.0 if k == n - 1 else stats.beta.ppf(1 - tail, k + 0.5, n - k + 0.5)
+    return low, high
+
+
+def test_default_band_is_the_modified_jeffreys_interval():
+    labels, scores, st, p = _data("sst2_gpt2")
+    bands = E.reliability_bands(labels, scores, num_bins=NUM_BINS, score_type=st)
+    assert bands.interval == "jeffreys"
+    filled = bands.count > 0
+    assert np.any(filled & ((bands.hits <= 1) | (bands.count - bands.hits <= 1)))  # the modified ends occur
+    ref = np.array([_modified_jeffreys(k, n, 0.9) for k, n in zip(bands.hits[filled], bands.count[filled])])
+    np.testing.assert_allclose(bands.low[filled], ref[:, 0], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(bands.high[filled], ref[:, 1], rtol=1e-9, atol=1e-12)
+
+
+def _exact_coverage(interval, n, p, prob=0.9):
+    """P(low(k) <= p <= high(k)) for k ~ Binomial(n, p): the binomial pmf summed over the k whose interval holds p."""
+    k = np.arange(n + 1)
+    low, high = E.binomial_interval(k, np.full(n + 1, n), prob=prob, interval=interval)
+    holds = (low[:, None] <= p[None, :]) & (p[None, :] <= high[:, None])
+    return np.sum(stats.binom.pmf(k[:, None], n, p[None, :]) * holds, axis=0)
+
+
+def test_band_covers_the_true_frequency_in_the_extreme_bins():
+    # Issue 31: the uniform-prior equal-tailed band covered 0.81 in a bin of true frequency 0.99 (about 72 samples),
+    # the HDI 0.72 in bins of about one sample.  Exact coverage (binomial pmf summed over k) of the 90 % band for
+    # every bin size up to 100 and true frequencies within 0.05 of 0 or 1.
+    near_one = 1 - np.geomspace(1e-6, 0.05, 200)
+    p = np.r_[near_one, 1 - near_one]
+    worst = {name: min(_exact_coverage(name, n, p).min() for n in range(1, 101))
+             for name in ("jeffreys", "equal_tailed", "hdi")}
+    assert worst["jeffreys"] >= 0.85, worst
+    assert worst["equal_tailed"] < 0.85 and worst["hdi"] < 0.85  # the test tells the intervals apart
+    assert _exact_coverage("equal_tailed", 72, np.array([0.99]))[0] < 0.85
 
 
 # ----------------------------------------------------------------- bad input

@@ -1,5 +1,6 @@
 """`ecjax calibrate --method isotonic|beta --calibration-errors`, run in this process (``cli.main``): the calibrated
 scores against scikit-learn, the calibration errors against numpy written here."""
+import dataclasses
 import json
 
 import numpy as np
@@ -70,3 +71,37 @@ def test_a_class_absent_from_the_training_labels_is_refused_by_the_library_check
     err = capsys.readouterr().err
     assert code == 2 and not (tmp_path / "out.npy").exists()
     assert "train_y.npy: class 1 has no samples in the training data: a calibrator cannot be fitted" in err
+
+
+# Issue 30 item 7: a calibrator that fails writes no file (it wrote one, exit 0, with "NOT converged" beside it), and
+# the histogram's bins of one class no longer write -inf (145 of 1821 SST-2 rows with --cv 5).
+def test_a_fit_that_does_not_converge_writes_nothing(tmp_path, monkeypatch, capsys):
+    from ecjax import calibration
+
+    _binary_files(tmp_path, np.random.default_rng(3), "d", 200)
+    monkeypatch.chdir(tmp_path)
+    @dataclasses.dataclass(frozen=True)
+    class OneStep(calibration.FitSettings):  # the command's settings, but one L-BFGS step
+        max_iter: int = 1
+
+    monkeypatch.setattr(calibration, "FitSettings", OneStep)
+    code = cli.main(["calibrate", "--scores", "d_s.npy", "--labels", "d_y.npy", "--method", "beta", "--cv", "3",
+                     "--output", "out.npy"])
+    out, err = capsys.readouterr()
+    assert code == 1 and "did not converge" in err and "nothing written to out.npy" in err, (code, out, err)
+    assert not (tmp_path / "out.npy").exists()
+
+
+def test_histogram_cross_validation_on_sst2_writes_finite_log_posteriors(tmp_path, monkeypatch, capsys):
+    from conftest import load_dataset
+
+    labels, scores, _ = load_dataset("sst2_gpt2")
+    np.save(tmp_path / "y.npy", labels), np.save(tmp_path / "s.npy", scores)
+    monkeypatch.chdir(tmp_path)
+    code = cli.main(["calibrate", "--scores", "s.npy", "--labels", "y.npy", "--method", "histogram", "--cv", "5",
+                     "--output", "out.npy", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    written = np.load("out.npy")
+    assert written.shape == scores.shape and np.all(np.isfinite(written)), int(np.sum(~np.isfinite(written)))
+    np.testing.assert_allclose(np.exp(written).sum(1), 1.0, rtol=1e-5)

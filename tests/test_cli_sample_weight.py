@@ -66,6 +66,12 @@ def test_metrics_with_integer_weights_equal_metrics_of_repeated_samples(files, c
     assert weighted[0] == 0 and repeated[0] == 0, (weighted[2], repeated[2])
     rec_w, rec_r = json.loads(weighted[1]), json.loads(repeated[1])
     assert rec_w["sample_weight"] == ["w.npy"]
+    # The calibrated implied costs come from 5 random folds, which split repeated copies of a sample but keep a
+    # weighted sample whole: not the same data per fold, so they are left out of this comparison.
+    for rec in (rec_w, rec_r):
+        for rows in rec.get("metric_thresholds", {}).values():
+            for row in rows.values():
+                row.pop("calibrated")
     for key in ("metrics", "best", "lose_to_argmax", "optimal_threshold", "metric_thresholds"):
         _close(rec_w.get(key), rec_r.get(key), key)
     if k == 2:

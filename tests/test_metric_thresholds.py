@@ -9,10 +9,12 @@ seed's own simulation recipe and grid search re-run in numpy, closed-form popula
 from __future__ import annotations
 
 import functools
+import json
 
 import numpy as np
 import pytest
 from scipy.stats import multivariate_normal, norm
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import confusion_matrix, f1_score, fbeta_score, matthews_corrcoef, roc_curve
 
 import jax
@@ -20,7 +22,8 @@ import jax.numpy as jnp
 
 from conftest import load_dataset
 from ecjax.inputs import InputError
-from ecjax.metric_thresholds import optimal_metric_threshold
+from ecjax import calibration, cli
+from ecjax.metric_thresholds import calibrated_metric_threshold, optimal_metric_threshold
 from ecjax.scores import eer, optimal_threshold_expected_cost
 
 METRIC_CASES = [("f1", 1.0), ("f_beta", 0.5), ("f_beta", 2.0), ("mcc", 1.0), ("youden", 1.0)]
@@ -201,6 +204,70 @@ def test_implied_costs_give_the_same_bayes_decisions(name, priors):
         if score_type != "llr":
             # For posteriors the ratio is the seed's c_21 = exp(-t_o) whatever the evaluation priors.
             assert r == pytest.approx(np.exp(-float(res.threshold)), rel=1e-6)
+
+
+def _best_cut(labels, z, metric):
+    """The metric's best threshold on ``z`` by brute force (numpy / scikit-learn): the midpoint of the best gap."""
+    cuts = _all_thresholds(z)
+    values = [_sklearn_metric(labels, (z > t).astype(int), metric, 1.0) for t in cuts]
+    return cuts[int(np.argmax(values))]
+
+
+# Issue 31 item 5: the raw cut's "a miss costs 0.273 false alarms" on SST-2 is 1.41 once the scores are calibrated
+# (an in-sample Platt fit of the same cut); PneumoniaMNIST's Youden cut implies r = 0.0026 raw.
+@pytest.mark.parametrize("name,metric", [("sst2_gpt2", "f1"), ("pneumoniamnist_resnet50", "youden")])
+def test_implied_cost_ratio_after_calibration_is_platt_scalings(name, metric):
+    labels, scores, score_type = load_dataset(name)
+    z = _log_odds(scores, score_type).astype(np.float64)
+    lr = LogisticRegression(penalty=None, tol=1e-10, max_iter=10_000).fit(z[:, None], labels)  # Platt, in-sample
+    t_raw = _best_cut(labels, z, metric)
+    # The Bayes threshold of r on calibrated posteriors: decide 1 iff a z + b > log(1 / r), so at the raw cut
+    # r = exp(-(a t + b)).  A monotone map keeps the decisions; an affine one maps the midpoint to the midpoint.
+    r_ref = np.exp(-(lr.coef_[0, 0] * t_raw + lr.intercept_[0]))
+    res = calibrated_metric_threshold(labels, scores, protocol="train_on_test", metric=metric, score_type=score_type)
+    assert float(res.implied_cost_ratio) == pytest.approx(r_ref, rel=2e-3)
+    raw = optimal_metric_threshold(labels, scores, metric=metric, score_type=score_type)
+    assert float(raw.implied_cost_ratio) == pytest.approx(np.exp(-t_raw), rel=1e-5)
+    assert abs(np.log(r_ref) + t_raw) > 1.0  # raw and calibrated differ by more than e: the test tells them apart
+
+
+def _cross_validated_platt_ratio(labels, z, key, metric):
+    """exp(-t) of the metric's best cut on scores calibrated fold by fold by scikit-learn's logistic regression."""
+    folds = calibration.stratified_folds(key, labels, 5)  # the folds the protocol draws (same key)
+    z_cal = np.empty_like(z)
+    for f in range(5):  # each fold calibrated by a logistic regression fitted on the others
+        lr = LogisticRegression(penalty=None, tol=1e-10, max_iter=10_000).fit(z[folds != f, None], labels[folds != f])
+        z_cal[folds == f] = lr.coef_[0, 0] * z[folds == f] + lr.intercept_[0]
+    return np.exp(-_best_cut(labels, z_cal, metric))
+
+
+def test_cross_validated_implied_cost_ratio_against_fold_by_fold_logistic_regression(tmp_path, monkeypatch, capsys):
+    labels, scores, score_type = load_dataset("sst2_gpt2")
+    z = _log_odds(scores, score_type).astype(np.float64)
+    key = jax.random.key(0)
+    res = calibrated_metric_threshold(labels, scores, protocol=calibration.CrossValidation(key, 5), metric="f1",
+                                      score_type=score_type)
+    r_ref = _cross_validated_platt_ratio(labels, z, key, "f1")
+    assert float(res.implied_cost_ratio) == pytest.approx(r_ref, rel=5e-3)
+    # The command line gives it beside the raw ratio (--seed 0: the same key).
+    np.save(tmp_path / "s.npy", scores), np.save(tmp_path / "y.npy", labels)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["metrics", "--scores", "s.npy", "--labels", "y.npy", "--metric-thresholds", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)["metric_thresholds"]["s"]["f1"]
+    assert row["implied_cost_ratio"] == pytest.approx(np.exp(-_best_cut(labels, z, "f1")), rel=1e-5)
+    assert row["calibrated"]["implied_cost_ratio"] == pytest.approx(r_ref, rel=5e-3)
+
+
+def test_command_line_says_the_implied_cost_needs_calibrated_scores(tmp_path, monkeypatch, capsys):
+    rng = np.random.default_rng(0)
+    labels = np.r_[np.zeros(42, int), np.ones(1, int)]  # one sample of class 1: a fold trains without it
+    np.save(tmp_path / "y.npy", labels)
+    np.save(tmp_path / "s.npy", np.log(np.stack([1 - (p := rng.uniform(0.1, 0.9, 43)), p], 1)))
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["metrics", "--scores", "s.npy", "--labels", "y.npy", "--metric-thresholds"]) == 0
+    out = capsys.readouterr().out
+    assert "holds only if the scores are calibrated" in out and "seed 001" not in out
+    assert "false alarms if these scores are calibrated; not calibrated: class 1 has no samples" in out
 
 
 def test_calibrated_scores_metric_threshold_minimizes_the_implied_ec():

@@ -432,7 +432,8 @@ def test_reliability_with_credible_bands_draws_the_beta_posterior_band():
     n = 600
     p1 = rng.uniform(0.02, 0.98, n)
     labels = (rng.uniform(size=n) < p1).astype(int)
-    bands = ecjax.reliability_bands(labels, np.log(np.stack([1 - p1, p1], -1)), prob=0.9, num_bins=10)
+    bands = ecjax.reliability_bands(labels, np.log(np.stack([1 - p1, p1], -1)), prob=0.9, num_bins=10,
+                                    interval="equal_tailed")
     ax = plots.reliability_diagram(bands).axes[0]
     fill = next(c for c in ax.collections if c.get_label().startswith("90 % credible interval"))
     keep = np.asarray(bands.count) > 0

@@ -530,13 +530,13 @@ def test_reliability_bands_follow_the_weighted_counts():
     y, lp, _, u = _case("binary")
     p1 = np.exp(np.asarray(lp, np.float32)[:, 1]).astype(np.float64)
     *_, count, hits = _numpy_binned(p1, y.astype(float), u, np.linspace(0, 1, 7)[1:])
-    bands = ce.reliability_bands(y, lp, num_bins=6, prob=0.8, sample_weight=u)
+    bands = ce.reliability_bands(y, lp, num_bins=6, prob=0.8, interval="equal_tailed", sample_weight=u)
     np.testing.assert_allclose(bands.count, count, rtol=1e-6)
     np.testing.assert_allclose(bands.hits, hits, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(bands.low, special.betaincinv(1 + hits, 1 + count - hits, 0.1), rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(bands.high, special.betaincinv(1 + hits, 1 + count - hits, 0.9), rtol=1e-5, atol=1e-7)
     # Doubling every weight counts every sample twice: narrower bands around the same frequencies.
-    doubled = ce.reliability_bands(y, lp, num_bins=6, prob=0.8, sample_weight=2 * u)
+    doubled = ce.reliability_bands(y, lp, num_bins=6, prob=0.8, interval="equal_tailed", sample_weight=2 * u)
     np.testing.assert_allclose(doubled.frequency, bands.frequency, rtol=1e-6)
     filled = count > 0
     assert np.all((doubled.high - doubled.low)[filled] < (bands.high - bands.low)[filled])
