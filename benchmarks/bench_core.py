@@ -65,7 +65,7 @@ def bench_nec(rng, num_costs, anchor_slice, repeats):
     err = np.max(np.abs(np.asarray(out)[:, :n] - ref) / np.abs(ref))
     scaled = t_anchor * num_costs / n
     note = (f"anchor timed on {n} matrices, scaled x{num_costs / n:g}; max rel. diff {err:.1e}; "
-            f"one read of the {costs_j.nbytes / 1e6:.0f} MB of costs (jnp.sum) {floor * 1e6:.0f} us: NEC / read = "
+            f"one read of the {costs_j.nbytes / 1e6:.3g} MB of costs (jnp.sum) {floor * 1e6:.0f} us: NEC / read = "
             f"{steady / floor:.1f}x (target <= 10x)")
     return row(f"NEC, 3 systems x {num_costs:.0e} cost matrices, N=10^4, K={k}", scaled, first, steady, note)
 

@@ -3,8 +3,9 @@
 # and the benchmarks' GPU rows, in about 6 minutes on an H100 with 16 cores; one report.
 #
 #   bash benchmarks/gpu_check.sh OUT_DIR          # from the repository root
-#   GPU_CHECK_TINY=1 bash benchmarks/gpu_check.sh OUT_DIR   # no test suite, every step at its tiny size (~2 min
-#                                                           # on a CPU): proves the script itself works
+#   GPU_CHECK_TINY=1 bash benchmarks/gpu_check.sh OUT_DIR   # no test suite, every step at its tiny size:
+#                                                           # proves the script itself works (on a busy CPU add
+#                                                           # GPU_CHECK_LIMIT_SCALE=4: every time limit x4)
 #
 # Data: ECJAX_DATA_DIR, else .gpu_data/ (git-ignored) if it exists, else ../shared/data.  Writes OUT_DIR/report.txt
 # (device, versions, each step's exit status, time and numbers) and one log per step (6 files, one folder).
@@ -18,6 +19,7 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export XLA_PYTHON_CLIENT_PREALLOCATE=${XLA_PYTHON_CLIENT_PREALLOCATE:-false}
 if [ -z "${ECJAX_DATA_DIR:-}" ] && [ -d "$ROOT/.gpu_data" ]; then export ECJAX_DATA_DIR="$ROOT/.gpu_data"; fi
 TINY=${GPU_CHECK_TINY:-0}
+SCALE=${GPU_CHECK_LIMIT_SCALE:-1}  # multiplies every step's time limit (a loaded CPU machine running the tiny check)
 PY=${PYTHON:-python}
 REPORT="$OUT/report.txt"
 START=$(date +%s)
@@ -27,7 +29,7 @@ say() { echo "$*" | tee -a "$REPORT"; }
 
 # step NAME LOG SECONDS COMMAND...: run under timeout, append "rc, seconds" to the report.
 step() {
-  local name=$1 log=$2 limit=$3; shift 3
+  local name=$1 log=$2 limit=$(( $3 * SCALE )); shift 3
   local t0=$(date +%s)
   echo "=== $name: $*" >> "$log"
   (cd benchmarks 2>/dev/null && timeout --kill-after=10 "$limit" "$@") >> "$log" 2>&1
