@@ -21,6 +21,7 @@ if [ -z "${ECJAX_DATA_DIR:-}" ] && [ -d "$ROOT/.gpu_data" ]; then export ECJAX_D
 TINY=${GPU_CHECK_TINY:-0}
 SCALE=${GPU_CHECK_LIMIT_SCALE:-1}  # multiplies every step's time limit (a loaded CPU machine running the tiny check)
 PY=${PYTHON:-python}
+command -v "$PY" > /dev/null || PY=python3
 REPORT="$OUT/report.txt"
 START=$(date +%s)
 : > "$REPORT"
