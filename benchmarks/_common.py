@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import time
@@ -12,12 +13,29 @@ import numpy as np
 
 import jax
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+# ../shared/data beside the repository, or the folder ECJAX_DATA_DIR names (as tests/conftest.py).
+DATA = Path(os.environ.get("ECJAX_DATA_DIR") or Path(__file__).resolve().parents[1].parent / "shared" / "data")
+SIZES = ("tiny", "small", "full")
+
+
+class _SizedParser(argparse.ArgumentParser):
+    """``--size tiny|small|full`` (``--tiny`` is ``--size tiny``); the parsed ``args.tiny`` and ``args.small``
+    say which, so a benchmark reads its size either way."""
+
+    def parse_args(self, *a, **kw):  # type: ignore[override]
+        args = super().parse_args(*a, **kw)
+        if args.tiny:
+            args.size = "tiny"
+        args.tiny, args.small = args.size == "tiny", args.size == "small"
+        return args
 
 
 def parser(description: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=description)
-    p.add_argument("--tiny", action="store_true", help="tiny sizes (CI smoke run; numbers meaningless)")
+    p = _SizedParser(description=description)
+    p.add_argument("--size", choices=SIZES, default="full",
+                   help="tiny: CI smoke run (numbers meaningless); small: each benchmark in ~10-20 s on a GPU "
+                        "(benchmarks/gpu_check.sh); full: the sizes of the README's tables")
+    p.add_argument("--tiny", action="store_true", help="the same as --size tiny")
     p.add_argument("--repeats", type=int, default=5, help="steady-state repetitions (median reported)")
     return p
 

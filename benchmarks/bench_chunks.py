@@ -11,8 +11,9 @@ For each chunk size it prints the throughput, then the automatic chunk
 (``chunk_size=None``) and its throughput as a fraction of the best measured
 one (target: >= 80 %).  The "anchor" here is the best fixed chunk size.
 
-    python benchmarks/bench_chunks.py            # 10^7 points on CPU, 10^9 on an accelerator
-    python benchmarks/bench_chunks.py --tiny     # CI smoke run
+    python benchmarks/bench_chunks.py                # 10^7 points on CPU, 10^9 on an accelerator
+    python benchmarks/bench_chunks.py --size small   # 10^6 on CPU, 10^8 on an accelerator, 4 chunk sizes (~20 s)
+    python benchmarks/bench_chunks.py --tiny         # CI smoke run
 """
 
 from __future__ import annotations
@@ -52,9 +53,12 @@ def sweep(kind, num_points, chunk_size, data):
 def main():
     args = parser(__doc__).parse_args()
     accelerator = jax.devices()[0].platform != "cpu"
-    num_points = 10**4 if args.tiny else (10**9 if accelerator else 10**7)
-    repeats = 1 if args.tiny else args.repeats
-    sizes = [2**10, 2**12] if args.tiny else [2**k for k in range(12, 25, 2) if 2**k <= num_points]
+    num_points = 10**4 if args.tiny else (10**9 if accelerator else 10**7) // (10 if args.small else 1)
+    repeats = 1 if args.tiny else (2 if args.small else args.repeats)
+    if args.tiny:
+        sizes = [2**10, 2**12]
+    else:  # small: four sizes around the automatic ones (2^16 on a CPU, up to 2^22 on an accelerator)
+        sizes = [2**k for k in ((14, 16, 20, 22) if args.small else range(12, 25, 2)) if 2**k <= num_points]
     rng = np.random.default_rng(0)
     labels = rng.integers(0, 2, 624)
     llr = rng.normal(size=(3, 624)) + 2 * labels

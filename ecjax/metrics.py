@@ -26,6 +26,7 @@ converted through ``float64`` before reaching the device), never in
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import Literal, overload
 
@@ -38,6 +39,7 @@ from jax.typing import ArrayLike
 from ecjax import inputs as v
 from ecjax.confusion import class_counts, data_priors, rates
 from ecjax.decisions import naive_expected_cost
+from ecjax.precision import broadcast_contract
 
 AVERAGES = ("binary", "macro", "micro", None)
 
@@ -106,16 +108,52 @@ def expected_value(counts: ArrayLike, matrix: ArrayLike, priors: jax.Array) -> j
     return jnp.sum(priors[..., :, None] * rates(counts) * matrix, axis=(-2, -1))
 
 
+# Most floats of the weights of one product for the EC and the naive ECs together (S (1 + D) K D).
+_ONE_PRODUCT_FLOATS = 1 << 20
+
+
+def _weights_fixed_along_matrices(weights_batch, matrix_batch):
+    """Whether the matrices have a batch axis along which the weights (rates times priors) do not vary."""
+    lead = max(len(weights_batch), len(matrix_batch))
+    w = (1,) * (lead - len(weights_batch)) + tuple(weights_batch)
+    m = (1,) * (lead - len(matrix_batch)) + tuple(matrix_batch)
+    return any(mi > 1 and wi == 1 for wi, mi in zip(w, m))
+
+
+def _expected_and_naive(counts, matrix, priors):
+    """``(sum_ij m_ij P_i R_ij, min_d sum_i m_id P_i)``: :func:`expected_value` and the naive EC.
+
+    Many cost matrices against a few systems (the matrices' batch axes are
+    not those of the counts and priors): both are columns of one matrix
+    product ``(B, K D) @ (K D, S (1 + D))``, the naive EC of decision ``d``
+    through the weights ``P_i [j = d]``, so the matrices are read once
+    (broadcasting them against every system's rates read them ``S`` times
+    and the naive EC's ``einsum`` once more).  Otherwise, or where those
+    weights would be large, the elementwise kernels.
+    """
+    w = priors[..., :, None] * rates(counts)  # (..., K, D): P_i R_ij
+    k, d = matrix.shape[-2:]
+    size = math.prod(w.shape[:-2]) * (1 + d) * k * d
+    if not _weights_fixed_along_matrices(w.shape[:-2], matrix.shape[:-2]) or size > _ONE_PRODUCT_FLOATS:
+        return expected_value(counts, matrix, priors), naive_expected_cost(matrix, priors)
+    pick = jnp.broadcast_to(priors[..., None, :, None] * jnp.eye(d, dtype=w.dtype)[:, None, :],
+                            w.shape[:-2] + (d, k, d))  # (..., D, K, D): P_i [j = d]
+    both = broadcast_contract(jnp.concatenate([w[..., None, :, :], pick], -3), matrix[..., None, :, :], 2)
+    return both[..., 0], jnp.min(both[..., 1:], axis=-1)
+
+
 @jax.jit
 def _expected_value_jit(counts, matrix, priors):
     """``expected_value`` with data priors when ``priors`` is None, in one compiled call."""
-    return expected_value(counts, matrix, data_priors(counts) if priors is None else priors)
+    p = data_priors(counts) if priors is None else priors
+    if _weights_fixed_along_matrices(jnp.broadcast_shapes(counts.shape[:-2], p.shape[:-1]), matrix.shape[:-2]):
+        return broadcast_contract(p[..., :, None] * rates(counts), matrix, 2)  # one read of the matrices
+    return expected_value(counts, matrix, p)
 
 
 @jax.jit
-def _normalized_expected_value_jit(counts, matrix, priors):
-    p = data_priors(counts) if priors is None else priors
-    return expected_value(counts, matrix, p) / naive_expected_cost(matrix, p)
+def _expected_and_naive_jit(counts, matrix, priors):
+    return _expected_and_naive(counts, matrix, data_priors(counts) if priors is None else priors)
 
 
 def expected_cost(counts: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | None = None) -> jax.Array:
@@ -164,13 +202,8 @@ def normalized_expected_cost(counts: ArrayLike, costs: ArrayLike, *,
         cn = np.asarray(counts, np.float64)
         pn = np.asarray(p, np.float64) if p is not None else cn.sum(-1) / cn.sum((-2, -1))[..., None]
         v.check_naive_cost_positive(np.min(np.einsum("...i,...ij->...j", pn, np.asarray(c, np.float64)), axis=-1))
-    out = _normalized_expected_value_jit(counts, c, p)
-
-    def ok():
-        pp = data_priors(counts) if p is None else p
-        return _ec_ok(counts, c, p) & (naive_expected_cost(c, pp) > 0)
-
-    return _guard(out, ok, counts, c, p)
+    ec, naive = _expected_and_naive_jit(counts, c, p)
+    return _guard(ec / naive, lambda: _ec_ok(counts, c, p) & (naive > 0), counts, c, p)
 
 
 def utility_yield(counts: ArrayLike, utilities: ArrayLike, *, priors: ArrayLike | None = None) -> jax.Array:

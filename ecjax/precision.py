@@ -34,6 +34,8 @@ points to ``"exact"``.  Two reasons, both measured:
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
@@ -72,3 +74,40 @@ def argmin_of_products(x: jax.Array, y: jax.Array, *, precision: str = "exact") 
 def check_precision(precision: str) -> str:
     """``precision`` if it is ``"exact"``; :class:`InputError` otherwise (``"fast"``: removed, use ``"exact"``)."""
     return v.check_precision(precision)
+
+
+def broadcast_contract(a: jax.Array, b: jax.Array, num_axes: int) -> jax.Array:
+    """``sum(a * b)`` over the last ``num_axes`` axes, the other axes broadcast, as one float32 product.
+
+    ``jnp.einsum("...ij,...ij->...")`` with broadcast axes materializes the
+    broadcast operands (or loops over them); here an axis that only ``b``
+    has (size 1 in ``a``) becomes a column of one matrix product, one that
+    only ``a`` has a row, and one both have a batch axis.  Many cost
+    matrices against a few systems' rates is then ``(B, K D) @ (K D, S)``:
+    one read of the costs.  Same result as the broadcast sum up to float32
+    summation order; ``Precision.HIGHEST``.
+    """
+    lead = len(jnp.broadcast_shapes(a.shape[:-num_axes], b.shape[:-num_axes]))
+    a = a.reshape((1,) * (lead + num_axes - a.ndim) + a.shape)
+    b = b.reshape((1,) * (lead + num_axes - b.ndim) + b.shape)
+    both = [i for i in range(lead) if a.shape[i] > 1 and b.shape[i] > 1]
+    a_only = [i for i in range(lead) if a.shape[i] > 1 and b.shape[i] == 1]
+    b_only = [i for i in range(lead) if b.shape[i] > 1 and a.shape[i] == 1]
+    neither = [i for i in range(lead) if a.shape[i] == 1 and b.shape[i] == 1]
+    contract = list(range(lead, lead + num_axes))
+    if not a_only and not b_only:  # no matrix product to form: the plain sum, as the elementwise kernels take it
+        return jnp.sum(a * b, axis=tuple(contract)).reshape(jnp.broadcast_shapes(a.shape[:lead], b.shape[:lead]))
+    # Drop the size-1 axes of each side, flatten the contracted ones, and put the larger operand first: its
+    # free axes then lead the product, which XLA computes without transposing the large operand.
+    def matrix(x, free):
+        return jnp.transpose(x, both + free + [i for i in range(lead) if i not in both + free] + contract).reshape(
+            [x.shape[i] for i in both + free] + [math.prod(x.shape[lead:])])
+
+    first, second = (b_only, a_only) if b.size >= a.size else (a_only, b_only)
+    x, y = (b, a) if b.size >= a.size else (a, b)
+    nb = len(both)
+    dims = (((nb + len(first),), (nb + len(second),)), (tuple(range(nb)), tuple(range(nb))))
+    out = jax.lax.dot_general(matrix(x, first), matrix(y, second), dims, precision=(EXACT, EXACT))
+    order = both + first + second + neither  # the axes of `out` (then size-1 axes for `neither`)
+    out = out.reshape(out.shape + (1,) * len(neither))
+    return jnp.transpose(out, [order.index(i) for i in range(lead)])

@@ -28,3 +28,38 @@ def test_benchmark_runs_tiny(script):
                           cwd=script.parent)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     assert "x |" in proc.stdout or "ratio" in proc.stdout.lower(), proc.stdout[-2000:]
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_benchmark_takes_a_size():
+    # --size tiny|small|full, --tiny being --size tiny: what benchmarks/gpu_check.sh passes.
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from _common import parser
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    p = parser("x")
+    small, tiny, full = p.parse_args(["--size", "small"]), p.parse_args(["--tiny"]), p.parse_args([])
+    assert (small.small, small.tiny, tiny.size, tiny.tiny, full.size) == (True, False, "tiny", True, "full")
+    with pytest.raises(SystemExit):
+        p.parse_args(["--size", "huge"])
+    for script in BENCHMARKS:
+        assert "parser(" in script.read_text(), f"{script.name} does not use _common.parser (no --size)"
+
+
+@pytest.mark.slow  # reason: ~3 min even at tiny sizes (nine fresh processes compiling their kernels)
+def test_gpu_check_runs_every_step_at_tiny_size(tmp_path):
+    import os
+
+    env = dict(os.environ, GPU_CHECK_TINY="1", GPU_CHECK_LIMIT_SCALE="6", PYTHONPATH=str(ROOT))
+    proc = subprocess.run(["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), str(tmp_path)], capture_output=True,
+                          text=True, timeout=1500, cwd=ROOT, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = (tmp_path / "report.txt").read_text()
+    steps = [line for line in report.splitlines() if line.startswith("--- ") and "skipped" not in line]
+    assert len(steps) == len(BENCHMARKS) + 1  # the seven tiny benchmarks, accuracy, bench_core, bench_chunks
+    assert all(" rc 0 " in line for line in steps), "\n".join(steps)
+    assert "gpu-accuracy: 7/7 checks pass" in report and "NEC / read =" in report
+    assert len(list(tmp_path.iterdir())) <= 8  # what comes back from the device machine

@@ -35,6 +35,7 @@ import pytest
 import jax
 import jax.numpy as jnp
 
+import ecjax
 from ecjax import InputError, bayes_decisions, bayes_expected_cost
 from ecjax.decisions import bayes_decisions_kernel
 from ecjax.precision import argmin_of_products, matmul
@@ -251,3 +252,46 @@ def test_bad_precision_names_the_argument():
         bayes_decisions(np.zeros((3, 2)), np.eye(2), precision="tf32")
     with pytest.raises(InputError, match="precision"):
         bayes_expected_cost([0, 1, 1], np.zeros((3, 2)), np.eye(2), precision=None)
+
+
+# ------------------------------------------------------------ many matrices against a few systems: one product
+
+
+@pytest.mark.parametrize("sa,sb,axes", [((3, 1, 4, 5), (1, 7, 4, 5), 2), ((1, 70, 4, 5), (3, 1, 4, 5), 2),
+                                        ((4, 5), (6, 4, 5), 2), ((2, 3, 1, 4), (2, 1, 6, 4), 1),
+                                        ((3, 4, 5), (3, 4, 5), 2), ((2, 9, 1, 1, 3), (2, 1, 5, 1, 3), 1)])
+def test_broadcast_contract_equals_the_float64_broadcast_sum(sa, sb, axes):
+    from ecjax.precision import broadcast_contract
+
+    rng = np.random.default_rng(len(sa) + sum(sb))
+    a, b = rng.normal(size=sa).astype(np.float32), rng.normal(size=sb).astype(np.float32)
+    ref = (a.astype(np.float64) * b).sum(axis=tuple(range(-axes, 0)))
+    out = np.asarray(broadcast_contract(jnp.asarray(a), jnp.asarray(b), axes))
+    assert out.shape == ref.shape
+    np.testing.assert_allclose(out, ref, rtol=0, atol=2e-6 * np.abs(a).max() * np.abs(b).max() * np.prod(sa[-axes:]))
+
+
+def test_nec_over_many_cost_matrices_is_one_product_without_a_copy_of_the_costs():
+    # Issue 34, item 4: the NEC of a few systems over many cost matrices reads the costs once, as one matrix
+    # product.  It used to broadcast them against every system and transpose them for the naive EC: a temporary
+    # as large as the costs (40 MB here), which XLA's memory analysis of the compiled program shows.
+    b, k = 100_000, 10
+    costs = jax.ShapeDtypeStruct((b, k, k), jnp.float32)
+    counts = jax.ShapeDtypeStruct((3, k, k), jnp.int32)
+    nec = jax.jit(lambda c, cm: ecjax.normalized_expected_cost(cm[:, None], c[None]))
+    lowered = nec.lower(costs, counts)
+    products = [line for line in lowered.as_text().splitlines() if "stablehlo.dot_general" in line]
+    assert len(products) == 1 and "(tensor<100000x100xf32>, tensor<3x11x100xf32>)" in products[0]  # (B, K K) @ ...
+    if jax.default_backend() == "cpu":  # a GPU's memory analysis counts its GEMM library's workspace as well
+        assert lowered.compile().memory_analysis().temp_size_in_bytes < b * k * k * 4
+    # ... and the values are the float64 NEC (seed 000 eqs. 2-4) of each system and matrix.
+    rng = np.random.default_rng(0)
+    c = rng.uniform(0.1, 10.0, (2000, k, k)) * (1 - np.eye(k))
+    cm = rng.integers(0, 50, (3, k, k))
+    out = np.asarray(nec(jnp.asarray(c, jnp.float32), jnp.asarray(cm)))
+    p = cm.sum(-1) / cm.sum((-2, -1))[:, None]
+    r = cm / cm.sum(-1, keepdims=True)
+    ref = np.einsum("si,sij,bij->sb", p, r, c) / np.min(np.einsum("si,bij->sbj", p, c), -1)
+    np.testing.assert_allclose(out, ref, rtol=2e-6)
+    expected = np.asarray(ecjax.expected_cost(cm[:, None], c[None].astype(np.float32)))
+    np.testing.assert_allclose(expected, np.einsum("si,sij,bij->sb", p, r, c), rtol=2e-6)
