@@ -17,6 +17,12 @@ There is no anchor: no other package computes this.  The benchmark shows the two
 
 It also checks, at each size, that the reported expected yield is the mean of the kept draws and that the
 per-draw yields are finite.
+
+``--ratio`` (issue 34.3) measures instead how close the per-draw path of ``compare`` comes to the bare decision
+kernel on the same products: 3 systems x 2000 samples x 20 classes on a CPU (``--size`` to change; 10^4 x 100
+on an accelerator), every draw making its own decisions (``PerDraw(rate_draws=1)``, no decomposition), against
+``bayes_decisions_kernel`` jitted alone over the same number of cost draws (the fastest of three batch sizes).
+It prints both times per draw and their ratio compare / kernel (the goal: at most 2).
 """
 
 from __future__ import annotations
@@ -45,12 +51,72 @@ def peak_memory_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
 
 
+def best_seconds(run, repeats: int = 3) -> float:
+    """The best of ``repeats`` timed calls of ``run()`` (after one untimed call that compiles)."""
+    jax.block_until_ready(run())
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(run())
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def kernel_ratio(n: int, k: int, num_draws: int) -> None:
+    """Time per draw of compare's per-draw decisions against the bare decision kernel on the same products."""
+    import jax.numpy as jnp
+
+    from ecjax.decisions import bayes_decisions_kernel
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, k, n)
+    scores = [(rng.normal(size=(n, k)) + 3.0 * q * np.eye(k)[labels]).astype(np.float32) for q in (1.0, 0.98, 0.96)]
+    off = 1 - np.eye(k)
+    systems = prob.Systems(labels, scores=scores, score_type="logits", decision_rule=prob.PerDraw(rate_draws=1),
+                           paired=False)
+    costs = prob.intervals(0.5 * off, 2.0 * off, kind="cost")
+    settings = prob.MonteCarloSettings(num_draws=num_draws)
+    compare_s = best_seconds(lambda: prob.compare(systems, costs=costs, key=jax.random.key(0), decompose=False,
+                                                  settings=settings).yields)
+    log_post = jax.nn.log_softmax(jnp.asarray(np.stack(scores)), -1)
+    drawn = jnp.asarray(rng.uniform(0.5, 2.0, (num_draws, k, k)) * off, jnp.float32)
+    kernel_s = {}
+    for batch in (4, 16, 64):
+        usable = num_draws - num_draws % batch
+
+        @jax.jit
+        def decide(lp, c, batch=batch, usable=usable):
+            return jax.lax.map(lambda cb: bayes_decisions_kernel(lp[None], cb[:, None]),
+                               c[:usable].reshape(-1, batch, k, k))
+
+        kernel_s[batch] = best_seconds(lambda: decide(log_post, drawn)) / usable * num_draws
+    batch = min(kernel_s, key=kernel_s.get)
+    print({b: round(1e3 * t / num_draws, 3) for b, t in kernel_s.items()})
+    macs = 3 * n * k * k
+    print(f"machine: {_common.machine()}")
+    print(f"per-draw decisions: 3 systems x {n} samples x {k} x {k} costs = {macs:.2e} multiply-adds a draw, "
+          f"{num_draws} draws (best of 3 after a compiling call)")
+    print("| path | ms per draw | multiply-adds per s |")
+    print("|---|---|---|")
+    for name, seconds in ((f"bare kernel (jit, {batch} draws a batch)", kernel_s[batch]),
+                          ("prob.compare, PerDraw(rate_draws=1), decompose=False", compare_s)):
+        print(f"| {name} | {1e3 * seconds / num_draws:.3f} | {macs * num_draws / seconds:.2e} |")
+    print(f"ratio compare / kernel: {compare_s / kernel_s[batch]:.2f}")
+
+
 def main() -> None:
     p = _common.parser(__doc__.splitlines()[0])
     p.add_argument("--draws", type=int, nargs="+", default=None,
                    help="numbers of draws, increasing (default: 10^4..10^6 on an accelerator, 250..2000 on a CPU)")
+    p.add_argument("--ratio", action="store_true", help="compare's per-draw path against the bare decision kernel")
+    p.add_argument("--size", type=int, nargs=2, default=None, metavar=("N", "K"),
+                   help="with --ratio: samples and classes (default 2000 20 on a CPU, 10000 100 on an accelerator)")
     args = p.parse_args()
     on_cpu = jax.devices()[0].platform == "cpu"
+    if args.ratio:
+        n, k = args.size or ((2000, 20) if on_cpu else (10_000, 100))
+        kernel_ratio(n, k, (args.draws or [2000 if on_cpu else 10_000])[0])
+        return
     if args.tiny:
         n, k, draws = 400, 10, [200, 400]
     else:

@@ -1162,6 +1162,7 @@ class RunClock:
     def __call__(self, total):
         self.bar = self.inner(total) if self.inner else None
         self.start = self.last = self.clock()
+        self.shown_at = -math.inf
         return self
 
     def _say(self, text):
@@ -1181,7 +1182,10 @@ class RunClock:
 
     def draws_done(self, done: int, yields) -> None:
         now = self.clock()
-        if self.bar and hasattr(self.bar, "draws_done"):
+        if self.bar and hasattr(self.bar, "draws_done") and (self.every is None or now - self.shown_at >= 1.0):
+            # With --progress the chunks are single blocks: the terminal's P(best) over all draws so far is
+            # recomputed at most once a second, not after every block (that would be quadratic in the draws).
+            self.shown_at = now
             self.bar.draws_done(done, yields)
         if self.every is not None and now - self.last >= self.every:
             self.last = now

@@ -157,8 +157,15 @@ _Utilities = UtilityPrior | Callable[..., Any] | ArrayLike
 
 
 
-# One (draws, systems, samples, classes) slab of the per-draw Bayes decisions holds at most this many elements.
-_DECISION_ELEMENTS = 1 << 24
+# One (draws, systems, samples, classes) slab of the per-draw Bayes decisions holds at most this many elements:
+# on a CPU a slab that stays in cache (2^19 floats, 2 MiB; 2^24 made 3 x 2000 x 20 x 20 decisions 4 times slower:
+# 3.1 against 0.8 ms a draw, benchmarks/bench_draws.py --ratio), on an accelerator large products.
+_DECISION_ELEMENTS = {"cpu": 1 << 17}
+_DECISION_ELEMENTS_ACCELERATOR = 1 << 24
+
+
+def _decision_slab() -> int:
+    return _DECISION_ELEMENTS.get(jax.default_backend(), _DECISION_ELEMENTS_ACCELERATOR)
 
 
 # ---------------------------------------------------------------- evaluation
@@ -260,9 +267,13 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, weights=None, *, 
     priors_p = jnp.concatenate([log_prior_draws, jnp.broadcast_to(log_prior_draws[:1], (pad, num_classes))])
     chunks = (costs_p.reshape(-1, batch_size, *costs.shape[1:]), priors_p.reshape(-1, batch_size, num_classes))
 
+    # Posterior-type scores decide with the priors they carry: their log posteriors are the same for every draw,
+    # computed once, and each batch of cost draws is one product with them.
+    shared = None if score_type in v.LIKELIHOOD_TYPES else log_posteriors_kernel(log_scores, None, score_type)[None]
+
     def one_chunk(args):
         c, lp = args
-        log_post = log_posteriors_kernel(log_scores[None], lp[:, None], score_type)  # (B, M, N, K)
+        log_post = shared if shared is not None else log_posteriors_kernel(log_scores[None], lp[:, None], score_type)
         dec = bayes_decisions_kernel(log_post, c[:, None])  # (B, M, N): decisions follow the drawn costs
         if not paired:
             return confusion_counts(labels, dec, weights, num_classes=num_classes, num_decisions=num_decisions)
@@ -272,8 +283,11 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, weights=None, *, 
     return out.reshape((-1,) + out.shape[2:])[:s]
 
 
+@partial(jax.jit, static_argnames=("small_shapes",))
 def _per_draw_rates(key, counts, concentration, *, small_shapes):
-    # Not jitted as a whole: the sampler inside is compiled once per process, whatever the shape of counts.
+    # Jitted as a whole (the sampler compiled once per block shape): called with concrete counts the sampler would
+    # copy every block's (B, M, K, D) counts to the host and back to tile them into its fixed units, a round trip
+    # per block that took 3-5 times the draws themselves (CPU, 3 systems x 100 x 100: 11.6 against 3.6 ms a draw).
     return dirichlet(key, counts.astype(jnp.result_type(float)) + concentration, small_shapes=small_shapes)
 
 
@@ -1236,7 +1250,7 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
         per_slab = (m if per_draw.kind == "scores_joint" else 1) * per_draw.num_samples * max(k, d)
         lik = per_draw.likelihood
         model = dataclasses.replace(model, kind=per_draw.kind, score_type=per_draw.score_type, rate_draws=group,
-                                    sub_batch=max(1, min(plan.block, _DECISION_ELEMENTS // per_slab)),
+                                    sub_batch=max(1, min(plan.block, _decision_slab() // per_slab)),
                                     all_by_p=lik and inputs.sample_p is not None,
                                     priors_by_p=lik and deployment_uncertain, rates_by_p=lik and data_priors_drawn)
         one = dataclasses.replace(model, block=1, sub_batch=1, rate_draws=1)
