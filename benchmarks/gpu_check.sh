@@ -79,6 +79,9 @@ step "gpu_accuracy --size $SIZE" "$OUT/accuracy.log" 60 "$PY" gpu_accuracy.py --
 grep -E "^(ok|FAIL)|checks pass|Error" "$OUT/accuracy.log" >> "$REPORT"
 step "bench_core --size $SIZE" "$OUT/bench_timed.log" 60 "$PY" bench_core.py --size "$SIZE" --repeats 3
 step "bench_chunks --size $SIZE" "$OUT/bench_timed.log" 45 "$PY" bench_chunks.py --size "$SIZE"
+# Issue 34.3: compare's per-draw decisions against the bare decision kernel (10^4 x 100 on an accelerator).
+DRAWS=4000; [ "$TINY" = "1" ] && DRAWS=200
+step "bench_draws --ratio --draws $DRAWS" "$OUT/bench_timed.log" 100 "$PY" bench_draws.py --ratio --draws "$DRAWS"
 say "=== timed benchmarks (bench_timed.log)"
 cat "$OUT/bench_timed.log" >> "$REPORT"
 say "=== tiny benchmarks (bench_tiny.log): the rows and ratio lines"
