@@ -150,9 +150,13 @@ def utility_scorer(utilities: ArrayLike, *, priors: ArrayLike | None = None,
 _NOT_SCORES = ("feeds X whose columns are not the scores of one system for the classes of y (F != K, and not one "
                "class-1 column of a binary y): ScoreCalibrator refuses such X by design; tests/test_sklearn.py "
                "checks the same property on score data where it applies")
+_MULTICLASS_NOT_SCORES = ("its binary part (2 columns, 2 classes: logits) passes; its multiclass part " + _NOT_SCORES
+                          .replace("feeds X", "feeds X of 2 columns for 3 classes,", 1))
 CHECKS_THAT_DO_NOT_APPLY: dict[str, str] = {
+    name: _MULTICLASS_NOT_SCORES for name in ("check_classifiers_classes", "check_classifiers_train")
+} | {
     name: _NOT_SCORES for name in (
-        "check_classifiers_classes", "check_classifiers_train", "check_dict_unchanged", "check_dtype_object",
+        "check_dict_unchanged", "check_dtype_object",
         "check_estimators_dtypes", "check_estimators_fit_returns_self", "check_estimators_nan_inf",
         "check_estimators_overwrite_params", "check_estimators_pickle", "check_non_transformer_estimators_n_iter",
         "check_pipeline_consistency", "check_transformer_data_not_an_array", "check_transformer_general",
