@@ -203,13 +203,22 @@ def test_cross_fitted_calibration_equals_a_calibrator_fitted_by_hand():
         CostSensitiveClassifier(base, COSTS, calibration="llr").fit(X, y)
 
 
-@pytest.mark.slow  # a new fit compiles: seconds (the default lane keeps one calibrator test)
 def test_grid_search_over_the_wrapped_estimator_with_the_cost_scorer(wine):
     X, y, _ = wine
-    clf = CostSensitiveClassifier(_model(), ABSTAIN)
-    search = GridSearchCV(clf, {"estimator__logisticregression__C": [0.01, 1.0]},
-                          scoring=cost_scorer(ABSTAIN, decisions="predict"), cv=3).fit(X, y)
-    assert search.best_score_ <= 0 and np.isfinite(search.best_score_)
+    folds = KFold(3, shuffle=True, random_state=2)
+    grid = [0.001, 1.0]
+    search = GridSearchCV(CostSensitiveClassifier(_model(), ABSTAIN), {"estimator__logisticregression__C": grid},
+                          scoring=cost_scorer(ABSTAIN, decisions="predict"), cv=folds).fit(X, y)
+    mean_cost = {}
+    for c in grid:
+        per_fold = []
+        for train, test in folds.split(X):
+            m = _model().set_params(logisticregression__C=c).fit(X[train], y[train])
+            per_fold.append(np.mean(ABSTAIN[y[test], _bayes(m.predict_proba(X[test]), ABSTAIN)]))
+        mean_cost[c] = np.mean(per_fold)
+    best = min(mean_cost, key=mean_cost.get)
+    assert search.best_params_ == {"estimator__logisticregression__C": best}
+    assert search.best_score_ == pytest.approx(-mean_cost[best], rel=1e-6)
 
 
 # ----------------------------------------------------------- score calibrator
