@@ -873,6 +873,13 @@ def _optimizer_note(method, record, folds):
     return note + ("" if record["converged"] else "  (NOT converged)")
 
 
+def _record_fit(record, cal):
+    """The parameters and fit statistics of one calibrator, into ``record``."""
+    record.update(parameters={k: np.asarray(v).tolist() for k, v in cal.params.items()},
+                  iterations=int(cal.num_iterations), grad_norm=float(cal.grad_norm),
+                  converged=bool(cal.converged), training_loss=float(cal.loss))
+
+
 def _fit_calibrator(args, method, st, train, train_labels, test, protocol, record, train_weights):
     """The calibrated scores of ``test`` and the text line saying how they were fitted."""
     import jax
@@ -881,6 +888,13 @@ def _fit_calibrator(args, method, st, train, train_labels, test, protocol, recor
 
     common = dict(method=method, score_type=st, settings=calibration.FitSettings(loss=args.loss),
                   sample_weight=train_weights)
+    if protocol == "saved":  # --calibrator: applied as it is, with the statistics of its own fit
+        cal = _saved_calibrator(args, st, 2 if st == "llr" else test.shape[1])
+        _record_fit(record, cal)
+        record.update(calibrator=str(args.calibrator), loss=cal.loss_name)
+        out = _said_of(args.calibrator, cal.apply, test, score_type=st)
+        return np.asarray(out, dtype=np.float64), f"applied the saved {method} calibrator {args.calibrator} (nothing " \
+                                                  "fitted)"
     if protocol != "cross_validation":
         cal = calibration.fit(train, train_labels, **common)
         if args.save_calibrator is not None:
@@ -888,9 +902,7 @@ def _fit_calibrator(args, method, st, train, train_labels, test, protocol, recor
 
             for path, data in calibrator_file_contents(cal, args.save_calibrator):
                 _defer(path, data, args.force, "--save-calibrator")
-        record.update(parameters={k: np.asarray(v).tolist() for k, v in cal.params.items()},
-                      iterations=int(cal.num_iterations), grad_norm=float(cal.grad_norm),
-                      converged=bool(cal.converged), training_loss=float(cal.loss))
+        _record_fit(record, cal)
         where = args.train_scores or args.scores
         line = f"fitted {method} calibrator on {where} ({train.shape[0]} samples, loss {args.loss})"
         return np.asarray(cal.apply(test), dtype=np.float64), line + _optimizer_note(method, record, False)
@@ -1013,15 +1025,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
               "protocol": protocol, "output": str(args.output), "output_type": out_type,
               "sample_weight": args.sample_weight, "train_sample_weight": args.train_sample_weight}
     what = f"calibrate: fitting {method}" + (f" on {args.cv} folds" if protocol == "cross_validation" else "")
-    if saved is not None:
-        record.update(calibrator=str(args.calibrator), parameters={k: np.asarray(v).tolist()
-                                                                  for k, v in saved.params.items()})
-        out = np.asarray(_said_of(args.calibrator, saved.apply, test, score_type=st), dtype=np.float64)
-        fitted = f"applied the saved {method} calibrator {args.calibrator} (nothing fitted)"
-    else:
-        with _heartbeat(args, what):
-            out, fitted = _fit_calibrator(args, method, st, train, train_labels, test, protocol, record,
-                                          train_weights)
+    with _heartbeat(args, what):
+        out, fitted = _fit_calibrator(args, method, st, train, train_labels, test, protocol, record, train_weights)
     _defer(args.output, array_file_bytes(args.output, out), args.force, "--output")
     lines = [fitted, f"wrote calibrated {out_type} of {args.scores} to {args.output}"]
     if labels is not None:
