@@ -873,13 +873,6 @@ def _optimizer_note(method, record, folds):
     return note + ("" if record["converged"] else "  (NOT converged)")
 
 
-def _record_fit(record, cal):
-    """The parameters and fit statistics of one calibrator, into ``record``."""
-    record.update(parameters={k: np.asarray(v).tolist() for k, v in cal.params.items()},
-                  iterations=int(cal.num_iterations), grad_norm=float(cal.grad_norm),
-                  converged=bool(cal.converged), training_loss=float(cal.loss))
-
-
 def _fit_calibrator(args, method, st, train, train_labels, test, protocol, record, train_weights):
     """The calibrated scores of ``test`` and the text line saying how they were fitted."""
     import jax
@@ -923,6 +916,13 @@ def _fit_calibrator(args, method, st, train, train_labels, test, protocol, recor
     line = (f"fitted {method} calibrators on {args.scores} by {args.cv}-fold cross-validation ({how}; key --seed "
             f"{seed}; loss {args.loss}): each sample calibrated by the calibrator of the other folds")
     return np.asarray(res.scores, dtype=np.float64), line + _optimizer_note(method, record, True)
+
+
+def _record_fit(record, cal):
+    """The parameters and fit statistics of one calibrator, into ``record``."""
+    record.update(parameters={k: np.asarray(v).tolist() for k, v in cal.params.items()},
+                  iterations=int(cal.num_iterations), grad_norm=float(cal.grad_norm),
+                  converged=bool(cal.converged), training_loss=float(cal.loss))
 
 
 def _before_after(args, st, out_type, test, out, labels, record, out_dir, weights):
