@@ -132,21 +132,27 @@ def test_cross_val_score_equals_the_numpy_cost_of_each_fold(wine):
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+def _least_cost_c(X, y, folds, grid, costs):
+    """``(C, mean cost)``: the C of the grid whose numpy Bayes decisions cost least on average over the folds."""
+    mean_cost = {}
+    for c in grid:
+        per_fold = []
+        for train, test in folds.split(X):
+            m = _model().set_params(logisticregression__C=c).fit(X[train], y[train])
+            per_fold.append(np.mean(costs[y[test], _bayes(m.predict_proba(X[test]), costs)]))
+        mean_cost[c] = np.mean(per_fold)
+    best = min(mean_cost, key=mean_cost.get)
+    return best, mean_cost[best]
+
+
 def test_grid_search_picks_the_c_of_least_cross_validated_cost(wine):
     X, y, _ = wine
     folds = KFold(3, shuffle=True, random_state=1)
-    grid = {"logisticregression__C": [0.001, 0.05, 1.0]}
-    search = GridSearchCV(_model(), grid, scoring=cost_scorer(COSTS), cv=folds).fit(X, y)
-    mean_cost = {}
-    for c in grid["logisticregression__C"]:
-        costs = []
-        for train, test in folds.split(X):
-            m = _model().set_params(logisticregression__C=c).fit(X[train], y[train])
-            costs.append(np.mean(COSTS[y[test], _bayes(m.predict_proba(X[test]), COSTS)]))
-        mean_cost[c] = np.mean(costs)
-    best = min(mean_cost, key=mean_cost.get)
+    grid = [0.001, 0.05, 1.0]
+    search = GridSearchCV(_model(), {"logisticregression__C": grid}, scoring=cost_scorer(COSTS), cv=folds).fit(X, y)
+    best, cost = _least_cost_c(X, y, folds, grid, COSTS)
     assert search.best_params_ == {"logisticregression__C": best}
-    assert search.best_score_ == pytest.approx(-mean_cost[best], rel=1e-6)
+    assert search.best_score_ == pytest.approx(-cost, rel=1e-6)
 
 
 # ---------------------------------------------------- cost-sensitive classifier
@@ -209,16 +215,9 @@ def test_grid_search_over_the_wrapped_estimator_with_the_cost_scorer(wine):
     grid = [0.001, 1.0]
     search = GridSearchCV(CostSensitiveClassifier(_model(), ABSTAIN), {"estimator__logisticregression__C": grid},
                           scoring=cost_scorer(ABSTAIN, decisions="predict"), cv=folds).fit(X, y)
-    mean_cost = {}
-    for c in grid:
-        per_fold = []
-        for train, test in folds.split(X):
-            m = _model().set_params(logisticregression__C=c).fit(X[train], y[train])
-            per_fold.append(np.mean(ABSTAIN[y[test], _bayes(m.predict_proba(X[test]), ABSTAIN)]))
-        mean_cost[c] = np.mean(per_fold)
-    best = min(mean_cost, key=mean_cost.get)
+    best, cost = _least_cost_c(X, y, folds, grid, ABSTAIN)
     assert search.best_params_ == {"estimator__logisticregression__C": best}
-    assert search.best_score_ == pytest.approx(-mean_cost[best], rel=1e-6)
+    assert search.best_score_ == pytest.approx(-cost, rel=1e-6)
 
 
 # ----------------------------------------------------------- score calibrator
