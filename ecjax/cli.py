@@ -97,9 +97,13 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--groups", "needs", ("--cv",), "{rule} (the groups keep dependent samples in one fold)"),
         ("--train-scores", "needs", ("--train-labels",), "{rule} (a training file goes with its true classes)"),
         ("--train-labels", "needs", ("--train-scores",), "{rule} (training labels go with their scores)"),
-        (None, "needs", ("--train-scores", "--labels"),
+        (None, "needs", ("--train-scores", "--labels", "--calibrator"),
          "{rule} (a calibrator fits on a training file, or on --scores and its --labels, with --cv K for "
-         "cross-validation)"),
+         "cross-validation; --calibrator applies a saved one)"),
+        ("--save-calibrator", "not with", ("--cv",), "{rule} (--cv fits one calibrator per fold; fit on a "
+                                                     "--train-scores file, or on all of --scores, to save one)"),
+        ("--calibrator", "not with", ("--train-scores", "--cv", "--save-calibrator"),
+         "{rule} (--calibrator applies a saved calibrator as it is: nothing is fitted)"),
         ("--sample-weight", "needs", ("--labels",), "weighs the samples of --scores, and {rule}"),
         ("--train-sample-weight", "needs", ("--train-scores",),
          "weighs the samples of --train-scores, and {rule} (without a training file give --sample-weight)"),
@@ -932,11 +936,21 @@ def _fit_calibrator(args, method, st, train, train_labels, test, protocol, recor
 
     common = dict(method=method, score_type=st, settings=calibration.FitSettings(loss=args.loss),
                   sample_weight=train_weights)
+    if protocol == "saved":  # --calibrator: applied as it is, with the statistics of its own fit
+        cal = _saved_calibrator(args, st, 2 if st == "llr" else test.shape[1])
+        _record_fit(record, cal)
+        record.update(calibrator=str(args.calibrator), loss=cal.loss_name)
+        out = _said_of(args.calibrator, cal.apply, test, score_type=st)
+        return np.asarray(out, dtype=np.float64), f"applied the saved {method} calibrator {args.calibrator} (nothing " \
+                                                  "fitted)"
     if protocol != "cross_validation":
         cal = calibration.fit(train, train_labels, **common)
-        record.update(parameters={k: np.asarray(v).tolist() for k, v in cal.params.items()},
-                      iterations=int(cal.num_iterations), grad_norm=float(cal.grad_norm),
-                      converged=bool(cal.converged), training_loss=float(cal.loss))
+        if args.save_calibrator is not None:
+            from ecjax.calibrator_files import calibrator_file_contents
+
+            for path, data in calibrator_file_contents(cal, args.save_calibrator):
+                _defer(path, data, args.force, "--save-calibrator")
+        _record_fit(record, cal)
         where = args.train_scores or args.scores
         line = f"fitted {method} calibrator on {where} ({train.shape[0]} samples, loss {args.loss})"
         return np.asarray(cal.apply(test), dtype=np.float64), line + _optimizer_note(method, record, False)
@@ -957,6 +971,13 @@ def _fit_calibrator(args, method, st, train, train_labels, test, protocol, recor
     line = (f"fitted {method} calibrators on {args.scores} by {args.cv}-fold cross-validation ({how}; key --seed "
             f"{seed}; loss {args.loss}): each sample calibrated by the calibrator of the other folds")
     return np.asarray(res.scores, dtype=np.float64), line + _optimizer_note(method, record, True)
+
+
+def _record_fit(record, cal):
+    """The parameters and fit statistics of one calibrator, into ``record``."""
+    record.update(parameters={k: np.asarray(v).tolist() for k, v in cal.params.items()},
+                  iterations=int(cal.num_iterations), grad_norm=float(cal.grad_norm),
+                  converged=bool(cal.converged), training_loss=float(cal.loss))
 
 
 def _before_after(args, st, out_type, test, out, labels, record, out_dir, weights):
@@ -1009,7 +1030,22 @@ _PROTOCOL_WORDS = {
     "cross_validation": "cross-validated: no sample was calibrated by a calibrator that saw its label",
     "in_sample": "IN-SAMPLE: the calibrator was fitted on these same samples, so 'after' is optimistic; use --cv K "
                  "or a separate --train-scores file for an honest estimate",
+    "saved": "a saved calibrator (--calibrator): honest if it was fitted on other samples than these",
 }
+
+
+def _saved_calibrator(args, st, k):
+    """The calibrator of --calibrator (checked by the library, said of its file), for --scores of type ``st``
+    and ``k`` classes; ``None`` without --calibrator."""
+    if args.calibrator is None:
+        return None
+    from ecjax.calibrator_files import load_calibrator
+    from ecjax.inputs import check_choice
+
+    cal = load_calibrator(args.calibrator, max_bytes=_limits["max_bytes"] or 2**30)
+    _said_of(args.calibrator, check_choice, k, f"the number of classes of --scores (the calibrator's is "
+                                               f"{cal.num_classes})", (cal.num_classes,))
+    return cal
 
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
@@ -1020,15 +1056,25 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     st = args.score_type
     _check_output(args.output, args.force, "--output")
     _said_of("--output", array_file_format, args.output)  # the format its name says, known before fitting
+    if args.save_calibrator is not None:
+        from ecjax.calibrator_files import arrays_path, check_calibrator_path
+
+        _said_of("--save-calibrator", check_calibrator_path, args.save_calibrator)
+        for path in (args.save_calibrator, arrays_path(args.save_calibrator)):
+            _check_output(path, args.force, "--save-calibrator")
     out_dir = _out_dir(args)
     train, train_labels, test, labels, protocol, train_weights, weights = _calibration_files(args, st)
     k = 2 if st == "llr" else train.shape[1]
     for y, f in ((train_labels, args.train_labels or args.labels), (labels, args.labels)):
         if y is not None:
             _within(f, y, k, "labels", "the classes of the scores")
-    _said_of(args.train_labels or args.labels, calibration.class_totals_to_calibrate, train_labels, k,
-             sample_weight=train_weights)
-    method = "llr" if st == "llr" else args.method
+    saved = _saved_calibrator(args, st, k)
+    if saved is None:
+        _said_of(args.train_labels or args.labels, calibration.class_totals_to_calibrate, train_labels, k,
+                 sample_weight=train_weights)
+    else:
+        protocol = "saved"
+    method = saved.method if saved is not None else "llr" if st == "llr" else args.method
     out_type = "llr" if method == "llr" else "log_posteriors"
     record = {"schema": JSON_SCHEMA_VERSION, "command": "calibrate", "method": method, "loss": args.loss,
               "protocol": protocol, "output": str(args.output), "output_type": out_type,
@@ -1940,6 +1986,12 @@ def _build_parser() -> argparse.ArgumentParser:
                    choices=["affine", "temperature", "bias", "vector", "matrix", "histogram", "isotonic", "beta"],
                    help="calibration transform (llr scores always use the binary LLR calibration; histogram, "
                         "isotonic and beta are binary)")
+    c.add_argument("--save-calibrator", metavar="FILE.json",
+                   help="also save the fitted calibrator as FILE.json and FILE.npz (no pickle; "
+                        "ecjax.calibrator_files), to apply later with --calibrator")
+    c.add_argument("--calibrator", metavar="FILE.json",
+                   help="apply the calibrator saved with --save-calibrator to --scores, without fitting (its "
+                        "method and score type are the saved ones)")
     c.add_argument("--calibration-errors", action="store_true",
                    help="with --labels: ECE, MCE, RMS, classwise and adaptive calibration errors before and after")
     c.add_argument("--loss", default="xe", choices=["xe", "brier"], help="training objective")

@@ -206,6 +206,21 @@ def as_label_vector(labels: object, *, num_classes: int, scores: jax.Array | np.
     return y
 
 
+def as_class_indices(values: ArrayLike, classes: ArrayLike, name: str = "labels") -> np.ndarray:
+    """The ``(N,)`` int64 positions of ``values`` in ``classes`` (class names of any sortable kind: numbers,
+    strings), as scikit-learn maps ``y`` through an estimator's ``classes_``; a value that is not one of
+    ``classes`` is refused, naming it."""
+    known, wanted = np.asarray(classes), np.asarray(values)
+    order = np.argsort(known, kind="stable")
+    pos = np.clip(np.searchsorted(known[order], wanted), 0, max(len(known) - 1, 0))
+    found = known[order][pos] == wanted if len(known) else np.zeros(wanted.shape, bool)
+    if not np.all(found):
+        unknown = np.unique(wanted[~found])[:5].tolist()
+        raise InputError(f"`{name}` holds {unknown} (first ones shown), which are not among the classes "
+                         f"{known[:20].tolist()}")
+    return order[pos].astype(np.int64)
+
+
 def check_one_system(scores: _Arr, ndim: int, name: str = "scores") -> _Arr:
     """``scores`` of one system: ``ndim`` axes (1 for log-odds or LLRs, 2 for ``(N, K)`` rows), no batch axis."""
     if scores.ndim != ndim:
@@ -275,6 +290,21 @@ def check_binary_scores(scores: _Arr, score_type: str) -> _Arr:
     if score_type != "llr" and scores.shape[-1] != 2:
         raise InputError(f"`scores` must be binary (K = 2 in the last axis), got shape {tuple(scores.shape)}")
     return scores
+
+
+def check_score_columns(num_columns: int, num_classes: int, score_type: str) -> None:
+    """The columns of a calibrator's input ``X`` (scikit-learn's ``(N, F)``) read as scores of ``num_classes``
+    classes: one column per class (``F == K``, not for ``"llr"``), or for a binary problem one class-1 column
+    (``F == 1``: a probability, a log-odds as ``"logits"``, a log-posterior, or an LLR)."""
+    if num_classes < 2:
+        raise InputError(f"`y` must hold at least 2 classes to calibrate, got {num_classes} class")
+    per_class = num_columns == num_classes and score_type != "llr"
+    class_one = num_classes == 2 and num_columns == 1 and score_type != "log_likelihoods"
+    if not (per_class or class_one):
+        raise InputError(
+            f"`X` holds the scores of one system: one column per class ({num_classes} here), or for a binary "
+            f"problem one column of class-1 scores (not for score_type='log_likelihoods'; the only form for "
+            f"score_type='llr'); got {num_columns} column(s) with score_type={score_type!r}")
 
 
 def check_naive_cost_positive(naive: ArrayLike) -> None:
@@ -806,6 +836,22 @@ def check_exclusive(arguments: dict[str, object], *, required: bool = True) -> N
     if len(given) > 1 or (required and not given):
         listed = " and ".join(names) if len(names) == 2 else ", ".join(names)
         raise InputError(f"give exactly one of {listed}" if required else f"give {' or '.join(names)}, not both")
+
+
+def check_table(table: object, name: str, known: Collection[str], *, required: Collection[str] = (),
+                pairs: Collection[tuple[str, str]] = (), keys: str = "key(s)") -> dict:
+    """``table`` (a TOML table / JSON object ``name``) has only the keys ``known``, every key of ``required``,
+    and both or neither key of each pair of ``pairs``."""
+    if not isinstance(table, dict):
+        raise InputError(f"`{name}` must be a table/object, got {type(table).__name__}")
+    unknown = sorted(set(table) - set(known))
+    missing = [key for key in required if key not in table]
+    missing += [b if a in table else a for a, b in pairs if (a in table) != (b in table)]
+    if unknown or missing:
+        raise InputError(f"`{name}`: " + "; ".join(
+            ([f"unknown {keys} {unknown}; known: {list(known)}"] if unknown else [])
+            + ([f"no value for {missing}"] if missing else [])))
+    return table
 
 
 def check_binary(num_classes: int, what: str) -> None:

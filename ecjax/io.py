@@ -55,6 +55,7 @@ import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -66,6 +67,7 @@ from ecjax.inputs import (
     check_inside,
     check_prior_intervals,
     check_shape,
+    check_table,
 )
 
 # Largest array a file may declare before it is loaded (``max_bytes``); 1 GiB.
@@ -466,21 +468,6 @@ _SPEC_KEYS = ("classes", "decisions", "costs", "utilities", "priors", "uncertain
 _UNCERTAINTY_KEYS = ("low", "high", "priors_low", "priors_high")
 
 
-def _check_table(table, name, known, *, required=(), pairs=(), keys="key(s)"):
-    """``table`` (the TOML table / JSON object ``name``) has only the keys ``known``, every key of ``required``,
-    and both or neither key of each pair of ``pairs``."""
-    if not isinstance(table, dict):
-        raise InputError(f"`{name}` must be a table/object, got {type(table).__name__}")
-    unknown = sorted(set(table) - set(known))
-    missing = [key for key in required if key not in table]
-    missing += [b if a in table else a for a, b in pairs if (a in table) != (b in table)]
-    if unknown or missing:
-        raise InputError(f"`{name}`: " + "; ".join(
-            ([f"unknown {keys} {unknown}; known: {list(known)}"] if unknown else [])
-            + ([f"no value for {missing}"] if missing else [])))
-    return table
-
-
 def _names(data, key, default, axis):
     """The names ``data[key]`` (else ``default``): one string per ``axis`` of the matrix, as many as ``default``."""
     names = data.get(key, default)
@@ -493,7 +480,7 @@ def _names(data, key, default, axis):
 def parse_cost_spec(data: dict, *, source: str = "<spec>") -> CostSpec:
     """Build a :class:`CostSpec` from a parsed TOML/JSON mapping (the schema of the module docstring)."""
     with said_of(source):
-        _check_table(data, "cost specification", _SPEC_KEYS)
+        check_table(data, "cost specification", _SPEC_KEYS)
         check_exclusive({"costs": data.get("costs"), "utilities": data.get("utilities")})
         as_utilities = "utilities" in data
         nominal = _numbers(data["utilities" if as_utilities else "costs"], "utilities" if as_utilities else "costs",
@@ -510,14 +497,14 @@ def parse_cost_spec(data: dict, *, source: str = "<spec>") -> CostSpec:
         if "priors" in data:
             raw = data["priors"]
             if isinstance(raw, dict):
-                raw = [_check_table(raw, "priors", classes, required=classes, keys="class(es)")[name] for name in classes]
+                raw = [check_table(raw, "priors", classes, required=classes, keys="class(es)")[name] for name in classes]
             priors = _numbers(raw, "priors", f"({k},)", " (one per class)")
             if np.any(priors < 0) or abs(priors.sum() - 1) > 1e-6:
                 raise InputError("`priors` must be non-negative and sum to 1")
         low = high = p_low = p_high = None
         unc = data.get("uncertainty")
         if unc is not None:
-            _check_table(unc, "uncertainty", _UNCERTAINTY_KEYS, pairs=(("low", "high"), ("priors_low", "priors_high")))
+            check_table(unc, "uncertainty", _UNCERTAINTY_KEYS, pairs=(("low", "high"), ("priors_low", "priors_high")))
             if "low" in unc:
                 lo, hi = (_numbers(unc[key], f"uncertainty.{key}", f"({k}, {d})") for key in ("low", "high"))
                 check_bounds(lo, hi, "the [uncertainty] intervals")
@@ -530,20 +517,25 @@ def parse_cost_spec(data: dict, *, source: str = "<spec>") -> CostSpec:
     return CostSpec(sign * nominal, classes, decisions, priors, low, high, p_low, p_high, as_utilities, source)
 
 
-def load_cost_spec(path: str | os.PathLike[str]) -> CostSpec:
-    """Read a cost specification from a ``.toml`` or ``.json`` file."""
+def load_document(path: str | os.PathLike[str], what: str) -> Any:
+    """The data of a ``.json`` (else TOML) file holding ``what`` (a cost specification, a calibrator), as
+    :mod:`json` / :mod:`tomllib` read it; a missing file, text that is not UTF-8 or a syntax error is refused
+    naming the file."""
     p = _existing_file(path)
     text = _read_text(p)
     try:
         if p.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            data = tomllib.loads(text)
+            return json.loads(text)
+        return tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as err:
         raise InputError(f"{p}: syntax error: {err}") from None
     except RecursionError:
-        raise InputError(f"{p}: nested too deeply to be a cost specification") from None
-    return parse_cost_spec(data, source=str(p))
+        raise InputError(f"{p}: nested too deeply to be {what}") from None
+
+
+def load_cost_spec(path: str | os.PathLike[str]) -> CostSpec:
+    """Read a cost specification from a ``.toml`` or ``.json`` file."""
+    return parse_cost_spec(load_document(path, "a cost specification"), source=str(Path(path)))
 
 
 def check_output_path(path: str | os.PathLike[str], *, force: bool = False) -> Path:
