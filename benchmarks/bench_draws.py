@@ -19,8 +19,8 @@ It also checks, at each size, that the reported expected yield is the mean of th
 per-draw yields are finite.
 
 ``--ratio`` (issue 34.3) measures instead how close the per-draw path of ``compare`` comes to the bare decision
-kernel on the same products: 3 systems x 2000 samples x 20 classes on a CPU (``--size`` to change; 10^4 x 100
-on an accelerator), every draw making its own decisions (``PerDraw(rate_draws=1)``, no decomposition), against
+kernel on the same products: 3 systems x 2000 samples x 20 classes on a CPU, 10^4 x 100 on an accelerator
+(``--shape N K`` to change), every draw making its own decisions (``PerDraw(rate_draws=1)``, no decomposition), against
 ``bayes_decisions_kernel`` jitted alone over the same number of cost draws (the fastest of three batch sizes).
 It prints both times per draw and their ratio compare / kernel (the goal: at most 2).
 """
@@ -109,12 +109,12 @@ def main() -> None:
     p.add_argument("--draws", type=int, nargs="+", default=None,
                    help="numbers of draws, increasing (default: 10^4..10^6 on an accelerator, 250..2000 on a CPU)")
     p.add_argument("--ratio", action="store_true", help="compare's per-draw path against the bare decision kernel")
-    p.add_argument("--size", type=int, nargs=2, default=None, metavar=("N", "K"),
+    p.add_argument("--shape", type=int, nargs=2, default=None, metavar=("N", "K"),
                    help="with --ratio: samples and classes (default 2000 20 on a CPU, 10000 100 on an accelerator)")
     args = p.parse_args()
     on_cpu = jax.devices()[0].platform == "cpu"
     if args.ratio:
-        n, k = args.size or ((2000, 20) if on_cpu else (10_000, 100))
+        n, k = args.shape or ((2000, 20) if on_cpu else (10_000, 100))
         kernel_ratio(n, k, (args.draws or [2000 if on_cpu else 10_000])[0])
         return
     if args.tiny:

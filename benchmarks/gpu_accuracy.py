@@ -7,7 +7,7 @@ pass, and the exit status is 1 when one fails.
    the float32 tie band (two best expected costs within ``2 K 2^-24 max|c|``, where float32 in any summation
    order may pick either);
 2. the EC of Bayes decisions over many cost matrices (CIFAR-10 ResNet-20, and synthetic 100-class logits):
-   relative error against float64 at the matrices where no sample is in the tie band;
+   relative error against float64 decisions, which in the tie band are taken to be ecjax's own;
 3. the NEC of the 3 systems over many cost matrices (broadcast);
 4. ``sweep_counts`` over the same user cost matrices: the NEC and the winner counts.
 
@@ -70,20 +70,25 @@ def check_decisions(rng, results):
 
 
 def check_bayes_ec(label, scores, targets, costs, results):
+    """EC of Bayes decisions against float64, like with like: the float64 decisions everywhere except in the float32
+    tie band, where either decision is right and the reference takes ecjax's (at 100 classes nearly every cost
+    matrix has such a sample, so leaving those matrices out would leave nothing to compare)."""
     post = posteriors64(scores)
-    ec = np.asarray(ecjax.bayes_expected_cost(targets, scores.astype(np.float32), costs.astype(np.float32),
-                                              score_type="logits"))
-    errs, skipped = [], 0
+    s32, c32 = scores.astype(np.float32), costs.astype(np.float32)
+    ec = np.asarray(ecjax.bayes_expected_cost(targets, s32, c32, score_type="logits"))
+    dec = np.asarray(ecjax.bayes_decisions(s32, c32, score_type="logits"))
+    errs, bad, in_band = [], 0, 0
     for b in range(len(costs)):
         tie, ref = ties_and_decisions64(post, costs[b])
-        if tie.any():
-            skipped += 1
-            continue
+        bad += int(np.sum((dec[b] != ref) & ~tie))
+        in_band += int(tie.sum())
+        ref = np.where(tie, dec[b], ref)
         ref_ec = np.mean(costs[b][targets, ref])  # data priors: the average cost
         errs.append(abs(ec[b] - ref_ec) / abs(ref_ec))
-    worst = max(errs) if errs else 0.0
-    report(worst <= 1e-5 and errs, f"{label} EC of Bayes decisions, {len(costs)} cost matrices: max rel err "
-                                   f"{worst:.2e} ({skipped} matrices with a sample in the tie band left out)", results)
+    worst = max(errs)
+    report(worst <= 1e-5 and bad == 0, f"{label} EC of Bayes decisions, {len(costs)} cost matrices: max rel err "
+                                       f"{worst:.2e}; {bad} decisions off float64 outside the tie band ({in_band} "
+                                       "sample-matrix pairs in it, compared with ecjax's own decision)", results)
 
 
 def check_nec(rng, num_costs, results):

@@ -19,6 +19,11 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export XLA_PYTHON_CLIENT_PREALLOCATE=${XLA_PYTHON_CLIENT_PREALLOCATE:-false}
 if [ -z "${ECJAX_DATA_DIR:-}" ] && [ -d "$ROOT/.gpu_data" ]; then export ECJAX_DATA_DIR="$ROOT/.gpu_data"; fi
 TINY=${GPU_CHECK_TINY:-0}
+# A second, shorter run on a device whose time is nearly spent: skip the background --tiny benchmarks and the chunk
+# benchmark (GPU_CHECK_SHORT=1), and give the suite GPU_CHECK_PYTEST_LIMIT seconds (default 240).
+SHORT=${GPU_CHECK_SHORT:-0}
+PYTEST_LIMIT=${GPU_CHECK_PYTEST_LIMIT:-240}
+PYTEST_WORKERS=${GPU_CHECK_WORKERS:-12}
 SCALE=${GPU_CHECK_LIMIT_SCALE:-1}  # multiplies every step's time limit (a loaded CPU machine running the tiny check)
 PY=${PYTHON:-python}
 command -v "$PY" > /dev/null || PY=python3
@@ -54,6 +59,7 @@ cat "$OUT/env.log" >> "$REPORT"
 # they show that every benchmark runs on the device; the timed ones run alone afterwards.
 TINY_LOG="$OUT/bench_tiny.log"
 (
+  [ "$SHORT" = "1" ] && exit 0
   for b in bench_sweep bench_ranking bench_calibration bench_bootstrap_metric bench_rate_draws bench_interactive \
            bench_draws; do
     step "$b --tiny" "$TINY_LOG" 45 "$PY" "$b.py" --tiny
@@ -65,10 +71,10 @@ if [ "$TINY" = "1" ]; then
   say "--- pytest: skipped (GPU_CHECK_TINY=1)"
 else
   t0=$(date +%s)
-  timeout --kill-after=15 240 $PY -m pytest -n 12 --dist worksteal -q -p no:cacheprovider -rf --tb=short \
+  timeout --kill-after=15 "$PYTEST_LIMIT" $PY -m pytest -n "$PYTEST_WORKERS" --dist worksteal -q -p no:cacheprovider -rf --tb=short \
     -k "not notebook_executes" tests > "$OUT/pytest.log" 2>&1
   rc=$?
-  say "--- pytest -n 12 (default lane): rc $rc in $(( $(date +%s) - t0 )) s (limit 240 s)$([ $rc -eq 124 ] && echo ': TIMED OUT')"
+  say "--- pytest -n $PYTEST_WORKERS (default lane): rc $rc in $(( $(date +%s) - t0 )) s (limit $PYTEST_LIMIT s)$([ $rc -eq 124 ] && echo ': TIMED OUT')"
   grep -E "^(FAILED|ERROR) " "$OUT/pytest.log" | tee -a "$REPORT" > /dev/null
   tail -n 1 "$OUT/pytest.log" >> "$REPORT"
 fi
@@ -78,7 +84,7 @@ SIZE=small; [ "$TINY" = "1" ] && SIZE=tiny
 step "gpu_accuracy --size $SIZE" "$OUT/accuracy.log" 60 "$PY" gpu_accuracy.py --size "$SIZE"
 grep -E "^(ok|FAIL)|checks pass|Error" "$OUT/accuracy.log" >> "$REPORT"
 step "bench_core --size $SIZE" "$OUT/bench_timed.log" 60 "$PY" bench_core.py --size "$SIZE" --repeats 3
-step "bench_chunks --size $SIZE" "$OUT/bench_timed.log" 45 "$PY" bench_chunks.py --size "$SIZE"
+[ "$SHORT" = "1" ] || step "bench_chunks --size $SIZE" "$OUT/bench_timed.log" 45 "$PY" bench_chunks.py --size "$SIZE"
 # Issue 34.3: compare's per-draw decisions against the bare decision kernel (10^4 x 100 on an accelerator).
 DRAWS=4000; [ "$TINY" = "1" ] && DRAWS=200
 step "bench_draws --ratio --draws $DRAWS" "$OUT/bench_timed.log" 100 "$PY" bench_draws.py --ratio --draws "$DRAWS"
