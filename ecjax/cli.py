@@ -466,8 +466,8 @@ def _float_dict(names, values):
 
 def cmd_metrics(args: argparse.Namespace) -> int:
     from ecjax.confusion import confusion_matrix
-    from ecjax.report import (CONVENTIONS, averaging_note, disagreements, format_table, metric_columns, score_columns,
-                              winner, winners)
+    from ecjax.report import (CONVENTIONS, averaging_note, disagreements, format_table, metric_columns,
+                              no_better_than_naive, score_columns, winner, winners)
 
     st = args.score_type
     kind, labels, label_files, arrays, names, weights = _load_inputs(args)
@@ -519,7 +519,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     }
     nec = next(c.values for c in cols if c.name == "NEC")
     # NEC >= 1: the system does no better than the best decision made without looking at the input (seed 001 §2).
-    record["no_better_than_naive"] = [n for n, x in zip(names, np.asarray(nec)) if x >= 1]
+    record["no_better_than_naive"] = [n for n, naive in zip(names, no_better_than_naive(nec)) if naive]
     record["lose_to_argmax"] = _lose_to_argmax(kind, st, spec, labels, arrays, decisions, names, k, d, weights)
     if weights[0] is not None:
         record["sample_weight"] = args.sample_weight
@@ -1709,7 +1709,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         lines = [f"NEC at {np.prod(res.shape)} points ({coord_name}):"]
         if len(names) == 1:  # one system wins every point: where it beats the naive decision is the news
             nec = np.asarray(res.values, dtype=np.float64)[:, 0]
-            record["no_better_than_naive_fraction"] = float(np.mean(nec >= 1))
+            from ecjax.report import no_better_than_naive
+
+            record["no_better_than_naive_fraction"] = float(np.mean(no_better_than_naive(nec)))
             lines.append(f"  {names[0]:20s} NEC >= 1 (no better than the naive decision) at "
                          f"{100 * record['no_better_than_naive_fraction']:5.1f} % of the points, NEC from "
                          f"{float(res.minimum[0]):.3f} to {float(res.maximum[0]):.3f}")

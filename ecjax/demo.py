@@ -25,7 +25,7 @@ import jax.numpy as jnp
 
 from ecjax.confusion import confusion_matrix, data_priors
 from ecjax.decisions import bayes_decisions, naive_decision
-from ecjax.report import disagreements, format_table, metric_columns
+from ecjax.report import disagreements, format_table, metric_columns, no_better_than_naive
 
 # Seed 004 eqs. (1)-(2): joint frequencies, transposed to rows = true class.
 FACTORY_COUNTS = np.array(
@@ -68,7 +68,7 @@ def _section(title, counts, names, out, *, pos_label=1, **matrix):
     if off:
         print(f"  ! these metrics pick a different winner than the utility yield: {', '.join(off)}", file=out)
     nec = next(c for c in cols if c.name == "NEC").values
-    if np.all(nec >= 1):
+    if np.all(no_better_than_naive(nec)):
         costs = matrix.get("costs", -np.asarray(matrix.get("utilities", 0.0)))
         best = int(naive_decision(costs, np.asarray(data_priors(counts[0]))))
         print(f"  ! NEC >= 1 for every system: always deciding {best} beats them all", file=out)

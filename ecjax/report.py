@@ -162,6 +162,12 @@ MIN_DIGITS = 4
 MAX_DIGITS = 7
 
 
+def no_better_than_naive(nec: ArrayLike) -> np.ndarray:
+    """``NEC >= 1`` up to float32 rounding (:data:`TIE_RTOL`): a system whose Bayes decisions are the naive
+    decision for every sample has NEC exactly 1, which float32 may compute as 1 - 1 ulp (an H100 did)."""
+    return np.asarray(nec, np.float64) >= 1.0 - TIE_RTOL
+
+
 def winners(column: Column) -> list[int]:
     """Indices of the best systems of ``column``: every system within :data:`TIE_RTOL` of the best value (a tie
     returns several)."""

@@ -443,7 +443,7 @@ _MET = ["metrics", "--labels", "missing.npy", "--decisions", "missing.npy"]
     (_CAL + ["--labels", "y.npy", "--groups", "g.npy"], "--groups: needs --cv"),
     (_CAL + ["--train-scores", "t.npy"], "--train-scores: needs --train-labels"),
     (_CAL + ["--train-labels", "t.npy", "--labels", "y.npy"], "--train-labels: needs --train-scores"),
-    (_CAL, "--train-scores or --labels: give --train-scores or --labels"),
+    (_CAL, "--train-scores or --labels or --calibrator: give --train-scores or --labels or --calibrator"),
     (_CAL + ["--train-scores", "t.npy", "--train-labels", "u.npy", "--sample-weight", "w.npy"],
      "--sample-weight: weighs the samples of --scores, and needs --labels"),
     (_CAL + ["--labels", "y.npy", "--train-sample-weight", "w.npy"],

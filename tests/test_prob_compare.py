@@ -6,7 +6,6 @@ binary cost ratio), frequentist coverage on simulated test sets from a
 known generator, arviz.hdi / arviz.summary, and numpy Bayes decisions.
 """
 
-import pathlib
 
 import numpy as np
 import pytest
@@ -19,9 +18,10 @@ import jax.numpy as jnp
 import ecjax
 from ecjax import prob
 from ecjax.confusion import JointOutcomeTable
+from conftest import DATA_DIR
 
 KEY = jax.random.key(3)
-DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = DATA_DIR  # ../shared/data, or ECJAX_DATA_DIR (tests/conftest.py)
 
 
 # ------------------------------------------------------------- checks against references

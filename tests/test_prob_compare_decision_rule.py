@@ -11,7 +11,6 @@ Dirichlet posterior means.
 """
 
 import json
-import pathlib
 
 import numpy as np
 import pytest
@@ -21,9 +20,10 @@ import jax
 import ecjax
 from ecjax import prob
 from ecjax.prob.rates import default_class_concentration
+from conftest import DATA_DIR
 
 KEY = jax.random.key(16)
-DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = DATA_DIR  # ../shared/data, or ECJAX_DATA_DIR (tests/conftest.py)
 SST2 = ("sst2_gpt2", "sst2_gpt2_4shot")
 
 

@@ -13,7 +13,6 @@ whole unpaired posterior (numpy Dirichlet rates) for ``P(a best | not a
 tie)``.
 """
 
-import pathlib
 
 import numpy as np
 import pytest
@@ -22,9 +21,10 @@ import jax
 
 from ecjax import prob
 from ecjax.prob.rates import default_class_concentration
+from conftest import DATA_DIR
 
 KEY = jax.random.key(31)
-DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = DATA_DIR  # ../shared/data, or ECJAX_DATA_DIR (tests/conftest.py)
 
 
 def _decisions(log_post, r):

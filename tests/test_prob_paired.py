@@ -6,7 +6,6 @@ without conditions), numpy (Dirichlet draws over all joint cells), and
 scipy Beta distributions of the Dirichlet aggregates (the prior over all joint cells).
 """
 
-import pathlib
 
 import numpy as np
 import pytest
@@ -19,9 +18,10 @@ import ecjax
 from ecjax import prob
 from ecjax.confusion import JointOutcomeTable, joint_outcome_table
 from ecjax.prob import paired
+from conftest import DATA_DIR
 
 KEY = jax.random.key(11)
-DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
+DATA = DATA_DIR  # ../shared/data, or ECJAX_DATA_DIR (tests/conftest.py)
 
 
 def test_paired_yields_match_bayesian_bootstrap_closed_form():

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import DATA_DIR  # ../shared/data, or ECJAX_DATA_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA_DIR = ROOT.parent / "shared" / "data"
 
 
 def _readme_tour():

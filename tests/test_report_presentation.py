@@ -87,6 +87,14 @@ def test_metrics_record_names_conventions_and_ties(d, capsys):  # noqa: F811
     assert rec["metrics"]["Brier"]["A"] == pytest.approx(np.dot(priors, per_class) / 3, rel=1e-4)
 
 
+def test_no_better_than_naive_allows_float32_rounding_of_nec_one():
+    from ecjax.report import no_better_than_naive
+
+    # NEC of the naive decisions is 1 exactly; float32 may give 1 - 1 ulp (an H100 did at 6 of 41 sweep points).
+    below = np.nextafter(np.float32(1), np.float32(0))
+    assert no_better_than_naive([below, 1.0, 1.5, 0.999, 0.5]).tolist() == [True, True, True, False, False]
+
+
 def test_one_system_sweep_says_where_it_is_no_better_than_naive(d, capsys):  # noqa: F811
     argv = ["sweep", "--labels", "y2.npy", "--scores", "b2.npy", "--over", "cost-ratio", "--lo", "0.01", "--hi",
             "100", "--resolution", "41"]
