@@ -46,6 +46,7 @@ import optax.tree_utils as otu
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
+from ecjax.confusion import weight_totals
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
 from ecjax.scores import (
@@ -302,7 +303,7 @@ def _pool_adjacent_violators(log_odds, labels, weights, sample_weight):
     point = jnp.cumsum(starts_point) - 1  # ignored samples (at the end) fall in the last point with count 0
     num_points = point[-1] + 1
     u = jnp.where(kept, sample_weight[order], 0.0).astype(dtype)
-    counts = jax.ops.segment_sum(jax.nn.one_hot(y, 2, dtype=dtype) * u[:, None], point, num_segments=n)
+    counts = weight_totals(point, (jax.nn.one_hot(y, 2, dtype=dtype) * u[:, None]).T, n).T  # compensated sums
     knots = jnp.zeros((n,), dtype).at[jnp.where(starts_point, point, n)].set(z, mode="drop")
     class_weight = _class_weights_of_fit(weights, sample_weight, labels)
 
@@ -542,8 +543,8 @@ def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, l2, tol, uppe
         # Per-bin class totals of the frequency weights (exact counts unweighted), then the class
         # weights P_i / W_i: the (prior-weighted) class frequencies without a long float32 sum of weights.
         cw = _class_weights_of_fit(weights, sample_weight, labels)
-        n = jax.ops.segment_sum(jax.nn.one_hot(labels, 2, dtype=dtype) * u[:, None], idx,
-                                num_segments=num_bins)  # (M, 2)
+        # Compensated sums (ecjax.confusion.weight_totals): bin weight totals past 2^24 stay exact.
+        n = weight_totals(idx, (jax.nn.one_hot(labels, 2, dtype=dtype) * u[:, None]).T, num_bins).T  # (M, 2)
         w = cw * n
         w_all = w.sum(-1, keepdims=True)
         # Empty bin (no training sample): the class prior of the objective.  Both classes divided apart (not

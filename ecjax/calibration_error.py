@@ -53,6 +53,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
+from ecjax.confusion import weight_totals
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.scores import bin_indices, reliability_bins
 from ecjax.scores.inputs import resolved_variant
@@ -94,11 +95,11 @@ def _binned_errors(conf, hit, sample_weight=None, *, num_bins, binning):
         per_sample = hit - conf
     else:
         n = jnp.sum(sample_weight)
-        count = jax.ops.segment_sum(sample_weight, idx, num_segments=num_bins)
+        count = weight_totals(idx, sample_weight, num_bins)  # compensated: weight totals past 2^24 stay exact
         per_sample = sample_weight * (hit - conf)
     # Summing the per-sample gaps keeps float32 accuracy (see ecjax.scores.ece): the difference of the
     # two bin sums would lose ~1e-3 of the gap over 10^4 confidences near 1.
-    gap_sum = jax.ops.segment_sum(per_sample, idx, num_segments=num_bins)
+    gap_sum = weight_totals(idx, per_sample, num_bins)
     filled = count > 0
     gap = gap_sum / jnp.where(filled, count, 1).astype(conf.dtype)
     return jnp.stack([jnp.sum(jnp.abs(gap_sum)) / n,

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
+from ecjax.confusion import weight_totals
 from ecjax.scores.inputs import (
     binary_inputs, binary_ok, class1_fraction, posterior_inputs, resolved_variant, scores_ok, validated_sample_weight,
     weights_ok,
@@ -199,8 +200,9 @@ def _bin_sums(labels, log_post, sample_weight=None, *, num_bins, binning, top_la
     stats = jnp.stack([jnp.ones_like(conf), conf, hit, hit - conf], -1)
     if sample_weight is not None:
         stats = stats * sample_weight[:, None]  # |B_m| becomes the bin's weight total
-    sums = jax.ops.segment_sum(stats, idx, num_segments=num_bins)
-    return sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3]
+    # Compensated chunk sums (ecjax.confusion.weight_totals): weight totals past 2^24 stay exact, as the counts do.
+    sums = weight_totals(idx, stats.T, num_bins)
+    return sums[0], sums[1], sums[2], sums[3]
 
 
 @partial(jax.jit, static_argnames=("num_bins", "binning", "top_label"))
