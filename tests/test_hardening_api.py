@@ -721,3 +721,27 @@ def test_log_scores_in_the_unit_interval_that_do_not_sum_to_one_are_accepted():
     logits = 0.5 * p + 0.25  # rows sum to 1.25
     np.testing.assert_array_equal(np.asarray(ecjax.bayes_decisions(logits, 1 - np.eye(3), score_type="logits")),
                                   np.argmax(p, 1))
+
+
+# ------------------------------------------ draws that cannot fit are refused, not a MemoryError (issue 30 item 14)
+
+@pytest.mark.parametrize("which", ["compare", "compare_counts", "bootstrap_metric"])
+def test_a_billion_kept_draws_are_refused_before_any_is_drawn(which):
+    import jax
+
+    from ecjax import prob
+
+    y = np.array([0, 1, 0, 1, 1, 0])
+    settings = prob.MonteCarloSettings(num_draws=10**9)
+    # 10^9 draws x 2 systems, kept in float32 with their summaries' copies: tens of GiB, more than half of this
+    # machine (and of CI's 24 GiB): the library says so instead of failing in XLA's allocator.
+    with pytest.raises(InputError, match="num_draws.*GiB"):
+        if which == "compare":
+            prob.compare(prob.Systems(y, [y, 1 - y]), costs=np.array([[0, 1], [1, 0]]), key=jax.random.key(0),
+                         settings=settings)
+        elif which == "compare_counts":
+            prob.compare_counts(np.array([[[3, 0], [0, 3]], [[1, 2], [2, 1]]]), costs=np.array([[0, 1], [1, 0]]),
+                                key=jax.random.key(0), settings=settings)
+        else:
+            s = np.log(np.full((6, 2), 0.5))
+            prob.bootstrap_metric(prob.Systems(y, scores=[s, s]), "brier", key=jax.random.key(0), settings=settings)

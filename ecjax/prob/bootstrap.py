@@ -96,7 +96,7 @@ from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
 from ecjax.prob import sampling
 from ecjax.prob.draw_plan import MonteCarloSettings, check_monte_carlo_settings
-from ecjax.prob.inputs import Systems, as_metric_spec, check_class_support, paired_scores
+from ecjax.prob.inputs import Systems, as_metric_spec, check_class_support, check_draws_fit, paired_scores
 from ecjax.prob.ranking import (
     RankedSystems,
     batch_means_error,
@@ -453,6 +453,8 @@ def _draw_settings(settings):
 
 # Posterior draws when the settings leave `num_draws` to bootstrap_metric.
 _DEFAULT_DRAWS = 2000
+# The kept draws of a system (float32) and the copies its summaries make (sorts for intervals, differences).
+_KEPT_BYTES_PER_DRAW_AND_SYSTEM = 16
 
 
 class _Scores(NamedTuple):
@@ -951,6 +953,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     key = v.as_key(key)
     labels, system_scores, score_type, groups, sample_weight, names = paired_scores(systems)
     num_draws, chunk_size = _draw_settings(settings)
+    check_draws_fit(num_draws, _KEPT_BYTES_PER_DRAW_AND_SYSTEM * len(names))
     hdi_prob = check_hdi_prob(hdi_prob, num_draws)
     rope = check_rope(rope)
     spec = _metric_spec(metric, higher_is_better, score_type, priors, costs)

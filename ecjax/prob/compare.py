@@ -150,7 +150,7 @@ from ecjax.prob.draw_plan import (
     per_draw_cost_ratio,
     plan_draws,
 )
-from ecjax.prob.inputs import Systems, as_named_counts, check_decisions_matter, check_systems
+from ecjax.prob.inputs import Systems, as_named_counts, check_decisions_matter, check_draws_fit, check_systems
 from ecjax.prob.utility_priors import UtilityPrior, resolve_utilities
 # A (K, D) matrix, a utility prior, or a NumPyro model with a "utility"/"cost" site.
 _Utilities = UtilityPrior | Callable[..., Any] | ArrayLike
@@ -591,6 +591,8 @@ def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
 
 # Posterior draws when the settings leave `num_draws` to the function.
 _DEFAULT_DRAWS = 20_000
+# The kept draws of a system (yields, float32) and the copies its summary and doubt decomposition make.
+_KEPT_BYTES_PER_DRAW_AND_SYSTEM = 32
 
 
 def _check_summary(key, num_draws, hdi_prob, rope):
@@ -775,6 +777,7 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
     if k < 2:
         raise v.InputError(f"the utility matrix must have at least 2 classes (rows), got shape {(k, d)}")
     s = _canonical_systems(systems, k, d)
+    check_draws_fit(num_draws, _KEPT_BYTES_PER_DRAW_AND_SYSTEM * len(s.names))
     alpha = _model_concentration(concentration, s.joint, k, d)
     class_priors = _check_class_priors(priors, k, s.class_counts, weighted=s.weight_info is not None)
     model_name = ("cluster Bayesian bootstrap" if s.groups is not None else
@@ -930,6 +933,7 @@ def compare_counts(counts: ArrayLike | Mapping[str, ArrayLike], *, utilities: _U
     num_draws = settings.draws(_DEFAULT_DRAWS)
     hdi_prob, rope = _check_summary(key, num_draws, hdi_prob, rope)
     names, c = as_named_counts(counts)
+    check_draws_fit(num_draws, _KEPT_BYTES_PER_DRAW_AND_SYSTEM * c.shape[-3])  # c: ([T,] M, K, D) counts
     prior = resolve_utilities(utilities, costs)
     if not isinstance(prior, UtilityPrior):  # a fixed matrix that makes every system equal has nothing to rank
         check_decisions_matter(prior, name="costs" if utilities is None else "utilities")
