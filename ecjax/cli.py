@@ -6,7 +6,9 @@ that is read-only, full or cannot hold the file name, and a standard output
 that cannot be written (``> /dev/full``); 130 interrupted (Ctrl-C), 143
 terminated (SIGTERM), each with one line; 141 (128 + SIGPIPE, as a shell
 reports ``yes | head``), quietly, when the reader of standard output has gone
-(``ecjax ... --json | head``); 1 internal error.
+(``ecjax ... --json | head``); 1 a calibrator fit that failed (not converged,
+or non-finite outputs: ``calibrate`` says why and writes nothing) or an internal
+error.
 
 Outputs: everything is validated and computed first, then every file is
 written, all or none (see :func:`ecjax.io.write_files_atomic`); existing
