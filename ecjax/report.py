@@ -30,9 +30,10 @@ CONVENTIONS = {
 
 @dataclass(frozen=True)
 class Column:
-    name: str
+    name: str  # the key of the JSON record
     higher_is_better: bool
     values: np.ndarray  # (M,)
+    header: str | None = None  # the table's heading where it names a convention (default: ``name``)
 
 
 def metric_columns(counts: ArrayLike, *, costs: ArrayLike | None = None, utilities: ArrayLike | None = None,
@@ -117,8 +118,9 @@ def score_columns(labels: Sequence[ArrayLike], scores: Sequence[ArrayLike], *, p
     cols = [
         Column("XE", False, column(lambda y, s, p, w: sc.cross_entropy(y, s, priors=p, score_type=score_type,
                                                                        sample_weight=w))),
+        # The heading names the convention: psrcal's mean over the K classes, 1/K of scikit-learn >= 1.7's sum.
         Column("Brier", False, column(lambda y, s, p, w: sc.brier(y, s, priors=p, score_type=score_type,
-                                                                  sample_weight=w))),
+                                                                  sample_weight=w)), header="Brier/K"),
         Column("ECE", False, column(lambda y, s, p, w: sc.ece(y, s, priors=p if likelihood else None,
                                                              num_bins=ECE_BINS, score_type=score_type,
                                                              sample_weight=w))),
@@ -143,8 +145,9 @@ def averaging_note(num_classes: int, num_decisions: int, pos_label: int, with_sc
     parts.append("utility yield and EC are in the cost file's units per sample")
     if with_scores:
         parts.append("XE and Brier average each class's samples, weighted by the priors")
-        parts.append(f"Brier is the mean over the {num_classes} classes of (p_k - [y = k])^2 (psrcal's convention; "
-                     f"scikit-learn >= 1.7 and most papers sum over the classes: {num_classes} x this)")
+        parts.append(f"Brier/K is the Brier score's mean over the {num_classes} classes of (p_k - [y = k])^2 "
+                     f"(psrcal's convention; scikit-learn >= 1.7 and most papers sum over the classes: "
+                     f"{num_classes} x this)")
         parts.append(f"ECE is a fraction over {ECE_BINS} equal-width bins of the class-1 posterior" if num_classes == 2
                      else f"ECE is a fraction over {ECE_BINS} equal-width bins of the confidence of the most probable "
                      "class (top-label)")
@@ -225,7 +228,7 @@ def format_table(columns: Sequence[Column], names: Sequence[str], *, reference: 
     system).  Each column prints with the digits that show its winner apart (:func:`cell_digits`)."""
     several = len(names) > 1  # one system wins nothing
     disagree = set(disagreements(columns, reference)) if several else set()
-    heads = ["system"] + [c.name + ("!" if c.name in disagree else "") for c in columns]
+    heads = ["system"] + [(c.header or c.name) + ("!" if c.name in disagree else "") for c in columns]
     rows = []
     marks = [_marks(c, len(names)) if several else [""] * len(names) for c in columns]
     digits = [cell_digits(c.values, winners(c)) for c in columns]

@@ -85,6 +85,10 @@ def test_metrics_record_names_conventions_and_ties(d, capsys):  # noqa: F811
     priors = np.bincount(y, minlength=3) / len(y)
     per_class = [np.mean(np.sum((p[y == k] - onehot[y == k]) ** 2, 1)) for k in range(3)]
     assert rec["metrics"]["Brier"]["A"] == pytest.approx(np.dot(priors, per_class) / 3, rel=1e-4)
+    # The table's heading names the convention too (the JSON key stays "Brier").
+    rc, out, err = run(capsys, "metrics", "--labels", "y3.npy", "--scores", "a3.npy", "a3.npy", "--names", "A", "B")
+    assert rc == 0, err
+    assert "Brier/K" in out.splitlines()[0].split()
 
 
 def test_no_better_than_naive_allows_float32_rounding_of_nec_one():
