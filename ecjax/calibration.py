@@ -58,7 +58,7 @@ from ecjax.scores import (
 )
 from ecjax.scores.inputs import EPSR_METRICS, epsr_metric
 
-METHODS = ("affine", "temperature", "bias", "vector", "matrix", "llr", "histogram", "isotonic", "beta")
+METHODS = ("affine", "temperature", "bias", "vector", "matrix", "dirichlet", "llr", "histogram", "isotonic", "beta")
 # Methods that count rather than optimize: no L-BFGS, ``converged`` is always True.
 NON_ITERATIVE_METHODS = ("histogram", "isotonic")
 # Isotonic and histogram outputs are clipped to [ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]: PAV (or a bin) gives exactly 0
@@ -87,7 +87,7 @@ def _init_params(method, k, dtype):
         return {"bias": zeros}
     if method == "vector":
         return {"scale": jnp.ones((k,), dtype), "bias": zeros}
-    if method == "matrix":
+    if method in ("matrix", "dirichlet"):
         return {"weight": jnp.eye(k, dtype=dtype), "bias": zeros}
     if method == "llr":
         return {"scale": one, "bias": jnp.zeros((), dtype)}
@@ -103,7 +103,7 @@ def _transform(method, params, s):
     ``affine`` is seed 002 eq. 61, ``log_softmax(alpha * log s + beta)``
     with scalar ``alpha`` and vector ``beta``; ``temperature`` keeps only
     ``alpha``, ``bias`` only ``beta``; ``vector`` has one ``alpha`` per class;
-    ``matrix`` is ``W log s + beta``.  ``beta`` (binary; the beta calibration
+    ``matrix`` and ``dirichlet`` are ``W log s + beta``.  ``beta`` (binary; the beta calibration
     map of Kull, Silva Filho & Flach 2017) gives the logits ``(0, a log p - b log(1 - p) + c)``
     with ``log p = s_1`` and ``log(1 - p) = s_0`` the input log-posteriors
     (so no probability is rounded before its log is taken).
@@ -117,7 +117,7 @@ def _transform(method, params, s):
         return params["scale"] * s
     if method == "bias":
         return s + params["bias"]
-    if method == "matrix":
+    if method in ("matrix", "dirichlet"):
         return matmul(s, params["weight"].T) + params["bias"]
     raise AssertionError(method)
 
@@ -127,15 +127,32 @@ def _llr_log_posteriors(llr, log_prior_odds):
     return jnp.stack([jax.nn.log_sigmoid(-logit), jax.nn.log_sigmoid(logit)], axis=-1)
 
 
-def _objective(method, loss, l2, params, s, labels, weights, log_prior_odds):
-    """Training objective: the prior-weighted EPSR of the calibrated scores (+ L2 for matrix)."""
+def _objective(method, loss, penalties, params, s, labels, weights, log_prior_odds, centre):
+    """Training objective: the prior-weighted EPSR of the calibrated scores, plus the penalty of ``matrix`` or
+    ``dirichlet`` (:func:`_penalty`) on the parameters of the map of the uncentred inputs ``s + centre``."""
     z = _transform(method, params, s)
     log_post = _llr_log_posteriors(z, log_prior_odds) if method == "llr" else jax.nn.log_softmax(z, axis=-1)
     value = (cross_entropy_kernel if loss == "xe" else brier_kernel)(labels, log_post, weights)
+    return value + _penalty(method, penalties, _uncentred(method, params, centre))
+
+
+def _penalty(method, penalties, params):
+    """The regularizer of the matrix-shaped calibrators; ``penalties = [l2, off_diagonal_l2, intercept_l2]``
+    (:class:`FitSettings`).
+
+    ``matrix``: ``l2 ||W - I||_F^2`` (shrinks towards leaving the scores alone).  ``dirichlet``: ODIR, Kull et al.
+    (2019) §3.2, ``lambda / (K (K - 1)) sum_{i != j} W_ij^2 + mu / K sum_j b_j^2``: the diagonal is free, so the
+    per-class scalings of vector scaling cost nothing; off-diagonal terms and intercepts are shrunk to 0.
+    """
     if method == "matrix":
         k = params["weight"].shape[-1]
-        value = value + l2 * jnp.sum((params["weight"] - jnp.eye(k, dtype=z.dtype)) ** 2)
-    return value
+        return penalties[0] * jnp.sum((params["weight"] - jnp.eye(k, dtype=params["weight"].dtype)) ** 2)
+    if method == "dirichlet":
+        w, b = params["weight"], params["bias"]
+        k = w.shape[-1]
+        off_diagonal = jnp.sum(w**2) - jnp.sum(jnp.diagonal(w) ** 2)
+        return penalties[1] * off_diagonal / (k * (k - 1)) + penalties[2] * jnp.sum(b**2) / k
+    return jnp.zeros((), params[next(iter(params))].dtype)
 
 
 def _lbfgs_minimize(objective, init_params, max_iter, tol):
@@ -235,7 +252,7 @@ class Calibrator:
 
 def _apply_kernel(cal, s):
     if cal.method == "isotonic":
-        return _isotonic_log_posteriors(cal.params, s)
+        return _isotonic_log_posteriors(cal.params, s) if cal.num_classes == 2 else _one_vs_rest_isotonic(cal.params, s)
     if cal.method == "histogram":
         return _clipped_log_posteriors(cal.params["frequencies"][_histogram_bins(cal.params, s[..., 1])])
     z = _transform(cal.method, cal.params, s)
@@ -267,6 +284,34 @@ def _isotonic_log_posteriors(params, log_odds):
     return _clipped_log_posteriors(f[i - 1] + t[..., None] * (f[i] - f[i - 1]))
 
 
+def _one_vs_rest_isotonic(params, log_odds):
+    """Kernel: ``(..., K)`` log-posteriors of a fitted one-vs-rest isotonic calibrator at the ``(..., K)``
+    one-vs-rest log-odds (:func:`_one_vs_rest_log_odds`).
+
+    Class ``k``'s binary calibrator (``params`` with a leading class axis) gives ``q_k``, clipped to
+    ``[ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]``; the posteriors are ``q_k / sum_j q_j``, as scikit-learn's
+    ``CalibratedClassifierCV(method="isotonic")`` normalizes its one-vs-rest outputs.
+    """
+    per_class = jax.vmap(_isotonic_log_posteriors, in_axes=(0, -1), out_axes=-2)(params, log_odds)  # (..., K, 2)
+    log_q = per_class[..., 1]
+    return log_q - jax.nn.logsumexp(log_q, axis=-1, keepdims=True)
+
+
+def _one_vs_rest_log_odds(s):
+    """``(..., K)`` log-odds of each class against the others, ``s_k - log sum_{j != k} exp(s_j)``, from scores
+    ``s`` (``(..., K)``, log-posteriors up to a constant per row).
+
+    For every class but the top one, ``s_k - logsumexp(s) <= -log 2``, so ``log1p(-exp(.))`` of it keeps its
+    digits; the top class's rest is summed directly (without it), so a posterior that rounds to 1 still gets a
+    finite log-odds from the mass of the others.
+    """
+    lse = jax.nn.logsumexp(s, axis=-1, keepdims=True)
+    is_top = jnp.arange(s.shape[-1]) == jnp.argmax(s, axis=-1)[..., None]
+    rest_of_top = jax.nn.logsumexp(jnp.where(is_top, -jnp.inf, s), axis=-1, keepdims=True)
+    rest = lse + jnp.log1p(-jnp.exp(jnp.minimum(s - lse, -jnp.log(2.0).astype(s.dtype))))
+    return s - jnp.where(is_top, rest_of_top, rest)
+
+
 def _clipped_log_posteriors(p):
     """``(..., 2)`` log-posteriors of the class probabilities ``p`` ``(..., 2)`` clipped to ``[ISOTONIC_CLIP, 1 -
     ISOTONIC_CLIP]``: never ``-inf``.  The log of the larger one is ``log1p(-smaller)``, exact where float32 cannot
@@ -275,7 +320,7 @@ def _clipped_log_posteriors(p):
     return jnp.where(p < 0.5, jnp.log(p), jnp.log1p(-p[..., ::-1]))
 
 
-def _pool_adjacent_violators(log_odds, labels, weights, sample_weight):
+def _pool_adjacent_violators(log_odds, labels, weights, sample_weight, class_weight=None):
     """Weighted isotonic regression of ``[label = 1]`` on ``log_odds`` (samples of weight 0 ignored).
 
     As ``sklearn.isotonic.IsotonicRegression``: samples with equal log-odds
@@ -290,7 +335,8 @@ def _pool_adjacent_violators(log_odds, labels, weights, sample_weight):
     ``w_i = P_i / W_i`` of the fit, ``weights = w_{y_n} u_n``.  (Which
     blocks merge depends only on ``n_1 / n_0``, so on the counts and not on
     the priors.)  With integer ``sample_weight`` this is the fit on the
-    repeated samples: ``IsotonicRegression(sample_weight=)``.
+    repeated samples: ``IsotonicRegression(sample_weight=)``.  ``class_weight`` ``(2,)`` overrides the class
+    weights derived from ``weights / sample_weight`` (the one-vs-rest fits, whose "rest" mixes classes).
 
     Returns ``{"thresholds", "frequencies"}`` (see :class:`Calibrator`).
     """
@@ -305,7 +351,8 @@ def _pool_adjacent_violators(log_odds, labels, weights, sample_weight):
     u = jnp.where(kept, sample_weight[order], 0.0).astype(dtype)
     counts = weight_totals(point, (jax.nn.one_hot(y, 2, dtype=dtype) * u[:, None]).T, n).T  # compensated sums
     knots = jnp.zeros((n,), dtype).at[jnp.where(starts_point, point, n)].set(z, mode="drop")
-    class_weight = _class_weights_of_fit(weights, sample_weight, labels)
+    if class_weight is None:
+        class_weight = _class_weights_of_fit(weights, sample_weight, labels)
 
     def class1_frequency(c):
         w = class_weight * c.astype(dtype)
@@ -349,6 +396,29 @@ def _class_weights_of_fit(weights, sample_weight, labels):
     in_train = weights > 0
     per_sample = jnp.where(in_train, weights / jnp.where(in_train, sample_weight, 1.0), 0.0)
     return jax.ops.segment_max(per_sample, labels, num_segments=2)
+
+
+def _pool_adjacent_violators_one_vs_rest(log_odds, labels, weights, sample_weight):
+    """One weighted isotonic regression per class, of ``[label = k]`` on the ``(N, K)`` one-vs-rest
+    ``log_odds[:, k]``: :func:`_pool_adjacent_violators` with a leading class axis on its outputs.
+
+    Each fit minimizes ``sum_n w_n ([y_n = k] - f(z_nk))^2`` over monotone ``f``, with the objective's weights
+    ``w_n = u_n P_i / W_i``.  They enter as frequency weights ``u_n r_{y_n}``, ``r_i = c_i / max_j c_j`` with the
+    class weights ``c_i = P_i / W_i``, and equal class weights in the fit: with the data priors every ``r_i`` is
+    1 up to rounding, so unweighted blocks still hold (near-)integer counts.
+    """
+    k = log_odds.shape[-1]
+    in_train = weights > 0
+    per_sample = jnp.where(in_train, weights / jnp.where(in_train, sample_weight, 1.0), 0.0)
+    c = jax.ops.segment_max(per_sample, labels, num_segments=k)
+    frequency_weight = sample_weight * (c / jnp.max(c))[labels]
+    equal = jnp.ones((2,), log_odds.dtype)
+
+    def one_class(i):
+        return _pool_adjacent_violators(log_odds[:, i], (labels == i).astype(labels.dtype), weights,
+                                        frequency_weight, equal)
+
+    return jax.vmap(one_class)(jnp.arange(k))
 
 
 def _histogram_bins(params, log_p1):
@@ -403,7 +473,8 @@ def _calibration_inputs(scores, score_type, method, num_classes=None):
     ``log_posteriors`` give the same calibrator); log-likelihoods are used as
     they are (the bias absorbs the priors); ``llr`` is ``(N,)`` and only for
     ``method="llr"``, which also accepts binary scores of any type (it uses
-    the class-1 log-odds).  ``isotonic`` works on the class-1 log-odds and
+    the class-1 log-odds).  ``isotonic`` works on the class-1 log-odds (on the
+    ``(N, K)`` one-vs-rest log-odds for ``K > 2``) and
     ``beta`` on binary log-posteriors (log-likelihoods are normalized first:
     the posteriors for equal priors, whose shift the bias ``c`` absorbs).
     """
@@ -418,10 +489,12 @@ def _calibration_inputs(scores, score_type, method, num_classes=None):
     k = s.shape[-1]
     if num_classes is not None:
         v.check_shape(s, "scores", "(N, K)", sizes={"K": num_classes})
-    if method in ("llr", "histogram", "isotonic", "beta") and k != 2:
+    if method in ("llr", "histogram", "beta") and k != 2:
         raise v.InputError(f"method={method!r} is for binary scores (K = 2), got K = {k}; use 'affine'")
-    if method in ("llr", "isotonic"):
+    if method in ("llr", "isotonic") and k == 2:
         return s[:, 1] - s[:, 0]
+    if method == "isotonic":
+        return _one_vs_rest_log_odds(s)
     if method == "beta" and score_type == "log_likelihoods":
         return jax.nn.log_softmax(s, axis=-1)
     return s
@@ -434,6 +507,10 @@ class FitSettings:
     Attributes:
       loss: the expected PSR minimized, ``"xe"`` (seed 002 eqs. 53-54) or ``"brier"`` (eq. 57).
       l2: L2 weight for ``method="matrix"`` (``l2 * ||W - I||_F^2``), >= 0.
+      off_diagonal_l2, intercept_l2: the ODIR weights ``lambda`` and ``mu`` of ``method="dirichlet"`` (Kull et al.
+        2019: ``lambda / (K (K - 1))`` times the sum of the squared off-diagonal weights plus ``mu / K`` times the
+        sum of the squared intercepts), >= 0.  The paper chooses them by cross-validation over powers of ten;
+        the defaults are a light touch.
       num_bins, binning: the bins of ``method="histogram"`` (``"equal_width"`` or ``"equal_mass"``).
       max_iter, tol: L-BFGS stops when the gradient norm is below ``tol`` or after ``max_iter`` iterations
         (see ``Calibrator.converged``).
@@ -443,6 +520,8 @@ class FitSettings:
 
     loss: str = "xe"
     l2: float = 1e-3
+    off_diagonal_l2: float = 1e-3
+    intercept_l2: float = 1e-3
     num_bins: int = 15
     binning: str = "equal_width"
     max_iter: int = 200
@@ -454,7 +533,14 @@ class FitSettings:
         object.__setattr__(self, "max_iter", v.as_positive_int(self.max_iter, "max_iter"))
         object.__setattr__(self, "num_bins", v.as_positive_int(self.num_bins, "num_bins"))
         object.__setattr__(self, "tol", v.as_positive_real(self.tol, "tol"))
-        object.__setattr__(self, "l2", v.as_nonnegative_real(self.l2, "l2"))
+        for name in ("l2", "off_diagonal_l2", "intercept_l2"):
+            object.__setattr__(self, name, v.as_nonnegative_real(getattr(self, name), name))
+
+    @property
+    def penalties(self) -> tuple[float, float, float]:
+        """``(l2, off_diagonal_l2, intercept_l2)``, as the fitting kernels take them (one traced vector: changing a
+        weight does not recompile)."""
+        return self.l2, self.off_diagonal_l2, self.intercept_l2
 
 
 def _check_fit_args(method, settings) -> FitSettings:
@@ -524,7 +610,7 @@ def _bin_edges_for(method, s, sample_weight, settings):
 
 
 @partial(jax.jit, static_argnames=("method", "loss", "max_iter", "num_bins", "binning"))
-def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, l2, tol, upper_log_edges, *, method, loss,
+def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, method, loss,
                 max_iter, num_bins, binning):
     """Fit one calibrator on weighted samples (weights 0 = not in the training set).
 
@@ -553,6 +639,11 @@ def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, l2, tol, uppe
         params["frequencies"] = jnp.where(w_all > 0, w / jnp.where(w_all > 0, w_all, 1.0), prior)
         zero = jnp.zeros((), jnp.int32)
         return params, zero, jnp.zeros((), dtype), jnp.zeros((), dtype)
+    if method == "isotonic" and s.ndim == 2:
+        params = _pool_adjacent_violators_one_vs_rest(s, labels, weights, sample_weight)
+        log_post = _one_vs_rest_isotonic(params, s)
+        value = (cross_entropy_kernel if loss == "xe" else brier_kernel)(labels, log_post, weights)
+        return params, jnp.zeros((), jnp.int32), jnp.zeros((), dtype), value
     if method == "isotonic":
         params = _pool_adjacent_violators(s, labels, weights, sample_weight)
         log_post = _isotonic_log_posteriors(params, s)
@@ -560,7 +651,7 @@ def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, l2, tol, uppe
         # only chooses which one is reported, on the clipped outputs.
         value = (cross_entropy_kernel if loss == "xe" else brier_kernel)(labels, log_post, weights)
         return params, jnp.zeros((), jnp.int32), jnp.zeros((), dtype), value
-    fit_with = partial(_fit_lbfgs, labels=labels, weights=weights, log_prior_odds=log_prior_odds, l2=l2, tol=tol,
+    fit_with = partial(_fit_lbfgs, labels=labels, weights=weights, log_prior_odds=log_prior_odds, penalties=penalties, tol=tol,
                        method=method, loss=loss, max_iter=max_iter)
     if method != "beta":
         return fit_with(s)
@@ -588,7 +679,7 @@ def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, l2, tol, uppe
     return result
 
 
-def _fit_lbfgs(s, *, labels, weights, log_prior_odds, l2, tol, method, loss, max_iter):
+def _fit_lbfgs(s, *, labels, weights, log_prior_odds, penalties, tol, method, loss, max_iter):
     """L-BFGS fit of a parametric calibrator: ``(params, iterations, gradient norm, objective)``."""
     dtype = s.dtype
     k = 2 if s.ndim == 1 else s.shape[-1]
@@ -609,14 +700,14 @@ def _fit_lbfgs(s, *, labels, weights, log_prior_odds, l2, tol, method, loss, max
     sigma = jnp.sqrt(jnp.sum(mask * (s - mean) ** 2) / count)
     sigma = jnp.where(sigma > 0, sigma, 1.0)
     init = _to_internal(_init_params(method, k, dtype), sigma)
-    objective = partial(_objective, method, loss, l2, s=s, labels=labels, weights=weights,
-                        log_prior_odds=log_prior_odds)
+    objective = partial(_objective, method, loss, penalties, s=s, labels=labels, weights=weights,
+                        log_prior_odds=log_prior_odds, centre=centre)
     q, n_iter, gnorm, value = _lbfgs_minimize(lambda q: objective(_from_internal(q, sigma)), init, max_iter, tol)
     return _uncentred(method, _from_internal(q, sigma), centre), n_iter, gnorm, value
 
 
 # The methods whose bias absorbs a shift of the inputs (temperature has no bias; bias has no scale to protect).
-_CENTRED_METHODS = ("affine", "vector", "matrix", "llr", "beta")
+_CENTRED_METHODS = ("affine", "vector", "matrix", "dirichlet", "llr", "beta")
 
 
 def _midrange(s, in_train):
@@ -634,7 +725,7 @@ def _uncentred(method, params, centre):
     scale, bias = params.get("scale"), params["bias"]
     if method == "beta":  # a (s_1 - m_1) - b (s_0 - m_0) + c
         shift = scale[0] * centre[1] - scale[1] * centre[0]
-    elif method == "matrix":  # W (s - m) + b
+    elif method in ("matrix", "dirichlet"):  # W (s - m) + b
         shift = matmul(params["weight"], centre)
     else:  # a (s - m) + b, scalar or per-class a
         shift = scale * centre
@@ -780,6 +871,13 @@ def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors:
     - ``"matrix"``: ``log_softmax(W s + b)`` with ``l2 * ||W - I||_F^2``
       added to the objective (shrinking towards the identity, i.e. towards
       leaving the scores alone).
+    - ``"dirichlet"``: Dirichlet calibration (Kull et al. 2019), the same
+      map ``log_softmax(W s + b)`` on the log-posteriors with their ODIR
+      penalty instead (``off_diagonal_l2`` and ``intercept_l2`` of
+      :class:`FitSettings`): off-diagonal weights and intercepts shrink to 0,
+      the diagonal is free.  (The inputs are centred for the optimizer as
+      for the other maps; the penalty is on the intercept of the map of the
+      inputs as given.)
     - ``"llr"``: binary LLR calibration, ``llr' = a llr + b`` trained by
       prior-weighted logistic regression: the XE of the posteriors
       ``sigmoid(llr' + log(P_1/P_0))`` with weights ``P_i/N_i``, the
@@ -805,10 +903,14 @@ def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors:
       on the log-odds with these sample weights: linear between the
       distinct training log-odds, constant beyond them.  Output
       probabilities are clipped to ``[ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]``
-      (``1e-6``), so that no log-posterior is ``-inf``.  Binary only: a
-      one-vs-rest isotonic fit renormalized over classes minimizes no
-      proper scoring rule of the multiclass posterior (use ``"affine"``,
-      ``"vector"`` or ``"matrix"``).
+      (``1e-6``), so that no log-posterior is ``-inf``.  For ``K > 2``:
+      one-vs-rest, as ``sklearn.calibration.CalibratedClassifierCV(
+      method="isotonic")``: class ``k``'s fit regresses ``[y = k]`` on the
+      log-odds of ``k`` against the rest, and the ``K`` clipped outputs are
+      divided by their sum.  That renormalized map minimizes no proper
+      scoring rule of the multiclass posterior (each fit is optimal for its
+      own binary question only), so compare it with ``"affine"``,
+      ``"vector"`` or ``"dirichlet"`` by the calibration loss.
     - ``"beta"``: binary beta calibration (Kull, Silva Filho & Flach 2017):
       ``logit q = a log p - b log(1 - p) + c`` fitted by prior-weighted
       logistic regression on the features ``[log p, -log(1 - p)]`` (XE, or
@@ -840,7 +942,7 @@ def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors:
       :class:`Calibrator`.
     """
     settings = _check_fit_args(method, settings)
-    loss, l2, tol, max_iter = settings.loss, settings.l2, settings.tol, settings.max_iter
+    loss, tol, max_iter = settings.loss, settings.tol, settings.max_iter
     s, labels, k, p = _prepare_fit(scores, labels, method, priors, score_type)
     sw = _sample_weight_for(sample_weight, labels)
     w, p_used = _fold_weights(np.asarray(labels), k, p, sample_weight=sw)
@@ -848,7 +950,7 @@ def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors:
     log_prior_odds = jnp.asarray(np.log(p_used[1] / p_used[0]) if k == 2 and np.all(p_used > 0) else 0.0, dtype)
     sw = np.ones(w.shape) if sw is None else sw
     params, n_iter, gnorm, value = _fit_kernel(
-        s, labels, jnp.asarray(w, dtype), jnp.asarray(sw, dtype), log_prior_odds, jnp.asarray(l2, dtype),
+        s, labels, jnp.asarray(w, dtype), jnp.asarray(sw, dtype), log_prior_odds, jnp.asarray(settings.penalties, dtype),
         jnp.asarray(tol, dtype), jnp.asarray(_bin_edges_for(method, s, sw, settings)),
         method=method, loss=loss, max_iter=max_iter, num_bins=settings.num_bins, binning=settings.binning)
     converged = jnp.asarray(True) if method in NON_ITERATIVE_METHODS else gnorm < tol
@@ -967,13 +1069,13 @@ def grouped_folds(key: jax.Array, labels: ArrayLike, groups: ArrayLike | Sequenc
 
 
 @partial(jax.jit, static_argnames=("method", "loss", "max_iter", "num_bins", "binning"))
-def _cross_validation_kernel(s, labels, train_idx, train_w, train_sw, folds, log_prior_odds, l2, tol, edges, *,
+def _cross_validation_kernel(s, labels, train_idx, train_w, train_sw, folds, log_prior_odds, penalties, tol, edges, *,
                              method, loss, max_iter, num_bins, binning):
     """All folds in one compiled function: the fit mapped over padded training sets."""
     fit_one = partial(_fit_kernel, method=method, loss=loss, max_iter=max_iter, num_bins=num_bins, binning=binning)
 
     def one_fold(idx, w, sw, lpo, fold_edges):
-        return fit_one(s[idx], labels[idx], w, sw, lpo, l2, tol, fold_edges)
+        return fit_one(s[idx], labels[idx], w, sw, lpo, penalties, tol, fold_edges)
 
     # lax.map, not vmap: under vmap the L-BFGS loop and its line search run until the slowest
     # fold is done and their branches become selects (both sides evaluated), which measured
@@ -1021,7 +1123,7 @@ def calibrate_cross_validated(scores: ArrayLike, labels: ArrayLike, *, key: jax.
       parameter set per fold.
     """
     settings = _check_fit_args(method, settings)
-    loss, l2, tol, max_iter = settings.loss, settings.l2, settings.tol, settings.max_iter
+    loss, tol, max_iter = settings.loss, settings.tol, settings.max_iter
     s, labels, k, p = _prepare_fit(scores, labels, method, priors, score_type)
     if groups is None:
         folds = stratified_folds(v.as_key(key), labels, num_folds)
@@ -1047,7 +1149,7 @@ def calibrate_cross_validated(scores: ArrayLike, labels: ArrayLike, *, key: jax.
     out, params, n_iter, gnorm, value = _cross_validation_kernel(
         s, labels, jnp.asarray(idx), jnp.asarray(w, dtype), jnp.asarray(train_sw, dtype), jnp.asarray(folds),
         jnp.asarray(lpo, dtype),
-        jnp.asarray(l2, dtype), jnp.asarray(tol, dtype), jnp.asarray(edges), method=method, loss=loss, max_iter=max_iter,
+        jnp.asarray(settings.penalties, dtype), jnp.asarray(tol, dtype), jnp.asarray(edges), method=method, loss=loss, max_iter=max_iter,
         num_bins=settings.num_bins, binning=settings.binning)
     converged = jnp.ones(num_folds, bool) if method in NON_ITERATIVE_METHODS else gnorm < tol
     cal = Calibrator(params, n_iter, gnorm, value, converged, method, k, score_type, loss)

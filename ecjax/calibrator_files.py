@@ -50,10 +50,15 @@ PARAMETER_SHAPES: dict[str, dict[str, str]] = {
     "bias": {"bias": "(K,)"},
     "vector": {"scale": "(K,)", "bias": "(K,)"},
     "matrix": {"weight": "(K, K)", "bias": "(K,)"},
+    "dirichlet": {"weight": "(K, K)", "bias": "(K,)"},
     "llr": {"scale": "()", "bias": "()"},
     "histogram": {"upper_log_edges": "(M,)", "frequencies": "(M, 2)"},
     "isotonic": {"thresholds": "(M,)", "frequencies": "(M, 2)"},
     "beta": {"scale": "(2,)", "bias": "()"},
+}
+# Methods whose parameters for K > 2 classes are one binary calibrator per class (one-vs-rest): a leading K axis.
+ONE_VS_REST_SHAPES: dict[str, dict[str, str]] = {
+    "isotonic": {"thresholds": "(K, M)", "frequencies": "(K, M, 2)"},
 }
 _KEYS = ("format", "version", "method", "num_classes", "input_type", "loss_name", "parameters", "fit")
 _FIT_KEYS = ("num_iterations", "grad_norm", "loss", "converged")
@@ -179,10 +184,12 @@ def _check_parameters(method: str, k: int, arrays: dict[str, np.ndarray]) -> Non
     """Each parameter of ``method`` has its shape (:data:`PARAMETER_SHAPES`) for ``k`` classes, float and finite
     where a fitted calibrator is (the bin edges' last ``+inf`` aside)."""
     sizes: dict[str, int] = {"K": k}
-    for name, form in PARAMETER_SHAPES[method].items():
+    shapes = ONE_VS_REST_SHAPES[method] if k > 2 and method in ONE_VS_REST_SHAPES else PARAMETER_SHAPES[method]
+    for name, form in shapes.items():
         a = arrays[name]
         v.check_shape(a, name, form, sizes=sizes)
-        if "M" in form:
-            sizes["M"] = a.shape[0]
+        letters = form.strip("()").replace(" ", "").split(",")
+        if "M" in letters:
+            sizes["M"] = a.shape[letters.index("M")]
         v.check_choice(str(a.dtype), f"{name}.dtype", DTYPES)
         v.check_numbers(a[:-1] if name == "upper_log_edges" else a, name)

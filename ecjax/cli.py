@@ -689,6 +689,9 @@ def _evaluation_priors(score_type, priors, labels, num_classes, sample_weight=No
 DECISION_CURVE_THRESHOLDS = np.round(np.arange(1, 100) / 100, 2)
 
 
+# The calibrators of `ecjax calibrate --method` (ecjax.calibration.METHODS but "llr", which LLR scores always use),
+# written out so that building the parser does not import the calibration module (and optax); a test checks them.
+CALIBRATE_METHODS = ("affine", "temperature", "bias", "vector", "matrix", "dirichlet", "histogram", "isotonic", "beta")
 # Folds of the cross-validated calibration behind the implied costs of --metric-thresholds.
 IMPLIED_COST_FOLDS = 5
 
@@ -1987,9 +1990,10 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--output", required=True, metavar="FILE.npy",
                    help="where to write the calibrated scores: .npy, or .csv for text (one row per sample)")
     c.add_argument("--method", default="affine",
-                   choices=["affine", "temperature", "bias", "vector", "matrix", "histogram", "isotonic", "beta"],
-                   help="calibration transform (llr scores always use the binary LLR calibration; histogram, "
-                        "isotonic and beta are binary)")
+                   choices=CALIBRATE_METHODS,
+                   help="calibration transform (llr scores always use the binary LLR calibration; histogram "
+                        "and beta are binary; isotonic is one-vs-rest for more classes; dirichlet is Dirichlet "
+                        "calibration with its ODIR penalty)")
     c.add_argument("--save-calibrator", metavar="FILE.json",
                    help="also save the fitted calibrator as FILE.json and FILE.npz (no pickle; "
                         "ecjax.calibrator_files), to apply later with --calibrator")

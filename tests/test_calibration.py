@@ -473,7 +473,7 @@ def test_bad_inputs_raise_input_error():
     lp = log_softmax(rng.normal(size=(60, 3)), 1)
     labels = np.arange(60) % 3
     with pytest.raises(InputError, match="method"):
-        C.fit(lp, labels, method="isotonic")
+        C.fit(lp, labels, method="beta")  # binary only (isotonic is one-vs-rest for K > 2)
     with pytest.raises(InputError, match="loss"):
         C.fit(lp, labels, settings=C.FitSettings(loss="hinge"))
     with pytest.raises(InputError, match="NaN"):

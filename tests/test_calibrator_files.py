@@ -24,7 +24,7 @@ def _data(k=2, n=120, seed=0):
 
 
 def _fitted(method):
-    s, y = _data(3 if method in ("affine", "temperature", "bias", "vector", "matrix") else 2)
+    s, y = _data(3 if method in ("affine", "temperature", "bias", "vector", "matrix", "dirichlet") else 2)
     if method == "llr":
         return calibration.fit(s[:, 1] - s[:, 0], y, method="llr", score_type="llr"), s[:, 1] - s[:, 0]
     return calibration.fit(s, y, method=method, score_type="logits"), s
