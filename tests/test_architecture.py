@@ -168,3 +168,86 @@ def test_the_counts_can_fail(tmp_path):
                  "def _private(a, b, c, d, e, f, g, h, i, j, k):\n    pass\n")
     assert input_error_raises(p) == 2
     assert wide_public_functions(p) == [("wide", 11), ("n", 11)]
+
+
+# ------------------------------------------------------------------ the README's layout is the import graph
+
+README = ROOT.parent / "README.md"
+
+
+def readme_layout(text):
+    """``[entry]`` of the README's layout block, in order: ``"ecjax.x"`` for a module, ``"ecjax.pkg"`` for a
+    package (the code block after "## Layout", one ``ecjax/...`` path at the start of a line)."""
+    block = text.split("## Layout", 1)[1].split("```", 2)[1]
+    entries = []
+    for line in block.splitlines():
+        if line.startswith("ecjax/"):
+            path = line.split()[0].rstrip("/")
+            entries.append(path.removesuffix(".py").replace("/", "."))
+    return entries
+
+
+def layering_violations(entries, imports_of):
+    """``[(module, imported, why)]``: imports of a later entry, and modules the layout does not name."""
+    position = {entry: i for i, entry in enumerate(entries)}
+
+    def entry_of(module):
+        while module not in position and "." in module:
+            module = module.rsplit(".", 1)[0]
+        return module if module in position else None
+
+    found = []
+    for module, imported in imports_of.items():
+        here = entry_of(module)
+        if here is None:
+            found.append((module, "", "not in the README's layout"))
+            continue
+        for name in imported:
+            there = entry_of(name)
+            if there is not None and there != here and position[there] > position[here]:
+                found.append((module, name, f"{there} is listed after {here}"))
+    return found
+
+
+def ecjax_imports(path, package):
+    """The ``ecjax`` modules (or packages) ``path`` imports, at any depth of the file (lazy imports included)."""
+    out = set()
+    for node in ast.walk(ast.parse(Path(path).read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name.startswith("ecjax")}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: resolve against the importing package
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+            if base.startswith("ecjax"):
+                for a in node.names:  # `from ecjax import calibration` imports the module ecjax.calibration
+                    out.add(f"{base}.{a.name}" if (ROOT.parent / f"{base}.{a.name}".replace(".", "/")).with_suffix(
+                        ".py").exists() or (ROOT.parent / f"{base}.{a.name}".replace(".", "/")).is_dir() else base)
+    return out
+
+
+def _imports_of_every_module():
+    out = {}
+    for name, path in _modules().items():
+        if path.name == "__init__.py":  # a package's __init__ re-exports its own modules (and ecjax's, all)
+            continue
+        package = name.rsplit(".", 1)[0]
+        out[name] = {m for m in ecjax_imports(path, package) if m != "ecjax"}
+    return out
+
+
+def test_the_readme_layout_is_the_import_graph():
+    entries = readme_layout(README.read_text())
+    assert len(entries) == len(set(entries)) >= 20, entries
+    assert layering_violations(entries, _imports_of_every_module()) == []
+
+
+def test_the_layout_check_can_fail():
+    entries = ["ecjax.inputs", "ecjax.metrics", "ecjax.prob"]
+    imports = {"ecjax.inputs": set(), "ecjax.metrics": {"ecjax.prob.compare"}, "ecjax.prob.compare": {"ecjax.inputs"},
+               "ecjax.extra": set()}
+    assert layering_violations(entries, imports) == [
+        ("ecjax.metrics", "ecjax.prob.compare", "ecjax.prob is listed after ecjax.metrics"),
+        ("ecjax.extra", "", "not in the README's layout")]
+    assert readme_layout("## Layout\n\ntext\n\n```\necjax/a.py   x\n    y\necjax/b/    z\n```\n") == ["ecjax.a",
+                                                                                                     "ecjax.b"]
