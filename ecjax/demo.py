@@ -2,7 +2,7 @@
 
 Two stories:
 
-1. The factory of seed 004 §0: two classifiers with published confusion
+1. The factory of Dyrland et al. (2022) §0: two classifiers with published confusion
    matrices (1)-(2), judged by the utility matrices (4) and (5).  Most popular
    metrics prefer B; the utility yield (what the factory earns) prefers A
    under (4) and B under (5).

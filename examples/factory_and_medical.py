@@ -1,4 +1,4 @@
-"""The factory and medical stories of Dyrland et al. (seed 004 §0-1), with ecjax.
+"""The factory and medical stories of Dyrland et al. (2022, §0-1), with ecjax.
 
 Two classifiers, A and B, with the published confusion matrices (1)-(2).  Popular
 metrics prefer B.  What the factory earns (utility yield, eq. 10) says A under the
@@ -33,7 +33,7 @@ for name, fn in [("accuracy", ecjax.accuracy), ("F1", lambda c: ecjax.f1_score(c
     v = np.asarray(fn(FACTORY_COUNTS))
     print(f"  {name:9s} A = {v[0]:.2f}  B = {v[1]:.2f}")
 
-# Sweep the utility space of seed 004 Fig. 1: a grid of (x, y), keep the admissible hexagon |x - y| <= 1.
+# Sweep the utility space of Dyrland et al. (2022) Fig. 1: a grid of (x, y), keep the admissible hexagon |x - y| <= 1.
 grid = np.linspace(-1, 1, 201)
 xx, yy = np.meshgrid(grid, grid)
 inside = np.abs(xx - yy) <= 1

@@ -1,8 +1,8 @@
 """Cost and utility matrix constructors and transforms against their closed forms.
 
 References: the seeds' formulas written in numpy here, scikit-learn's
-accuracy and balanced accuracy, and the seeds' own examples (seed 001 App. B
-abstention rule, App. C net-benefit threshold; seed 004 eqs. 11-13 and the
+accuracy and balanced accuracy, and the seeds' own examples (Ferrer 2025, App. B
+abstention rule, App. C net-benefit threshold; Dyrland et al. (2022) eqs. 11-13 and the
 matrices of §0).
 """
 
@@ -154,7 +154,7 @@ def _eq13(x, y):
     return np.array([[1 - x * (x > 0), y * (y > 0)], [-y * (y < 0), 1 + x * (x < 0)]], dtype=np.float64)
 
 
-# The hexagon of seed 004 Fig. 1: the centre, its vertices and points inside.
+# The hexagon of Dyrland et al. (2022) Fig. 1: the centre, its vertices and points inside.
 HEXAGON = [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0), (-1.0, 0.0), (-1.0, -1.0), (0.0, -1.0),
            (0.3, -0.6), (-0.4, 0.5), (0.7, 0.2), (-0.2, -0.9), (0.5, 0.5)]
 
@@ -188,7 +188,7 @@ def test_hexagon_landmarks():
 
 
 def test_seed004_matrices_in_the_utility_space():
-    """The factory matrices of seed 004 §0 (transposed): (4) and (6) differ by the constant
+    """The factory matrices of Dyrland et al. (2022) §0 (transposed): (4) and (6) differ by the constant
     335 (§1 (d)) so they are the same point, (x, y) = (0.3, -0.6); (5) is (0.24, -0.54)."""
     u4 = np.array([[15.0, -335.0], [-35.0, 165.0]]).T
     u5 = np.array([[45.0, -335.0], [-65.0, 165.0]]).T

@@ -5,7 +5,7 @@ References: scikit-learn's ``precision_recall_curve``, ``average_precision_score
 log-odds that ecjax ranks (scores are float32 in ecjax: the reference
 receives the same float32 values, so ties and order are identical and the
 thresholds equal exactly), and short numpy computations of the net benefit
-and of the expected-cost identity (seed 001 App. C.1).
+and of the expected-cost identity (Ferrer 2025, App. C.1).
 """
 
 from __future__ import annotations

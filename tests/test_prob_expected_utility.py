@@ -1,4 +1,4 @@
-"""The expected utility matrix and its decisions (``ecjax.prob.expected_utility``; seed 004 eqs. 18-19), against
+"""The expected utility matrix and its decisions (``ecjax.prob.expected_utility``; Dyrland et al. (2022) eqs. 18-19), against
 numpy."""
 
 import numpy as np

@@ -1,5 +1,5 @@
 """The report table (``ecjax.report``: metric columns, disagreements, the formatted table), checked on the demo's
-factory counts against seed 004 §0 and hand computations."""
+factory counts against Dyrland et al. (2022) §0 and hand computations."""
 
 import numpy as np
 
@@ -22,7 +22,7 @@ def test_factory_yields_match_seed_004():
 
 def test_factory_nec_against_always_deciding_one():
     # Row-normalized costs of utilities (4): [[0, 50], [500, 0]]; always deciding 1 costs 0.5 * 50 = 25 per component,
-    # classifier A costs 0.23 * 50 + 0.15 * 500 = 86.5 (hand computation from seed 004 eq. (1)).
+    # classifier A costs 0.23 * 50 + 0.15 * 500 = 86.5 (hand computation from Dyrland et al. (2022) eq. (1)).
     cols = {c.name: c.values for c in metric_columns(demo.FACTORY_COUNTS, utilities=demo.FACTORY_UTILITIES)}
     np.testing.assert_allclose(cols["EC"], [86.5, 93.5], rtol=1e-6)
     np.testing.assert_allclose(cols["NEC"], [86.5 / 25, 93.5 / 25], rtol=1e-6)

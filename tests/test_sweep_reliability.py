@@ -1,4 +1,4 @@
-"""The metric-reliability study of seed 004 §4.2 (Figs. 6-7).
+"""The metric-reliability study of Dyrland et al. (2022) §4.2 (Figs. 6-7).
 
 Checked against: the seed's printed numbers (accuracy 8.7 % wrongly ranked
 pairs, utilities with sd-0.1 errors 4 %, 10^6 pairs), its stated quartiles of
@@ -130,7 +130,7 @@ def test_gaussian_true_utilities_default_path():
     acc = res["accuracy"]
     util = res["utility_yield"]
     assert util.fraction[0] == 0.0
-    # sd up to 0.15 still beats every other metric (seed 004 §4.2).
+    # sd up to 0.15 still beats every other metric (Dyrland et al. 2022, §4.2).
     assert util.fraction[2] < min(res[m].fraction for m in METRIC_NAMES)
     assert acc.fraction < 0.087 - 6 * acc.standard_error  # well below the uniform case
 

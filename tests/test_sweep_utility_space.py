@@ -1,10 +1,10 @@
-"""The utility plane of seed 004 Fig. 1 (``ecjax.sweep.utility_space``) and the ROC tangent criterion (eqs. 24-25,
+"""The utility plane of Dyrland et al. (2022) Fig. 1 (``ecjax.sweep.utility_space``) and the ROC tangent criterion (eqs. 24-25,
 ``ecjax.sweep.roc``).
 
 The tangent criterion is the map's ``decision_rule="optimal_threshold"``, and both are checked against the same
 references here, so the two modules share this file.
 
-References: seed 004 eq. 13 transcribed here directly (rows = decision in the
+References: Dyrland et al. (2022) eq. 13 transcribed here directly (rows = decision in the
 seed, transposed), per-point numpy loops, a brute-force search over every
 threshold of every system, scikit-learn's ROC curve with scipy's convex
 hull, and ``ecjax.optimal_threshold_expected_cost`` (the core's one-sort
@@ -65,7 +65,7 @@ def test_plane_axis_is_eq13_and_the_mask_is_the_hexagon():
     inside = np.abs(grid[None, :] - grid[:, None]) <= 1 + 1e-12
     np.testing.assert_array_equal(m.winners >= 0, inside)
     assert np.isnan(m.yields[~inside]).all() and m.result.num_points == inside.sum()
-    # Centre of the plane = identity utilities = accuracy (seed 004 §3.2).
+    # Centre of the plane = identity utilities = accuracy (Dyrland et al. 2022, §3.2).
     assert m.yields[r // 2, r // 2, 0] == pytest.approx(85 / 100)
 
 
