@@ -110,7 +110,7 @@ def _np_truncated_normal(rng, mu, sd):
 
 
 def numpy_reliability(rng, n, sd):
-    """Seed 004 §4.2 in vectorized numpy: fraction of wrongly ranked pairs per metric."""
+    """Dyrland et al. (2022) §4.2 in vectorized numpy: fraction of wrongly ranked pairs per metric."""
     u, v = rng.random((2, n))
     piece = rng.integers(0, 3, n)
     lower = u + v <= 1

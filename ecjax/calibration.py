@@ -1,6 +1,6 @@
 """Calibration: optax-fitted calibrators, training protocols and calibration loss.
 
-Seed 002 §4.2-4.3.  A calibrator maps a system's scores to new
+Ferrer (2022b) §4.2-4.3.  A calibrator maps a system's scores to new
 log-posteriors; it is fitted by minimizing an expected proper scoring rule
 (cross-entropy by default, Brier on request), optionally with deployment
 priors (per-class averages weighted by the priors, Ferrer (2022b) eqs. 53-54, 57).

@@ -2,7 +2,7 @@
 
 ``c[..., i, j]`` is the cost of deciding ``j`` when the true class is ``i``
 (rows = truth, as in Ferrer's papers and scikit-learn).  Utilities are negated
-costs.  Seed 004 writes matrices with rows = decision: its matrices are
+costs.  Dyrland et al. (2022) writes matrices with rows = decision: its matrices are
 transposed here.
 
 Invalid parameters raise :class:`~ecjax.InputError` when concrete; under
@@ -119,7 +119,7 @@ def normalize_rows(costs: ArrayLike) -> jax.Array:
 
 
 def rescale_unit(utilities: ArrayLike) -> jax.Array:
-    """Seed 004 eq. 12: ``(U - min U) / (max U - min U)``, into [0, 1].
+    """Dyrland et al. (2022) eq. 12: ``(U - min U) / (max U - min U)``, into [0, 1].
 
     Undefined when all entries are equal (the decision is then immaterial):
     raises :class:`InputError`.
@@ -136,7 +136,7 @@ def rescale_unit(utilities: ArrayLike) -> jax.Array:
 def utility_from_xy(x: ArrayLike, y: ArrayLike) -> jax.Array:
     """Binary utility matrix from the coordinates ``(x, y)`` of Dyrland et al. (2022) eq. 13.
 
-    Rows = true class (transposed from the seed)::
+    Rows = true class (transposed from Dyrland et al.)::
 
         U = [[1 - max(x, 0),  max(-y, 0)],
              [max(y, 0),      1 - max(-x, 0)]]

@@ -5,7 +5,7 @@ These complement :func:`ecjax.scores.roc_curve`, :func:`ecjax.scores.auc` and
 class-1 log-odds of the scores exactly as those functions do (``"llr"`` as
 is, ``"log_likelihoods"`` as ``l_1 - l_0``, log-posteriors and probabilities
 as ``log P(1|x) - log P(0|x)``, logits after a log-softmax), so all of them
-share one set of thresholds.  Seed 001 App. C.3 and Ferrer (2022b) §4.5 explain
+share one set of thresholds.  Ferrer (2025) App. C.3 and Ferrer (2022b) §4.5 explain
 what such threshold-free curves can and cannot tell (they ignore calibration
 and threshold selection); the decision curve, in contrast, is a family of
 expected costs of Bayes decisions (Ferrer 2025, App. C.1).
@@ -217,7 +217,7 @@ def precision_recall_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: 
                            padded: bool = False, sample_weight: ArrayLike | None = None) -> PrecisionRecallCurve:
     """Precision ``N_22 / N_*2`` against recall ``R_22`` over all thresholds (Ferrer 2025, App. C.3, Ferrer (2022b) §4.5).
 
-    A sample is decided class 1 (the positive class, the seeds' H2) iff its
+    A sample is decided class 1 (the positive class, Ferrer's H2) iff its
     class-1 log-odds is ``>= threshold``.  With ``padded=False`` there is one
     point per distinct log-odds plus the end point ``(precision 1, recall
     0)``, as ``sklearn.metrics.precision_recall_curve(labels, log_odds)``.
@@ -268,7 +268,7 @@ def average_precision(labels: ArrayLike, scores: ArrayLike, *, score_type: str =
     threshold, from the highest down (scikit-learn's
     ``average_precision_score``: no interpolation, tied scores share one
     threshold).  It is the mean, over class-1 samples, of the precision at
-    that sample's score.  Seed 001 App. C.3 and Ferrer (2022b) §4.5 on what such
+    that sample's score.  Ferrer (2025) App. C.3 and Ferrer (2022b) §4.5 on what such
     threshold-free summaries assume.
 
     Args:
@@ -636,8 +636,8 @@ def decision_curve(labels: ArrayLike, scores: ArrayLike, *, threshold_probabilit
         net benefit is computed for (``NB = P_2 TP/N_2 - P_1 FP/N_1 p_t / (1 -
         p_t)`` with ``N_2``, ``N_1`` the numbers of class-1 and class-0
         samples, which is ``TP/N - FP/N p_t/(1 - p_t)`` when the priors equal
-        the class frequencies of ``labels``; the prior-shift reading of seed
-        000 eq. 2).  Posterior-type scores use the class frequencies of
+        the class frequencies of ``labels``; the prior-shift reading of Ferrer
+        (2022a) eq. 2).  Posterior-type scores use the class frequencies of
         ``labels``.
       score_type: any score type.
       sample_weight: optional ``(N,)`` non-negative weights (frequency

@@ -1,18 +1,18 @@
 """Thresholds chosen by F-beta, MCC or Youden's J, and the costs they imply.
 
-Seed 001 §4.1 (Figs. 1-2) and §5 (conclusions): the binary threshold that maximizes
+Ferrer (2025) §4.1 (Figs. 1-2) and §5 (conclusions): the binary threshold that maximizes
 F-beta, the Matthews correlation coefficient or Youden's J is the Bayes
 threshold of *some* expected cost, whose cost ratio the user never chose and
 which moves with the score distribution.  :func:`optimal_metric_threshold`
 finds that threshold exactly (every cut between distinct scores, one sort)
 and makes the implied cost explicit.
 
-Notation.  Class 1 is the positive class (the seeds' ``H_2``); ``s`` is the
+Notation.  Class 1 is the positive class (Ferrer's ``H_2``); ``s`` is the
 class-1 log-odds of the scores (:func:`optimal_metric_threshold` says which
 log-odds per score type); the decisions are "class 1 iff ``s > t``".  Costs
 follow :mod:`ecjax.costs`: ``c[i, j]`` is the cost of deciding ``j`` when the
-truth is ``i``, so ``c[0, 1]`` is a false alarm and ``c[1, 0]`` a miss (the
-seeds' ``c_12`` and ``c_21``).
+truth is ``i``, so ``c[0, 1]`` is a false alarm and ``c[1, 0]`` a miss (in
+Ferrer's ``c_12`` and ``c_21``).
 """
 
 from __future__ import annotations

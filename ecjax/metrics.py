@@ -581,7 +581,7 @@ def general_performance_score(values: ArrayLike) -> tuple[jax.Array, jax.Array]:
     Returns:
       ``(gps, sd)``: the harmonic mean ``n / sum_i (1/p_i)`` and its standard
       deviation (De Diego et al. (2022) Property 3), ``GPS^2 * sqrt(sum_i (1/p_i - mean)^2) / (n - 1)``
-      with the mean taken over ``1/p_i``; this form reproduces the seed's
+      with the mean taken over ``1/p_i``; this form reproduces the paper's
       Properties 4 and 5.  GPS is 0 when a metric is 0 (Property 2), and its
       sd is then 0.
     """

@@ -15,7 +15,7 @@ import ecjax
 from ecjax import costs
 from ecjax.demo import FACTORY_COUNTS, FACTORY_UTILITIES, FACTORY_UTILITIES_ALT
 
-# Matrix (6): expected remaining life in months, rows = true class (transposed from the seed).
+# Matrix (6): expected remaining life in months, rows = true class (transposed from the paper).
 MEDICAL_UTILITIES = np.array([[350.0, 300.0], [0.0, 500.0]])
 
 names = ["A", "B"]
@@ -27,7 +27,7 @@ for title, u in [("factory, gains (4), EUR/component", FACTORY_UTILITIES),
     print(f"{title:38s} yield A = {y[0]:7.2f}  B = {y[1]:7.2f}  -> {names[int(np.argmax(y))]}"
           f"   (utility-space point x = {float(x_):+.2f}, y = {float(y_):+.2f})")
 
-print("\nPopular metrics do not depend on the utilities at all (positive class 0, as in the seed's Table 1):")
+print("\nPopular metrics do not depend on the utilities at all (positive class 0, as in the paper's Table 1):")
 for name, fn in [("accuracy", ecjax.accuracy), ("F1", lambda c: ecjax.f1_score(c, pos_label=0)),
                  ("MCC", ecjax.matthews_corrcoef)]:
     v = np.asarray(fn(FACTORY_COUNTS))

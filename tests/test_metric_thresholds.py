@@ -119,7 +119,7 @@ def _small_systems(n=150, num_systems=3, seed=0):
 
 @functools.lru_cache(maxsize=None)
 def _seed001_dataset(variance):
-    """Seed 001 App. D as in its notebook (``expected_cost`` repository, section_4.1_equivalent_ec.ipynb).
+    """Ferrer (2025) App. D as in its notebook (``expected_cost`` repository, section_4.1_equivalent_ec.ipynb).
 
     P_0 = 0.8, N = 100000, means 0 and 1, seeded with 0 and drawn by ``multivariate_normal.rvs(mean,
     variance, count)``: the seed's text calls 0.20 and 0.06 standard deviations, its code passes them
@@ -312,7 +312,7 @@ def _grid_f1_threshold(labels, s):
 
 
 def test_seed001_figures_1_2_implied_costs_depend_on_the_scores():
-    """Seed 001 §4.1: F1's threshold t_o = -0.60 is NEC's Bayes threshold for c_21 = e^0.6 = 1.8, and 1.0 on
+    """Ferrer (2025) §4.1: F1's threshold t_o = -0.60 is NEC's Bayes threshold for c_21 = e^0.6 = 1.8, and 1.0 on
     the easier data; MCC's implied cost moves with the data too; Youden's J implies the balanced error.
     """
     found = {}

@@ -1,6 +1,6 @@
 """With scores, ``compare`` decides as Dyrland et al. (2022) prescribes, and reports closed forms exactly.
 
-Seed 004 eqs. 18-19: while the costs are uncertain, the decision of highest
+Dyrland et al. (2022) eqs. 18-19: while the costs are uncertain, the decision of highest
 expected utility is the Bayes decision of the expected utility matrix
 ``U_hat``.  ``compare(..., scores=...)`` makes those decisions once
 (``decision_rule="expected_utility"``, the default); ``"per_draw"`` lets

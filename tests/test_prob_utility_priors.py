@@ -90,7 +90,7 @@ def test_truncated_normal_matches_scipy_truncnorm():
 
 
 def test_seed004_error_model_with_dominance_is_the_conditional_distribution():
-    # Seed 004 §4.2 (iii): truncated Gaussian errors in [0, 1], correct decisions worth more than wrong ones.
+    # Dyrland et al. (2022) §4.2 (iii): truncated Gaussian errors in [0, 1], correct decisions worth more than wrong ones.
     nominal = np.array([[0.5, 0.5], [0.0, 1.0]])  # a Fig. 5 centre (transposed)
     p = prob.truncated_normal(nominal, 0.2, low=0.0, high=1.0, correct_dominates=True)
     assert p.mean is None

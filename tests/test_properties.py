@@ -49,7 +49,7 @@ def systems_and_matrix(draw):
 @SETTINGS
 @given(systems_and_matrix(), st.floats(0.01, 100.0), st.floats(-100.0, 100.0))
 def test_utility_yield_ranking_invariant_under_affine_maps(data, a, b):
-    """Seed 004 eq. 11: yield(aU + b) = a yield(U) + b (the rates of each class
+    """Dyrland et al. (2022) eq. 11: yield(aU + b) = a yield(U) + b (the rates of each class
     sum to 1 and so do the priors), so the ranking of systems is unchanged."""
     counts, u, _ = data
     y1 = np.asarray(metrics.utility_yield(counts, u), np.float64)

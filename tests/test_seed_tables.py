@@ -47,7 +47,7 @@ def _binary_counts(k1, k2, k21, k12):
 
 # --------------------------------------------------------------- Ferrer (2022a)
 
-# Seed 000, Table 1: Data, K21, K12, EC_1, EC_1.5, EC_nb, FS_1, MCC, R21, R12, R*2, R*1.
+# Ferrer (2022a), Table 1: Data, K21, K12, EC_1, EC_1.5, EC_nb, FS_1, MCC, R21, R12, R*2, R*1.
 SEED000_TABLE1 = [
     ("Bal", 0, 50, 0.10, 0.10, 0.10, 0.95, 0.90, 0.00, 0.10, 0.55, 0.45),
     ("Bal", 25, 25, 0.10, 0.12, 0.10, 0.95, 0.90, 0.05, 0.05, 0.50, 0.50),
@@ -71,7 +71,7 @@ SEED000_TABLE1 = [
     ("Imb", 45, 45, 0.90, 0.77, 0.50, 0.55, 0.50, 0.45, 0.05, 0.10, 0.90),
     ("Imb", 90, 0, 0.90, 0.90, 0.90, 0.18, 0.30, 0.90, 0.00, 0.01, 0.99),
 ]
-# Seed 000 §7: "a balanced one with P1 = 0.5 (K1* = K2* = 500), and an
+# Ferrer (2022a) §7: "a balanced one with P1 = 0.5 (K1* = K2* = 500), and an
 # imbalanced one with P1 = 0.9 (K1* = 900, K2* = 100)".
 CLASS_SIZES = {"Bal": (500, 500), "Imb": (900, 100)}
 
@@ -103,7 +103,7 @@ def seed000():
 
 
 def _naive_normalized_ec_numpy(counts, c12, c21):
-    """Seed 002 eq. 7, in float64 numpy: (c12 P1 R12 + c21 P2 R21) / min(c12 P1, c21 P2)."""
+    """Ferrer (2022b) eq. 7, in float64 numpy: (c12 P1 R12 + c21 P2 R21) / min(c12 P1, c21 P2)."""
     counts = np.asarray(counts, dtype=np.float64)
     n_i = counts.sum(-1)
     p = n_i / n_i.sum(-1, keepdims=True)
@@ -184,7 +184,7 @@ def test_seed000_table1_rates(seed000):
 
 # --------------------------------------------------------------- Ferrer (2022b)
 
-# Seed 002, Tables 1 (balanced, 500/500) and 2 (imbalanced, 900/100):
+# Ferrer (2022b), Tables 1 (balanced, 500/500) and 2 (imbalanced, 900/100):
 # N21, N12, NEC_b, NEC_{beta^2=1}, NEC_{beta^2=2}, F_{beta=1}, MCC, R21, R12, R*2, R*1.
 SEED002_TABLE1 = [
     (0, 50, 0.10, 0.10, 0.10, 0.95, 0.90, 0.00, 0.10, 0.55, 0.45),
@@ -238,13 +238,13 @@ def test_seed002_tables(table, sizes):
 
 
 def test_seed002_section_2_7_2_quoted_values():
-    """Seed 002 §2.7.2 on the imbalanced data (P2 = 0.1): N21 = 10, N12 = 90 has
+    """Ferrer (2022b) §2.7.2 on the imbalanced data (P2 = 0.1): N21 = 10, N12 = 90 has
     NEC_{beta^2=1} = 1 and NEC_{beta^2=2} = 0.55; the naive always-H2 F1 is 0.18."""
     counts = _binary_counts(900, 100, 10, 90)
     _assert_printed(metrics.normalized_expected_cost(counts, costs.f_beta(1.0)), 1.0, "NEC_b2=1")
     _assert_printed(metrics.normalized_expected_cost(counts, costs.f_beta(np.sqrt(2.0))), 0.55, "NEC_b2=2")
     always_2 = np.array([[0, 900], [0, 100]])
-    # Seed 002 §2.4: F_beta of the always-H2 system is (1 + b^2) P2 / (b^2 P2 + 1).
+    # Ferrer (2022b) §2.4: F_beta of the always-H2 system is (1 + b^2) P2 / (b^2 P2 + 1).
     _assert_printed(metrics.f1_score(always_2), 0.18, "F1 of the naive always-class-2 system")
     np.testing.assert_allclose(float(metrics.f1_score(always_2)), 2 * 0.1 / (0.1 + 1), rtol=1e-6)
     # The text says "when P1 = 0.1" but its numbers hold for the imbalanced data
@@ -258,7 +258,7 @@ def test_seed002_section_2_7_2_quoted_values():
 
 # --------------------------------------------------------------- Dyrland et al. (2022)
 
-# Seed 004 §0 writes matrices with rows = classifier output and columns = true
+# Dyrland et al. (2022) §0 writes matrices with rows = classifier output and columns = true
 # class, normalized by the number of evaluation data: transpose them.
 SEED004_A = np.array([[0.27, 0.15], [0.23, 0.35]]).T
 SEED004_B = np.array([[0.43, 0.18], [0.07, 0.32]]).T
@@ -290,7 +290,7 @@ def test_seed004_utility_yields(as_float):
 
 
 def test_seed004_medical_story():
-    """Seed 004 §1 (d): matrix (6) is (4) + 335, so yields shift by 335, and A
+    """Dyrland et al. (2022) §1 (d): matrix (6) is (4) + 335, so yields shift by 335, and A
     gives "a more than six-month longer expected remaining life" than B."""
     np.testing.assert_array_equal(SEED004_U6, SEED004_U4 + 335.0)
     counts = np.stack([_seed004_counts(SEED004_A), _seed004_counts(SEED004_B)])
@@ -299,7 +299,7 @@ def test_seed004_medical_story():
     assert months[0] - months[1] > 6.0
 
 
-# Seed 004 Table 1: metric, classifier A, classifier B.
+# Dyrland et al. (2022) Table 1: metric, classifier A, classifier B.
 SEED004_TABLE1 = {
     "accuracy": (0.62, 0.75),
     "precision": (0.64, 0.70),
@@ -312,7 +312,7 @@ SEED004_TABLE1 = {
 
 
 def test_seed004_table1_metrics():
-    """Seed 004 Table 1, with the positive class = class 0 ("long durability").
+    """Dyrland et al. (2022) Table 1, with the positive class = class 0 ("long durability").
 
     The table is reproduced only with class 0 as the positive class: e.g.
     precision of A = 0.27 / (0.27 + 0.15) = 0.64 (with class 1 positive it
@@ -342,7 +342,7 @@ def test_seed004_table1_metrics():
 # --------------------------------------------------------------- Ferrer (2025)
 
 def test_seed001_table1_naive_row():
-    """Seed 001 Table 1, row "Naive": EC and NEC of the best naive system for
+    """Ferrer (2025) Table 1, row "Naive": EC and NEC of the best naive system for
     C01, CinvP, Cimb, Cabs1 (abstain 0.05) and Cabs2 (abstain 0.3), with
     P1 = 0.8 and P_i = 0.2/9 for the nine other classes (§4, App. B)."""
     k = 10

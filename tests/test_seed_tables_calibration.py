@@ -1,4 +1,4 @@
-"""Seed 002 Tables 3-5 and Ferrer (2025) Table 1, reproduced with ecjax.simulate,
+"""Ferrer (2022b) Tables 3-5 and Ferrer (2025) Table 1, reproduced with ecjax.simulate,
 Bayes decisions, the PSRs and the calibrators.
 
 Tolerances (fixed in advance, never widened): two-decimal entries within 0.015,
@@ -42,7 +42,7 @@ from expected_cost.data import draw_data_for_gaussian_model
 
 ALPHAS = np.array([0.01, 0.1, 0.2, 0.4, 0.6, 1.0])
 
-# Seed 002 Table 3: alpha | LR-mc1: EC NEC Abs% | LR-cal: EC NEC Abs%.
+# Ferrer (2022b) Table 3: alpha | LR-mc1: EC NEC Abs% | LR-cal: EC NEC Abs%.
 TABLE3 = np.array([
     [0.010, 0.006, 0.638, 61.5, 0.005, 0.534, 41.1],
     [0.100, 0.030, 0.299, 12.3, 0.025, 0.249, 14.1],
@@ -54,7 +54,7 @@ TABLE3 = np.array([
 
 ROWS = ["Datap", "Datap-temcal", "Datap-affcal", "Mismp", "Mismp-temcal", "Mismp-affcal"]
 COLS = ["cal", "mc1", "mc2"]
-# Seed 002 Table 4: per row, NEC | NEC with abs | cross-entropy | Brier, each for cal mc1 mc2.
+# Ferrer (2022b) Table 4: per row, NEC | NEC with abs | cross-entropy | Brier, each for cal mc1 mc2.
 TABLE4 = {
     "Datap":        [0.25, 0.29, 0.25, 0.14, 0.17, 0.93, 0.13, 0.17, 0.57, 0.21, 0.26, 0.70],
     "Datap-temcal": [0.25, 0.29, 0.25, 0.14, 0.17, 0.14, 0.13, 0.17, 0.13, 0.21, 0.26, 0.21],
@@ -63,7 +63,7 @@ TABLE4 = {
     "Mismp-temcal": [1.11, 0.70, 1.11, 0.51, 0.39, 0.51, 0.50, 0.40, 0.50, 0.86, 0.58, 0.86],
     "Mismp-affcal": [0.25, 0.25, 0.25, 0.14, 0.14, 0.14, 0.13, 0.13, 0.13, 0.21, 0.21, 0.21],
 }
-# Seed 002 Table 5 (percent): cal-loss XE | cal-loss Brier | ECEmc (15 bins), each for cal mc1 mc2.
+# Ferrer (2022b) Table 5 (percent): cal-loss XE | cal-loss Brier | ECEmc (15 bins), each for cal mc1 mc2.
 TABLE5 = {
     "Datap":        [0, 23, 77, 0, 20, 71, 0, 2, 22],
     "Datap-temcal": [0, 23, 0, 0, 20, 0, 0, 2, 0],
@@ -203,7 +203,7 @@ TABLE1_001 = {
 
 
 def test_seed001_table1_on_a_keyed_sample():
-    """Seed 001 Table 1 with N = 10^6 samples instead of the seed's 10^5.
+    """Ferrer (2025) Table 1 with N = 10^6 samples instead of the seed's 10^5.
 
     At N = 10^5 the Argmax row's Cabs1 NEC (the error rate divided by 0.05)
     has a sampling sd of about 0.0155, the size of its 0.015 tolerance (the

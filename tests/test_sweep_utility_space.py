@@ -24,7 +24,7 @@ from ecjax.sweep.sweeps import TIE
 
 
 def seed_eq13(x, y):
-    """Seed 004 eq. 13 as printed (rows = decision), then transposed to rows = true class."""
+    """Dyrland et al. (2022) eq. 13 as printed (rows = decision), then transposed to rows = true class."""
     u_seed = np.array([[1 - x * (x > 0), y * (y > 0)],
                        [-y * (y < 0), 1 + x * (x < 0)]], dtype=np.float64)
     return u_seed.T
@@ -196,7 +196,7 @@ def test_optimal_threshold_map_uses_the_tangent_criterion():
 
 
 def test_seed_fig8_larger_auc_can_lose():
-    # Seed 004 Fig. 8: the ROC curve with the larger area is not the best for U = diag(4, 1) on a
+    # Dyrland et al. (2022) Fig. 8: the ROC curve with the larger area is not the best for U = diag(4, 1) on a
     # balanced test set.  Seed class 0 ("positive", utility 4) is class 1 here: U_11 = 4 (rows = truth).
     rng = np.random.default_rng(8)
     n = 4000

@@ -181,7 +181,7 @@ def weighted_brier(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Ar
     """Kernel: weighted Brier score, ``(1/K) sum_j (s_j(x_n) - [j = y_n])^2`` averaged as in
     :func:`weighted_cross_entropy`.
 
-    Seed 002 eq. 57 (with its ``1/K``; for ``K = 2`` it equals
+    Ferrer (2022b) eq. 57 (with its ``1/K``; for ``K = 2`` it equals
     ``sklearn.metrics.brier_score_loss``).
     """
     w = _evaluation_weights(labels, weights, priors, log_posteriors.shape[-1])
@@ -286,7 +286,7 @@ def _ece_bins(labels, log_posteriors, weights):
 def weighted_ece_plugin(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array) -> jax.Array:
     """Kernel: the plug-in ECE ``sum_m |sum_{n in B_m} w_n (hit_n - conf_n)| / sum_n w_n``.
 
-    Seed 002 eqs. 62-63 with :data:`ECE_NUM_BINS` equal-width bins
+    Ferrer (2022b) eqs. 62-63 with :data:`ECE_NUM_BINS` equal-width bins
     (:func:`_ece_bins`), as :func:`ecjax.scores.ece` with its defaults.  A
     biased estimator of the population ECE: ``E|mean gap| > |E gap|``, by
     about ``sqrt(2 / pi) sigma_m`` in a bin whose true gap is within its

@@ -512,8 +512,8 @@ class Comparison(RankedSystems):
     def nec_undefined_fraction(self) -> float:
         """Fraction of the draws whose NEC is undefined (NaN for some system).
 
-        The NEC divides by the expected cost of the best naive system (seed
-        000 eq. 4), which is 0 in a draw whose utility matrix makes one
+        The NEC divides by the expected cost of the best naive system (Ferrer
+        2022a, eq. 4), which is 0 in a draw whose utility matrix makes one
         decision the best for every class (loose utility intervals do): a
         system that ignores its input is then perfect and the ratio has no
         value.  Those draws are not NEC draws at all, so no NEC summary is

@@ -118,7 +118,7 @@ def truncated_normal_model(nominal: ArrayLike, scale: ArrayLike, low: ArrayLike,
                            site: str = "utility", dominance: bool = False) -> None:
     """Entries ``~ Normal(nominal_ij, scale_ij)`` truncated to ``[low_ij, high_ij]``.
 
-    Seed 004 §4.2 (iii): the error around a true utility matrix is a
+    Dyrland et al. (2022) §4.2 (iii): the error around a true utility matrix is a
     truncated Gaussian per entry.  Entries with ``scale == 0`` are fixed at
     the nominal value.
     """
@@ -172,9 +172,9 @@ def seed004_uniform_model() -> None:
 
 
 def seed004_gaussian_model(center: Sequence[float] = (0.0, 0.0), sd: float = 1.0 / 3.0) -> None:
-    """Seed 004 §4.2 (i): a Gaussian in the ``(x, y)`` coordinates of eq. 13, truncated to the hexagon.
+    """Dyrland et al. (2022) §4.2 (i): a Gaussian in the ``(x, y)`` coordinates of eq. 13, truncated to the hexagon.
 
-    The seed's choice is centred on the identity matrix (``(0, 0)``) with
+    Dyrland et al.'s choice is centred on the identity matrix (``(0, 0)``) with
     standard deviation 1/3 in each coordinate (its Fig. 4).
     """
     import numpyro
@@ -315,8 +315,8 @@ def intervals(low: ArrayLike, high: ArrayLike, *, kind: str = "utility",
               correct_dominates: bool = False) -> UtilityPrior:
     """Each entry uniform on its own interval ``[low_ij, high_ij]``.
 
-    The expected utility matrix is ``(low + high) / 2`` in closed form (seed
-    004 eq. 18) unless ``correct_dominates`` cuts the support, in which case
+    The expected utility matrix is ``(low + high) / 2`` in closed form (Dyrland
+    et al. 2022, eq. 18) unless ``correct_dominates`` cuts the support, in which case
     it is estimated by Monte Carlo.
 
     Args:
@@ -538,9 +538,9 @@ def _hexagon_gaussian_moments(cx, cy, sd, nodes=400):
 
 
 def seed004_gaussian(center: Sequence[float] = (0.0, 0.0), sd: float = 1.0 / 3.0) -> UtilityPrior:
-    """Seed 004 §4.2 (i): Gaussian in the ``(x, y)`` of eq. 13, truncated to the hexagon of Fig. 1.
+    """Dyrland et al. (2022) §4.2 (i): Gaussian in the ``(x, y)`` of eq. 13, truncated to the hexagon of Fig. 1.
 
-    The default is the seed's: centred on the identity matrix, sd 1/3 (Fig.
+    The default is Dyrland et al.'s: centred on the identity matrix, sd 1/3 (Fig.
     4).  The expected utility matrix (eq. 18) is
     ``[[1 - E x+, E y-], [E y+, 1 - E x-]]`` (eq. 13 is linear in
     ``x+ = max(x, 0)``, ...), with the four expectations computed by

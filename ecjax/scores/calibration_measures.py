@@ -232,7 +232,7 @@ def ece(labels: ArrayLike, scores: ArrayLike, *, num_bins: int = 15, binning: st
     (eq. 62, K = 2) bins the class-1 posterior, with ``frac`` the fraction of
     class-1 samples; ``"top_label"`` (eq. 63, ``ECEmc``) bins the confidence
     ``max_i P(i|x)``, with ``frac`` the accuracy of the argmax decisions.
-    ``"auto"`` is binary for K = 2 (the seed's recommendation: the top-label
+    ``"auto"`` is binary for K = 2 (Ferrer's recommendation: the top-label
     form throws away half the binary posterior) and top-label otherwise.
     This is the calibration loss of histogram binning trained on the test
     data (eq. 66): see Ferrer (2022b) §4.3.2 for its drawbacks.

@@ -87,7 +87,7 @@ def roc_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_po
     """ROC points at every distinct threshold (Ferrer 2022b, §4.5).
 
     Args:
-      labels: ``(N,)`` classes in {0, 1} (1 = positive, the seeds' H2).
+      labels: ``(N,)`` classes in {0, 1} (1 = positive, Ferrer's H2).
       scores: binary scores of one system (``(N, 2)``, or ``(N,)`` for ``"llr"``).
       score_type: any score type; only the ranking of the class-1 log-odds is
         used, so no priors are needed.
@@ -281,9 +281,9 @@ def specificity_at_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
                                sample_weight: ArrayLike | None = None) -> OperatingPoint:
     """SP@SE: the specificity at the highest threshold that reaches ``sensitivity``.
 
-    Seed 002 §4.6: the threshold is chosen on these data so that ``R_22 >=
+    Ferrer (2022b) §4.6: the threshold is chosen on these data so that ``R_22 >=
     sensitivity`` with the largest ``R_11`` (among thresholds with that
-    ``R_11``, the largest ``R_22``).  The seed explains why this is a
+    ``R_11``, the largest ``R_22``).  The paper explains why this is a
     poor metric (implicit, system-dependent costs); see
     :func:`nec_for_target_sensitivity` for its recommended replacement.
 
@@ -387,7 +387,7 @@ def nec_for_target_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
                                                             sample_weight)
     if not bool(found):
         raise v.InputError(f"no alpha in the sweep reaches sensitivity {target}: extend `alphas` towards 0")
-    p_first = 1.0 - class1_fraction(labels, sample_weight)  # the seed's P_1 (ecjax class 0)
+    p_first = 1.0 - class1_fraction(labels, sample_weight)  # Ferrer's P_1 (ecjax class 0)
     ratio = alpha * (1.0 - p_first) / p_first
     costs = jnp.array([[0.0, 1.0], [0.0, 0.0]], dtype=s.dtype) * ratio + jnp.array([[0.0, 0.0], [1.0, 0.0]], dtype=s.dtype)
     return SensitivityTargetNEC(alpha, costs, ratio, thr, sens, spec, nec)

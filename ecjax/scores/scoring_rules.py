@@ -125,7 +125,7 @@ def brier(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | None = No
           normalize: bool = False, sample_weight: ArrayLike | None = None) -> jax.Array:
     """Brier score ``sum_i (P_i/N_i) sum_{n: y_n=i} (1/K) sum_j (s_j(x_n) - [j = i])^2``.
 
-    Seed 002 eqs. 56-57 (note the ``1/K``: the mean over classes, as in
+    Ferrer (2022b) eqs. 56-57 (note the ``1/K``: the mean over classes, as in
     ``psrcal.losses.Brier``).  ``normalize`` divides by the Brier score of the
     naive system that outputs the priors, ``(1/K) sum_i P_i (1 - P_i)``.
     Arguments as in :func:`cross_entropy`; for ``K = 2`` with data priors and

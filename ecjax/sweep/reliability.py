@@ -23,11 +23,11 @@ For each of ``num_pairs`` draws:
    wrongly ranked pair (steps 4-6).
 
 The fraction of wrongly ranked pairs is a binomial proportion; its Monte
-Carlo standard error is ``sqrt(f (1 - f) / num_pairs)``.  The seed prints
+Carlo standard error is ``sqrt(f (1 - f) / num_pairs)``.  The paper prints
 8.7 % for accuracy and 4 % for the utility matrix with errors of sd 0.1
 (uniform true utilities, 10^6 pairs).
 
-Class 0 is the seed's "positive" class (its true-positive rate is
+Class 0 is the paper's "positive" class (its true-positive rate is
 ``C_00 / f_0``), so precision, recall, F1 and Fowlkes-Mallows are computed
 for class 0.  Randomness: pairs come in blocks of :data:`BLOCK`; each device
 step draws a run of ``chunk_size / BLOCK`` blocks from ``fold_in(key, first
@@ -273,7 +273,7 @@ def _div(num, den):
 def metric_values(cm: jax.Array, extra_costs: Sequence[jax.Array] = ()) -> jax.Array:
     """``(n, M)`` metric values (higher = better) of normalized binary confusion matrices ``(n, 2, 2)``.
 
-    The seed's §3.3 closed forms in the four cells (class 0 positive, rows =
+    The paper's §3.3 closed forms in the four cells (class 0 positive, rows =
     true class): ``tp = C_00``, ``fn = C_01``, ``fp = C_10``, ``tn = C_11``,
     ``f_0 = tp + fn``, ``f_1 = fp + tn``.  They equal :mod:`ecjax.metrics`
     with ``pos_label=0`` (the tests check it); written on the four cells as
@@ -365,11 +365,11 @@ def metric_reliability(key: jax.Array, *, num_pairs: int, utility_error_sd: floa
                        progress: bool | Callable[[int], Any] = False) -> dict[str, Estimate]:
     """Fraction of pairs of confusion matrices each metric ranks opposite to the true utility yield.
 
-    Seed 004 §4.2 (procedure steps 1-6; Figs. 6-7): see the module docstring.
+    Dyrland et al. (2022) §4.2 (procedure steps 1-6; Figs. 6-7): see the module docstring.
 
     Args:
       key: a ``jax.random`` key.
-      num_pairs: number of Monte Carlo pairs (the seed uses ``10^6``).
+      num_pairs: number of Monte Carlo pairs (Dyrland et al. use ``10^6``).
       utility_error_sd: standard deviation of the utility-assessment errors
         (seed: 0 to 0.3), or a sequence of them: the ``"utility_yield"``
         entry then holds one fraction per value, on the same pairs (the
