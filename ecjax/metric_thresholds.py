@@ -353,7 +353,7 @@ def calibrated_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, protoco
         ``"train_on_test"``.
       method: the calibrator (:data:`ecjax.calibration.METHODS`; default
         ``"affine"``, Platt scaling of binary scores).
-      Others as in :func:`optimal_metric_threshold`; ``priors`` weigh the
+      others: as in :func:`optimal_metric_threshold`; ``priors`` weigh the
       implied NEC (the calibrator is fitted with the data priors).
 
     Returns:

@@ -213,10 +213,11 @@ class ScoreCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
       max_iter, tol: L-BFGS limits (:class:`ecjax.calibration.FitSettings`).
 
     Attributes (after ``fit``):
-      calibrator_: the fitted :class:`ecjax.calibration.Calibrator` (save it with
-        :func:`ecjax.calibrator_files.save_calibrator`).
-      classes_, n_features_in_: as every scikit-learn classifier.
-      class_priors_: the (weighted) class frequencies of ``y``: the priors of the calibrated posteriors.
+
+    - ``calibrator_``: the fitted :class:`ecjax.calibration.Calibrator` (save it with
+      :func:`ecjax.calibrator_files.save_calibrator`).
+    - ``classes_``, ``n_features_in_``: as every scikit-learn classifier.
+    - ``class_priors_``: the (weighted) class frequencies of ``y``: the priors of the calibrated posteriors.
 
     ``predict_proba`` gives the calibrated posteriors, ``transform`` their logarithms (``-inf`` where a
     probability is 0), ``predict`` the class of highest calibrated posterior (the Bayes decision for 0-1 costs;
@@ -290,9 +291,9 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         ``D == K``, else the decision indices ``0 .. D-1``.
 
     Attributes (after ``fit``):
-      estimator_: the base estimator fitted on all the data.  calibrator_: the :class:`ScoreCalibrator` of
-      its probabilities, or ``None``.  classes_: the base estimator's.  training_priors_: the class
-      frequencies of ``y``.  decision_names_: what ``predict`` returns for each decision.
+      ``estimator_``: the base estimator fitted on all the data.  ``calibrator_``: the :class:`ScoreCalibrator` of
+      its probabilities, or ``None``.  ``classes_``: the base estimator's.  ``training_priors_``: the class
+      frequencies of ``y``.  ``decision_names_``: what ``predict`` returns for each decision.
     """
 
     def __init__(self, estimator: Any, costs: ArrayLike, *, priors: ArrayLike | None = None,

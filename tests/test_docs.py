@@ -97,3 +97,18 @@ def test_every_cited_paper_is_in_the_references() -> None:
     # Every reference names where to read it: an arXiv, DOI or OpenReview address.
     for entry in re.split(r"\n- ", references)[1:]:
         assert re.search(r"arxiv\.org/abs/|doi\.org/|openreview\.net/", entry), entry
+
+
+# ----------------------------------------------------------------------------------------------- the site
+
+
+def test_the_documentation_pages_find_the_readme_sections_they_include() -> None:
+    # docs/*.md take the README's sections by their headings (MyST {include} with :start-after: / :end-before:);
+    # a renamed heading fails the Sphinx build of .ci/run: this says so in the default suite, and which one.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    markers = [(page.name, text) for page in sorted((ROOT / "docs").glob("*.md"))
+               for text in re.findall(r'^:(?:start-after|end-before): "(.+)"$', page.read_text(encoding="utf-8"),
+                                      flags=re.MULTILINE)]
+    assert len(markers) >= 10, markers
+    missing = [(page, text) for page, text in markers if text not in readme]
+    assert not missing, f"README headings the documentation includes by name are gone: {missing}"

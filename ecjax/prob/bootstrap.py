@@ -320,7 +320,7 @@ def weighted_ece(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Arra
     ``E|N(g, sigma_m^2)| - |g|``, ``sigma_m^2`` the variance of the bin's mean
     gap; subtracting its estimate at ``g = g_m`` (Kumar, Liang & Ma 2019,
     "Verified uncertainty calibration", §5, with the folded normal's mean in
-    closed form, :func:`_mean_abs_normal`) gives
+    closed form, :func:`_mean_abs_normal`) gives::
 
         ECE_debiased = sum_m p_m (2 |g_m| - E|N(g_m, sigma_m^2)|),
         sigma_m^2 = (SS_m + c_m (1 - c_m)) / n_m^2,
