@@ -101,8 +101,28 @@ def _skip_member(app, what, name, obj, skip, options):
     return None
 
 
+_SECTION = re.compile(r"^(\s*)(Args|Arguments|Parameters|Attributes|Keyword Args):\s*$")
+_SEVERAL_NAMES = re.compile(r"^(\s+)([A-Za-z_]\w*(?:, [A-Za-z_]\w*)+):(\s|$)")
+
+
+def _join_shared_entries(app, what, name, obj, options, lines: list[str]) -> None:
+    """``a, b: text`` in an Args/Attributes section describes both: written ``a,b``, so that napoleon and the field
+    lists keep it one entry (a space would make ``a,`` the type of ``b``)."""
+    section = None
+    for i, line in enumerate(lines):
+        indent = len(line) - len(line.lstrip())
+        if (match := _SECTION.match(line)):
+            section = len(match.group(1))
+        elif section is not None and line.strip() and indent <= section:
+            section = None
+        elif section is not None and (match := _SEVERAL_NAMES.match(line)):
+            lines[i] = match.group(1) + match.group(2).replace(", ", ",") + line[match.end(2):]
+
+
 def setup(app) -> None:
     app.connect("autodoc-skip-member", _skip_member)
+    # Before napoleon (priority 500) turns the sections into field lists.
+    app.connect("autodoc-process-docstring", _join_shared_entries, priority=400)
 
 
 _copy_notebooks()
