@@ -1,8 +1,8 @@
 """The documentation's promises: docstring examples run, and the papers are cited by author and year.
 
 The examples (``>>>``) of every module run as doctests here, in the default suite: a docstring example that no
-longer runs, or prints something else, fails CI.  The two examples that compile large programs (about 5-7 s each)
-are marked slow; ``.ci/run`` runs them too (``-m "slow or not slow"`` on this file), with the documentation build.
+longer runs, or prints something else, fails CI.  The three modules whose examples compile large programs (4-7 s
+each) are marked slow; ``.ci/run`` runs them too (``-m slow`` on this file), after the documentation build.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ import ecjax
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "ecjax"
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-# Modules whose examples compile large programs (the Monte Carlo comparison, the 10^5-pair reliability study).
-SLOW_DOCTESTS = {"ecjax.prob.compare", "ecjax.sweep.reliability"}
+# Modules whose examples compile large programs (the Monte Carlo comparison, the bootstrap, the 10^5-pair
+# reliability study): 4-7 s each on two cores.
+SLOW_DOCTESTS = {"ecjax.prob.bootstrap", "ecjax.prob.compare", "ecjax.sweep.reliability"}
 
 
 def _modules_with_examples() -> list[str]:
