@@ -8,7 +8,7 @@
    ``average_cost(targets, decisions)`` (what a user of the package writes).
    Where a loop would take more than ~30 s it is timed on a slice and scaled
    linearly (the row says so).
-2. The seed 004 §4.2 study at 10^6 pairs: ``ecjax.sweep.metric_reliability``
+2. The Dyrland et al. (2022) §4.2 study at 10^6 pairs: ``ecjax.sweep.metric_reliability``
    vs a vectorized numpy implementation written here (same procedure:
    uniform hexagon, linear-density rates, inverse-CDF truncated normals with
    vectorized rejection; float64, scipy.special for the normal CDF).
@@ -102,7 +102,7 @@ def bench_nec(rng, num_costs, repeats, anchor_budget_s=30.0):
     return "\n".join(rows)
 
 
-# ------------------------------------------------------------------ 2. seed 004 §4.2
+# ------------------------------------------------------------------ 2. Dyrland et al. (2022) §4.2
 
 def _np_truncated_normal(rng, mu, sd):
     lo, hi = ndtr(-mu / sd), ndtr((1.0 - mu) / sd)
@@ -110,7 +110,7 @@ def _np_truncated_normal(rng, mu, sd):
 
 
 def numpy_reliability(rng, n, sd):
-    """Seed 004 §4.2 in vectorized numpy: fraction of wrongly ranked pairs per metric."""
+    """Dyrland et al. (2022) §4.2 in vectorized numpy: fraction of wrongly ranked pairs per metric."""
     u, v = rng.random((2, n))
     piece = rng.integers(0, 3, n)
     lower = u + v <= 1
@@ -173,7 +173,7 @@ def bench_reliability(num_pairs, repeats):
     note = (f"{num_pairs:,} pairs; accuracy {100 * acc.fraction:.2f} +- {100 * acc.standard_error:.2f} % "
             f"(numpy {100 * ref[0]:.2f} %, seed 8.7 %), utility sd 0.1 {100 * util.fraction:.2f} % "
             f"(numpy {100 * ref[-1]:.2f} %, seed 4 %)")
-    return row("seed 004 §4.2 study (metric_reliability)", anchor_s, first, steady, note)
+    return row("Dyrland et al. (2022) §4.2 study (metric_reliability)", anchor_s, first, steady, note)
 
 
 # ------------------------------------------------------------------ 3. scaling

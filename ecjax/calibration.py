@@ -1,9 +1,9 @@
 """Calibration: optax-fitted calibrators, training protocols and calibration loss.
 
-Seed 002 §4.2-4.3.  A calibrator maps a system's scores to new
+Ferrer (2022b) §4.2-4.3.  A calibrator maps a system's scores to new
 log-posteriors; it is fitted by minimizing an expected proper scoring rule
 (cross-entropy by default, Brier on request), optionally with deployment
-priors (per-class averages weighted by the priors, seed 002 eqs. 53-54, 57).
+priors (per-class averages weighted by the priors, Ferrer (2022b) eqs. 53-54, 57).
 Its *calibration loss* (eqs. 59-60) is how much of the raw EPSR it removes.
 
 Everything here is pure: :func:`fit` returns an immutable :class:`Calibrator`
@@ -13,7 +13,7 @@ a zoom line search (strong Wolfe), run inside ``jax.lax.while_loop`` until
 the gradient norm falls below ``tol``; the calibrator records the number of
 iterations, the final gradient norm and the final objective.
 
-Protocols (seed 002 §4.2.1): train on held-out data (:func:`calibrate_held_out`),
+Protocols (Ferrer 2022b, §4.2.1): train on held-out data (:func:`calibrate_held_out`),
 stratified k-fold cross-validation on the test data with a fixed key (groups of
 dependent samples kept whole, :func:`grouped_folds`), each
 fold's calibrator applied only to its held-out part, all folds fitted by one
@@ -100,7 +100,7 @@ def _init_params(method, k, dtype):
 def _transform(method, params, s):
     """Calibrated logits (or, for ``"llr"``, calibrated LLRs) from inputs ``s``.
 
-    ``affine`` is seed 002 eq. 61, ``log_softmax(alpha * log s + beta)``
+    ``affine`` is Ferrer (2022b) eq. 61, ``log_softmax(alpha * log s + beta)``
     with scalar ``alpha`` and vector ``beta``; ``temperature`` keeps only
     ``alpha``, ``bias`` only ``beta``; ``vector`` has one ``alpha`` per class;
     ``matrix`` and ``dirichlet`` are ``W log s + beta``.  ``beta`` (binary; the beta calibration
@@ -505,7 +505,7 @@ class FitSettings:
     """How a calibrator is fitted, whatever its ``method``: the objective, the solver and the histogram's bins.
 
     Attributes:
-      loss: the expected PSR minimized, ``"xe"`` (seed 002 eqs. 53-54) or ``"brier"`` (eq. 57).
+      loss: the expected PSR minimized, ``"xe"`` (Ferrer 2022b, eqs. 53-54) or ``"brier"`` (eq. 57).
       l2: L2 weight for ``method="matrix"`` (``l2 * ||W - I||_F^2``), >= 0.
       off_diagonal_l2, intercept_l2: the ODIR weights ``lambda`` and ``mu`` of ``method="dirichlet"`` (Kull et al.
         2019: ``lambda / (K (K - 1))`` times the sum of the squared off-diagonal weights plus ``mu / K`` times the
@@ -753,7 +753,7 @@ def _affine_xe_derivatives(theta, s, onehot, weights):
 
 def fit_affine_newton_kernel(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array, *,
                              max_iter: int = 50) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Kernel: the affine calibrator of seed 002 eq. 61 that minimizes a weighted cross-entropy, by damped Newton.
+    """Kernel: the affine calibrator of Ferrer (2022b) eq. 61 that minimizes a weighted cross-entropy, by damped Newton.
 
     Minimizes ``f(a, b) = sum_n w_n [logsumexp_k(a s_nk + b_k) - a s_{n y_n}
     - b_{y_n}]`` over the scale ``a`` and the bias vector ``b`` (``s`` the
@@ -856,7 +856,7 @@ def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors:
     """Fit a calibrator on ``(scores, labels)``.
 
     The objective is the expected PSR of the calibrated posteriors with
-    per-class weights ``P_i / N_i`` (seed 002 eqs. 53-54 for ``"xe"``, 57
+    per-class weights ``P_i / N_i`` (Ferrer 2022b, eqs. 53-54 for ``"xe"``, 57
     for ``"brier"``): with ``priors=None`` the plain average over samples,
     with deployment priors the per-class averages weighted by them (so the
     calibrated posteriors are for those priors).
@@ -864,7 +864,7 @@ def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors:
     Methods (input ``s``: log-posteriors, or log-likelihoods as given):
 
     - ``"affine"``: ``log_softmax(alpha s + beta)``, scalar ``alpha``, vector
-      ``beta`` (seed 002 eq. 61; psrcal's ``AffineCalLogLoss``).
+      ``beta`` (Ferrer 2022b, eq. 61; psrcal's ``AffineCalLogLoss``).
     - ``"temperature"``: ``log_softmax(alpha s)`` (temperature scaling).
     - ``"bias"``: ``log_softmax(s + beta)`` (prior-shift correction).
     - ``"vector"``: ``log_softmax(a * s + b)``, one scale per class.
@@ -885,7 +885,7 @@ def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors:
       training prior (default: data priors).  ``apply`` returns calibrated
       LLRs; combine them with any deployment priors.
     - ``"histogram"``: binary histogram binning of the class-1 posterior
-      (the calibrator hidden inside the ECE, seed 002 eq. 66): each bin maps
+      (the calibrator hidden inside the ECE, Ferrer (2022b) eq. 66): each bin maps
       to the (prior-weighted) class frequencies of its training samples; an
       empty bin maps to the class priors of the objective.  Equal-mass edges
       are order statistics of the training log-posteriors, from one stable
@@ -964,7 +964,7 @@ class CalibrationResult(NamedTuple):
 
     ``optimistic`` is True for train-on-test: the calibrator saw the labels
     of the very samples it calibrates, so any metric of these scores is
-    biased in their favour (seed 002 §4.2.1).  ``folds`` is the fold of each
+    biased in their favour (Ferrer 2022b, §4.2.1).  ``folds`` is the fold of each
     sample for cross-validation (None otherwise).
     """
 
@@ -979,7 +979,7 @@ def calibrate_held_out(train_scores: ArrayLike, train_labels: ArrayLike, test_sc
                        **fit_kwargs: Any) -> CalibrationResult:
     """Fit on held-out ``(train_scores, train_labels)``, apply to ``test_scores``.
 
-    The recommended protocol (seed 002 §4.2.1): the calibrator never sees the
+    The recommended protocol (Ferrer 2022b, §4.2.1): the calibrator never sees the
     test labels.  ``fit_kwargs`` go to :func:`fit`.
     """
     cal = fit(train_scores, train_labels, **fit_kwargs)
@@ -991,7 +991,7 @@ def calibrate_train_on_test(scores: ArrayLike, labels: ArrayLike, **fit_kwargs: 
 
     Common in the calibration literature and acceptable for a very
     restricted calibrator on a lot of data, but metrics of the result are
-    optimistically biased (the transform can overfit the test set, seed 002
+    optimistically biased (the transform can overfit the test set, Ferrer (2022b)
     §4.2.1); the result says so (``optimistic=True``).  Prefer
     :func:`calibrate_cross_validated` or :func:`calibrate_held_out`.
     """
@@ -1105,7 +1105,7 @@ def calibrate_cross_validated(scores: ArrayLike, labels: ArrayLike, *, key: jax.
     The data are split into ``num_folds`` stratified folds with ``key``
     (:func:`stratified_folds`); the calibrator of fold ``f`` is fitted on the
     other folds and applied only to fold ``f``, so no sample is calibrated by
-    a transform that saw its label (seed 002 §4.2.1; the protocol of
+    a transform that saw its label (Ferrer 2022b, §4.2.1; the protocol of
     ``expected_cost.calibration.calibration_with_crossval``).  All folds are
     fitted by one jit-compiled function (``lax.map`` over the folds): the
     training sets are padded to the same length with zero-weight samples.
@@ -1171,7 +1171,7 @@ def _epsr(metric, labels, scores, costs, priors, score_type, normalize, sample_w
 def calibration_loss(labels: ArrayLike, raw: ArrayLike, calibrated: ArrayLike, *, metric: str = "xe",
                      relative: bool = True, costs: ArrayLike | None = None, priors: ArrayLike | None = None,
                      score_type: str = "log_posteriors", sample_weight: ArrayLike | None = None) -> jax.Array:
-    """Calibration loss ``EPSRraw - EPSRemin`` (seed 002 eq. 59) or its relative form.
+    """Calibration loss ``EPSRraw - EPSRemin`` (Ferrer 2022b, eq. 59) or its relative form.
 
     ``relative=True`` gives ``100 (EPSRraw - EPSRemin) / EPSRraw`` (eq. 60),
     the percentage of the raw EPSR due to miscalibration (0 when the raw EPSR
@@ -1196,7 +1196,7 @@ def calibration_loss(labels: ArrayLike, raw: ArrayLike, calibrated: ArrayLike, *
 
 
 def relative_calibration_loss(r: jax.Array, c: jax.Array) -> jax.Array:
-    """Kernel: seed 002 eq. 60, ``100 (r - c) / r`` for the raw and calibrated EPSRs ``r``, ``c`` (0 when ``r = 0``)."""
+    """Kernel: Ferrer (2022b) eq. 60, ``100 (r - c) / r`` for the raw and calibrated EPSRs ``r``, ``c`` (0 when ``r = 0``)."""
     # An infinite raw XE (a true-class posterior of 0) that calibration makes finite is a 100% loss.
     finite = jnp.isfinite(r)
     rel = 100.0 * (r - c) / jnp.where((r > 0) & finite, r, 1.0)
@@ -1204,7 +1204,7 @@ def relative_calibration_loss(r: jax.Array, c: jax.Array) -> jax.Array:
 
 
 class CalibrationDiagnosis(NamedTuple):
-    """Raw and calibrated EPSR and the calibration loss (seed 002 §4.2)."""
+    """Raw and calibrated EPSR and the calibration loss (Ferrer 2022b, §4.2)."""
 
     metric: str
     protocol: str
@@ -1219,7 +1219,7 @@ class CalibrationDiagnosis(NamedTuple):
 @dataclass(frozen=True, eq=False)
 class CrossValidation:
     """Protocol of :func:`diagnose`: calibrate each of ``num_folds`` stratified folds with a calibrator fitted on
-    the other folds (seed 002 §4.2.1, as :func:`calibrate_cross_validated`).
+    the other folds (Ferrer 2022b, §4.2.1, as :func:`calibrate_cross_validated`).
 
     Attributes:
       key: the ``jax.random`` key that draws the folds (required: the folds are random).
@@ -1238,7 +1238,7 @@ class CrossValidation:
 
 @dataclass(frozen=True, eq=False)
 class HeldOut:
-    """Protocol of :func:`diagnose`: calibrate with a calibrator fitted on separate training data (seed 002
+    """Protocol of :func:`diagnose`: calibrate with a calibrator fitted on separate training data (Ferrer (2022b)
     §4.2.1, as :func:`calibrate_held_out`).
 
     Attributes:
@@ -1286,12 +1286,12 @@ def diagnose(scores: ArrayLike, labels: ArrayLike, *, protocol: CrossValidation 
              **fit_kwargs: Any) -> CalibrationDiagnosis:
     """One-call calibration diagnosis: how much of the EPSR is miscalibration?
 
-    Calibrates ``scores`` under ``protocol`` (seed 002 §4.2.1):
+    Calibrates ``scores`` under ``protocol`` (Ferrer 2022b, §4.2.1):
     :class:`CrossValidation` ``(key, num_folds=5)`` (:func:`calibrate_cross_validated`),
     :class:`HeldOut` ``(train_scores, train_labels)`` (:func:`calibrate_held_out`), or
     ``"train_on_test"`` (:func:`calibrate_train_on_test`, optimistic), and
     reports the raw EPSR, the calibrated EPSR (``EPSRemin``), and the
-    absolute and relative calibration loss (seed 002 eqs. 59-60).  A large
+    absolute and relative calibration loss (Ferrer 2022b, eqs. 59-60).  A large
     relative loss says a calibration stage would help; a small one with a
     large EPSR says the classifier itself must improve.
 

@@ -1,7 +1,7 @@
 """Binned calibration errors beyond the ECE, and reliability diagrams with credible bands.
 
 A binned calibration error compares, bin by bin, the mean confidence with
-the observed frequency (seed 002 §4.3, eqs. 62-63).  With bins ``B_m`` of
+the observed frequency (Ferrer 2022b, §4.3, eqs. 62-63).  With bins ``B_m`` of
 ``|B_m|`` of the ``N`` samples and gap ``g_m = frac(B_m) - avg(B_m)``:
 
 - ``norm="l1"``: ``sum_m |B_m|/N |g_m|``, the ECE (Naeini, Cooper &
@@ -26,8 +26,8 @@ weighted by ``|B_m|/N`` (equal to their ``1/R`` when no tie makes bins
 unequal).
 
 These are the calibration losses of histogram binning trained on the test
-data (seed 002 eq. 66): they depend on the bins, are optimistic for small
-bins and are no substitute for a proper scoring rule (seed 002 §4.3.2).
+data (Ferrer 2022b, eq. 66): they depend on the bins, are optimistic for small
+bins and are no substitute for a proper scoring rule (Ferrer 2022b, §4.3.2).
 
 :func:`reliability_bands` adds, for each bin of the reliability diagram, an
 interval of the true frequency: by default the Jeffreys interval with the
@@ -142,7 +142,7 @@ def binned_calibration_error(labels: ArrayLike, scores: ArrayLike, *, norm: str 
 
     See the module docstring for the formulas and sources.  With
     ``norm="l1"`` and ``variant`` ``"binary"``/``"top_label"`` this is
-    :func:`ecjax.ece` (seed 002 eqs. 62-63); here it also takes leading
+    :func:`ecjax.ece` (Ferrer 2022b, eqs. 62-63); here it also takes leading
     batch axes and the ``"classwise"`` variant.  ``"classwise"`` averages the
     per-class errors of the same ``norm`` over the ``K`` classes.
 

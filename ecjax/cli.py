@@ -326,7 +326,7 @@ def _check_priors_cover(spec, labels, label_file, costs_arg, sample_weight=None)
 
 
 def _check_naive(costs, priors, labels, label_file, costs_arg, sample_weight=None):
-    """The library's NEC check (the best naive decision must cost something: seed 000 eq. 4) for the costs
+    """The library's NEC check (the best naive decision must cost something: Ferrer (2022a) eq. 4) for the costs
     ``costs`` and the deployment ``priors`` (else the data's), said of the file that makes it fail: the labels
     when, with the data's priors, they hold one class (deciding it is free), else the cost specification."""
     p = _priors_or_frequencies(priors, labels, costs.shape[0], sample_weight)
@@ -520,7 +520,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         "disagree_with_utility_yield": disagreements(cols),
     }
     nec = next(c.values for c in cols if c.name == "NEC")
-    # NEC >= 1: the system does no better than the best decision made without looking at the input (seed 001 §2).
+    # NEC >= 1: the system does no better than the best decision made without looking at the input (Ferrer 2025, §2).
     record["no_better_than_naive"] = [n for n, naive in zip(names, no_better_than_naive(nec)) if naive]
     record["lose_to_argmax"] = _lose_to_argmax(kind, st, spec, labels, arrays, decisions, names, k, d, weights)
     if weights[0] is not None:
@@ -827,7 +827,7 @@ def _binary_extras(args, labels, arrays, names, spec, out_dir, record, training,
     for y, s, name, t, w in zip(labels, arrays, names, training, weights):
         p = _priors_or_frequencies(spec.priors, y, 2, w)
         # Bayes threshold on the class-1 log-odds: decide 1 iff P1 (c10 - c11) > P0 (c01 - c00);
-        # for LLRs the prior log-odds move it (seed 001 eq. 20), and for posteriors re-weighted from
+        # for LLRs the prior log-odds move it (Ferrer 2025, eq. 20), and for posteriors re-weighted from
         # training priors t the move is that of the prior log-odds, less the training log-odds.
         bayes_thr = np.log((costs[0, 1] - costs[0, 0]) / (costs[1, 0] - costs[1, 1]))
         if st == "llr":
@@ -1110,7 +1110,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         lines += ["  {} {} before, {} after".format(name, *apart(e["before"], e["after"])) for name, e in errors.items()]
         if errors:
             lines.append("  (binned over 15 bins, equal-mass for ACE: they depend on the bins and miss what a bin "
-                         "averages out; the proper scores above are the measure, seed 002 §4.3.2)")
+                         "averages out; the proper scores above are the measure, Ferrer (2022b) §4.3.2)")
     _emit(args, record, "\n".join(lines), out_dir)
     return 0
 
@@ -1445,7 +1445,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     sample_weight = None if weights[0] is None else weights[0] if paired else list(weights)
     lab = labels[0] if paired else list(labels)
     training = _training_priors(args, spec, labels, label_files, k, weights)
-    if training[0] is not None:  # decide for the deployment priors: posteriors -> likelihoods (seed 002 §3.2)
+    if training[0] is not None:  # decide for the deployment priors: posteriors -> likelihoods (Ferrer 2022b, §3.2)
         from ecjax.decisions import log_likelihoods_from_posteriors
 
         arrays = [np.asarray(log_likelihoods_from_posteriors(a, t, score_type=st)) for a, t in zip(arrays, training)]

@@ -1,7 +1,7 @@
 """Counts: confusion matrices, rates and joint (paired) outcome tables.
 
 Conventions: a count matrix has shape ``(..., K, D)`` with row ``i`` the true
-class and column ``j`` the decision (seed 000 §2, ``K_ij``).  Counts are exact
+class and column ``j`` the decision (Ferrer 2022a, §2, ``K_ij``).  Counts are exact
 ``int32`` unless sample weights are given (at most ``2**31 - 1`` samples per
 matrix on the device; beyond that :func:`confusion_matrix` counts on the host
 in ``int64``).  Weighted counts are summed in float64 on the host for
@@ -216,7 +216,7 @@ def _host_counts(labels, decisions, k, d):
 
 
 def rates(counts: ArrayLike) -> jax.Array:
-    """Row-normalized rates ``R_ij = K_ij / K_i*`` (seed 000 eq. 2).
+    """Row-normalized rates ``R_ij = K_ij / K_i*`` (Ferrer 2022a, eq. 2).
 
     A row with no samples (a class absent from the test data) gets rates 0:
     with data priors such a class has weight ``P_i = 0`` and does not enter

@@ -2,7 +2,7 @@
 
 ``c[..., i, j]`` is the cost of deciding ``j`` when the true class is ``i``
 (rows = truth, as in Ferrer's papers and scikit-learn).  Utilities are negated
-costs.  Seed 004 writes matrices with rows = decision: its matrices are
+costs.  Dyrland et al. (2022) writes matrices with rows = decision: its matrices are
 transposed here.
 
 Invalid parameters raise :class:`~ecjax.InputError` when concrete; under
@@ -22,10 +22,10 @@ from ecjax import inputs as v
 
 
 def zero_one(num_classes: int, abstain: float | None = None) -> jax.Array:
-    """0-1 costs (``c_ij = 1 - [i = j]``), whose EC is the error rate (seed 000 §4).
+    """0-1 costs (``c_ij = 1 - [i = j]``), whose EC is the error rate (Ferrer 2022a, §4).
 
     With ``abstain`` a last column (decision ``K``, "abstain") of constant
-    cost ``abstain`` is added (seed 001 App. B).
+    cost ``abstain`` is added (Ferrer 2025, App. B).
     """
     k = v.as_positive_int(num_classes, "num_classes", minimum=2)
     v.check_num_cells(k, k + (abstain is not None), "num_classes")
@@ -40,7 +40,7 @@ def zero_one(num_classes: int, abstain: float | None = None) -> jax.Array:
 
 
 def balanced(priors: ArrayLike) -> jax.Array:
-    """Costs ``c_ij = 1 / (K P_i)`` for ``i != j``: their EC is the balanced error rate (seed 000 eq. 12)."""
+    """Costs ``c_ij = 1 / (K P_i)`` for ``i != j``: their EC is the balanced error rate (Ferrer 2022a, eq. 12)."""
     p = v.as_positive_priors(priors, why=" (balanced costs divide by them: 1 / (K P_i))")
     k = p.shape[-1]
     out = (1.0 - jnp.eye(k)) / (k * p[..., :, None])
@@ -76,7 +76,7 @@ def _binary_off_diagonal(c12, c21):
 
 
 def f_beta(beta: ArrayLike = 1.0) -> jax.Array:
-    """Binary costs ``[[0, 1], [beta**2, 0]]`` of the EC behind F-beta (seed 000 eq. 21).
+    """Binary costs ``[[0, 1], [beta**2, 0]]`` of the EC behind F-beta (Ferrer 2022a, eq. 21).
 
     Class index 1 is the positive class: a miss costs ``beta**2``, a false
     alarm costs 1.  An array of ``beta`` gives a batch of matrices.
@@ -87,7 +87,7 @@ def f_beta(beta: ArrayLike = 1.0) -> jax.Array:
 
 
 def net_benefit(threshold_probability: ArrayLike) -> jax.Array:
-    """Binary costs ``[[0, p/(1-p)], [1, 0]]`` of the EC behind net benefit (seed 001 App. C).
+    """Binary costs ``[[0, p/(1-p)], [1, 0]]`` of the EC behind net benefit (Ferrer 2025, App. C).
 
     ``p`` is the threshold probability at which a clinician is indifferent
     between treating and not treating.
@@ -98,7 +98,7 @@ def net_benefit(threshold_probability: ArrayLike) -> jax.Array:
 
 
 def utilities_to_costs(utilities: ArrayLike) -> jax.Array:
-    """Costs ``c = -U`` (seed 004: utilities are negated costs)."""
+    """Costs ``c = -U`` (Dyrland et al. (2022): utilities are negated costs)."""
     return -v.as_matrix(utilities, "utilities")
 
 
@@ -108,7 +108,7 @@ def costs_to_utilities(costs: ArrayLike) -> jax.Array:
 
 
 def normalize_rows(costs: ArrayLike) -> jax.Array:
-    """``c_ij - min_j c_ij`` (seed 001 §2).
+    """``c_ij - min_j c_ij`` (Ferrer 2025, §2).
 
     Leaves Bayes decisions unchanged, and shifts the EC of every system by
     the same constant ``sum_i P_i min_j c_ij`` for fixed priors, so rankings
@@ -119,7 +119,7 @@ def normalize_rows(costs: ArrayLike) -> jax.Array:
 
 
 def rescale_unit(utilities: ArrayLike) -> jax.Array:
-    """Seed 004 eq. 12: ``(U - min U) / (max U - min U)``, into [0, 1].
+    """Dyrland et al. (2022) eq. 12: ``(U - min U) / (max U - min U)``, into [0, 1].
 
     Undefined when all entries are equal (the decision is then immaterial):
     raises :class:`InputError`.
@@ -134,14 +134,14 @@ def rescale_unit(utilities: ArrayLike) -> jax.Array:
 
 
 def utility_from_xy(x: ArrayLike, y: ArrayLike) -> jax.Array:
-    """Binary utility matrix from the coordinates ``(x, y)`` of seed 004 eq. 13.
+    """Binary utility matrix from the coordinates ``(x, y)`` of Dyrland et al. (2022) eq. 13.
 
-    Rows = true class (transposed from the seed)::
+    Rows = true class (transposed from Dyrland et al.)::
 
         U = [[1 - max(x, 0),  max(-y, 0)],
              [max(y, 0),      1 - max(-x, 0)]]
 
-    ``(x, y)`` must lie in the hexagon of seed 004 Fig. 1:
+    ``(x, y)`` must lie in the hexagon of Dyrland et al. (2022) Fig. 1:
     ``|x| <= 1``, ``|y| <= 1``, ``|x - y| <= 1`` (the excluded corners are
     matrices where a wrong decision is worth more than the right one).
     Broadcasts over ``x`` and ``y``.
@@ -169,7 +169,7 @@ def _utility_from_xy(x, y):
 
 
 def xy_from_utility(utilities: ArrayLike) -> tuple[jax.Array, jax.Array]:
-    """Coordinates ``(x, y)`` of seed 004 eq. 13 of binary utility matrices.
+    """Coordinates ``(x, y)`` of Dyrland et al. (2022) eq. 13 of binary utility matrices.
 
     The matrix is first rescaled with eq. 12.  Returns ``(x, y)`` arrays of
     the batch shape.  A rescaled matrix that is not of the eq. 13 form (for

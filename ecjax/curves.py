@@ -5,10 +5,10 @@ These complement :func:`ecjax.scores.roc_curve`, :func:`ecjax.scores.auc` and
 class-1 log-odds of the scores exactly as those functions do (``"llr"`` as
 is, ``"log_likelihoods"`` as ``l_1 - l_0``, log-posteriors and probabilities
 as ``log P(1|x) - log P(0|x)``, logits after a log-softmax), so all of them
-share one set of thresholds.  Seed 001 App. C.3 and seed 002 §4.5 explain
+share one set of thresholds.  Ferrer (2025) App. C.3 and Ferrer (2022b) §4.5 explain
 what such threshold-free curves can and cannot tell (they ignore calibration
 and threshold selection); the decision curve, in contrast, is a family of
-expected costs of Bayes decisions (seed 001 App. C.1).
+expected costs of Bayes decisions (Ferrer 2025, App. C.1).
 
 Curves with one point per distinct threshold have a data-dependent length:
 with ``padded=True`` they instead have one point per sample (its score as
@@ -215,9 +215,9 @@ def _kept(arrays, keep):
 
 def precision_recall_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors",
                            padded: bool = False, sample_weight: ArrayLike | None = None) -> PrecisionRecallCurve:
-    """Precision ``N_22 / N_*2`` against recall ``R_22`` over all thresholds (seed 001 App. C.3, seed 002 §4.5).
+    """Precision ``N_22 / N_*2`` against recall ``R_22`` over all thresholds (Ferrer 2025, App. C.3, Ferrer (2022b) §4.5).
 
-    A sample is decided class 1 (the positive class, the seeds' H2) iff its
+    A sample is decided class 1 (the positive class, Ferrer's H2) iff its
     class-1 log-odds is ``>= threshold``.  With ``padded=False`` there is one
     point per distinct log-odds plus the end point ``(precision 1, recall
     0)``, as ``sklearn.metrics.precision_recall_curve(labels, log_odds)``.
@@ -268,7 +268,7 @@ def average_precision(labels: ArrayLike, scores: ArrayLike, *, score_type: str =
     threshold, from the highest down (scikit-learn's
     ``average_precision_score``: no interpolation, tied scores share one
     threshold).  It is the mean, over class-1 samples, of the precision at
-    that sample's score.  Seed 001 App. C.3 and seed 002 §4.5 on what such
+    that sample's score.  Ferrer (2025) App. C.3 and Ferrer (2022b) §4.5 on what such
     threshold-free summaries assume.
 
     Args:
@@ -355,7 +355,7 @@ def det_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_po
               sample_weight: ArrayLike | None = None) -> DetCurve:
     """Detection error trade-off: misses ``R_21`` against false alarms ``R_12`` over all thresholds.
 
-    The ROC of seed 002 §4.5 with the miss rate ``1 - R_22`` on the vertical
+    The ROC of Ferrer (2022b) §4.5 with the miss rate ``1 - R_22`` on the vertical
     axis, plotted on probit axes (Martin et al., "The DET curve in assessment
     of detection task performance", Eurospeech 1997).  A sample is decided
     class 1 iff its class-1 log-odds is ``>= threshold``.  With
@@ -466,7 +466,7 @@ def auc_one_vs_one(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | 
     = (A(i|j) + A(j|i)) / 2`` over the ``K (K - 1) / 2`` pairs.  Unlike
     :func:`ecjax.scores.auc_one_vs_rest`, whose "rest" mixes the other
     classes in their data proportions, each term compares two classes only,
-    so ``M`` does not depend on the class distribution; seed 002 §4.7
+    so ``M`` does not depend on the class distribution; Ferrer (2022b) §4.7
     explains why such averages of binary detection metrics need not track
     classification performance.  Equal to
     ``sklearn.metrics.roc_auc_score(labels, posteriors, multi_class="ovo")``;
@@ -548,7 +548,7 @@ def _decision_one(labels, s, cut, odds, p1, sample_weight=None):
         fp = _suffix_sums(jnp.where(is1, 0.0, sample_weight)[order])[below]
         n1 = jnp.sum(jnp.where(is1, sample_weight, 0.0))
         n0 = jnp.sum(jnp.where(is1, 0.0, sample_weight))
-    # P_i / N_i weights (seed 000 eq. 2): with data priors P_1 TP/N_1 = TP/N.
+    # P_i / N_i weights (Ferrer 2022a, eq. 2): with data priors P_1 TP/N_1 = TP/N.
     return p1 * (tp / n1) - (1.0 - p1) * (fp / n0) * odds
 
 
@@ -556,7 +556,7 @@ def _decision_one(labels, s, cut, odds, p1, sample_weight=None):
 def _decision_kernel(labels, scores, log_p, cut, odds, sample_weight=None, *, score_type):
     s = _ranking_log_odds(scores, score_type)
     if score_type in v.LIKELIHOOD_TYPES:
-        s = s + (log_p[1] - log_p[0])  # posterior log-odds: Bayes' rule (seed 002 eqs. 45-47)
+        s = s + (log_p[1] - log_p[0])  # posterior log-odds: Bayes' rule (Ferrer 2022b, eqs. 45-47)
         p1 = jnp.exp(log_p[1])
     elif sample_weight is None:
         p1 = jnp.mean(labels == 1, dtype=s.dtype)
@@ -605,17 +605,17 @@ def decision_curve(labels: ArrayLike, scores: ArrayLike, *, threshold_probabilit
 
         ``NB = TP/N - FP/N * p_t / (1 - p_t) = P_2 R_22 - P_1 R_12 p_t / (1 - p_t)``
 
-    (seed 001 eqs. 25-26, seed 002 eqs. 12-13; ``P_2`` = prevalence of
+    (Ferrer 2025, eqs. 25-26, Ferrer (2022b) eqs. 12-13; ``P_2`` = prevalence of
     class 1).  References: treat all, ``P_2 - P_1 p_t / (1 - p_t)``, and
     treat none, 0.
 
-    Link to the expected cost (seed 001 eqs. 26-27, App. C.1): ``NB = P_2 -
-    EC``, the EC (seed 000 eq. 2) with ``c_21 = 1`` (a miss), ``c_12 = p_t /
+    Link to the expected cost (Ferrer 2025, eqs. 26-27, App. C.1): ``NB = P_2 -
+    EC``, the EC (Ferrer 2022a, eq. 2) with ``c_21 = 1`` (a miss), ``c_12 = p_t /
     (1 - p_t)`` (a false alarm) and no cost for hits; so ``NB = P_2 -
     min(P_2, P_1 p_t / (1 - p_t)) NEC`` and, since treat none has ``EC =
     P_2``, NB is the EC saved over treating nobody (the utility yield of
-    seed 004 eq. 10 with utilities ``-c``, shifted by ``P_2``).  For those
-    costs "``P(1|x) >= p_t``" is the Bayes decision (seed 001 eq. 7, up to
+    Dyrland et al. (2022) eq. 10 with utilities ``-c``, shifted by ``P_2``).  For those
+    costs "``P(1|x) >= p_t``" is the Bayes decision (Ferrer 2025, eq. 7, up to
     ties), which is why ``p_t`` is called a threshold probability; the curve
     is thus the EC of Bayes decisions over a family of cost ratios, and it
     judges calibration as well as discrimination.
@@ -636,8 +636,8 @@ def decision_curve(labels: ArrayLike, scores: ArrayLike, *, threshold_probabilit
         net benefit is computed for (``NB = P_2 TP/N_2 - P_1 FP/N_1 p_t / (1 -
         p_t)`` with ``N_2``, ``N_1`` the numbers of class-1 and class-0
         samples, which is ``TP/N - FP/N p_t/(1 - p_t)`` when the priors equal
-        the class frequencies of ``labels``; the prior-shift reading of seed
-        000 eq. 2).  Posterior-type scores use the class frequencies of
+        the class frequencies of ``labels``; the prior-shift reading of Ferrer
+        (2022a) eq. 2).  Posterior-type scores use the class frequencies of
         ``labels``.
       score_type: any score type.
       sample_weight: optional ``(N,)`` non-negative weights (frequency

@@ -4,7 +4,7 @@ Scores follow DESIGN.md: ``(..., N, K)`` log-posteriors by default, or
 ``"logits"`` (log-softmax applied), ``"probabilities"`` (logged by the
 validator, see :func:`ecjax.inputs.as_scores`), ``"llr"`` (binary log-likelihood ratio
 ``log p(x|1) - log p(x|0)``, shape ``(..., N)``) and ``"log_likelihoods"``
-(combined with priors by Bayes' rule, seed 002 eqs. 45-47).
+(combined with priors by Bayes' rule, Ferrer (2022b) eqs. 45-47).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def log_likelihoods_from_posteriors(scores: ArrayLike, training_priors: ArrayLik
                                     score_type: str = "log_posteriors") -> jax.Array:
     """Posterior-type scores as log-likelihoods, given the priors they were trained with.
 
-    Bayes' rule read backwards (seed 002 §3.2): ``log P(x | i) = log P(i | x)
+    Bayes' rule read backwards (Ferrer 2022b, §3.2): ``log P(x | i) = log P(i | x)
     - log pi_i + c(x)``, where ``pi`` are the training priors and ``c(x)``
     does not depend on the class (so it changes no posterior or decision).
     Used with ``score_type="log_likelihoods"`` and deployment priors, the
@@ -97,7 +97,7 @@ def log_posteriors(scores: ArrayLike, *, priors: ArrayLike | None = None, score_
     posterior-type scores it needs ``training_priors`` (the class priors the
     scores were trained with, or the class frequencies of the training data):
     the posteriors are then re-weighted to ``priors``, ``P'(i | x) ∝ P(i | x)
-    priors_i / training_priors_i`` (seed 002 §3.2); without
+    priors_i / training_priors_i`` (Ferrer 2022b, §3.2); without
     ``training_priors`` it is refused (see :func:`bayes_decisions`).
     """
     scores, priors, score_type = _with_training_priors(scores, priors, score_type, training_priors)
@@ -106,7 +106,7 @@ def log_posteriors(scores: ArrayLike, *, priors: ArrayLike | None = None, score_
 
 
 def bayes_decisions_kernel(log_post: jax.Array, costs: jax.Array, precision: str = "exact") -> jax.Array:
-    """Kernel: ``argmin_j sum_i c_ij P(i | x)`` (seed 001 eq. 7).
+    """Kernel: ``argmin_j sum_i c_ij P(i | x)`` (Ferrer 2025, eq. 7).
 
     ``log_post`` is ``(..., N, K)``, ``costs`` ``(..., K, D)``; their batch
     axes broadcast.  Ties go to the lowest decision index.  ``precision``:
@@ -126,8 +126,8 @@ def bayes_decisions(scores: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | 
                     training_priors: ArrayLike | None = None) -> jax.Array:
     """Bayes decisions: the decision of least expected cost for each sample.
 
-    ``d(x) = argmin_j sum_i c_ij P(i | x)`` (seed 001 eq. 7); with an
-    abstention column in ``costs`` this is the abstention rule of seed 001
+    ``d(x) = argmin_j sum_i c_ij P(i | x)`` (Ferrer 2025, eq. 7); with an
+    abstention column in ``costs`` this is the abstention rule of Ferrer (2025)
     App. B.
 
     Args:
@@ -167,7 +167,7 @@ def _bayes_decisions_jit(scores, log_p, costs, score_type, precision):
 
 
 def naive_expected_cost(costs: ArrayLike, priors: ArrayLike) -> jax.Array:
-    """EC of the best naive system, ``min_d sum_i c_id P_i`` (seed 000 eq. 3).
+    """EC of the best naive system, ``min_d sum_i c_id P_i`` (Ferrer 2022a, eq. 3).
 
     ``costs`` ``(..., K, D)`` and ``priors`` ``(..., K)`` broadcast.  Kernel
     (no validation): it is the denominator of every normalized EC.
@@ -176,7 +176,7 @@ def naive_expected_cost(costs: ArrayLike, priors: ArrayLike) -> jax.Array:
 
 
 def naive_decision(costs: ArrayLike, priors: ArrayLike) -> jax.Array:
-    """The best naive decision ``argmin_d sum_i c_id P_i`` (seed 000 eq. 3).
+    """The best naive decision ``argmin_d sum_i c_id P_i`` (Ferrer 2022a, eq. 3).
 
     The decision a system that ignores its input should always make.
     """

@@ -2,7 +2,7 @@
 
 Two stories:
 
-1. The factory of seed 004 §0: two classifiers with published confusion
+1. The factory of Dyrland et al. (2022) §0: two classifiers with published confusion
    matrices (1)-(2), judged by the utility matrices (4) and (5).  Most popular
    metrics prefer B; the utility yield (what the factory earns) prefers A
    under (4) and B under (5).
@@ -27,14 +27,14 @@ from ecjax.confusion import confusion_matrix, data_priors
 from ecjax.decisions import bayes_decisions, naive_decision
 from ecjax.report import disagreements, format_table, metric_columns, no_better_than_naive
 
-# Seed 004 eqs. (1)-(2): joint frequencies, transposed to rows = true class.
+# Dyrland et al. (2022) eqs. (1)-(2): joint frequencies, transposed to rows = true class.
 FACTORY_COUNTS = np.array(
     [
         [[27, 23], [15, 35]],  # classifier A
         [[43, 7], [18, 32]],  # classifier B
     ]
 )
-# Seed 004 eqs. (4) and (5), EUR per component, transposed to rows = true class.
+# Dyrland et al. (2022) eqs. (4) and (5), EUR per component, transposed to rows = true class.
 FACTORY_UTILITIES = np.array([[15.0, -35.0], [-335.0, 165.0]])
 FACTORY_UTILITIES_ALT = np.array([[45.0, -65.0], [-335.0, 165.0]])
 
@@ -81,7 +81,7 @@ def run(out: TextIO | None = None, *, seed: int = 0) -> None:
     print("ecjax demo: classifiers judged by the consequences of their decisions", file=out)
     print("(* = best system in the column; rows of every matrix = true class)\n", file=out)
     names = ["A", "B"]
-    # Seed 004 Table 1 takes class 0 as the positive class.
+    # Dyrland et al. (2022) Table 1 takes class 0 as the positive class.
     _section("1a. A factory's quality check (Dyrland et al.), utilities in EUR per component (positive class 0):", FACTORY_COUNTS,
              names, out, utilities=FACTORY_UTILITIES, pos_label=0)
     _section("1b. The same classifiers under the factory's other utilities:", FACTORY_COUNTS, names, out,

@@ -308,7 +308,7 @@ def check_score_columns(num_columns: int, num_classes: int, score_type: str) -> 
 
 
 def check_naive_cost_positive(naive: ArrayLike) -> None:
-    """The NEC (seed 000 eq. 4) divides by the best naive system's expected cost: every one must be > 0."""
+    """The NEC (Ferrer 2022a, eq. 4) divides by the best naive system's expected cost: every one must be > 0."""
     if not is_tracer(naive) and np.any(np.asarray(naive) <= 0):
         raise InputError("the best naive system has zero expected cost for these `costs` and priors: NEC is undefined")
 
@@ -687,7 +687,7 @@ def as_log_domain_scores(scores: object, score_type: str) -> tuple[jax.Array | n
 
     ``-inf`` in log-domain scores (an exact zero posterior) is a legitimate
     value: it ranks below everything (ROC, PR, DET curves) and gives an
-    infinite cross-entropy to its class (seed 002 §4.1.2); NaN and ``+inf``
+    infinite cross-entropy to its class (Ferrer 2022b, §4.1.2); NaN and ``+inf``
     are refused.  :func:`as_scores` then checks the finite stand-in (shape,
     normalization) and :func:`restore_neg_inf` puts ``-inf`` back.  For
     probabilities, ``where`` marks the exact zeros (which :func:`as_scores`

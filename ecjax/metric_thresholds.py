@@ -1,18 +1,18 @@
 """Thresholds chosen by F-beta, MCC or Youden's J, and the costs they imply.
 
-Seed 001 §4.1 (Figs. 1-2) and §5 (conclusions): the binary threshold that maximizes
+Ferrer (2025) §4.1 (Figs. 1-2) and §5 (conclusions): the binary threshold that maximizes
 F-beta, the Matthews correlation coefficient or Youden's J is the Bayes
 threshold of *some* expected cost, whose cost ratio the user never chose and
 which moves with the score distribution.  :func:`optimal_metric_threshold`
 finds that threshold exactly (every cut between distinct scores, one sort)
 and makes the implied cost explicit.
 
-Notation.  Class 1 is the positive class (the seeds' ``H_2``); ``s`` is the
+Notation.  Class 1 is the positive class (Ferrer's ``H_2``); ``s`` is the
 class-1 log-odds of the scores (:func:`optimal_metric_threshold` says which
 log-odds per score type); the decisions are "class 1 iff ``s > t``".  Costs
 follow :mod:`ecjax.costs`: ``c[i, j]`` is the cost of deciding ``j`` when the
-truth is ``i``, so ``c[0, 1]`` is a false alarm and ``c[1, 0]`` a miss (the
-seeds' ``c_12`` and ``c_21``).
+truth is ``i``, so ``c[0, 1]`` is a false alarm and ``c[1, 0]`` a miss (in
+Ferrer's ``c_12`` and ``c_21``).
 """
 
 from __future__ import annotations
@@ -53,14 +53,14 @@ class MetricThreshold(NamedTuple):
         ``sample_weight``, their weight totals (floats).
       implied_cost_ratio: ``r = c[1, 0] / c[0, 1]``, the cost of a miss
         relative to a false alarm for which ``threshold`` is the Bayes
-        threshold (seed 001 eq. 20; seed 002 eq. 48 for LLRs).  The implied
+        threshold (Ferrer 2025, eq. 20; Ferrer (2022b) eq. 48 for LLRs).  The implied
         cost matrix is ``[[0, 1], [r, 0]]``.
       effective_prior_log_odds: ``theta = log(P_1 c[1, 0] / (P_0 c[0, 1]))``
         with the evaluation priors ``P``: the one parameter of a binary EC
-        (seed 002 eq. 9, ``alpha = exp(-theta)``); the Bayes threshold on the
+        (Ferrer 2022b, eq. 9, ``alpha = exp(-theta)``); the Bayes threshold on the
         LLR is ``-theta``.
       implied_nec: NEC at ``threshold`` under the implied costs and priors
-        ``P``: ``(alpha R_01 + R_10) / min(alpha, 1)`` (seed 002 eq. 8), with
+        ``P``: ``(alpha R_01 + R_10) / min(alpha, 1)`` (Ferrer 2022b, eq. 8), with
         ``R_01`` the false-alarm and ``R_10`` the miss rate (1 for a
         trivial cut: it is then the best naive decision).
     """
@@ -76,7 +76,7 @@ class MetricThreshold(NamedTuple):
 
 
 def _metric_at_cuts(tp, fp, fn, tn, beta, metric_index):
-    """The metric at every cut from exact counts (seed 001 eqs. 9 and 14; Youden's J = R_11 - R_01).
+    """The metric at every cut from exact counts (Ferrer 2025, eqs. 9 and 14; Youden's J = R_11 - R_01).
 
     ``metric_index`` (traced, so one compiled program serves every metric) picks
     F-beta (0), MCC (1) or Youden's J (2); the three curves cost O(N), next to
@@ -89,7 +89,7 @@ def _metric_at_cuts(tp, fp, fn, tn, beta, metric_index):
     # Both classes have samples, so (1 + b2) TP + b2 FN + FP >= b2 N_1 > 0: never 0/0.
     f_beta = (1.0 + b2) * tp / ((1.0 + b2) * tp + b2 * fn + fp)
     youden = tp / n1 - fp / n0
-    # MCC = J sqrt(N_0 N_1 / (D_0 D_1)) (seed 001 eq. 14, D_j = decisions j): products of counts
+    # MCC = J sqrt(N_0 N_1 / (D_0 D_1)) (Ferrer 2025, eq. 14, D_j = decisions j): products of counts
     # would pass 2**31 and lose float32 digits to cancellation; this form has neither.
     d1, d0 = tp + fp, tn + fn
     trivial = (d1 == 0) | (d0 == 0)
@@ -150,14 +150,14 @@ def _one_system(labels, s, w, num_samples, priors, beta, metric_index, likelihoo
     p1 = jnp.where(data_priors, n1.astype(dtype) / total, priors[1])
     p0 = jnp.where(data_priors, n0.astype(dtype) / total, priors[0])
     log_prior_odds = jnp.log(p1) - jnp.log(p0)
-    # Bayes on LLRs (seed 002 eq. 48): class 1 iff llr > log(P_0 c01 / (P_1 c10)), so theta = -t.
-    # Bayes on posteriors as given (seed 001 eq. 20): class 1 iff s > log(c01 / c10), so log r = -t.
+    # Bayes on LLRs (Ferrer 2022b, eq. 48): class 1 iff llr > log(P_0 c01 / (P_1 c10)), so theta = -t.
+    # Bayes on posteriors as given (Ferrer 2025, eq. 20): class 1 iff s > log(c01 / c10), so log r = -t.
     log_ratio = jnp.where(likelihood, -threshold - log_prior_odds, -threshold)
     theta = log_prior_odds + log_ratio
 
     miss = fn[k].astype(dtype) / n1.astype(dtype)
     false_alarm = fp[k].astype(dtype) / n0.astype(dtype)
-    # NEC = miss e^{max(theta, 0)} + fa e^{max(-theta, 0)} (seed 002 eq. 8 with alpha = e^-theta), where
+    # NEC = miss e^{max(theta, 0)} + fa e^{max(-theta, 0)} (Ferrer 2022b, eq. 8 with alpha = e^-theta), where
     # 0 * inf = 0: a trivial cut (theta = +-inf) is the naive decision and has NEC 1.
     nec = (jnp.where(miss > 0, miss * jnp.exp(jnp.maximum(theta, 0.0)), 0.0)
            + jnp.where(false_alarm > 0, false_alarm * jnp.exp(jnp.maximum(-theta, 0.0)), 0.0))
@@ -224,12 +224,12 @@ def optimal_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, metric: st
 
     Metrics of the decisions "class 1 iff ``s > t``" (class 1 positive):
 
-    * ``"f_beta"``: ``(1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP)`` (seed 001
+    * ``"f_beta"``: ``(1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP)`` (Ferrer (2025)
       eq. 9; ``"f1"`` is ``b = 1``),
-    * ``"mcc"``: ``(TP TN - FP FN) / sqrt(D_1 N_1 N_0 D_0)`` (seed 001
+    * ``"mcc"``: ``(TP TN - FP FN) / sqrt(D_1 N_1 N_0 D_0)`` (Ferrer (2025)
       eq. 13; 0 for a cut that decides one class only, as scikit-learn),
     * ``"youden"``: ``J = TP / N_1 - FP / N_0 = 1 - NEC_b`` (Youden 1950;
-      ``NEC_b = R_12 + R_21`` as in seed 001 §3.2), whose best threshold on
+      ``NEC_b = R_12 + R_21`` as in Ferrer (2025) §3.2), whose best threshold on
       calibrated scores is the Bayes threshold of ``r = P_0 / P_1``.
 
     The best cut is found exactly: one sort of ``s``, cumulative counts, the
@@ -240,21 +240,21 @@ def optimal_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, metric: st
     whose values differ by less than its rounding (~1e-7 relative in
     float32) may be taken for one another.
 
-    The implied cost (seed 001 §4.1): ``threshold`` is the Bayes threshold
+    The implied cost (Ferrer 2025, §4.1): ``threshold`` is the Bayes threshold
     of the costs ``[[0, 1], [r, 0]]`` with
 
     * posterior-type scores (``"log_posteriors"``, ``"logits"``,
       ``"probabilities"``; ``s = log P(1|x) - log P(0|x)``): ``t = log(1/r)``
-      (seed 001 eq. 20), the rule :func:`ecjax.decisions.bayes_decisions`
+      (Ferrer 2025, eq. 20), the rule :func:`ecjax.decisions.bayes_decisions`
       applies to the posteriors as given;
     * likelihood-type scores (``"llr"``, ``"log_likelihoods"``; ``s`` = the
-      LLR ``log p(x|1) - log p(x|0)``): ``t = log(P_0 / (P_1 r))`` (seed 002
+      LLR ``log p(x|1) - log p(x|0)``): ``t = log(P_0 / (P_1 r))`` (Ferrer (2022b)
       eq. 48), with ``P`` = ``priors``.
 
     So ``r = exp(-t)`` for posteriors and ``r = exp(-t) P_0 / P_1`` for
     LLRs; for calibrated scores optimizing the metric is then, in effect,
     optimizing ``NEC`` with these costs, a trade-off that depends on the
-    score distribution (seed 001 Fig. 2).
+    score distribution (Ferrer 2025, Fig. 2).
 
     Args:
       labels: ``(N,)`` (or ``(..., N)``, broadcasting with the scores'
@@ -334,7 +334,7 @@ def calibrated_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, protoco
     """:func:`optimal_metric_threshold` of the scores after calibration: the cost ratio a metric implies, honestly.
 
     A threshold is the Bayes threshold of ``r = exp(-t)`` only where the
-    posteriors are calibrated (seed 001 §4.1): on raw scores the
+    posteriors are calibrated (Ferrer 2025, §4.1): on raw scores the
     ``implied_cost_ratio`` of :func:`optimal_metric_threshold` is the ratio
     the *scores* would imply if they were probabilities (SST-2's GPT-2: 0.273
     raw, 1.41 after an in-sample affine fit of the same cut).  This
@@ -353,7 +353,7 @@ def calibrated_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, protoco
         ``"train_on_test"``.
       method: the calibrator (:data:`ecjax.calibration.METHODS`; default
         ``"affine"``, Platt scaling of binary scores).
-      Others as in :func:`optimal_metric_threshold`; ``priors`` weigh the
+      others: as in :func:`optimal_metric_threshold`; ``priors`` weigh the
       implied NEC (the calibrator is fitted with the data priors).
 
     Returns:

@@ -100,7 +100,7 @@ def _costs_for(counts, costs, name="costs"):
 # ------------------------------------------------------------ expected cost
 
 def expected_value(counts: ArrayLike, matrix: ArrayLike, priors: jax.Array) -> jax.Array:
-    """Kernel: ``sum_ij m_ij P_i R_ij`` (seed 000 eq. 2; seed 004 eq. 10).
+    """Kernel: ``sum_ij m_ij P_i R_ij`` (Ferrer 2022a, eq. 2; Dyrland et al. (2022) eq. 10).
 
     The one computation behind the expected cost (``m`` = costs) and the
     utility yield (``m`` = utilities).  No validation.
@@ -157,7 +157,7 @@ def _expected_and_naive_jit(counts, matrix, priors):
 
 
 def expected_cost(counts: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | None = None) -> jax.Array:
-    """Expected cost ``EC = sum_i sum_j c_ij P_i R_ij`` (seed 000 eq. 2).
+    """Expected cost ``EC = sum_i sum_j c_ij P_i R_ij`` (Ferrer 2022a, eq. 2).
 
     Args:
       counts: ``(..., K, D)`` confusion counts.
@@ -170,7 +170,7 @@ def expected_cost(counts: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | No
         :class:`InputError` (its rates are unknown).
 
     Example:
-      >>> float(expected_cost(jnp.array([[3, 1], [2, 4]]), 1 - jnp.eye(2)))
+      >>> round(float(expected_cost(jnp.array([[3, 1], [2, 4]]), 1 - jnp.eye(2))), 6)
       0.3
     """
     counts = as_counts(counts)
@@ -186,7 +186,7 @@ def _ec_ok(counts, c, p):
 
 def normalized_expected_cost(counts: ArrayLike, costs: ArrayLike, *,
                              priors: ArrayLike | None = None) -> jax.Array:
-    """``NEC = EC / min_d sum_i c_id P_i`` (seed 000 eqs. 3-4).
+    """``NEC = EC / min_d sum_i c_id P_i`` (Ferrer 2022a, eqs. 3-4).
 
     The EC divided by the EC of the best naive system (one that always makes
     the same decision).  NEC >= 1 means the system is no better than a
@@ -207,7 +207,7 @@ def normalized_expected_cost(counts: ArrayLike, costs: ArrayLike, *,
 
 
 def utility_yield(counts: ArrayLike, utilities: ArrayLike, *, priors: ArrayLike | None = None) -> jax.Array:
-    """Utility yield ``sum_ij U_ij P_i R_ij`` (seed 004 eq. 10, rows = true class).
+    """Utility yield ``sum_ij U_ij P_i R_ij`` (Dyrland et al. 2022, eq. 10, rows = true class).
 
     With data priors this is ``sum_ij U_ij C_ij`` for the confusion matrix
     ``C`` normalized by the number of samples.  Higher is better; the yield
@@ -328,8 +328,8 @@ _AVERAGE_DOC = """
         ``nan`` allowed).
     """
 
-precision = _metric("precision", "Precision (PPV) ``TP / (TP + FP)`` (seed 000 eq. 14).")
-recall = _metric("recall", "Recall (sensitivity, TPR) ``TP / (TP + FN)`` (seed 000 eq. 15).")
+precision = _metric("precision", "Precision (PPV) ``TP / (TP + FP)`` (Ferrer 2022a, eq. 14).")
+recall = _metric("recall", "Recall (sensitivity, TPR) ``TP / (TP + FN)`` (Ferrer 2022a, eq. 15).")
 specificity = _metric("specificity", "Specificity (TNR) ``TN / (TN + FP)``.")
 negative_predictive_value = _metric("npv", "Negative predictive value ``TN / (TN + FN)``.")
 sensitivity = recall
@@ -340,10 +340,10 @@ for _fn, _name in ((precision, "precision"), (recall, "recall"), (specificity, "
 
 def f_beta_score(counts: ArrayLike, *, beta: float = 1.0, pos_label: int = 1, average: str | None = "binary",
                  zero_division: float = 0.0) -> jax.Array:
-    """F-beta ``(1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP)`` (seed 000 eq. 17).
+    """F-beta ``(1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP)`` (Ferrer 2022a, eq. 17).
 
     Equals ``1 - EC_beta / (b^2 P_2 + R_*2)`` with the costs of
-    :func:`ecjax.costs.f_beta` (seed 000 eq. 22).
+    :func:`ecjax.costs.f_beta` (Ferrer 2022a, eq. 22).
     """
     counts = as_counts(counts, square=True)
     b2: jax.Array | float
@@ -376,12 +376,12 @@ def _counts_metric(kernel, counts, *args, square=True):
 
 
 def accuracy(counts: ArrayLike) -> jax.Array:
-    """Fraction of samples whose decision equals their class (seed 000 eq. 5)."""
+    """Fraction of samples whose decision equals their class (Ferrer 2022a, eq. 5)."""
     return _counts_metric(_accuracy_kernel, counts)
 
 
 def error_rate(counts: ArrayLike) -> jax.Array:
-    """``1 - accuracy``: the EC of 0-1 costs with data priors (seed 000 eq. 8)."""
+    """``1 - accuracy``: the EC of 0-1 costs with data priors (Ferrer 2022a, eq. 8)."""
     return 1.0 - accuracy(counts)
 
 
@@ -393,7 +393,7 @@ def _balanced_accuracy_kernel(c):
 
 
 def balanced_accuracy(counts: ArrayLike) -> jax.Array:
-    """Mean recall over the classes present in the data (seed 000 eq. 9).
+    """Mean recall over the classes present in the data (Ferrer 2022a, eq. 9).
 
     A class with no test samples is left out of the mean (as scikit-learn).
     """
@@ -401,7 +401,7 @@ def balanced_accuracy(counts: ArrayLike) -> jax.Array:
 
 
 def balanced_error_rate(counts: ArrayLike) -> jax.Array:
-    """``1 - balanced_accuracy``: the EC of costs ``1/(K P_i)`` (seed 000 eq. 12)."""
+    """``1 - balanced_accuracy``: the EC of costs ``1/(K P_i)`` (Ferrer 2022a, eq. 12)."""
     return 1.0 - balanced_accuracy(counts)
 
 
@@ -418,7 +418,7 @@ def _mcc_kernel(c, zero_division):
 
 
 def matthews_corrcoef(counts: ArrayLike, *, zero_division: float = 0.0) -> jax.Array:
-    """Matthews correlation coefficient, binary (seed 000 eq. 23) and multiclass.
+    """Matthews correlation coefficient, binary (Ferrer 2022a, eq. 23) and multiclass.
 
     Uses Gorodkin's ``R_K``: ``(c N - sum_k p_k t_k) /
     sqrt((N^2 - sum_k p_k^2)(N^2 - sum_k t_k^2))`` with ``c`` the trace,
@@ -445,7 +445,7 @@ def cohen_kappa(counts: ArrayLike, *, zero_division: float = 0.0) -> jax.Array:
 
 def fowlkes_mallows(counts: ArrayLike, *, pos_label: int = 1, average: str | None = "binary",
                     zero_division: float = 0.0) -> jax.Array:
-    """Fowlkes-Mallows index ``sqrt(PPV * TPR)`` for the positive class (seed 004 Table 1)."""
+    """Fowlkes-Mallows index ``sqrt(PPV * TPR)`` for the positive class (Dyrland et al. 2022, Table 1)."""
     counts = as_counts(counts, square=True)
     return _select("fowlkes_mallows", counts, pos_label, average, zero_division)
 
@@ -464,7 +464,7 @@ def _likelihood_ratio_kernel(c, pos_label, *, negative):
 
 
 def positive_likelihood_ratio(counts: ArrayLike, *, pos_label: int = 1) -> jax.Array:
-    """``LR+ = TPR / (1 - TNR)`` (seed 000 eq. 32); ``+inf`` when FPR = 0."""
+    """``LR+ = TPR / (1 - TNR)`` (Ferrer 2022a, eq. 32); ``+inf`` when FPR = 0."""
     c, pos = _binary_counts(counts, pos_label)
     return _guard(_likelihood_ratio_kernel(c, pos, negative=False), lambda: _binary_ok(c, pos), c)
 
@@ -499,10 +499,10 @@ def _net_benefit_kernel(c, odds, pos_label):
 
 
 def net_benefit(counts: ArrayLike, *, threshold_probability: float, pos_label: int = 1) -> jax.Array:
-    """Net benefit ``TP/N - FP/N * p/(1-p)`` at threshold probability ``p`` (seed 001 App. C).
+    """Net benefit ``TP/N - FP/N * p/(1-p)`` at threshold probability ``p`` (Ferrer 2025, App. C).
 
     Equals ``P_pos - EC`` with the costs of :func:`ecjax.costs.net_benefit`
-    (seed 002 eqs. 12-15).
+    (Ferrer 2022b, eqs. 12-15).
     """
     c = as_counts(counts, square=True)
     pos = v.as_pos_label(pos_label, c.shape[-1])
@@ -572,7 +572,7 @@ _gps_jit = jax.jit(_gps_kernel)
 
 
 def general_performance_score(values: ArrayLike) -> tuple[jax.Array, jax.Array]:
-    """GPS: harmonic mean of performance metrics ``p_1..p_n`` (seed 003 Definition 1).
+    """GPS: harmonic mean of performance metrics ``p_1..p_n`` (De Diego et al. (2022) Definition 1).
 
     Args:
       values: ``(..., n)`` metric values in [0, 1] (others raise
@@ -580,8 +580,8 @@ def general_performance_score(values: ArrayLike) -> tuple[jax.Array, jax.Array]:
 
     Returns:
       ``(gps, sd)``: the harmonic mean ``n / sum_i (1/p_i)`` and its standard
-      deviation (seed 003 Property 3), ``GPS^2 * sqrt(sum_i (1/p_i - mean)^2) / (n - 1)``
-      with the mean taken over ``1/p_i``; this form reproduces the seed's
+      deviation (De Diego et al. (2022) Property 3), ``GPS^2 * sqrt(sum_i (1/p_i - mean)^2) / (n - 1)``
+      with the mean taken over ``1/p_i``; this form reproduces the paper's
       Properties 4 and 5.  GPS is 0 when a metric is 0 (Property 2), and its
       sd is then 0.
     """
@@ -606,7 +606,7 @@ def _upm_kernel(c, pos_label):
 
 
 def unified_performance_measure(counts: ArrayLike, *, pos_label: int = 1) -> tuple[jax.Array, jax.Array]:
-    """UPM: GPS of (PPV, TPR, TNR, NPV) for the positive class (seed 003 §3.1).
+    """UPM: GPS of (PPV, TPR, TNR, NPV) for the positive class (De Diego et al. 2022, §3.1).
 
     Returns ``(upm, sd)``.
     """
@@ -621,5 +621,5 @@ def _gps_upm_kernel(c):
 
 
 def gps_upm(counts: ArrayLike) -> tuple[jax.Array, jax.Array]:
-    """Multiclass GPS of the one-vs-rest UPMs (seed 003 §3.2). Returns ``(gps, sd)``."""
+    """Multiclass GPS of the one-vs-rest UPMs (De Diego et al. 2022, §3.2). Returns ``(gps, sd)``."""
     return _counts_metric(_gps_upm_kernel, counts)

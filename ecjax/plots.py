@@ -524,12 +524,12 @@ def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None =
         :data:`NEAR_PERFECT_AUC`, where a linear ROC hugs the axes and hides
         the operating points and iso-utility lines (a speaker-verification
         system of AUC 0.99999).  Not used with ``det``.
+      frame: :class:`Frame` (title, axis labels, class names, ``ax``, ``path``);
+        the class names are ``(negative, positive)`` (default "class 0", "class 1").
 
     A system's point is called best only if its yield beats every other
     system's by more than float32 rounding (:data:`ecjax.report.TIE_RTOL`):
     equal expected costs are a tie, said as such.
-      frame: :class:`Frame` (title, axis labels, class names, ``ax``, ``path``);
-        the class names are ``(negative, positive)`` (default "class 0", "class 1").
     """
     frame = _check_frame(frame, "roc_with_iso_utility", names_classes=True)
     v.check_choice(tangents, "tangents", ("all", "best"))

@@ -54,7 +54,7 @@ def metric_columns(counts: ArrayLike, *, costs: ArrayLike | None = None, utiliti
     counts = np.asarray(counts)
     v.check_exclusive({"costs": costs, "utilities": utilities})
     costs = -np.asarray(utilities, float) if costs is None else np.asarray(costs, float)
-    # EC and NEC need non-negative costs (seed 001 §2): shift each row by its minimum,
+    # EC and NEC need non-negative costs (Ferrer 2025, §2): shift each row by its minimum,
     # which changes every system's EC by the same constant and keeps the ranking.
     normalized = np.asarray(normalize_rows(costs))
     cols = [

@@ -5,7 +5,7 @@ module does).  Three pieces:
 
 - :func:`cost_scorer` / :func:`utility_scorer`: a ``scoring=`` for ``cross_val_score``, ``GridSearchCV`` and
   friends.  It makes the Bayes decisions of the estimator's ``predict_proba`` for a cost matrix
-  (``argmin_j sum_i c_ij P(i | x)``, seed 001 eq. 7; abstention columns allowed), or takes its ``predict``,
+  (``argmin_j sum_i c_ij P(i | x)``, Ferrer (2025) eq. 7; abstention columns allowed), or takes its ``predict``,
   counts them against ``y`` and returns the EC / NEC (negated, as scikit-learn's ``neg_*`` scorers, since
   scikit-learn maximizes scores) or the utility yield.
 - :class:`CostSensitiveClassifier`: wraps any probabilistic classifier; ``predict`` returns the Bayes
@@ -105,7 +105,7 @@ def cost_scorer(costs: ArrayLike, *, metric: str = "expected_cost", priors: Arra
     """A scikit-learn scorer of the expected cost of an estimator's decisions: ``scoring=cost_scorer(costs)``.
 
     The scorer ``scorer(estimator, X, y, sample_weight=None)`` returns **minus** the EC
-    ``sum_ij c_ij P_i R_ij`` (seed 000 eq. 2) or the NEC (``metric="normalized_expected_cost"``, eqs. 3-4) of
+    ``sum_ij c_ij P_i R_ij`` (Ferrer 2022a, eq. 2) or the NEC (``metric="normalized_expected_cost"``, eqs. 3-4) of
     the decisions on ``(X, y)``: scikit-learn maximizes scores, so, as its ``neg_log_loss``, the cost is
     negated (``-0.12`` is better than ``-0.30``).  ``y`` is mapped to class indices through
     ``estimator.classes_`` (string class names work); row ``i`` of ``costs`` is class ``classes_[i]``.
@@ -120,7 +120,7 @@ def cost_scorer(costs: ArrayLike, *, metric: str = "expected_cost", priors: Arra
       training_priors: ``(K,)`` class priors the estimator's posteriors were trained with (the class
         frequencies of its training data): the posteriors are re-weighted to ``priors`` before deciding
         (:func:`ecjax.decisions.bayes_decisions`).
-      decisions: ``"bayes"``: the Bayes decisions of ``predict_proba(X)`` for ``costs`` (seed 001 eq. 7; ties
+      decisions: ``"bayes"``: the Bayes decisions of ``predict_proba(X)`` for ``costs`` (Ferrer 2025, eq. 7; ties
         to the lowest index); ``"predict"``: ``predict(X)`` as it is (for a classifier that already decides,
         such as :class:`CostSensitiveClassifier`).
 
@@ -134,7 +134,7 @@ def cost_scorer(costs: ArrayLike, *, metric: str = "expected_cost", priors: Arra
 
 def utility_scorer(utilities: ArrayLike, *, priors: ArrayLike | None = None,
                    training_priors: ArrayLike | None = None, decisions: str = "bayes") -> DecisionScorer:
-    """A scikit-learn scorer of the utility yield ``sum_ij U_ij P_i R_ij`` (seed 004 eq. 10) of an estimator's
+    """A scikit-learn scorer of the utility yield ``sum_ij U_ij P_i R_ij`` (Dyrland et al. 2022, eq. 10) of an estimator's
     decisions, as it is (higher is better); Bayes decisions maximize the expected utility.  The arguments are
     those of :func:`cost_scorer`, with the ``(K, D)`` utility matrix ``utilities`` instead of costs."""
     return DecisionScorer(utilities, "utility_yield", priors, training_priors, decisions)
@@ -213,10 +213,11 @@ class ScoreCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
       max_iter, tol: L-BFGS limits (:class:`ecjax.calibration.FitSettings`).
 
     Attributes (after ``fit``):
-      calibrator_: the fitted :class:`ecjax.calibration.Calibrator` (save it with
-        :func:`ecjax.calibrator_files.save_calibrator`).
-      classes_, n_features_in_: as every scikit-learn classifier.
-      class_priors_: the (weighted) class frequencies of ``y``: the priors of the calibrated posteriors.
+
+    - ``calibrator_``: the fitted :class:`ecjax.calibration.Calibrator` (save it with
+      :func:`ecjax.calibrator_files.save_calibrator`).
+    - ``classes_``, ``n_features_in_``: as every scikit-learn classifier.
+    - ``class_priors_``: the (weighted) class frequencies of ``y``: the priors of the calibrated posteriors.
 
     ``predict_proba`` gives the calibrated posteriors, ``transform`` their logarithms (``-inf`` where a
     probability is 0), ``predict`` the class of highest calibrated posterior (the Bayes decision for 0-1 costs;
@@ -269,11 +270,11 @@ class ScoreCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
 # --------------------------------------------------- cost-sensitive classifier
 
 class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
-    """Bayes decisions for a cost matrix from any probabilistic classifier (seed 001 eq. 7, App. B).
+    """Bayes decisions for a cost matrix from any probabilistic classifier (Ferrer 2025, eq. 7, App. B).
 
     ``predict(X)`` is ``argmin_j sum_i c_ij P'(i | x)`` with ``P'`` the posteriors of ``predict_proba`` (of the
     base estimator, calibrated when ``calibration`` is given) re-weighted from the class frequencies of the
-    training ``y`` to the deployment ``priors`` when those are given (seed 002 §3.2).  Ties go to the lowest
+    training ``y`` to the deployment ``priors`` when those are given (Ferrer 2022b, §3.2).  Ties go to the lowest
     decision index.
 
     Parameters:
@@ -290,9 +291,9 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
         ``D == K``, else the decision indices ``0 .. D-1``.
 
     Attributes (after ``fit``):
-      estimator_: the base estimator fitted on all the data.  calibrator_: the :class:`ScoreCalibrator` of
-      its probabilities, or ``None``.  classes_: the base estimator's.  training_priors_: the class
-      frequencies of ``y``.  decision_names_: what ``predict`` returns for each decision.
+      ``estimator_``: the base estimator fitted on all the data.  ``calibrator_``: the :class:`ScoreCalibrator` of
+      its probabilities, or ``None``.  ``classes_``: the base estimator's.  ``training_priors_``: the class
+      frequencies of ``y``.  ``decision_names_``: what ``predict`` returns for each decision.
     """
 
     def __init__(self, estimator: Any, costs: ArrayLike, *, priors: ArrayLike | None = None,

@@ -50,4 +50,4 @@ print(result.summary())
 print("P(row better than column):")
 for n, row in zip(names, np.asarray(result.pairwise)):
     print(f"  {n:14s} " + "  ".join(f"{p:.3f}" for p in row))
-print("expected cost matrix (seed 004 eq. 18):", np.round(-np.asarray(result.expected_utility_matrix), 2).tolist())
+print("expected cost matrix (Dyrland et al. 2022, eq. 18):", np.round(-np.asarray(result.expected_utility_matrix), 2).tolist())

@@ -1,4 +1,4 @@
-"""The factory and medical stories of Dyrland et al. (seed 004 §0-1), with ecjax.
+"""The factory and medical stories of Dyrland et al. (2022, §0-1), with ecjax.
 
 Two classifiers, A and B, with the published confusion matrices (1)-(2).  Popular
 metrics prefer B.  What the factory earns (utility yield, eq. 10) says A under the
@@ -15,7 +15,7 @@ import ecjax
 from ecjax import costs
 from ecjax.demo import FACTORY_COUNTS, FACTORY_UTILITIES, FACTORY_UTILITIES_ALT
 
-# Matrix (6): expected remaining life in months, rows = true class (transposed from the seed).
+# Matrix (6): expected remaining life in months, rows = true class (transposed from the paper).
 MEDICAL_UTILITIES = np.array([[350.0, 300.0], [0.0, 500.0]])
 
 names = ["A", "B"]
@@ -27,13 +27,13 @@ for title, u in [("factory, gains (4), EUR/component", FACTORY_UTILITIES),
     print(f"{title:38s} yield A = {y[0]:7.2f}  B = {y[1]:7.2f}  -> {names[int(np.argmax(y))]}"
           f"   (utility-space point x = {float(x_):+.2f}, y = {float(y_):+.2f})")
 
-print("\nPopular metrics do not depend on the utilities at all (positive class 0, as in the seed's Table 1):")
+print("\nPopular metrics do not depend on the utilities at all (positive class 0, as in the paper's Table 1):")
 for name, fn in [("accuracy", ecjax.accuracy), ("F1", lambda c: ecjax.f1_score(c, pos_label=0)),
                  ("MCC", ecjax.matthews_corrcoef)]:
     v = np.asarray(fn(FACTORY_COUNTS))
     print(f"  {name:9s} A = {v[0]:.2f}  B = {v[1]:.2f}")
 
-# Sweep the utility space of seed 004 Fig. 1: a grid of (x, y), keep the admissible hexagon |x - y| <= 1.
+# Sweep the utility space of Dyrland et al. (2022) Fig. 1: a grid of (x, y), keep the admissible hexagon |x - y| <= 1.
 grid = np.linspace(-1, 1, 201)
 xx, yy = np.meshgrid(grid, grid)
 inside = np.abs(xx - yy) <= 1

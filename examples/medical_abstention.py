@@ -1,10 +1,10 @@
-"""A medical decision with an abstention option (seed 001 App. B, seed 002 §4.8.2), with ecjax.
+"""A medical decision with an abstention option (Ferrer 2025, App. B, Ferrer (2022b) §4.8.2), with ecjax.
 
 A binary test: 90 % of patients are healthy (class 0), 10 % sick (class 1).  A wrong
 diagnosis costs 1; sending the patient for more tests ("abstain") costs alpha whatever
 the truth.  Bayes decisions abstain exactly when the expected cost of both diagnoses
 exceeds alpha.  They are only as good as the posteriors they are made from: the
-miscalibrated LLRs (LR-mc1 of seed 002 §4.8) abstain too often or too rarely and cost more
+miscalibrated LLRs (LR-mc1 of Ferrer (2022b) §4.8) abstain too often or too rarely and cost more
 than the calibrated ones, and a cross-validated LLR calibration (optax L-BFGS) recovers most of the gap.
 
     python examples/medical_abstention.py

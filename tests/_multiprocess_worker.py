@@ -33,7 +33,7 @@ def inputs():
 
 
 def run(devices=None) -> dict:
-    """A sharded sweep of each kind and the seed 004 §4.2 study: ``{name: numpy array}``."""
+    """A sharded sweep of each kind and the Dyrland et al. (2022) §4.2 study: ``{name: numpy array}``."""
     import jax
 
     from ecjax.sweep import SweepSettings, grids, metric_reliability, sweep_counts, sweep_scores

@@ -140,7 +140,7 @@ def test_ec_of_bayes_decisions(setup, prior_kind):
     y, k = setup["targets"], setup["k"]
     priors = None if prior_kind == "data" else setup["p_deploy"]
     p_eval = np.bincount(y, minlength=k) / len(y) if priors is None else priors
-    w = p_eval / np.bincount(y, minlength=k)  # per-sample weight P_y / K_y* (seed 000 eqs. 1-2)
+    w = p_eval / np.bincount(y, minlength=k)  # per-sample weight P_y / K_y* (Ferrer 2022a, eqs. 1-2)
     for cs in (setup["square"], setup["abstain"]):
         got = np.asarray(bayes_expected_cost(y, setup["scores"], cs, priors=priors, score_type=setup["score_type"]))
         got_n = np.asarray(bayes_expected_cost(y, setup["scores"], cs, priors=priors,

@@ -1,4 +1,4 @@
-"""Calibrators, protocols and calibration loss (seed 002 §4.2-4.3).
+"""Calibrators, protocols and calibration loss (Ferrer 2022b, §4.2-4.3).
 
 References, never ecjax itself: psrcal (AffineCalLogLoss / AffineCalBrier /
 HistogramBinningCal trained in float64, LogLoss, CalLossLogLoss), scipy.optimize

@@ -60,7 +60,7 @@ def test_priors_by_class_name(files):
     # The posteriors are re-weighted from the labels' class frequencies to the deployment priors before deciding.
     w = np.exp(a) * np.array([0.7, 0.3]) / (np.bincount(y) / len(y))
     dec = (4 * w[:, 1] > w[:, 0]).astype(int)
-    ec = 0.7 * np.mean(dec[y == 0] == 1) + 0.3 * 4 * np.mean(dec[y == 1] == 0)  # seed 000 eq. 2
+    ec = 0.7 * np.mean(dec[y == 0] == 1) + 0.3 * 4 * np.mean(dec[y == 1] == 0)  # Ferrer (2022a) eq. 2
     assert rec["metrics"]["EC"]["a"] == pytest.approx(ec, rel=1e-5)
 
 
@@ -207,7 +207,7 @@ def test_compare_dominant_system_and_expected_utility_matrix(files):
     rec = json.loads(out)
     # With non-negative costs a system without errors costs 0 in every draw: it is the best with probability 1.
     assert rec["paired"] and rec["p_best"]["perfect"] == 1.0 and rec["recommendation"] == "perfect"
-    # Interval prior on costs: the expected utility matrix is minus the interval midpoints (seed 004 eq. 18).
+    # Interval prior on costs: the expected utility matrix is minus the interval midpoints (Dyrland et al. 2022, eq. 18).
     np.testing.assert_allclose(rec["expected_utility_matrix"], -np.array([[0, 1], [5, 0]]), atol=1e-6)
     np.testing.assert_allclose(np.sum(rec["rank_probabilities"], axis=1), 1.0, atol=1e-6)
     assert (d / "cmp" / "yield_posteriors.png").is_file() and (d / "cmp" / "rank_probabilities.png").is_file()
@@ -241,7 +241,7 @@ def test_sweep_utility_space_and_cost_ratio_against_brute_force(files):
                        "--json", "--out", "sw", cwd=d)
     assert rc == 0, err
     rec = json.loads(out)
-    # Brute force over the same grid: yield = sum_ij U_ij C_ij with C the joint frequencies (seed 004 eq. 10).
+    # Brute force over the same grid: yield = sum_ij U_ij C_ij with C the joint frequencies (Dyrland et al. 2022, eq. 10).
     g = np.linspace(-1, 1, 41)
     wins = np.zeros(2)
     total = 0

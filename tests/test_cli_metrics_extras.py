@@ -120,7 +120,7 @@ def test_bootstrap_cross_entropy_matches_rubins_closed_form(binary, capsys):
 
 
 def test_bootstrap_calibration_loss_matches_a_scikit_learn_calibration(binary, capsys):
-    # The estimate is the relative cross-entropy calibration loss (seed 002 eq. 60) of the affine calibrator fitted
+    # The estimate is the relative cross-entropy calibration loss (Ferrer 2022b, eq. 60) of the affine calibrator fitted
     # on the data: for LLRs with the data's priors, a logistic regression on the posterior log-odds.
     from sklearn.linear_model import LogisticRegression
 

@@ -182,7 +182,7 @@ def test_weighted_joint_outcome_table():
 def test_joint_outcome_table_on_real_scores(data_dir):
     """Two decision rules applied to the same real scores (SST-2, GPT-2 zero-shot)
     are paired by construction: argmax and the Bayes rule of costs c01 = 1, c10 = 4
-    (decide class 1 when P(1|x) > 1/5, seed 001 App. A eq. 19)."""
+    (decide class 1 when P(1|x) > 1/5, Ferrer (2025) App. A eq. 19)."""
     y = np.load(data_dir / "sst2_gpt2" / "targets.npy", allow_pickle=False)
     s = np.load(data_dir / "sst2_gpt2" / "scores.npy", allow_pickle=False).astype(np.float64)
     post1 = np.exp(s[:, 1] - np.logaddexp(s[:, 0], s[:, 1]))

@@ -1,8 +1,8 @@
 """Cost and utility matrix constructors and transforms against their closed forms.
 
 References: the seeds' formulas written in numpy here, scikit-learn's
-accuracy and balanced accuracy, and the seeds' own examples (seed 001 App. B
-abstention rule, App. C net-benefit threshold; seed 004 eqs. 11-13 and the
+accuracy and balanced accuracy, and the seeds' own examples (Ferrer 2025, App. B
+abstention rule, App. C net-benefit threshold; Dyrland et al. (2022) eqs. 11-13 and the
 matrices of §0).
 """
 
@@ -29,7 +29,7 @@ def test_zero_one(k):
 
 
 def test_zero_one_ec_is_error_rate():
-    """Seed 000 eq. 8: the EC of 0-1 costs with data priors is 1 - accuracy."""
+    """Ferrer (2022a) eq. 8: the EC of 0-1 costs with data priors is 1 - accuracy."""
     rng = np.random.default_rng(0)
     y = rng.integers(0, 4, 500)
     d = np.where(rng.random(500) < 0.7, y, rng.integers(0, 4, 500))
@@ -40,7 +40,7 @@ def test_zero_one_ec_is_error_rate():
 
 @pytest.mark.parametrize("k", [2, 5])
 def test_balanced_costs_give_balanced_error_rate(k):
-    """Seed 002 eq. 11: costs 1/(K P_i) off the diagonal; their EC with the
+    """Ferrer (2022b) eq. 11: costs 1/(K P_i) off the diagonal; their EC with the
     data priors is the balanced error rate, 1 - sklearn's balanced accuracy."""
     rng = np.random.default_rng(k)
     p = np.linspace(1, 4, k)
@@ -65,7 +65,7 @@ def test_f_beta_and_net_benefit_costs():
 
 @pytest.mark.parametrize("p_t", [0.1, 0.3, 0.5, 0.8])
 def test_net_benefit_bayes_threshold_is_the_threshold_probability(p_t):
-    """Seed 001 App. C: the Bayes threshold of NEC_{p_t} (c21 = 1, c12 = p_t/(1-p_t))
+    """Ferrer (2025) App. C: the Bayes threshold of NEC_{p_t} (c21 = 1, c12 = p_t/(1-p_t))
     on the posterior of class 2 is p_t itself."""
     rng = np.random.default_rng(1)
     post1 = rng.uniform(0, 1, 2000)
@@ -76,7 +76,7 @@ def test_net_benefit_bayes_threshold_is_the_threshold_probability(p_t):
 
 
 def test_f_beta_bayes_threshold():
-    """Seed 001 App. A eq. 20: decide class 2 when log(P2/P1) > log(c12/c21) = -log(beta^2)."""
+    """Ferrer (2025) App. A eq. 20: decide class 2 when log(P2/P1) > log(c12/c21) = -log(beta^2)."""
     rng = np.random.default_rng(2)
     log_odds = rng.normal(0, 3, 2000)
     beta = 1.7
@@ -89,7 +89,7 @@ def test_f_beta_bayes_threshold():
 
 @pytest.mark.parametrize("alpha", [0.05, 0.3])
 def test_abstention_rule(alpha):
-    """Seed 001 App. B eq. 23: with costs [1 - I, alpha 1] the Bayes decision
+    """Ferrer (2025) App. B eq. 23: with costs [1 - I, alpha 1] the Bayes decision
     abstains iff every posterior is below 1 - alpha, else it is the argmax; the
     best naive decision (eq. 24) abstains iff every prior is below 1 - alpha."""
     rng = np.random.default_rng(3)
@@ -115,7 +115,7 @@ def test_utilities_costs_round_trip():
 
 
 def test_normalize_rows():
-    """Seed 001 §2: c_ij - min_j c_ij is non-negative with a zero in each row,
+    """Ferrer (2025) §2: c_ij - min_j c_ij is non-negative with a zero in each row,
     leaves Bayes decisions unchanged and shifts every system's EC by the same
     sum_i P_i min_j c_ij, so rankings are unchanged."""
     rng = np.random.default_rng(5)
@@ -138,7 +138,7 @@ def test_normalize_rows():
 
 
 def test_rescale_unit():
-    """Seed 004 eq. 12: (U - min U) / (max U - min U), per matrix of a batch."""
+    """Dyrland et al. (2022) eq. 12: (U - min U) / (max U - min U), per matrix of a batch."""
     rng = np.random.default_rng(6)
     u = rng.normal(0, 10, (5, 2, 3))
     r = np.asarray(costs.rescale_unit(u))
@@ -150,11 +150,11 @@ def test_rescale_unit():
 
 
 def _eq13(x, y):
-    """Seed 004 eq. 13 as printed (rows = classifier output, columns = true class)."""
+    """Dyrland et al. (2022) eq. 13 as printed (rows = classifier output, columns = true class)."""
     return np.array([[1 - x * (x > 0), y * (y > 0)], [-y * (y < 0), 1 + x * (x < 0)]], dtype=np.float64)
 
 
-# The hexagon of seed 004 Fig. 1: the centre, its vertices and points inside.
+# The hexagon of Dyrland et al. (2022) Fig. 1: the centre, its vertices and points inside.
 HEXAGON = [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0), (-1.0, 0.0), (-1.0, -1.0), (0.0, -1.0),
            (0.3, -0.6), (-0.4, 0.5), (0.7, 0.2), (-0.2, -0.9), (0.5, 0.5)]
 
@@ -172,7 +172,7 @@ def test_utility_from_xy_is_eq13_transposed(x, y):
 
 
 def test_hexagon_landmarks():
-    """Seed 004 §3.2: the centre is the identity (accuracy); moving right lowers the
+    """Dyrland et al. (2022) §3.2: the centre is the identity (accuracy); moving right lowers the
     utility of correctly classifying class 0, left that of class 1; up raises the
     utility of misclassifying class 1, down that of class 0."""
     np.testing.assert_allclose(np.asarray(costs.utility_from_xy(0.0, 0.0)), np.eye(2))
@@ -188,7 +188,7 @@ def test_hexagon_landmarks():
 
 
 def test_seed004_matrices_in_the_utility_space():
-    """The factory matrices of seed 004 §0 (transposed): (4) and (6) differ by the constant
+    """The factory matrices of Dyrland et al. (2022) §0 (transposed): (4) and (6) differ by the constant
     335 (§1 (d)) so they are the same point, (x, y) = (0.3, -0.6); (5) is (0.24, -0.54)."""
     u4 = np.array([[15.0, -335.0], [-35.0, 165.0]]).T
     u5 = np.array([[45.0, -335.0], [-65.0, 165.0]]).T

@@ -5,7 +5,7 @@ References: scikit-learn's ``precision_recall_curve``, ``average_precision_score
 log-odds that ecjax ranks (scores are float32 in ecjax: the reference
 receives the same float32 values, so ties and order are identical and the
 thresholds equal exactly), and short numpy computations of the net benefit
-and of the expected-cost identity (seed 001 App. C.1).
+and of the expected-cost identity (Ferrer 2025, App. C.1).
 """
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ def test_decision_curve_equals_numpy_and_the_expected_cost_identity():
     prevalence = labels.mean()
     _assert_close(curve.treat_all, prevalence - (1 - prevalence) * odds, tol)
     np.testing.assert_array_equal(curve.treat_none, np.zeros(99))
-    # Seed 001 eq. 26: NB = P_2 - EC of the Bayes decisions for c_21 = 1 (miss) and c_12 = p_t/(1-p_t) (false
+    # Ferrer (2025) eq. 26: NB = P_2 - EC of the Bayes decisions for c_21 = 1 (miss) and c_12 = p_t/(1-p_t) (false
     # alarm), computed here from scratch: posteriors, argmin of expected costs, per-class averaged costs.
     assert np.min(np.abs(s[:, None] - logit(p_t)[None, :])) > 1e-6  # no sample on a threshold: no Bayes tie
     posteriors = np.stack([expit(-s.astype(np.float64)), expit(s.astype(np.float64))], -1)

@@ -1,4 +1,4 @@
-"""Posterior-type scores re-weighted from their training priors to deployment priors (seed 002 §3.2).
+"""Posterior-type scores re-weighted from their training priors to deployment priors (Ferrer 2022b, §3.2).
 
 The reference is Bayes' rule in float64 numpy: ``P'(i | x) = P(i | x) w_i / sum_k P(k | x) w_k`` with
 ``w = deployment / training``, and the Bayes decision ``argmin_j sum_i c_ij P'(i | x)``.

@@ -30,7 +30,7 @@ def test_example_runs(script):
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.strip()
     if script.stem == "factory_and_medical":
-        # Seed 004 eq. (3) and §1 (a): 3.5 / -3.5 EUR, then 4.7 / 7.3 EUR per component.
+        # Dyrland et al. (2022) eq. (3) and §1 (a): 3.5 / -3.5 EUR, then 4.7 / 7.3 EUR per component.
         assert "yield A =    3.50  B =   -3.50" in proc.stdout
         assert "yield A =    4.70  B =    7.30" in proc.stdout
 

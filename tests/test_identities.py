@@ -1,4 +1,4 @@
-"""Identities of seeds 000/002/001/003 and agreement with scikit-learn.
+"""Identities of Ferrer (2022a, 2022b, 2025) and De Diego et al. (2022) and agreement with scikit-learn.
 
 References: the seeds' equations (each cited where checked), scikit-learn's
 metrics computed from label and decision vectors, and short numpy
@@ -54,7 +54,7 @@ def binary_counts():
 
 @pytest.mark.parametrize("beta", [0.5, 1.0, 2.0, 3.7])
 def test_f_beta_is_scaled_expected_cost(binary_counts, beta):
-    """Seed 002 eqs. 23-24 (seed 000 eq. 22):
+    """Ferrer (2022b) eqs. 23-24 (Ferrer 2022a, eq. 22):
     1 - F_beta = EC_{beta^2} / (beta^2 P2 + R_*2) = min(beta^2 P2, P1) NEC_{beta^2} / (beta^2 P2 + R_*2),
     with EC_{beta^2} the EC of costs c12 = 1, c21 = beta^2 and the data priors (eq. 22)."""
     c, n_i, n_j, n, p, r = _stats(binary_counts)
@@ -76,15 +76,15 @@ def test_f_beta_is_scaled_expected_cost(binary_counts, beta):
 
 
 def _nec_b(counts):
-    """NEC_b: alpha = 1 in seed 002 eq. 8 (0-1 costs, uniform priors)."""
+    """NEC_b: alpha = 1 in Ferrer (2022b) eq. 8 (0-1 costs, uniform priors)."""
     return np.asarray(
         metrics.normalized_expected_cost(counts, costs.zero_one(2), priors=jnp.array([0.5, 0.5])), np.float64
     )
 
 
 def test_nec_b_forms(binary_counts):
-    """NEC_b = R12 + R21 (seed 000 eq. 29; seed 001 §3.2), also reached with the
-    balanced-error costs 1/(K P_i) and data priors (seed 002 eq. 11) and with
+    """NEC_b = R12 + R21 (Ferrer 2022a, eq. 29; Ferrer (2025) §3.2), also reached with the
+    balanced-error costs 1/(K P_i) and data priors (Ferrer 2022b, eq. 11) and with
     costs c12 = P2, c21 = P1 (alpha = c12 P1 / (c21 P2) = 1)."""
     c, n_i, n_j, n, p, r = _stats(binary_counts)
     nec_b = _nec_b(binary_counts)
@@ -101,24 +101,24 @@ def test_nec_b_forms(binary_counts):
 
 
 def test_mcc_is_scaled_nec_b(binary_counts):
-    """Seed 002 eq. 30 (seed 000 eq. 30): MCC = sqrt(N1* N2* / (N*1 N*2)) (1 - NEC_b).
+    """Ferrer (2022b) eq. 30 (Ferrer 2022a, eq. 30): MCC = sqrt(N1* N2* / (N*1 N*2)) (1 - NEC_b).
 
-    Seed 000 calls this EC_nb and defines it (eq. 28) as the normalized EC
-    with 0-1 costs and uniform priors; seed 002 as alpha = 1 in its eq. 8.
+    Ferrer (2022a) calls this EC_nb and defines it (eq. 28) as the normalized EC
+    with 0-1 costs and uniform priors; Ferrer (2022b) as alpha = 1 in its eq. 8.
     Both are the same number (test_nec_b_forms).
     """
     c, n_i, n_j, n, p, r = _stats(binary_counts)
     mcc = np.asarray(metrics.matthews_corrcoef(binary_counts), np.float64)
     factor = np.sqrt(n_i[:, 0] * n_i[:, 1] / (n_j[:, 0] * n_j[:, 1]))
     np.testing.assert_allclose(mcc, factor * (1 - _nec_b(binary_counts)), rtol=RTOL, atol=1e-6)
-    # Seed 002 eq. 31: the factor is sqrt(P1 (1 - P1) / (R*1 (1 - R*1))).
+    # Ferrer (2022b) eq. 31: the factor is sqrt(P1 (1 - P1) / (R*1 (1 - R*1))).
     r1 = n_j[:, 0] / n
     np.testing.assert_allclose(factor, np.sqrt(p[:, 0] * (1 - p[:, 0]) / (r1 * (1 - r1))), rtol=1e-12)
 
 
 @pytest.mark.parametrize("p_t", [0.05, 0.2, 0.5, 0.8])
 def test_net_benefit_is_affine_in_nec(binary_counts, p_t):
-    """Seed 002 eqs. 12-15 (seed 001 App. C eqs. 25-27):
+    """Ferrer (2022b) eqs. 12-15 (Ferrer 2025, App. C eqs. 25-27):
     NB = N22/N - p/(1-p) N12/N = P2 - EC_p = P2 - min(P2, p/(1-p) P1) NEC_p,
     with EC_p the EC of costs c21 = 1, c12 = p/(1-p)."""
     c, n_i, n_j, n, p, r = _stats(binary_counts)
@@ -134,7 +134,7 @@ def test_net_benefit_is_affine_in_nec(binary_counts, p_t):
 
 
 def test_lr_plus_is_function_of_nec_b(binary_counts):
-    """Seed 002 eqs. 32-35 (seed 000 eq. 35; seed 001 App. C.2):
+    """Ferrer (2022b) eqs. 32-35 (Ferrer 2022a, eq. 35; Ferrer (2025) App. C.2):
     LR+ = sensitivity / (1 - specificity) = (1 - R21) / R12 = (1 - NEC_b) / R12 + 1."""
     c, n_i, n_j, n, p, r = _stats(binary_counts)
     lr = np.asarray(metrics.positive_likelihood_ratio(binary_counts), np.float64)
@@ -150,7 +150,7 @@ def test_lr_plus_is_function_of_nec_b(binary_counts):
 
 
 def test_error_rates_are_expected_costs():
-    """Seed 002 eqs. 10-11 (seed 000 eqs. 8, 12), multiclass: ER is the EC of
+    """Ferrer (2022b) eqs. 10-11 (Ferrer 2022a, eqs. 8, 12), multiclass: ER is the EC of
     0-1 costs, BalER the EC of costs 1/(K P_i) with data priors."""
     rng = np.random.default_rng(1)
     counts = rng.integers(0, 30, size=(100, 4, 4)) + np.eye(4, dtype=int)
@@ -250,10 +250,10 @@ def test_batched_metrics_match_one_by_one(binary_counts):
         np.testing.assert_allclose(batched, single, rtol=1e-6)
 
 
-# ---------------------------------------------------------------- seed 003
+# ---------------------------------------------------------------- De Diego et al. (2022)
 
 def test_gps_property_4():
-    """Seed 003 Property 4: p = (1, 1/3) gives GPS = 1/2 and sd = 1/(2 sqrt 2)."""
+    """De Diego et al. (2022) Property 4: p = (1, 1/3) gives GPS = 1/2 and sd = 1/(2 sqrt 2)."""
     gps, sd = metrics.general_performance_score(jnp.array([1.0, 1.0 / 3.0]))
     np.testing.assert_allclose(float(gps), 0.5, rtol=1e-6)
     np.testing.assert_allclose(float(sd), 1 / (2 * np.sqrt(2)), rtol=1e-6)
@@ -261,7 +261,7 @@ def test_gps_property_4():
 
 @pytest.mark.parametrize("n", [2, 3, 4, 7, 12])
 def test_gps_property_5(n):
-    """Seed 003 Property 5: p_i = 1 (i < n), p_n = 1/(n+1): GPS = 1/2, sd = (1/4) sqrt(n/(n-1))."""
+    """De Diego et al. (2022) Property 5: p_i = 1 (i < n), p_n = 1/(n+1): GPS = 1/2, sd = (1/4) sqrt(n/(n-1))."""
     p = np.ones(n)
     p[-1] = 1 / (n + 1)
     gps, sd = metrics.general_performance_score(p)
@@ -297,7 +297,7 @@ def _upm_numpy(counts, pos):
 
 
 def test_upm_and_gps_upm_numpy():
-    """UPM = harmonic mean of (PPV, TPR, TNR, NPV) (seed 003 §3.1), = harmonic mean of
+    """UPM = harmonic mean of (PPV, TPR, TNR, NPV) (De Diego et al. 2022, §3.1), = harmonic mean of
     F1+ and F1-; GPS_UPM = harmonic mean of the one-vs-rest UPMs (§3.2)."""
     rng = np.random.default_rng(5)
     for k in (2, 3, 4):
@@ -316,7 +316,7 @@ def test_upm_and_gps_upm_numpy():
 
 @pytest.mark.parametrize("k", [2, 3, 5])
 def test_gps_upm_property_6_uniform_matrix(k):
-    """Seed 003 Property 6: a uniform K x K confusion matrix has precision = recall = 1/K,
+    """De Diego et al. (2022) Property 6: a uniform K x K confusion matrix has precision = recall = 1/K,
     NPV = specificity = (K-1)/K, so GPS_UPM = UPM = 2(K-1)/K^2 (4/9 for K = 3, §4.3;
     0.5 with sd 0.0 for the random binary matrix b) of Table 6, §4.1)."""
     counts = np.full((k, k), 50)

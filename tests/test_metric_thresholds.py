@@ -1,4 +1,4 @@
-"""Thresholds chosen by F-beta, MCC and Youden's J, and the costs they imply (seed 001 §4.1, App. C.3).
+"""Thresholds chosen by F-beta, MCC and Youden's J, and the costs they imply (Ferrer 2025, §4.1, App. C.3).
 
 References, all independent of ecjax: scikit-learn metrics over every threshold (brute force), the same
 counts by numpy ``searchsorted``, Bayes decisions with the implied cost matrix written in numpy, the
@@ -119,7 +119,7 @@ def _small_systems(n=150, num_systems=3, seed=0):
 
 @functools.lru_cache(maxsize=None)
 def _seed001_dataset(variance):
-    """Seed 001 App. D as in its notebook (``expected_cost`` repository, section_4.1_equivalent_ec.ipynb).
+    """Ferrer (2025) App. D as in its notebook (``expected_cost`` repository, section_4.1_equivalent_ec.ipynb).
 
     P_0 = 0.8, N = 100000, means 0 and 1, seeded with 0 and drawn by ``multivariate_normal.rvs(mean,
     variance, count)``: the seed's text calls 0.20 and 0.06 standard deviations, its code passes them
@@ -194,9 +194,9 @@ def test_implied_costs_give_the_same_bayes_decisions(name, priors):
         r = float(res.implied_cost_ratio)
         costs = np.array([[0.0, 1.0], [r, 0.0]])
         p1 = _posterior_class1(s, score_type, p)
-        bayes = np.argmin(np.stack([1.0 - p1, p1], -1) @ costs, axis=-1)  # seed 001 eq. 7
+        bayes = np.argmin(np.stack([1.0 - p1, p1], -1) @ costs, axis=-1)  # Ferrer (2025) eq. 7
         np.testing.assert_array_equal(bayes, (s > float(res.threshold)).astype(int))
-        # theta and the NEC of those decisions under the implied costs (seed 002 eqs. 8-9), by hand.
+        # theta and the NEC of those decisions under the implied costs (Ferrer 2022b, eqs. 8-9), by hand.
         assert float(res.effective_prior_log_odds) == pytest.approx(np.log(p[1] * r / p[0]), abs=1e-5)
         (tn, fp), (fn, tp) = confusion_matrix(labels, bayes)
         ec = p[0] * fp / (tn + fp) + p[1] * r * fn / (fn + tp)
@@ -266,7 +266,7 @@ def test_command_line_says_the_implied_cost_needs_calibrated_scores(tmp_path, mo
     monkeypatch.chdir(tmp_path)
     assert cli.main(["metrics", "--scores", "s.npy", "--labels", "y.npy", "--metric-thresholds"]) == 0
     out = capsys.readouterr().out
-    assert "holds only if the scores are calibrated" in out and "seed 001" not in out
+    assert "holds only if the scores are calibrated" in out and "Ferrer (2025)" not in out
     assert "false alarms if these scores are calibrated; not calibrated: class 1 has no samples" in out
 
 
@@ -299,7 +299,7 @@ def test_calibrated_scores_metric_threshold_minimizes_the_implied_ec():
     assert ec[-1] > 1.3 * ec.min()
 
 
-# ------------------------------------------------------------------------ seed 001 Figs. 1-2
+# ------------------------------------------------------------------------ Ferrer (2025) Figs. 1-2
 
 def _grid_f1_threshold(labels, s):
     """The seed notebook's search: F1 on np.arange(-11, 8.01, 0.1), first argmax."""
@@ -312,7 +312,7 @@ def _grid_f1_threshold(labels, s):
 
 
 def test_seed001_figures_1_2_implied_costs_depend_on_the_scores():
-    """Seed 001 §4.1: F1's threshold t_o = -0.60 is NEC's Bayes threshold for c_21 = e^0.6 = 1.8, and 1.0 on
+    """Ferrer (2025) §4.1: F1's threshold t_o = -0.60 is NEC's Bayes threshold for c_21 = e^0.6 = 1.8, and 1.0 on
     the easier data; MCC's implied cost moves with the data too; Youden's J implies the balanced error.
     """
     found = {}
@@ -349,10 +349,10 @@ def test_seed001_figures_1_2_implied_costs_depend_on_the_scores():
     assert float(hard["youden"].implied_cost_ratio) == pytest.approx(4.0, rel=0.3)
 
 
-# ------------------------------------------------------------ seed 001 App. C.3: EC <= min(EER, P1, P2)
+# ------------------------------------------------------------ Ferrer (2025) App. C.3: EC <= min(EER, P1, P2)
 
 def _calibrated_gaussian(n0, n1, variance, seed):
-    """Labels and exact log-posteriors of the seed 001 App. D model (means 0 and 1), any sizes."""
+    """Labels and exact log-posteriors of the Ferrer (2025) App. D model (means 0 and 1), any sizes."""
     rng = np.random.default_rng(seed)
     x = np.concatenate([rng.normal(0.0, np.sqrt(variance), n0), rng.normal(1.0, np.sqrt(variance), n1)])
     llr = (x - 0.5) / variance  # log N(x; 1, v) - log N(x; 0, v)
@@ -372,7 +372,7 @@ def test_error_rate_at_best_threshold_is_bounded_by_eer_and_priors(name):
     eer_np = _rocch_eer(labels, s)
     assert float(eer(labels, scores)) == pytest.approx(eer_np, abs=2e-6)
     bound = min(eer_np, p[0], p[1])
-    # EC of the 0-1 costs at the best threshold (the optimistic EC), and its NEC (seed 001 eq. 4).
+    # EC of the 0-1 costs at the best threshold (the optimistic EC), and its NEC (Ferrer 2025, eq. 4).
     ec_best = float(optimal_threshold_expected_cost(labels, scores)[0])
     assert ec_best <= bound + 1e-6
     nec_best = float(optimal_threshold_expected_cost(labels, scores, normalize=True)[0])
@@ -381,7 +381,7 @@ def test_error_rate_at_best_threshold_is_bounded_by_eer_and_priors(name):
     j = float(optimal_metric_threshold(labels, scores, metric="youden").metric_value)
     assert (1.0 - j) / 2 <= eer_np + 1e-6
     # Bayes decisions (0-1 costs: class 1 iff P(1|x) > P(0|x), i.e. s > 0) obey the bound only when the
-    # scores are calibrated (seed 001: "If calibration is not perfect, this EC can grow without bound").
+    # scores are calibrated (Ferrer (2025): "If calibration is not perfect, this EC can grow without bound").
     ec_bayes = p[0] * np.mean(s[labels == 0] > 0) + p[1] * np.mean(s[labels == 1] <= 0)
     if name == "calibrated_gaussian":
         assert ec_bayes <= bound

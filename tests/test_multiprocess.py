@@ -126,5 +126,5 @@ def test_two_processes_give_the_single_process_results(tmp_path):
             assert got.shape == np.shape(ref), key
             np.testing.assert_array_equal(got, ref, err_msg=key)
     fractions = dict(zip(first["reliability_names"].tolist(), first["reliability_fraction"]))
-    assert 0.05 < fractions["accuracy"] < 0.12  # seed 004: 8.7 % (here 5 * 4096 + 17 pairs)
+    assert 0.05 < fractions["accuracy"] < 0.12  # Dyrland et al. (2022): 8.7 % (here 5 * 4096 + 17 pairs)
     assert first["reliability_fraction"][-3] == 0.0  # the exact utility matrix (sd 0) never ranks wrongly

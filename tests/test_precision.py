@@ -288,7 +288,7 @@ def test_nec_over_many_cost_matrices_is_one_product_without_a_copy_of_the_costs(
     assert len(products) == 1 and "(tensor<100000x100xf32>, tensor<3x11x100xf32>)" in products[0]  # (B, K K) @ ...
     if jax.default_backend() == "cpu":  # a GPU's memory analysis counts its GEMM library's workspace as well
         assert lowered.compile().memory_analysis().temp_size_in_bytes < b * k * k * 4
-    # ... and the values are the float64 NEC (seed 000 eqs. 2-4) of each system and matrix.
+    # ... and the values are the float64 NEC (Ferrer 2022a, eqs. 2-4) of each system and matrix.
     rng = np.random.default_rng(0)
     c = rng.uniform(0.1, 10.0, (2000, k, k)) * (1 - np.eye(k))
     cm = rng.integers(0, 50, (3, k, k))

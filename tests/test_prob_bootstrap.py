@@ -110,7 +110,7 @@ def _nec_ref(y, s, w, costs=np.array([[0.0, 1.0], [1.0, 0.0]]), priors=None):
 
 
 def _affine_calibration_loss_ref(y, lp, w, priors=None):
-    """100 (XE_raw - XE_cal) / XE_raw, XE_cal from scipy's BFGS in float64 over the affine map a s + b (seed 002
+    """100 (XE_raw - XE_cal) / XE_raw, XE_cal from scipy's BFGS in float64 over the affine map a s + b (Ferrer (2022b)
     eq. 61), with per-sample weights w P_y / W_y (the data's priors: P_y = W_y / W)."""
     k = lp.shape[1]
     class_w = np.bincount(y, weights=w, minlength=k)
@@ -245,7 +245,7 @@ def test_bootstrap_of_a_weighted_mean_matches_rubins_closed_form(metric):
 
 
 def _sklearn_calibration_loss(y, log_odds, u):
-    """Relative XE calibration loss (seed 002 eq. 60) with scikit-learn's unpenalized logistic regression on the
+    """Relative XE calibration loss (Ferrer 2022b, eq. 60) with scikit-learn's unpenalized logistic regression on the
     log-odds as the affine calibrator (for K = 2, a s + b on the log-posteriors is a (s_1 - s_0) + b_1 - b_0)."""
     u = u / u.sum()
     fit = LogisticRegression(penalty=None, tol=1e-10, max_iter=1000).fit(log_odds[:, None], y, sample_weight=u)

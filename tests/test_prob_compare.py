@@ -1,7 +1,7 @@
 """compare(): checks against references, ranking outputs, bad input.
 
 References: numerical integration of Beta posteriors (scipy), direct
-sweeps over the utility space written in numpy (seed 004 eq. 13 and the
+sweeps over the utility space written in numpy (Dyrland et al. 2022, eq. 13 and the
 binary cost ratio), frequentist coverage on simulated test sets from a
 known generator, arviz.hdi / arviz.summary, and numpy Bayes decisions.
 """
@@ -45,7 +45,7 @@ def test_p_higher_accuracy_matches_integral_of_two_beta_posteriors():
 
 
 def _seed004_yields(x, y, conf):
-    """Yields of seed 004 eq. 13 on a grid, written from the seed (rows = decision) with C_ij = P(decide i, class j)."""
+    """Yields of Dyrland et al. (2022) eq. 13 on a grid, written from the seed (rows = decision) with C_ij = P(decide i, class j)."""
     u00, u01 = 1 - x * (x > 0), y * (y > 0)
     u10, u11 = -y * (y < 0), 1 + x * (x < 0)
     return [u00 * c[0, 0] + u01 * c[0, 1] + u10 * c[1, 0] + u11 * c[1, 1] for c in conf]
@@ -235,7 +235,7 @@ def test_nec_matches_expected_cost_package():
     labels = rng.integers(0, 3, n)
     dec = np.stack([np.where(rng.random(n) < acc, labels, rng.integers(0, 4, n)) for acc in (0.7, 0.5)])
     utilities = np.array([[2.0, -1.0, -1.0, 0.5], [-3.0, 1.0, 0.0, 0.2], [-1.0, -2.0, 4.0, 1.0]])  # col 3: abstain
-    costs = utilities.max(1, keepdims=True) - utilities  # row-normalized costs (seed 001 §2)
+    costs = utilities.max(1, keepdims=True) - utilities  # row-normalized costs (Ferrer 2025, §2)
     reference = [ec.average_cost(labels, d, CostMatrix(costs), adjusted=True) for d in dec]
     counts = np.stack([np.asarray(ecjax.confusion_matrix(labels, d, num_classes=3, num_decisions=4)) for d in dec])
     # A huge test set with the same rates: the NEC posterior concentrates on the anchor's NEC.

@@ -1,6 +1,6 @@
-"""With scores, ``compare`` decides as seed 004 prescribes, and reports closed forms exactly.
+"""With scores, ``compare`` decides as Dyrland et al. (2022) prescribes, and reports closed forms exactly.
 
-Seed 004 eqs. 18-19: while the costs are uncertain, the decision of highest
+Dyrland et al. (2022) eqs. 18-19: while the costs are uncertain, the decision of highest
 expected utility is the Bayes decision of the expected utility matrix
 ``U_hat``.  ``compare(..., scores=...)`` makes those decisions once
 (``decision_rule="expected_utility"``, the default); ``"per_draw"`` lets
@@ -91,7 +91,7 @@ def test_closed_form_expected_yield_of_given_decisions(paired):
     labels = rng.integers(0, k, n)
     dec = np.stack([np.where(rng.random(n) < acc, labels, rng.integers(0, k + 1, n)) for acc in (0.75, 0.7)])
     low = np.array([[2.0, -1.0, -2.0, 0.0], [-1.0, 3.0, -1.0, 0.2], [-3.0, -1.0, 1.0, 0.1]])
-    utilities = prob.intervals(low, low + 1.0)  # U_hat = low + 1/2 (seed 004 eq. 18)
+    utilities = prob.intervals(low, low + 1.0)  # U_hat = low + 1/2 (Dyrland et al. 2022, eq. 18)
     u_hat = low + 0.5
     deployment = prob.dirichlet_priors([5.0, 3.0, 2.0])  # E[P] = (0.5, 0.3, 0.2)
     p_dep = np.array([0.5, 0.3, 0.2])

@@ -1,4 +1,4 @@
-"""The expected utility matrix and its decisions (``ecjax.prob.expected_utility``; seed 004 eqs. 18-19), against
+"""The expected utility matrix and its decisions (``ecjax.prob.expected_utility``; Dyrland et al. (2022) eqs. 18-19), against
 numpy."""
 
 import numpy as np
@@ -14,7 +14,7 @@ KEY = jax.random.key(20240611)
 
 
 def test_expected_utility_matrix_of_a_discrete_prior_is_eq18():
-    # Seed 004 eq. 18: U_hat = sum_a q_a U^(a); eq. 19: the decision maximizing the q-averaged expected
+    # Dyrland et al. (2022) eq. 18: U_hat = sum_a q_a U^(a); eq. 19: the decision maximizing the q-averaged expected
     # utility is the one maximizing sum_i U_hat_ij p_i.
     mats = np.array([[[1.0, 0.0, 0.3], [0.0, 1.0, 0.3]],
                      [[4.0, 0.0, 1.0], [-2.0, 1.0, 0.5]],

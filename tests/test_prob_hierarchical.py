@@ -53,7 +53,7 @@ def test_learned_dispersion_recovers_the_generator_and_converges():
         decisions.append(np.stack(dec))
     counts = counts_from_sets(labels, decisions, num_classes=2)
     assert counts.shape == (6, 2, 2, 2)
-    # System 0 has the higher rate on both classes: it is best for every matrix of seed 004 Fig. 1.
+    # System 0 has the higher rate on both classes: it is best for every matrix of Dyrland et al. (2022) Fig. 1.
     res = prob.compare_test_sets({"good": counts[:, 0], "worse": counts[:, 1]}, utilities=prob.seed004_uniform(),
                                  key=KEY, nuts=prob.NUTSSettings(num_warmup=400, num_samples=800, num_chains=2))
     assert res.max_rhat < 1.01 and res.min_ess_bulk > 300

@@ -94,7 +94,7 @@ def test_summary_columns_align_for_long_names():
 
 
 def test_nec_summaries_stay_finite_when_a_decision_is_best_for_every_class():
-    # The factory of seed 004 with every utility uniform on +-50 around its value: class 1 always prefers
+    # The factory of Dyrland et al. (2022) with every utility uniform on +-50 around its value: class 1 always prefers
     # decision 1 (165 vs -335), class 0 prefers decision 1 too when U01 > U00, i.e. when the difference of two
     # uniforms on [-50, 50] is below -50: probability 50^2 / 2 / 100^2 = 0.125.  In those draws the best naive
     # system (always decision 1) costs nothing and the NEC is undefined.

@@ -1,8 +1,8 @@
 """Utility priors (``ecjax.prob.utility_priors``), checked through the expected utility matrix they give.
 
 References: scipy.stats distributions (uniform, truncnorm, loguniform,
-lognorm, gamma), scipy.integrate.nested quad over the hexagon of seed 004
-Fig. 1, and seed 004 eq. 13 / eq. 18 written out in numpy in this file.
+lognorm, gamma), scipy.integrate.nested quad over the hexagon of Dyrland et al. (2022)
+Fig. 1, and Dyrland et al. (2022) eq. 13 / eq. 18 written out in numpy in this file.
 """
 
 import math
@@ -25,7 +25,7 @@ N_DRAWS = 40_000
 
 
 def seed004_entry(i, j, x, y):
-    """Entry (i, j) (rows = true class) of seed 004 eq. 13, which is printed with rows = decision:
+    """Entry (i, j) (rows = true class) of Dyrland et al. (2022) eq. 13, which is printed with rows = decision:
     [[1 - x d(x > 0), y d(y > 0)], [-y d(y < 0), 1 + x d(x < 0)]]; transposed here."""
     seed = ((1 - x * (x > 0), y * (y > 0)), (-y * (y < 0), 1 + x * (x < 0)))
     return seed[j][i]
@@ -90,7 +90,7 @@ def test_truncated_normal_matches_scipy_truncnorm():
 
 
 def test_seed004_error_model_with_dominance_is_the_conditional_distribution():
-    # Seed 004 §4.2 (iii): truncated Gaussian errors in [0, 1], correct decisions worth more than wrong ones.
+    # Dyrland et al. (2022) §4.2 (iii): truncated Gaussian errors in [0, 1], correct decisions worth more than wrong ones.
     nominal = np.array([[0.5, 0.5], [0.0, 1.0]])  # a Fig. 5 centre (transposed)
     p = prob.truncated_normal(nominal, 0.2, low=0.0, high=1.0, correct_dominates=True)
     assert p.mean is None

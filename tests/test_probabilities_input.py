@@ -41,7 +41,7 @@ def test_cross_entropy_brier_and_auc_match_sklearn_on_the_probabilities():
         log_loss(y, p64, labels=range(K)), rel=1e-5)
     onehot = np.eye(K)[y]
     assert float(ecjax.brier(y, p, score_type="probabilities")) == pytest.approx(
-        np.mean(np.sum((p64 - onehot) ** 2, 1)) / K, rel=1e-5)  # ecjax's Brier is per class (seed 002)
+        np.mean(np.sum((p64 - onehot) ** 2, 1)) / K, rel=1e-5)  # ecjax's Brier is per class (Ferrer 2022b)
     yb = (y == 2).astype(int)
     pb = np.stack([1 - p64[:, 2], p64[:, 2]], 1)
     assert float(ecjax.auc(yb, pb, score_type="probabilities")) == pytest.approx(roc_auc_score(yb, pb[:, 1]), abs=1e-6)

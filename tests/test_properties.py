@@ -1,9 +1,9 @@
 """Property-based tests (hypothesis) of the core's invariants.
 
-- seed 004 eq. 11: ranking by utility yield is unchanged by U -> a U + b, a > 0;
-- seed 000 eq. 3-4: the naive system (always the best naive decision) has NEC = 1,
+- Dyrland et al. (2022) eq. 11: ranking by utility yield is unchanged by U -> a U + b, a > 0;
+- Ferrer (2022a) eq. 3-4: the naive system (always the best naive decision) has NEC = 1,
   and every constant-decision system has NEC >= 1;
-- seed 001 eq. 7: with the true posteriors of a simulated problem, Bayes
+- Ferrer (2025) eq. 7: with the true posteriors of a simulated problem, Bayes
   decisions are never beaten on average by another decision rule;
 - batching: ``(M, N)`` decisions, ``(B, K, D)`` costs and ``(S, N, K)`` scores
   give the same as separate calls; ``jit``/``vmap`` equal the eager result.
@@ -49,7 +49,7 @@ def systems_and_matrix(draw):
 @SETTINGS
 @given(systems_and_matrix(), st.floats(0.01, 100.0), st.floats(-100.0, 100.0))
 def test_utility_yield_ranking_invariant_under_affine_maps(data, a, b):
-    """Seed 004 eq. 11: yield(aU + b) = a yield(U) + b (the rates of each class
+    """Dyrland et al. (2022) eq. 11: yield(aU + b) = a yield(U) + b (the rates of each class
     sum to 1 and so do the priors), so the ranking of systems is unchanged."""
     counts, u, _ = data
     y1 = np.asarray(metrics.utility_yield(counts, u), np.float64)
@@ -84,7 +84,7 @@ def costs_and_priors(draw):
 def test_naive_system_has_nec_one(data, deployment):
     costs, priors, sizes = data
     p = priors if deployment else sizes / sizes.sum()
-    per_decision = p @ costs                               # seed 000 eq. 3, numpy
+    per_decision = p @ costs                               # Ferrer (2022a) eq. 3, numpy
     if per_decision.min() <= 1e-6:
         return  # NEC undefined (a free decision exists); covered in test_input_errors
     d_star = int(naive_decision(costs, p))
@@ -117,7 +117,7 @@ def _gaussian_problem(rng, k, n):
 @given(st.sampled_from([(2, 2), (2, 3), (3, 3), (3, 4)]), st.integers(0, 2**31 - 1))
 def test_bayes_decisions_are_never_beaten_on_average(shape, seed):
     """With the true posteriors P(i|x), the Bayes decision minimizes
-    sum_i c_ij P(i|x) for every x (seed 001 eq. 7).  Averaged over the labels
+    sum_i c_ij P(i|x) for every x (Ferrer 2025, eq. 7).  Averaged over the labels
     given the scores, the EC of a rule d is the conditional risk
     (1/N) sum_n sum_i P(i|x_n) c_{i, d(x_n)}, so Bayes decisions are never
     beaten, sample by sample, by any other rule: random thresholds on the
@@ -216,7 +216,7 @@ def test_batched_costs_and_scores_equal_separate_calls():
         np.testing.assert_array_equal(one, np.argmin(np.exp(scores[0]) @ costs[j], axis=1))  # numpy reference
         for i in range(s):
             d_ij = np.argmin(np.exp(scores[i]) @ costs[j], axis=1)
-            want = costs[j][y, d_ij].mean()                               # seed 000 eq. 1
+            want = costs[j][y, d_ij].mean()                               # Ferrer (2022a) eq. 1
             np.testing.assert_allclose(ecb[i, j], want, rtol=1e-5)
             np.testing.assert_allclose(float(bayes_expected_cost(y, scores[i], costs[j])), want, rtol=1e-5)
             np.testing.assert_allclose(necb[i, j], want / np.min(p @ costs[j]), rtol=1e-5)

@@ -1,4 +1,4 @@
-"""Bayes-risk curves, ECE and reliability bins (``ecjax.scores.calibration_measures``; seed 002 §4).
+"""Bayes-risk curves, ECE and reliability bins (``ecjax.scores.calibration_measures``; Ferrer (2022b) §4).
 
 References, never ecjax itself: ``psrcal`` (ECE, ECEbin, in float64), ``llreval`` (Brümmer's PAV/ROCCH: minimum
 and actual Bayes error rate), closed forms, and brute-force numpy computations written here.
@@ -51,7 +51,7 @@ def test_bayes_risk_curve_agrees_with_core_ec_functions():
     for theta in (-1.5, 0.0, 2.0):
         pi = expit(theta)
         curve = S.bayes_risk_curve(y, llr, prior_log_odds=[theta], normalize=False)
-        # Independent numpy Bayes decisions at the Bayes threshold -theta (seed 002 eq. 48).
+        # Independent numpy Bayes decisions at the Bayes threshold -theta (Ferrer 2022b, eq. 48).
         dec = llr > -theta
         ref = pi * np.mean(~dec[y == 1]) + (1 - pi) * np.mean(dec[y == 0])
         np.testing.assert_allclose(float(curve.actual[0]), ref, atol=1e-6)

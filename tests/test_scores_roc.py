@@ -1,4 +1,4 @@
-"""ROC, AUC, EER and operating points (``ecjax.scores.roc``; seed 002 §4).
+"""ROC, AUC, EER and operating points (``ecjax.scores.roc``; Ferrer (2022b) §4).
 
 References, never ecjax itself: scikit-learn (roc_curve, roc_auc_score), scipy (mannwhitneyu), ``llreval``
 (Brümmer's PAV/ROCCH: EER), and brute-force numpy searches written here.
@@ -106,14 +106,14 @@ def test_nec_for_target_sensitivity_matches_brute_force():
     fa = np.array([np.mean(s[y == 0] > t) for t in cuts])
     chosen = None
     for a in alphas:
-        nec = (a * fa + miss) / min(a, 1.0)  # seed 002 eq. 8
+        nec = (a * fa + miss) / min(a, 1.0)  # Ferrer (2022b) eq. 8
         k = np.argmin(nec)
         if 1 - miss[k] >= target:
             chosen = (a, 1 - miss[k], 1 - fa[k], nec[k])
     res = S.nec_for_target_sensitivity(y, s, target, alphas=alphas, score_type="llr")
     np.testing.assert_allclose([float(res.alpha), float(res.sensitivity), float(res.specificity), float(res.nec)],
                                chosen, rtol=1e-5)
-    # The explicit cost matrix reproduces NEC_alpha with the development priors (seed 002 eq. 7-9).
+    # The explicit cost matrix reproduces NEC_alpha with the development priors (Ferrer 2022b, eq. 7-9).
     p1 = np.mean(y == 0)
     c = np.asarray(res.costs)
     assert c[1, 0] == 1.0 and c[0, 0] == 0.0 == c[1, 1]

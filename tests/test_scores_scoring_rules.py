@@ -1,4 +1,4 @@
-"""Proper scoring rules (``ecjax.scores.scoring_rules``: cross-entropy and Brier; seed 002 §4.1).
+"""Proper scoring rules (``ecjax.scores.scoring_rules``: cross-entropy and Brier; Ferrer (2022b) §4.1).
 
 References, never ecjax itself: ``psrcal`` (LogLoss, Brier, in float64) and closed forms written here.
 """
@@ -77,7 +77,7 @@ def test_naive_system_normalizes_to_one():
     labels = rng.integers(0, 4, 500)
     priors = np.array([0.1, 0.2, 0.3, 0.4])
     naive = np.tile(np.log(priors), (500, 1))
-    # The system that outputs the priors has normalized XE and Brier exactly 1 (seed 002 §4.1.2-4.1.3),
+    # The system that outputs the priors has normalized XE and Brier exactly 1 (Ferrer 2022b, §4.1.2-4.1.3),
     # and its unnormalized values are the closed forms -sum P log P and (1/K) sum P (1 - P).
     assert float(S.cross_entropy(labels, naive, priors=priors, normalize=True)) == pytest.approx(1.0, rel=1e-6)
     assert float(S.brier(labels, naive, priors=priors, normalize=True)) == pytest.approx(1.0, rel=1e-6)

@@ -1,11 +1,11 @@
 """Printed tables of the seeds, reproduced cell by cell.
 
 References (never ecjax itself):
-- seed 000 (Ferrer, short version) Table 1: 21 systems x 11 columns;
-- seed 002 (Ferrer, long version) Tables 1 and 2 and the values quoted in §2.7.2;
-- seed 004 (Dyrland et al.) §0: utility yields (3), the values quoted for
+- Ferrer (2022a) (Ferrer, short version) Table 1: 21 systems x 11 columns;
+- Ferrer (2022b) (Ferrer, long version) Tables 1 and 2 and the values quoted in §2.7.2;
+- Dyrland et al. (2022) (Dyrland et al.) §0: utility yields (3), the values quoted for
   matrix (5) and for the medical matrix (6), and Table 1 of popular metrics;
-- seed 001 (Ferrer, journal version) Table 1, row "Naive" (closed forms).
+- Ferrer (2025) (Ferrer, journal version) Table 1, row "Naive" (closed forms).
 
 Every printed number is compared to the printed precision: a value printed
 with ``d`` decimals must satisfy ``|computed - printed| <= 0.5 * 10**-d``
@@ -45,9 +45,9 @@ def _binary_counts(k1, k2, k21, k12):
     return np.array([[k1 - k12, k12], [k21, k2 - k21]], dtype=np.int32)
 
 
-# --------------------------------------------------------------- seed 000
+# --------------------------------------------------------------- Ferrer (2022a)
 
-# Seed 000, Table 1: Data, K21, K12, EC_1, EC_1.5, EC_nb, FS_1, MCC, R21, R12, R*2, R*1.
+# Ferrer (2022a), Table 1: Data, K21, K12, EC_1, EC_1.5, EC_nb, FS_1, MCC, R21, R12, R*2, R*1.
 SEED000_TABLE1 = [
     ("Bal", 0, 50, 0.10, 0.10, 0.10, 0.95, 0.90, 0.00, 0.10, 0.55, 0.45),
     ("Bal", 25, 25, 0.10, 0.12, 0.10, 0.95, 0.90, 0.05, 0.05, 0.50, 0.50),
@@ -71,7 +71,7 @@ SEED000_TABLE1 = [
     ("Imb", 45, 45, 0.90, 0.77, 0.50, 0.55, 0.50, 0.45, 0.05, 0.10, 0.90),
     ("Imb", 90, 0, 0.90, 0.90, 0.90, 0.18, 0.30, 0.90, 0.00, 0.01, 0.99),
 ]
-# Seed 000 §7: "a balanced one with P1 = 0.5 (K1* = K2* = 500), and an
+# Ferrer (2022a) §7: "a balanced one with P1 = 0.5 (K1* = K2* = 500), and an
 # imbalanced one with P1 = 0.9 (K1* = 900, K2* = 100)".
 CLASS_SIZES = {"Bal": (500, 500), "Imb": (900, 100)}
 
@@ -83,7 +83,7 @@ CLASS_SIZES = {"Bal": (500, 500), "Imb": (900, 100)}
 # c21 = sqrt(2) ~= 1.414 (naive-EC normalization, data priors), and
 # test_seed000_ec15_column_costs shows that the set of c21 matching all 21
 # cells is a narrow interval around sqrt(2) that excludes 1.5 (and 2, the
-# value seed 002 later uses for its NEC_{beta^2=2}).  So the column is the
+# value Ferrer (2022b) later uses for its NEC_{beta^2=2}).  So the column is the
 # NEC with costs [[0, 1], [sqrt(2), 0]]: seemingly beta = sqrt(2) entered as
 # c21 = beta instead of beta^2.
 SEED000_EC15_C21 = np.sqrt(2.0)
@@ -103,7 +103,7 @@ def seed000():
 
 
 def _naive_normalized_ec_numpy(counts, c12, c21):
-    """Seed 002 eq. 7, in float64 numpy: (c12 P1 R12 + c21 P2 R21) / min(c12 P1, c21 P2)."""
+    """Ferrer (2022b) eq. 7, in float64 numpy: (c12 P1 R12 + c21 P2 R21) / min(c12 P1, c21 P2)."""
     counts = np.asarray(counts, dtype=np.float64)
     n_i = counts.sum(-1)
     p = n_i / n_i.sum(-1, keepdims=True)
@@ -116,18 +116,18 @@ def test_seed000_table1_ec1(seed000):
     counts, printed = seed000
     # EC_1: EC_beta of eq. 21 with beta = 1 (0-1 costs), normalized by the naive EC.
     nec = metrics.normalized_expected_cost(counts, costs.zero_one(2))
-    _assert_printed(nec, printed[:, 0], "seed 000 Table 1, EC_1")
+    _assert_printed(nec, printed[:, 0], "Ferrer (2022a) Table 1, EC_1")
     nec_f = metrics.normalized_expected_cost(counts, costs.f_beta(1.0))
-    _assert_printed(nec_f, printed[:, 0], "seed 000 Table 1, EC_1 via f_beta(1) costs")
+    _assert_printed(nec_f, printed[:, 0], "Ferrer (2022a) Table 1, EC_1 via f_beta(1) costs")
 
 
 def test_seed000_table1_ec15(seed000):
     counts, printed = seed000
     c = jnp.array([[0.0, 1.0], [SEED000_EC15_C21, 0.0]])
-    _assert_printed(metrics.normalized_expected_cost(counts, c), printed[:, 1], "seed 000 Table 1, EC_1.5")
+    _assert_printed(metrics.normalized_expected_cost(counts, c), printed[:, 1], "Ferrer (2022a) Table 1, EC_1.5")
     # The same matrix through the F-beta constructor: c21 = beta^2 = sqrt(2).
     c_fb = costs.f_beta(2.0 ** 0.25)
-    _assert_printed(metrics.normalized_expected_cost(counts, c_fb), printed[:, 1], "seed 000 Table 1, EC_1.5")
+    _assert_printed(metrics.normalized_expected_cost(counts, c_fb), printed[:, 1], "Ferrer (2022a) Table 1, EC_1.5")
 
 
 def test_seed000_ec15_column_costs(seed000):
@@ -140,7 +140,7 @@ def test_seed000_ec15_column_costs(seed000):
     matching = grid[ok]
     assert matching.size > 0
     lo, hi = matching.min(), matching.max()
-    # A narrow interval (about [1.4124, 1.4148]) around sqrt(2): the caption's 1.5 and seed 002's 2 are outside.
+    # A narrow interval (about [1.4124, 1.4148]) around sqrt(2): the caption's 1.5 and Ferrer (2022b)'s 2 are outside.
     assert lo <= np.sqrt(2.0) <= hi
     assert hi - lo < 0.005
     assert not (lo <= 1.5 <= hi) and not (lo <= 2.0 <= hi)
@@ -151,23 +151,23 @@ def test_seed000_ec15_column_costs(seed000):
 
 def test_seed000_table1_ecnb(seed000):
     counts, printed = seed000
-    # EC_nb: the NEC with 0-1 costs and uniform priors (seed 000 eqs. 28-29) ...
+    # EC_nb: the NEC with 0-1 costs and uniform priors (Ferrer 2022a, eqs. 28-29) ...
     nec_uniform = metrics.normalized_expected_cost(counts, costs.zero_one(2), priors=jnp.array([0.5, 0.5]))
-    _assert_printed(nec_uniform, printed[:, 2], "seed 000 Table 1, EC_nb (uniform priors)")
-    # ... equivalently with costs 1/(K P_i) and the data priors (balanced error rate, seed 000 eq. 12).
+    _assert_printed(nec_uniform, printed[:, 2], "Ferrer (2022a) Table 1, EC_nb (uniform priors)")
+    # ... equivalently with costs 1/(K P_i) and the data priors (balanced error rate, Ferrer (2022a) eq. 12).
     data_p = counts.sum(-1) / counts.sum((-2, -1))[:, None]
     nec_bal = metrics.normalized_expected_cost(counts, costs.balanced(data_p))
-    _assert_printed(nec_bal, printed[:, 2], "seed 000 Table 1, EC_nb (balanced costs)")
+    _assert_printed(nec_bal, printed[:, 2], "Ferrer (2022a) Table 1, EC_nb (balanced costs)")
 
 
 def test_seed000_table1_fs1_mcc(seed000):
     counts, printed = seed000
-    _assert_printed(metrics.f1_score(counts, pos_label=1), printed[:, 3], "seed 000 Table 1, FS_1")
-    _assert_printed(metrics.matthews_corrcoef(counts), printed[:, 4], "seed 000 Table 1, MCC")
+    _assert_printed(metrics.f1_score(counts, pos_label=1), printed[:, 3], "Ferrer (2022a) Table 1, FS_1")
+    _assert_printed(metrics.matthews_corrcoef(counts), printed[:, 4], "Ferrer (2022a) Table 1, MCC")
 
 
 def _assert_printed_rates(counts, printed, table):
-    """Columns 5-8 of seed 000 Table 1 and seed 002 Tables 1-2: R21, R12, R*2, R*1."""
+    """Columns 5-8 of Ferrer (2022a) Table 1 and Ferrer (2022b) Tables 1-2: R21, R12, R*2, R*1."""
     r = np.asarray(rates(counts))
     _assert_printed(r[:, 1, 0], printed[:, 5], f"{table}, R21")
     _assert_printed(r[:, 0, 1], printed[:, 6], f"{table}, R12")
@@ -179,12 +179,12 @@ def _assert_printed_rates(counts, printed, table):
 
 def test_seed000_table1_rates(seed000):
     counts, printed = seed000
-    _assert_printed_rates(counts, printed, "seed 000 Table 1")
+    _assert_printed_rates(counts, printed, "Ferrer (2022a) Table 1")
 
 
-# --------------------------------------------------------------- seed 002
+# --------------------------------------------------------------- Ferrer (2022b)
 
-# Seed 002, Tables 1 (balanced, 500/500) and 2 (imbalanced, 900/100):
+# Ferrer (2022b), Tables 1 (balanced, 500/500) and 2 (imbalanced, 900/100):
 # N21, N12, NEC_b, NEC_{beta^2=1}, NEC_{beta^2=2}, F_{beta=1}, MCC, R21, R12, R*2, R*1.
 SEED002_TABLE1 = [
     (0, 50, 0.10, 0.10, 0.10, 0.95, 0.90, 0.00, 0.10, 0.55, 0.45),
@@ -221,44 +221,44 @@ SEED002_TABLE2 = [
 def test_seed002_tables(table, sizes):
     counts = np.stack([_binary_counts(*sizes, r[0], r[1]) for r in table])
     printed = np.array([r[2:] for r in table], dtype=np.float64)
-    # NEC_b: alpha = 1 in seed 002 eq. 8, i.e. c12 P1 = c21 P2: 0-1 costs with uniform priors.
+    # NEC_b: alpha = 1 in Ferrer (2022b) eq. 8, i.e. c12 P1 = c21 P2: 0-1 costs with uniform priors.
     _assert_printed(
         metrics.normalized_expected_cost(counts, costs.zero_one(2), priors=jnp.array([0.5, 0.5])),
-        printed[:, 0], "seed 002, NEC_b",
+        printed[:, 0], "Ferrer (2022b), NEC_b",
     )
     # NEC_{beta^2}: the normalized EC of eq. 22, costs c12 = 1, c21 = beta^2, data priors.
     # (The text of §2.7 says "NEC_{beta^2} with beta = 2"; the column matches c21 = 2, i.e. beta^2 = 2 as its name.)
-    _assert_printed(metrics.normalized_expected_cost(counts, costs.f_beta(1.0)), printed[:, 1], "seed 002, NEC_b2=1")
+    _assert_printed(metrics.normalized_expected_cost(counts, costs.f_beta(1.0)), printed[:, 1], "Ferrer (2022b), NEC_b2=1")
     _assert_printed(
-        metrics.normalized_expected_cost(counts, costs.f_beta(np.sqrt(2.0))), printed[:, 2], "seed 002, NEC_b2=2"
+        metrics.normalized_expected_cost(counts, costs.f_beta(np.sqrt(2.0))), printed[:, 2], "Ferrer (2022b), NEC_b2=2"
     )
-    _assert_printed(metrics.f1_score(counts, pos_label=1), printed[:, 3], "seed 002, F_beta=1")
-    _assert_printed(metrics.matthews_corrcoef(counts), printed[:, 4], "seed 002, MCC")
-    _assert_printed_rates(counts, printed, "seed 002")
+    _assert_printed(metrics.f1_score(counts, pos_label=1), printed[:, 3], "Ferrer (2022b), F_beta=1")
+    _assert_printed(metrics.matthews_corrcoef(counts), printed[:, 4], "Ferrer (2022b), MCC")
+    _assert_printed_rates(counts, printed, "Ferrer (2022b)")
 
 
 def test_seed002_section_2_7_2_quoted_values():
-    """Seed 002 §2.7.2 on the imbalanced data (P2 = 0.1): N21 = 10, N12 = 90 has
+    """Ferrer (2022b) §2.7.2 on the imbalanced data (P2 = 0.1): N21 = 10, N12 = 90 has
     NEC_{beta^2=1} = 1 and NEC_{beta^2=2} = 0.55; the naive always-H2 F1 is 0.18."""
     counts = _binary_counts(900, 100, 10, 90)
     _assert_printed(metrics.normalized_expected_cost(counts, costs.f_beta(1.0)), 1.0, "NEC_b2=1")
     _assert_printed(metrics.normalized_expected_cost(counts, costs.f_beta(np.sqrt(2.0))), 0.55, "NEC_b2=2")
     always_2 = np.array([[0, 900], [0, 100]])
-    # Seed 002 §2.4: F_beta of the always-H2 system is (1 + b^2) P2 / (b^2 P2 + 1).
+    # Ferrer (2022b) §2.4: F_beta of the always-H2 system is (1 + b^2) P2 / (b^2 P2 + 1).
     _assert_printed(metrics.f1_score(always_2), 0.18, "F1 of the naive always-class-2 system")
     np.testing.assert_allclose(float(metrics.f1_score(always_2)), 2 * 0.1 / (0.1 + 1), rtol=1e-6)
     # The text says "when P1 = 0.1" but its numbers hold for the imbalanced data
     # of Table 2 (P1 = 0.9, P2 = 0.1): with P1 = 0.1 the system above would have
     # NEC_{beta^2=2} = (0.09 + 2 * 0.01) / 0.1 = 1.1, not 0.55, and the naive F1
     # would be 2 * 0.9 / 1.9 = 0.95.  With P1 = 0.9 the best naive system for
-    # NEC_{beta^2=1} always decides H1 and has NEC = 1 (seed 002 §2.1.1).
+    # NEC_{beta^2=1} always decides H1 and has NEC = 1 (Ferrer 2022b, §2.1.1).
     always_1 = np.array([[900, 0], [100, 0]])
     np.testing.assert_allclose(float(metrics.normalized_expected_cost(always_1, costs.f_beta(1.0))), 1.0, rtol=1e-6)
 
 
-# --------------------------------------------------------------- seed 004
+# --------------------------------------------------------------- Dyrland et al. (2022)
 
-# Seed 004 §0 writes matrices with rows = classifier output and columns = true
+# Dyrland et al. (2022) §0 writes matrices with rows = classifier output and columns = true
 # class, normalized by the number of evaluation data: transpose them.
 SEED004_A = np.array([[0.27, 0.15], [0.23, 0.35]]).T
 SEED004_B = np.array([[0.43, 0.18], [0.07, 0.32]]).T
@@ -283,14 +283,14 @@ def test_seed004_utility_yields(as_float):
     np.testing.assert_allclose(np.asarray(metrics.utility_yield(both, SEED004_U4)), [3.5, -3.5], atol=1e-4)
     # §1 (a): with matrix (5), 4.7 for A and 7.3 for B.
     np.testing.assert_allclose(np.asarray(metrics.utility_yield(both, SEED004_U5)), [4.7, 7.3], atol=1e-4)
-    # The yield is minus the EC of costs -U (seed 004: utilities are negated costs).
+    # The yield is minus the EC of costs -U (Dyrland et al. (2022): utilities are negated costs).
     np.testing.assert_allclose(
         np.asarray(metrics.expected_cost(both, costs.utilities_to_costs(SEED004_U4))), [-3.5, 3.5], atol=1e-4
     )
 
 
 def test_seed004_medical_story():
-    """Seed 004 §1 (d): matrix (6) is (4) + 335, so yields shift by 335, and A
+    """Dyrland et al. (2022) §1 (d): matrix (6) is (4) + 335, so yields shift by 335, and A
     gives "a more than six-month longer expected remaining life" than B."""
     np.testing.assert_array_equal(SEED004_U6, SEED004_U4 + 335.0)
     counts = np.stack([_seed004_counts(SEED004_A), _seed004_counts(SEED004_B)])
@@ -299,7 +299,7 @@ def test_seed004_medical_story():
     assert months[0] - months[1] > 6.0
 
 
-# Seed 004 Table 1: metric, classifier A, classifier B.
+# Dyrland et al. (2022) Table 1: metric, classifier A, classifier B.
 SEED004_TABLE1 = {
     "accuracy": (0.62, 0.75),
     "precision": (0.64, 0.70),
@@ -312,7 +312,7 @@ SEED004_TABLE1 = {
 
 
 def test_seed004_table1_metrics():
-    """Seed 004 Table 1, with the positive class = class 0 ("long durability").
+    """Dyrland et al. (2022) Table 1, with the positive class = class 0 ("long durability").
 
     The table is reproduced only with class 0 as the positive class: e.g.
     precision of A = 0.27 / (0.27 + 0.15) = 0.64 (with class 1 positive it
@@ -331,7 +331,7 @@ def test_seed004_table1_metrics():
         "specificity": metrics.specificity(counts, pos_label=pos),
     }
     for name, printed in SEED004_TABLE1.items():
-        _assert_printed(computed[name], np.array(printed), f"seed 004 Table 1, {name}")
+        _assert_printed(computed[name], np.array(printed), f"Dyrland et al. (2022) Table 1, {name}")
     # "Accuracy (also balanced accuracy)": the classes are balanced (50/50).
     _assert_printed(metrics.balanced_accuracy(counts), np.array(SEED004_TABLE1["accuracy"]), "balanced accuracy")
     # With class 1 as the positive class the precision, recall and F1 rows do not match.
@@ -339,10 +339,10 @@ def test_seed004_table1_metrics():
         assert not np.all(_close_to_printed(fn(counts, pos_label=1), np.array(SEED004_TABLE1[name])))
 
 
-# --------------------------------------------------------------- seed 001
+# --------------------------------------------------------------- Ferrer (2025)
 
 def test_seed001_table1_naive_row():
-    """Seed 001 Table 1, row "Naive": EC and NEC of the best naive system for
+    """Ferrer (2025) Table 1, row "Naive": EC and NEC of the best naive system for
     C01, CinvP, Cimb, Cabs1 (abstain 0.05) and Cabs2 (abstain 0.3), with
     P1 = 0.8 and P_i = 0.2/9 for the nine other classes (§4, App. B)."""
     k = 10
@@ -365,5 +365,5 @@ def test_seed001_table1_naive_row():
         # The naive system decides d for every sample.
         counts = np.zeros((k, c.shape[1]), np.int32)
         counts[:, d] = sizes
-        _assert_printed(metrics.expected_cost(counts, c), ec_printed, "seed 001 Table 1 naive EC")
-        _assert_printed(metrics.normalized_expected_cost(counts, c), 1.00, "seed 001 Table 1 naive NEC")
+        _assert_printed(metrics.expected_cost(counts, c), ec_printed, "Ferrer (2025) Table 1 naive EC")
+        _assert_printed(metrics.normalized_expected_cost(counts, c), 1.00, "Ferrer (2025) Table 1 naive NEC")

@@ -1,11 +1,11 @@
-"""Seed 002 Tables 3-5 and seed 001 Table 1, reproduced with ecjax.simulate,
+"""Ferrer (2022b) Tables 3-5 and Ferrer (2025) Table 1, reproduced with ecjax.simulate,
 Bayes decisions, the PSRs and the calibrators.
 
 Tolerances (fixed in advance, never widened): two-decimal entries within 0.015,
-three-decimal entries within 0.003, seed 001's Cimb column within 0.04,
-seed 002 Table 5 within 1.5 percentage points.  Percentages printed with one
+three-decimal entries within 0.003, Ferrer (2025)'s Cimb column within 0.04,
+Ferrer (2022b) Table 5 within 1.5 percentage points.  Percentages printed with one
 decimal (Table 3's "Abs") are three-decimal fractions (within 0.3 points);
-whole percentages (seed 001's "abs") are two-decimal fractions (within 1.5
+whole percentages (Ferrer (2025)'s "abs") are two-decimal fractions (within 1.5
 points).
 
 Two kinds of sample.
@@ -22,8 +22,8 @@ Two kinds of sample.
   0.467, population 0.4748 by numerical integration), so no other sample can
   be expected to match them.
 
-Parameters: the printed feature "standard deviations" (0.15 in seed 002,
-0.20 in seed 001) are variances, and seed 002's mc2 scale is 0.2 (not the
+Parameters: the printed feature "standard deviations" (0.15 in Ferrer (2022b),
+0.20 in Ferrer (2025)) are variances, and Ferrer (2022b)'s mc2 scale is 0.2 (not the
 seeds' code default of 5); see the ecjax.simulate docstring for the evidence.
 """
 
@@ -42,7 +42,7 @@ from expected_cost.data import draw_data_for_gaussian_model
 
 ALPHAS = np.array([0.01, 0.1, 0.2, 0.4, 0.6, 1.0])
 
-# Seed 002 Table 3: alpha | LR-mc1: EC NEC Abs% | LR-cal: EC NEC Abs%.
+# Ferrer (2022b) Table 3: alpha | LR-mc1: EC NEC Abs% | LR-cal: EC NEC Abs%.
 TABLE3 = np.array([
     [0.010, 0.006, 0.638, 61.5, 0.005, 0.534, 41.1],
     [0.100, 0.030, 0.299, 12.3, 0.025, 0.249, 14.1],
@@ -54,7 +54,7 @@ TABLE3 = np.array([
 
 ROWS = ["Datap", "Datap-temcal", "Datap-affcal", "Mismp", "Mismp-temcal", "Mismp-affcal"]
 COLS = ["cal", "mc1", "mc2"]
-# Seed 002 Table 4: per row, NEC | NEC with abs | cross-entropy | Brier, each for cal mc1 mc2.
+# Ferrer (2022b) Table 4: per row, NEC | NEC with abs | cross-entropy | Brier, each for cal mc1 mc2.
 TABLE4 = {
     "Datap":        [0.25, 0.29, 0.25, 0.14, 0.17, 0.93, 0.13, 0.17, 0.57, 0.21, 0.26, 0.70],
     "Datap-temcal": [0.25, 0.29, 0.25, 0.14, 0.17, 0.14, 0.13, 0.17, 0.13, 0.21, 0.26, 0.21],
@@ -63,7 +63,7 @@ TABLE4 = {
     "Mismp-temcal": [1.11, 0.70, 1.11, 0.51, 0.39, 0.51, 0.50, 0.40, 0.50, 0.86, 0.58, 0.86],
     "Mismp-affcal": [0.25, 0.25, 0.25, 0.14, 0.14, 0.14, 0.13, 0.13, 0.13, 0.21, 0.21, 0.21],
 }
-# Seed 002 Table 5 (percent): cal-loss XE | cal-loss Brier | ECEmc (15 bins), each for cal mc1 mc2.
+# Ferrer (2022b) Table 5 (percent): cal-loss XE | cal-loss Brier | ECEmc (15 bins), each for cal mc1 mc2.
 TABLE5 = {
     "Datap":        [0, 23, 77, 0, 20, 71, 0, 2, 22],
     "Datap-temcal": [0, 23, 0, 0, 20, 0, 0, 2, 0],
@@ -75,7 +75,7 @@ TABLE5 = {
 
 
 def _abstention_costs(alphas, k=2):
-    """``[1 - I | alpha 1]`` (seed 002 eq. 69, seed 001 eq. 21), rows = true class."""
+    """``[1 - I | alpha 1]`` (Ferrer 2022b, eq. 69, Ferrer (2025) eq. 21), rows = true class."""
     return np.stack([np.c_[1 - np.eye(k), np.full(k, a)] for a in alphas])
 
 
@@ -131,14 +131,14 @@ def test_seed002_table3_on_a_keyed_sample():
         _check(abstain, TABLE3[:, 3 + 3 * j], 0.3, f"Table 3 Abs% LR-{name}")
         # NEC (three decimals) is not checked on this sample: its sampling sd (~0.007) exceeds the 0.003
         # tolerance (see the module docstring); the seeds' own sample above checks it exactly.
-        # NEC = EC / naive EC, the naive EC being min(P1, P2, alpha) (seed 002 §4.8.2):
+        # NEC = EC / naive EC, the naive EC being min(P1, P2, alpha) (Ferrer 2022b, §4.8.2):
         np.testing.assert_allclose(nec, ec / np.minimum(0.1, ALPHAS), rtol=1e-5)
 
 
 # ------------------------------------------------------- Tables 4 and 5
 
 def _tables45(study, key):
-    """Table 4 and 5 entries for the 18 systems of seed 002 §4.8.3 (5-fold CV calibration)."""
+    """Table 4 and 5 entries for the 18 systems of Ferrer (2022b) §4.8.3 (5-fold CV calibration)."""
     y = study.labels
     k = 10
     c01 = 1 - np.eye(k)
@@ -192,7 +192,7 @@ def test_seed002_tables4_and_5_on_the_seeds_own_sample():
     _compare_tables(*_tables45(calibration_study_from_features(feats, labels, 10), jax.random.key(1)))
 
 
-# ------------------------------------------------------- seed 001 Table 1
+# ------------------------------------------------------- Ferrer (2025) Table 1
 
 # EC, NEC for C01, CinvP, Cimb; EC, NEC, abs% for Cabs1, Cabs2.
 TABLE1_001 = {
@@ -203,7 +203,7 @@ TABLE1_001 = {
 
 
 def test_seed001_table1_on_a_keyed_sample():
-    """Seed 001 Table 1 with N = 10^6 samples instead of the seed's 10^5.
+    """Ferrer (2025) Table 1 with N = 10^6 samples instead of the seed's 10^5.
 
     At N = 10^5 the Argmax row's Cabs1 NEC (the error rate divided by 0.05)
     has a sampling sd of about 0.0155, the size of its 0.015 tolerance (the
@@ -242,4 +242,4 @@ def test_seed001_table1_on_a_keyed_sample():
     for row, printed in TABLE1_001.items():
         computed = np.asarray(got[row])
         bad = np.abs(computed - np.asarray(printed, float)) > tol + 1e-9
-        assert not bad.any(), f"seed 001 Table 1 {row}: computed {np.round(computed, 3)} vs printed {printed}"
+        assert not bad.any(), f"Ferrer (2025) Table 1 {row}: computed {np.round(computed, 3)} vs printed {printed}"

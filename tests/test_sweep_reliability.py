@@ -1,4 +1,4 @@
-"""The metric-reliability study of seed 004 §4.2 (Figs. 6-7).
+"""The metric-reliability study of Dyrland et al. (2022) §4.2 (Figs. 6-7).
 
 Checked against: the seed's printed numbers (accuracy 8.7 % wrongly ranked
 pairs, utilities with sd-0.1 errors 4 %, 10^6 pairs), its stated quartiles of
@@ -28,7 +28,7 @@ METRIC_NAMES = list(R.METRICS)
 
 
 def numpy_study(rng, n, sd):
-    """Seed 004 §4.2 steps 1-6, written independently in float64 numpy (uniform true utilities)."""
+    """Dyrland et al. (2022) §4.2 steps 1-6, written independently in float64 numpy (uniform true utilities)."""
     # Uniform on the hexagon |x|, |y|, |x - y| <= 1 by rejection from the square.
     xy = np.empty((0, 2))
     while len(xy) < n:
@@ -130,7 +130,7 @@ def test_gaussian_true_utilities_default_path():
     acc = res["accuracy"]
     util = res["utility_yield"]
     assert util.fraction[0] == 0.0
-    # sd up to 0.15 still beats every other metric (seed 004 §4.2).
+    # sd up to 0.15 still beats every other metric (Dyrland et al. 2022, §4.2).
     assert util.fraction[2] < min(res[m].fraction for m in METRIC_NAMES)
     assert acc.fraction < 0.087 - 6 * acc.standard_error  # well below the uniform case
 
@@ -226,7 +226,7 @@ def test_closed_form_metrics_equal_ecjax_metrics():
         M.fowlkes_mallows(cm, pos_label=0), -M.expected_cost(cm, jnp.array([[0.0, 2.0], [3.0, 0.0]])),
     ], -1)
     np.testing.assert_allclose(got, ref, rtol=2e-5, atol=1e-6)
-    # Seed 004 §3.3 in its own coordinates (C_00, C_11, f_0 = B): precision = C00 / (C00 - C11 + f1).
+    # Dyrland et al. (2022) §3.3 in its own coordinates (C_00, C_11, f_0 = B): precision = C00 / (C00 - C11 + f1).
     c00, c11 = b * t, (1 - b) * s
     np.testing.assert_allclose(got[:, 2], c00 / (c00 - c11 + (1 - b)), rtol=2e-5)
     np.testing.assert_allclose(got[:, 5], 2 * c00 / (c00 - c11 + 1), rtol=2e-5)

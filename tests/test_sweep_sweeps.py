@@ -188,7 +188,7 @@ def test_random_matrices_axis_is_reproducible_and_chunk_invariant():
 
 
 def test_transform_axis_builds_a_family_of_10_class_matrices():
-    # seed 001 Table 1 family: 0-1 costs with the last row multiplied by alpha (Cimb for alpha = 100).
+    # Ferrer (2025) Table 1 family: 0-1 costs with the last row multiplied by alpha (Cimb for alpha = 100).
     counts = random_counts(2, 10, 10, high=30)
     axis = grids.transform(grids.linspace(1.0, 100.0, 12, log=True), _imbalanced_costs)
     res = sweep_counts(counts, axis)

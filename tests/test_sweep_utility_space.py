@@ -1,10 +1,10 @@
-"""The utility plane of seed 004 Fig. 1 (``ecjax.sweep.utility_space``) and the ROC tangent criterion (eqs. 24-25,
+"""The utility plane of Dyrland et al. (2022) Fig. 1 (``ecjax.sweep.utility_space``) and the ROC tangent criterion (eqs. 24-25,
 ``ecjax.sweep.roc``).
 
 The tangent criterion is the map's ``decision_rule="optimal_threshold"``, and both are checked against the same
 references here, so the two modules share this file.
 
-References: seed 004 eq. 13 transcribed here directly (rows = decision in the
+References: Dyrland et al. (2022) eq. 13 transcribed here directly (rows = decision in the
 seed, transposed), per-point numpy loops, a brute-force search over every
 threshold of every system, scikit-learn's ROC curve with scipy's convex
 hull, and ``ecjax.optimal_threshold_expected_cost`` (the core's one-sort
@@ -24,7 +24,7 @@ from ecjax.sweep.sweeps import TIE
 
 
 def seed_eq13(x, y):
-    """Seed 004 eq. 13 as printed (rows = decision), then transposed to rows = true class."""
+    """Dyrland et al. (2022) eq. 13 as printed (rows = decision), then transposed to rows = true class."""
     u_seed = np.array([[1 - x * (x > 0), y * (y > 0)],
                        [-y * (y < 0), 1 + x * (x < 0)]], dtype=np.float64)
     return u_seed.T
@@ -65,7 +65,7 @@ def test_plane_axis_is_eq13_and_the_mask_is_the_hexagon():
     inside = np.abs(grid[None, :] - grid[:, None]) <= 1 + 1e-12
     np.testing.assert_array_equal(m.winners >= 0, inside)
     assert np.isnan(m.yields[~inside]).all() and m.result.num_points == inside.sum()
-    # Centre of the plane = identity utilities = accuracy (seed 004 §3.2).
+    # Centre of the plane = identity utilities = accuracy (Dyrland et al. 2022, §3.2).
     assert m.yields[r // 2, r // 2, 0] == pytest.approx(85 / 100)
 
 
@@ -196,7 +196,7 @@ def test_optimal_threshold_map_uses_the_tangent_criterion():
 
 
 def test_seed_fig8_larger_auc_can_lose():
-    # Seed 004 Fig. 8: the ROC curve with the larger area is not the best for U = diag(4, 1) on a
+    # Dyrland et al. (2022) Fig. 8: the ROC curve with the larger area is not the best for U = diag(4, 1) on a
     # balanced test set.  Seed class 0 ("positive", utility 4) is class 1 here: U_11 = 4 (rows = truth).
     rng = np.random.default_rng(8)
     n = 4000

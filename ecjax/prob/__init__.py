@@ -3,9 +3,9 @@
 * :mod:`~ecjax.prob.distributions`: NumPyro distributions with fast exact
   samplers (the truncated normal of the cost priors).
 * :mod:`~ecjax.prob.utility_priors`: priors over utility/cost matrices as
-  NumPyro models (intervals, truncated normal, binary cost ratios, seed
-  004's two distributions over the normalized binary space, any user model).
-* :mod:`~ecjax.prob.expected_utility`: the expected utility matrix (seed 004
+  NumPyro models (intervals, truncated normal, binary cost ratios, Dyrland
+  et al.'s (2022) two distributions over the normalized binary space, any user model).
+* :mod:`~ecjax.prob.expected_utility`: the expected utility matrix (Dyrland et al. (2022)
   eqs. 18-19) and the decisions it implies.
 * :mod:`~ecjax.prob.rates`: Dirichlet-multinomial posterior of confusion
   rates (conjugate sampler, and the same model for NUTS); deployment priors.

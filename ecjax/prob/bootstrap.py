@@ -113,7 +113,7 @@ from ecjax.scores import bin_indices, brier_kernel, class_weights, cross_entropy
 # A user metric: jit-able f(labels, log_posteriors, weights) -> scalar, of one system.
 _UserMetric = Callable[[jax.Array, jax.Array, jax.Array], ArrayLike]
 
-# Equal-width bins of the built-in "ece", as the default of ecjax.scores.ece (seed 002 eqs. 62-63).
+# Equal-width bins of the built-in "ece", as the default of ecjax.scores.ece (Ferrer 2022b, eqs. 62-63).
 ECE_NUM_BINS = 15
 # Bisection steps on the prior pi of the ROCCH-EER.  The envelope's lines have slopes miss - fa in [-1, 1], so
 # stopping within 2^-26 of the breakpoint moves the EER by at most 2^-26 ~ 1.5e-8, below float32 resolution.
@@ -167,7 +167,7 @@ def weighted_cross_entropy(labels: jax.Array, log_posteriors: jax.Array, weights
     """Kernel: weighted cross-entropy ``sum_i P_i sum_{n: y_n = i} w_n (-log s_i(x_n)) / W_i``.
 
     With data priors (``priors=None``) it is the weighted mean ``sum_n w_n
-    (-log s_{y_n}(x_n)) / sum_n w_n``; with uniform weights, seed 002 eqs.
+    (-log s_{y_n}(x_n)) / sum_n w_n``; with uniform weights, Ferrer (2022b) eqs.
     52-54 (``sklearn.metrics.log_loss``).  ``labels`` ``(N,)``,
     ``log_posteriors`` ``(N, K)``, ``weights`` ``(N,)`` non-negative
     (any scale).
@@ -181,7 +181,7 @@ def weighted_brier(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Ar
     """Kernel: weighted Brier score, ``(1/K) sum_j (s_j(x_n) - [j = y_n])^2`` averaged as in
     :func:`weighted_cross_entropy`.
 
-    Seed 002 eq. 57 (with its ``1/K``; for ``K = 2`` it equals
+    Ferrer (2022b) eq. 57 (with its ``1/K``; for ``K = 2`` it equals
     ``sklearn.metrics.brier_score_loss``).
     """
     w = _evaluation_weights(labels, weights, priors, log_posteriors.shape[-1])
@@ -220,7 +220,7 @@ def weighted_auc(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Arra
     """Kernel: weighted AUC, the weighted Mann-Whitney statistic with ties counted one half.
 
     ``AUC = sum_{i: y=1} sum_{j: y=0} w_i w_j ([s_i > s_j] + [s_i = s_j] / 2) / (W_1 W_0)``
-    with ``s`` the class-1 log-odds (Hanley & McNeil 1982; seed 002 §4.5;
+    with ``s`` the class-1 log-odds (Hanley & McNeil 1982; Ferrer (2022b) §4.5;
     ``sklearn.metrics.roc_auc_score(..., sample_weight=w)``).  One sort of
     the scores and one cumulative sum of the class-0 weights: O(N log N).
     """
@@ -228,7 +228,7 @@ def weighted_auc(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Arra
 
 
 def weighted_eer(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array) -> jax.Array:
-    """Kernel: weighted equal error rate on the ROC convex hull (ROCCH-EER, seed 002 §4.5).
+    """Kernel: weighted equal error rate on the ROC convex hull (ROCCH-EER, Ferrer (2022b) §4.5).
 
     The weighted ROC has rates ``miss = W_1(below cut) / W_1`` and ``fa =
     W_0(above cut) / W_0``; the EER is ``max_pi min_cut [pi miss + (1 - pi)
@@ -286,7 +286,7 @@ def _ece_bins(labels, log_posteriors, weights):
 def weighted_ece_plugin(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array) -> jax.Array:
     """Kernel: the plug-in ECE ``sum_m |sum_{n in B_m} w_n (hit_n - conf_n)| / sum_n w_n``.
 
-    Seed 002 eqs. 62-63 with :data:`ECE_NUM_BINS` equal-width bins
+    Ferrer (2022b) eqs. 62-63 with :data:`ECE_NUM_BINS` equal-width bins
     (:func:`_ece_bins`), as :func:`ecjax.scores.ece` with its defaults.  A
     biased estimator of the population ECE: ``E|mean gap| > |E gap|``, by
     about ``sqrt(2 / pi) sigma_m`` in a bin whose true gap is within its
@@ -320,7 +320,7 @@ def weighted_ece(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Arra
     ``E|N(g, sigma_m^2)| - |g|``, ``sigma_m^2`` the variance of the bin's mean
     gap; subtracting its estimate at ``g = g_m`` (Kumar, Liang & Ma 2019,
     "Verified uncertainty calibration", §5, with the folded normal's mean in
-    closed form, :func:`_mean_abs_normal`) gives
+    closed form, :func:`_mean_abs_normal`) gives::
 
         ECE_debiased = sum_m p_m (2 |g_m| - E|N(g_m, sigma_m^2)|),
         sigma_m^2 = (SS_m + c_m (1 - c_m)) / n_m^2,
@@ -361,10 +361,10 @@ def weighted_nec_best_threshold(labels: jax.Array, log_posteriors: jax.Array, we
                                 priors: jax.Array | None = None, costs: jax.Array | None = None) -> jax.Array:
     """Kernel: NEC of "decide 1 iff log-odds > t" at the best threshold ``t`` for these weights.
 
-    ``EC(t) = sum_i P_i sum_j c_ij R_ij(t)`` (seed 000 eq. 2) with the
+    ``EC(t) = sum_i P_i sum_j c_ij R_ij(t)`` (Ferrer 2022a, eq. 2) with the
     weighted rates ``R_10 = miss``, ``R_01 = fa`` of :func:`weighted_eer`,
     minimized over every cut that splits no tie (one sort), divided by the
-    EC of the best naive decision ``min_j sum_i P_i c_ij`` (seed 000 eq. 4).
+    EC of the best naive decision ``min_j sum_i P_i c_ij`` (Ferrer 2022a, eq. 4).
     This is :func:`ecjax.scores.optimal_threshold_expected_cost` with
     ``normalize=True`` on weighted data: optimistic, since the threshold is
     chosen on the data (and, in a bootstrap draw, on that draw's weights).
@@ -381,10 +381,10 @@ def weighted_nec_best_threshold(labels: jax.Array, log_posteriors: jax.Array, we
 
 def weighted_calibration_loss(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array,
                               priors: jax.Array | None = None) -> jax.Array:
-    """Kernel: relative calibration loss ``100 (XE_raw - XE_cal) / XE_raw`` (seed 002 eqs. 59-60) for these weights.
+    """Kernel: relative calibration loss ``100 (XE_raw - XE_cal) / XE_raw`` (Ferrer 2022b, eqs. 59-60) for these weights.
 
     ``XE_raw`` is :func:`weighted_cross_entropy`; ``XE_cal`` the same
-    cross-entropy after the affine calibrator (seed 002 eq. 61, scale and
+    cross-entropy after the affine calibrator (Ferrer 2022b, eq. 61, scale and
     bias on the log-posteriors) that minimizes it for these weights, fitted
     by :func:`ecjax.calibration.fit_affine_newton_kernel`.  This is
     :func:`ecjax.calibration.diagnose` with ``method="affine"``,
@@ -521,7 +521,7 @@ def _metric_options(metric, labels, priors, costs):
             options["costs"] = c
             return options
         if np.any(np.asarray(c) < 0):
-            raise v.InputError("`costs` must be non-negative (subtract the row minima: seed 001 §2)")
+            raise v.InputError("`costs` must be non-negative (subtract the row minima: Ferrer (2025) §2)")
         p = np.bincount(np.asarray(labels), minlength=2) / labels.shape[0] if priors is None else np.asarray(priors)
         v.check_naive_cost_positive(np.min(np.sum(p[:, None] * np.asarray(c, np.float64), 0)))  # min_j sum_i P_i c_ij
         options["costs"] = c
@@ -904,7 +904,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
         paired systems' scores on one test set (``(N, K)`` each, ``(N,)``
         for ``"llr"``), their ``score_type``, names, ``groups`` (cluster
         ids for the cluster bootstrap, eq. 2) and ``sample_weight`` (below).
-      metric: a built-in name: ``"cross_entropy"``, ``"brier"`` (seed 002
+      metric: a built-in name: ``"cross_entropy"``, ``"brier"`` (Ferrer (2022b)
         §4.1), ``"auc"``, ``"eer"`` (binary; §4.5), ``"ece"`` (15
         equal-width bins, §4.3.2: the debiased estimator of the population
         ECE of these bins, :func:`weighted_ece`, its draws centred on its
@@ -913,7 +913,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
         value), ``"nec_best_threshold"`` (binary: the NEC
         of "decide 1 iff log-odds > t" at the best ``t`` for each draw, 0-1
         costs unless ``costs`` given), ``"calibration_loss"`` (the relative
-        cross-entropy calibration loss of seed 002 eq. 60, in percent, of
+        cross-entropy calibration loss of Ferrer (2022b) eq. 60, in percent, of
         the affine calibrator fitted on each draw's weights:
         :func:`weighted_calibration_loss`); or a user function ``f(labels,
         log_posteriors, weights) -> scalar`` for one system (``(N,)``,
@@ -946,9 +946,15 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
       summarizes on the host); :func:`weighted_metric` and the kernels are.
 
     Example:
-      >>> post = bootstrap_metric(Systems(labels, scores={"a": scores_a, "b": scores_b}), "auc",
-      ...                         key=jax.random.key(0))  # doctest: +SKIP
-      >>> print(post.summary())  # doctest: +SKIP
+      >>> import numpy as np
+      >>> from ecjax.prob import MonteCarloSettings
+      >>> labels = np.array([0, 0, 0, 1, 1, 1] * 5)
+      >>> llr_a = np.array([-2.0, -1.0, 0.5, 0.0, 1.0, 2.0] * 5)
+      >>> llr_b = np.array([-1.0, 0.5, 1.0, -0.5, 0.0, 1.5] * 5)
+      >>> post = bootstrap_metric(Systems(labels, scores={"a": llr_a, "b": llr_b}, score_type="llr"), "auc",
+      ...                         key=jax.random.key(0), settings=MonteCarloSettings(num_draws=1000))
+      >>> [round(float(x), 4) for x in post.estimate], post.draws.shape  # the AUCs on the data: 8/9 and 5/9
+      ([0.8889, 0.5556], (1000, 2))
     """
     key = v.as_key(key)
     labels, system_scores, score_type, groups, sample_weight, names = paired_scores(systems)

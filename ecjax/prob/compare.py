@@ -13,7 +13,7 @@ best:
   when the systems were scored on the same samples (:mod:`ecjax.prob.paired`).
 
 Each posterior draw ``s`` pairs ``U_s``, ``P_s`` and ``R_s`` and gives every
-system ``m`` the utility yield (seed 004 eq. 10, rows = true class; seed 000
+system ``m`` the utility yield (Dyrland et al. 2022, eq. 10, rows = true class; Ferrer (2022a)
 eq. 2 for the expected cost)
 
     yield_sm = sum_ij U_s,ij P_s,i R_s,m,ij   (ecjax.metrics.expected_value),
@@ -23,17 +23,17 @@ HDIs.
 
 **Decisions.**  Given ``decisions`` are used as they are.  With ``scores``,
 ``decision_rule="expected_utility"`` (the default) makes every system take,
-once, the Bayes decisions (seed 001 eq. 7) of the expected utility matrix
+once, the Bayes decisions (Ferrer 2025, eq. 7) of the expected utility matrix
 ``U_hat = E[U]``: when the costs are still uncertain at deployment, the
 decision of highest expected utility for a sample with class posteriors
-``p_i`` is ``argmax_j sum_i U_hat_ij p_i`` (seed 004 eqs. 18-19).  The counts
+``p_i`` is ``argmax_j sum_i U_hat_ij p_i`` (Dyrland et al. 2022, eqs. 18-19).  The counts
 are then fixed, exactly as with given decisions.  ``decision_rule="per_draw"``
 lets each draw make the Bayes decisions of its own ``U_s``: the value of a
-rule that will *know* the costs at deployment (larger, and not what seed 004
+rule that will *know* the costs at deployment (larger, and not what Dyrland et al. (2022)
 prescribes when they stay uncertain).
 
 **Expected yield.**  ``U`` is independent of ``(P, R)`` and the yield is
-linear in ``U``, so ``E[yield_m] = sum_ij U_hat_ij E[P_i R_m,ij]`` (seed 004
+linear in ``U``, so ``E[yield_m] = sum_ij U_hat_ij E[P_i R_m,ij]`` (Dyrland et al. (2022)
 eq. 19).  With fixed decisions ``E[P_i R_m,ij]`` has a closed form and the
 expected yield is reported exactly:
 
@@ -207,9 +207,9 @@ def evaluate_draws(utilities: ArrayLike, weights: ArrayLike, priors: ArrayLike, 
         draws are independent, so the chunk size changes nothing but, at
         most, the float32 rounding (XLA may vectorize the sums differently).
 
-    ``yield_sm = sum_ij U_s,ij P_s,i R_s,m,ij`` (seed 004 eq. 10); the EC is
-    that of costs ``-U`` (seed 000 eq. 2); the NEC (seed 000 eq. 4) uses the
-    row-normalized costs ``max_j U_ij - U_ij`` (seed 001 §2), for which the
+    ``yield_sm = sum_ij U_s,ij P_s,i R_s,m,ij`` (Dyrland et al. 2022, eq. 10); the EC is
+    that of costs ``-U`` (Ferrer 2022a, eq. 2); the NEC (Ferrer 2022a, eq. 4) uses the
+    row-normalized costs ``max_j U_ij - U_ij`` (Ferrer 2025, §2), for which the
     naive EC is positive unless one decision is best for every class (NaN
     then).
     """
@@ -705,10 +705,10 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
 
       scores: instead of ``decisions``: ``(M, N, K)`` scores (see
         ``score_type``; a list or mapping of ``(N_m, K)`` arrays), turned
-        into Bayes decisions (seed 001 eq. 7) by ``decision_rule``.
+        into Bayes decisions (Ferrer 2025, eq. 7) by ``decision_rule``.
       decision_rule: with ``scores``: ``"expected_utility"`` (default): the
         Bayes decisions of the expected utility matrix ``U_hat``, made once
-        (seed 004 eq. 19: the decisions of highest expected utility while the
+        (Dyrland et al. 2022, eq. 19: the decisions of highest expected utility while the
         costs are uncertain); the counts are then fixed, as with
         ``decisions``.  ``"per_draw"``: each draw makes the Bayes decisions
         of its own utility matrix, the value of a rule that knows the costs
@@ -1007,7 +1007,7 @@ def _padded(x, axis=0):
 
 def padded_bayes_decisions(scores: ArrayLike, costs: ArrayLike, log_priors: ArrayLike,
                            score_type: str) -> np.ndarray:
-    """Bayes decisions (seed 001 eq. 7) of one system's validated ``(N, K)`` scores for one ``(K, D)`` cost matrix,
+    """Bayes decisions (Ferrer 2025, eq. 7) of one system's validated ``(N, K)`` scores for one ``(K, D)`` cost matrix,
     on the host: the fixed decisions of :func:`compare`.  ``log_priors`` ``(K,)`` turn likelihood-type scores into
     posteriors (ignored otherwise).  The samples are padded to :func:`bucket_size`, so that data of a similar size
     reuse the compiled program."""
@@ -1078,7 +1078,7 @@ def _joint_source(labels, decisions, groups, alpha, k, d, m, weights=None):
 
 
 def _closed_form_yield(u_hat, mean_weights, p_bar, joint_priors):
-    """``sum_ij U_hat_ij E[P_i R_m,ij]`` in float64 from the mean weights (seed 004 eq. 19)."""
+    """``sum_ij U_hat_ij E[P_i R_m,ij]`` in float64 from the mean weights (Dyrland et al. 2022, eq. 19)."""
     w = np.asarray(mean_weights, np.float64)
     totals = w.sum(-1, keepdims=True)
     r = np.divide(w, totals, out=np.zeros_like(w), where=totals > 0)
@@ -1129,7 +1129,7 @@ def _two_stage_info(yields, rec, per_draw, *, m, k, d, joint):
 
 
 def _expected_utilities(prior, plan, sample_u):
-    """``U_hat = E[U]`` (seed 004 eq. 18) and how it was obtained.
+    """``U_hat = E[U]`` (Dyrland et al. 2022, eq. 18) and how it was obtained.
 
     The prior's exact mean when it has one; otherwise the mean of the very
     draws the comparison uses (block by block in float64, so the same for

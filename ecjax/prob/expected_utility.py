@@ -1,7 +1,7 @@
-"""The expected utility matrix of an uncertain utility matrix (seed 004 §4.1).
+"""The expected utility matrix of an uncertain utility matrix (Dyrland et al. 2022, §4.1).
 
 If the utility matrix is ``U^(a)`` with probability ``q_a``, the decision
-problem is solved by the expected utility matrix (seed 004 eq. 18)
+problem is solved by the expected utility matrix (Dyrland et al. 2022, eq. 18)
 
     U_hat = sum_a q_a U^(a),
 
@@ -33,7 +33,7 @@ class ExpectedUtility(NamedTuple):
     """The expected utility matrix and how it was obtained.
 
     Attributes:
-      matrix: ``(K, D)`` expected utility matrix ``U_hat`` (seed 004 eq. 18).
+      matrix: ``(K, D)`` expected utility matrix ``U_hat`` (Dyrland et al. 2022, eq. 18).
       method: ``"fixed"`` (a known matrix), ``"closed_form"``,
         ``"quadrature"`` or ``"monte_carlo"``.
       standard_error: ``(K, D)`` Monte Carlo standard error, or ``None``.
@@ -46,7 +46,7 @@ class ExpectedUtility(NamedTuple):
 
 def expected_utility_matrix(utilities: UtilityPrior | Callable[..., Any] | ArrayLike, *, key: jax.Array | None = None,
                             num_draws: int = 100_000) -> ExpectedUtility:
-    """``U_hat = E[U]`` under a utility prior (seed 004 eq. 18), exact where possible.
+    """``U_hat = E[U]`` under a utility prior (Dyrland et al. 2022, eq. 18), exact where possible.
 
     Args:
       utilities: a :class:`~ecjax.prob.UtilityPrior`, a NumPyro model with a
@@ -71,7 +71,7 @@ def expected_utility_matrix(utilities: UtilityPrior | Callable[..., Any] | Array
 
 def expected_utility_decision(utilities: UtilityPrior | Callable[..., Any] | ArrayLike, probabilities: ArrayLike, *,
                               key: jax.Array | None = None, num_draws: int = 100_000) -> jax.Array:
-    """The decision implied by uncertain utilities for given class probabilities (seed 004 eq. 19).
+    """The decision implied by uncertain utilities for given class probabilities (Dyrland et al. 2022, eq. 19).
 
     ``argmax_j sum_i U_hat_ij p_i``: with ``probabilities`` the deployment
     priors this is the best input-independent decision; with per-sample

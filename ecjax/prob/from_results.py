@@ -592,7 +592,8 @@ class HierarchicalTTest(_NUTSResult):
       nu: ``(S,)`` draws of the degrees of freedom of that spread.
       delta: ``(S, q)`` draws of each data set's mean difference.
       sigma: ``(S, q)`` draws of each data set's within-set standard deviation.
-      rope, rho: as given / used.
+      rope: as given.
+      rho: as given or used.
       errors: batch-means Monte Carlo standard errors of ``p_left``, ``p_rope``,
         ``p_right`` (``"baycomp"``) and of :attr:`predictive`.
       max_rhat, min_ess_bulk, num_divergences: NUTS diagnostics (ArviZ) over
@@ -905,7 +906,8 @@ class ResultsComparison:
         P(b better by > rope))`` in closed form: ``[a, b]`` is the correlated
         t-test ``(p_left, p_rope, p_right)`` of ``scores_a = scores[a]``,
         ``scores_b = scores[b]``.
-      rope, rho: as given / used.
+      rope: as given.
+      rho: as given or used.
       hdi_prob, hdi: ``(M, 2)`` highest-density intervals of the mean results.
       errors: Monte Carlo standard errors of ``p_best``, ``sqrt(p (1 - p) / S)`` (the draws are independent,
         :func:`independent_draws_error`).
@@ -1023,7 +1025,8 @@ class HierarchicalResultsData(NamedTuple):
         = 1``) of the fold differences, ``c_d = 1 / n_d + rho_d / (1 - rho_d)``.
       exponents: ``(q,)`` the power of the within-set factor (see :func:`hierarchical_results_model`).
       folds_minus_one: ``(q,)`` ``n_d - 1``.
-      rope, unit: the ROPE in units, and the unit: the mean over the data sets and the pairs of systems ``a <
+      rope: the ROPE in units.
+      unit: the unit: the mean over the data sets and the pairs of systems ``a <
         b`` of the standard deviation (``ddof = 0``) of the fold differences ``x_b - x_a``.
       rho: ``(q,)`` the fold correlations.
       delta_bound: the largest ``|x_b - x_a|`` of any pair on any fold (in units): the bound of the uniform

@@ -347,7 +347,7 @@ class Doubt:
       the rates at their posterior mean (the doubt left by an infinite test
       set); exactly 0 for a fixed utility matrix;
     * ``priors_only``: uncertain deployment priors drawn, ``U = U_hat``
-      (seed 004 eq. 18), the rates at their posterior mean; exactly 0 for
+      (Dyrland et al. 2022, eq. 18), the rates at their posterior mean; exactly 0 for
       fixed priors or the test set's own class frequencies (whose
       uncertainty belongs to the test set);
     * ``rates_only``: the rates (and the test set's class frequencies)
@@ -427,13 +427,13 @@ class Comparison(RankedSystems):
 
     Attributes:
       systems: names of the systems.
-      yields: ``(S, M)`` posterior draws of the utility yield (seed 004 eq. 10).
+      yields: ``(S, M)`` posterior draws of the utility yield (Dyrland et al. 2022, eq. 10).
       expected_costs: ``(S, M)`` draws of the expected cost for costs ``-U``
-        (seed 000 eq. 2), i.e. ``-yields``.
-      normalized_expected_costs: ``(S, M)`` draws of the NEC (seed 000 eq.
-        4) for the row-normalized costs ``max_j U_ij - U_ij`` (seed 001 §2);
+        (Ferrer 2022a, eq. 2), i.e. ``-yields``.
+      normalized_expected_costs: ``(S, M)`` draws of the NEC (Ferrer 2022a, eq.
+        4) for the row-normalized costs ``max_j U_ij - U_ij`` (Ferrer 2025, §2);
         NaN in a draw whose best naive system costs nothing.
-      expected_utility_matrix: ``(K, D)`` ``U_hat`` (seed 004 eq. 18).
+      expected_utility_matrix: ``(K, D)`` ``U_hat`` (Dyrland et al. 2022, eq. 18).
       expected_yield: ``(M,)`` posterior expected yield ``sum_ij U_hat_ij
         E[P_i R_m,ij]`` (eq. 19: the yield is linear in ``U``, independent of
         the rates).  Exact (closed-form Dirichlet means) when the decisions
@@ -512,8 +512,8 @@ class Comparison(RankedSystems):
     def nec_undefined_fraction(self) -> float:
         """Fraction of the draws whose NEC is undefined (NaN for some system).
 
-        The NEC divides by the expected cost of the best naive system (seed
-        000 eq. 4), which is 0 in a draw whose utility matrix makes one
+        The NEC divides by the expected cost of the best naive system (Ferrer
+        2022a, eq. 4), which is 0 in a draw whose utility matrix makes one
         decision the best for every class (loose utility intervals do): a
         system that ignores its input is then perfect and the ratio has no
         value.  Those draws are not NEC draws at all, so no NEC summary is

@@ -55,12 +55,12 @@ properties choose it:
   ``K = 100`` (300 draws each; the same HDI rule on as many exact Beta
   draws for the same test sets: 0.847; ``tests/test_prob_rates_coverage.py``).
 
-Class priors ``P_i`` (the weights of the expected cost, seed 000 eq. 2):
+Class priors ``P_i`` (the weights of the expected cost, Ferrer (2022a) eq. 2):
 
 * ``None``: the test data's class frequencies, uncertain — their posterior
   ``Dirichlet(n_i + alpha_P)`` with ``alpha_P = A / K``; together with the
   rates this is the Dirichlet posterior of the whole confusion matrix;
-* a fixed ``(K,)`` vector of deployment priors (seed 000 eq. 2's
+* a fixed ``(K,)`` vector of deployment priors (Ferrer 2022a, eq. 2's
   prior-shift);
 * a :class:`PriorDistribution`: uncertain deployment priors, a Dirichlet
   (:func:`dirichlet_priors`) or uniform within per-class intervals

@@ -2,16 +2,16 @@
 
 A utility prior is a plain NumPyro model with a site named ``"utility"``
 (or ``"cost"``, utilities being negated costs) of shape ``(K, D)``: rows are
-true classes, columns decisions (seed 004 writes them transposed).  The
+true classes, columns decisions (Dyrland et al. (2022) writes them transposed).  The
 model functions below take their parameters as arguments, as NumPyro models
 do; the constructors (:func:`intervals`, :func:`truncated_normal`,
 :func:`cost_ratio`, :func:`seed004_uniform`, :func:`seed004_gaussian`,
 :func:`from_model`) bind the parameters, validate them, and wrap the model
 in a :class:`UtilityPrior` that also knows the closed-form expected
-utility matrix (seed 004 eq. 18) where one exists.
+utility matrix (Dyrland et al. 2022, eq. 18) where one exists.
 
 Draws come from :class:`numpyro.infer.Predictive`.  Constraints (the
-hexagon of seed 004 Fig. 1, "a correct decision is never worth less than a
+hexagon of Dyrland et al. (2022) Fig. 1, "a correct decision is never worth less than a
 wrong one") are written in the model as ``numpyro.factor`` sites, so the
 model's density is the constrained one; ``Predictive`` ignores factors, so
 :meth:`UtilityPrior.sample` applies the same constraint by rejection, and
@@ -79,7 +79,7 @@ def _dominance_factor(utilities):
 
 
 def in_hexagon(x: jax.Array, y: jax.Array) -> jax.Array:
-    """The set of seed 004 Fig. 1: ``|x| <= 1``, ``|y| <= 1``, ``|x - y| <= 1``."""
+    """The set of Dyrland et al. (2022) Fig. 1: ``|x| <= 1``, ``|y| <= 1``, ``|x - y| <= 1``."""
     return (jnp.abs(x) <= 1.0) & (jnp.abs(y) <= 1.0) & (jnp.abs(x - y) <= 1.0)
 
 
@@ -118,7 +118,7 @@ def truncated_normal_model(nominal: ArrayLike, scale: ArrayLike, low: ArrayLike,
                            site: str = "utility", dominance: bool = False) -> None:
     """Entries ``~ Normal(nominal_ij, scale_ij)`` truncated to ``[low_ij, high_ij]``.
 
-    Seed 004 §4.2 (iii): the error around a true utility matrix is a
+    Dyrland et al. (2022) §4.2 (iii): the error around a true utility matrix is a
     truncated Gaussian per entry.  Entries with ``scale == 0`` are fixed at
     the nominal value.
     """
@@ -158,7 +158,7 @@ def cost_ratio_model(low: float, high: float, *, distribution: str = "log_unifor
 
 
 def seed004_uniform_model() -> None:
-    """Uniform over the normalized binary utility space of seed 004 Fig. 1 (§4.2 (i)).
+    """Uniform over the normalized binary utility space of Dyrland et al. (2022) Fig. 1 (§4.2 (i)).
 
     ``(x, y)`` uniform on the hexagon ``|x|, |y|, |x - y| <= 1``; the utility
     matrix is eq. 13 (rows = true class), built by :func:`ecjax.costs.utility_from_xy`.
@@ -172,9 +172,9 @@ def seed004_uniform_model() -> None:
 
 
 def seed004_gaussian_model(center: Sequence[float] = (0.0, 0.0), sd: float = 1.0 / 3.0) -> None:
-    """Seed 004 §4.2 (i): a Gaussian in the ``(x, y)`` coordinates of eq. 13, truncated to the hexagon.
+    """Dyrland et al. (2022) §4.2 (i): a Gaussian in the ``(x, y)`` coordinates of eq. 13, truncated to the hexagon.
 
-    The seed's choice is centred on the identity matrix (``(0, 0)``) with
+    Dyrland et al.'s choice is centred on the identity matrix (``(0, 0)``) with
     standard deviation 1/3 in each coordinate (its Fig. 4).
     """
     import numpyro
@@ -227,7 +227,7 @@ class UtilityPrior:
       constraint: ``None`` or a function of the ``Predictive`` draws (a dict)
         returning a ``(n,)`` bool mask; it mirrors the model's factor sites.
       constraint_sites: the sites ``constraint`` reads.
-      mean: the closed-form expected *utility* matrix (seed 004 eq. 18), or
+      mean: the closed-form expected *utility* matrix (Dyrland et al. 2022, eq. 18), or
         ``None`` when only Monte Carlo can give it.
       mean_method: how ``mean`` was obtained (``"closed_form"``,
         ``"quadrature"``) or ``"monte_carlo"``.
@@ -315,8 +315,8 @@ def intervals(low: ArrayLike, high: ArrayLike, *, kind: str = "utility",
               correct_dominates: bool = False) -> UtilityPrior:
     """Each entry uniform on its own interval ``[low_ij, high_ij]``.
 
-    The expected utility matrix is ``(low + high) / 2`` in closed form (seed
-    004 eq. 18) unless ``correct_dominates`` cuts the support, in which case
+    The expected utility matrix is ``(low + high) / 2`` in closed form (Dyrland
+    et al. 2022, eq. 18) unless ``correct_dominates`` cuts the support, in which case
     it is estimated by Monte Carlo.
 
     Args:
@@ -382,7 +382,7 @@ def truncated_normal(nominal: ArrayLike, scale: ArrayLike, *, low: ArrayLike = -
     """Each entry Gaussian around a nominal matrix, truncated to ``[low, high]``.
 
     With ``low=0, high=1, correct_dominates=True`` this is the error model of
-    seed 004 §4.2 (iii).  The expected matrix is in closed form (the mean of
+    Dyrland et al. (2022) §4.2 (iii).  The expected matrix is in closed form (the mean of
     a truncated normal, ``mu + sigma (phi(a) - phi(b)) / (Phi(b) - Phi(a))``)
     unless ``correct_dominates`` cuts the support (Monte Carlo then).
 
@@ -476,12 +476,12 @@ def _hexagon_constraint(draws):
 
 
 def seed004_uniform() -> UtilityPrior:
-    """Uniform over the normalized binary utility matrices of seed 004 Fig. 1 (§4.2 (i)).
+    """Uniform over the normalized binary utility matrices of Dyrland et al. (2022) Fig. 1 (§4.2 (i)).
 
     Expected utility matrix in closed form: the hexagon has area 3 and
     ``E max(x, 0) = (1/3) int_0^1 x (2 - x) dx = 2/9`` (likewise for ``-x``,
     ``y``, ``-y``), so ``U_hat = [[7/9, 2/9], [2/9, 7/9]]``: equivalent to
-    the identity, i.e. accuracy, as seed 004 §4.1 notes for symmetric
+    the identity, i.e. accuracy, as Dyrland et al. (2022) §4.1 notes for symmetric
     uncertainty.
     """
     mean = jnp.array([[7.0, 2.0], [2.0, 7.0]]) / 9.0
@@ -538,9 +538,9 @@ def _hexagon_gaussian_moments(cx, cy, sd, nodes=400):
 
 
 def seed004_gaussian(center: Sequence[float] = (0.0, 0.0), sd: float = 1.0 / 3.0) -> UtilityPrior:
-    """Seed 004 §4.2 (i): Gaussian in the ``(x, y)`` of eq. 13, truncated to the hexagon of Fig. 1.
+    """Dyrland et al. (2022) §4.2 (i): Gaussian in the ``(x, y)`` of eq. 13, truncated to the hexagon of Fig. 1.
 
-    The default is the seed's: centred on the identity matrix, sd 1/3 (Fig.
+    The default is Dyrland et al.'s: centred on the identity matrix, sd 1/3 (Fig.
     4).  The expected utility matrix (eq. 18) is
     ``[[1 - E x+, E y-], [E y+, 1 - E x-]]`` (eq. 13 is linear in
     ``x+ = max(x, 0)``, ...), with the four expectations computed by
@@ -555,7 +555,7 @@ def seed004_gaussian(center: Sequence[float] = (0.0, 0.0), sd: float = 1.0 / 3.0
     return UtilityPrior(
         model=partial(seed004_gaussian_model, (cx, cy), sd), site="utility", shape=(2, 2),
         constraint=_hexagon_constraint, constraint_sites=("x", "y"),
-        mean=mean, mean_method="quadrature", name=f"seed 004 Gaussian (centre {(cx, cy)}, sd {sd:g})",
+        mean=mean, mean_method="quadrature", name=f"Dyrland et al. (2022) Gaussian (centre {(cx, cy)}, sd {sd:g})",
     )
 
 

@@ -1,6 +1,6 @@
 """Scores judged by decisions: the EC of Bayes decisions and of the best threshold.
 
-The EC of Bayes decisions is the proper scoring rule of seed 002 §4.1
+The EC of Bayes decisions is the proper scoring rule of Ferrer (2022b) §4.1
 (eq. 53) for a cost matrix; the EC of the empirically optimal threshold is
 its optimistic "minimum" counterpart (what ``expected-cost`` calls
 ``average_cost_for_bayes_decisions`` and ``average_cost_for_optimal_decisions``).
@@ -47,7 +47,7 @@ def _bayes_ec(labels, scores, log_p, costs, class_weights, p, sample_weight=None
         # over the matrices, ~1.7x faster on CPU than reducing a minor axis of size D.
         columns = c.transpose(1, 2, 0).reshape(k, d * batch_size)
         expected = matmul(flat_post, columns).reshape(s * n, d, batch_size)
-        return jnp.argmin(expected, axis=1)  # Bayes decisions (seed 001 eq. 7); ties: lowest j
+        return jnp.argmin(expected, axis=1)  # Bayes decisions (Ferrer 2025, eq. 7); ties: lowest j
 
     def chunk(c):
         dec = decisions(c).reshape(s, n, batch_size)
@@ -72,8 +72,8 @@ def bayes_expected_cost(labels: ArrayLike, scores: ArrayLike, costs: ArrayLike, 
                         precision: str = "exact", sample_weight: ArrayLike | None = None) -> jax.Array:
     """EC of Bayes decisions made from ``scores`` for each cost matrix.
 
-    ``EC = sum_n w_n c(y_n, d_n)`` with ``d_n`` the Bayes decision (seed 001
-    eq. 7) and ``w_n = P_{y_n} / K_{y_n *}`` (seed 000 eq. 2), computed one
+    ``EC = sum_n w_n c(y_n, d_n)`` with ``d_n`` the Bayes decision (Ferrer (2025)
+    eq. 7) and ``w_n = P_{y_n} / K_{y_n *}`` (Ferrer 2022a, eq. 2), computed one
     cost matrix at a time (so ``10^3`` matrices on ``10^4 x 100`` scores need
     no ``(B, N, D)`` array).
 
@@ -86,7 +86,7 @@ def bayes_expected_cost(labels: ArrayLike, scores: ArrayLike, costs: ArrayLike, 
         ``"log_likelihoods"`` they also turn the scores into posteriors; for
         posterior-type scores the decisions use the posteriors as given, so
         deployment priors that differ from the training priors give
-        decisions that are not Bayes-optimal for them (seed 002 §3.2).
+        decisions that are not Bayes-optimal for them (Ferrer 2022b, §3.2).
       normalize: divide by the EC of the best naive decision (NEC).
       batch_size: cost matrices evaluated together in one matrix product
         (memory vs speed); default: about 4M floats of expected costs.
@@ -116,7 +116,7 @@ def bayes_expected_cost(labels: ArrayLike, scores: ArrayLike, costs: ArrayLike, 
     flat_scores = scores.reshape((-1,) + scores.shape[len(s_batch):])
     flat_costs = c.reshape((-1,) + c.shape[-2:])
     n_i = class_counts(counts)
-    class_weights = jnp.where(n_i > 0, p / jnp.where(n_i > 0, n_i, 1), 0.0)  # P_i / K_i* (seed 000 eq. 2)
+    class_weights = jnp.where(n_i > 0, p / jnp.where(n_i > 0, n_i, 1), 0.0)  # P_i / K_i* (Ferrer 2022a, eq. 2)
     if batch_size is None:
         batch_size = _default_batch_size(flat_scores.shape[0] * labels.shape[0], c.shape[-1], flat_costs.shape[0])
     batch_size = v.as_positive_int(batch_size, "batch_size")
@@ -185,7 +185,7 @@ def expected_cost_vs_threshold(labels: ArrayLike, scores: ArrayLike, costs: Arra
     """EC (or NEC) of "decide 1 iff s > t" at every threshold that changes a decision (one sort).
 
     ``s`` is the class-1 log-odds of the scores (the LLR for ``"llr"``); the
-    curve of seed 002 Fig. 3.  Thresholds sit halfway between consecutive
+    curve of Ferrer (2022b) Fig. 3.  Thresholds sit halfway between consecutive
     distinct scores, plus ``-inf`` (always 1) and ``+inf`` (always 0).
 
     With ``sample_weight`` (see :func:`bayes_expected_cost`) the rates at

@@ -1,4 +1,4 @@
-"""Calibration as measured: Bayes-risk curves (seed 002 §4.4), ECE and reliability bins (seed 002 eqs. 62-63)."""
+"""Calibration as measured: Bayes-risk curves (Ferrer 2022b, §4.4), ECE and reliability bins (Ferrer 2022b, eqs. 62-63)."""
 
 from __future__ import annotations
 
@@ -71,14 +71,14 @@ def bayes_risk_curve(labels: ArrayLike, scores: ArrayLike, *, prior_log_odds: Ar
 
     For each effective prior log-odds ``theta`` (prior ``pi = sigmoid(theta)``
     of class 1, 0-1 costs; any binary cost matrix reduces to one ``theta``,
-    seed 002 eq. 9), the actual risk is ``pi R_21 + (1 - pi) R_12`` of the
-    Bayes decisions "class 1 iff LLR > -theta" (seed 002 eq. 48) and the
+    Ferrer (2022b) eq. 9), the actual risk is ``pi R_21 + (1 - pi) R_12`` of the
+    Bayes decisions "class 1 iff LLR > -theta" (Ferrer 2022b, eq. 48) and the
     minimum is the least risk over all thresholds, found on the one-sort ROC
     (the minimum of a linear function lies on the ROC convex hull, as in the
     PAV/ROCCH "min DCF").  Normalized by the naive risk ``min(pi, 1 - pi)``
-    this is the NEC of seed 002 eq. 8 and the speaker-verification normalized
+    this is the NEC of Ferrer (2022b) eq. 8 and the speaker-verification normalized
     DCF; the gap between the two curves is the calibration loss of the Bayes
-    EC at each operating point (seed 002 §4.2).
+    EC at each operating point (Ferrer 2022b, §4.2).
 
     Args:
       labels: ``(N,)`` classes in {0, 1}.
@@ -226,16 +226,16 @@ def _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type, 
 def ece(labels: ArrayLike, scores: ArrayLike, *, num_bins: int = 15, binning: str = "equal_width",
         variant: str = "auto", priors: ArrayLike | None = None, score_type: str = "log_posteriors",
         sample_weight: ArrayLike | None = None) -> jax.Array:
-    """Expected calibration error (seed 002 eqs. 62-63), as a fraction.
+    """Expected calibration error (Ferrer 2022b, eqs. 62-63), as a fraction.
 
     ``ECE = sum_m |B_m|/N |frac(B_m) - avg(B_m)|``.  ``variant="binary"``
     (eq. 62, K = 2) bins the class-1 posterior, with ``frac`` the fraction of
     class-1 samples; ``"top_label"`` (eq. 63, ``ECEmc``) bins the confidence
     ``max_i P(i|x)``, with ``frac`` the accuracy of the argmax decisions.
-    ``"auto"`` is binary for K = 2 (the seed's recommendation: the top-label
+    ``"auto"`` is binary for K = 2 (Ferrer's recommendation: the top-label
     form throws away half the binary posterior) and top-label otherwise.
     This is the calibration loss of histogram binning trained on the test
-    data (eq. 66): see seed 002 §4.3.2 for its drawbacks.
+    data (eq. 66): see Ferrer (2022b) §4.3.2 for its drawbacks.
 
     ``psrcal`` returns percentages: ``psrcal.losses.ECEbin`` / ``ECE`` equal
     100 times this value (``psrcal`` leaves a posterior of exactly 0 out of
@@ -277,7 +277,7 @@ class ReliabilityBins(NamedTuple):
 def reliability_bins(labels: ArrayLike, scores: ArrayLike, *, num_bins: int = 15, binning: str = "equal_width",
                      variant: str = "auto", priors: ArrayLike | None = None, score_type: str = "log_posteriors",
                      sample_weight: ArrayLike | None = None) -> ReliabilityBins:
-    """The bins behind :func:`ece` and the reliability diagram (seed 002 eqs. 62-63).
+    """The bins behind :func:`ece` and the reliability diagram (Ferrer 2022b, eqs. 62-63).
 
     ``ece = sum_m count_m / N * |frequency_m - confidence_m|``.  Arguments as in :func:`ece`.  With
     ``sample_weight`` the means are weighted means, ``count`` the bins' weight totals (float) and ``N``

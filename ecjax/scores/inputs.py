@@ -23,7 +23,7 @@ from ecjax.confusion import class_counts, confusion_counts
 from ecjax.decisions import class_one_log_odds_kernel, log_posteriors_kernel
 from ecjax.metrics import resolve_priors
 
-# The expected proper scoring rules by name: cross-entropy, Brier score, EC of Bayes decisions (seed 002 §4.2).
+# The expected proper scoring rules by name: cross-entropy, Brier score, EC of Bayes decisions (Ferrer 2022b, §4.2).
 EPSR_METRICS = ("xe", "brier", "bayes_ec")
 
 

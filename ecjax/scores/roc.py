@@ -1,4 +1,4 @@
-"""Binary scores judged by their ranking alone: ROC, AUC, EER and operating points (seed 002 §4.5).
+"""Binary scores judged by their ranking alone: ROC, AUC, EER and operating points (Ferrer 2022b, §4.5).
 
 Every function sorts the class-1 log-odds once and reads the error rates
 at every cut (:func:`rates_at_cuts`); no priors or costs enter, except in
@@ -84,10 +84,10 @@ def _roc_kernel(labels, s, sample_weight=None):
 
 def roc_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors",
               sample_weight: ArrayLike | None = None) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """ROC points at every distinct threshold (seed 002 §4.5).
+    """ROC points at every distinct threshold (Ferrer 2022b, §4.5).
 
     Args:
-      labels: ``(N,)`` classes in {0, 1} (1 = positive, the seeds' H2).
+      labels: ``(N,)`` classes in {0, 1} (1 = positive, Ferrer's H2).
       scores: binary scores of one system (``(N, 2)``, or ``(N,)`` for ``"llr"``).
       score_type: any score type; only the ranking of the class-1 log-odds is
         used, so no priors are needed.
@@ -149,7 +149,7 @@ _weighted_auc_kernel = jax.jit(weighted_auc_kernel)
 
 def auc(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors",
         sample_weight: ArrayLike | None = None) -> jax.Array:
-    """Area under the ROC curve, ties counted as one half (seed 002 §4.5).
+    """Area under the ROC curve, ties counted as one half (Ferrer 2022b, §4.5).
 
     Equal to the Mann-Whitney statistic ``P(s_1 > s_0) + P(s_1 = s_0) / 2``
     for a random class-1 score ``s_1`` and class-0 score ``s_0`` (and to
@@ -182,7 +182,7 @@ def _auc_one_vs_rest_kernel(labels, log_post, sample_weight=None):
 
 def auc_one_vs_rest(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | None = None,
                     score_type: str = "log_posteriors", sample_weight: ArrayLike | None = None) -> jax.Array:
-    """Macro average over the ``K`` classes of the one-vs-rest AUC (seed 002 §4.7).
+    """Macro average over the ``K`` classes of the one-vs-rest AUC (Ferrer 2022b, §4.7).
 
     ``AUC_ovr = (1/K) sum_i AUC(class i against the rest, ranked by P(i|x))``,
     each term the Mann-Whitney statistic of :func:`auc`.  Equal to
@@ -236,7 +236,7 @@ def _eer_kernel(labels, s, sample_weight=None):
 
 def eer(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors",
         sample_weight: ArrayLike | None = None) -> jax.Array:
-    """Equal error rate on the ROC convex hull (ROCCH-EER, seed 002 §4.5).
+    """Equal error rate on the ROC convex hull (ROCCH-EER, Ferrer (2022b) §4.5).
 
     The rate at which the convex hull of the ROC crosses ``R_12 = R_21``
     (false-alarm = miss).  It equals ``max_pi min_t [pi R_21(t) + (1-pi)
@@ -281,9 +281,9 @@ def specificity_at_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
                                sample_weight: ArrayLike | None = None) -> OperatingPoint:
     """SP@SE: the specificity at the highest threshold that reaches ``sensitivity``.
 
-    Seed 002 §4.6: the threshold is chosen on these data so that ``R_22 >=
+    Ferrer (2022b) §4.6: the threshold is chosen on these data so that ``R_22 >=
     sensitivity`` with the largest ``R_11`` (among thresholds with that
-    ``R_11``, the largest ``R_22``).  The seed explains why this is a
+    ``R_11``, the largest ``R_22``).  The paper explains why this is a
     poor metric (implicit, system-dependent costs); see
     :func:`nec_for_target_sensitivity` for its recommended replacement.
 
@@ -311,11 +311,11 @@ def _target_sensitivity(sensitivity):
 
 
 class SensitivityTargetNEC(NamedTuple):
-    """The NEC that replaces SP@SE (seed 002 §4.6).
+    """The NEC that replaces SP@SE (Ferrer 2022b, §4.6).
 
     ``costs`` is the cost matrix (rows = true class) with ``c_21 = 1`` (a
     miss) and ``c_12 = alpha P_2 / P_1`` (a false alarm), whose NEC on data
-    with the development priors is ``NEC_alpha`` (seed 002 eq. 8).
+    with the development priors is ``NEC_alpha`` (Ferrer 2022b, eq. 8).
     """
 
     alpha: jax.Array
@@ -332,7 +332,7 @@ def _nec_target_kernel(labels, s, target, alphas, sample_weight=None):
     s_sorted, miss, fa, valid = rates_at_cuts(labels, s, sample_weight)
 
     def best_cut(alpha):
-        nec = (alpha * fa + miss) / jnp.minimum(alpha, 1.0)  # seed 002 eq. 8
+        nec = (alpha * fa + miss) / jnp.minimum(alpha, 1.0)  # Ferrer (2022b) eq. 8
         k = jnp.argmin(jnp.where(valid, nec, jnp.inf))
         return k, nec[k]
 
@@ -349,10 +349,10 @@ def _nec_target_kernel(labels, s, target, alphas, sample_weight=None):
 def nec_for_target_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity: float, *,
                                alphas: ArrayLike | None = None, score_type: str = "log_posteriors",
                                sample_weight: ArrayLike | None = None) -> SensitivityTargetNEC:
-    """The NEC-based replacement of SP@SE (seed 002 §4.6), on development data.
+    """The NEC-based replacement of SP@SE (Ferrer 2022b, §4.6), on development data.
 
     For each ``alpha`` in a sweep, the threshold minimizing ``NEC_alpha =
-    (alpha R_12 + R_21) / min(alpha, 1)`` (seed 002 eq. 8) is found by one
+    (alpha R_12 + R_21) / min(alpha, 1)`` (Ferrer 2022b, eq. 8) is found by one
     sort (so calibration does not matter), and its sensitivity ``R_22``
     measured; the largest ``alpha`` whose optimal threshold still reaches the
     target sensitivity is chosen.  That ``NEC_alpha`` is then the metric to
@@ -387,7 +387,7 @@ def nec_for_target_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
                                                             sample_weight)
     if not bool(found):
         raise v.InputError(f"no alpha in the sweep reaches sensitivity {target}: extend `alphas` towards 0")
-    p_first = 1.0 - class1_fraction(labels, sample_weight)  # the seed's P_1 (ecjax class 0)
+    p_first = 1.0 - class1_fraction(labels, sample_weight)  # Ferrer's P_1 (ecjax class 0)
     ratio = alpha * (1.0 - p_first) / p_first
     costs = jnp.array([[0.0, 1.0], [0.0, 0.0]], dtype=s.dtype) * ratio + jnp.array([[0.0, 0.0], [1.0, 0.0]], dtype=s.dtype)
     return SensitivityTargetNEC(alpha, costs, ratio, thr, sens, spec, nec)

@@ -1,8 +1,8 @@
-"""Proper scoring rules of the posteriors: cross-entropy and Brier score (seed 002 §4.1, eqs. 52-57).
+"""Proper scoring rules of the posteriors: cross-entropy and Brier score (Ferrer 2022b, §4.1, eqs. 52-57).
 
 Each is the per-class average of a loss, weighted by the priors
 (:func:`class_weights`), optionally divided by that of the naive system
-that outputs the priors (seed 002 §4.1.2).
+that outputs the priors (Ferrer 2022b, §4.1.2).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from ecjax.scores.inputs import check_normalizable, posterior_inputs, scores_ok,
 
 
 def class_weights(n_i: jax.Array, priors: ArrayLike) -> jax.Array:
-    """Kernel: per-class sample weights ``P_i / N_i`` (seed 002 eqs. 53-54, 57).
+    """Kernel: per-class sample weights ``P_i / N_i`` (Ferrer 2022b, eqs. 53-54, 57).
 
     With them every EPSR is ``sum_n w_{y_n} C*(y_n, s_n)``: the per-class
     average of the loss weighted by the (deployment) priors.  A class with no
@@ -28,7 +28,7 @@ def class_weights(n_i: jax.Array, priors: ArrayLike) -> jax.Array:
 
 
 def cross_entropy_kernel(labels: jax.Array, log_post: jax.Array, weights: jax.Array) -> jax.Array:
-    """Kernel: ``-sum_n w_n log s_{y_n}(x_n)`` (seed 002 eq. 53).
+    """Kernel: ``-sum_n w_n log s_{y_n}(x_n)`` (Ferrer 2022b, eq. 53).
 
     ``log_post`` ``(..., N, K)``; ``weights`` ``(N,)``.  Works on the log
     posteriors directly, so a true-class posterior of 0 (``-inf``) gives
@@ -40,7 +40,7 @@ def cross_entropy_kernel(labels: jax.Array, log_post: jax.Array, weights: jax.Ar
 
 
 def brier_kernel(labels: jax.Array, log_post: jax.Array, weights: jax.Array) -> jax.Array:
-    """Kernel: ``sum_n w_n (1/K) sum_i (s_i(x_n) - [y_n = i])^2`` (seed 002 eq. 57)."""
+    """Kernel: ``sum_n w_n (1/K) sum_i (s_i(x_n) - [y_n = i])^2`` (Ferrer 2022b, eq. 57)."""
     k = log_post.shape[-1]
     sq = jnp.sum((jnp.exp(log_post) - jax.nn.one_hot(labels, k, dtype=log_post.dtype)) ** 2, axis=-1) / k
     return jnp.sum(weights * sq, axis=-1)
@@ -86,7 +86,7 @@ def cross_entropy(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | N
                   sample_weight: ArrayLike | None = None) -> jax.Array:
     """Cross-entropy (empirical expected logarithmic loss) of the scores.
 
-    ``XE = -sum_i (P_i / N_i) sum_{n: y_n = i} log s_i(x_n)`` (seed 002
+    ``XE = -sum_i (P_i / N_i) sum_{n: y_n = i} log s_i(x_n)`` (Ferrer (2022b)
     eqs. 52-54): the per-class average of ``-log`` of the true-class
     posterior, weighted by the priors.  Computed from log-posteriors, so a
     posterior of exactly 0 for the true class (``-inf``) gives ``+inf`` (not
@@ -102,7 +102,7 @@ def cross_entropy(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | N
       score_type: ``"log_posteriors"`` (default), ``"logits"``, ``"llr"`` or
         ``"log_likelihoods"``.
       normalize: divide by the XE of the naive system that outputs the priors,
-        ``-sum_i P_i log P_i`` (seed 002 §4.1.2); values above 1 are worse than
+        ``-sum_i P_i log P_i`` (Ferrer 2022b, §4.1.2); values above 1 are worse than
         that system.  Same as ``psrcal.losses.LogLoss(norm=True)``.
       sample_weight: optional ``(N,)`` non-negative weights (scikit-learn's
         meaning): ``N_i`` becomes the class weight total ``W_i`` and each
@@ -125,7 +125,7 @@ def brier(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | None = No
           normalize: bool = False, sample_weight: ArrayLike | None = None) -> jax.Array:
     """Brier score ``sum_i (P_i/N_i) sum_{n: y_n=i} (1/K) sum_j (s_j(x_n) - [j = i])^2``.
 
-    Seed 002 eqs. 56-57 (note the ``1/K``: the mean over classes, as in
+    Ferrer (2022b) eqs. 56-57 (note the ``1/K``: the mean over classes, as in
     ``psrcal.losses.Brier``).  ``normalize`` divides by the Brier score of the
     naive system that outputs the priors, ``(1/K) sum_i P_i (1 - P_i)``.
     Arguments as in :func:`cross_entropy`; for ``K = 2`` with data priors and

@@ -4,10 +4,10 @@
   user matrices, simplex priors, random draws of any sampler, products);
 * :func:`sweep_counts` (decisions given) and :func:`sweep_scores` (Bayes
   decisions recomputed at every point), :func:`sweep_map` (any point function);
-* :func:`utility_space_map`: winners over the binary utility plane of seed 004 Fig. 1;
+* :func:`utility_space_map`: winners over the binary utility plane of Dyrland et al. (2022) Fig. 1;
 * :func:`roc_convex_hull`, :func:`roc_tangent_winners`: the ROC tangent
-  criterion (seed 004 eqs. 24-25);
-* :func:`metric_reliability`: the Monte Carlo study of seed 004 §4.2 (Figs. 6-7).
+  criterion (Dyrland et al. 2022, eqs. 24-25);
+* :func:`metric_reliability`: the Monte Carlo study of Dyrland et al. (2022) §4.2 (Figs. 6-7).
 
 Everything runs on :mod:`~ecjax.sweep.engine`: fixed-size chunks (memory
 bounded whatever the number of points), each sharded over all visible devices.

@@ -8,9 +8,9 @@ never materializes ``10^8`` matrices.  Constructors:
   priors, or any pytree with a leading axis);
 * :func:`linspace`: evenly (or log-evenly) spaced scalars;
 * :func:`cost_ratios`: binary costs ``[[0, 1], [r, 0]]`` over a range of
-  ratios ``r = c_10 / c_01`` (a miss costs ``r`` false alarms, seed 001 §4.1);
+  ratios ``r = c_10 / c_01`` (a miss costs ``r`` false alarms, Ferrer (2025) §4.1);
 * :func:`effective_priors`: binary priors ``(1 - p, p)`` (with 0-1 costs the
-  Bayes threshold on the LLR is ``-logit(p)``, seed 002 §4.8.1);
+  Bayes threshold on the LLR is ``-logit(p)``, Ferrer (2022b) §4.8.1);
 * :func:`simplex`: a regular lattice of priors on the probability simplex;
 * :func:`random`: draws of any sampler ``sample(key, n) -> (n, ...)`` (for
   example a utility prior), one independent key per point;
@@ -151,7 +151,7 @@ def cost_ratios(lo: float, hi: float, num: int, *, log: bool = True) -> Axis:
 
     ``c_10`` is the cost of deciding 0 for a sample of class 1 (a miss when 1
     is the positive class); false alarms cost 1.  The Bayes decision is 1
-    when the log posterior odds exceed ``-log r`` (seed 001 eq. 20).
+    when the log posterior odds exceed ``-log r`` (Ferrer 2025, eq. 20).
     """
     num = v.as_positive_int(num, "num")
     lo, hi = v.as_range(lo, hi, "cost_ratios", minimum=0.0, exclusive=log, why=" (log-spaced)" if log else "")
@@ -168,7 +168,7 @@ def effective_priors(lo: float, hi: float, num: int, *, logit: bool = True) -> A
 
     With ``logit=True`` the points are evenly spaced in ``logit(p)`` (the
     Bayes threshold on the LLR is ``-logit(p)`` for 0-1 costs), else in ``p``.
-    Sweeping the *effective* prior of a cost matrix (seed 002 §4.8.1) is
+    Sweeping the *effective* prior of a cost matrix (Ferrer 2022b, §4.8.1) is
     sweeping these priors with 0-1 costs.
     """
     num = v.as_positive_int(num, "num")

@@ -1,6 +1,6 @@
-"""How often does a metric rank two classifiers the wrong way round?  (seed 004 §4.2)
+"""How often does a metric rank two classifiers the wrong way round?  (Dyrland et al. 2022, §4.2)
 
-The Monte Carlo study of seed 004 §4.2 (Figs. 6-7), as a reusable function.
+The Monte Carlo study of Dyrland et al. (2022) §4.2 (Figs. 6-7), as a reusable function.
 For each of ``num_pairs`` draws:
 
 1. a *true* binary utility matrix ``U`` from a distribution over the set of
@@ -23,11 +23,11 @@ For each of ``num_pairs`` draws:
    wrongly ranked pair (steps 4-6).
 
 The fraction of wrongly ranked pairs is a binomial proportion; its Monte
-Carlo standard error is ``sqrt(f (1 - f) / num_pairs)``.  The seed prints
+Carlo standard error is ``sqrt(f (1 - f) / num_pairs)``.  The paper prints
 8.7 % for accuracy and 4 % for the utility matrix with errors of sd 0.1
 (uniform true utilities, 10^6 pairs).
 
-Class 0 is the seed's "positive" class (its true-positive rate is
+Class 0 is the paper's "positive" class (its true-positive rate is
 ``C_00 / f_0``), so precision, recall, F1 and Fowlkes-Mallows are computed
 for class 0.  Randomness: pairs come in blocks of :data:`BLOCK`; each device
 step draws a run of ``chunk_size / BLOCK`` blocks from ``fold_in(key, first
@@ -55,7 +55,7 @@ from ecjax.sweep import engine
 from ecjax.sweep.inputs import as_error_levels, as_utility_distribution
 
 BLOCK = 4096  # pairs per random block
-GAUSSIAN_SD = 1.0 / 3.0  # seed 004 §4.2 item (i)
+GAUSSIAN_SD = 1.0 / 3.0  # Dyrland et al. (2022) §4.2 item (i)
 
 METRICS = (
     "accuracy",
@@ -166,7 +166,7 @@ def _in_hexagon(xy):
 
 
 def uniform_hexagon(key: jax.Array, n: int) -> jax.Array:
-    """``(n, 2)`` points uniform on the hexagon of seed 004 Fig. 1, without rejection.
+    """``(n, 2)`` points uniform on the hexagon of Dyrland et al. (2022) Fig. 1, without rejection.
 
     The hexagon (area 3) is three unit-area pieces: the squares ``[0, 1]^2``
     and ``[-1, 0]^2`` and the two triangles ``x <= 0 <= y <= 1 + x`` and
@@ -201,7 +201,7 @@ def _true_utilities(key, n, distribution):
 
 def perturb_rows(key: jax.Array, correct: jax.Array, wrong: jax.Array,
                  sd: float | jax.Array) -> tuple[jax.Array, jax.Array]:
-    """Assessed ``(correct, wrong)`` utility pairs, one per row (seed 004 §4.2 item (iii)).
+    """Assessed ``(correct, wrong)`` utility pairs, one per row (Dyrland et al. 2022, §4.2 item (iii)).
 
     Each utility gets an independent Gaussian error of standard deviation
     ``sd``, truncated to ``[0, 1]`` (inverse CDF); a row is redrawn until
@@ -229,7 +229,7 @@ def perturb_rows(key: jax.Array, correct: jax.Array, wrong: jax.Array,
 
 
 def perturb_utilities(key: jax.Array, utilities: jax.Array, sd: float | jax.Array) -> jax.Array:
-    """Assessed utilities ``U + e`` of seed 004 §4.2 item (iii), for ``(n, 2, 2)`` matrices (rows = true class).
+    """Assessed utilities ``U + e`` of Dyrland et al. (2022) §4.2 item (iii), for ``(n, 2, 2)`` matrices (rows = true class).
 
     Every element gets an independent truncated Gaussian error (:func:`perturb_rows`
     on the rows ``(U_00, U_01)`` and ``(U_11, U_10)``), so each stays in
@@ -247,14 +247,14 @@ def linear_rates(key: jax.Array, shape: Sequence[int]) -> jax.Array:
     """Rates on ``[0.5, 1]`` with density increasing linearly from 0: ``0.5 + 0.5 sqrt(u)``.
 
     CDF ``F(r) = (2 r - 1)^2``: median ``0.5 + 0.5 sqrt(0.5) = 0.854``,
-    quartiles 0.75 and 0.933 (seed 004 §4.2 item (ii)).
+    quartiles 0.75 and 0.933 (Dyrland et al. 2022, §4.2 item (ii)).
     """
     return 0.5 + 0.5 * jnp.sqrt(_uniform(key, shape))
 
 
 def confusion_from_rates(proportion: float | jax.Array, tpr: float | jax.Array,
                          tnr: float | jax.Array) -> jax.Array:
-    """Normalized binary confusion matrices, rows = true class, class 0 positive (seed 004 eq. 21).
+    """Normalized binary confusion matrices, rows = true class, class 0 positive (Dyrland et al. 2022, eq. 21).
 
     ``[[B t, B (1 - t)], [(1 - B)(1 - s), (1 - B) s]]`` with ``B`` the
     proportion of class 0, ``t`` its true-positive and ``s`` the true-negative rate.
@@ -273,7 +273,7 @@ def _div(num, den):
 def metric_values(cm: jax.Array, extra_costs: Sequence[jax.Array] = ()) -> jax.Array:
     """``(n, M)`` metric values (higher = better) of normalized binary confusion matrices ``(n, 2, 2)``.
 
-    The seed's §3.3 closed forms in the four cells (class 0 positive, rows =
+    The paper's §3.3 closed forms in the four cells (class 0 positive, rows =
     true class): ``tp = C_00``, ``fn = C_01``, ``fp = C_10``, ``tn = C_11``,
     ``f_0 = tp + fn``, ``f_1 = fp + tn``.  They equal :mod:`ecjax.metrics`
     with ``pos_label=0`` (the tests check it); written on the four cells as
@@ -329,12 +329,12 @@ class _Slice:
         u00, u01, u10, u11 = jax.lax.optimization_barrier((u[:, 0, 0], u[:, 0, 1], u[:, 1, 0], u[:, 1, 1]))
         b = _uniform(kp, (n,))
         t1, s1, t2, s2 = jax.lax.optimization_barrier(linear_rates(kr, (4, n)))
-        # Cells (tp, fn, fp, tn) of seed 004 eq. 21, rows = true class, class 0 positive.
+        # Cells (tp, fn, fp, tn) of Dyrland et al. (2022) eq. 21, rows = true class, class 0 positive.
         cells1 = (b * t1, b * (1 - t1), (1 - b) * (1 - s1), (1 - b) * s1)
         cells2 = (b * t2, b * (1 - t2), (1 - b) * (1 - s2), (1 - b) * s2)
         delta = [x1 - x2 for x1, x2 in zip(cells1, cells2)]  # (d00, d01, d10, d11)
 
-        def yield_diff(v00, v01, v10, v11):  # sum_ij U_ij (C1 - C2)_ij, seed 004 eq. 10
+        def yield_diff(v00, v01, v10, v11):  # sum_ij U_ij (C1 - C2)_ij, Dyrland et al. (2022) eq. 10
             return v00 * delta[0] + v01 * delta[1] + v10 * delta[2] + v11 * delta[3]
 
         d_true = yield_diff(u00, u01, u10, u11)
@@ -365,11 +365,11 @@ def metric_reliability(key: jax.Array, *, num_pairs: int, utility_error_sd: floa
                        progress: bool | Callable[[int], Any] = False) -> dict[str, Estimate]:
     """Fraction of pairs of confusion matrices each metric ranks opposite to the true utility yield.
 
-    Seed 004 §4.2 (procedure steps 1-6; Figs. 6-7): see the module docstring.
+    Dyrland et al. (2022) §4.2 (procedure steps 1-6; Figs. 6-7): see the module docstring.
 
     Args:
       key: a ``jax.random`` key.
-      num_pairs: number of Monte Carlo pairs (the seed uses ``10^6``).
+      num_pairs: number of Monte Carlo pairs (Dyrland et al. use ``10^6``).
       utility_error_sd: standard deviation of the utility-assessment errors
         (seed: 0 to 0.3), or a sequence of them: the ``"utility_yield"``
         entry then holds one fraction per value, on the same pairs (the
@@ -392,7 +392,7 @@ def metric_reliability(key: jax.Array, *, num_pairs: int, utility_error_sd: floa
 
     Example:
       >>> res = metric_reliability(jax.random.key(0), num_pairs=10**5, utility_error_sd=0.1)
-      >>> round(float(res["accuracy"].fraction), 2)  # seed 004: 8.7 %
+      >>> round(float(res["accuracy"].fraction), 2)  # Dyrland et al. (2022): 8.7 %
       0.09
     """
     num_pairs = v.as_positive_int(num_pairs, "num_pairs")

@@ -1,8 +1,8 @@
-"""The ROC tangent criterion (seed 004 §5, eqs. 20-25).
+"""The ROC tangent criterion (Dyrland et al. 2022, §5, eqs. 20-25).
 
 For a binary classifier with a threshold on its scores, every threshold gives
 a point ``(f, t)`` of its ROC curve (false- and true-positive rate) and, for
-class proportions ``P``, a confusion matrix (seed 004 eq. 21).  Its utility
+class proportions ``P``, a confusion matrix (Dyrland et al. 2022, eq. 21).  Its utility
 yield is linear in ``(f, t)`` (eq. 22; here rows = true class and class 1
 is the positive class):
 
@@ -123,7 +123,7 @@ def tangent_kernel(fs: jax.Array, ts: jax.Array, slopes: jax.Array, utilities: j
 def roc_tangent_winners(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLike | Sequence[ArrayLike],
                         utilities: ArrayLike, *, priors: ArrayLike | None = None, score_type: str = "log_posteriors"
                         ) -> tuple[np.ndarray | np.integer, np.ndarray, np.ndarray]:
-    """Best system for each utility matrix by the ROC tangent criterion (seed 004 eqs. 24-25).
+    """Best system for each utility matrix by the ROC tangent criterion (Dyrland et al. 2022, eqs. 24-25).
 
     Args:
       labels: ``(N,)`` or ``(S, N)`` binary classes.
@@ -143,7 +143,7 @@ def roc_tangent_winners(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLi
     u = v.as_matrix(utilities, "utilities", shape=(2, 2))
     single = u.ndim == 2
     u = u.reshape((-1, 2, 2))
-    check_correct_dominates(u, "utilities", " (seed 004 §5); the tangent criterion assumes it")
+    check_correct_dominates(u, "utilities", " (Dyrland et al. 2022, §5); the tangent criterion assumes it")
     n_i = np.stack([(np.asarray(labels_v) == c).sum(-1) for c in (0, 1)], -1)
     if priors is None:
         p = jnp.asarray(n_i / n_i.sum(-1, keepdims=True), jnp.float32)  # (S, 2)

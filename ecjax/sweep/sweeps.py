@@ -1,19 +1,19 @@
 """Sensitivity sweeps: which system wins, where, by how much, and where the order flips.
 
-Two modes (seed 004 §3.3-§4; seed 001 §4.1; seed 002 §4.8.1):
+Two modes (Dyrland et al. 2022, §3.3-§4; Ferrer (2025) §4.1; Ferrer (2022b) §4.8.1):
 
 * **decisions given** (:func:`sweep_counts`): each system's confusion counts
   are fixed and only the weights change, ``EC = sum_ij c_ij P_i R_ij``
-  (seed 000 eq. 2) at every point (a tiny einsum per point);
+  (Ferrer 2022a, eq. 2) at every point (a tiny einsum per point);
 * **scores given** (:func:`sweep_scores`): Bayes decisions ``argmin_j sum_i
-  c_ij P(i|x)`` (seed 001 eq. 7) are recomputed at every point, so the
+  c_ij P(i|x)`` (Ferrer 2025, eq. 7) are recomputed at every point, so the
   decisions follow the costs.  For binary scores and 2 decisions the Bayes
   decision is a threshold on the log posterior odds, so the per-class scores
   are sorted once and the counts at any threshold are a binary search:
   ``O(log N)`` per point instead of ``O(N)``.
 
 Both return a :class:`SweepResult` with, per point and system, the EC, NEC or
-utility yield (seed 004 eq. 10), the winner, the fraction of the swept
+utility yield (Dyrland et al. 2022, eq. 10), the winner, the fraction of the swept
 space each system wins and the points where the order of two systems flips.
 The sweep runs on the chunked, sharded engine of :mod:`ecjax.sweep.engine`.
 """
@@ -376,7 +376,7 @@ def sweep_map(fn: Callable, axis: Axis, *args: Any, higher_is_better: bool = Fal
 
 @dataclass(frozen=True)
 class _CountsPoint:
-    """EC / NEC / yield of fixed counts at each point: seed 000 eq. 2 as a contraction.
+    """EC / NEC / yield of fixed counts at each point: Ferrer (2022a) eq. 2 as a contraction.
 
     ``EC_s = sum_ij m_ij P_i R^s_ij``: with the priors fixed the weights
     ``W^s_ij = P_i R^s_ij`` are computed once and every chunk is one matrix
@@ -411,10 +411,10 @@ def sweep_counts(counts: ArrayLike, costs: ArrayLike | Axis | None = None, *, ut
                  settings: SweepSettings = SweepSettings()) -> SweepResult:
     """Sweep costs, utilities and/or priors with each system's decisions fixed.
 
-    At every point ``EC_s = sum_ij c_ij P_i R^s_ij`` (seed 000 eq. 2) for
+    At every point ``EC_s = sum_ij c_ij P_i R^s_ij`` (Ferrer 2022a, eq. 2) for
     each system ``s``; with ``normalize`` divided by the EC of the best naive
-    decision ``min_j sum_i c_ij P_i`` (NEC, seed 000 eq. 4); with
-    ``utilities`` the utility yield ``sum_ij U_ij P_i R_ij`` (seed 004
+    decision ``min_j sum_i c_ij P_i`` (NEC, Ferrer (2022a) eq. 4); with
+    ``utilities`` the utility yield ``sum_ij U_ij P_i R_ij`` (Dyrland et al. (2022)
     eq. 10, higher is better).
 
     Args:
@@ -609,12 +609,12 @@ def sweep_scores(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLike | Se
     """Sweep costs, utilities and/or priors with Bayes decisions recomputed at every point.
 
     At every point each system decides ``argmin_j sum_i c_ij P(i|x_n)``
-    (seed 001 eq. 7; ``c = -U`` for utilities) and its EC (NEC, yield) is
+    (Ferrer 2025, eq. 7; ``c = -U`` for utilities) and its EC (NEC, yield) is
     computed as in :func:`ecjax.scores.bayes_expected_cost`.
 
     Priors follow the core rule (:func:`ecjax.bayes_decisions`): for
     ``"llr"`` and ``"log_likelihoods"`` they are required and enter both the
-    posteriors and the EC (so sweeping them moves the decisions, seed 002
+    posteriors and the EC (so sweeping them moves the decisions, Ferrer (2022b)
     §4.8.1); for posterior-type scores they only weight the EC (the
     decisions keep the training priors).
 
@@ -628,7 +628,7 @@ def sweep_scores(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLike | Se
       score_type: as in :func:`ecjax.bayes_decisions`.
       decision_rule: ``"bayes"`` (decisions from the scores as posteriors)
         or ``"optimal_threshold"`` (binary: each system at its best threshold
-        for each point, found by the ROC tangent criterion of seed 004
+        for each point, found by the ROC tangent criterion of Dyrland et al. (2022)
         eqs. 24-25; priors then only weight the classes).
       method: how Bayes decisions are counted: ``"threshold"`` (binary, 2
         decisions: sort once, ``O(log N)`` per point), ``"dense"`` (any
@@ -676,7 +676,7 @@ def scores_problem(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLike | 
             raise v.InputError(f"{what} needs K = 2 classes and D = 2 decisions, got K = {k}, D = {d}")
         log_odds = class_one_log_odds_kernel(scores, score_type)
         if decision_rule == "optimal_threshold":
-            # The ROC tangent criterion (seed 004 eqs. 24-25): O(log H) per point on each system's ROC hull.
+            # The ROC tangent criterion (Dyrland et al. 2022, eqs. 24-25): O(log H) per point on each system's ROC hull.
             hulls = [hull_of_roc(np.asarray(labels[i]), np.asarray(log_odds[i], np.float64))
                      for i in range(num_systems)]
             fs, ts, slopes = padded_hulls(hulls)

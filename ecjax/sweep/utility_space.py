@@ -1,4 +1,4 @@
-"""The binary utility space of seed 004 Fig. 1, coloured by the winning classifier.
+"""The binary utility space of Dyrland et al. (2022) Fig. 1, coloured by the winning classifier.
 
 After the affine normalization of eq. 12 a binary utility matrix has two
 degrees of freedom, the coordinates ``(x, y)`` of eq. 13 (rows = true class
@@ -36,7 +36,7 @@ from ecjax.sweep.sweeps import SweepResult, counts_problem, run_sweep, scores_pr
 
 @dataclass
 class UtilitySpaceMap:
-    """Winners over the utility plane of seed 004 Fig. 1.
+    """Winners over the utility plane of Dyrland et al. (2022) Fig. 1.
 
     Attributes:
       x, y: ``(R,)`` grid coordinates (eq. 13).
@@ -92,13 +92,13 @@ def utility_space_map(counts: ArrayLike | None = None, *, labels: ArrayLike | Se
                       scores: ArrayLike | Sequence[ArrayLike] | None = None, priors: ArrayLike | None = None,
                       score_type: str = "log_posteriors", decision_rule: str = "bayes", resolution: int = 101,
                       settings: SweepSettings = SweepSettings()) -> UtilitySpaceMap:
-    """Which classifier wins at each point of the utility space of seed 004 Fig. 1.
+    """Which classifier wins at each point of the utility space of Dyrland et al. (2022) Fig. 1.
 
     Give either ``counts`` (decisions fixed: ``(S, 2, 2)`` confusion counts)
     or ``labels`` and ``scores`` (scores given: at every utility matrix the
     systems decide by Bayes' rule, ``decision_rule="bayes"``, or at their
     best threshold found with the ROC tangent criterion,
-    ``decision_rule="optimal_threshold"``, seed 004 eqs. 24-25).
+    ``decision_rule="optimal_threshold"``, Dyrland et al. (2022) eqs. 24-25).
 
     Args:
       counts: ``(S, 2, 2)`` confusion counts, rows = true class.
