@@ -61,6 +61,7 @@ try:
         reliability_bands,
         rms_calibration_error,
     )
+    from ecjax.smooth_ece import SmoothECE, smooth_ece
     from ecjax.curves import (
         DecisionCurve,
         DetCurve,
