@@ -61,6 +61,8 @@ try:
         reliability_bands,
         rms_calibration_error,
     )
+    from ecjax.smooth_calibration_error import SmoothECE, smooth_ece
+    from ecjax.risk_coverage import RiskCoverageCurve, risk_coverage_curve
     from ecjax.curves import (
         DecisionCurve,
         DetCurve,

@@ -68,7 +68,7 @@ _HDI_BISECTION_STEPS = 60
 
 # ------------------------------------------------------------------ kernels
 
-def _confidences_and_hits(labels, log_post, variant):
+def confidences_and_hits(labels, log_post, variant):
     """``(conf, hit)``, each ``(..., C, N)``: ``C = K`` for ``"classwise"``, else 1."""
     if variant == "top_label":
         conf = jnp.exp(jnp.max(log_post, axis=-1))
@@ -114,7 +114,7 @@ def _calibration_errors_kernel(labels, log_post, sample_weight=None, *, num_bins
     All three norms come from one pass over the same bins, and one compiled
     program serves them all.
     """
-    conf, hit = _confidences_and_hits(labels, log_post, variant)
+    conf, hit = confidences_and_hits(labels, log_post, variant)
     flat_conf = conf.reshape((-1, conf.shape[-1]))
     flat_hit = hit.reshape((-1, hit.shape[-1]))
     one = partial(_binned_errors, sample_weight=sample_weight, num_bins=num_bins, binning=binning)
@@ -124,7 +124,7 @@ def _calibration_errors_kernel(labels, log_post, sample_weight=None, *, num_bins
 
 # ------------------------------------------------------------------- inputs
 
-def _inputs(labels, scores, priors, score_type, sample_weight=None):
+def calibration_inputs(labels, scores, priors, score_type, sample_weight=None):
     """Validated ``(labels, log_posteriors (..., N, K), sample_weight)``; some weight must be positive."""
     s, log_p = v.scores_and_log_priors(scores, priors, score_type)
     log_post = log_posteriors_kernel(s, log_p, score_type)
@@ -175,7 +175,7 @@ def binned_calibration_error(labels: ArrayLike, scores: ArrayLike, *, norm: str 
     v.check_choice(binning, "binning", BINNINGS)
     v.check_choice(variant, "variant", VARIANTS)
     num_bins = v.as_positive_int(num_bins, "num_bins")
-    y, log_post, w = _inputs(labels, scores, priors, score_type, sample_weight)
+    y, log_post, w = calibration_inputs(labels, scores, priors, score_type, sample_weight)
     variant = resolved_variant(variant, log_post.shape[-1], VARIANTS)
     out = _calibration_errors_kernel(y, log_post, w, num_bins=num_bins, binning=binning,
                                      variant=variant)[..., NORMS.index(norm)]

@@ -84,6 +84,8 @@ _LAZY = {
     'hierarchical_results_model': 'ecjax.prob.from_results',
     'hierarchical_t_model': 'ecjax.prob.from_results',
     'hierarchical_test': 'ecjax.prob.from_results',
+    'SignedRankTest': 'ecjax.prob.signed_rank',
+    'signed_rank_test': 'ecjax.prob.signed_rank',
     'HierarchicalComparison': 'ecjax.prob.hierarchical',
     'compare_test_sets': 'ecjax.prob.hierarchical',
     'hierarchical_model': 'ecjax.prob.hierarchical',
@@ -106,6 +108,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
         hierarchical_test,
     )
     from ecjax.prob.hierarchical import HierarchicalComparison, compare_test_sets, hierarchical_model
+    from ecjax.prob.signed_rank import SignedRankTest, signed_rank_test
 
 
 def __getattr__(name):
@@ -125,7 +128,7 @@ def __dir__():
 
 __all__ = [
     "BUILTIN_METRICS", "MetricPosterior", "bootstrap_metric", "weighted_metric",
-    "CorrelatedTTest", "HierarchicalTTest", "ResultsComparison", "compare_results", "correlated_t_test",
+    "CorrelatedTTest", "SignedRankTest", "signed_rank_test", "HierarchicalTTest", "ResultsComparison", "compare_results", "correlated_t_test",
     "hierarchical_t_model", "hierarchical_test", "HierarchicalResultsComparison", "hierarchical_compare_results",
     "hierarchical_results_model", "HyperpriorBounds", "NUTSSettings", "MonteCarloSettings", "Systems",
     "ClusteredOutcomeTable", "Comparison", "Doubt", "ExpectedUtility", "HierarchicalComparison", "PerDraw",
