@@ -85,11 +85,11 @@ def test_bands_are_numpy_quantiles_and_the_deepest_envelope():
 
 def test_estimate_is_the_unweighted_curve():
     rng = np.random.default_rng(2)
-    y = np.repeat([0, 1], 100)
+    y = np.repeat([0, 1], 200)  # the shapes of the coverage test below: one compilation serves both
     s = rng.normal(y, 1.0)
-    band = curve_band(y, s, score_type="llr", key=jax.random.key(0), num_draws=50)
+    band = curve_band(y, s, score_type="llr", key=jax.random.key(0), num_draws=200, level=0.9, grid=INTERIOR["roc"])
     np.testing.assert_allclose(band.estimate, numpy_roc_on_grid(y, s.astype(np.float32), None, band.grid), atol=2e-6)
-    assert band.draws.shape == (50, 99) and band.to_dict()["curve"] == "roc"
+    assert band.draws.shape == (200, 35) and band.to_dict()["curve"] == "roc"
 
 
 def _coverage(curve, replications, n, num_draws, level):
