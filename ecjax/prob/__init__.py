@@ -19,6 +19,10 @@
   and the memory plan of the posterior draws.
 * :mod:`~ecjax.prob.inputs`: :class:`Systems`, the classifiers' outputs on
   their test samples, checked once.
+* :mod:`~ecjax.prob.label_shift`: deployment priors from unlabelled
+  deployment scores (calibrated EM), with a Bayesian-bootstrap posterior.
+* :mod:`~ecjax.prob.curve_bands`: ROC and precision-recall curves with
+  pointwise and simultaneous credible bands.
 * :func:`compare`: which classifier, and how sure are we.
 """
 
@@ -44,6 +48,7 @@ from ecjax.prob.ranking import Comparison, Doubt, hdi
 from ecjax.prob.rates import (
     PriorDistribution,
     dirichlet_priors,
+    draws_priors,
     interval_priors,
     rates_model,
     sample_class_priors,
@@ -72,6 +77,8 @@ _LAZY = {
     'MetricPosterior': 'ecjax.prob.bootstrap',
     'bootstrap_metric': 'ecjax.prob.bootstrap',
     'weighted_metric': 'ecjax.prob.bootstrap',
+    'CurveBand': 'ecjax.prob.curve_bands',
+    'curve_band': 'ecjax.prob.curve_bands',
     'TruncatedStandardNormal': 'ecjax.prob.distributions',
     'CorrelatedTTest': 'ecjax.prob.from_results',
     'HierarchicalResultsComparison': 'ecjax.prob.from_results',
@@ -89,10 +96,14 @@ _LAZY = {
     'HierarchicalComparison': 'ecjax.prob.hierarchical',
     'compare_test_sets': 'ecjax.prob.hierarchical',
     'hierarchical_model': 'ecjax.prob.hierarchical',
+    'LabelShiftPosterior': 'ecjax.prob.label_shift',
+    'estimate_priors': 'ecjax.prob.label_shift',
+    'label_shift_posterior': 'ecjax.prob.label_shift',
 }
 
 if TYPE_CHECKING:  # the lazy names, for type checkers
     from ecjax.prob.bootstrap import BUILTIN_METRICS, MetricPosterior, bootstrap_metric, weighted_metric
+    from ecjax.prob.curve_bands import CurveBand, curve_band
     from ecjax.prob.distributions import TruncatedStandardNormal
     from ecjax.prob.from_results import (
         CorrelatedTTest,
@@ -108,6 +119,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
         hierarchical_test,
     )
     from ecjax.prob.hierarchical import HierarchicalComparison, compare_test_sets, hierarchical_model
+    from ecjax.prob.label_shift import LabelShiftPosterior, estimate_priors, label_shift_posterior
     from ecjax.prob.signed_rank import SignedRankTest, signed_rank_test
 
 
@@ -138,5 +150,6 @@ __all__ = [
     "hierarchical_model", "interval_model", "interval_priors", "intervals", "rates_model", "sample_class_priors",
     "sample_clustered_confusions", "sample_joint_confusions", "sample_rates", "sample_rates_nuts",
     "seed004_gaussian", "seed004_gaussian_model", "seed004_uniform", "seed004_uniform_model", "truncated_normal",
-    "truncated_normal_model",
+    "truncated_normal_model", "CurveBand", "curve_band", "LabelShiftPosterior", "estimate_priors",
+    "label_shift_posterior", "draws_priors",
 ]

@@ -410,6 +410,21 @@ def check_decisions_matter(low: ArrayLike, high: ArrayLike | None = None, name: 
                            "can be preferred; give a matrix under which some decision costs more than another")
 
 
+def check_curve_grid(grid: object, curve: str) -> np.ndarray:
+    """The grid of a curve band (:mod:`ecjax.prob.curve_bands`) as float64: one non-empty vector of finite numbers
+    in ``[0, 1]`` (false-alarm rates of a ROC), ``(0, 1]`` for the recalls of a precision-recall curve (no
+    precision exists at recall 0)."""
+    g = np.asarray(v.check_finite(v.as_array(grid, "grid", min_ndim=1), "grid"), np.float64)
+    if g.ndim != 1 or g.size == 0:
+        raise v.InputError(f"`grid` must be one non-empty vector of {curve} points, got shape {g.shape}")
+    low_ok = g > 0 if curve == "recall" else g >= 0
+    if not np.all(low_ok & (g <= 1)):
+        bad = g[~(low_ok & (g <= 1))][0]
+        span = "(0, 1] (no precision exists at recall 0)" if curve == "recall" else "[0, 1]"
+        raise v.InputError(f"`grid` ({curve} points) must lie in {span}, got {bad}")
+    return g
+
+
 # ------------------------------------------------------------------------------------------ per-fold results
 
 # Fold results equal up to rounding: ``b - a`` of two numbers rounded to a float type is off by up to about 1.5 units

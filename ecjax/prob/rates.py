@@ -215,6 +215,27 @@ def dirichlet_priors(concentration: ArrayLike) -> PriorDistribution:
                              f"Dirichlet({a.tolist()})", draw)
 
 
+def _posterior_draws_draw(draws, key, num_draws):
+    return draws[jax.random.randint(key, (num_draws,), 0, draws.shape[0])]
+
+
+def _posterior_draws_model(draws):
+    import numpyro
+    import numpyro.distributions as dist
+    index = numpyro.sample("index", dist.Categorical(logits=jnp.zeros(draws.shape[0], draws.dtype)))
+    numpyro.deterministic("priors", draws[index])
+
+
+def draws_priors(draws: ArrayLike, name: str = "posterior draws") -> PriorDistribution:
+    """Deployment priors drawn uniformly, with replacement, from ``(S, K)`` given prior vectors (posterior draws,
+    such as those of :func:`ecjax.prob.label_shift_posterior`): the empirical distribution of the draws."""
+    a = np.asarray(v.check_shape(v.as_priors(draws, "draws"), "draws", "(S, K)"), dtype=np.float64)
+    v.check_class_vector(a[0], "draws[0]")
+    d = jnp.asarray(a, jnp.result_type(float))
+    return PriorDistribution(partial(_posterior_draws_model, d), a.shape[1], jnp.asarray(a.mean(0), d.dtype),
+                             f"{name} ({a.shape[0]})", partial(_posterior_draws_draw, d))
+
+
 def _interval_priors_model(low, high):
     # Uniform on the simplex restricted to the box: the first K-1 coordinates are uniform in
     # their intervals and the last is 1 - their sum, which must fall in its own interval.
