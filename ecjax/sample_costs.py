@@ -209,7 +209,9 @@ def _evaluation_weights(labels, k, priors, sample_weight):
     return sample_weights_kernel(labels, p, w, k)
 
 
-def _decision_inputs(labels, decisions, costs, priors, sample_weight):
+def decision_inputs(labels: ArrayLike, decisions: ArrayLike, costs: object, priors: ArrayLike | None,
+                    sample_weight: ArrayLike | None) -> tuple[jax.Array, jax.Array, Costs, SampleWeights]:
+    """Validated ``(labels (N,), decisions (..., N), costs, weights)`` of the decision-given functions."""
     y = v.check_shape(v.as_index_array(labels, "labels"), "labels", "(N,)")
     c = as_costs(costs, y.shape[0], None)
     k = int((c.base if isinstance(c, SampleCosts) else c).shape[-2])
@@ -237,7 +239,7 @@ def sample_expected_cost(labels: ArrayLike, decisions: ArrayLike, costs: Costs |
       ``(...)``: one EC per system.  Equals :func:`ecjax.expected_cost` of
       the confusion counts when every sample has the same matrix.
     """
-    y, d, c, w = _decision_inputs(labels, decisions, costs, priors, sample_weight)
+    y, d, c, w = decision_inputs(labels, decisions, costs, priors, sample_weight)
     return _ec_and_naive(y, d, c, w)[0]
 
 
@@ -249,7 +251,7 @@ def sample_normalized_expected_cost(labels: ArrayLike, decisions: ArrayLike, cos
     Raises :class:`~ecjax.InputError` when that naive EC is not positive.
     Arguments as :func:`sample_expected_cost`.
     """
-    y, d, c, w = _decision_inputs(labels, decisions, costs, priors, sample_weight)
+    y, d, c, w = decision_inputs(labels, decisions, costs, priors, sample_weight)
     ec, naive = _ec_and_naive(y, d, c, w)
     if not v.any_traced(ec, naive):
         v.check_naive_cost_positive(naive)
@@ -276,13 +278,15 @@ def sample_expected_cost_parts(labels: ArrayLike, decisions: ArrayLike, costs: S
     the scale ``s`` of the per-sample part.
     """
     v.check_instance(costs, SampleCosts, "costs", "ecjax.sample_costs.SampleCosts")
-    y, d, c, w = _decision_inputs(labels, decisions, costs, priors, sample_weight)
+    y, d, c, w = decision_inputs(labels, decisions, costs, priors, sample_weight)
     return _parts(y, d, c, w)
 
 
 # --------------------------------------------------------------------- scores given
 
-def _score_inputs(labels, scores, costs, priors, score_type, sample_weight):
+def score_inputs(labels: ArrayLike, scores: ArrayLike, costs: object, priors: ArrayLike | None, score_type: str,
+                 sample_weight: ArrayLike | None) -> tuple[jax.Array, jax.Array, jax.Array, Costs, SampleWeights]:
+    """Validated ``(labels, scores, log priors, costs, weights)`` of the score-given functions."""
     y, s, log_p, k = labels_and_scores(labels, scores, priors, score_type)
     c = as_costs(costs, y.shape[0], k)
     return y, s, log_p, c, _evaluation_weights(y, k, priors, sample_weight)
@@ -322,7 +326,7 @@ def sample_bayes_expected_cost(labels: ArrayLike, scores: ArrayLike, costs: Cost
     w_n c_n[y_n, d_n]`` with ``d_n`` from :func:`sample_bayes_decisions`.
     Returns one value per system ``(...)``.
     """
-    y, s, log_p, c, w = _score_inputs(labels, scores, costs, priors, score_type, sample_weight)
+    y, s, log_p, c, w = score_inputs(labels, scores, costs, priors, score_type, sample_weight)
     ec, naive = _bayes_ec_jit(y, s, log_p, c, w, score_type)
     if not normalize:
         return ec
@@ -366,7 +370,7 @@ def sample_optimal_threshold_expected_cost(labels: ArrayLike, scores: ArrayLike,
     Returns:
       :class:`~ecjax.scores.bayes_decisions.OptimalThreshold` ``(expected_cost, threshold)``.
     """
-    y, s, log_p, c, w = _score_inputs(labels, scores, costs, priors, score_type, sample_weight)
+    y, s, log_p, c, w = score_inputs(labels, scores, costs, priors, score_type, sample_weight)
     v.check_binary(int(log_p.shape[-1]), "a threshold")
     v.check_binary(num_decisions(c), "a threshold (two decisions)")
     v.check_one_system(s, 1 if score_type == "llr" else 2)

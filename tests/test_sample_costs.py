@@ -231,3 +231,29 @@ def test_decisions_past_the_cost_columns_and_costs_for_other_classes_are_refused
                                                                                   np.eye(2)))
     with pytest.raises(ecjax.InputError, match="NEC is undefined"):
         sc.sample_normalized_expected_cost(y, y, np.zeros((4, 2, 2)))
+
+
+def test_sweeps_over_the_scale_equal_the_functions_at_each_scale():
+    from ecjax.sweep import grids, sweep_sample_costs, sweep_sample_costs_of_decisions
+
+    y, amount, p1 = fraud_data(seed=10)
+    rng = np.random.default_rng(10)
+    p2 = np.clip(p1 + rng.normal(0, 0.1, len(y)), 0.001, 0.999)
+    lp = np.stack([log_post(p1), log_post(p2)])
+    costs = sc.sample_costs(-FRAUD_BASE, amount, -FRAUD_SCALE)
+    scales = np.linspace(0.0, 2.0, 5)
+    res = sweep_sample_costs(y, lp, costs, grids.linspace(0.0, 2.0, 5))
+    # reference: the example's metric of the per-sample Bayes decisions (numpy), at each scale
+    for s, row in zip(scales, res.values):
+        for p, got in zip((p1, p2), row):
+            a = s * amount
+            refuse = p * (50 + a) - (1 - p) * 5 > (1 - p) * 0.02 * a - p * a  # expected utility of each action
+            np.testing.assert_allclose(got, -business_metric(y, refuse.astype(int), a) / len(y), rtol=1e-5,
+                                       atol=1e-5)
+    dec = np.stack([(p1 > 0.5), (p2 > 0.2)]).astype(int)
+    # (at s = 0 the naive EC is 0 and the NEC undefined: NaN, left out of the sweep's counts)
+    lin = sweep_sample_costs_of_decisions(y, dec, costs, grids.linspace(0.5, 2.0, 4), normalize=True)
+    for s, row in zip(np.linspace(0.5, 2.0, 4), lin.values):
+        c_n = np.asarray(costs.scaled(s).dense(), float)
+        naive = min(loop_ec(y, np.full(len(y), j), c_n) for j in range(2))
+        np.testing.assert_allclose(row, [loop_ec(y, di, c_n) / naive for di in dec], rtol=1e-5)
