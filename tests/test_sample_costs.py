@@ -257,3 +257,44 @@ def test_sweeps_over_the_scale_equal_the_functions_at_each_scale():
         c_n = np.asarray(costs.scaled(s).dense(), float)
         naive = min(loop_ec(y, np.full(len(y), j), c_n) for j in range(2))
         np.testing.assert_allclose(row, [loop_ec(y, di, c_n) / naive for di in dec], rtol=1e-5)
+
+
+def test_compare_under_an_uncertain_scale_matches_a_numpy_bootstrap():
+    from ecjax import prob
+
+    y, amount, p1 = fraud_data(seed=11)
+    rng = np.random.default_rng(11)
+    p2 = np.clip(p1 + rng.normal(0, 0.05, len(y)), 0.001, 0.999)
+    dec = np.stack([(p1 > 0.2), (p2 > 0.2), np.zeros(len(y), bool)]).astype(int)
+    costs = sc.sample_costs(-FRAUD_BASE, amount, -FRAUD_SCALE)
+    res = prob.compare_sample_costs(y, dec, costs, scale=(0.5, 1.5), key=jax.random.key(0), num_draws=4096)
+    # the exact posterior mean: the test set's EC at the mean scale (numpy)
+    want = [-business_metric(y, d, amount) / len(y) for d in dec]
+    np.testing.assert_allclose(res.expected_cost, want, rtol=1e-5)
+    # the same model drawn by numpy: g ~ Exp(1) per sample, s ~ U(0.5, 1.5)
+    t = 4096
+    g = rng.exponential(size=(t, len(y)))
+    s = rng.uniform(0.5, 1.5, t)
+    c_n = {part: np.asarray(c.dense(), float) for part, c in
+           (("base", sc.sample_costs(-FRAUD_BASE, 0 * amount, -FRAUD_SCALE)),
+            ("amount", sc.sample_costs(0 * FRAUD_BASE, amount, -FRAUD_SCALE)))}
+    idx = np.arange(len(y))
+    ec = np.stack([(g @ c_n["base"][idx, y, d] + s * (g @ c_n["amount"][idx, y, d])) / g.sum(1) for d in dec], 1)
+    p_best = np.bincount(ec.argmin(1), minlength=3) / t
+    se = np.sqrt(p_best * (1 - p_best) / t) + np.sqrt(np.asarray(res.p_best) * (1 - np.asarray(res.p_best)) / t)
+    assert np.all(np.abs(np.asarray(res.p_best) - p_best) <= 4 * se + 1e-9)
+    draws = np.asarray(res.expected_costs)
+    assert np.all(np.abs(draws.mean(0) - ec.mean(0)) <= 4 * (draws.std(0) + ec.std(0)) / np.sqrt(t))
+    np.testing.assert_allclose(draws.std(0), ec.std(0), rtol=0.1)
+    assert res.best == res.systems[int(np.argmin(want))]
+
+
+def test_compare_refuses_a_reversed_scale_and_one_row_of_decisions():
+    from ecjax import prob
+
+    y = np.array([0, 1, 1, 0])
+    c = sc.sample_costs(np.ones((2, 2)), np.ones(4), np.eye(2))
+    with pytest.raises(ecjax.InputError, match="`scale` range must have lo <= hi"):
+        prob.compare_sample_costs(y, np.stack([y, y]), c, scale=(2.0, 1.0), key=jax.random.key(0))
+    with pytest.raises(ecjax.InputError, match="`decisions` must be"):
+        prob.compare_sample_costs(y, y, c, scale=(1.0, 2.0), key=jax.random.key(0))

@@ -87,6 +87,8 @@ _LAZY = {
     'HierarchicalComparison': 'ecjax.prob.hierarchical',
     'compare_test_sets': 'ecjax.prob.hierarchical',
     'hierarchical_model': 'ecjax.prob.hierarchical',
+    'SampleCostComparison': 'ecjax.prob.sample_costs',
+    'compare_sample_costs': 'ecjax.prob.sample_costs',
 }
 
 if TYPE_CHECKING:  # the lazy names, for type checkers
@@ -106,6 +108,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
         hierarchical_test,
     )
     from ecjax.prob.hierarchical import HierarchicalComparison, compare_test_sets, hierarchical_model
+    from ecjax.prob.sample_costs import SampleCostComparison, compare_sample_costs
 
 
 def __getattr__(name):
@@ -136,4 +139,5 @@ __all__ = [
     "sample_clustered_confusions", "sample_joint_confusions", "sample_rates", "sample_rates_nuts",
     "seed004_gaussian", "seed004_gaussian_model", "seed004_uniform", "seed004_uniform_model", "truncated_normal",
     "truncated_normal_model",
+    "SampleCostComparison", "compare_sample_costs",
 ]
