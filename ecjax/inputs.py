@@ -655,6 +655,14 @@ def as_sample_cost_parts(base: object, amount: object, scale: object, *, num_sam
     return b, to_device(a, dtype=dtype), to_device(s, dtype=dtype)
 
 
+def check_one_sample_set(label_files: Sequence[object], what: str) -> None:
+    """``what`` (per-sample costs: a row per sample) belongs to one set of samples: one ``labels`` file for all
+    systems, so that row ``n`` is the same sample for each."""
+    if len({str(f) for f in label_files}) > 1:
+        raise InputError(f"{what} gives a row per sample of one test set: give one `labels` file shared by the "
+                         f"systems, got {len(set(map(str, label_files)))}")
+
+
 def check_some_weight(sample_weight: ArrayLike | None, where: str = "") -> None:
     """Concrete weights must leave something to evaluate: not 0 for every sample.
 

@@ -298,3 +298,51 @@ def test_compare_refuses_a_reversed_scale_and_one_row_of_decisions():
         prob.compare_sample_costs(y, np.stack([y, y]), c, scale=(2.0, 1.0), key=jax.random.key(0))
     with pytest.raises(ecjax.InputError, match="`decisions` must be"):
         prob.compare_sample_costs(y, y, c, scale=(1.0, 2.0), key=jax.random.key(0))
+
+
+def _cli(capsys, *args):
+    from ecjax import cli
+
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_metrics_sample_costs_on_the_command_line(tmp_path, capsys):
+    import json
+
+    y, amount, p1 = fraud_data(seed=12)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "s.npy", log_post(p1))
+    np.save(tmp_path / "d.npy", (p1 > 0.3).astype(int))
+    np.savez(tmp_path / "fraud.npz", amount=amount, base=-FRAUD_BASE, scale=-FRAUD_SCALE)
+    code, out, _ = _cli(capsys, "metrics", "--labels", tmp_path / "y.npy", "--decisions", tmp_path / "d.npy",
+                        "--sample-costs", tmp_path / "fraud.npz", "--json")
+    assert code == 0
+    got = json.loads(out)["sample_costs"]
+    np.testing.assert_allclose(got["EC"]["d"], -business_metric(y, (p1 > 0.3).astype(int), amount) / len(y),
+                               rtol=1e-5)
+    # scores: each sample's Bayes decision under its own matrix (numpy), and the best single threshold
+    code, out, _ = _cli(capsys, "metrics", "--labels", tmp_path / "y.npy", "--scores", tmp_path / "s.npy",
+                        "--sample-costs", tmp_path / "fraud.npz", "--json")
+    rec = json.loads(out)["sample_costs"]
+    refuse = p1 * (50 + amount) - (1 - p1) * 5 > (1 - p1) * 0.02 * amount - p1 * amount
+    np.testing.assert_allclose(rec["EC"]["s"], -business_metric(y, refuse.astype(int), amount) / len(y), rtol=1e-5)
+    s = np.log(p1) - np.log1p(-p1)
+    brute = max(business_metric(y, (s > t).astype(int), amount) for t in np.r_[-np.inf, np.unique(s)])
+    np.testing.assert_allclose(-rec["best_threshold"]["s"]["ec"] * len(y), brute, rtol=1e-5)
+
+
+def test_metrics_sample_costs_refuses_misfits_with_exit_2(tmp_path, capsys):
+    y = np.array([0, 1, 1, 0, 1])
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "y2.npy", y[::-1])
+    np.save(tmp_path / "d.npy", y)
+    np.save(tmp_path / "short.npy", np.ones((4, 2, 2)))
+    code, _, err = _cli(capsys, "metrics", "--labels", tmp_path / "y.npy", "--decisions", tmp_path / "d.npy",
+                        "--sample-costs", tmp_path / "short.npy")
+    assert code == 2 and "--sample-costs" in err and "(N, K, D) = (5, 2, D)" in err
+    code, _, err = _cli(capsys, "metrics", "--labels", tmp_path / "y.npy", tmp_path / "y2.npy", "--decisions",
+                        tmp_path / "d.npy", tmp_path / "d.npy", "--names", "a", "b", "--sample-costs",
+                        tmp_path / "short.npy")
+    assert code == 2 and ("one `labels` file" in err or "one --labels file" in err), err
