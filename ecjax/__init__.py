@@ -86,6 +86,7 @@ try:
         optimal_threshold_expected_cost,
         roc_curve,
     )
+    from ecjax import sample_costs  # per-sample costs: ecjax.sample_costs.sample_expected_cost, ...
 except KeyboardInterrupt:
     # Ctrl-C while the `ecjax` command is still importing JAX: the same one line and exit status (130) as once
     # it runs (ecjax.cli.main), not a traceback.  Imported as a library, the interrupt is the caller's.

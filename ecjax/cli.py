@@ -289,6 +289,60 @@ def _load_sample_weight(path, labels, label_file, option="--sample-weight"):
     return w
 
 
+def _load_sample_costs(args, labels, label_files, num_classes, base):
+    """--sample-costs FILE: a 3-D ``.npy`` of ``(N, K, D)`` per-sample cost matrices, or an ``.npz`` with
+    ``amount`` (``(N,)`` or ``(N, M)``), ``scale`` (``(K, D)`` or ``(M, K, D)``) and optionally ``base``
+    (``(K, D)``; default: the --costs matrix): ``c_n = base + amount_n scale`` (:mod:`ecjax.sample_costs`)."""
+    from ecjax.inputs import as_per_sample_costs, as_sample_cost_parts, check_one_sample_set
+    from ecjax.sample_costs import SampleCosts
+
+    path = args.sample_costs
+    where = f"--sample-costs {path}"
+    _said_of(where, check_one_sample_set, label_files, "--sample-costs")
+    n = len(labels[0])
+    if str(path).lower().endswith(".npz"):
+        from ecjax.io import DEFAULT_MAX_BYTES, load_array
+
+        def member(key):
+            return load_array(path, key=key, max_bytes=_limits["max_bytes"] or DEFAULT_MAX_BYTES)
+
+        with np.load(path, allow_pickle=False) as z:
+            has_base = "base" in z.files
+        parts = _said_of(where, as_sample_cost_parts, member("base") if has_base else base, member("amount"),
+                         member("scale"), num_samples=n, num_classes=num_classes)
+        return SampleCosts(*parts)
+    return _said_of(where, as_per_sample_costs, _load(path), n, num_classes)
+
+
+def _sample_cost_extras(args, labels, arrays, kind, decisions, names, k, spec, record, weights):
+    """The EC (NEC, and for binary scores the best single threshold) of each system under --sample-costs."""
+    from ecjax import sample_costs as sc
+
+    costs = _load_sample_costs(args, labels, args.labels, k, spec.costs)
+    y, w = labels[0], weights[0]
+    if kind == "scores":  # Bayes decisions of each sample's own matrix
+        decisions = [np.asarray(sc.sample_bayes_decisions(a, costs, score_type=args.score_type)) for a in arrays]
+    ec = [float(sc.sample_expected_cost(y, d, costs, priors=spec.priors, sample_weight=w)) for d in decisions]
+    try:
+        nec: list[float | None] = [float(sc.sample_normalized_expected_cost(y, d, costs, priors=spec.priors,
+                                                                            sample_weight=w)) for d in decisions]
+    except InputError:  # the best single decision costs nothing (or gains): the NEC is undefined
+        nec = [None] * len(decisions)
+    out = {"file": args.sample_costs, "EC": _float_dict(names, ec), "NEC": dict(zip(names, nec)),
+           "decisions": "per-sample Bayes decisions" if kind == "scores" else "given"}
+    text = "\nper-sample costs (" + out["decisions"] + "): " + ", ".join(
+        f"{n} EC {e:.6g}" + ("" if v is None else f" NEC {v:.4g}") for n, e, v in zip(names, ec, nec))
+    if kind == "scores" and k == 2 and (costs.base if isinstance(costs, sc.SampleCosts) else costs).shape[-1] == 2:
+        best = [sc.sample_optimal_threshold_expected_cost(y, a, costs, priors=spec.priors, sample_weight=w,
+                                                          score_type=args.score_type) for a in arrays]
+        out["best_threshold"] = {n: {"ec": float(b.expected_cost), "threshold": float(b.threshold)}
+                                 for n, b in zip(names, best)}
+        text += "\n  best single threshold (optimistic): " + ", ".join(
+            f"{n} EC {float(b.expected_cost):.6g} at log-odds > {float(b.threshold):.3g}" for n, b in zip(names, best))
+    record["sample_costs"] = out
+    return text
+
+
 def _cost_spec(args, num_classes):
     from ecjax.costs import zero_one
     from ecjax.io import CostSpec, load_cost_spec
@@ -532,6 +586,8 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         _reliability_figures(args, labels, arrays, names, out_dir, record, weights)
     extra_text = _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, record, weights)
     extra_text += _bootstrap_extras(args, labels, arrays, names, spec, k, record, weights)
+    if args.sample_costs is not None:
+        extra_text += _sample_cost_extras(args, labels, arrays, kind, decisions, names, k, spec, record, weights)
     if out_dir is not None and len(names) >= 2:
         from ecjax import plots
 
@@ -1902,6 +1958,11 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"),
                    help="with --bootstrap or --metric-thresholds: the random key of the bootstrap and of the "
                         "cross-validation folds of the calibrated implied costs (default 0)")
+    m.add_argument("--sample-costs", metavar="FILE",
+                   help="per-sample costs: a (N, K, D) .npy of one cost matrix per sample, or an .npz with `amount` "
+                        "(N,), `scale` (K, D) and optionally `base` (K, D; default: the --costs matrix) for "
+                        "c_n = base + amount_n * scale (a missed fraud costs its amount); adds each system's EC "
+                        "under them (Bayes decisions per sample for --scores)")
     m.add_argument("--scatter-metric", default="F1",
                    help="with --out and several systems: the metric plotted against the utility yield (default F1)")
     cp = sub.add_parser("compare", help="which classifier, and how sure are we, under uncertain costs")

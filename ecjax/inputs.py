@@ -616,6 +616,53 @@ def as_sample_weight(sample_weight: object, labels: jax.Array | np.ndarray, *,
     return to_device(a, jnp.result_type(float))
 
 
+def as_per_sample_costs(costs: object, num_samples: int, num_classes: int | None, name: str = "costs") -> jax.Array:
+    """A dense per-sample cost tensor: finite floats of shape ``(N, K, D)``, ``c[n, i, j]`` the cost of deciding
+    ``j`` for sample ``n`` of true class ``i`` (:mod:`ecjax.sample_costs`)."""
+    c = check_numbers(as_array(costs, name, min_ndim=3), name, booleans=True)
+    if c.ndim != 3 or c.shape[0] != num_samples or num_classes not in (None, c.shape[1]):
+        raise InputError(f"`{name}` must be one cost matrix per sample, shape (N, K, D) = ({num_samples}, "
+                         f"{num_classes or 'K'}, D), got shape {tuple(c.shape)}")
+    return to_device(c, dtype=jnp.result_type(float))
+
+
+def as_sample_cost_parts(base: object, amount: object, scale: object, *, num_samples: int | None = None,
+                         num_classes: int | None = None) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """``(base (K, D), amount (N, M), scale (M, K, D))`` of costs ``c_n = base + sum_m amount[n, m] scale[m]``.
+
+    ``amount`` may be ``(N,)`` (one amount per sample, ``M = 1``) and ``scale``
+    ``(K, D)`` then.  Each part finite (amounts of any sign: a gain that grows
+    with the amount is a negative cost).  ``num_samples`` / ``num_classes``,
+    when given, are checked against ``N`` and ``K``.
+    """
+    b = as_matrix(base, "base", batched=False)
+    a = check_numbers(as_array(amount, "amount", min_ndim=1), "amount", booleans=True)
+    s = check_numbers(as_array(scale, "scale", min_ndim=2), "scale", booleans=True)
+    given = f"`amount` {tuple(a.shape)} and `scale` {tuple(s.shape)}"
+    a = a[:, None] if a.ndim == 1 else a
+    s = s[None] if s.ndim == 2 else s
+    if a.ndim != 2 or s.ndim != 3:
+        raise InputError(f"`amount` must be (N,) or (N, M) and `scale` (K, D) or (M, K, D), got {given}")
+    if s.shape[1:] != b.shape or a.shape[1] != s.shape[0]:
+        raise InputError(f"`scale` must have shape (M, K, D) = ({a.shape[1]}, {b.shape[0]}, {b.shape[1]}) for "
+                         f"`base` {tuple(b.shape)}, got {given}")
+    if num_samples is not None and a.shape[0] != num_samples:
+        raise InputError(f"`amount` must hold one value per sample of `labels` ({num_samples}), got "
+                         f"{a.shape[0]}")
+    if num_classes is not None and b.shape[0] != num_classes:
+        raise InputError(f"`base` must have one row per class ({num_classes}), got shape {tuple(b.shape)}")
+    dtype = jnp.result_type(float)
+    return b, to_device(a, dtype=dtype), to_device(s, dtype=dtype)
+
+
+def check_one_sample_set(label_files: Sequence[object], what: str) -> None:
+    """``what`` (per-sample costs: a row per sample) belongs to one set of samples: one ``labels`` file for all
+    systems, so that row ``n`` is the same sample for each."""
+    if len({str(f) for f in label_files}) > 1:
+        raise InputError(f"{what} gives a row per sample of one test set: give one `labels` file shared by the "
+                         f"systems, got {len(set(map(str, label_files)))}")
+
+
 def check_some_weight(sample_weight: ArrayLike | None, where: str = "") -> None:
     """Concrete weights must leave something to evaluate: not 0 for every sample.
 

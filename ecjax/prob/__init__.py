@@ -99,6 +99,8 @@ _LAZY = {
     'LabelShiftPosterior': 'ecjax.prob.label_shift',
     'estimate_priors': 'ecjax.prob.label_shift',
     'label_shift_posterior': 'ecjax.prob.label_shift',
+    'SampleCostComparison': 'ecjax.prob.sample_costs',
+    'compare_sample_costs': 'ecjax.prob.sample_costs',
 }
 
 if TYPE_CHECKING:  # the lazy names, for type checkers
@@ -121,6 +123,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from ecjax.prob.hierarchical import HierarchicalComparison, compare_test_sets, hierarchical_model
     from ecjax.prob.label_shift import LabelShiftPosterior, estimate_priors, label_shift_posterior
     from ecjax.prob.signed_rank import SignedRankTest, signed_rank_test
+    from ecjax.prob.sample_costs import SampleCostComparison, compare_sample_costs
 
 
 def __getattr__(name):
@@ -152,4 +155,5 @@ __all__ = [
     "seed004_gaussian", "seed004_gaussian_model", "seed004_uniform", "seed004_uniform_model", "truncated_normal",
     "truncated_normal_model", "CurveBand", "curve_band", "LabelShiftPosterior", "estimate_priors",
     "label_shift_posterior", "draws_priors",
+    "SampleCostComparison", "compare_sample_costs",
 ]

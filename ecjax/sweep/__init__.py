@@ -4,6 +4,8 @@
   user matrices, simplex priors, random draws of any sampler, products);
 * :func:`sweep_counts` (decisions given) and :func:`sweep_scores` (Bayes
   decisions recomputed at every point), :func:`sweep_map` (any point function);
+* :func:`sweep_sample_costs`, :func:`sweep_sample_costs_of_decisions`: the scale of the per-sample part of
+  per-sample costs (:mod:`ecjax.sample_costs`);
 * :func:`utility_space_map`: winners over the binary utility plane of Dyrland et al. (2022) Fig. 1;
 * :func:`roc_convex_hull`, :func:`roc_tangent_winners`: the ROC tangent
   criterion (Dyrland et al. 2022, eqs. 24-25);
@@ -18,6 +20,7 @@ from ecjax.sweep.engine import SweepSettings
 from ecjax.sweep.grids import Axis
 from ecjax.sweep.reliability import METRICS, Estimate, metric_reliability
 from ecjax.sweep.roc import roc_convex_hull, roc_tangent_winners
+from ecjax.sweep.sample_costs import sweep_sample_costs, sweep_sample_costs_of_decisions
 from ecjax.sweep.sweeps import TIE, UNDEFINED, SweepResult, sweep_counts, sweep_map, sweep_scores
 from ecjax.sweep.utility_space import UtilitySpaceMap, utility_plane, utility_space_map
 
@@ -37,6 +40,8 @@ __all__ = [
     "roc_tangent_winners",
     "sweep_counts",
     "sweep_map",
+    "sweep_sample_costs",
+    "sweep_sample_costs_of_decisions",
     "sweep_scores",
     "utility_plane",
     "utility_space_map",
