@@ -32,7 +32,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple
@@ -76,50 +76,103 @@ CALIBRATION_METRICS = EPSR_METRICS
 
 # --------------------------------------------------------------- transforms
 
-def _init_params(method, k, dtype):
-    """Identity calibrator: alpha = 1, beta = 0 (as psrcal)."""
-    one, zeros = jnp.ones((), dtype), jnp.zeros((k,), dtype)
-    if method == "affine":
-        return {"scale": one, "bias": zeros}
-    if method == "temperature":
-        return {"scale": one}
-    if method == "bias":
-        return {"bias": zeros}
-    if method == "vector":
-        return {"scale": jnp.ones((k,), dtype), "bias": zeros}
-    if method in ("matrix", "dirichlet"):
-        return {"weight": jnp.eye(k, dtype=dtype), "bias": zeros}
-    if method == "llr":
-        return {"scale": one, "bias": jnp.zeros((), dtype)}
-    if method == "beta":
-        # a = b = 1, c = 0: logit = log p - log(1 - p), the input log-odds unchanged.
-        return {"scale": jnp.ones((2,), dtype), "bias": jnp.zeros((), dtype)}
-    raise AssertionError(method)
+class _Map(NamedTuple):
+    """A parametric calibrator, one row of :data:`_MAPS`.
+
+    ``identity(k, dtype)``: the parameters that leave the scores alone (alpha = 1, beta = 0, as psrcal starts);
+    ``transform(params, s)``: the calibrated logits (for ``llr``, the calibrated LLRs) of inputs ``s``;
+    ``shift(params, m)``: what the bias absorbs when the inputs are centred at ``m`` (``None``: the map has no
+    bias, or no scale to protect, and is fitted uncentred); ``penalty(penalties, params)``: the regularizer added
+    to the objective, ``penalties = [l2, off_diagonal_l2, intercept_l2]`` (:class:`FitSettings`).
+    """
+
+    identity: Callable[[int, Any], dict]
+    transform: Callable[[dict, jax.Array], jax.Array]
+    shift: Callable[[dict, jax.Array], jax.Array] | None
+    penalty: Callable[[jax.Array, dict], jax.Array]
+
+
+def _scaled(params, s):
+    """``a s + b``, scalar or per-class ``a``: affine (Ferrer 2022b, eq. 61), vector scaling, LLR calibration."""
+    return params["scale"] * s + params["bias"]
+
+
+def _linear(params, s):
+    """``W s + b``: matrix scaling and Dirichlet calibration (on log-posteriors)."""
+    return matmul(s, params["weight"].T) + params["bias"]
+
+
+def _beta_logits(params, s):
+    """The logits ``(0, a log p - b log(1 - p) + c)`` of beta calibration (Kull, Silva Filho & Flach 2017), with
+    ``log p = s_1`` and ``log(1 - p) = s_0`` the input log-posteriors (no probability rounded before its log)."""
+    t = params["scale"][0] * s[..., 1] - params["scale"][1] * s[..., 0] + params["bias"]
+    return jnp.stack([jnp.zeros_like(t), t], axis=-1)
+
+
+def _no_penalty(penalties, params):
+    return jnp.zeros((), penalties.dtype)
+
+
+def _identity_distance(penalties, params):
+    """``l2 ||W - I||_F^2``: matrix scaling shrunk towards leaving the scores alone."""
+    k = params["weight"].shape[-1]
+    return penalties[0] * jnp.sum((params["weight"] - jnp.eye(k, dtype=params["weight"].dtype)) ** 2)
+
+
+def _odir(penalties, params):
+    """ODIR, Kull et al. (2019) §3.2: ``lambda / (K (K - 1)) sum_{i != j} W_ij^2 + mu / K sum_j b_j^2``.  The
+    diagonal is free, so the per-class scalings of vector scaling cost nothing; off-diagonal terms and intercepts
+    shrink to 0."""
+    w, b = params["weight"], params["bias"]
+    k = w.shape[-1]
+    off_diagonal = jnp.sum(w**2) - jnp.sum(jnp.diagonal(w) ** 2)
+    return penalties[1] * off_diagonal / (k * (k - 1)) + penalties[2] * jnp.sum(b**2) / k
+
+
+def _scale_shift(params, m):  # a (s - m) + b
+    return params["scale"] * m
+
+
+def _weight_shift(params, m):  # W (s - m) + b
+    return matmul(params["weight"], m)
+
+
+def _beta_shift(params, m):  # a (s_1 - m_1) - b (s_0 - m_0) + c
+    return params["scale"][0] * m[1] - params["scale"][1] * m[0]
+
+
+def _ones(shape, dtype):
+    return jnp.ones(shape, dtype)
+
+
+def _zeros(shape, dtype):
+    return jnp.zeros(shape, dtype)
+
+
+# The parametric calibrators (the counting ones, histogram and isotonic, have no map to optimize).  Temperature has
+# no bias to absorb a centring and bias no scale to protect, so both are fitted on the inputs as given.
+_MAPS: dict[str, _Map] = {
+    "affine": _Map(lambda k, dt: {"scale": _ones((), dt), "bias": _zeros((k,), dt)}, _scaled, _scale_shift,
+                   _no_penalty),
+    "temperature": _Map(lambda k, dt: {"scale": _ones((), dt)}, lambda p, s: p["scale"] * s, None, _no_penalty),
+    "bias": _Map(lambda k, dt: {"bias": _zeros((k,), dt)}, lambda p, s: s + p["bias"], None, _no_penalty),
+    "vector": _Map(lambda k, dt: {"scale": _ones((k,), dt), "bias": _zeros((k,), dt)}, _scaled, _scale_shift,
+                   _no_penalty),
+    "matrix": _Map(lambda k, dt: {"weight": jnp.eye(k, dtype=dt), "bias": _zeros((k,), dt)}, _linear,
+                   _weight_shift, _identity_distance),
+    "dirichlet": _Map(lambda k, dt: {"weight": jnp.eye(k, dtype=dt), "bias": _zeros((k,), dt)}, _linear,
+                      _weight_shift, _odir),
+    "llr": _Map(lambda k, dt: {"scale": _ones((), dt), "bias": _zeros((), dt)}, _scaled, _scale_shift,
+                _no_penalty),
+    # a = b = 1, c = 0: logit = log p - log(1 - p), the input log-odds unchanged.
+    "beta": _Map(lambda k, dt: {"scale": _ones((2,), dt), "bias": _zeros((), dt)}, _beta_logits, _beta_shift,
+                 _no_penalty),
+}
 
 
 def _transform(method, params, s):
-    """Calibrated logits (or, for ``"llr"``, calibrated LLRs) from inputs ``s``.
-
-    ``affine`` is Ferrer (2022b) eq. 61, ``log_softmax(alpha * log s + beta)``
-    with scalar ``alpha`` and vector ``beta``; ``temperature`` keeps only
-    ``alpha``, ``bias`` only ``beta``; ``vector`` has one ``alpha`` per class;
-    ``matrix`` and ``dirichlet`` are ``W log s + beta``.  ``beta`` (binary; the beta calibration
-    map of Kull, Silva Filho & Flach 2017) gives the logits ``(0, a log p - b log(1 - p) + c)``
-    with ``log p = s_1`` and ``log(1 - p) = s_0`` the input log-posteriors
-    (so no probability is rounded before its log is taken).
-    """
-    if method == "beta":
-        t = params["scale"][0] * s[..., 1] - params["scale"][1] * s[..., 0] + params["bias"]
-        return jnp.stack([jnp.zeros_like(t), t], axis=-1)
-    if method in ("affine", "vector", "llr"):
-        return params["scale"] * s + params["bias"]
-    if method == "temperature":
-        return params["scale"] * s
-    if method == "bias":
-        return s + params["bias"]
-    if method in ("matrix", "dirichlet"):
-        return matmul(s, params["weight"].T) + params["bias"]
-    raise AssertionError(method)
+    """Calibrated logits (or, for ``"llr"``, calibrated LLRs) from inputs ``s``: the map of :data:`_MAPS`."""
+    return _MAPS[method].transform(params, s)
 
 
 def _llr_log_posteriors(llr, log_prior_odds):
@@ -128,31 +181,12 @@ def _llr_log_posteriors(llr, log_prior_odds):
 
 
 def _objective(method, loss, penalties, params, s, labels, weights, log_prior_odds, centre):
-    """Training objective: the prior-weighted EPSR of the calibrated scores, plus the penalty of ``matrix`` or
-    ``dirichlet`` (:func:`_penalty`) on the parameters of the map of the uncentred inputs ``s + centre``."""
+    """Training objective: the prior-weighted EPSR of the calibrated scores, plus the map's penalty (:data:`_MAPS`)
+    on the parameters of the map of the uncentred inputs ``s + centre``."""
     z = _transform(method, params, s)
     log_post = _llr_log_posteriors(z, log_prior_odds) if method == "llr" else jax.nn.log_softmax(z, axis=-1)
     value = (cross_entropy_kernel if loss == "xe" else brier_kernel)(labels, log_post, weights)
-    return value + _penalty(method, penalties, _uncentred(method, params, centre))
-
-
-def _penalty(method, penalties, params):
-    """The regularizer of the matrix-shaped calibrators; ``penalties = [l2, off_diagonal_l2, intercept_l2]``
-    (:class:`FitSettings`).
-
-    ``matrix``: ``l2 ||W - I||_F^2`` (shrinks towards leaving the scores alone).  ``dirichlet``: ODIR, Kull et al.
-    (2019) §3.2, ``lambda / (K (K - 1)) sum_{i != j} W_ij^2 + mu / K sum_j b_j^2``: the diagonal is free, so the
-    per-class scalings of vector scaling cost nothing; off-diagonal terms and intercepts are shrunk to 0.
-    """
-    if method == "matrix":
-        k = params["weight"].shape[-1]
-        return penalties[0] * jnp.sum((params["weight"] - jnp.eye(k, dtype=params["weight"].dtype)) ** 2)
-    if method == "dirichlet":
-        w, b = params["weight"], params["bias"]
-        k = w.shape[-1]
-        off_diagonal = jnp.sum(w**2) - jnp.sum(jnp.diagonal(w) ** 2)
-        return penalties[1] * off_diagonal / (k * (k - 1)) + penalties[2] * jnp.sum(b**2) / k
-    return jnp.zeros((), params[next(iter(params))].dtype)
+    return value + _MAPS[method].penalty(penalties, _uncentred(method, params, centre))
 
 
 def _lbfgs_minimize(objective, init_params, max_iter, tol):
@@ -674,7 +708,7 @@ def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, penalties, to
         return result, keep
 
     zero = jnp.zeros((), dtype)
-    init = (_init_params(method, 2, dtype), jnp.zeros((), jnp.int32), zero, zero)
+    init = (_MAPS[method].identity(2, dtype), jnp.zeros((), jnp.int32), zero, zero)
     result, _ = jax.lax.fori_loop(0, 2, stage, (init, jnp.ones((2,), dtype)))
     return result
 
@@ -693,21 +727,17 @@ def _fit_lbfgs(s, *, labels, weights, log_prior_odds, penalties, tol, method, lo
     # alone fits the class frequencies.  Uncentred, a constant input makes scale and bias a flat valley whose
     # rounding-level curvature sent L-BFGS to parameters of 1e8 (issue 30).  The midrange, not the mean: (c + c) / 2
     # is c exactly, a float32 mean of N copies of c need not be.
-    centre = _midrange(s, in_train) if method in _CENTRED_METHODS else jnp.zeros(s.shape[1:], dtype)
+    centre = _midrange(s, in_train) if _MAPS[method].shift else jnp.zeros(s.shape[1:], dtype)
     s = s - centre
     count = jnp.sum(mask) * (1 if s.ndim == 1 else k)
     mean = jnp.sum(mask * s) / count
     sigma = jnp.sqrt(jnp.sum(mask * (s - mean) ** 2) / count)
     sigma = jnp.where(sigma > 0, sigma, 1.0)
-    init = _to_internal(_init_params(method, k, dtype), sigma)
+    init = _to_internal(_MAPS[method].identity(k, dtype), sigma)
     objective = partial(_objective, method, loss, penalties, s=s, labels=labels, weights=weights,
                         log_prior_odds=log_prior_odds, centre=centre)
     q, n_iter, gnorm, value = _lbfgs_minimize(lambda q: objective(_from_internal(q, sigma)), init, max_iter, tol)
     return _uncentred(method, _from_internal(q, sigma), centre), n_iter, gnorm, value
-
-
-# The methods whose bias absorbs a shift of the inputs (temperature has no bias; bias has no scale to protect).
-_CENTRED_METHODS = ("affine", "vector", "matrix", "dirichlet", "llr", "beta")
 
 
 def _midrange(s, in_train):
@@ -720,16 +750,8 @@ def _midrange(s, in_train):
 
 def _uncentred(method, params, centre):
     """The parameters of ``_transform(method, params, s)`` from those fitted on ``s - centre``."""
-    if method not in _CENTRED_METHODS:
-        return params
-    scale, bias = params.get("scale"), params["bias"]
-    if method == "beta":  # a (s_1 - m_1) - b (s_0 - m_0) + c
-        shift = scale[0] * centre[1] - scale[1] * centre[0]
-    elif method in ("matrix", "dirichlet"):  # W (s - m) + b
-        shift = matmul(params["weight"], centre)
-    else:  # a (s - m) + b, scalar or per-class a
-        shift = scale * centre
-    return {**params, "bias": bias - shift}
+    shift = _MAPS[method].shift
+    return params if shift is None else {**params, "bias": params["bias"] - shift(params, centre)}
 
 
 # The shortest Newton step fit_affine_newton_kernel tries, as a fraction of the full step (1, 1/4, ..., 4^-5).

@@ -186,3 +186,9 @@ def test_calibrate_command_fits_one_vs_rest_isotonic(tmp_path, monkeypatch):
     x = _one_vs_rest_log_odds_float64(lp)
     np.testing.assert_allclose(np.exp(np.load("out.npy")), _sklearn_isotonic(x, labels, x),
                                atol=_isotonic_tolerance(4))
+
+
+def test_every_method_is_a_map_or_counted():
+    # Each calibrator is one row of the table of maps, or one of the counting methods: none is branched elsewhere.
+    assert set(C._MAPS) | set(C.NON_ITERATIVE_METHODS) == set(C.METHODS)
+    assert not set(C._MAPS) & set(C.NON_ITERATIVE_METHODS)
