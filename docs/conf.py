@@ -40,6 +40,7 @@ exclude_patterns = ["_build", "_generated", "Thumbs.db", ".DS_Store"]
 # MyST: $...$ maths in the README and the notebooks; anchors for the README's "#section" links.
 myst_enable_extensions = ["dollarmath", "colon_fence"]
 myst_heading_anchors = 3
+myst_heading_slug_func = "github"  # the README's own "#section" links are GitHub's
 # The notebooks are shown with their stored outputs; executing them is the test suite's job.
 nb_execution_mode = "off"
 
@@ -119,8 +120,56 @@ def _join_shared_entries(app, what, name, obj, options, lines: list[str]) -> Non
             lines[i] = match.group(1) + match.group(2).replace(", ", ",") + line[match.end(2):]
 
 
+_README_INCLUDE = re.compile(r"```\{include\} \.\./README\.md\n(.*?)```", re.DOTALL)
+_README_LINK = re.compile(r"\[(?P<text>[^\]\n]*)\]\((?P<target>[^)\s]+)\)")
+
+
+def _readme_anchor_pages() -> dict[str, tuple[str, bool]]:
+    """Each README heading's anchor -> (the page that includes it, whether it is that page's own title).
+
+    A page includes a README section by its heading (``:start-after:``), which the page's own title replaces.
+    """
+    from myst_parser.slugs import github_slugify
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    pages: dict[str, tuple[str, bool]] = {}
+    for page in sorted(DOCS.glob("*.md")):
+        for block in _README_INCLUDE.findall(page.read_text(encoding="utf-8")):
+            marks = dict(re.findall(r'^:(start-after|end-before): "(.+)"$', block, flags=re.MULTILINE))
+            start = readme.find(marks["start-after"]) if "start-after" in marks else 0
+            end = readme.find(marks["end-before"], start) if "end-before" in marks else len(readme)
+            for heading in re.finditer(r"^#{1,3} (.+)$", readme[start:end], flags=re.MULTILINE):
+                pages.setdefault(github_slugify(heading.group(1)), (page.stem, heading.start() == 0))
+    return pages
+
+
+def _readme_links_for_the_site(app, relative_path, parent_docname, content: list[str]) -> None:
+    """The README's links, made for the page that includes it.
+
+    ``#section`` links to a section that another page includes point to that page; links to files of the
+    repository (``benchmarks/README.md``), which are not pages of the site, become their path in code.
+    """
+    if pathlib.Path(relative_path).name != "README.md":
+        return
+    anchors = _readme_anchor_pages()
+
+    def rewrite(link: re.Match) -> str:
+        text, target = link.group("text"), link.group("target")
+        if target.startswith("#"):
+            page, is_title = anchors.get(target[1:], (parent_docname, False))
+            if page == parent_docname and not is_title:
+                return link.group(0)
+            return f"[{text}]({page}.md)" if is_title else f"[{text}]({page}.md{target})"
+        if re.match(r"[a-z]+:", target):  # https:, mailto:
+            return link.group(0)
+        return text if text.startswith("`") else f"{text} (`{target}`)"
+
+    content[0] = _README_LINK.sub(rewrite, content[0])
+
+
 def setup(app) -> None:
     app.connect("autodoc-skip-member", _skip_member)
+    app.connect("include-read", _readme_links_for_the_site)
     # Before napoleon (priority 500) turns the sections into field lists.
     app.connect("autodoc-process-docstring", _join_shared_entries, priority=400)
 
