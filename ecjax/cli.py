@@ -114,8 +114,11 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--seed", "needs", ("--cv",), "{rule} (the random key of the --cv folds: every other fit is deterministic)"),
     ),
     "compare": (
-        (None, "needs", ("--costs",), "{rule} (compare ranks under a cost specification: see `ecjax.io` for the "
-                                      "format)"),
+        (None, "needs", ("--costs", "--sample-costs"), "{rule} (compare ranks under a cost specification: see "
+                                                       "`ecjax.io` for the format)"),
+        ("--sample-cost-scale", "needs", ("--sample-costs",), "{rule} (it scales their per-sample part)"),
+        ("--sample-costs", "not with", ("--sample-weight", "--unpaired", "--mc-error", "--decision-rule per_draw"),
+         "{rule} (per-sample costs are compared on one shared, unweighted test set, with --draws draws)"),
         ("--rate-draws", "needs", ("--decision-rule per_draw",), "{rule} (it draws the rates per drawn cost matrix)"),
         ("--max-draws", "needs", ("--mc-error",), "{rule} (it bounds the draws --mc-error adds; without it --draws "
                                                   "is the number of draws)"),
@@ -1452,6 +1455,38 @@ def _decision_rule(args):
     return args.decision_rule
 
 
+def _compare_sample_costs(args, kind, labels, arrays, names, spec, k):
+    """compare --sample-costs: P(best) and EC intervals with the per-sample part's scale uniform in
+    --sample-cost-scale (ecjax.prob.compare_sample_costs); per-sample Bayes decisions for --scores."""
+    from ecjax import sample_costs as sc
+    from ecjax.prob.sample_costs import compare_sample_costs
+
+    costs = _load_sample_costs(args, labels, args.labels, k, spec.costs)
+    if kind == "scores":
+        decisions = [np.asarray(sc.sample_bayes_decisions(a, costs, score_type=args.score_type)) for a in arrays]
+    else:
+        decisions = [_said_of(f, sc.decision_inputs, labels[0], a, costs, spec.priors, None)[1]
+                     for f, a in zip(args.decisions, arrays)]
+    lo, hi = args.sample_cost_scale or (1.0, 1.0)
+    res = _said_of("--sample-cost-scale", compare_sample_costs, labels[0], np.stack(decisions), costs,
+                   scale=(lo, hi), key=random_bits.key(args.seed), num_draws=args.draws, priors=spec.priors,
+                   rope=args.rope, names=names)
+    record = {"schema": JSON_SCHEMA_VERSION, "command": "compare", "systems": names,
+              "sample_costs": args.sample_costs, "sample_cost_scale": [lo, hi], "num_draws": res.info["num_draws"],
+              "decisions": "per-sample Bayes decisions" if kind == "scores" else "given",
+              "expected_cost": _float_dict(names, res.expected_cost), "p_best": _float_dict(names, res.p_best),
+              "hdi": {n: np.asarray(h).tolist() for n, h in zip(names, res.hdi)}, "recommendation": res.best}
+    width = max(len(n) for n in names)
+    lines = [f"{'system':{width}s}  {'E[EC]':>12s}  {'90% HDI':>26s}  P(best)"]
+    lines += [f"{n:{width}s}  {e:12.6g}  [{h[0]:11.6g}, {h[1]:11.6g}]  {p:.3f}"
+              for n, e, h, p in zip(names, res.expected_cost, res.hdi, res.p_best)]
+    lines.append(f"per-sample costs {args.sample_costs}, their per-sample part scaled by s ~ U({lo:g}, {hi:g}); "
+                 f"Bayesian bootstrap over the samples, {res.info['num_draws']} draws; E[EC] exact")
+    lines.append(f"recommended: {res.best}")
+    _emit(args, record, "\n".join(lines), None)
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Posterior ranking under an uncertain cost specification (ecjax.prob.compare)."""
     import jax
@@ -1469,6 +1504,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     spec = _cost_spec(args, k)
     k, d = spec.costs.shape
     _out_dir(args)  # fail fast on an existing record or an unwritable folder
+    if args.sample_costs is not None:
+        return _compare_sample_costs(args, kind, labels, arrays, names, spec, k)
     for y, lf in zip(labels, label_files):
         _within(lf, y, k, "labels", "the cost matrix's classes")
     for y, lf, w in zip(labels, label_files, weights):
@@ -1986,6 +2023,12 @@ def _build_parser() -> argparse.ArgumentParser:
                          "`metrics`), made once (default); of the expected cost matrix (the mean of the "
                          "[uncertainty] intervals), made once; or of each drawn cost matrix (costs known at "
                          "deployment)")
+    cp.add_argument("--sample-costs", metavar="FILE",
+                    help="per-sample costs, as in `metrics` (a (N, K, D) .npy, or an .npz with `amount`, `scale` and "
+                         "optionally `base`): rank the systems under them, paired on one test set")
+    cp.add_argument("--sample-cost-scale", nargs=2, metavar=("LO", "HI"), type=_float_in(0.0, "--sample-cost-scale"),
+                    help="with --sample-costs: the factor on their per-sample part is uncertain, uniform in [LO, HI] "
+                         "(default: 1 1, only the test set is uncertain)")
     cp.add_argument("--rate-draws", type=_int_in(1, 1024, "--rate-draws"), default=None,
                     help="with --decision-rule per_draw: draws of the rates for each drawn cost matrix (its Bayes "
                          "decisions are made once and shared by them; default: chosen from the problem's size, "

@@ -346,3 +346,23 @@ def test_metrics_sample_costs_refuses_misfits_with_exit_2(tmp_path, capsys):
                         tmp_path / "d.npy", tmp_path / "d.npy", "--names", "a", "b", "--sample-costs",
                         tmp_path / "short.npy")
     assert code == 2 and ("one `labels` file" in err or "one --labels file" in err), err
+
+
+def test_compare_sample_costs_on_the_command_line(tmp_path, capsys):
+    import json
+
+    y, amount, p1 = fraud_data(seed=13)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "a.npy", (p1 > 0.5).astype(int))
+    np.save(tmp_path / "b.npy", np.zeros(len(y), int))
+    np.savez(tmp_path / "fraud.npz", amount=amount, base=-FRAUD_BASE, scale=-FRAUD_SCALE)
+    code, out, _ = _cli(capsys, "compare", "--labels", tmp_path / "y.npy", "--decisions", tmp_path / "a.npy",
+                        tmp_path / "b.npy", "--sample-costs", tmp_path / "fraud.npz", "--sample-cost-scale", 0.5, 1.5,
+                        "--draws", 2000, "--json")
+    assert code == 0
+    rec = json.loads(out)
+    for name, d in (("a", (p1 > 0.5).astype(int)), ("b", np.zeros(len(y), int))):  # E[EC]: the EC at s = 1
+        np.testing.assert_allclose(rec["expected_cost"][name], -business_metric(y, d, amount) / len(y), rtol=1e-5)
+    code, _, err = _cli(capsys, "compare", "--labels", tmp_path / "y.npy", "--decisions", tmp_path / "a.npy",
+                        "--sample-cost-scale", 0.5, 1.5)
+    assert code == 2 and "--sample-costs" in err
