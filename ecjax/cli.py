@@ -114,8 +114,8 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--seed", "needs", ("--cv",), "{rule} (the random key of the --cv folds: every other fit is deterministic)"),
     ),
     "compare": (
-        (None, "needs", ("--costs", "--sample-costs"), "{rule} (compare ranks under a cost specification: see "
-                                                       "`ecjax.io` for the format)"),
+        (None, "needs", ("--costs",), "{rule} (compare ranks under a cost specification: see `ecjax.io` for the "
+                                      "format)"),
         ("--sample-cost-scale", "needs", ("--sample-costs",), "{rule} (it scales their per-sample part)"),
         ("--sample-costs", "not with", ("--sample-weight", "--unpaired", "--mc-error", "--decision-rule per_draw"),
          "{rule} (per-sample costs are compared on one shared, unweighted test set, with --draws draws)"),
@@ -2025,7 +2025,8 @@ def _build_parser() -> argparse.ArgumentParser:
                          "deployment)")
     cp.add_argument("--sample-costs", metavar="FILE",
                     help="per-sample costs, as in `metrics` (a (N, K, D) .npy, or an .npz with `amount`, `scale` and "
-                         "optionally `base`): rank the systems under them, paired on one test set")
+                         "optionally `base`, default the --costs matrix): rank the systems under them, paired on one "
+                         "test set")
     cp.add_argument("--sample-cost-scale", nargs=2, metavar=("LO", "HI"), type=_float_in(0.0, "--sample-cost-scale"),
                     help="with --sample-costs: the factor on their per-sample part is uncertain, uniform in [LO, HI] "
                          "(default: 1 1, only the test set is uncertain)")

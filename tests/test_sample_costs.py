@@ -356,13 +356,14 @@ def test_compare_sample_costs_on_the_command_line(tmp_path, capsys):
     np.save(tmp_path / "a.npy", (p1 > 0.5).astype(int))
     np.save(tmp_path / "b.npy", np.zeros(len(y), int))
     np.savez(tmp_path / "fraud.npz", amount=amount, base=-FRAUD_BASE, scale=-FRAUD_SCALE)
+    (tmp_path / "costs.toml").write_text('classes = ["legitimate", "fraud"]\ncosts = [[0, 5], [0, -50]]\n')
     code, out, _ = _cli(capsys, "compare", "--labels", tmp_path / "y.npy", "--decisions", tmp_path / "a.npy",
-                        tmp_path / "b.npy", "--sample-costs", tmp_path / "fraud.npz", "--sample-cost-scale", 0.5, 1.5,
-                        "--draws", 2000, "--json")
+                        tmp_path / "b.npy", "--costs", tmp_path / "costs.toml", "--sample-costs", tmp_path / "fraud.npz",
+                        "--sample-cost-scale", 0.5, 1.5, "--draws", 2000, "--json")
     assert code == 0
     rec = json.loads(out)
     for name, d in (("a", (p1 > 0.5).astype(int)), ("b", np.zeros(len(y), int))):  # E[EC]: the EC at s = 1
         np.testing.assert_allclose(rec["expected_cost"][name], -business_metric(y, d, amount) / len(y), rtol=1e-5)
     code, _, err = _cli(capsys, "compare", "--labels", tmp_path / "y.npy", "--decisions", tmp_path / "a.npy",
-                        "--sample-cost-scale", 0.5, 1.5)
+                        "--costs", tmp_path / "costs.toml", "--sample-cost-scale", 0.5, 1.5)
     assert code == 2 and "--sample-costs" in err
