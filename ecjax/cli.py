@@ -123,6 +123,12 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--max-draws", "needs", ("--mc-error",), "{rule} (it bounds the draws --mc-error adds; without it --draws "
                                                   "is the number of draws)"),
     ),
+    "sweep": (
+        ("--sample-cost-scale", "needs", ("--sample-costs",), "{rule} (it is the range of the factor swept on their "
+                                                              "per-sample part)"),
+        ("--sample-costs", "not with", ("--sample-weight",), "{rule} (per-sample costs are swept on one unweighted "
+                                                             "test set)"),
+    ),
     "compare-folds": (
         ("--runs", "not with", ("--test-fraction",), "{rule} (each sets the correlation of the folds: give one)"),
     ),
@@ -1709,6 +1715,36 @@ def _cost_ratio_report(res, ratios, names, spec, lo, hi, record, lines):
                                    "winner": _winner_name(w, names)} for a, b, w in runs]
 
 
+def _sweep_sample_costs(args, kind, labels, arrays, names, spec, k):
+    """sweep --sample-costs: each system's EC as the factor on the per-sample part runs over --sample-cost-scale
+    (per-sample Bayes decisions at every factor for --scores; the decisions as given otherwise)."""
+    from ecjax.sweep import grids, sweep_sample_costs, sweep_sample_costs_of_decisions
+
+    costs = _load_sample_costs(args, labels, args.labels, k, spec.costs)
+    lo, hi = args.sample_cost_scale or (0.0, 2.0)
+    axis = _said_of("--sample-cost-scale", grids.linspace, lo, hi, args.resolution or 101)
+    if kind == "scores":
+        res = sweep_sample_costs(labels[0], np.stack(arrays), costs, axis, priors=spec.priors,
+                                 score_type=args.score_type)
+    else:
+        res = _said_of(f"--decisions {args.decisions[0]}", sweep_sample_costs_of_decisions, labels[0],
+                       np.stack(arrays), costs, axis, priors=spec.priors)
+    factors = np.asarray(res.coords[0]).ravel()
+    runs = [(float(factors[a]), float(factors[b]), names[w] if w >= 0 else "tie") for a, b, w in res.winner_runs()]
+    record = {"schema": JSON_SCHEMA_VERSION, "command": "sweep", "systems": names, "over": "sample-cost-scale",
+              "sample_costs": args.sample_costs, "sample_cost_scale": [lo, hi],
+              "decisions": "per-sample Bayes decisions" if kind == "scores" else "given",
+              "win_fraction": _float_dict(names, res.win_fraction), "winner_runs": runs,
+              "expected_cost": {n: np.asarray(res.values)[:, m].tolist() for m, n in enumerate(names)},
+              "factors": factors.tolist()}
+    lines = [f"EC under per-sample costs {args.sample_costs}, their per-sample part times a factor in "
+             f"[{lo:g}, {hi:g}] ({len(factors)} points; {record['decisions']})",
+             "win fraction: " + ", ".join(f"{n} {f:.3f}" for n, f in zip(names, res.win_fraction))]
+    lines += [f"  factor {a:8.3f} .. {b:8.3f}: {w}" for a, b, w in runs]
+    _emit(args, record, "\n".join(lines), None)
+    return 0
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Winner maps and tables over the utility space, a cost ratio, or random cost matrices."""
     import jax
@@ -1726,6 +1762,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for y, lf in zip(labels, label_files):
         _within(lf, y, k, "labels", "the classes of the scores")
     spec = _cost_spec(args, k)
+    if args.sample_costs is not None:
+        return _sweep_sample_costs(args, kind, labels, arrays, names, spec, k)
     over = _sweep_over(args.over, k, spec)
     resolution = args.resolution or (1000 if over == "matrices" else 101)
     if over == "utility-space" and resolution > 4001:
@@ -2066,6 +2104,11 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="largest cost ratio (cost-ratio sweeps)")
     sw.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0,
                     help="random key for --over matrices (default 0)")
+    sw.add_argument("--sample-costs", metavar="FILE",
+                    help="per-sample costs, as in `metrics`: sweep a factor on their per-sample part (over "
+                         "--sample-cost-scale, --resolution points) instead of --over")
+    sw.add_argument("--sample-cost-scale", nargs=2, metavar=("LO", "HI"), type=_float_in(0.0, "--sample-cost-scale"),
+                    help="with --sample-costs: the range of the factor (default 0 2)")
     c = sub.add_parser("calibrate", help="fit a calibrator on a separate file, by cross-validation (--cv) or on the "
                                          "scores themselves, and write calibrated scores")
     c.add_argument("--train-scores", metavar="FILE",

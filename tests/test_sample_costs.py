@@ -367,3 +367,22 @@ def test_compare_sample_costs_on_the_command_line(tmp_path, capsys):
     code, _, err = _cli(capsys, "compare", "--labels", tmp_path / "y.npy", "--decisions", tmp_path / "a.npy",
                         "--costs", tmp_path / "costs.toml", "--sample-cost-scale", 0.5, 1.5)
     assert code == 2 and "--sample-costs" in err
+
+
+def test_sweep_sample_costs_on_the_command_line(tmp_path, capsys):
+    import json
+
+    y, amount, p1 = fraud_data(seed=14)
+    np.save(tmp_path / "y.npy", y)
+    dec = {"a": (p1 > 0.5).astype(int), "b": (p1 > 0.05).astype(int)}
+    for name, d in dec.items():
+        np.save(tmp_path / f"{name}.npy", d)
+    np.savez(tmp_path / "fraud.npz", amount=amount, base=-FRAUD_BASE, scale=-FRAUD_SCALE)
+    code, out, _ = _cli(capsys, "sweep", "--labels", tmp_path / "y.npy", "--decisions", tmp_path / "a.npy",
+                        tmp_path / "b.npy", "--sample-costs", tmp_path / "fraud.npz", "--sample-cost-scale", 0, 2,
+                        "--resolution", 5, "--json")
+    assert code == 0
+    rec = json.loads(out)
+    for name, d in dec.items():
+        want = [-business_metric(y, d, s * amount) / len(y) for s in np.linspace(0, 2, 5)]
+        np.testing.assert_allclose(rec["expected_cost"][name], want, rtol=1e-5, atol=1e-6)
