@@ -279,7 +279,7 @@ def sample_normalized_expected_cost(labels: ArrayLike, decisions: ArrayLike, cos
     ec, naive = _ec_and_naive(y, d, c, w)
     if not v.any_traced(ec, naive):
         v.check_naive_cost_positive(naive)
-    return ec / naive
+    return jnp.where(naive > 0, ec / naive, jnp.nan)  # traced input: the NaN contract
 
 
 def sample_utility_yield(labels: ArrayLike, decisions: ArrayLike, utilities: Costs | ArrayLike, *,
