@@ -401,5 +401,7 @@ def test_the_public_functions_jit_and_vmap_and_keep_the_nan_contract():
     np.testing.assert_allclose(jax.vmap(sc.sample_expected_cost, (None, 0, None))(y, jnp.stack([d, 1 - d]), c),
                                [0.25, 0.75])
     np.testing.assert_allclose(jax.jit(sc.sample_normalized_expected_cost)(y, d, c), 0.5)  # naive: 0.5
-    # traced costs whose best single decision costs nothing: NaN, where a concrete call raises
-    assert np.isnan(jax.jit(sc.sample_normalized_expected_cost)(y, d, jnp.zeros((4, 2, 2))))
+    # traced costs whose best single decision gains (naive EC < 0): NaN, where a concrete call raises
+    assert np.isnan(jax.jit(sc.sample_normalized_expected_cost)(y, d, -jnp.ones((4, 2, 2))))
+    with pytest.raises(ecjax.InputError, match="NEC is undefined"):
+        sc.sample_normalized_expected_cost(y, d, -np.ones((4, 2, 2)))
