@@ -116,9 +116,18 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
     "compare": (
         (None, "needs", ("--costs",), "{rule} (compare ranks under a cost specification: see `ecjax.io` for the "
                                       "format)"),
+        ("--sample-cost-scale", "needs", ("--sample-costs",), "{rule} (it scales their per-sample part)"),
+        ("--sample-costs", "not with", ("--sample-weight", "--unpaired", "--mc-error", "--decision-rule per_draw"),
+         "{rule} (per-sample costs are compared on one shared, unweighted test set, with --draws draws)"),
         ("--rate-draws", "needs", ("--decision-rule per_draw",), "{rule} (it draws the rates per drawn cost matrix)"),
         ("--max-draws", "needs", ("--mc-error",), "{rule} (it bounds the draws --mc-error adds; without it --draws "
                                                   "is the number of draws)"),
+    ),
+    "sweep": (
+        ("--sample-cost-scale", "needs", ("--sample-costs",), "{rule} (it is the range of the factor swept on their "
+                                                              "per-sample part)"),
+        ("--sample-costs", "not with", ("--sample-weight",), "{rule} (per-sample costs are swept on one unweighted "
+                                                             "test set)"),
     ),
     "compare-folds": (
         ("--runs", "not with", ("--test-fraction",), "{rule} (each sets the correlation of the folds: give one)"),
@@ -1455,6 +1464,38 @@ def _decision_rule(args):
     return args.decision_rule
 
 
+def _compare_sample_costs(args, kind, labels, arrays, names, spec, k):
+    """compare --sample-costs: P(best) and EC intervals with the per-sample part's scale uniform in
+    --sample-cost-scale (ecjax.prob.compare_sample_costs); per-sample Bayes decisions for --scores."""
+    from ecjax import sample_costs as sc
+    from ecjax.prob.sample_costs import compare_sample_costs
+
+    costs = _load_sample_costs(args, labels, args.labels, k, spec.costs)
+    if kind == "scores":
+        decisions = [np.asarray(sc.sample_bayes_decisions(a, costs, score_type=args.score_type)) for a in arrays]
+    else:
+        decisions = [_said_of(f, sc.decision_inputs, labels[0], a, costs, spec.priors, None)[1]
+                     for f, a in zip(args.decisions, arrays)]
+    lo, hi = args.sample_cost_scale or (1.0, 1.0)
+    res = _said_of("--sample-cost-scale", compare_sample_costs, labels[0], np.stack(decisions), costs,
+                   scale=(lo, hi), key=random_bits.key(args.seed), num_draws=args.draws, priors=spec.priors,
+                   rope=args.rope, names=names)
+    record = {"schema": JSON_SCHEMA_VERSION, "command": "compare", "systems": names,
+              "sample_costs": args.sample_costs, "sample_cost_scale": [lo, hi], "num_draws": res.info["num_draws"],
+              "decisions": "per-sample Bayes decisions" if kind == "scores" else "given",
+              "expected_cost": _float_dict(names, res.expected_cost), "p_best": _float_dict(names, res.p_best),
+              "hdi": {n: np.asarray(h).tolist() for n, h in zip(names, res.hdi)}, "recommendation": res.best}
+    width = max(len(n) for n in names)
+    lines = [f"{'system':{width}s}  {'E[EC]':>12s}  {'90% HDI':>26s}  P(best)"]
+    lines += [f"{n:{width}s}  {e:12.6g}  [{h[0]:11.6g}, {h[1]:11.6g}]  {p:.3f}"
+              for n, e, h, p in zip(names, res.expected_cost, res.hdi, res.p_best)]
+    lines.append(f"per-sample costs {args.sample_costs}, their per-sample part scaled by s ~ U({lo:g}, {hi:g}); "
+                 f"Bayesian bootstrap over the samples, {res.info['num_draws']} draws; E[EC] exact")
+    lines.append(f"recommended: {res.best}")
+    _emit(args, record, "\n".join(lines), None)
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Posterior ranking under an uncertain cost specification (ecjax.prob.compare)."""
     import jax
@@ -1472,6 +1513,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     spec = _cost_spec(args, k)
     k, d = spec.costs.shape
     _out_dir(args)  # fail fast on an existing record or an unwritable folder
+    if args.sample_costs is not None:
+        return _compare_sample_costs(args, kind, labels, arrays, names, spec, k)
     for y, lf in zip(labels, label_files):
         _within(lf, y, k, "labels", "the cost matrix's classes")
     for y, lf, w in zip(labels, label_files, weights):
@@ -1675,6 +1718,36 @@ def _cost_ratio_report(res, ratios, names, spec, lo, hi, record, lines):
                                    "winner": _winner_name(w, names)} for a, b, w in runs]
 
 
+def _sweep_sample_costs(args, kind, labels, arrays, names, spec, k):
+    """sweep --sample-costs: each system's EC as the factor on the per-sample part runs over --sample-cost-scale
+    (per-sample Bayes decisions at every factor for --scores; the decisions as given otherwise)."""
+    from ecjax.sweep import grids, sweep_sample_costs, sweep_sample_costs_of_decisions
+
+    costs = _load_sample_costs(args, labels, args.labels, k, spec.costs)
+    lo, hi = args.sample_cost_scale or (0.0, 2.0)
+    axis = _said_of("--sample-cost-scale", grids.linspace, lo, hi, args.resolution or 101)
+    if kind == "scores":
+        res = sweep_sample_costs(labels[0], np.stack(arrays), costs, axis, priors=spec.priors,
+                                 score_type=args.score_type)
+    else:
+        res = _said_of(f"--decisions {args.decisions[0]}", sweep_sample_costs_of_decisions, labels[0],
+                       np.stack(arrays), costs, axis, priors=spec.priors)
+    factors = np.asarray(res.coords[0]).ravel()
+    runs = [(float(factors[a]), float(factors[b]), names[w] if w >= 0 else "tie") for a, b, w in res.winner_runs()]
+    record = {"schema": JSON_SCHEMA_VERSION, "command": "sweep", "systems": names, "over": "sample-cost-scale",
+              "sample_costs": args.sample_costs, "sample_cost_scale": [lo, hi],
+              "decisions": "per-sample Bayes decisions" if kind == "scores" else "given",
+              "win_fraction": _float_dict(names, res.win_fraction), "winner_runs": runs,
+              "expected_cost": {n: np.asarray(res.values)[:, m].tolist() for m, n in enumerate(names)},
+              "factors": factors.tolist()}
+    lines = [f"EC under per-sample costs {args.sample_costs}, their per-sample part times a factor in "
+             f"[{lo:g}, {hi:g}] ({len(factors)} points; {record['decisions']})",
+             "win fraction: " + ", ".join(f"{n} {f:.3f}" for n, f in zip(names, res.win_fraction))]
+    lines += [f"  factor {a:8.3f} .. {b:8.3f}: {w}" for a, b, w in runs]
+    _emit(args, record, "\n".join(lines), None)
+    return 0
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     """Winner maps and tables over the utility space, a cost ratio, or random cost matrices."""
     import jax
@@ -1692,6 +1765,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for y, lf in zip(labels, label_files):
         _within(lf, y, k, "labels", "the classes of the scores")
     spec = _cost_spec(args, k)
+    if args.sample_costs is not None:
+        return _sweep_sample_costs(args, kind, labels, arrays, names, spec, k)
     over = _sweep_over(args.over, k, spec)
     resolution = args.resolution or (1000 if over == "matrices" else 101)
     if over == "utility-space" and resolution > 4001:
@@ -1989,6 +2064,13 @@ def _build_parser() -> argparse.ArgumentParser:
                          "`metrics`), made once (default); of the expected cost matrix (the mean of the "
                          "[uncertainty] intervals), made once; or of each drawn cost matrix (costs known at "
                          "deployment)")
+    cp.add_argument("--sample-costs", metavar="FILE",
+                    help="per-sample costs, as in `metrics` (a (N, K, D) .npy, or an .npz with `amount`, `scale` and "
+                         "optionally `base`, default the --costs matrix): rank the systems under them, paired on one "
+                         "test set")
+    cp.add_argument("--sample-cost-scale", nargs=2, metavar=("LO", "HI"), type=_float_in(0.0, "--sample-cost-scale"),
+                    help="with --sample-costs: the factor on their per-sample part is uncertain, uniform in [LO, HI] "
+                         "(default: 1 1, only the test set is uncertain)")
     cp.add_argument("--rate-draws", type=_int_in(1, 1024, "--rate-draws"), default=None,
                     help="with --decision-rule per_draw: draws of the rates for each drawn cost matrix (its Bayes "
                          "decisions are made once and shared by them; default: chosen from the problem's size, "
@@ -2025,6 +2107,11 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="largest cost ratio (cost-ratio sweeps)")
     sw.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0,
                     help="random key for --over matrices (default 0)")
+    sw.add_argument("--sample-costs", metavar="FILE",
+                    help="per-sample costs, as in `metrics`: sweep a factor on their per-sample part (over "
+                         "--sample-cost-scale, --resolution points) instead of --over")
+    sw.add_argument("--sample-cost-scale", nargs=2, metavar=("LO", "HI"), type=_float_in(0.0, "--sample-cost-scale"),
+                    help="with --sample-costs: the range of the factor (default 0 2)")
     c = sub.add_parser("calibrate", help="fit a calibrator on a separate file, by cross-validation (--cv) or on the "
                                          "scores themselves, and write calibrated scores")
     c.add_argument("--train-scores", metavar="FILE",

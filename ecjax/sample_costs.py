@@ -112,7 +112,13 @@ def as_costs(costs: object, num_samples: int, num_classes: int | None) -> Costs:
 
 
 def num_decisions(costs: Costs) -> int:
+    """``D``, the decisions of the cost matrices."""
     return int((costs.base if isinstance(costs, SampleCosts) else costs).shape[-1])
+
+
+def num_classes(costs: Costs) -> int:
+    """``K``, the classes of the cost matrices."""
+    return int((costs.base if isinstance(costs, SampleCosts) else costs).shape[-2])
 
 
 # --------------------------------------------------------------------- kernels (no validation)
@@ -193,11 +199,29 @@ def _ec_and_naive(labels, decisions, costs, weights):
     return ec, jnp.min(naive_costs_kernel(labels, costs, weights))
 
 
-@jax.jit
-def _parts(labels, decisions, costs, weights):
-    zero = SampleCosts(costs.base, jnp.zeros_like(costs.amount), costs.scale)
-    only_amount = SampleCosts(jnp.zeros_like(costs.base), costs.amount, costs.scale)
-    return tuple(weighted_sum(incurred_kernel(labels, decisions, c), weights) for c in (zero, only_amount))
+def split_costs(costs: Costs) -> tuple[Costs, Costs]:
+    """``(fixed, per_sample)`` with ``costs = fixed + per_sample``: ``base`` and ``amount x scale`` of a
+    :class:`SampleCosts`; ``0`` and the matrices of a dense tensor (all of it is per sample)."""
+    if isinstance(costs, SampleCosts):
+        return (SampleCosts(costs.base, jnp.zeros_like(costs.amount), costs.scale),
+                SampleCosts(jnp.zeros_like(costs.base), costs.amount, costs.scale))
+    return jnp.zeros_like(costs), costs
+
+
+def scaled(costs: Costs, s: ArrayLike) -> Costs:
+    """``fixed + s * per_sample`` (:func:`split_costs`): the per-sample part multiplied by ``s``."""
+    return costs.scaled(s) if isinstance(costs, SampleCosts) else costs * s
+
+
+def expected_cost_parts_kernel(labels: jax.Array, decisions: jax.Array, costs: Costs,
+                               weights: SampleWeights) -> tuple[jax.Array, jax.Array]:
+    """``(EC_fixed, EC_per_sample)`` of ``(..., N)`` decisions: ``EC(s) = EC_fixed + s EC_per_sample``."""
+    fixed, per_sample = split_costs(costs)
+    return (weighted_sum(incurred_kernel(labels, decisions, fixed), weights),
+            weighted_sum(incurred_kernel(labels, decisions, per_sample), weights))
+
+
+_parts = jax.jit(expected_cost_parts_kernel)
 
 
 # --------------------------------------------------------------------- inputs
@@ -214,7 +238,7 @@ def decision_inputs(labels: ArrayLike, decisions: ArrayLike, costs: object, prio
     """Validated ``(labels (N,), decisions (..., N), costs, weights)`` of the decision-given functions."""
     y = v.check_shape(v.as_index_array(labels, "labels"), "labels", "(N,)")
     c = as_costs(costs, y.shape[0], None)
-    k = int((c.base if isinstance(c, SampleCosts) else c).shape[-2])
+    k = num_classes(c)
     y = v.as_label_vector(labels, num_classes=k, upper_is="the cost matrices' rows")
     d = v.as_index_array(decisions, "decisions", upper=num_decisions(c), upper_is="the cost matrices' columns")
     v.check_same_length("labels", y, "decisions", d)
@@ -255,7 +279,7 @@ def sample_normalized_expected_cost(labels: ArrayLike, decisions: ArrayLike, cos
     ec, naive = _ec_and_naive(y, d, c, w)
     if not v.any_traced(ec, naive):
         v.check_naive_cost_positive(naive)
-    return ec / naive
+    return jnp.where(naive > 0, ec / naive, jnp.nan)  # traced input: the NaN contract
 
 
 def sample_utility_yield(labels: ArrayLike, decisions: ArrayLike, utilities: Costs | ArrayLike, *,
@@ -268,16 +292,16 @@ def sample_utility_yield(labels: ArrayLike, decisions: ArrayLike, utilities: Cos
     return sample_expected_cost(labels, decisions, utilities, priors=priors, sample_weight=sample_weight)
 
 
-def sample_expected_cost_parts(labels: ArrayLike, decisions: ArrayLike, costs: SampleCosts, *,
+def sample_expected_cost_parts(labels: ArrayLike, decisions: ArrayLike, costs: Costs | ArrayLike, *,
                                priors: ArrayLike | None = None,
                                sample_weight: ArrayLike | None = None) -> tuple[jax.Array, jax.Array]:
     """``(EC_base, EC_amount)``: ``EC(s) = EC_base + s EC_amount`` for costs ``base + s * amount * scale``.
 
     ``EC_base = sum_n w_n base[y_n, d_n]`` and ``EC_amount = sum_n w_n sum_m
     amount[n, m] scale[m, y_n, d_n]``: the EC of fixed decisions is linear in
-    the scale ``s`` of the per-sample part.
+    the scale ``s`` of the per-sample part (of a dense ``(N, K, D)`` tensor,
+    all per sample: ``(0, EC)``).
     """
-    v.check_instance(costs, SampleCosts, "costs", "ecjax.sample_costs.SampleCosts")
     y, d, c, w = decision_inputs(labels, decisions, costs, priors, sample_weight)
     return _parts(y, d, c, w)
 

@@ -84,13 +84,18 @@ def test_scikit_learns_tuned_threshold_never_beats_the_exact_best_threshold():
     with sklearn.config_context(enable_metadata_routing=True):
         model = LogisticRegression().fit(x, y)
         scorer = make_scorer(business_metric).set_score_request(amount=True)
-        tuned = TunedThresholdClassifierCV(model, scoring=scorer, cv="prefit", refit=False,
-                                           thresholds=100).fit(x, y, amount=amount)
+        tuned = TunedThresholdClassifierCV(model, scoring=scorer, cv="prefit", refit=False, thresholds=100,
+                                           store_cv_results=True).fit(x, y, amount=amount)
         p1 = model.predict_proba(x)[:, 1]
         ours = sc.sample_optimal_threshold_expected_cost(y, log_post(p1),
                                                          sc.sample_costs(-FRAUD_BASE, amount, -FRAUD_SCALE))
     exact = -float(ours.expected_cost) * len(y)
     assert tuned.best_score_ <= exact * (1 + 1e-6)
+    # at each of its 100 thresholds its score is N times our yield of the same decisions (P(fraud) >= t)
+    u = sc.sample_costs(FRAUD_BASE, amount, FRAUD_SCALE)
+    grid = tuned.cv_results_["thresholds"]
+    ours_at = np.asarray(sc.sample_utility_yield(y, (p1[None] >= grid[:, None]).astype(int), u)) * len(y)
+    np.testing.assert_allclose(ours_at, tuned.cv_results_["scores"], rtol=0, atol=1e-6 * np.sum(55 + 1.02 * amount))
     # and its chosen decisions score what our yield says they score
     d = tuned.predict(x)
     np.testing.assert_allclose(float(sc.sample_utility_yield(y, d, sc.sample_costs(FRAUD_BASE, amount, FRAUD_SCALE)))
@@ -346,3 +351,57 @@ def test_metrics_sample_costs_refuses_misfits_with_exit_2(tmp_path, capsys):
                         tmp_path / "d.npy", tmp_path / "d.npy", "--names", "a", "b", "--sample-costs",
                         tmp_path / "short.npy")
     assert code == 2 and ("one `labels` file" in err or "one --labels file" in err), err
+
+
+def test_compare_sample_costs_on_the_command_line(tmp_path, capsys):
+    import json
+
+    y, amount, p1 = fraud_data(seed=13)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "a.npy", (p1 > 0.5).astype(int))
+    np.save(tmp_path / "b.npy", np.zeros(len(y), int))
+    np.savez(tmp_path / "fraud.npz", amount=amount, base=-FRAUD_BASE, scale=-FRAUD_SCALE)
+    (tmp_path / "costs.toml").write_text('classes = ["legitimate", "fraud"]\ncosts = [[0, 5], [0, -50]]\n')
+    code, out, _ = _cli(capsys, "compare", "--labels", tmp_path / "y.npy", "--decisions", tmp_path / "a.npy",
+                        tmp_path / "b.npy", "--costs", tmp_path / "costs.toml", "--sample-costs", tmp_path / "fraud.npz",
+                        "--sample-cost-scale", 0.5, 1.5, "--draws", 2000, "--json")
+    assert code == 0
+    rec = json.loads(out)
+    for name, d in (("a", (p1 > 0.5).astype(int)), ("b", np.zeros(len(y), int))):  # E[EC]: the EC at s = 1
+        np.testing.assert_allclose(rec["expected_cost"][name], -business_metric(y, d, amount) / len(y), rtol=1e-5)
+    code, _, err = _cli(capsys, "compare", "--labels", tmp_path / "y.npy", "--decisions", tmp_path / "a.npy",
+                        "--costs", tmp_path / "costs.toml", "--sample-cost-scale", 0.5, 1.5)
+    assert code == 2 and "--sample-costs" in err
+
+
+def test_sweep_sample_costs_on_the_command_line(tmp_path, capsys):
+    import json
+
+    y, amount, p1 = fraud_data(seed=14)
+    np.save(tmp_path / "y.npy", y)
+    dec = {"a": (p1 > 0.5).astype(int), "b": (p1 > 0.05).astype(int)}
+    for name, d in dec.items():
+        np.save(tmp_path / f"{name}.npy", d)
+    np.savez(tmp_path / "fraud.npz", amount=amount, base=-FRAUD_BASE, scale=-FRAUD_SCALE)
+    code, out, _ = _cli(capsys, "sweep", "--labels", tmp_path / "y.npy", "--decisions", tmp_path / "a.npy",
+                        tmp_path / "b.npy", "--sample-costs", tmp_path / "fraud.npz", "--sample-cost-scale", 0, 2,
+                        "--resolution", 5, "--json")
+    assert code == 0
+    rec = json.loads(out)
+    for name, d in dec.items():
+        want = [-business_metric(y, d, s * amount) / len(y) for s in np.linspace(0, 2, 5)]
+        np.testing.assert_allclose(rec["expected_cost"][name], want, rtol=1e-5, atol=1e-6)
+
+
+def test_the_public_functions_jit_and_vmap_and_keep_the_nan_contract():
+    y = jnp.array([0, 1, 1, 0])
+    d = jnp.array([0, 1, 0, 0])
+    c = jnp.asarray(np.broadcast_to(1 - np.eye(2), (4, 2, 2)))
+    np.testing.assert_allclose(jax.jit(sc.sample_expected_cost)(y, d, c), 0.25)  # one error in four
+    np.testing.assert_allclose(jax.vmap(sc.sample_expected_cost, (None, 0, None))(y, jnp.stack([d, 1 - d]), c),
+                               [0.25, 0.75])
+    np.testing.assert_allclose(jax.jit(sc.sample_normalized_expected_cost)(y, d, c), 0.5)  # naive: 0.5
+    # traced costs whose best single decision gains (naive EC < 0): NaN, where a concrete call raises
+    assert np.isnan(jax.jit(sc.sample_normalized_expected_cost)(y, d, -jnp.ones((4, 2, 2))))
+    with pytest.raises(ecjax.InputError, match="NEC is undefined"):
+        sc.sample_normalized_expected_cost(y, d, -np.ones((4, 2, 2)))

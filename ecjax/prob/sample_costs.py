@@ -37,7 +37,14 @@ from jax.typing import ArrayLike
 from ecjax import inputs as v
 from ecjax.precision import einsum, matmul
 from ecjax.prob.ranking import RankedSystems, check_hdi_prob, check_rope, hdi, ranking_fields, summarize
-from ecjax.sample_costs import SampleCosts, decision_inputs, incurred_kernel, weighted_sum
+from ecjax.sample_costs import (
+    SampleCosts,
+    decision_inputs,
+    expected_cost_parts_kernel,
+    incurred_kernel,
+    num_classes,
+    split_costs,
+)
 
 _DRAW_CHUNK = 256  # draws whose (chunk, N) bootstrap weights are made and reduced together
 
@@ -84,22 +91,15 @@ def _draws(key, labels, columns, priors, scale_range, *, num_chunks, data_priors
 @jax.jit
 def _columns(labels, decisions, costs):
     """``(N, 2 M + 1, K)``: per sample, in its class's column, ``1``, ``base[y_n, d_mn]``, the amount part."""
-    zero_amount = SampleCosts(costs.base, jnp.zeros_like(costs.amount), costs.scale)
-    only_amount = SampleCosts(jnp.zeros_like(costs.base), costs.amount, costs.scale)
-    base = incurred_kernel(labels, decisions, zero_amount)  # (M, N)
-    amount = incurred_kernel(labels, decisions, only_amount)
+    base, amount = (incurred_kernel(labels, decisions, c) for c in split_costs(costs))  # (M, N) each
     rows = jnp.concatenate([jnp.ones((1, labels.shape[0]), base.dtype), base, amount]).T  # (N, 2 M + 1)
-    return rows[:, :, None] * jax.nn.one_hot(labels, costs.base.shape[0], dtype=base.dtype)[:, None, :]
+    return rows[:, :, None] * jax.nn.one_hot(labels, num_classes(costs), dtype=base.dtype)[:, None, :]
 
 
-@jax.jit
-def _point_parts(labels, decisions, costs, weights):
-    zero_amount = SampleCosts(costs.base, jnp.zeros_like(costs.amount), costs.scale)
-    only_amount = SampleCosts(jnp.zeros_like(costs.base), costs.amount, costs.scale)
-    return tuple(weighted_sum(incurred_kernel(labels, decisions, c), weights) for c in (zero_amount, only_amount))
+_point_parts = jax.jit(expected_cost_parts_kernel)
 
 
-def compare_sample_costs(labels: ArrayLike, decisions: ArrayLike, costs: SampleCosts, *,
+def compare_sample_costs(labels: ArrayLike, decisions: ArrayLike, costs: SampleCosts | ArrayLike, *,
                          scale: tuple[float, float], key: jax.Array, num_draws: int = 4096,
                          priors: ArrayLike | None = None, rope: float | None = None,
                          names: Any = None, hdi_prob: float = 0.9) -> SampleCostComparison:
@@ -108,7 +108,8 @@ def compare_sample_costs(labels: ArrayLike, decisions: ArrayLike, costs: SampleC
     Args:
       labels: ``(N,)`` true classes.
       decisions: ``(M, N)`` decisions of the systems on the same samples.
-      costs: :class:`~ecjax.sample_costs.SampleCosts`; its per-sample part is scaled by ``s ~ U(lo, hi)``.
+      costs: :class:`~ecjax.sample_costs.SampleCosts` (or a dense ``(N, K, D)`` tensor, all per sample); its
+        per-sample part is scaled by ``s ~ U(lo, hi)``.
       scale: ``(lo, hi)`` with ``lo <= hi`` (``(1, 1)``: a known scale; only the test set is uncertain).
       key: a ``jax.random`` key.
       num_draws: posterior draws (rounded up to a multiple of 256).
@@ -117,7 +118,6 @@ def compare_sample_costs(labels: ArrayLike, decisions: ArrayLike, costs: SampleC
       names: system names.
       hdi_prob: mass of the reported HDIs.
     """
-    v.check_instance(costs, SampleCosts, "costs", "ecjax.sample_costs.SampleCosts")
     y, d, c, weights = decision_inputs(labels, decisions, costs, priors, None)
     d = v.check_shape(d, "decisions", "(M, N)", why=" (the systems' decisions on the same samples)")
     bounds = v.check_shape(v.as_array(scale, "scale"), "scale", "(2,)", why=" (lo, hi)")
@@ -125,7 +125,7 @@ def compare_sample_costs(labels: ArrayLike, decisions: ArrayLike, costs: SampleC
     num_draws = v.as_positive_int(num_draws, "num_draws")
     hdi_prob = check_hdi_prob(hdi_prob, num_draws)
     rope = check_rope(rope)
-    k = int(costs.base.shape[0])
+    k = num_classes(c)
     num_chunks = -(-num_draws // _DRAW_CHUNK)
     p = None if priors is None else v.as_priors(priors, num_classes=k)  # checked by decision_inputs
     ec = _draws(v.as_key(key), y, _columns(y, d, c), p, jnp.asarray([lo, hi], jnp.float32),

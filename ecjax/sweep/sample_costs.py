@@ -29,10 +29,13 @@ from ecjax.decisions import log_posteriors_kernel
 from ecjax.sample_costs import (
     SampleCosts,
     decision_inputs,
+    expected_cost_parts_kernel,
     incurred_kernel,
     naive_costs_kernel,
     sample_bayes_decisions_kernel,
+    scaled,
     score_inputs,
+    split_costs,
     weighted_sum,
 )
 from ecjax.sweep import engine
@@ -42,8 +45,8 @@ from ecjax.sweep.sweeps import Problem, SweepResult, run_sweep
 
 
 def _bayes_point(s, labels, log_post, costs, weights):
-    """``(EC, naive EC)`` of each system's per-sample Bayes decisions under ``costs.scaled(s)``: ``(S,)``, ``()``."""
-    c = costs.scaled(s)
+    """``(EC, naive EC)`` of each system's per-sample Bayes decisions under ``scaled(costs, s)``: ``(S,)``, ``()``."""
+    c = scaled(costs, s)
     ec = weighted_sum(incurred_kernel(labels, sample_bayes_decisions_kernel(log_post, c), c), weights)
     return ec, jnp.min(naive_costs_kernel(labels, c, weights))
 
@@ -75,7 +78,7 @@ def _run(fn, scales, fn_args, num_systems, normalize, settings):
     return run_sweep(problem, engine.check_sweep_settings(settings))
 
 
-def sweep_sample_costs(labels: ArrayLike, scores: ArrayLike, costs: SampleCosts, scales: Axis, *,
+def sweep_sample_costs(labels: ArrayLike, scores: ArrayLike, costs: SampleCosts | ArrayLike, scales: Axis, *,
                        priors: ArrayLike | None = None, score_type: str = "log_posteriors", normalize: bool = False,
                        sample_weight: ArrayLike | None = None,
                        settings: SweepSettings = SweepSettings()) -> SweepResult:
@@ -84,13 +87,12 @@ def sweep_sample_costs(labels: ArrayLike, scores: ArrayLike, costs: SampleCosts,
     Args:
       labels: ``(N,)`` true classes, shared by the systems (per-sample costs belong to the samples).
       scores: ``(S, N, K)`` (or ``(N, K)``) scores of ``S`` systems; ``(S, N)`` for ``"llr"``.
-      costs: :class:`~ecjax.sample_costs.SampleCosts`.
+      costs: :class:`~ecjax.sample_costs.SampleCosts` (or a dense ``(N, K, D)`` tensor, all of it scaled).
       scales: a scalar axis, e.g. ``grids.linspace(0, 2, 101)``.
       priors, score_type, sample_weight: as in :func:`ecjax.sample_costs.sample_bayes_expected_cost`.
       normalize: NEC: each point's EC over that point's best single decision.
       settings: the sweep engine's settings.
     """
-    v.check_instance(costs, SampleCosts, "costs", "ecjax.sample_costs.SampleCosts")
     y, s, log_p, c, weights = score_inputs(labels, scores, costs, priors, score_type, sample_weight)
     s = s.reshape((-1,) + s.shape[-(1 if score_type == "llr" else 2):])  # (S, N, K): at most one batch axis
     log_post = jax.jit(log_posteriors_kernel, static_argnums=2)(s, log_p, score_type)
@@ -99,19 +101,16 @@ def sweep_sample_costs(labels: ArrayLike, scores: ArrayLike, costs: SampleCosts,
 
 @jax.jit
 def _parts_and_naive(labels, decisions, costs, weights):
-    zero_amount = SampleCosts(costs.base, jnp.zeros_like(costs.amount), costs.scale)
-    only_amount = SampleCosts(jnp.zeros_like(costs.base), costs.amount, costs.scale)
-    parts = tuple(weighted_sum(incurred_kernel(labels, decisions, c), weights) for c in (zero_amount, only_amount))
-    naive = tuple(naive_costs_kernel(labels, c, weights) for c in (zero_amount, only_amount))
-    return parts, naive
+    parts = expected_cost_parts_kernel(labels, decisions, costs, weights)
+    return parts, tuple(naive_costs_kernel(labels, c, weights) for c in split_costs(costs))
 
 
-def sweep_sample_costs_of_decisions(labels: ArrayLike, decisions: ArrayLike, costs: SampleCosts, scales: Axis, *,
+def sweep_sample_costs_of_decisions(labels: ArrayLike, decisions: ArrayLike, costs: SampleCosts | ArrayLike,
+                                    scales: Axis, *,
                                     priors: ArrayLike | None = None, normalize: bool = False,
                                     sample_weight: ArrayLike | None = None,
                                     settings: SweepSettings = SweepSettings()) -> SweepResult:
     """EC (NEC) of fixed ``(S, N)`` decisions at every scale ``s``: ``EC_base + s EC_amount`` (closed form)."""
-    v.check_instance(costs, SampleCosts, "costs", "ecjax.sample_costs.SampleCosts")
     y, d, c, weights = decision_inputs(labels, decisions, costs, priors, sample_weight)
     parts, naive = _parts_and_naive(y, d.reshape((-1, d.shape[-1])), c, weights)
     return _run(_linear_point, scales, (parts, naive), parts[0].shape[0], normalize, settings)
