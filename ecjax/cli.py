@@ -49,6 +49,7 @@ from ecjax.inputs import (
     check_binary,
     check_choice,
     check_classes_present,
+    check_exclusive,
     check_naive_cost_positive,
     check_numbers,
     check_posterior_type,
@@ -71,6 +72,8 @@ MAX_SEED = 2**32 - 1  # jax.random.key keeps 32 bits of the seed: larger seeds w
 # Defaults of options that only a parent option uses (their argparse default is None, so that OPTION_RULES can
 # refuse them without it): metrics --bootstrap-draws, compare --max-draws.
 BOOTSTRAP_DRAWS = 2000
+# Bayesian-bootstrap draws of the deployment priors of compare --deployment-scores (each refits a calibrator).
+DEPLOYMENT_PRIOR_DRAWS = 1000
 MC_ERROR_MAX_DRAWS = 1_000_000
 
 # Input size limit (bytes) of this run, from --max-input-mb; outputs waiting to be written.
@@ -119,6 +122,10 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--rate-draws", "needs", ("--decision-rule per_draw",), "{rule} (it draws the rates per drawn cost matrix)"),
         ("--max-draws", "needs", ("--mc-error",), "{rule} (it bounds the draws --mc-error adds; without it --draws "
                                                   "is the number of draws)"),
+        ("--deployment-scores", "needs", ("--scores",), "{rule} (the first system's labelled scores calibrate the "
+                                                        "estimate)"),
+        ("--deployment-scores", "not with", ("--sample-weight",), "{rule} (the priors are estimated from unweighted "
+                                                                  "samples)"),
     ),
     "compare-folds": (
         ("--runs", "not with", ("--test-fraction",), "{rule} (each sets the correlation of the folds: give one)"),
@@ -1396,6 +1403,34 @@ def _decision_rule(args):
     return args.decision_rule
 
 
+def _deployment_priors(args, spec, labels, scores, names):
+    """--deployment-scores FILE: the posterior of the deployment priors (ecjax.prob.label_shift_posterior) from the
+    first system's unlabelled deployment scores, its labelled test scores calibrating them; with the cost
+    specification holding the estimate as its priors.  ``(spec, posterior, record, text)``."""
+    from dataclasses import replace
+
+    from ecjax import prob
+
+    path = args.deployment_scores
+    check_exclusive({f"priors in {args.costs}": spec.priors if spec.priors_low is None else spec.priors_low,
+                     "--deployment-scores": path}, required=False)
+    (deployment,) = _load_same_samples(path)
+    deployment = _check_scores(deployment, path, args.score_type)
+    _said_of(path, check_shape, deployment, "scores", "(N, K)", sizes={"K": scores.shape[1]},
+             why=" (the classes of --scores)")
+    post = _said_of(path, prob.label_shift_posterior, labels, scores, deployment, key=random_bits.key(args.seed),
+                    num_draws=DEPLOYMENT_PRIOR_DRAWS, score_type=args.score_type)
+    estimate = np.asarray(post.priors, np.float64)
+    interval = post.interval(0.9)
+    record = {"file": path, "system": names[0], "method": "EM on affine-calibrated posteriors (Saerens et al. 2002, "
+              "Alexandari et al. 2020); Bayesian bootstrap of both sets", "estimate": estimate.tolist(),
+              "interval_90": interval.tolist(), "training_priors": np.asarray(post.training_priors).tolist(),
+              "draws": DEPLOYMENT_PRIOR_DRAWS, "converged": post.converged}
+    text = (f"\ndeployment priors estimated from {path} ({names[0]}'s scores; 90 % intervals): " + ", ".join(
+        f"{c} {e:.3f} [{lo:.3f}, {hi:.3f}]" for c, e, (lo, hi) in zip(spec.classes, estimate, interval)))
+    return replace(spec, priors=estimate / estimate.sum()), post, record, text
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Posterior ranking under an uncertain cost specification (ecjax.prob.compare)."""
     import jax
@@ -1413,6 +1448,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     spec = _cost_spec(args, k)
     k, d = spec.costs.shape
     _out_dir(args)  # fail fast on an existing record or an unwritable folder
+    shift = _deployment_priors(args, spec, labels[0], arrays[0], names) if args.deployment_scores else None
+    if shift is not None:
+        spec = shift[0]
     for y, lf in zip(labels, label_files):
         _within(lf, y, k, "labels", "the cost matrix's classes")
     for y, lf, w in zip(labels, label_files, weights):
@@ -1434,7 +1472,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if spec.priors_low is not None:
         priors = _said_of(args.costs, prob.interval_priors, spec.priors_low, spec.priors_high)
     else:
-        priors = spec.priors
+        priors = spec.priors if shift is None else shift[1].distribution()
     common = dict(costs=costs, priors=priors, key=random_bits.key(args.seed), rope=args.rope)
     settings = dict(num_draws=args.draws)
     if args.mc_error is not None:
@@ -1508,6 +1546,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         record["rope"] = result.rope
         record["rope_probabilities"] = np.asarray(result.rope_probabilities).tolist()
         record["practically_equivalent_to_recommendation"] = list(result.practically_equivalent)
+    if shift is not None:
+        record["deployment_priors"] = shift[2]
     if result.doubt is not None:
         record["doubt"] = result.doubt.as_dict()  # all, costs_only, priors_only, rates_only (ecjax.prob.Doubt)
     # Every Monte Carlo number above, with its standard error (batch means; 0 for a closed form).
@@ -1531,6 +1571,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         fig = plots.rank_probabilities(result, names=names)
         record["files"].append(_save_figure(fig, out_dir, "rank_probabilities.png", args.force))
     text = ("paired comparison (same samples)\n" if paired else "unpaired comparison\n") + result.summary()
+    text += "" if shift is None else shift[3]
     if training[0] is not None:
         source = "each system's label frequencies" if args.training_priors.strip() == "data" else "--training-priors"
         text += f"\nposteriors re-weighted to the deployment priors from the training priors of {source}"
@@ -1914,6 +1955,10 @@ def _build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--max-draws", type=_int_in(1, MAX_DRAWS, "--max-draws"),
                     help=f"with --mc-error: the most draws it may use (default {MC_ERROR_MAX_DRAWS})")
     cp.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key (default 0)")
+    cp.add_argument("--deployment-scores", metavar="FILE",
+                    help="unlabelled scores of the first system on deployment samples: the deployment priors are "
+                         "estimated from them (label shift: EM on its affine-calibrated posteriors) and drawn from "
+                         "their posterior (posterior-type scores)")
     cp.add_argument("--progress", type=_float_in(0.0, "--progress", strict=True), nargs="?", const=5.0,
                     default=None, metavar="SECONDS",
                     help="a progress line on stderr every SECONDS (default 5) with the draws done and the time "

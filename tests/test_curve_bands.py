@@ -23,7 +23,7 @@ def true_curve(curve, grid):
     if curve == "roc":
         return norm.cdf((MU + norm.ppf(grid)) / SD1)
     fpr = norm.sf(MU - SD1 * norm.ppf(grid))  # at the threshold whose recall is the grid point
-    return grid / (grid + fpr)  # equal class sizes
+    return grid / (grid + fpr)  # both classes equally likely
 
 
 def numpy_roc_on_grid(y, s, w, grid):
@@ -94,10 +94,12 @@ def test_estimate_is_the_unweighted_curve():
 
 def _coverage(curve, replications, n, num_draws, level):
     rng = np.random.default_rng(3)
-    y = np.repeat([0, 1], n)
     whole = pointwise = 0.0
     truth = true_curve(curve, INTERIOR[curve])
     for r in range(replications):
+        # Classes drawn, not fixed: the bootstrap resamples them (fixed class sizes leave the precision less
+        # variable than its posterior says: pointwise PR coverage 0.945 at 0.9, measured).
+        y = (rng.random(2 * n) < 0.5).astype(int)
         s = np.where(y == 1, rng.normal(MU, SD1, 2 * n), rng.normal(0.0, 1.0, 2 * n))
         b = curve_band(y, s, curve=curve, score_type="llr", key=jax.random.key(r), num_draws=num_draws, level=level,
                        grid=INTERIOR[curve])
