@@ -74,6 +74,9 @@ MAX_SEED = 2**32 - 1  # jax.random.key keeps 32 bits of the seed: larger seeds w
 BOOTSTRAP_DRAWS = 2000
 # Bayesian-bootstrap draws of the deployment priors of compare --deployment-scores (each refits a calibrator).
 DEPLOYMENT_PRIOR_DRAWS = 1000
+# metrics --curves: the credible bands of the ROC and precision-recall curves (ecjax.prob.curve_band).
+CURVE_BAND_DRAWS = 1000
+CURVE_BAND_LEVEL = 0.95
 MC_ERROR_MAX_DRAWS = 1_000_000
 
 # Input size limit (bytes) of this run, from --max-input-mb; outputs waiting to be written.
@@ -92,8 +95,8 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--curves", "needs", ("--scores",), "{rule} (the curves rank the samples by their scores)"),
         ("--bootstrap", "needs", ("--scores",), "{rule} (the metric is computed from the scores)"),
         ("--bootstrap-draws", "needs", ("--bootstrap",), "{rule} (they are the draws of its posterior)"),
-        ("--seed", "needs", ("--bootstrap", "--metric-thresholds"),
-         "{rule} (the random key of the bootstrap and of the calibration folds: nothing else in metrics is random)"),
+        ("--seed", "needs", ("--bootstrap", "--metric-thresholds", "--curves"),
+         "{rule} (the random key of the bootstraps and of the calibration folds: nothing else in metrics is random)"),
     ),
     "calibrate": (
         ("--train-scores", "not with", ("--cv",), "{rule} (--cv fits on --scores and its --labels, fold by fold)"),
@@ -754,6 +757,7 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
                             if "implied_cost_ratio" in cal else f"not calibrated: {cal['not_computed']}"))
     if args.curves:
         record["curves"] = {}
+        bands = []
         for y, s, name, w in zip(labels, arrays, names, weights):
             if k > 2:
                 ovo = float(auc_one_vs_one(y, s, priors=_likelihood_priors(st, spec.priors, y, k, w), score_type=st,
@@ -772,10 +776,40 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
                 "det": {f: np.asarray(x).tolist() for f, x in zip(det._fields, det)},
                 "decision_curve": {f: np.asarray(x).tolist() for f, x in zip(dc._fields, dc)},
             }
+            bands.append(_curve_bands(args, y, s, w, record["curves"][name]))
             text += f"\n{name}: average precision {ap:.4f}"
         if k == 2:
-            text += " (curve points: --json or --out)"
+            text += (f" (curve points, and {CURVE_BAND_LEVEL:.0%} credible bands of the ROC and precision-recall "
+                     "curves: --json or --out)")
+            _curve_band_figures(args, bands, names, record)
     return text
+
+
+def _curve_bands(args, labels, scores, sample_weight, entry):
+    """--curves, binary: Bayesian-bootstrap bands of the ROC and precision-recall curves (ecjax.prob.curve_band)
+    into the system's ``entry`` of the record; returns them."""
+    from ecjax.prob.curve_bands import curve_band
+
+    out = []
+    for i, curve in enumerate(("roc", "precision_recall")):
+        band = curve_band(labels, scores, curve=curve, key=random_bits.key(_or_default(args.seed, 0) + i),
+                          num_draws=CURVE_BAND_DRAWS, level=CURVE_BAND_LEVEL, score_type=args.score_type,
+                          sample_weight=sample_weight)
+        entry[f"{curve}_band"] = band.to_dict()
+        out.append(band)
+    return out
+
+
+def _curve_band_figures(args, bands, names, record):
+    """--curves with --out: the ROC and the precision-recall curves of every system with their bands."""
+    out_dir = _out_dir(args)
+    if out_dir is None:
+        return
+    from ecjax import plots
+
+    for i, curve in enumerate(("roc", "precision_recall")):
+        fig = plots.curve_bands([b[i] for b in bands], names=names)
+        record.setdefault("files", []).append(_save_figure(fig, out_dir, f"{curve}_bands.png", args.force))
 
 
 def _bootstrap_extras(args, labels, arrays, names, spec, k, record, weights):
@@ -1930,7 +1964,9 @@ def _build_parser() -> argparse.ArgumentParser:
                         "calibration")
     m.add_argument("--curves", action="store_true",
                    help="scores: average precision, precision-recall, DET and decision curves (binary; the points "
-                        "in --json / --out), or the one-vs-one AUC (multiclass)")
+                        "in --json / --out, with 95%% Bayesian-bootstrap bands of the ROC and precision-recall "
+                        "curves, pointwise and simultaneous, and their figures in --out), or the one-vs-one AUC "
+                        "(multiclass)")
     m.add_argument("--bootstrap", metavar="METRIC", default=None,
                    choices=["cross_entropy", "brier", "auc", "eer", "ece", "nec_best_threshold", "calibration_loss"],
                    help="posterior of a score metric by the Bayesian bootstrap over the samples, paired across "
@@ -1938,7 +1974,7 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--bootstrap-draws", type=_int_in(200, 10**6, "--bootstrap-draws"), metavar="N",
                    help=f"with --bootstrap: its draws (default {BOOTSTRAP_DRAWS})")
     m.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"),
-                   help="with --bootstrap or --metric-thresholds: the random key of the bootstrap and of the "
+                   help="with --bootstrap, --metric-thresholds or --curves: the random key of the bootstraps and of the "
                         "cross-validation folds of the calibrated implied costs (default 0)")
     m.add_argument("--scatter-metric", default="F1",
                    help="with --out and several systems: the metric plotted against the utility yield (default F1)")
