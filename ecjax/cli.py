@@ -49,6 +49,7 @@ from ecjax.inputs import (
     check_binary,
     check_choice,
     check_classes_present,
+    check_exclusive,
     check_naive_cost_positive,
     check_numbers,
     check_posterior_type,
@@ -71,6 +72,11 @@ MAX_SEED = 2**32 - 1  # jax.random.key keeps 32 bits of the seed: larger seeds w
 # Defaults of options that only a parent option uses (their argparse default is None, so that OPTION_RULES can
 # refuse them without it): metrics --bootstrap-draws, compare --max-draws.
 BOOTSTRAP_DRAWS = 2000
+# Bayesian-bootstrap draws of the deployment priors of compare --deployment-scores (each refits a calibrator).
+DEPLOYMENT_PRIOR_DRAWS = 1000
+# metrics --curves: the credible bands of the ROC and precision-recall curves (ecjax.prob.curve_band).
+CURVE_BAND_DRAWS = 1000
+CURVE_BAND_LEVEL = 0.95
 MC_ERROR_MAX_DRAWS = 1_000_000
 
 # Input size limit (bytes) of this run, from --max-input-mb; outputs waiting to be written.
@@ -89,8 +95,8 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--curves", "needs", ("--scores",), "{rule} (the curves rank the samples by their scores)"),
         ("--bootstrap", "needs", ("--scores",), "{rule} (the metric is computed from the scores)"),
         ("--bootstrap-draws", "needs", ("--bootstrap",), "{rule} (they are the draws of its posterior)"),
-        ("--seed", "needs", ("--bootstrap", "--metric-thresholds"),
-         "{rule} (the random key of the bootstrap and of the calibration folds: nothing else in metrics is random)"),
+        ("--seed", "needs", ("--bootstrap", "--metric-thresholds", "--curves"),
+         "{rule} (the random key of the bootstraps and of the calibration folds: nothing else in metrics is random)"),
     ),
     "calibrate": (
         ("--train-scores", "not with", ("--cv",), "{rule} (--cv fits on --scores and its --labels, fold by fold)"),
@@ -122,6 +128,10 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--rate-draws", "needs", ("--decision-rule per_draw",), "{rule} (it draws the rates per drawn cost matrix)"),
         ("--max-draws", "needs", ("--mc-error",), "{rule} (it bounds the draws --mc-error adds; without it --draws "
                                                   "is the number of draws)"),
+        ("--deployment-scores", "needs", ("--scores",), "{rule} (the first system's labelled scores calibrate the "
+                                                        "estimate)"),
+        ("--deployment-scores", "not with", ("--sample-weight",), "{rule} (the priors are estimated from unweighted "
+                                                                  "samples)"),
     ),
     "sweep": (
         ("--sample-cost-scale", "needs", ("--sample-costs",), "{rule} (it is the range of the factor swept on their "
@@ -815,6 +825,7 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
                             if "implied_cost_ratio" in cal else f"not calibrated: {cal['not_computed']}"))
     if args.curves:
         record["curves"] = {}
+        bands = []
         for y, s, name, w in zip(labels, arrays, names, weights):
             if k > 2:
                 ovo = float(auc_one_vs_one(y, s, priors=_likelihood_priors(st, spec.priors, y, k, w), score_type=st,
@@ -833,10 +844,40 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
                 "det": {f: np.asarray(x).tolist() for f, x in zip(det._fields, det)},
                 "decision_curve": {f: np.asarray(x).tolist() for f, x in zip(dc._fields, dc)},
             }
+            bands.append(_curve_bands(args, y, s, w, record["curves"][name]))
             text += f"\n{name}: average precision {ap:.4f}"
         if k == 2:
-            text += " (curve points: --json or --out)"
+            text += (f" (curve points, and {CURVE_BAND_LEVEL:.0%} credible bands of the ROC and precision-recall "
+                     "curves: --json or --out)")
+            _curve_band_figures(args, bands, names, record)
     return text
+
+
+def _curve_bands(args, labels, scores, sample_weight, entry):
+    """--curves, binary: Bayesian-bootstrap bands of the ROC and precision-recall curves (ecjax.prob.curve_band)
+    into the system's ``entry`` of the record; returns them."""
+    from ecjax.prob.curve_bands import curve_band
+
+    out = []
+    for i, curve in enumerate(("roc", "precision_recall")):
+        band = curve_band(labels, scores, curve=curve, key=random_bits.key(_or_default(args.seed, 0) + i),
+                          num_draws=CURVE_BAND_DRAWS, level=CURVE_BAND_LEVEL, score_type=args.score_type,
+                          sample_weight=sample_weight)
+        entry[f"{curve}_band"] = band.to_dict()
+        out.append(band)
+    return out
+
+
+def _curve_band_figures(args, bands, names, record):
+    """--curves with --out: the ROC and the precision-recall curves of every system with their bands."""
+    out_dir = _out_dir(args)
+    if out_dir is None:
+        return
+    from ecjax import plots
+
+    for i, curve in enumerate(("roc", "precision_recall")):
+        fig = plots.curve_bands([b[i] for b in bands], names=names)
+        record.setdefault("files", []).append(_save_figure(fig, out_dir, f"{curve}_bands.png", args.force))
 
 
 def _bootstrap_extras(args, labels, arrays, names, spec, k, record, weights):
@@ -1496,6 +1537,34 @@ def _compare_sample_costs(args, kind, labels, arrays, names, spec, k):
     return 0
 
 
+def _deployment_priors(args, spec, labels, scores, names):
+    """--deployment-scores FILE: the posterior of the deployment priors (ecjax.prob.label_shift_posterior) from the
+    first system's unlabelled deployment scores, its labelled test scores calibrating them; with the cost
+    specification holding the estimate as its priors.  ``(spec, posterior, record, text)``."""
+    from dataclasses import replace
+
+    from ecjax import prob
+
+    path = args.deployment_scores
+    check_exclusive({f"priors in {args.costs}": spec.priors if spec.priors_low is None else spec.priors_low,
+                     "--deployment-scores": path}, required=False)
+    (deployment,) = _load_same_samples(path)
+    deployment = _check_scores(deployment, path, args.score_type)
+    _said_of(path, check_shape, deployment, "scores", "(N, K)", sizes={"K": scores.shape[1]},
+             why=" (the classes of --scores)")
+    post = _said_of(path, prob.label_shift_posterior, labels, scores, deployment, key=random_bits.key(args.seed),
+                    num_draws=DEPLOYMENT_PRIOR_DRAWS, score_type=args.score_type)
+    estimate = np.asarray(post.priors, np.float64)
+    interval = post.interval(0.9)
+    record = {"file": path, "system": names[0], "method": "EM on affine-calibrated posteriors (Saerens et al. 2002, "
+              "Alexandari et al. 2020); Bayesian bootstrap of both sets", "estimate": estimate.tolist(),
+              "interval_90": interval.tolist(), "training_priors": np.asarray(post.training_priors).tolist(),
+              "draws": DEPLOYMENT_PRIOR_DRAWS, "converged": post.converged}
+    text = (f"\ndeployment priors estimated from {path} ({names[0]}'s scores; 90 % intervals): " + ", ".join(
+        f"{c} {e:.3f} [{lo:.3f}, {hi:.3f}]" for c, e, (lo, hi) in zip(spec.classes, estimate, interval)))
+    return replace(spec, priors=estimate / estimate.sum()), post, record, text
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     """Posterior ranking under an uncertain cost specification (ecjax.prob.compare)."""
     import jax
@@ -1515,6 +1584,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _out_dir(args)  # fail fast on an existing record or an unwritable folder
     if args.sample_costs is not None:
         return _compare_sample_costs(args, kind, labels, arrays, names, spec, k)
+
+
+    shift = _deployment_priors(args, spec, labels[0], arrays[0], names) if args.deployment_scores else None
+    if shift is not None:
+        spec = shift[0]
     for y, lf in zip(labels, label_files):
         _within(lf, y, k, "labels", "the cost matrix's classes")
     for y, lf, w in zip(labels, label_files, weights):
@@ -1536,7 +1610,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if spec.priors_low is not None:
         priors = _said_of(args.costs, prob.interval_priors, spec.priors_low, spec.priors_high)
     else:
-        priors = spec.priors
+        priors = spec.priors if shift is None else shift[1].distribution()
     common = dict(costs=costs, priors=priors, key=random_bits.key(args.seed), rope=args.rope)
     settings = dict(num_draws=args.draws)
     if args.mc_error is not None:
@@ -1610,6 +1684,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         record["rope"] = result.rope
         record["rope_probabilities"] = np.asarray(result.rope_probabilities).tolist()
         record["practically_equivalent_to_recommendation"] = list(result.practically_equivalent)
+    if shift is not None:
+        record["deployment_priors"] = shift[2]
     if result.doubt is not None:
         record["doubt"] = result.doubt.as_dict()  # all, costs_only, priors_only, rates_only (ecjax.prob.Doubt)
     # Every Monte Carlo number above, with its standard error (batch means; 0 for a closed form).
@@ -1633,6 +1709,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         fig = plots.rank_probabilities(result, names=names)
         record["files"].append(_save_figure(fig, out_dir, "rank_probabilities.png", args.force))
     text = ("paired comparison (same samples)\n" if paired else "unpaired comparison\n") + result.summary()
+    text += "" if shift is None else shift[3]
     if training[0] is not None:
         source = "each system's label frequencies" if args.training_priors.strip() == "data" else "--training-priors"
         text += f"\nposteriors re-weighted to the deployment priors from the training priors of {source}"
@@ -2023,7 +2100,9 @@ def _build_parser() -> argparse.ArgumentParser:
                         "calibration")
     m.add_argument("--curves", action="store_true",
                    help="scores: average precision, precision-recall, DET and decision curves (binary; the points "
-                        "in --json / --out), or the one-vs-one AUC (multiclass)")
+                        "in --json / --out, with 95%% Bayesian-bootstrap bands of the ROC and precision-recall "
+                        "curves, pointwise and simultaneous, and their figures in --out), or the one-vs-one AUC "
+                        "(multiclass)")
     m.add_argument("--bootstrap", metavar="METRIC", default=None,
                    choices=["cross_entropy", "brier", "auc", "eer", "ece", "nec_best_threshold", "calibration_loss"],
                    help="posterior of a score metric by the Bayesian bootstrap over the samples, paired across "
@@ -2031,7 +2110,7 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--bootstrap-draws", type=_int_in(200, 10**6, "--bootstrap-draws"), metavar="N",
                    help=f"with --bootstrap: its draws (default {BOOTSTRAP_DRAWS})")
     m.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"),
-                   help="with --bootstrap or --metric-thresholds: the random key of the bootstrap and of the "
+                   help="with --bootstrap, --metric-thresholds or --curves: the random key of the bootstraps and of the "
                         "cross-validation folds of the calibrated implied costs (default 0)")
     m.add_argument("--sample-costs", metavar="FILE",
                    help="per-sample costs: a (N, K, D) .npy of one cost matrix per sample, or an .npz with `amount` "
@@ -2053,6 +2132,10 @@ def _build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--max-draws", type=_int_in(1, MAX_DRAWS, "--max-draws"),
                     help=f"with --mc-error: the most draws it may use (default {MC_ERROR_MAX_DRAWS})")
     cp.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key (default 0)")
+    cp.add_argument("--deployment-scores", metavar="FILE",
+                    help="unlabelled scores of the first system on deployment samples: the deployment priors are "
+                         "estimated from them (label shift: EM on its affine-calibrated posteriors) and drawn from "
+                         "their posterior (posterior-type scores)")
     cp.add_argument("--progress", type=_float_in(0.0, "--progress", strict=True), nargs="?", const=5.0,
                     default=None, metavar="SECONDS",
                     help="a progress line on stderr every SECONDS (default 5) with the draws done and the time "

@@ -636,6 +636,44 @@ def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None =
 
 # ------------------------------------------------------------------ posteriors
 
+def curve_bands(bands: Any, *, names: Sequence[str] | None = None, frame: Frame = Frame()) -> Figure:
+    """ROC or precision-recall curves with their credible bands (:func:`ecjax.prob.curve_band`).
+
+    Each :class:`~ecjax.prob.CurveBand` (one, or a list of the same curve) is drawn as its estimate, the pointwise
+    band (darker) and the simultaneous band (lighter: a share ``level`` of the posterior curves lies wholly in it).
+
+    Args:
+      bands: a :class:`~ecjax.prob.CurveBand` or a list of them, all ROC or all precision-recall.
+      names: a name per band, for the legend.
+      frame: :class:`Frame` (title, axis labels, ``ax``, ``path``; no class names).
+    """
+    frame = _check_frame(frame, "curve_bands")
+    bands = [bands] if hasattr(bands, "simultaneous_lower") else list(bands)
+    for b in bands:  # one kind of curve on one pair of axes
+        v.check_choice(b.curve, "bands[i].curve", (bands[0].curve,))
+    roc = bands[0].curve == "roc"
+    fig, ax = _figure_and_axes(frame.ax, (5, 4.5))
+    for b, color, name in zip(bands, _colors(len(bands)), list(names) if names else [None] * len(bands)):
+        g = np.asarray(b.grid)
+        ax.fill_between(g, np.asarray(b.simultaneous_lower), np.asarray(b.simultaneous_upper), color=color,
+                        alpha=0.15, linewidth=0)
+        ax.fill_between(g, np.asarray(b.pointwise_lower), np.asarray(b.pointwise_upper), color=color, alpha=0.35,
+                        linewidth=0)
+        ax.plot(g, np.asarray(b.estimate), color=color, label=name)
+    if roc:
+        ax.plot([0, 1], [0, 1], color="0.6", linestyle=":", linewidth=0.8)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1.01)
+    ax.set_xlabel(_or(frame.xlabel, "false-alarm rate (FPR)" if roc else "recall (TPR)"))
+    ax.set_ylabel(_or(frame.ylabel, "true-positive rate (TPR)" if roc else "precision"))
+    level = f"{bands[0].level:.0%}"
+    ax.set_title(_or(frame.title, f"{'ROC' if roc else 'precision-recall'}: {level} bands, pointwise (dark) and "
+                                  "simultaneous (light)"), fontsize=9)
+    if names:
+        ax.legend(loc="lower right" if roc else "lower left", fontsize=8)
+    return _finish(fig, frame.path)
+
+
 def yield_posteriors(yields: Any, *, names: Sequence[str] | None = None, p_best: ArrayLike | None = None,
                      hdi: ArrayLike | None = None, hdi_prob: float = 0.9, frame: Frame = Frame()) -> Figure:
     """Histograms of posterior draws of each system's utility yield, with P(best) and highest-density intervals.

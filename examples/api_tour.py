@@ -60,6 +60,20 @@ print(f"AUC              {float(ecjax.auc(y2, post2)):.4f}")
 risk = ecjax.bayes_risk_curve(y2, post2, score_type="log_posteriors")     # actual and minimum NEC over the prior
 at_0 = np.argmin(np.abs(risk.prior_log_odds))
 print(f"Bayes risk at prior log-odds 0: actual {risk.actual[at_0]:.4f}, minimum {risk.minimum[at_0]:.4f}")
+band = prob.curve_band(y2, post2, key=jax.random.key(0))                # ROC, 95 % bands; plots.curve_bands(band)
+at = int(np.argmin(np.abs(np.asarray(band.grid) - 0.1)))
+print(f"TPR at FPR 0.1   {float(band.estimate[at]):.3f}: {float(band.pointwise_lower[at]):.3f}-"
+      f"{float(band.pointwise_upper[at]):.3f} pointwise, {float(band.simultaneous_lower[at]):.3f}-"
+      f"{float(band.simultaneous_upper[at]):.3f} with the whole curve")
+
+# Label shift: deployment priors from unlabelled deployment scores (affine calibration on labelled data, then EM).
+rng = np.random.default_rng(1)
+pool = np.arange(5000, len(labels))                             # 1000 unlabelled images drawn at the priors `deploy`
+unlabelled = np.concatenate([rng.choice(pool[labels[pool] == k], n, replace=False)
+                             for k, n in enumerate(rng.multinomial(1000, deploy))])
+shift = prob.label_shift_posterior(labels[:2000], s_a[:2000], s_a[unlabelled], key=jax.random.key(0),
+                                   num_draws=200, score_type="logits")    # shift.distribution(): compare's priors=
+print("estimated priors", np.asarray(shift.priors), "class 0 90 % interval", shift.interval(0.9)[0])
 
 # Which classifier, and how sure are we? Costs uncertain, deployment priors uncertain, test set finite.
 low, high = 1 - np.eye(K), 5 * (1 - np.eye(K))                 # each error costs between 1 and 5

@@ -620,6 +620,8 @@ def test_two_weight_files_for_one_labels_file_refused(d, capsys):
     (["metrics", "--labels", "y.npy", "--scores", "a.npy", "--seed", "3"], "--seed"),
     (["compare", "--labels", "y.npy", "--decisions", "dec.npy", "--costs", "c.toml", "--max-draws", "5000"],
      "--max-draws"),
+    (["compare", "--labels", "y.npy", "--decisions", "dec.npy", "--costs", "c.toml", "--deployment-scores", "a.npy"],
+     "--deployment-scores"),
     (["compare-folds", "folds.csv", "--runs", "2", "--test-fraction", "0.2"], "--runs"),
     (["calibrate", "--scores", "a.npy", "--train-scores", "b.npy", "--train-labels", "y.npy", "--output", "o.npy",
       "--calibration-errors"], "--calibration-errors"),
