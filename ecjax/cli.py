@@ -122,6 +122,8 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
     ),
     "compare-folds": (
         ("--runs", "not with", ("--test-fraction",), "{rule} (each sets the correlation of the folds: give one)"),
+        ("--rank-diagram", "not with", ("--test signed-rank",),
+         "{rule} (the diagram shows the ranks of the t-test models; the signed-rank test compares pairs)"),
     ),
 }
 
@@ -1126,7 +1128,10 @@ def cmd_compare_folds(args: argparse.Namespace) -> int:
     record = {"schema": JSON_SCHEMA_VERSION, "command": "compare-folds", "systems": table.systems,
               "rope": args.rope, "runs": runs, "test_fraction": args.test_fraction, "seed": args.seed}
     one_dataset = table.datasets is not None and len(table.datasets) == 1  # no population: the correlated t-test
-    if table.datasets is None or one_dataset:
+    res = None  # the ranking drawn by --rank-diagram
+    if args.test == "signed-rank":
+        text = _signed_rank_pairs(args, table, key, record)
+    elif table.datasets is None or one_dataset:
         scores = table.scores
         assert isinstance(scores, np.ndarray), "results of one data set are one (M, [1,] n) array"
         scores = scores[:, 0] if one_dataset else scores
@@ -1137,7 +1142,7 @@ def cmd_compare_folds(args: argparse.Namespace) -> int:
                       pairwise={a: {b: np.asarray(res.pairwise[i, j]).tolist() for j, b in enumerate(table.systems)}
                                 for i, a in enumerate(table.systems)})
         text = res.summary()
-    elif len(table.systems) == 2 and not isinstance(table.scores, list):
+    elif len(table.systems) == 2 and not isinstance(table.scores, list) and args.rank_diagram is None:
         # Two systems: baycomp's hierarchical test as such (each data set's sigma sampled, its output format).
         with _heartbeat(args, "compare-folds: NUTS on the hierarchical model"):
             test = _said_of(args.results, hierarchical_test, table.scores[0], table.scores[1], key=key, **common)
@@ -1164,8 +1169,38 @@ def cmd_compare_folds(args: argparse.Namespace) -> int:
                       pairwise=pairs, next_dataset=next_dataset, max_rhat=joint.max_rhat,
                       num_divergences=joint.num_divergences)
         text = joint.summary()
+        res = joint
+    if args.rank_diagram is not None:
+        from ecjax import plots
+
+        record["files"] = [_save_figure(plots.rank_diagram(res), Path(args.rank_diagram).parent,
+                                        Path(args.rank_diagram).name, args.force)]
     _emit(args, record, text, None)
     return 0
+
+
+def _signed_rank_pairs(args, table, key, record):
+    """--test signed-rank: every pair's Bayesian signed-rank test over the data sets' mean results; the text."""
+    import jax
+
+    from ecjax.prob.inputs import check_several_datasets, results_per_dataset
+    from ecjax.prob.signed_rank import signed_rank_test
+
+    q = 1 if table.datasets is None else len(table.datasets)
+    _said_of(args.results, check_several_datasets, q, "RESULTS.csv (its `dataset` column)", "--test t-test")
+    means = np.stack([x.mean(-1) for x in _said_of(args.results, results_per_dataset, table.scores)], -1)
+    names, pairs, lines = table.systems, {}, []
+    for a in range(len(names)):
+        for b in range(a + 1, len(names)):
+            test = _said_of(args.results, signed_rank_test, means[a], means[b], rope=args.rope,
+                            key=jax.random.fold_in(key, a * len(names) + b))
+            pairs.setdefault(names[a], {})[names[b]] = np.asarray(test.probabilities).tolist()
+            lines.append(test.summary(names=(names[a], names[b])))
+    record.update(model="Bayesian signed-rank test over data sets (Benavoli et al. 2014; baycomp's SignedRankTest)",
+                  datasets=table.datasets, dataset_means={n: means[m].tolist() for m, n in enumerate(names)},
+                  pairwise=pairs, p_are="baycomp's shares of the posterior draws in which each region (left, rope, "
+                                        "right) is the most probable")
+    return "\n".join(lines + ["(each data set's mean over its folds; Monte Carlo error about 0.002)"])
 
 
 _LONG_RUN_SECONDS = 60.0
@@ -1943,6 +1978,14 @@ def _build_parser() -> argparse.ArgumentParser:
     cf.add_argument("--test-fraction", type=_float_in(0.0, "--test-fraction", strict=True), default=None,
                     help="fraction of the data in each test fold (the Nadeau-Bengio correlation), instead of --runs")
     cf.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key (default 0)")
+    cf.add_argument("--test", choices=("t-test", "signed-rank"), default="t-test",
+                    help="t-test: the correlated t-test / hierarchical models above; signed-rank: the Bayesian "
+                         "signed-rank test of every pair over the data sets' mean results (Benavoli et al. 2014, "
+                         "baycomp's SignedRankTest; needs a `dataset` column)")
+    cf.add_argument("--rank-diagram", metavar="PNG", default=None,
+                    help="write a critical-difference-style figure: expected ranks, their 90%% intervals, and bars "
+                         "joining the pairs with P(|difference| <= rope) >= 0.95 (ecjax.plots.rank_diagram)")
+    cf.add_argument("--force", action="store_true", help="overwrite an existing --rank-diagram file")
     cf.add_argument("--json", action="store_true", help="print a JSON record instead of the table")
     cf.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     sw = sub.add_parser("sweep", help="which system wins where: utility-space winner maps, cost-ratio sweeps")

@@ -106,3 +106,22 @@ def test_smooth_reliability_and_risk_coverage_figures(tmp_path):
     np.testing.assert_allclose(drawn[1].get_xdata(), curve.coverage[1])
     np.testing.assert_allclose(drawn[1].get_ydata(), curve.risk[1])
     assert drawn[0].get_label() == f"kept (AURC {float(curve.aurc[0]):.4f})"
+
+
+def test_cli_compare_folds_writes_the_rank_diagram(tmp_path):
+    import json
+
+    from conftest import run_cli
+
+    rng = np.random.default_rng(2)
+    a = 0.8 + 0.02 * rng.normal(size=10)
+    x = np.round(np.stack([a, a + 0.001 + 0.002 * rng.normal(size=10), a - 0.03 + 0.005 * rng.normal(size=10)]), 5)
+    (tmp_path / "f.csv").write_text("A,B,C\n" + "\n".join(",".join(map(str, r)) for r in x.T) + "\n")
+    code, out, err = run_cli("compare-folds", "f.csv", "--rope", "0.01", "--rank-diagram", "cd.png", "--json",
+                             cwd=tmp_path)
+    assert code == 0, err
+    assert json.loads(out)["files"] == ["cd.png"] and (tmp_path / "cd.png").stat().st_size > 1000
+    code, _, err = run_cli("compare-folds", "f.csv", "--rank-diagram", "cd.png", cwd=tmp_path)
+    assert code == 2 and "cd.png" in err  # exists: --force overwrites
+    code, _, err = run_cli("compare-folds", "f.csv", "--rank-diagram", "cd.png", "--force", cwd=tmp_path)
+    assert code == 0, err
