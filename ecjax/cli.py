@@ -748,12 +748,19 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
                          + (f"calibrated, {cal['implied_cost_ratio']:.3g} (implied NEC {cal['implied_nec']:.3g})"
                             if "implied_cost_ratio" in cal else f"not calibrated: {cal['not_computed']}"))
     if args.curves:
+        from ecjax.risk_coverage import risk_coverage_curve
+
         record["curves"] = {}
         for y, s, name, w in zip(labels, arrays, names, weights):
+            rc = risk_coverage_curve(y, s, priors=_likelihood_priors(st, spec.priors, y, k, w), score_type=st,
+                                     sample_weight=w)
+            abstention = {f: np.asarray(x).tolist() for f, x in zip(rc._fields, rc)}
+            text += (f"\n{name}: abstention AURC {float(rc.aurc):.4f} (excess over the oracle "
+                     f"{float(rc.excess_aurc):.4f})")
             if k > 2:
                 ovo = float(auc_one_vs_one(y, s, priors=_likelihood_priors(st, spec.priors, y, k, w), score_type=st,
                                            sample_weight=w))
-                record["curves"][name] = {"auc_one_vs_one": ovo}
+                record["curves"][name] = {"auc_one_vs_one": ovo, "risk_coverage": abstention}
                 text += f"\n{name}: AUC one-vs-one (Hand & Till) {ovo:.4f}"
                 continue
             pr = precision_recall_curve(y, s, score_type=st, sample_weight=w)
@@ -766,6 +773,7 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
                 "precision_recall": {f: np.asarray(x).tolist() for f, x in zip(pr._fields, pr)},
                 "det": {f: np.asarray(x).tolist() for f, x in zip(det._fields, det)},
                 "decision_curve": {f: np.asarray(x).tolist() for f, x in zip(dc._fields, dc)},
+                "risk_coverage": abstention,
             }
             text += f"\n{name}: average precision {ap:.4f}"
         if k == 2:
@@ -1924,7 +1932,8 @@ def _build_parser() -> argparse.ArgumentParser:
                         "calibration")
     m.add_argument("--curves", action="store_true",
                    help="scores: average precision, precision-recall, DET and decision curves (binary; the points "
-                        "in --json / --out), or the one-vs-one AUC (multiclass)")
+                        "in --json / --out), or the one-vs-one AUC (multiclass); and the risk-coverage curve of "
+                        "abstaining below a confidence, with its AURC (any K)")
     m.add_argument("--bootstrap", metavar="METRIC", default=None,
                    choices=["cross_entropy", "brier", "auc", "eer", "ece", "nec_best_threshold", "calibration_loss"],
                    help="posterior of a score metric by the Bayesian bootstrap over the samples, paired across "
