@@ -1007,6 +1007,7 @@ def _before_after(args, st, out_type, test, out, labels, record, out_dir, weight
                         for side, (s, t) in sides.items()}
         before, after = scores[name]["before"], scores[name]["after"]
         scores[name]["loss"] = before - after
+        scores[name]["refinement"] = after  # what calibration cannot remove (Ferrer & Ramos 2025)
         scores[name]["relative_loss_percent"] = 100.0 * (before - after) / before if before > 0 else 0.0
     record["cross_entropy"], record["brier"] = scores["xe"], scores["brier"]
     if args.calibration_errors:
@@ -1028,13 +1029,18 @@ CALIBRATION_ERRORS = (("ECE", "l1", "auto", "equal_width"), ("MCE", "max", "auto
 
 
 def _calibration_errors(sides, labels, prior, weights):
-    """``{name: {"before": x, "after": y}}`` for :data:`CALIBRATION_ERRORS`."""
+    """``{name: {"before": x, "after": y}}`` for :data:`CALIBRATION_ERRORS` and the smooth ECE."""
     from ecjax.calibration_error import binned_calibration_error
+    from ecjax.smooth_calibration_error import smooth_ece
 
-    return {name: {side: float(binned_calibration_error(labels, s, norm=norm, variant=variant, binning=binning,
-                                                        priors=prior[t], score_type=t, sample_weight=weights))
-                   for side, (s, t) in sides.items()}
-            for name, norm, variant, binning in CALIBRATION_ERRORS}
+    errors = {name: {side: float(binned_calibration_error(labels, s, norm=norm, variant=variant, binning=binning,
+                                                          priors=prior[t], score_type=t, sample_weight=weights))
+                     for side, (s, t) in sides.items()}
+              for name, norm, variant, binning in CALIBRATION_ERRORS}
+    # No bins: the kernel's bandwidth is set by the data (Blasiok & Nakkiran 2024).
+    errors["smooth ECE"] = {side: float(smooth_ece(labels, s, priors=prior[t], score_type=t,
+                                                   sample_weight=weights).ece) for side, (s, t) in sides.items()}
+    return errors
 
 
 _PROTOCOL_WORDS = {
@@ -1117,7 +1123,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         lines += ["  {} {} before, {} after".format(name, *apart(e["before"], e["after"])) for name, e in errors.items()]
         if errors:
             lines.append("  (binned over 15 bins, equal-mass for ACE: they depend on the bins and miss what a bin "
-                         "averages out; the proper scores above are the measure, seed 002 §4.3.2)")
+                         "averages out; the smooth ECE has no bins; the proper scores above are the measure, seed "
+                         "002 §4.3.2)")
     _emit(args, record, "\n".join(lines), out_dir)
     return 0
 
