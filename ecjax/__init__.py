@@ -63,6 +63,7 @@ try:
     )
     from ecjax.smooth_calibration_error import SmoothECE, smooth_ece
     from ecjax.risk_coverage import RiskCoverageCurve, risk_coverage_curve
+    from ecjax.refinement import CalibrationRefinement, calibration_refinement
     from ecjax.curves import (
         DecisionCurve,
         DetCurve,

@@ -141,6 +141,8 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
     ),
     "compare-folds": (
         ("--runs", "not with", ("--test-fraction",), "{rule} (each sets the correlation of the folds: give one)"),
+        ("--rank-diagram", "not with", ("--test signed-rank",),
+         "{rule} (the diagram shows the ranks of the t-test models; the signed-rank test compares pairs)"),
     ),
 }
 
@@ -824,13 +826,20 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
                          + (f"calibrated, {cal['implied_cost_ratio']:.3g} (implied NEC {cal['implied_nec']:.3g})"
                             if "implied_cost_ratio" in cal else f"not calibrated: {cal['not_computed']}"))
     if args.curves:
+        from ecjax.risk_coverage import risk_coverage_curve
+
         record["curves"] = {}
         bands = []
         for y, s, name, w in zip(labels, arrays, names, weights):
+            rc = risk_coverage_curve(y, s, priors=_likelihood_priors(st, spec.priors, y, k, w), score_type=st,
+                                     sample_weight=w)
+            abstention = {f: np.asarray(x).tolist() for f, x in zip(rc._fields, rc)}
+            text += (f"\n{name}: abstention AURC {float(rc.aurc):.4f} (excess over the oracle "
+                     f"{float(rc.excess_aurc):.4f})")
             if k > 2:
                 ovo = float(auc_one_vs_one(y, s, priors=_likelihood_priors(st, spec.priors, y, k, w), score_type=st,
                                            sample_weight=w))
-                record["curves"][name] = {"auc_one_vs_one": ovo}
+                record["curves"][name] = {"auc_one_vs_one": ovo, "risk_coverage": abstention}
                 text += f"\n{name}: AUC one-vs-one (Hand & Till) {ovo:.4f}"
                 continue
             pr = precision_recall_curve(y, s, score_type=st, sample_weight=w)
@@ -843,6 +852,7 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
                 "precision_recall": {f: np.asarray(x).tolist() for f, x in zip(pr._fields, pr)},
                 "det": {f: np.asarray(x).tolist() for f, x in zip(det._fields, det)},
                 "decision_curve": {f: np.asarray(x).tolist() for f, x in zip(dc._fields, dc)},
+                "risk_coverage": abstention,
             }
             bands.append(_curve_bands(args, y, s, w, record["curves"][name]))
             text += f"\n{name}: average precision {ap:.4f}"
@@ -1106,6 +1116,7 @@ def _before_after(args, st, out_type, test, out, labels, record, out_dir, weight
                         for side, (s, t) in sides.items()}
         before, after = scores[name]["before"], scores[name]["after"]
         scores[name]["loss"] = before - after
+        scores[name]["refinement"] = after  # what calibration cannot remove (Ferrer & Ramos 2025)
         scores[name]["relative_loss_percent"] = 100.0 * (before - after) / before if before > 0 else 0.0
     record["cross_entropy"], record["brier"] = scores["xe"], scores["brier"]
     if args.calibration_errors:
@@ -1127,13 +1138,18 @@ CALIBRATION_ERRORS = (("ECE", "l1", "auto", "equal_width"), ("MCE", "max", "auto
 
 
 def _calibration_errors(sides, labels, prior, weights):
-    """``{name: {"before": x, "after": y}}`` for :data:`CALIBRATION_ERRORS`."""
+    """``{name: {"before": x, "after": y}}`` for :data:`CALIBRATION_ERRORS` and the smooth ECE."""
     from ecjax.calibration_error import binned_calibration_error
+    from ecjax.smooth_calibration_error import smooth_ece
 
-    return {name: {side: float(binned_calibration_error(labels, s, norm=norm, variant=variant, binning=binning,
-                                                        priors=prior[t], score_type=t, sample_weight=weights))
-                   for side, (s, t) in sides.items()}
-            for name, norm, variant, binning in CALIBRATION_ERRORS}
+    errors = {name: {side: float(binned_calibration_error(labels, s, norm=norm, variant=variant, binning=binning,
+                                                          priors=prior[t], score_type=t, sample_weight=weights))
+                     for side, (s, t) in sides.items()}
+              for name, norm, variant, binning in CALIBRATION_ERRORS}
+    # No bins: the kernel's bandwidth is set by the data (Blasiok & Nakkiran 2024).
+    errors["smooth ECE"] = {side: float(smooth_ece(labels, s, priors=prior[t], score_type=t,
+                                                   sample_weight=weights).ece) for side, (s, t) in sides.items()}
+    return errors
 
 
 _PROTOCOL_WORDS = {
@@ -1216,7 +1232,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         lines += ["  {} {} before, {} after".format(name, *apart(e["before"], e["after"])) for name, e in errors.items()]
         if errors:
             lines.append("  (binned over 15 bins, equal-mass for ACE: they depend on the bins and miss what a bin "
-                         "averages out; the proper scores above are the measure, Ferrer (2022b) §4.3.2)")
+                         "averages out; the smooth ECE has no bins; the proper scores above are the measure, "
+                         "Ferrer (2022b) §4.3.2)")
     _emit(args, record, "\n".join(lines), out_dir)
     return 0
 
@@ -1235,7 +1252,10 @@ def cmd_compare_folds(args: argparse.Namespace) -> int:
     record = {"schema": JSON_SCHEMA_VERSION, "command": "compare-folds", "systems": table.systems,
               "rope": args.rope, "runs": runs, "test_fraction": args.test_fraction, "seed": args.seed}
     one_dataset = table.datasets is not None and len(table.datasets) == 1  # no population: the correlated t-test
-    if table.datasets is None or one_dataset:
+    res = None  # the ranking drawn by --rank-diagram
+    if args.test == "signed-rank":
+        text = _signed_rank_pairs(args, table, key, record)
+    elif table.datasets is None or one_dataset:
         scores = table.scores
         assert isinstance(scores, np.ndarray), "results of one data set are one (M, [1,] n) array"
         scores = scores[:, 0] if one_dataset else scores
@@ -1246,7 +1266,7 @@ def cmd_compare_folds(args: argparse.Namespace) -> int:
                       pairwise={a: {b: np.asarray(res.pairwise[i, j]).tolist() for j, b in enumerate(table.systems)}
                                 for i, a in enumerate(table.systems)})
         text = res.summary()
-    elif len(table.systems) == 2 and not isinstance(table.scores, list):
+    elif len(table.systems) == 2 and not isinstance(table.scores, list) and args.rank_diagram is None:
         # Two systems: baycomp's hierarchical test as such (each data set's sigma sampled, its output format).
         with _heartbeat(args, "compare-folds: NUTS on the hierarchical model"):
             test = _said_of(args.results, hierarchical_test, table.scores[0], table.scores[1], key=key, **common)
@@ -1273,8 +1293,38 @@ def cmd_compare_folds(args: argparse.Namespace) -> int:
                       pairwise=pairs, next_dataset=next_dataset, max_rhat=joint.max_rhat,
                       num_divergences=joint.num_divergences)
         text = joint.summary()
+        res = joint
+    if args.rank_diagram is not None:
+        from ecjax import plots
+
+        record["files"] = [_save_figure(plots.rank_diagram(res), Path(args.rank_diagram).parent,
+                                        Path(args.rank_diagram).name, args.force)]
     _emit(args, record, text, None)
     return 0
+
+
+def _signed_rank_pairs(args, table, key, record):
+    """--test signed-rank: every pair's Bayesian signed-rank test over the data sets' mean results; the text."""
+    import jax
+
+    from ecjax.prob.inputs import check_several_datasets, results_per_dataset
+    from ecjax.prob.signed_rank import signed_rank_test
+
+    q = 1 if table.datasets is None else len(table.datasets)
+    _said_of(args.results, check_several_datasets, q, "RESULTS.csv (its `dataset` column)", "--test t-test")
+    means = np.stack([x.mean(-1) for x in _said_of(args.results, results_per_dataset, table.scores)], -1)
+    names, pairs, lines = table.systems, {}, []
+    for a in range(len(names)):
+        for b in range(a + 1, len(names)):
+            test = _said_of(args.results, signed_rank_test, means[a], means[b], rope=args.rope,
+                            key=jax.random.fold_in(key, a * len(names) + b))
+            pairs.setdefault(names[a], {})[names[b]] = np.asarray(test.probabilities).tolist()
+            lines.append(test.summary(names=(names[a], names[b])))
+    record.update(model="Bayesian signed-rank test over data sets (Benavoli et al. 2014; baycomp's SignedRankTest)",
+                  datasets=table.datasets, dataset_means={n: means[m].tolist() for m, n in enumerate(names)},
+                  pairwise=pairs, p_are="baycomp's shares of the posterior draws in which each region (left, rope, "
+                                        "right) is the most probable")
+    return "\n".join(lines + ["(each data set's mean over its folds; Monte Carlo error about 0.002)"])
 
 
 _LONG_RUN_SECONDS = 60.0
@@ -2102,7 +2152,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="scores: average precision, precision-recall, DET and decision curves (binary; the points "
                         "in --json / --out, with 95%% Bayesian-bootstrap bands of the ROC and precision-recall "
                         "curves, pointwise and simultaneous, and their figures in --out), or the one-vs-one AUC "
-                        "(multiclass)")
+                        "(multiclass); and the risk-coverage curve of abstaining below a confidence, with its AURC "
+                        "(any K)")
     m.add_argument("--bootstrap", metavar="METRIC", default=None,
                    choices=["cross_entropy", "brier", "auc", "eer", "ece", "nec_best_threshold", "calibration_loss"],
                    help="posterior of a score metric by the Bayesian bootstrap over the samples, paired across "
@@ -2172,6 +2223,14 @@ def _build_parser() -> argparse.ArgumentParser:
     cf.add_argument("--test-fraction", type=_float_in(0.0, "--test-fraction", strict=True), default=None,
                     help="fraction of the data in each test fold (the Nadeau-Bengio correlation), instead of --runs")
     cf.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key (default 0)")
+    cf.add_argument("--test", choices=("t-test", "signed-rank"), default="t-test",
+                    help="t-test: the correlated t-test / hierarchical models above; signed-rank: the Bayesian "
+                         "signed-rank test of every pair over the data sets' mean results (Benavoli et al. 2014, "
+                         "baycomp's SignedRankTest; needs a `dataset` column)")
+    cf.add_argument("--rank-diagram", metavar="PNG", default=None,
+                    help="write a critical-difference-style figure: expected ranks, their 90%% intervals, and bars "
+                         "joining the pairs with P(|difference| <= rope) >= 0.95 (ecjax.plots.rank_diagram)")
+    cf.add_argument("--force", action="store_true", help="overwrite an existing --rank-diagram file")
     cf.add_argument("--json", action="store_true", help="print a JSON record instead of the table")
     cf.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     sw = sub.add_parser("sweep", help="which system wins where: utility-space winner maps, cost-ratio sweeps")

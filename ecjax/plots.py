@@ -791,6 +791,146 @@ def rank_probabilities(matrix: Any, *, names: Sequence[str] | None = None, frame
     return _finish(fig, frame.path)
 
 
+def expected_ranks(rank_probabilities: ArrayLike) -> np.ndarray:
+    """``(M,)``: ``E[rank] = sum_r r P(rank = r)`` with ranks ``1..M`` (1 = best) from an ``(M, M)`` matrix."""
+    p = np.asarray(rank_probabilities, np.float64)
+    return p @ np.arange(1, p.shape[1] + 1)
+
+
+def rank_intervals(rank_probabilities: ArrayLike, prob: float) -> np.ndarray:
+    """``(M, 2)`` central credible intervals of each system's rank (1 = best): the smallest ranks whose
+    cumulative probability reaches ``(1 - prob) / 2`` and ``(1 + prob) / 2``."""
+    cdf = np.cumsum(np.asarray(rank_probabilities, np.float64), axis=1)
+    tails = np.array([(1 - prob) / 2, (1 + prob) / 2])
+    # a small tolerance: the probabilities are shares of draws, and a CDF of 0.95 - 1e-16 reaches 0.95
+    return 1 + np.stack([np.argmax(cdf >= t - 1e-12, axis=1) for t in tails], -1)
+
+
+def equivalent_pairs(pairwise: ArrayLike, prob: float) -> list[tuple[int, int]]:
+    """``(a, b)``, ``a < b``, whose ``P(|difference| <= rope)`` (``pairwise[a, b, 1]``) is at least ``prob``."""
+    p = np.asarray(pairwise, np.float64)[..., 1]
+    return [(a, b) for a in range(p.shape[0]) for b in range(a + 1, p.shape[0]) if p[a, b] >= prob]
+
+
+def rank_diagram(result: Any, *, equivalence_prob: float = 0.95, rank_prob: float = 0.9,
+                 frame: Frame = Frame()) -> Figure:
+    """Critical-difference-style diagram of a Bayesian ranking: expected ranks, their intervals, ROPE bars.
+
+    Drawn: each system at its posterior expected rank ``E[rank] = sum_r r
+    P(rank = r)`` (1 = best, from the result's ``rank_probabilities``), on a
+    row of its own ordered by that rank, with the central ``rank_prob``
+    credible interval of its rank (:func:`rank_intervals`) as a line; and
+    below the systems one bar for each pair whose difference lies inside the
+    ROPE with posterior probability at least ``equivalence_prob``
+    (``pairwise[a, b, 1] >= equivalence_prob``, :func:`equivalent_pairs`),
+    joining the two systems' expected ranks: the pairs that are practically
+    equivalent.  Unlike Demšar's critical difference, no bar means "not
+    shown equivalent", not "different": with ``rope = 0`` there are no bars.
+
+    Args:
+      result: a :class:`~ecjax.prob.ResultsComparison` (:func:`~ecjax.prob.compare_results`) or a
+        :class:`~ecjax.prob.HierarchicalResultsComparison` (:func:`~ecjax.prob.hierarchical_compare_results`):
+        anything with ``systems``, ``rank_probabilities`` ``(M, M)``, ``pairwise`` ``(M, M, 3)`` and ``rope``.
+      equivalence_prob: the posterior probability of the ROPE that draws a bar, in ``(0, 1)``.
+      rank_prob: mass of the rank intervals, in ``(0, 1)``.
+      frame: :class:`Frame` (title, axis labels, ``ax``, ``path``; no class names).
+    """
+    frame = _check_frame(frame, "rank_diagram")
+    equivalence_prob = v.as_number_between(equivalence_prob, "equivalence_prob", 0.0, 1.0)
+    rank_prob = v.as_number_between(rank_prob, "rank_prob", 0.0, 1.0)
+    names = list(result.systems)
+    ranks = expected_ranks(result.rank_probabilities)
+    intervals = rank_intervals(result.rank_probabilities, rank_prob)
+    pairs = equivalent_pairs(result.pairwise, equivalence_prob)
+    m = len(names)
+    row = np.empty(m, int)
+    row[np.argsort(ranks, kind="stable")] = np.arange(m)[::-1]
+    fig, ax = _figure_and_axes(frame.ax, (7, 0.45 * (m + len(pairs)) + 1.5))
+    for i, c in enumerate(_colors(m)):
+        ax.plot(intervals[i], [row[i], row[i]], color=c, lw=2, alpha=0.5, gid=f"rank interval {i}")
+        ax.annotate(f"{names[i]} ({ranks[i]:.2f})", (ranks[i], row[i]), xytext=(0, 6), textcoords="offset points",
+                    ha="center", fontsize=8)
+    ax.scatter(ranks, row, c=_colors(m), zorder=3, gid="expected ranks")
+    for j, (a, b) in enumerate(pairs):
+        ax.plot([ranks[a], ranks[b]], [-1 - 0.6 * j] * 2, color="black", lw=4, solid_capstyle="round",
+                gid=f"equivalent {a} {b}", label=f"P(|difference| <= {result.rope:g}) >= {equivalence_prob:g}"
+                if j == 0 else None)
+    ax.set_xlim(m + 0.5, 0.5)  # rank 1 on the right, as in critical-difference diagrams
+    ax.set_xticks(range(1, m + 1))
+    ax.set_yticks([])
+    ax.set_ylim(-1 - 0.6 * max(len(pairs), 1), m)
+    ax.set_xlabel(_or(frame.xlabel, f"expected rank (1 = best), {int(round(100 * rank_prob))}% rank intervals"))
+    if frame.ylabel is not None:
+        ax.set_ylabel(frame.ylabel)
+    if pairs:
+        ax.legend(fontsize=8, loc="lower left")
+    ax.set_title(_or(frame.title, "Ranks and practically equivalent pairs"))
+    return _finish(fig, frame.path)
+
+
+def smooth_reliability_diagram(result: Any, *, names: Sequence[str] | None = None,
+                               frame: Frame = Frame()) -> Figure:
+    """The smooth reliability diagram (Błasiok & Nakkiran 2024): the smoothed outcome against the confidence.
+
+    Drawn: the diagonal; for each system (each class for ``"classwise"``), the
+    kernel regression of the outcome on the confidence at the smooth ECE's
+    bandwidth (:attr:`~ecjax.SmoothECE.curve`), with its line width
+    following the density of the confidences, and the smooth ECE in the
+    legend.
+
+    Args:
+      result: a :class:`~ecjax.SmoothECE` (:func:`ecjax.smooth_ece`).
+      names: one per system (or per class, for ``"classwise"``).
+      frame: :class:`Frame` (title, axis labels, ``ax``, ``path``; no class names).
+    """
+    frame = _check_frame(frame, "smooth_reliability_diagram")
+    t = np.asarray(result.grid, float)
+    curves = np.asarray(result.curve, float).reshape(-1, t.size)
+    density = np.asarray(result.density, float).reshape(-1, t.size)
+    ece = np.broadcast_to(np.asarray(result.ece, float)[..., None], np.shape(result.bandwidth)).reshape(-1)
+    sigma = np.asarray(result.bandwidth, float).reshape(-1)
+    names = names or ([""] if len(curves) == 1 else [f"system {i}" for i in range(len(curves))])
+    fig, ax = _figure_and_axes(frame.ax, (5, 5))
+    ax.plot([0, 1], [0, 1], color="gray", ls="--", lw=0.8)
+    for i, c in enumerate(_colors(len(curves))):
+        label = f"{names[i]} smECE {ece[i]:.4f} (bandwidth {sigma[i]:.3f})".strip()
+        ax.plot(t, curves[i], color=c, lw=1, label=label, gid=f"smooth curve {i}")
+        width = 0.5 + 3 * density[i] / max(density[i].max(), 1e-300)
+        ax.scatter(t[::20], curves[i][::20], s=width[::20] ** 2, color=c, alpha=0.4)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel(_or(frame.xlabel, "confidence"))
+    ax.set_ylabel(_or(frame.ylabel, "smoothed observed frequency"))
+    ax.set_title(_or(frame.title, "Smooth reliability diagram"))
+    ax.legend(fontsize=8, loc="upper left")
+    return _finish(fig, frame.path)
+
+
+def risk_coverage(result: Any, *, names: Sequence[str] | None = None, frame: Frame = Frame()) -> Figure:
+    """Risk-coverage curves of abstention: the selective risk against the coverage, with the AURC.
+
+    Args:
+      result: a :class:`~ecjax.RiskCoverageCurve` (:func:`ecjax.risk_coverage_curve`), one curve per system.
+      names: one per system.
+      frame: :class:`Frame` (title, axis labels, ``ax``, ``path``; no class names).
+    """
+    frame = _check_frame(frame, "risk_coverage")
+    coverage = np.asarray(result.coverage, float).reshape(-1, np.shape(result.coverage)[-1])
+    risk = np.asarray(result.risk, float).reshape(coverage.shape)
+    aurc = np.asarray(result.aurc, float).reshape(-1)
+    names = names or [f"system {i}" for i in range(len(coverage))]
+    fig, ax = _figure_and_axes(frame.ax, (6, 4))
+    for i, c in enumerate(_colors(len(coverage))):
+        ax.step(coverage[i], risk[i], where="post", color=c, label=f"{names[i]} (AURC {aurc[i]:.4f})",
+                gid=f"risk coverage {i}")
+    ax.set_xlim(0, 1)
+    ax.set_xlabel(_or(frame.xlabel, "coverage (share of samples decided)"))
+    ax.set_ylabel(_or(frame.ylabel, "selective risk (error rate of the decided)"))
+    ax.set_title(_or(frame.title, "Risk-coverage curves"))
+    ax.legend(fontsize=8)
+    return _finish(fig, frame.path)
+
+
 # ---------------------------------------------------------------------- sweeps
 
 # The two corners of [-1, 1]^2 outside the hexagon |x - y| <= 1 (see winner_map).

@@ -43,7 +43,7 @@ def test_held_out_isotonic_matches_scikit_learn_and_errors_match_numpy(tmp_path,
     assert errors["ECE"]["before"] == pytest.approx(ece, abs=1e-6)
     assert errors["MCE"]["before"] == pytest.approx(max(g for _, g in gaps), abs=1e-6)
     assert errors["RMS"]["before"] == pytest.approx(np.sqrt(sum(c * g * g for c, g in gaps) / len(p)), abs=1e-6)
-    assert set(errors) == {"ECE", "MCE", "RMS", "classwise ECE", "adaptive (ACE)"}
+    assert set(errors) == {"ECE", "MCE", "RMS", "classwise ECE", "adaptive (ACE)", "smooth ECE"}
 
 
 def test_beta_calibration_is_offered_and_reports_its_iterations(tmp_path, monkeypatch, capsys):

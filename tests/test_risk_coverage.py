@@ -105,3 +105,22 @@ def test_bad_inputs_raise_input_error():
         risk_coverage_curve([0, 5], np.log([[0.5, 0.5], [0.4, 0.6]]))
     with pytest.raises(ecjax.InputError, match="sample_weight"):
         risk_coverage_curve([0, 1], np.log([[0.5, 0.5], [0.4, 0.6]]), sample_weight=[1.0, -1.0])
+
+
+def test_cli_metrics_curves_report_the_risk_coverage_curve(tmp_path):
+    import json
+
+    from conftest import run_cli
+
+    targets, scores, _ = load_dataset("cifar10_resnet-20")
+    lp = log_softmax(scores.astype(np.float64), -1)[:2000]
+    keep = _separated(lp)
+    np.save(tmp_path / "y.npy", targets[keep])
+    np.save(tmp_path / "s.npy", lp[keep].astype(np.float32))
+    code, out, err = run_cli("metrics", "--labels", "y.npy", "--scores", "s.npy", "--names", "R", "--curves", "--json",
+                             cwd=tmp_path)
+    assert code == 0, err
+    rc = json.loads(out)["curves"]["R"]["risk_coverage"]
+    points, area, _, _ = _loop(targets[keep], lp[keep].astype(np.float32))
+    np.testing.assert_allclose(rc["aurc"], area, rtol=1e-5)
+    np.testing.assert_allclose(rc["risk"][-1], points[min(points)][1], rtol=1e-6)

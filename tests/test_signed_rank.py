@@ -126,3 +126,48 @@ def test_bad_results_raise_input_error():
         signed_rank_test([0.1, np.nan, 0.3], key=KEY)
     with pytest.raises(ecjax.InputError, match="key"):
         signed_rank_test([0.1, 0.2, 0.3], key=None)
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# ecjax compare-folds --test signed-rank
+
+
+def _write_folds(path, names, datasets, results):
+    """``results`` (M, q, n): one row per (data set, fold)."""
+    rows = [",".join(["dataset", *names])]
+    for d, name in enumerate(datasets):
+        rows += [",".join([name, *(f"{results[m, d, f]:.6f}" for m in range(len(names)))])
+                 for f in range(results.shape[2])]
+    path.write_text("\n".join(rows) + "\n")
+
+
+def test_cli_signed_rank_over_data_sets_matches_baycomp(tmp_path):
+    import json
+
+    from conftest import run_cli
+
+    rng = np.random.default_rng(21)
+    level = rng.uniform(0.7, 0.9, (1, 8, 1))
+    results = np.round(level + np.array([0.0, 0.008, -0.02])[:, None, None] + rng.normal(0, 0.01, (3, 8, 5)), 6)
+    _write_folds(tmp_path / "r.csv", ["A", "B", "C"], [f"set{d}" for d in range(8)], results)
+    code, out, err = run_cli("compare-folds", "r.csv", "--test", "signed-rank", "--rope", "0.005", "--json",
+                             cwd=tmp_path)
+    assert code == 0, err
+    rec = json.loads(out)
+    means = results.mean(-1)
+    for a, b in ((0, 1), (0, 2), (1, 2)):
+        p = np.array(rec["pairwise"]["ABC"[a]]["ABC"[b]])
+        ref = _baycomp_probabilities(means[a], means[b], 0.005, seed=a + b, draws=DRAWS)
+        _assert_close(p, 50_000, ref, DRAWS)
+    np.testing.assert_allclose(rec["dataset_means"]["B"], means[1], atol=1e-9)
+
+
+def test_cli_signed_rank_needs_data_sets_and_no_rank_diagram(tmp_path):
+    from conftest import run_cli
+
+    (tmp_path / "one.csv").write_text("A,B\n0.8,0.81\n0.79,0.8\n0.82,0.84\n")
+    code, _, err = run_cli("compare-folds", "one.csv", "--test", "signed-rank", cwd=tmp_path)
+    assert code == 2 and "one.csv" in err and "at least 2 data sets" in err and "--test t-test" in err
+    code, _, err = run_cli("compare-folds", "one.csv", "--test", "signed-rank", "--rank-diagram", "cd.png",
+                           cwd=tmp_path)
+    assert code == 2 and "--rank-diagram" in err and not (tmp_path / "cd.png").exists()

@@ -142,3 +142,25 @@ def test_bad_arguments_raise_input_error(kwargs, match):
     _, y, lp = _synthetic(6, n=20)
     with pytest.raises(ecjax.InputError, match=match):
         smooth_ece(y, lp, **kwargs)
+
+
+def test_cli_calibrate_reports_the_smooth_ece_before_and_after(tmp_path):
+    import json
+
+    from conftest import run_cli
+
+    targets, scores, _ = load_dataset("sst2_gpt2")
+    np.save(tmp_path / "y.npy", targets)
+    np.save(tmp_path / "s.npy", scores)
+    code, out, err = run_cli("calibrate", "--scores", "s.npy", "--labels", "y.npy", "--cv", "5", "--output",
+                             "cal.npy", "--calibration-errors", "--json", cwd=tmp_path)
+    assert code == 0, err
+    rec = json.loads(out)
+    smooth = rec["calibration_errors"]["smooth ECE"]
+    for side, lp in (("before", log_softmax(scores.astype(np.float64), -1)), ("after", np.load(tmp_path / "cal.npy"))):
+        f = np.exp(np.asarray(lp, np.float64)[:, 1])
+        # relplot's edge artifact (see above) touches only confidences within 1e-3 of 0 or 1: under 1% of these
+        assert np.mean((f > 1 - 1e-3) | (f < 1e-3)) < 0.01
+        assert abs(smooth[side] - relplot.smECE(f, targets.astype(float))) <= STEP
+    assert smooth["after"] < smooth["before"]
+    assert rec["cross_entropy"]["refinement"] == rec["cross_entropy"]["after"]
