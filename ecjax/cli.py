@@ -132,6 +132,8 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
                                                         "estimate)"),
         ("--deployment-scores", "not with", ("--sample-weight",), "{rule} (the priors are estimated from unweighted "
                                                                   "samples)"),
+        ("--deployment-scores", "not with", ("--sample-costs",), "{rule} (the per-sample costs' comparison weighs "
+                                                                 "the test set's own samples)"),
     ),
     "sweep": (
         ("--sample-cost-scale", "needs", ("--sample-costs",), "{rule} (it is the range of the factor swept on their "

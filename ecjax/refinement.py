@@ -40,7 +40,7 @@ class CalibrationRefinement(NamedTuple):
       total: the EPSR of the scores.
       calibration: the calibration error, ``total - refinement``.
       refinement: the EPSR of the calibrated scores.
-      relative_calibration: ``100 calibration / total``, in percent (seed 002 eq. 60).
+      relative_calibration: ``100 calibration / total``, in percent (Ferrer 2022b, eq. 60).
       calibrated_scores: ``(N, K)`` log-posteriors of the calibrator.
       calibrator: the fitted :class:`~ecjax.calibration.Calibrator` (the last fold's under cross-validation).
     """

@@ -16,7 +16,7 @@ costs 5 and refusing a fraud gains 50 plus its amount, so
 truth legitimate / fraud, columns = accept / refuse), and its total benefit
 is ``N`` times :func:`sample_utility_yield`.
 
-The math (seed 000 eq. 2 with one matrix per sample).  With sample weights
+The math (Ferrer 2022a, eq. 2 with one matrix per sample).  With sample weights
 ``u_n`` (default 1), class weight totals ``W_i = sum_{n: y_n = i} u_n`` and
 evaluation priors ``P_i`` (default the data priors ``W_i / W``), each
 sample weighs ``w_n = P_{y_n} u_n / W_{y_n}`` (``u_n / W`` with data priors)
@@ -25,11 +25,11 @@ and
 * ``EC = sum_n w_n c_n[y_n, d_n]``.  When every ``c_n = c`` this is the
   usual ``sum_ij c_ij P_i R_ij`` (group the samples by ``(y_n, d_n)``);
 * the naive EC is that of the best single decision for the whole set,
-  ``min_d sum_n w_n c_n[y_n, d]`` (seed 000 eq. 3 with ``sum_i P_i c_id``
+  ``min_d sum_n w_n c_n[y_n, d]`` (Ferrer 2022a, eq. 3 with ``sum_i P_i c_id``
   replaced by its per-sample form), and ``NEC = EC / naive``;
 * the utility yield of per-sample utilities ``U_n`` is ``sum_n w_n
   U_n[y_n, d_n]`` (minus the EC of ``-U_n``);
-* Bayes decisions (seed 001 eq. 7 per sample): ``d_n = argmin_d sum_k
+* Bayes decisions (Ferrer 2025, eq. 7 per sample): ``d_n = argmin_d sum_k
   P(k | x_n) c_n[k, d]``, for :class:`SampleCosts` ``(P base)[n, d] +
   sum_m amount[n, m] (P scale[m])[n, d]``;
 * for fixed decisions the EC is linear in the per-sample part: with
@@ -323,7 +323,7 @@ def _bayes_decisions_jit(scores, log_p, costs, score_type):
 
 def sample_bayes_decisions(scores: ArrayLike, costs: Costs | ArrayLike, *, priors: ArrayLike | None = None,
                            score_type: str = "log_posteriors") -> jax.Array:
-    """Bayes decisions with per-sample costs: ``d_n = argmin_d sum_k P(k | x_n) c_n[k, d]`` (seed 001 eq. 7).
+    """Bayes decisions with per-sample costs: ``d_n = argmin_d sum_k P(k | x_n) c_n[k, d]`` (Ferrer 2025, eq. 7).
 
     ``scores`` ``(..., N, K)`` (``(..., N)`` for ``"llr"``); ``priors`` and
     ``score_type`` as in :func:`ecjax.bayes_decisions`.  Returns ``(..., N)``

@@ -451,6 +451,8 @@ _MET = ["metrics", "--labels", "missing.npy", "--decisions", "missing.npy"]
     (["compare", "--labels", "missing.npy", "--decisions", "missing.npy"], "--costs: give --costs"),
     (["compare", "--labels", "missing.npy", "--decisions", "missing.npy", "--costs", "c.toml", "--rate-draws", "4"],
      "--rate-draws: needs --decision-rule per_draw"),
+    (["compare", "--labels", "missing.npy", "--scores", "missing.npy", "--costs", "c.toml", "--sample-costs", "m.npz",
+      "--deployment-scores", "d.npy"], "--deployment-scores: not with --sample-costs"),
 ])
 def test_option_rules_are_said_before_any_file_is_read(tmp_path, argv, said):
     code, _, err = run(*argv, cwd=tmp_path)

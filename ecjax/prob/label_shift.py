@@ -20,7 +20,7 @@ EM needs calibrated posteriors: Alexandari, Kundaje & Shrikumar 2020
 ("Maximum likelihood with bias-corrected calibration is hard-to-beat at
 label shift adaptation", ICML) calibrate by bias-corrected temperature
 scaling, ``softmax(z / T + b)`` on the logits ``z``, which is ecjax's
-``"affine"`` calibrator ``log_softmax(alpha log s + beta)`` (seed 002 eq.
+``"affine"`` calibrator ``log_softmax(alpha log s + beta)`` (Ferrer 2022b, eq.
 61): ``alpha log s = alpha z - alpha logsumexp(z)``, and the per-sample
 constant cancels in the softmax.  The calibrator is fitted (cross-entropy)
 on the labelled scores, whose class frequencies are then ``pi^s`` (a fitted
