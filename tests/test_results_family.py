@@ -270,6 +270,30 @@ def test_nuts_to_arviz_splits_the_draws_by_chain_and_keeps_the_sample_stats():
     assert d["num_divergences"] == res.num_divergences and d["effect"]["b"] == pytest.approx(res.effects[1])
 
 
+def test_hierarchical_test_frame_dict_and_arviz_without_a_fit():
+    # Two systems on several data sets (baycomp's test): made-up draws of 2 chains, baycomp's shares by numpy.
+    from ecjax.prob.from_results import HierarchicalTTest
+
+    rng = np.random.default_rng(12)
+    per_draw = rng.dirichlet([1, 1, 1], 400)
+    shares = np.bincount(per_draw.argmax(1), minlength=3) / 400
+    run = az.from_dict(posterior={"delta0": rng.normal(size=(2, 200))},
+                       sample_stats={"diverging": np.zeros((2, 200), bool), "energy": rng.normal(size=(2, 200))})
+    res = HierarchicalTTest(p_left=shares[0], p_rope=shares[1], p_right=shares[2], predictive=per_draw.mean(0),
+                            per_draw=per_draw, delta0=rng.normal(size=400), std0=np.ones(400), nu=np.full(400, 5.0),
+                            delta=rng.normal(size=(400, 3)), sigma=np.ones((400, 3)), rope=0.01, rho=0.1,
+                            errors={"baycomp": np.full(3, 0.02)}, inference_data=run)
+    frame, d = res.to_frame(), res.to_dict()
+    assert list(frame.index) == ["left", "rope", "right"]
+    np.testing.assert_allclose(frame["p"], shares)
+    np.testing.assert_allclose(frame["p_error"], 0.02)
+    np.testing.assert_allclose(frame["predictive"], d["predictive"], rtol=1e-15)
+    assert [d["p_left"], d["p_rope"], d["p_right"]] == pytest.approx(shares.tolist(), abs=0)
+    idata = res.to_arviz()
+    np.testing.assert_array_equal(idata.posterior["delta"].to_numpy()[1], res.delta[200:])  # the second chain
+    assert idata.posterior["delta0"].dims == ("chain", "draw") and "energy" in idata.sample_stats
+
+
 @pytest.mark.slow  # two NUTS fits: ~110 s on the shared two cores; the mechanics are in the test above
 def test_nuts_results_to_arviz_keep_the_chains_and_the_sample_stats():
     rng = np.random.default_rng(7)
@@ -304,5 +328,43 @@ def test_nuts_results_to_arviz_keep_the_chains_and_the_sample_stats():
     assert int(idata.sample_stats["diverging"].sum()) == test.num_divergences
     frame = test.to_frame()
     np.testing.assert_allclose(frame["p"], [test.p_left, test.p_rope, test.p_right])
+    np.testing.assert_allclose(frame["p_error"], test.errors["baycomp"])
     d = test.to_dict()
     assert frame["predictive"].tolist() == pytest.approx(d["predictive"], abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------------------- the CLI
+
+def test_compare_folds_writes_the_results_to_dict(tmp_path):
+    # The command line's JSON record is the library result's to_dict() (with the command's own fields around it),
+    # and its pairs are baycomp's correlated t-test (an independent reference for the numbers).
+    import json
+
+    import baycomp
+    from conftest import run_cli
+
+    rng = np.random.default_rng(9)
+    scores = np.round(0.8 + np.array([0.0, 0.01, 0.02])[:, None] + 0.02 * rng.normal(size=(3, 8)), 4)
+    (tmp_path / "f.csv").write_text("A,B,C\n" + "\n".join(",".join(str(x) for x in row) for row in scores.T) + "\n")
+    code, out, err = run_cli("compare-folds", "f.csv", "--rope", "0.01", "--seed", "3", "--json", cwd=tmp_path)
+    assert code == 0, err
+    rec = json.loads(out)
+    from ecjax import random_bits
+
+    res = compare_results(scores, rope=0.01, key=random_bits.key(3), systems=("A", "B", "C"))
+    # The same keys and numbers, up to the last bit of a mean (the file's table is summed as a strided view).
+    def leaves(x):
+        if isinstance(x, dict):
+            return [(k, *rest) for k, v in x.items() for rest in leaves(v)]
+        if isinstance(x, (list, tuple)):
+            return [(i, *rest) for i, v in enumerate(x) for rest in leaves(v)]
+        return [(x,)]
+
+    ours, theirs = leaves(res.to_dict()), leaves({k: rec[k] for k in res.to_dict()})
+    assert [p[:-1] for p in ours] == [p[:-1] for p in theirs]
+    numbers = [(a[-1], b[-1]) for a, b in zip(ours, theirs) if isinstance(a[-1], float)]
+    assert [a[-1] for a, b in zip(ours, theirs) if not isinstance(a[-1], float)] == \
+        [b[-1] for a, b in zip(ours, theirs) if not isinstance(a[-1], float)]
+    np.testing.assert_allclose(*np.array(numbers).T, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(rec["pairwise"]["A"]["C"], baycomp.CorrelatedTTest.probs(scores[0], scores[2],
+                                                                                       rope=0.01), atol=1e-6)

@@ -626,10 +626,8 @@ class HierarchicalTTest(NUTSDiagnostics):
         (``p``), the posterior predictive probability (``predictive``) and their Monte Carlo errors."""
         pd = result_formats.pandas()
         columns = {"p": self.probabilities, "predictive": np.asarray(self.predictive, np.float64)}
-        columns.update({f"{name}_error": np.asarray(self.errors[name], np.float64)
-                        for name in ("baycomp", "predictive") if name in self.errors})
-        if "baycomp_error" in columns:
-            columns["p_error"] = columns.pop("baycomp_error")
+        columns.update({f"{column}_error": np.asarray(self.errors[name], np.float64)
+                        for column, name in (("p", "baycomp"), ("predictive", "predictive")) if name in self.errors})
         return pd.DataFrame(columns, index=pd.Index(["left", "rope", "right"], name="region"))
 
     def posterior_variables(self) -> tuple[dict, dict]:
