@@ -270,6 +270,24 @@ def test_nuts_to_arviz_splits_the_draws_by_chain_and_keeps_the_sample_stats():
     assert d["num_divergences"] == res.num_divergences and d["effect"]["b"] == pytest.approx(res.effects[1])
 
 
+def test_test_sets_comparison_to_arviz_by_chain(comparison):
+    # compare_test_sets' result wraps a Comparison of NUTS draws: here the 2000 draws of the fixture as 4 chains.
+    from ecjax.prob.hierarchical import HierarchicalComparison
+
+    rng = np.random.default_rng(13)
+    run = az.from_dict(posterior={"dispersion": rng.normal(size=(4, 500))},
+                       sample_stats={"diverging": rng.random((4, 500)) < 0.01, "energy": rng.normal(size=(4, 500))})
+    res = HierarchicalComparison(comparison=comparison, diagnostics=None, samples={}, inference_data=run,
+                                 num_divergences=int(run.sample_stats["diverging"].sum()))
+    idata = res.to_arviz()
+    y = np.asarray(comparison.yields, np.float64)
+    np.testing.assert_array_equal(idata.posterior["utility_yield"].to_numpy()[3], y[1500:])  # the fourth chain
+    assert int(idata.sample_stats["diverging"].sum()) == res.num_divergences
+    d = res.to_dict()
+    assert d["num_divergences"] == res.num_divergences and d["p_best"] == comparison.to_dict()["p_best"]
+    np.testing.assert_array_equal(res.to_frame()["p_best"], np.asarray(comparison.p_best, np.float64))
+
+
 def test_hierarchical_test_frame_dict_and_arviz_without_a_fit():
     # Two systems on several data sets (baycomp's test): made-up draws of 2 chains, baycomp's shares by numpy.
     from ecjax.prob.from_results import HierarchicalTTest
