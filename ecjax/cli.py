@@ -590,7 +590,7 @@ def cmd_metrics(args: argparse.Namespace) -> int:
         "decision_names": spec.decisions,
         "costs": spec.costs.tolist(),
         "priors": None if priors is None else np.asarray(priors).tolist(),
-        "metrics": {c.name: _float_dict(names, c.values) for c in cols},
+        "metrics": cols.to_dict(names),
         "best": {c.name: _name_or_none(winner(c), names) for c in cols} if len(names) > 1 else {},
         "tied_for_best": {c.name: [names[i] for i in winners(c)] for c in cols
                           if len(names) > 1 and winner(c) is None},
@@ -913,14 +913,7 @@ def _bootstrap_extras(args, labels, arrays, names, spec, k, record, weights):
     seed, draws = _or_default(args.seed, 0), _or_default(args.bootstrap_draws, BOOTSTRAP_DRAWS)
     post = bootstrap_metric(systems, args.bootstrap, key=random_bits.key(seed), priors=priors,
                             settings=prob.MonteCarloSettings(num_draws=draws))
-    record["bootstrap"] = {
-        "metric": args.bootstrap, "higher_is_better": post.higher_is_better, "num_draws": post.num_draws,
-        "seed": seed, "hdi_prob": post.hdi_prob,
-        "estimate": _float_dict(names, post.estimate), "mean": _float_dict(names, post.mean),
-        "hdi": {n: np.asarray(h).tolist() for n, h in zip(names, post.hdi)},
-        "p_best": _float_dict(names, post.p_best),
-        "pairwise": {a: _float_dict(names, row) for a, row in zip(names, np.asarray(post.pairwise))},
-    }
+    record["bootstrap"] = {**post.to_dict(), "seed": seed}
     return "\n" + post.summary()
 
 
@@ -1262,38 +1255,20 @@ def cmd_compare_folds(args: argparse.Namespace) -> int:
         assert isinstance(scores, np.ndarray), "results of one data set are one (M, [1,] n) array"
         scores = scores[:, 0] if one_dataset else scores
         res = _said_of(args.results, compare_results, scores, key=key, systems=table.systems, **common)
-        record.update(model="correlated t-test (Corani & Benavoli 2015)", mean=_float_dict(table.systems,
-                      res.mean_scores), p_best=_float_dict(table.systems, res.p_best),
-                      hdi={n: np.asarray(h).tolist() for n, h in zip(table.systems, res.hdi)},
-                      pairwise={a: {b: np.asarray(res.pairwise[i, j]).tolist() for j, b in enumerate(table.systems)}
-                                for i, a in enumerate(table.systems)})
+        record.update(res.to_dict())
         text = res.summary()
     elif len(table.systems) == 2 and not isinstance(table.scores, list) and args.rank_diagram is None:
         # Two systems: baycomp's hierarchical test as such (each data set's sigma sampled, its output format).
         with _heartbeat(args, "compare-folds: NUTS on the hierarchical model"):
             test = _said_of(args.results, hierarchical_test, table.scores[0], table.scores[1], key=key, **common)
-        record.update(model="hierarchical (Benavoli et al. 2017)", datasets=table.datasets, p_left=test.p_left,
-                      p_rope=test.p_rope, p_right=test.p_right,
-                      p_are="baycomp's shares of the posterior draws in which a new data set's mean difference is "
-                            "most probably left of / in / right of the ROPE",
-                      predictive=np.asarray(test.predictive).tolist())
+        record.update(test.to_dict(), datasets=table.datasets)
         text = test.summary(names=tuple(table.systems))
     else:
         # M systems (or data sets with different numbers of folds): the joint hierarchical model, ranked.
         with _heartbeat(args, "compare-folds: NUTS on the hierarchical model of all systems"):
             joint = _said_of(args.results, hierarchical_compare_results, table.scores, key=key,
                              systems=table.systems, **common)
-        pairs = {a: {b: np.asarray(joint.pairwise[i, j]).tolist() for j, b in enumerate(table.systems)}
-                 for i, a in enumerate(table.systems)}
-        next_dataset = {a: {b: np.asarray(joint.next_dataset[i, j]).tolist() for j, b in enumerate(table.systems)}
-                        for i, a in enumerate(table.systems)}
-        record.update(model="hierarchical over data sets, all systems (Corani et al. 2017, joint)",
-                      datasets=table.datasets, effect=_float_dict(table.systems, joint.effects),
-                      effect_is="population mean result minus the average over the systems (also in hdi)",
-                      p_best=_float_dict(table.systems, joint.p_best),
-                      hdi={n: np.asarray(h).tolist() for n, h in zip(table.systems, joint.hdi)},
-                      pairwise=pairs, next_dataset=next_dataset, max_rhat=joint.max_rhat,
-                      num_divergences=joint.num_divergences)
+        record.update(joint.to_dict(), datasets=table.datasets)
         text = joint.summary()
         res = joint
     if args.rank_diagram is not None:
@@ -1622,7 +1597,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     import jax
 
     from ecjax import plots, prob
-    from ecjax.prob import ranking
     from ecjax.prob.inputs import check_decisions_matter
 
     kind, labels, label_files, arrays, names, weights = _load_inputs(args)
@@ -1698,62 +1672,23 @@ def cmd_compare(args: argparse.Namespace) -> int:
     record = {
         "schema": JSON_SCHEMA_VERSION,
         "command": "compare",
-        "systems": list(result.systems),
         "paired": paired,
         "input": kind,
-        "num_draws": result.num_draws,
         "classes": spec.classes,
         "decision_names": spec.decisions,
         "nominal_costs": spec.costs.tolist(),
         "uncertain_costs": spec.uncertain,
-        "expected_utility_matrix": np.asarray(result.expected_utility_matrix).tolist(),
-        "expected_yield": _float_dict(names, result.expected_yield),
-        "hdi_prob": result.hdi_prob,
-        "hdi": {n: [float(x) for x in h] for n, h in zip(names, np.asarray(result.hdi))},
-        "p_best": _float_dict(names, result.p_best),
-        "p_tie": result.p_tie,  # per-draw decisions: draws whose best system decided as another did (None: fixed)
-        "rank_probabilities": np.asarray(result.rank_probabilities).tolist(),
-        "pairwise": np.asarray(result.pairwise).tolist(),
-        "recommendation": result.best,
-        "recommendation_probability": float(result.recommendation_probability),
-        "decision_rule": result.info["decision_rule"],
-        "decisions_made_by": result.info.get("decisions", "given"),
+        **result.to_dict(),
         # The cost matrix whose Bayes decisions are evaluated (null: given decisions, or one per drawn matrix).
         "decision_costs": spec.costs.tolist() if nominal else (
             (-np.asarray(result.expected_utility_matrix)).tolist() if kind == "scores" and
             args.decision_rule == "expected_utility" else None),
-        "rate_draws_per_cost_draw": result.info.get("rate_draws_per_cost_draw"),
-        "nec_undefined_fraction": result.nec_undefined_fraction,
-        "expected_yield_method": result.info["expected_yield"],
-        "ties": [list(group) for group in result.ties],
         "training_priors": None if training[0] is None else {n: np.asarray(t).tolist() for n, t in zip(names, training)},
     }
-    if len(names) == 1:  # nothing to choose between
-        record["recommendation"] = record["recommendation_probability"] = None
     if weights[0] is not None:
         record["sample_weight"] = args.sample_weight
-    if result.rope_probabilities is not None:
-        record["rope"] = result.rope
-        record["rope_probabilities"] = np.asarray(result.rope_probabilities).tolist()
-        record["practically_equivalent_to_recommendation"] = list(result.practically_equivalent)
     if shift is not None:
         record["deployment_priors"] = shift[2]
-    if result.doubt is not None:
-        record["doubt"] = result.doubt.as_dict()  # all, costs_only, priors_only, rates_only (ecjax.prob.Doubt)
-    # Every Monte Carlo number above, with its standard error (batch means; 0 for a closed form).
-    errors = {"method": f"batch means over {ranking.NUM_BATCHES} batches of the draws",
-              "expected_yield": _float_dict(names, result.errors["expected_yield"]),
-              "p_best": _float_dict(names, result.errors["p_best"])}
-    if result.p_tie is not None:
-        errors["p_tie"] = result.errors["p_tie"]
-    if result.rope_probabilities is not None:
-        errors["rope_probabilities"] = np.asarray(result.errors["rope_probabilities"]).tolist()
-    if result.doubt is not None:
-        errors["doubt"] = {c: result.doubt.error(c) or 0.0 for c in result.doubt.COMPONENTS}
-    if "mc_error_target" in result.info:
-        errors.update(target=result.info["mc_error_target"], target_met=result.info["mc_error_met"],
-                      runs=result.info["mc_error_runs"])
-    record["monte_carlo_errors"] = errors
     out_dir = _out_dir(args)
     if out_dir is not None:
         fig = plots.yield_posteriors(result, names=names)  # the HDI marks are the printed intervals
@@ -1965,12 +1900,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                                      settings=settings)
         else:
             res = sweep.sweep_counts(counts, axis, priors=priors, normalize=True, settings=settings)
-        record["win_fraction"] = _float_dict(names, res.win_fraction)
-        record["tie_fraction"] = float(res.tie_fraction)
-        record["num_points"] = int(res.num_points)
-        record["metric"] = "nec"
-        record["values"] = {n: np.asarray(res.values)[:, i].tolist() for i, n in enumerate(names)}
-        record["winners"] = [_winner_name(int(w), names) for w in np.asarray(res.winners)]
+        record.update(res.to_dict(names))  # win and tie fractions, points, the NEC and winner of every point
         lines = [f"NEC at {np.prod(res.shape)} points ({coord_name}):"]
         if len(names) == 1:  # one system wins every point: where it beats the naive decision is the news
             nec = np.asarray(res.values, dtype=np.float64)[:, 0]

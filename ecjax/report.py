@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax import metrics as m
+from ecjax import result_formats
 from ecjax.costs import normalize_rows
 
 
@@ -36,8 +38,27 @@ class Column:
     header: str | None = None  # the table's heading where it names a convention (default: ``name``)
 
 
+class MetricTable(list[Column]):
+    """The columns of :func:`metric_columns` / :func:`score_columns` (a list of :class:`Column`), with the exports
+    every result has: ``table += score_columns(...)`` keeps it one table."""
+
+    def to_dict(self, systems: Sequence[str] | None = None) -> dict[str, dict[str, float]]:
+        """``{metric: {system: value}}``: the ``"metrics"`` of ``ecjax metrics --json`` (``systems`` default
+        ``"system 0"``, ...)."""
+        names = self._names(systems)
+        return {c.name: {n: float(x) for n, x in zip(names, np.asarray(c.values).ravel())} for c in self}
+
+    def to_frame(self, systems: Sequence[str] | None = None) -> Any:
+        """A pandas ``DataFrame``: one row per system (index ``"system"``), one column per metric (its JSON name);
+        pandas is optional (``pip install "ecjax[pandas]"``)."""
+        return result_formats.system_frame(self._names(systems), {c.name: np.asarray(c.values) for c in self})
+
+    def _names(self, systems):
+        return v.system_names(systems, None, len(self[0].values) if self else 0)
+
+
 def metric_columns(counts: ArrayLike, *, costs: ArrayLike | None = None, utilities: ArrayLike | None = None,
-                   priors: ArrayLike | None = None, pos_label: int = 1) -> list[Column]:
+                   priors: ArrayLike | None = None, pos_label: int = 1) -> MetricTable:
     """All decision metrics for ``M`` systems, as named columns.
 
     Args:
@@ -57,11 +78,11 @@ def metric_columns(counts: ArrayLike, *, costs: ArrayLike | None = None, utiliti
     # EC and NEC need non-negative costs (Ferrer 2025, §2): shift each row by its minimum,
     # which changes every system's EC by the same constant and keeps the ranking.
     normalized = np.asarray(normalize_rows(costs))
-    cols = [
+    cols = MetricTable([
         Column("utility_yield", True, np.asarray(m.utility_yield(counts, -costs, priors=priors))),
         Column("EC", False, np.asarray(m.expected_cost(counts, normalized, priors=priors))),
         Column("NEC", False, np.asarray(m.normalized_expected_cost(counts, normalized, priors=priors))),
-    ]
+    ])
     k, d = counts.shape[-2:]
     if k != d:
         return cols
@@ -87,7 +108,7 @@ def metric_columns(counts: ArrayLike, *, costs: ArrayLike | None = None, utiliti
 
 def score_columns(labels: Sequence[ArrayLike], scores: Sequence[ArrayLike], *, priors: Sequence[ArrayLike | None],
                   score_type: str = "log_posteriors",
-                  sample_weight: Sequence[ArrayLike | None] | None = None) -> list[Column]:
+                  sample_weight: Sequence[ArrayLike | None] | None = None) -> MetricTable:
     """The score-based metrics of ``M`` systems, as named columns (lower is better except AUC).
 
     Args:
@@ -115,7 +136,7 @@ def score_columns(labels: Sequence[ArrayLike], scores: Sequence[ArrayLike], *, p
     def column(fn):
         return np.asarray([float(fn(y, s, p, w)) for y, s, p, w in zip(labels, scores, priors, weights)])
 
-    cols = [
+    cols = MetricTable([
         Column("XE", False, column(lambda y, s, p, w: sc.cross_entropy(y, s, priors=p, score_type=score_type,
                                                                        sample_weight=w))),
         # The heading names the convention: psrcal's mean over the K classes, 1/K of scikit-learn >= 1.7's sum.
@@ -124,7 +145,7 @@ def score_columns(labels: Sequence[ArrayLike], scores: Sequence[ArrayLike], *, p
         Column("ECE", False, column(lambda y, s, p, w: sc.ece(y, s, priors=p if likelihood else None,
                                                              num_bins=ECE_BINS, score_type=score_type,
                                                              sample_weight=w))),
-    ]
+    ])
     if k == 2:
         cols.append(Column("AUC", True, column(lambda y, s, p, w: sc.auc(y, s, score_type=score_type,
                                                                          sample_weight=w))))

@@ -251,3 +251,42 @@ def test_the_layout_check_can_fail():
         ("ecjax.extra", "", "not in the README's layout")]
     assert readme_layout("## Layout\n\ntext\n\n```\necjax/a.py   x\n    y\necjax/b/    z\n```\n") == ["ecjax.a",
                                                                                                      "ecjax.b"]
+
+
+def ranked_results_outside_the_family(classes):
+    """The public classes among ``classes`` that hold a ``p_best`` (a field, an annotation or a property) without
+    deriving from the one base of ranked results, :class:`ecjax.prob.ranking.RankedResult`."""
+    from ecjax.prob.ranking import RankedResult
+
+    def has_p_best(cls):
+        return any("p_best" in vars(k) or "p_best" in getattr(k, "__annotations__", {}) for k in cls.__mro__)
+
+    return sorted(c.__qualname__ for c in classes
+                  if not _private(c.__name__) and has_p_best(c) and not issubclass(c, RankedResult))
+
+
+def test_one_result_base():
+    # Every public result with a P(best) shares the base (its centre, draws, HDI, ranks, pairs, ROPE, to_dict,
+    # to_frame, to_arviz): a new ranked result that does not is caught here.
+    import importlib
+    import inspect
+
+    classes = []
+    for name in _modules():
+        module = importlib.import_module(name)
+        classes += [c for _, c in inspect.getmembers(module, inspect.isclass) if c.__module__ == name]
+    assert ranked_results_outside_the_family(classes) == []
+    assert {"Comparison", "MetricPosterior", "ResultsComparison", "HierarchicalResultsComparison"} <= {
+        c.__name__ for c in classes if hasattr(c, "to_dict") and "p_best" in getattr(c, "__dataclass_fields__", {})}
+
+
+def test_the_result_base_check_can_fail():
+    from dataclasses import dataclass
+
+    import numpy as np
+
+    @dataclass(frozen=True)
+    class NewRanking:
+        p_best: np.ndarray
+
+    assert ranked_results_outside_the_family([NewRanking]) == ["test_the_result_base_check_can_fail.<locals>.NewRanking"]

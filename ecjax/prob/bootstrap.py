@@ -90,6 +90,7 @@ from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax import random_bits
+from ecjax import result_formats
 from ecjax.confusion import weight_totals
 from ecjax.calibration import fit_affine_newton_kernel, relative_calibration_loss
 from ecjax.decisions import log_posteriors_kernel
@@ -828,9 +829,25 @@ class MetricPosterior(RankedSystems):
     errors: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
 
-    @property
-    def num_draws(self) -> int:
-        return int(self.draws.shape[0])
+    CENTRE = "mean"
+
+    def to_dict(self) -> dict:
+        """The record ``ecjax metrics --bootstrap METRIC --json`` writes under ``"bootstrap"`` (without its seed)."""
+        names = self.systems
+        return {"metric": self.metric, "higher_is_better": self.higher_is_better, "num_draws": self.num_draws,
+                "hdi_prob": self.hdi_prob, "estimate": result_formats.by_system(names, self.estimate),
+                "mean": result_formats.by_system(names, self.mean), "hdi": result_formats.by_system(names, self.hdi),
+                "p_best": result_formats.by_system(names, self.p_best),
+                "pairwise": result_formats.by_pair(names, self.pairwise)}
+
+    def system_columns(self) -> dict[str, np.ndarray]:
+        """The estimate on the data and the equal-tailed interval, then the columns of every ranked result."""
+        return {"estimate": np.asarray(self.estimate, np.float64), **super().system_columns(),
+                "equal_tailed": np.asarray(self.equal_tailed, np.float64)}
+
+    def posterior_variables(self) -> tuple[dict, dict]:
+        """The draws under the metric's name."""
+        return {self.metric: (self.draws, ["system"])}, {"system": list(self.systems)}
 
     def interval(self, values: str = "draws", prob: float | None = None, kind: str = "equal_tailed") -> np.ndarray:
         """Interval ``(M, 2)`` of the metric (``"draws"``) or ``(M, M, 2)`` of ``"differences"`` (row minus column).

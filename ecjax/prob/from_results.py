@@ -49,7 +49,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -62,13 +62,17 @@ from numpyro.infer.reparam import LocScaleReparam
 
 from ecjax import inputs as v
 from ecjax import random_bits
+from ecjax import result_formats
 from ecjax.precision import einsum, matmul
 from ecjax.prob import ranking
 from ecjax.prob.inputs import (as_fold_results, check_dataset_spread, check_draws_fit, check_fold_spread,
                                check_pair_spread, check_several_datasets, flat_fold_rows, fold_differences,
                                fold_rounding, results_per_dataset)
-from ecjax.prob.mcmc import NUTSSettings, check_nuts_settings, fit_nuts
+from ecjax.prob.mcmc import NUTSDiagnostics, NUTSSettings, check_nuts_settings, fit_nuts
 from ecjax.report import aligned
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # baycomp's default number of draws of the correlated t-test's posterior (``Posterior.nsamples``).
 DEFAULT_T_DRAWS = 50_000
@@ -561,19 +565,8 @@ def _baycomp_shares(per_draw, rope: float):
     return shares, errors
 
 
-@dataclass(frozen=True, kw_only=True)
-class _NUTSResult:
-    """The fields every NUTS-fitted result has (keyword-only, after the result's own)."""
-
-    errors: dict = field(default_factory=dict)
-    max_rhat: float = float("nan")
-    min_ess_bulk: float = float("nan")
-    num_divergences: int = 0
-    inference_data: object = None
-
-
 @dataclass(frozen=True)
-class HierarchicalTTest(_NUTSResult):
+class HierarchicalTTest(NUTSDiagnostics):
     """Posterior of the hierarchical model (several data sets), in the units of the results.
 
     Attributes:
@@ -613,11 +606,37 @@ class HierarchicalTTest(_NUTSResult):
     sigma: np.ndarray
     rope: float
     rho: float
+    errors: dict = field(default_factory=dict)
+
+    MODEL = "hierarchical (Benavoli et al. 2017)"
 
     @property
     def probabilities(self) -> np.ndarray:
         """``(3,)`` baycomp's ``(p_left, p_rope, p_right)``."""
         return np.array([self.p_left, self.p_rope, self.p_right])
+
+    def to_dict(self) -> dict:
+        """The result part of ``ecjax compare-folds --json``'s record for two systems on several data sets."""
+        return {"model": self.MODEL, "p_left": self.p_left, "p_rope": self.p_rope, "p_right": self.p_right,
+                "p_are": "baycomp's shares of the posterior draws in which a new data set's mean difference is "
+                         "most probably left of / in / right of the ROPE",
+                "predictive": np.asarray(self.predictive).tolist()}
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per region of the ROPE (``left``, ``rope``, ``right``): baycomp's share of the draws
+        (``p``), the posterior predictive probability (``predictive``) and their Monte Carlo errors."""
+        pd = result_formats.pandas()
+        columns = {"p": self.probabilities, "predictive": np.asarray(self.predictive, np.float64)}
+        columns.update({f"{column}_error": np.asarray(self.errors[name], np.float64)
+                        for column, name in (("p", "baycomp"), ("predictive", "predictive")) if name in self.errors})
+        return pd.DataFrame(columns, index=pd.Index(["left", "rope", "right"], name="region"))
+
+    def posterior_variables(self) -> tuple[dict, dict]:
+        """The population mean difference ``delta0``, its spread ``std0``, ``nu`` and each data set's ``delta``
+        and ``sigma``, in the units of the results."""
+        datasets = list(range(self.delta.shape[1]))
+        return ({"delta0": (self.delta0, []), "std0": (self.std0, []), "nu": (self.nu, []),
+                 "delta": (self.delta, ["dataset"]), "sigma": (self.sigma, ["dataset"])}, {"dataset": datasets})
 
     def summary(self, names: Sequence[str] = ("a", "b")) -> str:
         """Diagnostics, the population mean difference, baycomp's triple and the predictive one (± MC errors)."""
@@ -893,7 +912,7 @@ def _ranking_lines(systems, centres, result, header: str = "mean") -> list:
 
 
 @dataclass(frozen=True)
-class ResultsComparison:
+class ResultsComparison(ranking.BestMeanRecommended):
     """``M`` systems compared on their per-fold results of one data set (higher results are better).
 
     Attributes:
@@ -925,10 +944,17 @@ class ResultsComparison:
     hdi: np.ndarray
     errors: dict = field(default_factory=dict)
 
-    @property
-    def best(self) -> str:
-        """The system of highest mean result."""
-        return self.systems[int(np.argmax(self.mean_scores))]
+    CENTRE = "mean_scores"
+    ARVIZ_NAME = "mean_result"
+    MODEL = "correlated t-test (Corani & Benavoli 2015)"
+
+    def to_dict(self) -> dict:
+        """The result part of ``ecjax compare-folds --json``'s record for one data set."""
+        return self.model_record("mean")
+
+    def pair_tables(self) -> dict[str, np.ndarray]:
+        """The three closed-form ROPE probabilities of every pair (:attr:`pairwise`, :func:`ranking.rope_tables`)."""
+        return ranking.rope_tables(self.pairwise)
 
     def summary(self) -> str:
         """Mean result, HDI and P(best) per system, then ``(P(left), P(rope), P(right))`` for every pair."""
@@ -1184,7 +1210,7 @@ def _check_within_sets(results, systems, within_prior: str, rtol: float) -> None
 
 
 @dataclass(frozen=True)
-class HierarchicalResultsComparison(_NUTSResult):
+class HierarchicalResultsComparison(NUTSDiagnostics, ranking.BestMeanRecommended):
     """``M`` systems compared over ``q`` data sets by the hierarchical model (higher results are better).
 
     Everything is about the population of data sets the ``q`` ones stand
@@ -1235,11 +1261,30 @@ class HierarchicalResultsComparison(_NUTSResult):
     within_prior: str
     hdi_prob: float
     hdi: np.ndarray
+    errors: dict = field(default_factory=dict)
 
-    @property
-    def best(self) -> str:
-        """The system of highest posterior mean population result."""
-        return self.systems[int(np.argmax(self.effects))]
+    CENTRE = "effects"
+    ARVIZ_NAME = "effect"
+    MODEL = "hierarchical over data sets, all systems (Corani et al. 2017, joint)"
+
+    def to_dict(self) -> dict:
+        """The result part of ``ecjax compare-folds --json``'s record for several systems on several data sets."""
+        return {**self.model_record("effect"),
+                "effect_is": "population mean result minus the average over the systems (also in hdi)",
+                "next_dataset": result_formats.by_pair(self.systems, self.next_dataset), "max_rhat": self.max_rhat,
+                "num_divergences": self.num_divergences}
+
+    def pair_tables(self) -> dict[str, np.ndarray]:
+        """The ROPE probabilities of the population mean difference (:attr:`pairwise`) and, prefixed
+        ``next_dataset_``, baycomp's shares for a new data set (:attr:`next_dataset`)."""
+        return {**ranking.rope_tables(self.pairwise), **ranking.rope_tables(self.next_dataset, "next_dataset_")}
+
+    def posterior_variables(self) -> tuple[dict, dict]:
+        """The relative population mean results (``effect``), the spreads, ``nu`` and each data set's relative
+        mean results (``dataset_effect``), in the units of the results."""
+        coords = {"system": list(self.systems), "dataset": list(range(self.dataset_effects.shape[1]))}
+        return ({"effect": (self.draws, ["system"]), "spread": (self.spreads, ["system"]), "nu": (self.nu, []),
+                 "dataset_effect": (self.dataset_effects, ["dataset", "system"])}, coords)
 
     def summary(self) -> str:
         """Diagnostics, each system's relative mean result, HDI and P(best), then every pair's two triples."""

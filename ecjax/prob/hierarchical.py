@@ -43,7 +43,7 @@ from ecjax.confusion import confusion_counts
 from ecjax.prob import ranking
 from ecjax.prob.compare import evaluate_draws
 from ecjax.prob.inputs import as_named_counts
-from ecjax.prob.mcmc import NUTSSettings, check_nuts_settings, fit_nuts
+from ecjax.prob.mcmc import NUTSDiagnostics, NUTSSettings, check_nuts_settings, fit_nuts
 from ecjax.prob.rates import PriorDistribution, as_class_priors, check_concentration
 from ecjax.prob.utility_priors import UtilityPrior, resolve_utilities
 
@@ -153,25 +153,35 @@ def counts_from_sets(labels: Sequence[ArrayLike], decisions: Sequence[ArrayLike]
 
 
 @dataclass(frozen=True)
-class HierarchicalComparison:
+class HierarchicalComparison(NUTSDiagnostics):
     """Population-level ranking from several test sets.
 
     Attributes:
       comparison: a :class:`~ecjax.prob.Comparison` of the population-level yields.
-      inference_data: ``arviz.InferenceData`` of the NUTS run (posterior and sample stats).
       diagnostics: ``arviz.summary`` of ``population_rates`` and ``dispersion`` (R-hat, ESS).
-      max_rhat, min_ess_bulk: the worst R-hat and bulk ESS over all parameters.
-      num_divergences: divergent transitions after warm-up.
       samples: the NUTS draws, flattened over chains.
+      max_rhat, min_ess_bulk, num_divergences, inference_data: the run's diagnostics
+        (:class:`~ecjax.prob.mcmc.NUTSDiagnostics`; R-hat and ESS over ``population_rates`` and ``dispersion``).
     """
 
     comparison: ranking.Comparison
-    inference_data: object
     diagnostics: object
-    max_rhat: float
-    min_ess_bulk: float
-    num_divergences: int
     samples: dict
+
+    def posterior_variables(self) -> tuple[dict, dict]:
+        """The population-level utility yields and expected costs of the comparison, by system."""
+        c = self.comparison
+        return ({"utility_yield": (c.yields, ["system"]), "expected_cost": (c.expected_costs, ["system"])},
+                {"system": list(c.systems)})
+
+    def to_dict(self) -> dict:
+        """The comparison's record (:meth:`~ecjax.prob.Comparison.to_dict`) with the run's diagnostics."""
+        return {**self.comparison.to_dict(), "max_rhat": self.max_rhat, "min_ess_bulk": self.min_ess_bulk,
+                "num_divergences": self.num_divergences}
+
+    def to_frame(self, table: str = "systems") -> Any:
+        """The comparison's frame (:meth:`~ecjax.prob.Comparison.to_frame`)."""
+        return self.comparison.to_frame(table)
 
     def __repr__(self):
         return (f"HierarchicalComparison(max_rhat={self.max_rhat:.4f}, min_ess_bulk={self.min_ess_bulk:.0f}, "

@@ -10,16 +10,21 @@ transitions.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, NamedTuple
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
 import jax
 
 from ecjax import inputs as v
+from ecjax import result_formats
 
 # NumPyro's default target acceptance rate (Stan's ``adapt_delta``).
 NUMPYRO_TARGET_ACCEPT_PROB = 0.8
+
+# The sampler's statistics kept per draw, besides the divergences: ArviZ's ``sample_stats`` (``energy`` for the
+# energy plot and BFMI, ``lp``, ``step_size``, ``n_steps``/``tree_depth``, ``acceptance_rate``).
+NUTS_EXTRA_FIELDS = ("diverging", "energy", "potential_energy", "num_steps", "accept_prob", "adapt_state.step_size")
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,41 @@ class NUTSFit(NamedTuple):
     num_divergences: int
 
 
+@dataclass(frozen=True, kw_only=True)
+class NUTSDiagnostics:
+    """The diagnostics every NUTS-fitted result carries, declared once (keyword-only fields, after the result's own).
+
+    Attributes:
+      max_rhat: the largest split R-hat over the model's sites (Vehtari et al. 2021); NaN with one chain.
+      min_ess_bulk: the smallest bulk effective sample size over those sites.
+      num_divergences: divergent transitions after warm-up (more than a few per thousand draws: the posterior may
+        be biased).
+      inference_data: the run's ``arviz.InferenceData`` (the model's own sites, and the sampler's ``sample_stats``).
+    """
+
+    max_rhat: float = float("nan")
+    min_ess_bulk: float = float("nan")
+    num_divergences: int = 0
+    inference_data: Any = None
+
+    @property
+    def num_chains(self) -> int:
+        """The run's chains (its draws are kept one chain after another)."""
+        return 1 if self.inference_data is None else int(self.inference_data.posterior.sizes["chain"])
+
+    def posterior_variables(self) -> tuple[dict[str, tuple[Any, Sequence[str]]], Mapping[str, Sequence[Any]]]:
+        """What :meth:`to_arviz` puts in the posterior: ``({name: ((S, ...) draws, dims)}, coords)``."""
+        raise NotImplementedError
+
+    def to_arviz(self) -> Any:
+        """An ``arviz.InferenceData``: the result's draws (in the result's units) by NUTS chain, with the run's
+        ``sample_stats`` (divergences, energy, ...), so ``arviz.summary``, ``arviz.plot_energy`` and
+        ``arviz.bfmi`` work on them.  The model's own parametrization is :attr:`inference_data`."""
+        variables, coords = self.posterior_variables()
+        stats = getattr(self.inference_data, "sample_stats", None)
+        return result_formats.inference_data(variables, coords, chains=self.num_chains, sample_stats=stats)
+
+
 def _worst(values, pick) -> float:
     """``pick`` of the diagnostics that are defined (R-hat is NaN with one chain), NaN when none is.
 
@@ -90,7 +130,7 @@ def fit_nuts(key: jax.Array, model: Callable, args: tuple, nuts: NUTSSettings, *
     mcmc = MCMC(NUTS(model, target_accept_prob=accept), num_warmup=nuts.num_warmup,
                 num_samples=nuts.num_samples, num_chains=nuts.num_chains, chain_method="sequential",
                 progress_bar=False)
-    mcmc.run(key, *args)
+    mcmc.run(key, *args, extra_fields=NUTS_EXTRA_FIELDS)
     idata = az.from_numpyro(mcmc)
     diagnostics = az.summary(idata, var_names=var_names, kind="diagnostics")
     return NUTSFit(samples=mcmc.get_samples(), inference_data=idata, diagnostics=diagnostics,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, overload
 
 import numpy as np
 
@@ -37,8 +37,10 @@ from jax.typing import ArrayLike
 
 if TYPE_CHECKING:
     import arviz as az
+    import pandas as pd
 
 from ecjax import inputs as v
+from ecjax import result_formats
 from ecjax.report import aligned
 
 
@@ -76,8 +78,11 @@ class Recommends:
     Carlo errors of its estimates (``errors``, by field name) offers."""
 
     systems: tuple
-    recommendation: int
     errors: dict
+
+    if TYPE_CHECKING:  # a field of some results, a property (the best posterior mean) of others: read-only here
+        @property
+        def recommendation(self) -> int: ...
 
     @overload
     def error(self, name: str) -> np.ndarray | None: ...
@@ -96,8 +101,120 @@ class Recommends:
         return self.systems[self.recommendation]
 
 
+FRAME_TABLES = ("systems", "pairs")
+
+
+def rope_tables(rope_probabilities: ArrayLike, prefix: str = "") -> dict[str, np.ndarray]:
+    """The three ``(M, M)`` tables of ``(M, M, 3)`` ROPE probabilities, by name: ``[a, b]`` = ``P(a better by more
+    than rope)``, ``P(|difference| <= rope)``, ``P(b better by more than rope)``."""
+    x = np.asarray(rope_probabilities, np.float64)
+    names = ("p_better_by_more_than_rope", "p_within_rope", "p_other_better_by_more_than_rope")
+    return {prefix + name: x[..., i] for i, name in enumerate(names)}
+
+
+class RankedResult(Recommends):
+    """The family of results that rank ``M`` systems from posterior draws (one base, whatever the draws measure).
+
+    Every member has ``systems``; ``draws``, ``(S, M)`` posterior draws (higher, or for a metric
+    ``higher_is_better``, is better); :attr:`posterior_mean`, their ``(M,)`` posterior mean, also under the name
+    each result gives it (``CENTRE``: ``expected_yield``, ``mean``, ``mean_scores``, ``effects``); ``hdi_prob`` and
+    ``hdi``, ``(M, 2)`` highest-density intervals; ``p_best``, ``(M,)``; ``rank_probabilities``, ``(M, M)`` with
+    ``[m, r] = P(rank of m == r)``, rank 0 best; ``pairwise`` (``(M, M)`` ``P(a better than b)``, or for the
+    fold-result comparisons ``(M, M, 3)`` ROPE probabilities); ``rope``; ``errors``, the Monte Carlo standard
+    errors by name; the recommendation (:attr:`best`).  The NUTS-fitted members add
+    :class:`~ecjax.prob.mcmc.NUTSDiagnostics`.  And three exports: :meth:`to_dict` (the record the command line
+    writes as JSON), :meth:`to_frame` (pandas) and :meth:`to_arviz`.
+    """
+
+    CENTRE: ClassVar[str]  # the field that holds the posterior mean
+    ARVIZ_NAME: ClassVar[str]  # the name of the draws in to_arviz()'s posterior
+
+    draws: Any
+    p_best: np.ndarray
+    rank_probabilities: np.ndarray
+    pairwise: np.ndarray
+    rope: float | None
+    hdi_prob: float
+    hdi: np.ndarray
+
+    @property
+    def posterior_mean(self) -> np.ndarray:
+        """``(M,)`` the posterior mean of each system's draws: the result's centre, whatever its own name for it."""
+        return np.asarray(getattr(self, self.CENTRE), np.float64)
+
+    @property
+    def num_draws(self) -> int:
+        return int(np.shape(self.draws)[0])
+
+    def to_dict(self) -> dict:
+        """The record the command line writes as JSON (plain Python numbers, lists and dicts keyed by system)."""
+        raise NotImplementedError
+
+    def system_columns(self) -> dict[str, np.ndarray]:
+        """The per-system columns of :meth:`to_frame`: ``posterior_mean``, ``hdi`` (low and high), ``p_best`` (and
+        its Monte Carlo error where estimated), ``p_rank_1`` ... ``p_rank_M`` (rank 1 best)."""
+        columns = {"posterior_mean": self.posterior_mean, "hdi": np.asarray(self.hdi, np.float64),
+                   "p_best": np.asarray(self.p_best, np.float64)}
+        if "p_best" in self.errors:
+            columns["p_best_error"] = np.asarray(self.errors["p_best"], np.float64)
+        ranks = np.asarray(self.rank_probabilities, np.float64)
+        columns.update({f"p_rank_{r + 1}": ranks[:, r] for r in range(ranks.shape[1])})
+        return columns
+
+    def pair_tables(self) -> dict[str, np.ndarray]:
+        """The ``(M, M)`` tables of :meth:`to_frame` ``("pairs")``, by column name."""
+        raise NotImplementedError
+
+    def to_frame(self, table: str = "systems") -> pd.DataFrame:
+        """A pandas ``DataFrame`` (pandas is optional: ``pip install "ecjax[pandas]"``).
+
+        ``table="systems"``: one row per system (:meth:`system_columns`); ``"pairs"``: one row per ordered pair
+        ``(system, other)`` (:meth:`pair_tables`, e.g. ``p_better`` = ``P(system better than other)``).
+        """
+        v.check_choice(table, "table", FRAME_TABLES)
+        if table == "systems":
+            return result_formats.system_frame(self.systems, self.system_columns())
+        return result_formats.pair_frame(self.systems, self.pair_tables())
+
+    def posterior_variables(self) -> tuple[dict[str, tuple[Any, list[str]]], dict[str, list]]:
+        """What :meth:`to_arviz` puts in the posterior: ``({name: ((S, M) draws, dims)}, coords)``."""
+        return {self.ARVIZ_NAME: (self.draws, ["system"])}, {"system": list(self.systems)}
+
+    def to_arviz(self) -> az.InferenceData:
+        """An ``arviz.InferenceData`` of the draws, dims ``(chain, draw, system)``; ``arviz.summary`` works on it.
+
+        The draws are independent, so they are split into 4 "chains" (when their number allows,
+        :func:`~ecjax.result_formats.independent_chains`) only to let ArviZ compute R-hat, which should then be 1
+        up to Monte Carlo noise.
+        """
+        variables, coords = self.posterior_variables()
+        return result_formats.inference_data(variables, coords,
+                                             chains=result_formats.independent_chains(self.num_draws))
+
+
+class BestMeanRecommended(RankedResult):
+    """A ranked result that recommends the system of highest posterior mean (computed, not stored), made by a named
+    ``MODEL``: the comparisons of per-fold results."""
+
+    MODEL: ClassVar[str]
+
+    @property
+    def recommendation(self) -> int:
+        """The index of the system of highest posterior mean (:attr:`best` is its name)."""
+        return int(np.argmax(self.posterior_mean))
+
+    def model_record(self, centre_key: str) -> dict[str, Any]:
+        """The record's common part: ``systems``, ``rope``, ``model``, the posterior mean (under ``centre_key``),
+        ``p_best``, ``hdi`` and ``pairwise`` by system."""
+        names = self.systems
+        return {"systems": list(names), "rope": self.rope, "model": self.MODEL,
+                centre_key: result_formats.by_system(names, self.posterior_mean),
+                "p_best": result_formats.by_system(names, self.p_best), "hdi": result_formats.by_system(names, self.hdi),
+                "pairwise": result_formats.by_pair(names, self.pairwise)}
+
+
 @dataclass(frozen=True)
-class RankedSystems(Recommends):
+class RankedSystems(RankedResult):
     """The ranking every comparison of ``M`` systems reports, whatever its draws measure (see the module
     docstring): ``p_best``, ``rank_probabilities``, ``pairwise``, ``rope`` and ``rope_probabilities``, and the
     index of the recommended system.  :class:`Comparison` and :class:`~ecjax.prob.MetricPosterior` add what they
@@ -110,6 +227,13 @@ class RankedSystems(Recommends):
     rope: float | None
     rope_probabilities: np.ndarray | None
     recommendation: int
+
+    def pair_tables(self) -> dict[str, np.ndarray]:
+        """``p_better`` (:attr:`pairwise`) and, with a ``rope``, the three tables of :func:`rope_tables`."""
+        tables = {"p_better": np.asarray(self.pairwise, np.float64)}
+        if self.rope_probabilities is not None:
+            tables.update(rope_tables(self.rope_probabilities))
+        return tables
 
 
 def ranking_fields(summary: dict, rope: float | None) -> dict:
@@ -481,6 +605,57 @@ class Comparison(RankedSystems):
     errors: dict = field(default_factory=dict)
     p_tie: float | None = None
 
+    CENTRE: ClassVar[str] = "expected_yield"
+    ARVIZ_NAME: ClassVar[str] = "utility_yield"
+
+    @property
+    def draws(self) -> jax.Array:
+        """``(S, M)`` the yield draws (:attr:`yields`), the draws of every ranked result."""
+        return self.yields
+
+    def to_dict(self) -> dict:
+        """The result part of ``ecjax compare --json``'s record: expected yields, HDIs, P(best), ranks, pairs,
+        the recommendation, how the decisions were made, ties, the ROPE and doubt where computed, and every Monte
+        Carlo number's standard error (``monte_carlo_errors``)."""
+        names, single = self.systems, len(self.systems) == 1
+        record = {
+            "systems": list(names), "num_draws": self.num_draws,
+            "expected_utility_matrix": np.asarray(self.expected_utility_matrix).tolist(),
+            "expected_yield": result_formats.by_system(names, self.expected_yield), "hdi_prob": self.hdi_prob,
+            "hdi": result_formats.by_system(names, self.hdi), "p_best": result_formats.by_system(names, self.p_best),
+            "p_tie": self.p_tie,  # per-draw decisions: draws whose best system decided as another did (None: fixed)
+            "rank_probabilities": np.asarray(self.rank_probabilities).tolist(),
+            "pairwise": np.asarray(self.pairwise).tolist(),
+            # One system: nothing to choose between.
+            "recommendation": None if single else self.best,
+            "recommendation_probability": None if single else float(self.recommendation_probability),
+            "decision_rule": self.info.get("decision_rule"), "decisions_made_by": self.info.get("decisions", "given"),
+            "rate_draws_per_cost_draw": self.info.get("rate_draws_per_cost_draw"),
+            "nec_undefined_fraction": self.nec_undefined_fraction,
+            "expected_yield_method": self.info.get("expected_yield"), "ties": [list(group) for group in self.ties],
+        }
+        if self.rope_probabilities is not None:
+            record["rope"] = self.rope
+            record["rope_probabilities"] = np.asarray(self.rope_probabilities).tolist()
+            record["practically_equivalent_to_recommendation"] = list(self.practically_equivalent)
+        if self.doubt is not None:
+            record["doubt"] = self.doubt.as_dict()  # all, costs_only, priors_only, rates_only
+        # Every Monte Carlo number above, with its standard error (batch means; 0 for a closed form).
+        errors: dict[str, Any] = {"method": f"batch means over {NUM_BATCHES} batches of the draws"}
+        errors.update({name: result_formats.by_system(names, self.errors[name])
+                       for name in ("expected_yield", "p_best") if name in self.errors})
+        if self.p_tie is not None and "p_tie" in self.errors:
+            errors["p_tie"] = self.errors["p_tie"]
+        if self.rope_probabilities is not None and "rope_probabilities" in self.errors:
+            errors["rope_probabilities"] = np.asarray(self.errors["rope_probabilities"]).tolist()
+        if self.doubt is not None:
+            errors["doubt"] = {c: self.doubt.error(c) or 0.0 for c in self.doubt.COMPONENTS}
+        if "mc_error_target" in self.info:
+            errors.update(target=self.info["mc_error_target"], target_met=self.info["mc_error_met"],
+                          runs=self.info["mc_error_runs"])
+        record["monte_carlo_errors"] = errors
+        return record
+
     def largest_probability_error(self) -> float:
         """The largest Monte Carlo standard error of the probabilities reported: P(best), the ROPE
         probabilities and the doubt components (0 when none was estimated as uncertain)."""
@@ -531,20 +706,12 @@ class Comparison(RankedSystems):
         out when it is undefined in some draw (:attr:`nec_undefined_fraction`;
         the posterior's ``attrs`` say so), so every summary is finite.
         """
-        import arviz as az
-
-        chains = 4 if self.num_draws % 4 == 0 and self.num_draws >= 16 else 1
-
-        def one_chain(x):
-            x = np.asarray(x, dtype=np.float64)
-            return x.reshape((chains, -1) + x.shape[1:])
-
-        posterior = {"utility_yield": one_chain(self.yields), "expected_cost": one_chain(self.expected_costs)}
+        variables = {"utility_yield": (self.yields, ["system"]), "expected_cost": (self.expected_costs, ["system"])}
         undefined = self.nec_undefined_fraction
         if undefined == 0:
-            posterior["normalized_expected_cost"] = one_chain(self.normalized_expected_costs)
-        dims = {name: ["system"] for name in posterior}
-        idata = az.from_dict(posterior=posterior, coords={"system": list(self.systems)}, dims=dims)
+            variables["normalized_expected_cost"] = (self.normalized_expected_costs, ["system"])
+        idata = result_formats.inference_data(variables, {"system": list(self.systems)},
+                                              chains=result_formats.independent_chains(self.num_draws))
         if undefined > 0:
             idata.posterior.attrs["normalized_expected_cost"] = "left out: " + _nec_undefined(undefined)
         return idata

@@ -108,6 +108,14 @@ def split_point_values(vals: Any, layout: str, fixed_m: jax.Array | None,
     return m, p
 
 
+def check_values_kept(kept: Any, what: str) -> None:
+    """``what`` needs the per-point values and winners of a sweep, which ``kept`` (``SweepResult.winners``) is
+    ``None`` without ``SweepSettings(return_values=True)``."""
+    if kept is None:
+        raise v.InputError(f"{what} needs the per-point winners: run the sweep with "
+                           "SweepSettings(return_values=True)")
+
+
 def systems_scores(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLike | Sequence[ArrayLike],
                    score_type: str) -> tuple[jax.Array, jax.Array, int]:
     """Validated ``(S, N)`` labels and ``(S, N, K)`` (or ``(S, N)`` llr) scores."""

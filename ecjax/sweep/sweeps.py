@@ -31,6 +31,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
+from ecjax import result_formats
 from ecjax.confusion import class_counts, data_priors, rates
 from ecjax.decisions import (
     bayes_decisions_kernel,
@@ -44,6 +45,7 @@ from ecjax.sweep import engine
 from ecjax.sweep.engine import SweepSettings
 from ecjax.sweep.inputs import (
     check_absent_classes,
+    check_values_kept,
     combined_axis,
     matrix_source,
     per_class_counts,
@@ -110,6 +112,50 @@ class SweepResult:
     coords: tuple = ()
     info: dict = field(default_factory=dict)
 
+    SWEEP_TABLES = ("points", "systems")
+
+    def to_dict(self, systems: Sequence[str] | None = None) -> dict[str, Any]:
+        """The sweep's part of ``ecjax sweep --json``'s record: ``win_fraction`` by system, ``tie_fraction``,
+        ``num_points``, ``metric`` and, where kept, each system's ``values`` (nested lists of the sweep's shape) and
+        the ``winners`` by name (``"tie"`` where shared, ``None`` outside the swept space)."""
+        names = v.system_names(systems, None, len(self.win_fraction))
+        record: dict[str, Any] = {"win_fraction": result_formats.by_system(names, self.win_fraction),
+                                  "tie_fraction": float(self.tie_fraction), "num_points": int(self.num_points),
+                                  "metric": self.metric}
+        if self.values is not None:
+            values = np.asarray(self.values)
+            record["values"] = {n: values[..., i].tolist() for i, n in enumerate(names)}
+        if self.winners is not None:
+            labels = np.array([*names, "tie", None], dtype=object)  # index -2 is TIE, -1 UNDEFINED
+            record["winners"] = labels[np.asarray(self.winners)].tolist()
+        return record
+
+    def to_frame(self, table: str = "points", systems: Sequence[str] | None = None) -> Any:
+        """A pandas ``DataFrame`` (pandas is optional: ``pip install "ecjax[pandas]"``).
+
+        ``table="points"`` (needs ``SweepSettings(return_values=True)``): one row per swept point in C order,
+        a column ``axis_d`` per swept dimension with scalar coordinates, one column of values per system and
+        ``winner`` (a system's name, ``"tie"`` or ``None``, as :meth:`to_dict`).  ``"systems"``: one row per system,
+        ``win_count``, ``win_fraction``, ``minimum``, ``maximum``, ``mean``.
+        """
+        v.check_choice(table, "table", self.SWEEP_TABLES)
+        names = v.system_names(systems, None, len(self.win_fraction))
+        if table == "systems":
+            return result_formats.system_frame(names, {"win_count": self.win_counts, "win_fraction": self.win_fraction,
+                                                       "minimum": self.minimum, "maximum": self.maximum,
+                                                       "mean": self.mean})
+        check_values_kept(self.winners, "to_frame('points')")
+        pd = result_formats.pandas()
+        columns: dict[str, Any] = {}
+        grid = np.indices(self.shape).reshape(len(self.shape), -1)
+        for d, coord in enumerate(self.coords):
+            if coord is not None and np.ndim(coord) == 1 and len(coord) == self.shape[d]:
+                columns[f"axis_{d}"] = np.asarray(coord)[grid[d]]
+        values = np.asarray(self.values).reshape(-1, len(names))
+        columns.update({n: values[:, i] for i, n in enumerate(names)})
+        columns["winner"] = np.array([*names, "tie", None], dtype=object)[np.asarray(self.winners).ravel()]
+        return pd.DataFrame(columns, index=pd.RangeIndex(values.shape[0], name="point"))
+
     def flip_points(self, a: int, b: int) -> np.ndarray:
         """Multi-indices (one row per flip) where the order of systems ``a`` and ``b`` reverses."""
         key = (min(a, b), max(a, b))
@@ -125,8 +171,7 @@ class SweepResult:
         lies somewhere between the last point of one and the first of the
         next: a finer grid narrows it.  Needs ``SweepSettings(return_values=True)``.
         """
-        if self.winners is None:
-            raise v.InputError("winner_runs needs the per-point winners: run the sweep with SweepSettings(return_values=True)")
+        check_values_kept(self.winners, "winner_runs")
         if len(self.shape) != 1:
             raise v.InputError(f"winner_runs is for one-dimensional sweeps, got shape {self.shape}")
         w = np.asarray(self.winners)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
@@ -28,10 +28,12 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
+from ecjax import result_formats
 from ecjax.costs import utility_from_xy
 from ecjax.sweep.grids import Axis, linspace, product, transform
 from ecjax.sweep.engine import SweepSettings, check_sweep_settings
-from ecjax.sweep.sweeps import SweepResult, counts_problem, run_sweep, scores_problem
+from ecjax.sweep.inputs import check_values_kept
+from ecjax.sweep.sweeps import UNDEFINED, SweepResult, counts_problem, run_sweep, scores_problem
 
 
 @dataclass
@@ -55,6 +57,20 @@ class UtilitySpaceMap:
     yields: np.ndarray | None
     win_fraction: np.ndarray
     result: SweepResult
+
+    def to_frame(self, systems: Sequence[str] | None = None) -> Any:
+        """A pandas ``DataFrame`` of the grid points inside the hexagon (pandas is optional: ``pip install
+        "ecjax[pandas]"``): ``x``, ``y``, the ``winner`` (a system's name or ``"tie"``) and, where kept, each
+        system's yield.  ``to_frame().winner.value_counts(normalize=True)`` is :attr:`win_fraction` (ties apart)."""
+        check_values_kept(self.winners, "to_frame")
+        pd = result_formats.pandas()
+        names = v.system_names(systems, None, len(self.win_fraction))
+        rows, cols = np.nonzero(np.asarray(self.winners) != UNDEFINED)
+        columns: dict[str, Any] = {"x": np.asarray(self.x)[cols], "y": np.asarray(self.y)[rows]}
+        if self.yields is not None:
+            columns.update({n: np.asarray(self.yields)[rows, cols, i] for i, n in enumerate(names)})
+        columns["winner"] = np.array([*names, "tie", None], dtype=object)[np.asarray(self.winners)[rows, cols]]
+        return pd.DataFrame(columns)
 
 
 def _plane_utilities(vals):
