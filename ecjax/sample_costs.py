@@ -47,8 +47,6 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple, Union
 
-import numpy as np
-
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike

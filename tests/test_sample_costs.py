@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 
 import ecjax
-from ecjax import costs as cst
 from ecjax import sample_costs as sc
 
 # scikit-learn's "Post-tuning the decision threshold for cost-sensitive learning", credit-card part, as
