@@ -47,8 +47,6 @@ from __future__ import annotations
 from functools import partial
 from typing import NamedTuple, Union
 
-import numpy as np
-
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
@@ -149,6 +147,9 @@ def sample_weights_kernel(labels: jax.Array, priors: jax.Array | None, sample_we
     return SampleWeights(labels, u, jnp.where(totals > 0, p / jnp.where(totals > 0, totals, 1.0), 0.0))
 
 
+_sample_weights_jit = jax.jit(sample_weights_kernel, static_argnums=3)  # one program, not one per operation
+
+
 def weighted_sum(x: jax.Array, weights: SampleWeights) -> jax.Array:
     """``sum_n w_n x[..., n] = sum_i (P_i / W_i) sum_{n: y_n = i} u_n x[..., n]``, shape ``x.shape[:-1]``."""
     by_class = weight_totals(weights.labels, weights.sample_weight * x, weights.per_class.shape[0])
@@ -230,7 +231,7 @@ def _evaluation_weights(labels, k, priors, sample_weight):
     """Validated per-sample EC weights ``w_n`` (priors checked against the classes present)."""
     w = v.as_sample_weight(sample_weight, labels)
     _, p = evaluation_priors(labels, k, priors, w)
-    return sample_weights_kernel(labels, p, w, k)
+    return _sample_weights_jit(labels, p, w, k)
 
 
 def decision_inputs(labels: ArrayLike, decisions: ArrayLike, costs: object, priors: ArrayLike | None,

@@ -8,7 +8,6 @@ import jax
 import jax.numpy as jnp
 
 import ecjax
-from ecjax import costs as cst
 from ecjax import sample_costs as sc
 
 # scikit-learn's "Post-tuning the decision threshold for cost-sensitive learning", credit-card part, as
@@ -313,12 +312,11 @@ def _cli(capsys, *args):
     return code, out, err
 
 
-def test_metrics_sample_costs_on_the_command_line(tmp_path, capsys):
+def test_metrics_sample_costs_of_decisions_on_the_command_line(tmp_path, capsys):
     import json
 
     y, amount, p1 = fraud_data(seed=12)
     np.save(tmp_path / "y.npy", y)
-    np.save(tmp_path / "s.npy", log_post(p1))
     np.save(tmp_path / "d.npy", (p1 > 0.3).astype(int))
     np.savez(tmp_path / "fraud.npz", amount=amount, base=-FRAUD_BASE, scale=-FRAUD_SCALE)
     code, out, _ = _cli(capsys, "metrics", "--labels", tmp_path / "y.npy", "--decisions", tmp_path / "d.npy",
@@ -327,9 +325,21 @@ def test_metrics_sample_costs_on_the_command_line(tmp_path, capsys):
     got = json.loads(out)["sample_costs"]
     np.testing.assert_allclose(got["EC"]["d"], -business_metric(y, (p1 > 0.3).astype(int), amount) / len(y),
                                rtol=1e-5)
+
+
+# ~6 s of CPU: `metrics` on scores computes every score metric besides; the library paths it calls are tested above.
+@pytest.mark.slow
+def test_metrics_sample_costs_of_scores_on_the_command_line(tmp_path, capsys):
+    import json
+
+    y, amount, p1 = fraud_data(seed=12)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "s.npy", log_post(p1))
+    np.savez(tmp_path / "fraud.npz", amount=amount, base=-FRAUD_BASE, scale=-FRAUD_SCALE)
     # scores: each sample's Bayes decision under its own matrix (numpy), and the best single threshold
     code, out, _ = _cli(capsys, "metrics", "--labels", tmp_path / "y.npy", "--scores", tmp_path / "s.npy",
                         "--sample-costs", tmp_path / "fraud.npz", "--json")
+    assert code == 0
     rec = json.loads(out)["sample_costs"]
     refuse = p1 * (50 + amount) - (1 - p1) * 5 > (1 - p1) * 0.02 * amount - p1 * amount
     np.testing.assert_allclose(rec["EC"]["s"], -business_metric(y, refuse.astype(int), amount) / len(y), rtol=1e-5)
