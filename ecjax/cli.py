@@ -83,8 +83,14 @@ _pending: list = []
 # Which options a command's options need or exclude, checked before any file is read: (option, "needs" or
 # "not with", the other options (any one of them, "--option value" for a value), the message, with the rule at
 # its {rule}). A rule with option None applies to every run of the command.
+_FORMAT_RULE = ("--json", "not with", ("--format table", "--format csv", "--format markdown"),
+                "{rule} (--json is --format json: give one)")
+# calibrate prints its table of scores before and after calibration only when it has the labels to compute them.
+_CALIBRATE_TABLE_RULES = tuple((f"--format {fmt}", "needs", ("--labels",), "{rule} (the table holds the scores of "
+                                "--scores before and after calibration, on its labels)") for fmt in ("csv", "markdown"))
 OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]] = {
     "metrics": (
+        _FORMAT_RULE,
         ("--metric-thresholds", "needs", ("--scores",), "{rule} (the thresholds rank the samples by their scores)"),
         ("--curves", "needs", ("--scores",), "{rule} (the curves rank the samples by their scores)"),
         ("--bootstrap", "needs", ("--scores",), "{rule} (the metric is computed from the scores)"),
@@ -93,6 +99,7 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
          "{rule} (the random key of the bootstrap and of the calibration folds: nothing else in metrics is random)"),
     ),
     "calibrate": (
+        _FORMAT_RULE, *_CALIBRATE_TABLE_RULES,
         ("--train-scores", "not with", ("--cv",), "{rule} (--cv fits on --scores and its --labels, fold by fold)"),
         ("--train-labels", "not with", ("--cv",), "{rule} (--cv fits on --scores and its --labels, fold by fold)"),
         ("--cv", "needs", ("--labels",), "{rule} (its folds are fitted on the true classes of --scores)"),
@@ -114,6 +121,7 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--seed", "needs", ("--cv",), "{rule} (the random key of the --cv folds: every other fit is deterministic)"),
     ),
     "compare": (
+        _FORMAT_RULE,
         (None, "needs", ("--costs",), "{rule} (compare ranks under a cost specification: see `ecjax.io` for the "
                                       "format)"),
         ("--rate-draws", "needs", ("--decision-rule per_draw",), "{rule} (it draws the rates per drawn cost matrix)"),
@@ -121,7 +129,11 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
                                                   "is the number of draws)"),
     ),
     "compare-folds": (
+        _FORMAT_RULE,
         ("--runs", "not with", ("--test-fraction",), "{rule} (each sets the correlation of the folds: give one)"),
+    ),
+    "sweep": (
+        _FORMAT_RULE,
     ),
 }
 
@@ -449,15 +461,27 @@ def _stdout_failed(command, error):
     return 2
 
 
+def _output_format(args):
+    """The format of standard output (:mod:`ecjax.formats`): --format, or json for --json, else the text table."""
+    return "json" if args.json else args.format or "table"
+
+
 def _emit(args, record, table_text, out_dir):
+    """Write the queued files, then print the ``record`` in the --format asked: the text ``table_text`` (and the
+    files written), the JSON record, or its main table as CSV or markdown (:mod:`ecjax.formats`)."""
     if out_dir is not None:
         record.setdefault("files", []).append(str(out_dir / f"{args.command}.json"))
         _defer(out_dir / f"{args.command}.json", _dumps(record), args.force)
     _commit()
-    if args.json:
+    fmt = _output_format(args)
+    if fmt == "json":
         _print(_dumps(record))
-    else:
+    elif fmt == "table":
         _print("\n".join([table_text, *(f"wrote {f}" for f in record.get("files", []))]))
+    else:
+        from ecjax.formats import command_table, render
+
+        _print(render(command_table(record), fmt))
 
 
 def _float_dict(names, values):
@@ -1359,8 +1383,9 @@ class Heartbeat(_ProgressLine):
 
 
 def _watching(args):
-    """A person watches stderr: it is a terminal, and neither --json nor --quiet was given."""
-    return not args.json and not getattr(args, "quiet", False) and _stderr_is_terminal()
+    """A person watches stderr: it is a terminal, the output is the text table (not --json, --format json, csv or
+    markdown), and --quiet was not given."""
+    return _output_format(args) == "table" and not getattr(args, "quiet", False) and _stderr_is_terminal()
 
 
 def _stderr_is_terminal():
@@ -1785,12 +1810,22 @@ def _add_common(p):
                    help="type of --scores (probabilities: rows in [0, 1] summing to 1)")
     p.add_argument("--names", nargs="+", help="system names (default: file stems, with parent folders where stems collide)")
     p.add_argument("--costs", metavar="SPEC", help="cost specification, .toml or .json (default: 0-1 costs)")
-    p.add_argument("--json", action="store_true", help="print a JSON record instead of the table")
+    _add_output_format(p)
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr (also silent with --json, or "
                                                         "when stderr is not a terminal)")
     p.add_argument("--out", metavar="DIR", help="write the JSON record and figures into DIR")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
     _add_max_input(p)
+
+
+def _add_output_format(p):
+    from ecjax.formats import FORMATS
+
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="what to print: table (aligned text, the default), json (the record), csv or markdown (the "
+                        "main table alone: one row per system, per measure for calibrate; columns named as in the "
+                        "JSON)")
+    p.add_argument("--json", action="store_true", help="print the JSON record: --format json")
 
 
 def _add_sample_weight(p):
@@ -1943,7 +1978,7 @@ def _build_parser() -> argparse.ArgumentParser:
     cf.add_argument("--test-fraction", type=_float_in(0.0, "--test-fraction", strict=True), default=None,
                     help="fraction of the data in each test fold (the Nadeau-Bengio correlation), instead of --runs")
     cf.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"), default=0, help="random key (default 0)")
-    cf.add_argument("--json", action="store_true", help="print a JSON record instead of the table")
+    _add_output_format(cf)
     cf.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     sw = sub.add_parser("sweep", help="which system wins where: utility-space winner maps, cost-ratio sweeps")
     _add_common(sw)
@@ -2002,7 +2037,7 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--score-type", default="log_posteriors",
                    choices=SCORE_TYPES,
                    help="type of the scores (probabilities: rows in [0, 1] summing to 1)")
-    c.add_argument("--json", action="store_true", help="print a JSON record instead of text")
+    _add_output_format(c)
     c.add_argument("--quiet", action="store_true", help="no progress line on stderr (also silent with --json, or "
                                                         "when stderr is not a terminal)")
     c.add_argument("--out", metavar="DIR",
