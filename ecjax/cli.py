@@ -40,6 +40,7 @@ from ecjax.inputs import (
     POSTERIOR_TYPES,
     SCORE_TYPES,
     InputError,
+    as_class_list,
     as_group_ids,
     as_index_array,
     as_pos_label,
@@ -241,7 +242,10 @@ def _load_inputs(args):
         raise InputError(f"--labels: give one file shared by all systems or one per system, got {len(label_files)} for {len(files)}")
     # The files of one set of samples are read together: a CSV's undecided first row is settled by the others.
     groups = [[label_files[0], *files]] if len(label_files) == 1 else list(zip(label_files, files))
-    loaded = {f: a for group in groups for f, a in zip(group, _load_same_samples(*group))}
+    if args.classes is not None:
+        loaded = _load_by_class_names(args.classes, groups)
+    else:
+        loaded = {f: a for group in groups for f, a in zip(group, _load_same_samples(*group))}
     labels = [_check_labels(loaded[f], f) for f in label_files]
     if len(labels) == 1:
         labels, label_files = labels * len(files), label_files * len(files)
@@ -262,6 +266,9 @@ def _load_inputs(args):
         for f, a in zip(files, arrays):
             _said_of(f"--scores {f}", check_shape, a, "scores", "(N, K)", sizes={"K": arrays[0].shape[1]},
                      why=f" (the classes of {files[0]})")
+    if kind == "scores" and args.classes is not None:
+        _said_of("--classes", as_class_list, _class_names(args.classes), num_classes=2 if want == 1 else
+                 arrays[0].shape[1])
     # Names from the files differ unless a file is given twice (_default_names).
     names = list(_said_of("--names" if args.names else f"--{kind}: the same file is given twice (give --names)",
                           system_names, args.names or _default_names(files), None, len(files), "names"))
@@ -270,6 +277,25 @@ def _load_inputs(args):
             where = "--names" if args.names else f"{f} (its name comes from the file name: give --names)"
             raise InputError(f"{where}: a system name of {len(n)} characters; at most {MAX_NAME_LENGTH}")
     return kind, labels, label_files, arrays, names, _load_sample_weights(args, labels, label_files)
+
+
+def _class_names(option):
+    """The class names of --classes ``a,b,c`` (spaces around a name left out)."""
+    return [name.strip() for name in option.split(",")]
+
+
+def _load_by_class_names(option, groups):
+    """With --classes: each label file's class names as class indices (:func:`ecjax.io.load_class_names`), and the
+    files of the same samples, each CSV's undecided first row settled by the number of labels."""
+    from ecjax.io import DEFAULT_MAX_BYTES, load_class_names
+
+    classes = _said_of("--classes", as_class_list, _class_names(option)).tolist()
+    max_bytes = _limits["max_bytes"] or DEFAULT_MAX_BYTES
+    loaded = {}
+    for label_file, *others in groups:
+        loaded[label_file] = load_class_names(label_file, classes, max_bytes=max_bytes)
+        loaded.update({f: _load(f, rows=len(loaded[label_file])) for f in others})
+    return loaded
 
 
 def _load_sample_weights(args, labels, label_files):
@@ -307,7 +333,9 @@ def _cost_spec(args, num_classes):
 
     if args.costs is None:
         c = np.asarray(zero_one(num_classes))
-        names = [str(i) for i in range(num_classes)]
+        given = getattr(args, "classes", None)  # the names of --classes, where they name these classes
+        names = _class_names(given) if given and len(_class_names(given)) == num_classes else [
+            str(i) for i in range(num_classes)]
         return CostSpec(c, names, names, source="0-1 costs (default)")
     spec = load_cost_spec(args.costs)
     _said_of(args.costs, check_shape, spec.costs, "costs", "(K, D)", sizes={"K": num_classes},
@@ -1809,6 +1837,9 @@ def _add_common(p):
                    choices=SCORE_TYPES,
                    help="type of --scores (probabilities: rows in [0, 1] summing to 1)")
     p.add_argument("--names", nargs="+", help="system names (default: file stems, with parent folders where stems collide)")
+    p.add_argument("--classes", metavar="A,B,...",
+                   help="the class names, comma-separated, in the order of the score columns: the --labels files "
+                        "then hold class names (a CSV column or a .npy of strings), each read as its position here")
     p.add_argument("--costs", metavar="SPEC", help="cost specification, .toml or .json (default: 0-1 costs)")
     _add_output_format(p)
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr (also silent with --json, or "
