@@ -54,6 +54,7 @@ from ecjax.inputs import (
     check_numbers,
     check_posterior_type,
     check_priors_cover,
+    check_same_classes,
     check_same_length,
     check_shape,
     check_some_weight,
@@ -120,6 +121,7 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--calibration-errors", "needs", ("--labels",), "{rule} (the errors are measured on the true classes of "
                                                          "--scores)"),
         ("--seed", "needs", ("--cv",), "{rule} (the random key of the --cv folds: every other fit is deterministic)"),
+        ("--classes", "needs", ("--labels", "--train-labels"), "{rule} (it names the classes the label files hold)"),
     ),
     "compare": (
         _FORMAT_RULE,
@@ -266,9 +268,8 @@ def _load_inputs(args):
         for f, a in zip(files, arrays):
             _said_of(f"--scores {f}", check_shape, a, "scores", "(N, K)", sizes={"K": arrays[0].shape[1]},
                      why=f" (the classes of {files[0]})")
-    if kind == "scores" and args.classes is not None:
-        _said_of("--classes", as_class_list, _class_names(args.classes), num_classes=2 if want == 1 else
-                 arrays[0].shape[1])
+    if kind == "scores":
+        _check_classes_count(args, 2 if want == 1 else arrays[0].shape[1])
     # Names from the files differ unless a file is given twice (_default_names).
     names = list(_said_of("--names" if args.names else f"--{kind}: the same file is given twice (give --names)",
                           system_names, args.names or _default_names(files), None, len(files), "names"))
@@ -282,6 +283,21 @@ def _load_inputs(args):
 def _class_names(option):
     """The class names of --classes ``a,b,c`` (spaces around a name left out)."""
     return [name.strip() for name in option.split(",")]
+
+
+def _check_classes_count(args, num_classes):
+    """--classes, where given, names one class per score column."""
+    if args.classes is not None:
+        _said_of("--classes", as_class_list, _class_names(args.classes), num_classes=num_classes)
+
+
+def _scores_and_labels(args, scores, labels):
+    """The arrays of a score file and of its label file (``None`` when not given), the labels' class names read as
+    indices with --classes."""
+    if labels is None or args.classes is None:
+        return _load_same_samples(scores, labels)
+    loaded = _load_by_class_names(args.classes, [[labels, scores]])
+    return loaded[scores], loaded[labels]
 
 
 def _load_by_class_names(option, groups):
@@ -340,6 +356,8 @@ def _cost_spec(args, num_classes):
     spec = load_cost_spec(args.costs)
     _said_of(args.costs, check_shape, spec.costs, "costs", "(K, D)", sizes={"K": num_classes},
              why=" (a row per class of the data)")
+    if getattr(args, "classes", None) is not None:  # the labels' class list and the cost rows: one order
+        _said_of("--classes", check_same_classes, _class_names(args.classes), spec.classes, args.costs)
     return spec
 
 
@@ -935,15 +953,16 @@ def _calibration_files(args, st):
     the same data twice): only the first two give honest numbers on ``--labels``.
     """
     want = 1 if st == "llr" else 2
-    test, labels = _load_same_samples(args.scores, args.labels)
+    test, labels = _scores_and_labels(args, args.scores, args.labels)
     test = _check_scores(test, args.scores, st)
+    _check_classes_count(args, 2 if want == 1 else test.shape[1])
     if labels is not None:  # validated before anything is fitted or written
         labels = _check_labels(labels, args.labels)
         _same_samples(args.labels, labels, "labels", args.scores, test, "scores")
     weights = _load_sample_weight(args.sample_weight, labels, args.labels)
     if args.train_scores is None:
         return test, labels, test, labels, "cross_validation" if args.cv else "in_sample", weights, weights
-    train, train_labels = _load_same_samples(args.train_scores, args.train_labels)
+    train, train_labels = _scores_and_labels(args, args.train_scores, args.train_labels)
     train_labels = _check_labels(train_labels, args.train_labels)
     train = _check_scores(train, args.train_scores, st)
     _same_samples(args.train_scores, train, "scores", args.train_labels, train_labels, "labels")
@@ -1837,9 +1856,7 @@ def _add_common(p):
                    choices=SCORE_TYPES,
                    help="type of --scores (probabilities: rows in [0, 1] summing to 1)")
     p.add_argument("--names", nargs="+", help="system names (default: file stems, with parent folders where stems collide)")
-    p.add_argument("--classes", metavar="A,B,...",
-                   help="the class names, comma-separated, in the order of the score columns: the --labels files "
-                        "then hold class names (a CSV column or a .npy of strings), each read as its position here")
+    _add_classes(p)
     p.add_argument("--costs", metavar="SPEC", help="cost specification, .toml or .json (default: 0-1 costs)")
     _add_output_format(p)
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr (also silent with --json, or "
@@ -1847,6 +1864,12 @@ def _add_common(p):
     p.add_argument("--out", metavar="DIR", help="write the JSON record and figures into DIR")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
     _add_max_input(p)
+
+
+def _add_classes(p):
+    p.add_argument("--classes", metavar="A,B,...",
+                   help="the class names, comma-separated, in the order of the score columns: the label files then "
+                        "hold class names (a CSV column or a .npy of strings), each read as its position here")
 
 
 def _add_output_format(p):
@@ -2041,6 +2064,7 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--labels", metavar="FILE",
                    help="true classes of --scores: report the cross-entropy and Brier score before and after "
                         "calibration (and, with --out, reliability diagrams)")
+    _add_classes(c)
     c.add_argument("--cv", type=_int_in(2, 10**6, "--cv"), metavar="K",
                    help="K-fold cross-validation on --scores and --labels: each sample is calibrated by a calibrator "
                         "fitted on the other folds (folds stratified by class)")

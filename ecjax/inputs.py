@@ -296,6 +296,16 @@ def as_class_list(classes: object, name: str = "classes", *, num_classes: int | 
     return names
 
 
+def check_same_classes(classes: Sequence[str], named: Sequence[str], source: str) -> None:
+    """``classes`` (the class list labels were read by) and ``named`` (the classes ``source`` names: a cost file's
+    rows) are one list in one order, so that row ``i`` is the class of index ``i``; ``named`` left at the default
+    ``"0", "1", ...`` names nothing, and agrees with any list."""
+    if list(named) != [str(i) for i in range(len(named))] and list(classes) != list(named):
+        problem = (f"names the classes {list(classes)}, but {source} names them {list(named)} (its rows, in order): "
+                   "give the same classes in the same order")
+        raise InputError(f"`classes` {problem}", problem=problem)
+
+
 def as_class_indices(values: ArrayLike, classes: ArrayLike, name: str = "labels") -> np.ndarray:
     """The ``(N,)`` int64 positions of ``values`` in ``classes`` (class names of any sortable kind: numbers,
     strings), as scikit-learn maps ``y`` through an estimator's ``classes_``; a value that is not one of

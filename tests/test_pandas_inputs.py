@@ -197,7 +197,26 @@ def test_label_files_of_class_names_with_classes(name_files):
     (["--labels", "names.csv", "--classes", "healthy,sick,other"],
      "--classes: names 3 classes, but the scores have 2"),
     (["--labels", "names.csv", "--classes", "sick,sick"], "--classes: must name each class once"),
+    # The cost rows are the classes of c.toml's order: another order of --classes would swap them silently.
+    (["--labels", "names.csv", "--classes", "sick,healthy", "--costs", "c.toml"],
+     "--classes: names the classes ['sick', 'healthy'], but c.toml names them ['healthy', 'sick'] (its rows"),
 ])
 def test_classes_option_errors(name_files, argv, said):
+    (name_files / "c.toml").write_text('classes = ["healthy", "sick"]\ncosts = [[0, 1], [5, 0]]\n')
     code, _, err = run("metrics", "--scores", "s.npy", *argv, cwd=name_files)
     assert code == 2 and said in err, err
+
+
+def test_calibrate_reads_class_names_with_classes(name_files):
+    d = name_files
+    outputs = {}
+    for labels, extra in (("y.npy", ()), ("names.csv", ("--classes", "healthy,sick"))):
+        code, outputs[labels], err = run("calibrate", "--labels", labels, "--scores", "s.npy", "--output",
+                                         f"out_{labels}.npy", "--json", *extra, cwd=d)
+        assert code == 0, err
+    by_index, by_name = json.loads(outputs["y.npy"]), json.loads(outputs["names.csv"])
+    assert by_name["cross_entropy"] == by_index["cross_entropy"] and by_name["brier"] == by_index["brier"]
+    np.testing.assert_array_equal(np.load(d / "out_names.csv.npy"), np.load(d / "out_y.npy.npy"))
+    code, _, err = run("calibrate", "--calibrator", "c.json", "--scores", "s.npy", "--output", "o.npy",
+                       "--classes", "healthy,sick", cwd=d)
+    assert code == 2 and "--classes: needs --labels or --train-labels" in err, err
