@@ -509,7 +509,7 @@ def _stdout_failed(command, error):
 
 def _output_format(args):
     """The format of standard output (:mod:`ecjax.formats`): --format, or json for --json, else the text table."""
-    return "json" if args.json else args.format or "table"
+    return "json" if args.json else getattr(args, "format", None) or "table"
 
 
 def _emit(args, record, table_text, out_dir):
