@@ -134,7 +134,8 @@ def host_values(x: object, name: str) -> object:
     """``x`` as an array-like: a pandas (or any data frame library's) Series or DataFrame as its values
     (``.to_numpy()``: a DataFrame's columns are the classes, in their order), a pandas ``Categorical`` (or
     categorical Series) as its class indices, the positions of its values in its ``categories`` (a missing
-    value is refused); anything else as it is.  pandas is never imported: it is read by its methods."""
+    value is refused); anything else as it is.  Values are read by position (a Series' index is not used: labels
+    and scores must list the samples in one order).  pandas is never imported: it is read by its methods."""
     if isinstance(x, (jax.Array, np.ndarray)) or is_tracer(x) or not hasattr(x, "to_numpy"):
         return x
     cat = _categorical(x)
