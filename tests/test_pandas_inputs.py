@@ -163,7 +163,7 @@ def test_class_list_errors_name_the_label_or_the_list():
 @pytest.fixture()
 def name_files(tmp_path):
     rng = np.random.default_rng(3)
-    n = 150
+    n = 300  # the size of test_output_formats.py's files: the same compiled programs
     y = rng.integers(0, 2, n)
     llr = 2.0 * y - 1.0 + rng.normal(size=n)
     np.save(tmp_path / "y.npy", y)
