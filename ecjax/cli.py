@@ -82,14 +82,16 @@ _pending: list = []
 
 # ------------------------------------------------------------------ inputs
 
-# Which options a command's options need or exclude, checked before any file is read: (option, "needs" or
-# "not with", the other options (any one of them, "--option value" for a value), the message, with the rule at
-# its {rule}). A rule with option None applies to every run of the command.
+# --json is --format json (kept for the scripts that use it): with another --format it is refused.
 _FORMAT_RULE = ("--json", "not with", ("--format table", "--format csv", "--format markdown"),
                 "{rule} (--json is --format json: give one)")
 # calibrate prints its table of scores before and after calibration only when it has the labels to compute them.
 _CALIBRATE_TABLE_RULES = tuple((f"--format {fmt}", "needs", ("--labels",), "{rule} (the table holds the scores of "
                                 "--scores before and after calibration, on its labels)") for fmt in ("csv", "markdown"))
+
+# Which options a command's options need or exclude, checked before any file is read: (option, "needs" or
+# "not with", the other options (any one of them, "--option value" for a value), the message, with the rule at
+# its {rule}). A rule with option None applies to every run of the command.
 OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]] = {
     "metrics": (
         _FORMAT_RULE,
