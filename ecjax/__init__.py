@@ -9,7 +9,7 @@ import sys as _sys
 
 try:
     from ecjax import costs
-    from ecjax.inputs import InputError
+    from ecjax.inputs import InputError, class_indices
     from ecjax.confusion import (
         JointOutcomeTable,
         confusion_matrix,

@@ -40,6 +40,7 @@ from ecjax.inputs import (
     POSTERIOR_TYPES,
     SCORE_TYPES,
     InputError,
+    as_class_list,
     as_group_ids,
     as_index_array,
     as_pos_label,
@@ -54,6 +55,7 @@ from ecjax.inputs import (
     check_numbers,
     check_posterior_type,
     check_priors_cover,
+    check_same_classes,
     check_same_length,
     check_shape,
     check_some_weight,
@@ -86,11 +88,19 @@ _pending: list = []
 
 # ------------------------------------------------------------------ inputs
 
+# --json is --format json (kept for the scripts that use it): with another --format it is refused.
+_FORMAT_RULE = ("--json", "not with", ("--format table", "--format csv", "--format markdown"),
+                "{rule} (--json is --format json: give one)")
+# calibrate prints its table of scores before and after calibration only when it has the labels to compute them.
+_CALIBRATE_TABLE_RULES = tuple((f"--format {fmt}", "needs", ("--labels",), "{rule} (the table holds the scores of "
+                                "--scores before and after calibration, on its labels)") for fmt in ("csv", "markdown"))
+
 # Which options a command's options need or exclude, checked before any file is read: (option, "needs" or
 # "not with", the other options (any one of them, "--option value" for a value), the message, with the rule at
 # its {rule}). A rule with option None applies to every run of the command.
 OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]] = {
     "metrics": (
+        _FORMAT_RULE,
         ("--metric-thresholds", "needs", ("--scores",), "{rule} (the thresholds rank the samples by their scores)"),
         ("--curves", "needs", ("--scores",), "{rule} (the curves rank the samples by their scores)"),
         ("--bootstrap", "needs", ("--scores",), "{rule} (the metric is computed from the scores)"),
@@ -99,6 +109,7 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
          "{rule} (the random key of the bootstraps and of the calibration folds: nothing else in metrics is random)"),
     ),
     "calibrate": (
+        _FORMAT_RULE, *_CALIBRATE_TABLE_RULES,
         ("--train-scores", "not with", ("--cv",), "{rule} (--cv fits on --scores and its --labels, fold by fold)"),
         ("--train-labels", "not with", ("--cv",), "{rule} (--cv fits on --scores and its --labels, fold by fold)"),
         ("--cv", "needs", ("--labels",), "{rule} (its folds are fitted on the true classes of --scores)"),
@@ -118,8 +129,10 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--calibration-errors", "needs", ("--labels",), "{rule} (the errors are measured on the true classes of "
                                                          "--scores)"),
         ("--seed", "needs", ("--cv",), "{rule} (the random key of the --cv folds: every other fit is deterministic)"),
+        ("--classes", "needs", ("--labels", "--train-labels"), "{rule} (it names the classes the label files hold)"),
     ),
     "compare": (
+        _FORMAT_RULE,
         (None, "needs", ("--costs",), "{rule} (compare ranks under a cost specification: see `ecjax.io` for the "
                                       "format)"),
         ("--sample-cost-scale", "needs", ("--sample-costs",), "{rule} (it scales their per-sample part)"),
@@ -142,9 +155,13 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
                                                              "test set)"),
     ),
     "compare-folds": (
+        _FORMAT_RULE,
         ("--runs", "not with", ("--test-fraction",), "{rule} (each sets the correlation of the folds: give one)"),
         ("--rank-diagram", "not with", ("--test signed-rank",),
          "{rule} (the diagram shows the ranks of the t-test models; the signed-rank test compares pairs)"),
+    ),
+    "sweep": (
+        _FORMAT_RULE,
     ),
 }
 
@@ -252,7 +269,10 @@ def _load_inputs(args):
         raise InputError(f"--labels: give one file shared by all systems or one per system, got {len(label_files)} for {len(files)}")
     # The files of one set of samples are read together: a CSV's undecided first row is settled by the others.
     groups = [[label_files[0], *files]] if len(label_files) == 1 else list(zip(label_files, files))
-    loaded = {f: a for group in groups for f, a in zip(group, _load_same_samples(*group))}
+    if args.classes is not None:
+        loaded = _load_by_class_names(args.classes, groups)
+    else:
+        loaded = {f: a for group in groups for f, a in zip(group, _load_same_samples(*group))}
     labels = [_check_labels(loaded[f], f) for f in label_files]
     if len(labels) == 1:
         labels, label_files = labels * len(files), label_files * len(files)
@@ -273,6 +293,8 @@ def _load_inputs(args):
         for f, a in zip(files, arrays):
             _said_of(f"--scores {f}", check_shape, a, "scores", "(N, K)", sizes={"K": arrays[0].shape[1]},
                      why=f" (the classes of {files[0]})")
+    if kind == "scores":
+        _check_classes_count(args, 2 if want == 1 else arrays[0].shape[1])
     # Names from the files differ unless a file is given twice (_default_names).
     names = list(_said_of("--names" if args.names else f"--{kind}: the same file is given twice (give --names)",
                           system_names, args.names or _default_names(files), None, len(files), "names"))
@@ -281,6 +303,40 @@ def _load_inputs(args):
             where = "--names" if args.names else f"{f} (its name comes from the file name: give --names)"
             raise InputError(f"{where}: a system name of {len(n)} characters; at most {MAX_NAME_LENGTH}")
     return kind, labels, label_files, arrays, names, _load_sample_weights(args, labels, label_files)
+
+
+def _class_names(option):
+    """The class names of --classes ``a,b,c`` (spaces around a name left out)."""
+    return [name.strip() for name in option.split(",")]
+
+
+def _check_classes_count(args, num_classes):
+    """--classes, where given, names one class per score column."""
+    if args.classes is not None:
+        _said_of("--classes", as_class_list, _class_names(args.classes), num_classes=num_classes)
+
+
+def _scores_and_labels(args, scores, labels):
+    """The arrays of a score file and of its label file (``None`` when not given), the labels' class names read as
+    indices with --classes."""
+    if labels is None or args.classes is None:
+        return _load_same_samples(scores, labels)
+    loaded = _load_by_class_names(args.classes, [[labels, scores]])
+    return loaded[scores], loaded[labels]
+
+
+def _load_by_class_names(option, groups):
+    """With --classes: each label file's class names as class indices (:func:`ecjax.io.load_class_names`), and the
+    files of the same samples, each CSV's undecided first row settled by the number of labels."""
+    from ecjax.io import DEFAULT_MAX_BYTES, load_class_names
+
+    classes = _said_of("--classes", as_class_list, _class_names(option)).tolist()
+    max_bytes = _limits["max_bytes"] or DEFAULT_MAX_BYTES
+    loaded = {}
+    for label_file, *others in groups:
+        loaded[label_file] = load_class_names(label_file, classes, max_bytes=max_bytes)
+        loaded.update({f: _load(f, rows=len(loaded[label_file])) for f in others})
+    return loaded
 
 
 def _load_sample_weights(args, labels, label_files):
@@ -372,11 +428,15 @@ def _cost_spec(args, num_classes):
 
     if args.costs is None:
         c = np.asarray(zero_one(num_classes))
-        names = [str(i) for i in range(num_classes)]
+        given = getattr(args, "classes", None)  # the names of --classes, where they name these classes
+        names = _class_names(given) if given and len(_class_names(given)) == num_classes else [
+            str(i) for i in range(num_classes)]
         return CostSpec(c, names, names, source="0-1 costs (default)")
     spec = load_cost_spec(args.costs)
     _said_of(args.costs, check_shape, spec.costs, "costs", "(K, D)", sizes={"K": num_classes},
              why=" (a row per class of the data)")
+    if getattr(args, "classes", None) is not None:  # the labels' class list and the cost rows: one order
+        _said_of("--classes", check_same_classes, _class_names(args.classes), spec.classes, args.costs)
     return spec
 
 
@@ -526,15 +586,27 @@ def _stdout_failed(command, error):
     return 2
 
 
+def _output_format(args):
+    """The format of standard output (:mod:`ecjax.formats`): --format, or json for --json, else the text table."""
+    return "json" if args.json else getattr(args, "format", None) or "table"
+
+
 def _emit(args, record, table_text, out_dir):
+    """Write the queued files, then print the ``record`` in the --format asked: the text ``table_text`` (and the
+    files written), the JSON record, or its main table as CSV or markdown (:mod:`ecjax.formats`)."""
     if out_dir is not None:
         record.setdefault("files", []).append(str(out_dir / f"{args.command}.json"))
         _defer(out_dir / f"{args.command}.json", _dumps(record), args.force)
     _commit()
-    if args.json:
+    fmt = _output_format(args)
+    if fmt == "json":
         _print(_dumps(record))
-    else:
+    elif fmt == "table":
         _print("\n".join([table_text, *(f"wrote {f}" for f in record.get("files", []))]))
+    else:
+        from ecjax.formats import command_table, render
+
+        _print(render(command_table(record), fmt))
 
 
 def _float_dict(names, values):
@@ -997,15 +1069,16 @@ def _calibration_files(args, st):
     the same data twice): only the first two give honest numbers on ``--labels``.
     """
     want = 1 if st == "llr" else 2
-    test, labels = _load_same_samples(args.scores, args.labels)
+    test, labels = _scores_and_labels(args, args.scores, args.labels)
     test = _check_scores(test, args.scores, st)
+    _check_classes_count(args, 2 if want == 1 else test.shape[1])
     if labels is not None:  # validated before anything is fitted or written
         labels = _check_labels(labels, args.labels)
         _same_samples(args.labels, labels, "labels", args.scores, test, "scores")
     weights = _load_sample_weight(args.sample_weight, labels, args.labels)
     if args.train_scores is None:
         return test, labels, test, labels, "cross_validation" if args.cv else "in_sample", weights, weights
-    train, train_labels = _load_same_samples(args.train_scores, args.train_labels)
+    train, train_labels = _scores_and_labels(args, args.train_scores, args.train_labels)
     train_labels = _check_labels(train_labels, args.train_labels)
     train = _check_scores(train, args.train_scores, st)
     _same_samples(args.train_scores, train, "scores", args.train_labels, train_labels, "labels")
@@ -1495,8 +1568,9 @@ class Heartbeat(_ProgressLine):
 
 
 def _watching(args):
-    """A person watches stderr: it is a terminal, and neither --json nor --quiet was given."""
-    return not args.json and not getattr(args, "quiet", False) and _stderr_is_terminal()
+    """A person watches stderr: it is a terminal, the output is the text table (not --json, --format json, csv or
+    markdown), and --quiet was not given."""
+    return _output_format(args) == "table" and not getattr(args, "quiet", False) and _stderr_is_terminal()
 
 
 def _stderr_is_terminal():
@@ -1977,13 +2051,30 @@ def _add_common(p):
                    choices=SCORE_TYPES,
                    help="type of --scores (probabilities: rows in [0, 1] summing to 1)")
     p.add_argument("--names", nargs="+", help="system names (default: file stems, with parent folders where stems collide)")
+    _add_classes(p)
     p.add_argument("--costs", metavar="SPEC", help="cost specification, .toml or .json (default: 0-1 costs)")
-    p.add_argument("--json", action="store_true", help="print a JSON record instead of the table")
+    _add_output_format(p)
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr (also silent with --json, or "
                                                         "when stderr is not a terminal)")
     p.add_argument("--out", metavar="DIR", help="write the JSON record and figures into DIR")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
     _add_max_input(p)
+
+
+def _add_classes(p):
+    p.add_argument("--classes", metavar="A,B,...",
+                   help="the class names, comma-separated, in the order of the score columns: the label files then "
+                        "hold class names (a CSV column or a .npy of strings), each read as its position here")
+
+
+def _add_output_format(p):
+    from ecjax.formats import FORMATS
+
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="what to print: table (aligned text, the default), json (the record), csv or markdown (the "
+                        "main table alone: one row per system, per measure for calibrate; columns named as in the "
+                        "JSON)")
+    p.add_argument("--json", action="store_true", help="print the JSON record: --format json")
 
 
 def _add_sample_weight(p):
@@ -2163,7 +2254,7 @@ def _build_parser() -> argparse.ArgumentParser:
                     help="write a critical-difference-style figure: expected ranks, their 90%% intervals, and bars "
                          "joining the pairs with P(|difference| <= rope) >= 0.95 (ecjax.plots.rank_diagram)")
     cf.add_argument("--force", action="store_true", help="overwrite an existing --rank-diagram file")
-    cf.add_argument("--json", action="store_true", help="print a JSON record instead of the table")
+    _add_output_format(cf)
     cf.add_argument("--quiet", action="store_true", help="no progress line on stderr")
     sw = sub.add_parser("sweep", help="which system wins where: utility-space winner maps, cost-ratio sweeps")
     _add_common(sw)
@@ -2200,6 +2291,7 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--labels", metavar="FILE",
                    help="true classes of --scores: report the cross-entropy and Brier score before and after "
                         "calibration (and, with --out, reliability diagrams)")
+    _add_classes(c)
     c.add_argument("--cv", type=_int_in(2, 10**6, "--cv"), metavar="K",
                    help="K-fold cross-validation on --scores and --labels: each sample is calibrated by a calibrator "
                         "fitted on the other folds (folds stratified by class)")
@@ -2228,7 +2320,7 @@ def _build_parser() -> argparse.ArgumentParser:
     c.add_argument("--score-type", default="log_posteriors",
                    choices=SCORE_TYPES,
                    help="type of the scores (probabilities: rows in [0, 1] summing to 1)")
-    c.add_argument("--json", action="store_true", help="print a JSON record instead of text")
+    _add_output_format(c)
     c.add_argument("--quiet", action="store_true", help="no progress line on stderr (also silent with --json, or "
                                                         "when stderr is not a terminal)")
     c.add_argument("--out", metavar="DIR",

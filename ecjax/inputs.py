@@ -121,10 +121,57 @@ def pad_to_bucket(x: ArrayLike, *, axis: int = 0, minimum: int = 1, dtype: DType
     return np.pad(x, pad)
 
 
+def _categorical(x: object) -> Any:
+    """The pandas ``Categorical`` of ``x`` (a categorical Series' ``.cat``, or ``x`` itself), else ``None``."""
+    try:
+        cat = getattr(x, "cat", x)  # a Series of another dtype raises AttributeError here
+    except AttributeError:
+        return None
+    return cat if hasattr(cat, "codes") and hasattr(cat, "categories") else None
+
+
+def host_values(x: object, name: str) -> object:
+    """``x`` as an array-like: a pandas (or any data frame library's) Series or DataFrame as its values
+    (``.to_numpy()``: a DataFrame's columns are the classes, in their order), a pandas ``Categorical`` (or
+    categorical Series) as its class indices, the positions of its values in its ``categories`` (a missing
+    value is refused); anything else as it is.  Values are read by position (a Series' index is not used: labels
+    and scores must list the samples in one order).  pandas is never imported: it is read by its methods."""
+    if isinstance(x, (jax.Array, np.ndarray)) or is_tracer(x) or not hasattr(x, "to_numpy"):
+        return x
+    cat = _categorical(x)
+    if cat is None:
+        return x.to_numpy()  # type: ignore[attr-defined]
+    codes = np.asarray(cat.codes)
+    if np.any(codes < 0):
+        raise InputError(f"`{name}` has a missing value (NaN) at entry {int(np.argmax(codes < 0))}: each entry must "
+                         f"be one of its categories {list(cat.categories)[:20]}")
+    return codes.astype(np.int64)
+
+
+def check_not_class_names(arr: np.ndarray, name: str) -> np.ndarray:
+    """``arr`` if it does not hold text; text (class names: ``"cat"``, ``"dog"``) is refused with how to give
+    class indices instead: :func:`class_indices` with the class list, or a pandas ``Categorical``."""
+    text = arr.dtype.kind in "US" or (arr.dtype == object and arr.size > 0
+                                      and all(isinstance(e, (str, bytes)) for e in arr.flat))
+    if text:
+        distinct = np.unique(arr.astype(str))
+        shown = ", ".join(repr(e) for e in distinct[:5].tolist()) + (", ..." if len(distinct) > 5 else "")
+        raise InputError(
+            f"`{name}` holds class names ({shown}), not class indices: give the class list, in the order of the "
+            f"score columns (a classifier's classes_, a scores DataFrame's columns), as "
+            f"ecjax.class_indices({name}, classes=[...]), or pass a pandas Categorical whose categories are the "
+            f"classes")
+    return arr
+
+
 def as_array(x: object, name: str, *, min_ndim: int = 0, dtype: DTypeLike | None = None) -> jax.Array | np.ndarray:
-    """Convert ``x`` to an array, raising :class:`InputError` if impossible."""
+    """Convert ``x`` to an array, raising :class:`InputError` if impossible.
+
+    pandas Series and DataFrames are read by their values, pandas categoricals by their class indices
+    (:func:`host_values`)."""
     if x is None:
         raise InputError(f"`{name}` is required, got None")
+    x = host_values(x, name)
     arr: jax.Array | np.ndarray
     if is_tracer(x):
         arr = x
@@ -133,6 +180,8 @@ def as_array(x: object, name: str, *, min_ndim: int = 0, dtype: DTypeLike | None
             arr = np.asarray(x) if not isinstance(x, jax.Array) else x
         except Exception as err:  # noqa: BLE001 - anything unconvertible
             raise InputError(f"`{name}` could not be read as an array: {err}") from None
+        if isinstance(arr, np.ndarray):
+            check_not_class_names(arr, name)
         if arr.dtype == object:
             raise InputError(f"`{name}` must be numeric, got an object array (ragged or mixed input)")
     if arr.ndim < min_ndim:
@@ -206,6 +255,58 @@ def as_label_vector(labels: object, *, num_classes: int, scores: jax.Array | np.
     return y
 
 
+def class_indices(labels: ArrayLike | Sequence[Hashable], classes: ArrayLike | Sequence[Hashable]) -> np.ndarray:
+    """Class names as the class indices every ecjax function takes: the position of each label in ``classes``.
+
+    ``classes`` is the class list, in the order of the score columns: a
+    classifier's ``classes_`` (scikit-learn), a scores DataFrame's
+    ``columns``, or any sequence of distinct names (strings, numbers, any
+    hashable values of one sortable kind).  ``labels`` (a list, an array, a
+    pandas Series) holds one name per sample; a name not in ``classes`` is
+    refused, naming it.  A pandas ``Categorical`` needs no class list: every
+    ecjax function reads it as the positions in its ``categories``.
+
+    Returns:
+      ``(N,)`` int64 class indices.
+
+    Example:
+      >>> class_indices(["dog", "cat", "dog"], classes=["cat", "dog"]).tolist()
+      [1, 0, 1]
+    """
+    names = as_class_list(classes)
+    return as_class_indices(np.asarray(host_values(labels, "labels")), names)
+
+
+def as_class_list(classes: object, name: str = "classes", *, num_classes: int | None = None) -> np.ndarray:
+    """``classes``, a list of class names (a pandas Index or any sequence), as a 1-D array: at least two, each
+    once, and ``num_classes`` of them when given (one per score column)."""
+    def refuse(problem: str) -> InputError:
+        return InputError(f"`{name}` {problem}", problem=problem)
+
+    if classes is None or isinstance(classes, (str, bytes)):
+        raise refuse(f"must be a sequence of class names (one per score column), got {classes!r}")
+    names = np.asarray(host_values(classes, name))
+    if names.ndim != 1 or len(names) < 2:
+        raise refuse(f"must be one sequence of at least 2 class names, got {names.tolist()!r}")
+    if len(set(names.tolist())) != len(names):
+        twice = sorted({str(c) for c in names.tolist() if names.tolist().count(c) > 1})
+        raise refuse(f"must name each class once, but {twice} appear twice")
+    if num_classes is not None and len(names) != num_classes:
+        raise refuse(f"names {len(names)} classes, but the scores have {num_classes} (one name per score column, in "
+                     "order)")
+    return names
+
+
+def check_same_classes(classes: Sequence[str], named: Sequence[str], source: str) -> None:
+    """``classes`` (the class list labels were read by) and ``named`` (the classes ``source`` names: a cost file's
+    rows) are one list in one order, so that row ``i`` is the class of index ``i``; ``named`` left at the default
+    ``"0", "1", ...`` names nothing, and agrees with any list."""
+    if list(named) != [str(i) for i in range(len(named))] and list(classes) != list(named):
+        problem = (f"names the classes {list(classes)}, but {source} names them {list(named)} (its rows, in order): "
+                   "give the same classes in the same order")
+        raise InputError(f"`classes` {problem}", problem=problem)
+
+
 def as_class_indices(values: ArrayLike, classes: ArrayLike, name: str = "labels") -> np.ndarray:
     """The ``(N,)`` int64 positions of ``values`` in ``classes`` (class names of any sortable kind: numbers,
     strings), as scikit-learn maps ``y`` through an estimator's ``classes_``; a value that is not one of
@@ -216,8 +317,8 @@ def as_class_indices(values: ArrayLike, classes: ArrayLike, name: str = "labels"
     found = known[order][pos] == wanted if len(known) else np.zeros(wanted.shape, bool)
     if not np.all(found):
         unknown = np.unique(wanted[~found])[:5].tolist()
-        raise InputError(f"`{name}` holds {unknown} (first ones shown), which are not among the classes "
-                         f"{known[:20].tolist()}")
+        problem = f"holds {unknown} (first ones shown), which are not among the classes {known[:20].tolist()}"
+        raise InputError(f"`{name}` {problem}", problem=problem)
     return order[pos].astype(np.int64)
 
 

@@ -61,6 +61,7 @@ import numpy as np
 
 from ecjax.inputs import (
     InputError,
+    as_class_indices,
     check_bounds,
     check_exclusive,
     check_finite,
@@ -169,7 +170,45 @@ def _settled(loaded: _Loaded, rows: int | None) -> np.ndarray:
     return arr[1:] if arr.shape[0] == rows + 1 else arr
 
 
-def _load_one(path, key, max_bytes) -> _Loaded:
+def load_class_names(path: str | os.PathLike[str], classes: Sequence[str], *,
+                     max_bytes: int = DEFAULT_MAX_BYTES) -> np.ndarray:
+    """A label file of class names as the class indices of the library: each name's position in ``classes``
+    (the command line's ``--classes``, in the order of the score columns).
+
+    CSV: one column of names (read as :func:`csv_rows` reads), one row per
+    sample; a first row that is none of ``classes`` is its header (``label``).
+    ``.npy`` / ``.npz``: a vector of strings (NumPy's text dtype, saved
+    without pickle); numbers are read as the names they spell (``--classes
+    0,1`` for a file of 0s and 1s).  A name that is not one of ``classes``
+    is refused, naming it (:func:`ecjax.inputs.as_class_indices`).
+    """
+    p = _existing_file(path)
+    if p.suffix.lower() in (".csv", ".txt"):
+        _check_text_size(p, max_bytes)
+        rows = csv_rows(p)
+        wide = next(((line, len(cells)) for line, cells in rows if len(cells) != 1), None)
+        if wide is not None:
+            raise InputError(f"{p}: line {wide[0]} has {wide[1]} columns; a label file holds one class name per row")
+        names = [cells[0] for _, cells in rows]
+        if names and names[0] not in classes:
+            names = names[1:]  # a header naming the column
+        values = np.asarray(names, dtype=str)
+    else:
+        values = _load_one(p, None, max_bytes, text=True).array.astype(str)
+    if values.ndim != 1 or values.size == 0:
+        raise InputError(f"{p}: must hold one class name per sample (a vector), got shape {values.shape}")
+    with said_of(p):
+        return as_class_indices(values, np.asarray(classes, dtype=str))
+
+
+def _check_text_size(p: Path, max_bytes: int) -> None:
+    if p.stat().st_size > max_bytes:
+        raise InputError(f"{p}: {p.stat().st_size / 2**20:,.0f} MiB of text, over the input limit of "
+                         f"{max_bytes / 2**20:,.0f} MiB (raise it with --max-input-mb, or max_bytes=)")
+
+
+def _load_one(path, key, max_bytes, text=False) -> _Loaded:
+    """One array of ``path``: numbers, or with ``text`` a ``.npy`` / ``.npz`` array of strings too."""
     p = _existing_file(path)
     suffix = p.suffix.lower()
     first_line = None
@@ -192,9 +231,7 @@ def _load_one(path, key, max_bytes) -> _Loaded:
             with np.load(p, allow_pickle=False) as z:
                 arr = z[name]
         elif suffix in (".csv", ".txt"):
-            if p.stat().st_size > max_bytes:
-                raise InputError(f"{p}: {p.stat().st_size / 2**20:,.0f} MiB of text, over the input limit of "
-                                 f"{max_bytes / 2**20:,.0f} MiB (raise it with --max-input-mb, or max_bytes=)")
+            _check_text_size(p, max_bytes)
             arr, first_line = _load_csv(p)
         else:
             raise InputError(f"{p}: unsupported file type {suffix!r} (use .npy, .npz or .csv)")
@@ -204,7 +241,7 @@ def _load_one(path, key, max_bytes) -> _Loaded:
         raise InputError(f"{p}: could not be read as a numeric array ({err})") from None
     except (OSError, zipfile.BadZipFile, EOFError, zipfile.LargeZipFile) as err:
         raise InputError(f"{p}: could not be read ({err})") from None
-    if arr.dtype.kind not in "biuf":
+    if arr.dtype.kind not in ("biufUS" if text else "biuf"):
         raise InputError(f"{p}: must hold numbers, got dtype {arr.dtype}")
     return _Loaded(arr, first_line, str(p))
 
@@ -331,9 +368,10 @@ def _not_a_number(header, body, line, j) -> str:
         names = column + ([header[0]] if header is not None and header[0] in column else [])
         classes = sorted(set(names))
         mapping = ", ".join(f"{c!r}: {i}" for i, c in enumerate(classes[:10])) + (", ..." if len(classes) > 10 else "")
-        return (f"holds class names ({len(classes)} distinct), not class indices: write each class as its index "
-                f"0..K-1 in the order of the score columns, e.g. {{{mapping}}} (sorted, the order of scikit-learn's "
-                f"LabelEncoder and of its classifiers' classes_)")
+        return (f"holds class names ({len(classes)} distinct), not class indices: give the classes in the order of "
+                f"the score columns with --classes (e.g. --classes {','.join(classes[:10])}: sorted, the order of "
+                f"scikit-learn's LabelEncoder and of its classifiers' classes_), or write each class as its index "
+                f"0..K-1, e.g. {{{mapping}}}")
     if not cell:
         return f"line {line}, column {j + 1} is empty"
     why = " (write numbers without `_` separators)" if "_" in cell else ""

@@ -24,8 +24,9 @@ ECE_BINS = 15
 CONVENTIONS = {
     "utility_yield": "in the cost file's units per sample (higher is better)",
     "EC": "in the cost file's units per sample, of the row-normalized costs (lower is better)",
-    "Brier": "mean over the K classes of (p_k - [y = k])^2, psrcal's convention; multiply by K for the sum over "
-             "classes (scikit-learn >= 1.7)",
+    "Brier": "mean over the K classes of (p_k - [y = k])^2, psrcal's convention (and scikit-learn's for two "
+             "classes); multiply by K for the sum over the classes (Brier 1950; scikit-learn >= 1.7 for three or more "
+             "classes; ecjax.brier(..., over_classes='sum'))",
     "ECE": f"a fraction, {ECE_BINS} equal-width bins (binary: class-1 posterior; multiclass: top-label confidence)",
 }
 
@@ -166,8 +167,10 @@ def averaging_note(num_classes: int, num_decisions: int, pos_label: int, with_sc
     parts.append("utility yield and EC are in the cost file's units per sample")
     if with_scores:
         parts.append("XE and Brier average each class's samples, weighted by the priors")
+        # scikit-learn >= 1.7 sums over three or more classes; for two its default halves the sum (our mean).
+        sklearn = "scikit-learn's for two classes; " if num_classes == 2 else "scikit-learn >= 1.7, "
         parts.append(f"Brier/K is the Brier score's mean over the {num_classes} classes of (p_k - [y = k])^2 "
-                     f"(psrcal's convention; scikit-learn >= 1.7 and most papers sum over the classes: "
+                     f"(psrcal's convention, and {sklearn}Brier (1950) and most papers sum over the classes: "
                      f"{num_classes} x this)")
         parts.append(f"ECE is a fraction over {ECE_BINS} equal-width bins of the class-1 posterior" if num_classes == 2
                      else f"ECE is a fraction over {ECE_BINS} equal-width bins of the confidence of the most probable "

@@ -43,6 +43,62 @@ def test_cross_entropy_and_brier_match_psrcal(name):
             np.testing.assert_allclose(br, ref_br, rtol=1e-6, err_msg=f"Brier {name} priors={priors} norm={norm}")
 
 
+# ------------------------------------------------- the Brier convention: mean or sum over the classes
+
+def _brier_sum_numpy(labels, probs, priors=None, weights=None):
+    """Independent float64 Brier score, summed over the classes: each class's (weighted) average of
+    ``sum_j (p_j - [y = j])^2``, weighted by the priors (the data's by default)."""
+    k = probs.shape[1]
+    w = np.ones(len(labels)) if weights is None else np.asarray(weights, np.float64)
+    per_sample = np.sum((probs - np.eye(k)[labels]) ** 2, axis=1)
+    totals = np.array([w[labels == i].sum() for i in range(k)])
+    p = totals / totals.sum() if priors is None else priors
+    return sum(p[i] * np.sum(w[labels == i] * per_sample[labels == i]) / totals[i] for i in range(k) if totals[i] > 0)
+
+
+def test_brier_mean_over_classes_is_psrcal_and_sum_is_k_times_it():
+    rng = np.random.default_rng(3)
+    k, n = 5, 400
+    labels = rng.integers(0, k, n)
+    lp = log_softmax(rng.normal(size=(n, k)) * 2, axis=1)
+    priors = np.linspace(1.0, 3.0, k) / np.linspace(1.0, 3.0, k).sum()
+    for p in (None, priors):
+        ref_mean = _psrcal(psr_losses.Brier, lp, labels, norm=False, priors=None if p is None else torch.tensor(p))
+        np.testing.assert_allclose(float(S.brier(labels, lp, priors=p, over_classes="mean")), ref_mean, rtol=1e-6)
+        np.testing.assert_allclose(float(S.brier(labels, lp, priors=p, over_classes="sum")),
+                                   _brier_sum_numpy(labels, np.exp(lp), p), rtol=1e-6)
+        # Normalized by the naive system's score in the same convention: the same number either way.
+        np.testing.assert_allclose(float(S.brier(labels, lp, priors=p, normalize=True, over_classes="sum")),
+                                   _psrcal(psr_losses.Brier, lp, labels, norm=True,
+                                           priors=None if p is None else torch.tensor(p)), rtol=1e-6)
+
+
+def test_binary_brier_sum_is_twice_sklearn_and_mean_is_sklearn():
+    from sklearn.metrics import brier_score_loss
+
+    rng = np.random.default_rng(4)
+    n = 300
+    labels = rng.integers(0, 2, n)
+    p1 = expit(rng.normal(size=n) * 2 + labels)
+    probs = np.stack([1 - p1, p1], 1)
+    w = rng.uniform(0, 3, n)
+    for weights in (None, w):
+        ref = brier_score_loss(labels, p1, sample_weight=weights)  # scikit-learn < 1.7: binary only
+        mean = float(S.brier(labels, probs, score_type="probabilities", sample_weight=weights))
+        total = float(S.brier(labels, probs, score_type="probabilities", sample_weight=weights, over_classes="sum"))
+        np.testing.assert_allclose(mean, ref, rtol=1e-5)
+        np.testing.assert_allclose(total, 2 * ref, rtol=1e-5)
+        np.testing.assert_allclose(total, _brier_sum_numpy(labels, probs, weights=weights), rtol=1e-5)
+
+
+@pytest.mark.parametrize("bad", ["total", "SUM", None, 2])
+def test_brier_over_classes_refuses_other_values(bad):
+    from ecjax import InputError
+
+    with pytest.raises(InputError, match="over_classes"):
+        S.brier([0, 1], np.log([[0.5, 0.5], [0.5, 0.5]]), over_classes=bad)
+
+
 def test_cross_entropy_zero_true_class_posterior_is_inf_not_nan():
     with np.errstate(divide="ignore"):
         lp = np.log(np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0]]))  # -inf entries

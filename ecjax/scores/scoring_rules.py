@@ -3,6 +3,12 @@
 Each is the per-class average of a loss, weighted by the priors
 (:func:`class_weights`), optionally divided by that of the naive system
 that outputs the priors (Ferrer 2022b, §4.1.2).
+
+The Brier score's convention: ecjax's (and psrcal's) squared error of a
+sample is the *mean* over the ``K`` classes, ``(1/K) sum_i (s_i - [y = i])^2``
+(Ferrer 2022b, eq. 57); Brier (1950), most papers and scikit-learn >= 1.7 for
+three or more classes take the *sum*, ``K`` times as large
+(``brier(..., over_classes="sum")``).
 """
 
 from __future__ import annotations
@@ -68,6 +74,11 @@ def _psr(labels, log_post, p, n_i, sample_weight=None, *, rule, normalize):
     return value / naive_brier(p) if normalize else value
 
 
+# How the Brier score's squared errors of one sample combine over the classes: their mean (psrcal, Ferrer 2022b,
+# eq. 57) or their sum (Brier 1950; scikit-learn >= 1.7 for K >= 3).
+BRIER_OVER_CLASSES = ("mean", "sum")
+
+
 def _psr_public(rule, labels, scores, priors, score_type, normalize, sample_weight=None):
     sample_weight = validated_sample_weight(labels, sample_weight)
     labels, log_post, p, n_i = posterior_inputs(labels, scores, priors, score_type, sample_weight)
@@ -78,7 +89,7 @@ def _psr_public(rule, labels, scores, priors, score_type, normalize, sample_weig
     if v.any_traced(labels, log_post, p, sample_weight):
         ok = scores_ok(labels, log_post, n_i, p, priors is not None) & weights_ok(sample_weight)
         out = v.nan_where_invalid(out, ok & (naive > 0) if normalize else ok)
-    return out
+    return out, log_post.shape[-1]
 
 
 def cross_entropy(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | None = None,
@@ -118,18 +129,33 @@ def cross_entropy(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | N
       >>> float(cross_entropy([0, 1], jnp.log(jnp.array([[0.5, 0.5], [0.5, 0.5]]))))  # doctest: +ELLIPSIS
       0.693...
     """
-    return _psr_public("xe", labels, scores, priors, score_type, normalize, sample_weight)
+    return _psr_public("xe", labels, scores, priors, score_type, normalize, sample_weight)[0]
 
 
 def brier(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | None = None, score_type: str = "log_posteriors",
-          normalize: bool = False, sample_weight: ArrayLike | None = None) -> jax.Array:
+          normalize: bool = False, sample_weight: ArrayLike | None = None, over_classes: str = "mean") -> jax.Array:
     """Brier score ``sum_i (P_i/N_i) sum_{n: y_n=i} (1/K) sum_j (s_j(x_n) - [j = i])^2``.
 
-    Ferrer (2022b) eqs. 56-57 (note the ``1/K``: the mean over classes, as in
-    ``psrcal.losses.Brier``).  ``normalize`` divides by the Brier score of the
-    naive system that outputs the priors, ``(1/K) sum_i P_i (1 - P_i)``.
-    Arguments as in :func:`cross_entropy`; for ``K = 2`` with data priors and
-    ``sample_weight`` this is ``sklearn.metrics.brier_score_loss(...,
-    sample_weight=)``.
+    Ferrer (2022b) eqs. 56-57.  The convention: by default a sample's squared
+    error is the *mean* over the ``K`` classes (the ``1/K`` above), as
+    ``psrcal.losses.Brier``; ``over_classes="sum"`` drops the ``1/K`` and
+    gives the *sum* over the classes, ``K`` times as large, as Brier (1950),
+    most papers and ``sklearn.metrics.brier_score_loss`` (version >= 1.7) for
+    ``(N, K)`` probabilities of ``K >= 3`` classes.  For ``K = 2`` the mean
+    over the classes is the squared error of the class-1 probability,
+    ``sklearn.metrics.brier_score_loss(labels, p1, sample_weight=)`` (with
+    data priors; its default in every version), and the sum is twice that.
+    ``normalize`` divides by the Brier score of the naive system that
+    outputs the priors, ``(1/K) sum_i P_i (1 - P_i)`` (or ``K`` times that
+    with ``"sum"``), so the normalized score is the same in both conventions.
+    Arguments as in :func:`cross_entropy`.
+
+    Example:
+      >>> p = jnp.log(jnp.array([[0.8, 0.2], [0.4, 0.6]]))
+      >>> round(float(brier([0, 1], p)), 4), round(float(brier([0, 1], p, over_classes="sum")), 4)
+      (0.1, 0.2)
     """
-    return _psr_public("brier", labels, scores, priors, score_type, normalize, sample_weight)
+    v.check_choice(over_classes, "over_classes", BRIER_OVER_CLASSES)
+    out, k = _psr_public("brier", labels, scores, priors, score_type, normalize, sample_weight)
+    # The naive system's score scales by K as well, so the normalized value is the same in both conventions.
+    return out * k if over_classes == "sum" and not normalize else out
