@@ -161,13 +161,13 @@ def test_calibrate_table_is_one_row_per_measure(files):
                          "--format", "csv", cwd=files)
     assert code == 0, err
     header, rows = _csv(out)
-    assert header == ["measure", "before", "after", "loss", "relative_loss_percent"]
+    assert header == ["measure", "before", "after", "loss", "refinement", "relative_loss_percent"]
     assert [r[0] for r in rows] == ["cross_entropy", "brier"]
     y, p = np.load(files / "y.npy"), np.exp(np.load(files / "a.npy"))
     before = {"cross_entropy": log_loss(y, p), "brier": brier_score_loss(y, p[:, 1])}  # data priors: plain means
     for name, *cells in rows:
-        b, a, loss, percent = map(float, cells)
-        assert b == pytest.approx(before[name], rel=1e-5)
+        b, a, loss, refinement, percent = map(float, cells)
+        assert b == pytest.approx(before[name], rel=1e-5) and refinement == a  # what calibration cannot remove
         assert loss == pytest.approx(b - a, rel=1e-5, abs=1e-7) and percent == pytest.approx(100 * loss / b, rel=1e-5)
 
 
