@@ -105,6 +105,19 @@ of one block plus one chunk's outputs, whatever ``num_draws``; no block
 array comes near ``2^31`` elements; and the numbers are the same for every
 chunk size.  Only the ``(S, M)`` draws of the yields (EC, NEC, and those of
 the doubt components) are kept.
+
+**Merged cells.**  With a fixed utility matrix and fixed decisions the rates
+of decisions of equal utility enter every yield only through their sum, so
+the draws are over merged cells (:mod:`ecjax.prob.aggregation`: the
+Dirichlet's aggregation property, exact): two per class under 0-1 costs
+(unpaired), ``2^M`` per class for ``M`` paired systems, whatever ``D``;
+``info["merged_cells"]`` says so.  The NEC's naive EC is computed from the
+original matrix, the closed-form expected yield and the ties from the
+original counts.
+
+**How many draws.**  ``num_draws=None`` (the default) draws until every
+reported probability is precise to a standard error of 0.005 (at most
+20 000 draws, :mod:`ecjax.prob.adaptive_draws`); a number fixes ``S``.
 """
 
 from __future__ import annotations
@@ -706,8 +719,11 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
       hdi_prob: mass of the reported highest-density intervals; needs
         ``settings.num_draws >= 10 / (1 - hdi_prob)``.
       decompose: also compute the doubt decomposition (:class:`~ecjax.prob.Doubt`).
-      settings: :class:`~ecjax.prob.MonteCarloSettings`: ``num_draws`` (``S``,
-        default 20 000); ``chunk_size``, the posterior draws whose outputs
+      settings: :class:`~ecjax.prob.MonteCarloSettings`: ``num_draws`` (``S``;
+        default ``None``: adaptive, from 1000 draws until every reported
+        probability has a Monte Carlo standard error of at most 0.005, at
+        most 20 000, :mod:`ecjax.prob.adaptive_draws`; ``num_draws`` says
+        how many were used); ``chunk_size``, the posterior draws whose outputs
         are collected at once (rounded up to whole blocks; ``None``:
         automatic: memory is bounded by it and by the block, not by ``S``,
         and every chunk size gives the same numbers, see the module
