@@ -42,8 +42,9 @@ class UtilityGroups(NamedTuple):
       group_of: ``(K, D)`` int: the group ``g`` of decision ``j`` in row ``i``.
       sizes: ``(K, G)``: ``s_ig``, the decisions in each group (0: padding,
         where a row has fewer than ``G`` distinct utilities).
-      utilities: ``(K, G)``: ``u_ig`` (padding: the row's first utility, so
-        that row maxima and minima are unchanged).
+      utilities: ``(K, G)``: ``u_ig``, increasing along the row (padding:
+        the row's smallest utility, so that row maxima and minima are
+        unchanged).
     """
 
     group_of: np.ndarray
@@ -59,12 +60,19 @@ def utility_groups(utilities: np.ndarray) -> UtilityGroups:
     """Group the decisions of every row of a fixed ``(K, D)`` utility matrix by their (exactly equal) utility."""
     u = np.asarray(utilities, np.float64)
     k, d = u.shape
-    rows = [np.unique(row, return_inverse=True) for row in u]
-    g = max(len(values) for values, _ in rows)
-    group_of = np.stack([inverse.reshape(d) for _, inverse in rows]).astype(np.int64)
-    sizes = np.zeros((k, g), np.int64)
-    np.add.at(sizes, (np.repeat(np.arange(k), d), group_of.ravel()), 1)
-    u_g = np.stack([np.concatenate([values, np.full(g - len(values), values[0])]) for values, _ in rows])
+    # Each row sorted: a new group starts where the value changes; the groups numbered in increasing utility.
+    order = np.argsort(u, axis=1, kind="stable")
+    ordered = np.take_along_axis(u, order, 1)
+    starts = np.ones((k, d), bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    rank = np.cumsum(starts, 1) - 1
+    g = int(rank[:, -1].max()) + 1
+    group_of = np.empty((k, d), np.int64)
+    np.put_along_axis(group_of, order, rank, 1)
+    rows = np.repeat(np.arange(k), d)
+    sizes = np.bincount(rows * g + rank.ravel(), minlength=k * g).reshape(k, g)
+    u_g = np.repeat(ordered[:, :1], g, 1)  # padding: the row's smallest utility
+    u_g[rows, rank.ravel()] = ordered.ravel()
     return UtilityGroups(group_of, sizes, u_g)
 
 
