@@ -53,7 +53,8 @@ def synthetic(k, n, paired, seed=0):
     accuracies = (0.75, 0.78, 0.70)
     y = rng.integers(0, k, n)
     labels = [y if paired else rng.permutation(y) for _ in accuracies]
-    decisions = np.stack([np.where(rng.random(n) < a, lab, rng.integers(0, k, n)) for a, lab in zip(accuracies, labels)])
+    decisions = np.stack([np.where(rng.random(n) < a, lab, rng.integers(0, k, n))
+                          for a, lab in zip(accuracies, labels)])
     return prob.Systems(labels[0] if paired else labels, decisions, paired=paired)
 
 

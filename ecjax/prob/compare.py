@@ -345,6 +345,7 @@ class _Model:
     decompose: bool
     num_groups: int = 0
     fixed_point_only: bool = False
+    components: tuple = ()  # the doubt components reported (uncertain sources); fixed counts draw only these
     score_type: str = ""
     sub_batch: int = 1
     rate_draws: int = 1  # consecutive draws that share one utility draw's decisions (see PerDraw)
@@ -501,9 +502,11 @@ def _block(b, key_all, key_rates, u, p_all, p_rates, data, model):
         components = ()
         if model.decompose:
             # The clustered model's mean rates come from a first pass: its other components come in a second.
-            components = ("rates_only",) if model.kind == "clustered" else ("costs_only", "priors_only", "rates_only")
+            # A certain source's component is not reported (doubt exactly 0): not computed either.
+            components = ("rates_only",) if model.kind == "clustered" else model.components
         out.update(_fixed_outputs(u, w, p_all, u_hat, data.get("mean_weights"), p_bar, p_rates,
-                                  data.get("naive_costs"), joint_priors=model.joint_priors, block=bsz, components=components))
+                                  data.get("naive_costs"), joint_priors=model.joint_priors, block=bsz,
+                                  components=components))
         if model.kind == "clustered":
             # Per-block sums of the weights (P_i R_ij) or of the rates, for their Monte Carlo posterior mean.
             valid = (b * bsz + np.arange(bsz)) < data["num_draws"]
@@ -1325,7 +1328,7 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
     sources = (("costs_only", utilities_drawn), ("priors_only", deployment_uncertain), ("rates_only", True))
     components = tuple(name for name, uncertain in sources if decompose and uncertain)
     data = {"u_hat": v.to_device(u_hat, f), "p_bar": v.to_device(p_bar, f)}
-    model = _Model("", m, k, d, float(alpha), plan.block, joint_priors, bool(decompose))
+    model = _Model("", m, k, d, float(alpha), plan.block, joint_priors, bool(decompose), components=components)
     if per_draw is None:
         src = source(u_hat) if merged is None else merged
         data.update(src.data)
