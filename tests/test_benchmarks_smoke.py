@@ -18,6 +18,7 @@ BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("b
 # tested against scikit-learn and confidence-intervals in tests/test_prob_bootstrap.py (default lane).
 # bench_chunks: ~27 s at --tiny; the chunked engine is tested in tests/test_sweep_sweeps.py (default lane).
 SLOW = {"bench_bootstrap_metric", "bench_chunks", "bench_calibration", "bench_draws", "bench_interactive", "bench_ranking",
+        "bench_real_sizes",  # ~30 s at --tiny: four comparisons compiled; their draws are tested in test_compare_real_sizes
         "bench_rate_draws", "bench_sweep"}
 BENCHMARK_PARAMS = [pytest.param(b, marks=pytest.mark.slow) if b.stem in SLOW else b for b in BENCHMARKS]
 

@@ -105,6 +105,19 @@ of one block plus one chunk's outputs, whatever ``num_draws``; no block
 array comes near ``2^31`` elements; and the numbers are the same for every
 chunk size.  Only the ``(S, M)`` draws of the yields (EC, NEC, and those of
 the doubt components) are kept.
+
+**Merged cells.**  With a fixed utility matrix and fixed decisions the rates
+of decisions of equal utility enter every yield only through their sum, so
+the draws are over merged cells (:mod:`ecjax.prob.aggregation`: the
+Dirichlet's aggregation property, exact): two per class under 0-1 costs
+(unpaired), ``2^M`` per class for ``M`` paired systems, whatever ``D``;
+``info["merged_cells"]`` says so.  The NEC's naive EC is computed from the
+original matrix, the closed-form expected yield and the ties from the
+original counts.
+
+**How many draws.**  ``num_draws=None`` (the default) draws until every
+reported probability is precise to a standard error of 0.005 (at most
+20 000 draws, :mod:`ecjax.prob.adaptive_draws`); a number fixes ``S``.
 """
 
 from __future__ import annotations
@@ -129,9 +142,11 @@ from ecjax.confusion import JointOutcomeTable, confusion_counts, data_priors, jo
 from ecjax.costs import normalize_rows
 from ecjax.decisions import bayes_decisions_kernel, log_posteriors_kernel, naive_expected_cost
 from ecjax.metrics import expected_value
+from ecjax.prob import adaptive_draws
 from ecjax.prob import paired as paired_mod
 from ecjax.prob import ranking
-from ecjax.prob.sampling import dirichlet
+from ecjax.prob.sampling import dirichlet, dirichlet_draws
+from ecjax.prob import aggregation
 from ecjax.prob.rates import (
     PriorDistribution,
     as_class_priors,
@@ -170,12 +185,14 @@ def _decision_slab() -> int:
 
 # ---------------------------------------------------------------- evaluation
 
-def _evaluate(utilities, weights, priors):
+def _evaluate(utilities, weights, priors, naive_costs=None):
+    """Yield, EC and NEC draws; ``naive_costs``: the ``(K, D)`` row-normalized costs of the naive EC when
+    ``utilities`` and ``weights`` are merged cells (:mod:`ecjax.prob.aggregation`), whose columns are no decisions."""
     p = priors[..., None, :]
     yields = expected_value(weights, utilities[..., None, :, :], p)
     costs = normalize_rows(-utilities)
     ec_normalized = expected_value(weights, costs[..., None, :, :], p)
-    naive = naive_expected_cost(costs[..., None, :, :], p)
+    naive = naive_expected_cost(costs[..., None, :, :] if naive_costs is None else naive_costs, p)
     nec = jnp.where(naive > 0, ec_normalized / jnp.where(naive > 0, naive, 1.0), jnp.nan)
     return yields, -yields, nec
 
@@ -283,6 +300,12 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, weights=None, *, 
     return out.reshape((-1,) + out.shape[2:])[:s]
 
 
+@partial(jax.jit, static_argnames=("num_draws",))
+def _merged_rates(key, concentration, *, num_draws):
+    # Jitted as a whole, as _per_draw_rates: the same concentrations in every block, no host round trip.
+    return dirichlet_draws(key, concentration, num_draws)
+
+
 @partial(jax.jit, static_argnames=("small_shapes",))
 def _per_draw_rates(key, counts, concentration, *, small_shapes):
     # Jitted as a whole (the sampler compiled once per block shape): called with concrete counts the sampler would
@@ -295,7 +318,7 @@ def _per_draw_rates(key, counts, concentration, *, small_shapes):
 
 # ---------------------------------------------------------- the draw model
 
-_FIXED_KINDS = ("unpaired", "joint", "clustered")
+_FIXED_KINDS = ("unpaired", "joint", "clustered", "merged", "joint_merged")
 
 
 @dataclass(frozen=True)
@@ -322,6 +345,7 @@ class _Model:
     decompose: bool
     num_groups: int = 0
     fixed_point_only: bool = False
+    components: tuple = ()  # the doubt components reported (uncertain sources); fixed counts draw only these
     score_type: str = ""
     sub_batch: int = 1
     rate_draws: int = 1  # consecutive draws that share one utility draw's decisions (see PerDraw)
@@ -363,14 +387,16 @@ def _all_outputs(utilities, weights, priors, *, joint_priors):
 
 
 @partial(jax.jit, static_argnames=("joint_priors", "block", "components"))
-def _fixed_outputs(u, w, p_all, u_hat, mean_weights, p_bar, p_rates, *, joint_priors, block, components):
+def _fixed_outputs(u, w, p_all, u_hat, mean_weights, p_bar, p_rates, naive_costs, *, joint_priors, block,
+                   components):
     """One program for a block of fixed counts: the ``all`` draws and the doubt components' yields.
 
     ``components``: the names among ``costs_only``, ``priors_only``,
     ``rates_only`` to compute (as :func:`_component_yield`), in one
-    compiled program instead of one each.
+    compiled program instead of one each.  ``naive_costs``: see :func:`_evaluate`.
     """
-    out = dict(zip(("yields", "ec", "nec"), _evaluate(u, w, data_priors(w[:, 0]) if joint_priors else p_all)))
+    out = dict(zip(("yields", "ec", "nec"), _evaluate(u, w, data_priors(w[:, 0]) if joint_priors else p_all,
+                                                      naive_costs)))
     args = {"costs_only": (u, mean_weights, p_bar), "priors_only": (u_hat, mean_weights, p_all),
             "rates_only": (u_hat, w, p_rates)}
     for name in components:
@@ -389,6 +415,11 @@ def _draw_fixed(key, data, model):
     k, d = model.num_classes, model.num_decisions
     if model.kind == "unpaired":
         return sample_rates(key, data["counts"], **kw)
+    if model.kind == "merged":  # rates of merged cells (ecjax.prob.aggregation eq. 1): d is the number of groups
+        return _merged_rates(key, data["concentration"], num_draws=model.block)
+    if model.kind == "joint_merged":
+        return paired_mod.merged_joint_confusions(key, data["concentration"], num_draws=model.block,
+                                                  num_systems=model.num_systems, num_classes=k, num_groups=d)
     if model.kind == "joint":
         return paired_mod.sample_joint_confusions(key, JointOutcomeTable(data["cells"], data["cell_counts"], k, d),
                                                   **kw)
@@ -471,9 +502,11 @@ def _block(b, key_all, key_rates, u, p_all, p_rates, data, model):
         components = ()
         if model.decompose:
             # The clustered model's mean rates come from a first pass: its other components come in a second.
-            components = ("rates_only",) if model.kind == "clustered" else ("costs_only", "priors_only", "rates_only")
+            # A certain source's component is not reported (doubt exactly 0): not computed either.
+            components = ("rates_only",) if model.kind == "clustered" else model.components
         out.update(_fixed_outputs(u, w, p_all, u_hat, data.get("mean_weights"), p_bar, p_rates,
-                                  joint_priors=model.joint_priors, block=bsz, components=components))
+                                  data.get("naive_costs"), joint_priors=model.joint_priors, block=bsz,
+                                  components=components))
         if model.kind == "clustered":
             # Per-block sums of the weights (P_i R_ij) or of the rates, for their Monte Carlo posterior mean.
             valid = (b * bsz + np.arange(bsz)) < data["num_draws"]
@@ -601,10 +634,6 @@ def _check_summary(key, num_draws, hdi_prob, rope):
     return ranking.check_hdi_prob(hdi_prob, num_draws), ranking.check_rope(rope)
 
 
-# Runs aim this much below the target, so that the error estimated by the next run (itself uncertain) meets it.
-_PRECISION_MARGIN = 1.2
-
-
 def draw_to_precision(run: Callable[[int], ranking.Comparison], mc_error: float, *, num_draws: int,
                       max_draws: int) -> ranking.Comparison:
     """``run(S)`` with ``S`` raised until the reported probabilities are as precise as ``mc_error``.
@@ -612,7 +641,8 @@ def draw_to_precision(run: Callable[[int], ranking.Comparison], mc_error: float,
     The batch-means error of a Monte Carlo probability falls as ``1 /
     sqrt(S)``, so after a run of ``S`` draws whose largest error is ``e >
     mc_error`` the next run has ``S (e / mc_error)^2`` draws (times
-    ``1.2``, at least ``1.5 S``, at most ``max_draws``).  Each run starts
+    ``1.2``, at least ``1.5 S``, at most ``max_draws``;
+    :func:`ecjax.prob.adaptive_draws.draw_until_precise`).  Each run starts
     afresh from the same key (the draws of a larger run are not an
     extension of the smaller one's), so the result is one ordinary run.
     ``info`` records the target, whether it was met and the runs' sizes.
@@ -623,29 +653,41 @@ def draw_to_precision(run: Callable[[int], ranking.Comparison], mc_error: float,
       num_draws: the first run's ``S``.
       max_draws: the largest ``S`` tried.
     """
-    target = v.as_number_between(mc_error, "mc_error", 0.0, 0.5)  # a standard error of a probability
-    max_draws = v.as_positive_int(max_draws, "max_draws", minimum=num_draws)  # at least the first run's draws
-    sizes, s = [], num_draws
-    while True:
-        result = run(s)
-        sizes.append(s)
-        error = result.largest_probability_error()
-        if error <= target or s >= max_draws:
-            break
-        s = min(max_draws, max(int(np.ceil(s * _PRECISION_MARGIN * (error / target) ** 2)), int(1.5 * s)))
-    info = dict(result.info, mc_error_target=target, mc_error_met=bool(error <= target), mc_error_runs=sizes)
+    result, sizes, met = adaptive_draws.draw_until_precise(run, ranking.Comparison.largest_probability_error,
+                                                           mc_error, num_draws=num_draws, max_draws=max_draws)
+    info = dict(result.info, mc_error_target=float(mc_error), mc_error_met=met, mc_error_runs=sizes)
     return dataclasses.replace(result, info=info)
 
 
-def _to_precision(function: Callable[..., ranking.Comparison], data: Any, settings: MonteCarloSettings,
-                  **kwargs: Any) -> ranking.Comparison:
-    """``function(data, **kwargs)`` with the draws raised until ``settings.mc_error`` is met (:func:`draw_to_precision`)."""
-    def run(draws):
-        return function(data, settings=dataclasses.replace(settings, num_draws=draws, mc_error=None), **kwargs)
+def _adaptive(settings: MonteCarloSettings) -> bool:
+    """Whether the draws are adaptive: a target ``mc_error``, or no ``num_draws`` (the default target)."""
+    return settings.mc_error is not None or settings.num_draws is None
 
-    # Called only with a target (the callers check `settings.mc_error is not None`).
-    return draw_to_precision(run, cast(float, settings.mc_error), num_draws=settings.draws(_DEFAULT_DRAWS),
-                             max_draws=settings.max_draws)
+
+def _to_precision(function: Callable[..., ranking.Comparison], data: Any, settings: MonteCarloSettings,
+                  hdi_prob: float, **kwargs: Any) -> ranking.Comparison:
+    """``function(data, **kwargs)`` with the draws raised until the target error is met (:func:`draw_to_precision`).
+
+    ``settings.mc_error`` and ``max_draws`` when a target is given; without
+    ``num_draws`` either, the default target
+    (:data:`~ecjax.prob.adaptive_draws.DEFAULT_MC_ERROR`, capped at
+    :data:`~ecjax.prob.adaptive_draws.DEFAULT_MAX_DRAWS`).  The first run
+    has ``num_draws`` draws, or
+    :func:`~ecjax.prob.adaptive_draws.first_draws` (enough for the HDI).
+    """
+    def run(draws):
+        return function(data, settings=dataclasses.replace(settings, num_draws=draws, mc_error=None),
+                        hdi_prob=hdi_prob, **kwargs)
+
+    first = settings.num_draws
+    if first is None:
+        first = adaptive_draws.first_draws(ranking.min_draws_for_hdi(
+            v.as_number_between(hdi_prob, "hdi_prob", 0.0, 1.0)))
+    if settings.mc_error is None:
+        target, cap = adaptive_draws.DEFAULT_MC_ERROR, max(first, adaptive_draws.DEFAULT_MAX_DRAWS)
+    else:
+        target, cap = settings.mc_error, max(first, settings.max_draws)
+    return draw_to_precision(run, target, num_draws=first, max_draws=cap)
 
 
 def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Utilities | None = None,
@@ -680,8 +722,11 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
       hdi_prob: mass of the reported highest-density intervals; needs
         ``settings.num_draws >= 10 / (1 - hdi_prob)``.
       decompose: also compute the doubt decomposition (:class:`~ecjax.prob.Doubt`).
-      settings: :class:`~ecjax.prob.MonteCarloSettings`: ``num_draws`` (``S``,
-        default 20 000); ``chunk_size``, the posterior draws whose outputs
+      settings: :class:`~ecjax.prob.MonteCarloSettings`: ``num_draws`` (``S``;
+        default ``None``: adaptive, from 1000 draws until every reported
+        probability has a Monte Carlo standard error of at most 0.005, at
+        most 20 000, :mod:`ecjax.prob.adaptive_draws`; ``num_draws`` says
+        how many were used); ``chunk_size``, the posterior draws whose outputs
         are collected at once (rounded up to whole blocks; ``None``:
         automatic: memory is bounded by it and by the block, not by ``S``,
         and every chunk size gives the same numbers, see the module
@@ -763,9 +808,9 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
     """
     systems = check_systems(systems)
     settings = check_monte_carlo_settings(settings)
-    if settings.mc_error is not None:
-        return _to_precision(compare, systems, settings, utilities=utilities, costs=costs, priors=priors, key=key,
-                             concentration=concentration, rope=rope, hdi_prob=hdi_prob, decompose=decompose)
+    if _adaptive(settings):
+        return _to_precision(compare, systems, settings, hdi_prob, utilities=utilities, costs=costs, priors=priors,
+                             key=key, concentration=concentration, rope=rope, decompose=decompose)
     num_draws = settings.draws(_DEFAULT_DRAWS)
     hdi_prob, rope = _check_summary(key, num_draws, hdi_prob, rope)
     decision_rule, per_draw_rule = as_decision_rule(systems.decision_rule)
@@ -927,9 +972,9 @@ def compare_counts(counts: ArrayLike | Mapping[str, ArrayLike], *, utilities: _U
     per system and class).  The other arguments as in :func:`compare`.
     """
     settings = check_monte_carlo_settings(settings)
-    if settings.mc_error is not None:
-        return _to_precision(compare_counts, counts, settings, utilities=utilities, costs=costs, priors=priors,
-                             key=key, concentration=concentration, rope=rope, hdi_prob=hdi_prob, decompose=decompose)
+    if _adaptive(settings):
+        return _to_precision(compare_counts, counts, settings, hdi_prob, utilities=utilities, costs=costs,
+                             priors=priors, key=key, concentration=concentration, rope=rope, decompose=decompose)
     num_draws = settings.draws(_DEFAULT_DRAWS)
     hdi_prob, rope = _check_summary(key, num_draws, hdi_prob, rope)
     names, c = as_named_counts(counts)
@@ -1040,6 +1085,7 @@ class _Source(NamedTuple):
     mean_weights: np.ndarray | None  # (M, K, D): E[P_i R_ij] (joint) or proportional to E[R_ij]; None: Monte Carlo
     elements: int  # largest per-draw intermediate
     num_groups: int = 0
+    columns: int = 0  # the columns of the drawn weights: D, or the utility groups of merged cells (0: D)
 
 
 def _mean_weights(counts, alpha):
@@ -1075,6 +1121,45 @@ def _joint_source(labels, decisions, groups, alpha, k, d, m, weights=None):
     table = joint_outcome_table(labels, decisions, num_classes=k, num_decisions=d, sample_weight=weights)
     data = {"cells": table.cells, "cell_counts": v.to_device(np.asarray(table.counts), f)}
     return _Source("joint", data, counts, _mean_weights(counts, alpha), max(m * k * d, int(table.cells.shape[0])))
+
+
+# Merged joint cells (ecjax.prob.aggregation) are drawn densely: at most this many per draw.
+_MAX_MERGED_JOINT_CELLS = 1 << 16
+# Private switch: False draws every cell, as before the merging (the tests compare the two).
+_MERGE_CELLS = True
+
+
+def _merged_source(src, u_hat, alpha):
+    """Fixed utilities: ``src`` with its cells of equal utility merged (:mod:`ecjax.prob.aggregation` eq. 1).
+
+    ``src`` itself when nothing merges (every row's utilities distinct), for
+    the clustered model, or when the paired model's merged table (``K G^M``
+    cells, all drawn) would not be smaller than its draws over the occupied
+    cells.  Only the draws change: ``counts`` (ties) and ``mean_weights``
+    (the closed-form expected yield) stay those of the decisions.
+    """
+    if not _MERGE_CELLS or src.kind not in ("unpaired", "joint"):
+        return src
+    m, k, d = src.counts.shape
+    groups = aggregation.utility_groups(u_hat)
+    g = groups.num_groups
+    if g >= d:
+        return src
+    f = jnp.result_type(float)
+    mean = aggregation.aggregate_counts(src.counts, groups) + alpha * groups.sizes  # n_ig + s_ig alpha
+    data = {"u_hat": v.to_device(groups.utilities, f), "mean_weights": v.to_device(mean, f),
+            "naive_costs": v.to_device(np.asarray(normalize_rows(-u_hat), np.float64), f)}
+    if src.kind == "unpaired":
+        return src._replace(kind="merged", data=dict(data, concentration=v.to_device(mean, f)), elements=m * k * g,
+                            columns=g)
+    cells = k * g ** m
+    if cells > _MAX_MERGED_JOINT_CELLS or cells >= src.elements:
+        return src
+    # a_J = alpha / D^(M-1): the prior of one of the K D^M joint cells (ecjax.prob.paired eq. 1).
+    concentration = aggregation.joint_concentration(np.asarray(src.data["cells"]), np.asarray(src.data["cell_counts"]),
+                                                    groups, alpha / d ** (m - 1))
+    return src._replace(kind="joint_merged", data=dict(data, concentration=v.to_device(concentration, f)),
+                        elements=max(m * k * g, cells), columns=g)
 
 
 def _closed_form_yield(u_hat, mean_weights, p_bar, joint_priors):
@@ -1215,7 +1300,13 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
     else:
         elements = max(m * k * d, 2 * cells_bound)
     group = 1 if per_draw is None else per_draw.rate_draws
-    plan = plan_draws(num_draws, elements + k * d, chunk_size, utility_cells=k * d, group=group)
+    merged, columns = None, d
+    if per_draw is None and not utilities_drawn:
+        # Fixed utilities: the cells of equal utility merge (ecjax.prob.aggregation); the blocks hold their draws.
+        merged = _merged_source(source(np.asarray(prior, np.float64)), np.asarray(prior, np.float64), alpha)
+        if merged.columns:
+            elements, columns = merged.elements, merged.columns
+    plan = plan_draws(num_draws, elements + k * columns, chunk_size, utility_cells=k * columns, group=group)
 
     def sample_u(b):
         return prior.sample(random_bits.fold_in(key_u, b), plan.block)
@@ -1237,16 +1328,18 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
     sources = (("costs_only", utilities_drawn), ("priors_only", deployment_uncertain), ("rates_only", True))
     components = tuple(name for name, uncertain in sources if decompose and uncertain)
     data = {"u_hat": v.to_device(u_hat, f), "p_bar": v.to_device(p_bar, f)}
-    model = _Model("", m, k, d, float(alpha), plan.block, joint_priors, bool(decompose))
+    model = _Model("", m, k, d, float(alpha), plan.block, joint_priors, bool(decompose), components=components)
     if per_draw is None:
-        src = source(u_hat)
+        src = source(u_hat) if merged is None else merged
         data.update(src.data)
-        if src.mean_weights is not None:
-            data["mean_weights"] = v.to_device(src.mean_weights, f)
-        else:
+        if src.mean_weights is None:
             data["num_draws"] = np.int32(num_draws)
+        elif "mean_weights" not in data:
+            data["mean_weights"] = v.to_device(src.mean_weights, f)
         static_ties = _tie_labels_of(np.asarray(src.counts), np)  # host counts: no program
-        model = dataclasses.replace(model, kind=src.kind, num_groups=src.num_groups)
+        model = dataclasses.replace(model, kind=src.kind, num_groups=src.num_groups, num_decisions=columns)
+        if src.columns:
+            info["merged_cells"] = f"{src.columns} utility groups per class (of {d} decisions)"
     else:
         data.update(per_draw.data)
         with np.errstate(divide="ignore"):

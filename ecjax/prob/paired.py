@@ -114,7 +114,7 @@ from jax.typing import ArrayLike
 from ecjax import inputs as v
 from ecjax.random_bits import uniform
 from ecjax.confusion import JointOutcomeTable, joint_outcome_table
-from ecjax.prob.sampling import in_blocks, gamma_draws
+from ecjax.prob.sampling import dirichlet_draws, in_blocks, gamma_draws
 from ecjax.prob.rates import check_concentration, default_concentration
 
 # None: ``default_concentration(D, K)`` per cell of each system's matrix (see resolve_concentration).
@@ -379,6 +379,21 @@ def sample_joint_confusions(key: jax.Array, table: JointOutcomeTable, *, num_dra
     cells, counts = _pad_cells(table.cells, table.counts)
     return _paired_kernel(key, cells, counts, alpha * k * d, num_draws=num_draws, num_classes=k, num_decisions=d,
                           plan=plan)
+
+
+@partial(jax.jit, static_argnames=("num_draws", "num_systems", "num_classes", "num_groups"))
+def merged_joint_confusions(key: jax.Array, concentration: jax.Array, *, num_draws: int, num_systems: int,
+                            num_classes: int, num_groups: int) -> jax.Array:
+    """Posterior draws of eq. (1) over merged joint cells (:mod:`ecjax.prob.aggregation` eq. 1).  Kernel.
+
+    ``concentration``: ``(K G^M,)`` Dirichlet concentrations of the cells
+    ``(i, g_1, ..., g_M)`` (:func:`ecjax.prob.aggregation.joint_concentration`),
+    every one drawn (dense: ``K G^M`` is small by construction).  Returns the
+    per-system marginals ``(S, M, K, G)``, summing to 1 over ``(K, G)`` as
+    those of :func:`sample_joint_confusions` do over ``(K, D)``.
+    """
+    w = dirichlet_draws(key, concentration, num_draws)
+    return _dense_marginals(w, num_systems, num_classes, num_groups)
 
 
 @partial(jax.jit, static_argnames=("num_classes", "num_decisions", "plan"))

@@ -1,0 +1,131 @@
+"""prob.compare at real sizes (issue 33): 100 and 1000 classes, as ratios to the README's CIFAR-10 comparison.
+
+Each workload runs in this process next to the README's CIFAR-10 ``prob.compare`` (three networks, given argmax
+decisions, unpaired, each error's cost uncertain in an interval, ``rope=0.002``), so the noise of a shared machine
+cancels in the ratio.  Times are steady state (the median of ``--repeats`` calls after a first, compiling, one).
+The targets of the issue:
+
+* 100 classes (three CIFAR-100-sized systems, 10^4 x 100, unpaired, each error's cost uncertain in [0.5, 3]):
+  at most 4x the CIFAR-10 time;
+* 1000 classes (N = 5 x 10^4, three paired systems, fixed 0-1 costs): at most 15x;
+* 1000 classes, paired, uncertain 1000 x 1000 interval costs: at most 60x.
+
+Each is run with the defaults (adaptive draws; cells of equal utility merged when the utilities are fixed) and
+with the former settings (``num_draws=20000``, no merging: ``--before``; timed on ``--before-draws`` draws and
+scaled linearly to 20,000, as the row says).  The reference is timed both ways too.  The systems are
+synthetic (the shared data holds no 100- or 1000-class outputs): each sample's decision is its label with the
+system's accuracy, else a uniform class.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+import jax  # noqa: E402
+
+from ecjax import prob  # noqa: E402
+
+compare_module = importlib.import_module("ecjax.prob.compare")
+FORMER_DRAWS = 20_000
+
+
+def cifar10_reference():
+    """The README's CIFAR-10 comparison: its systems and keyword arguments."""
+    nets = ["cifar10_resnet-20", "cifar10_repvgg_a2", "cifar10_vgg19_bn"]
+    data = [_common.load(n) for n in nets]
+    vehicle = np.isin(np.arange(10), [0, 1, 8, 9])
+    low = np.where(vehicle[:, None] == vehicle[None], 0.5, 2.0) * (1 - np.eye(10))
+    high = np.where(vehicle[:, None] == vehicle[None], 1.5, 5.0) * (1 - np.eye(10))
+    systems = prob.Systems({n: y for n, (_, y) in zip(nets, data)}, {n: s.argmax(1) for n, (s, _) in zip(nets, data)},
+                           paired=False)
+    return systems, dict(costs=prob.intervals(low, high, kind="cost"), rope=0.002)
+
+
+def synthetic(k, n, paired, seed=0):
+    rng = np.random.default_rng(seed)
+    accuracies = (0.75, 0.78, 0.70)
+    y = rng.integers(0, k, n)
+    labels = [y if paired else rng.permutation(y) for _ in accuracies]
+    decisions = np.stack([np.where(rng.random(n) < a, lab, rng.integers(0, k, n))
+                          for a, lab in zip(accuracies, labels)])
+    return prob.Systems(labels[0] if paired else labels, decisions, paired=paired)
+
+
+def error_costs(k, low, high):
+    return prob.intervals(low * (1 - np.eye(k)), high * (1 - np.eye(k)), kind="cost")
+
+
+def timed(systems, kwargs, num_draws, repeats, merge=True):
+    """(first s, steady s, draws used, P(best)) of ``prob.compare``; ``num_draws`` None: the adaptive default."""
+    compare_module._MERGE_CELLS = merge
+    settings = prob.MonteCarloSettings(num_draws=num_draws)
+
+    def run():
+        return prob.compare(systems, key=jax.random.key(0), settings=settings, **kwargs)
+
+    try:
+        first, steady, result = _common.time_jax(run, repeats=repeats)
+    finally:
+        compare_module._MERGE_CELLS = True
+    return first, steady, result.num_draws, np.asarray(result.p_best)
+
+
+def main() -> None:
+    p = _common.parser(__doc__.splitlines()[0])
+    p.add_argument("--before", action="store_true", help="also time the former settings (20,000 draws, no merging)")
+    p.add_argument("--before-draws", type=int, default=1000,
+                   help="draws of the former settings' rows, their time scaled linearly to 20,000")
+    p.add_argument("--workloads", type=int, nargs="+", default=[1, 2, 3], choices=[1, 2, 3],
+                   help="which of the three workloads to run (1: 100 classes, 2: 1000 fixed, 3: 1000 uncertain)")
+    args = p.parse_args()
+    repeats = 1 if args.tiny else args.repeats
+    # (name, K, N, paired, costs, target ratio)
+    big_k, big_n = (30, 3000) if args.tiny else (1000, 5000) if args.small else (1000, 50_000)
+    mid_k, mid_n = (20, 3000) if args.tiny else (100, 10_000)
+    workloads = [
+        (f"{mid_k} classes, N = {mid_n}, unpaired, uncertain costs [0.5, 3]", mid_k, mid_n, False,
+         error_costs(mid_k, 0.5, 3.0), 4),
+        (f"{big_k} classes, N = {big_n}, paired, fixed 0-1 costs", big_k, big_n, True, 1 - np.eye(big_k), 15),
+        (f"{big_k} classes, N = {big_n}, paired, uncertain interval costs [0.5, 3]", big_k, big_n, True,
+         error_costs(big_k, 0.5, 3.0), 60),
+    ]
+    print(f"# {_common.machine()}")
+    ref_systems, ref_kwargs = cifar10_reference()
+    ref = timed(ref_systems, ref_kwargs, None, repeats)
+    print(f"reference (README CIFAR-10 compare), default settings: first {ref[0]:.3g} s, steady {ref[1]:.3g} s, "
+          f"{ref[2]} draws")
+    ref_before = None
+    if args.before:
+        ref_before = timed(ref_systems, ref_kwargs, FORMER_DRAWS, repeats, merge=False)
+        print(f"reference, former settings ({FORMER_DRAWS} draws): first {ref_before[0]:.3g} s, "
+              f"steady {ref_before[1]:.3g} s")
+    print("\n| workload | settings | draws | first call | steady | ratio to the reference | target | P(best) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, k, n, paired, costs, target in (workloads[i - 1] for i in args.workloads):
+        systems = synthetic(k, n, paired)
+        kwargs = dict(costs=costs)
+        first, steady, draws, p_best = timed(systems, kwargs, None, repeats)
+        ratio = steady / ref[1]
+        met = "met" if ratio <= target else "**not met**"
+        print(f"| {name} | default | {draws} | {first:.3g} s | {steady:.3g} s | {ratio:.1f}x ({met}) | <= {target}x "
+              f"| {np.round(p_best, 3)} |")
+        if args.before:
+            draws = min(FORMER_DRAWS, args.before_draws)
+            first, steady, _, p_best = timed(systems, kwargs, draws, 1 if draws < FORMER_DRAWS else repeats,
+                                             merge=False)
+            steady = steady * FORMER_DRAWS / draws
+            scaled = "" if draws == FORMER_DRAWS else f" (timed on {draws} draws, x{FORMER_DRAWS // draws})"
+            assert ref_before is not None
+            print(f"| {name} | former{scaled} | {FORMER_DRAWS} | {first:.3g} s | {steady:.3g} s | "
+                  f"{steady / ref_before[1]:.0f}x | | {np.round(p_best, 3)} |")
+
+
+if __name__ == "__main__":
+    main()

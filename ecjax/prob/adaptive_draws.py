@@ -1,0 +1,86 @@
+"""Draw until the answer is precise enough: the adaptive number of Monte Carlo draws.
+
+A Monte Carlo probability ``p_hat`` from ``S`` draws has a standard error
+that falls as ``1 / sqrt(S)`` (its batch-means estimate,
+:func:`ecjax.prob.ranking.batch_means_error`, also counts the correlation
+of the draws).  So a clear winner (``P(best) = 1.000`` after a few hundred
+draws, error 0) needs no more, and a close call (``p = 0.5``: error
+``0.5 / sqrt(S)``) needs ``S = 0.25 / e^2`` independent draws for an error
+``e`` (10,000 for ``e = 0.005``).  :func:`draw_until_precise` runs ``S``
+draws, reads the largest error of every reported probability and, while it
+is above the target, runs again with
+
+    S' = min(cap, max(1.5 S, 1.2 S (error / target)^2))                      (1)
+
+draws: the ``1 / sqrt(S)`` law aimed 20 % below the target (the next run's
+error estimate is itself uncertain), at least 1.5 times as many (so the
+number of runs stays logarithmic).  Each run starts afresh from the same key,
+so the result is one ordinary run of ``S'`` draws, its numbers those of a
+fixed ``num_draws = S'``.
+
+The defaults of the comparisons (:func:`ecjax.prob.compare`,
+:func:`ecjax.prob.compare_counts` with ``num_draws=None``): a first run of
+:data:`FIRST_DRAWS`, the target :data:`DEFAULT_MC_ERROR` on every reported
+probability, the cap :data:`DEFAULT_MAX_DRAWS` (never more than the former
+fixed default).  A first run of 1000 draws also bounds what a run that saw no
+event can miss: its probability is then below about ``3 / 1000`` (the rule of
+three, 95 %), whose standard error ``sqrt(0.003 / 1000) = 0.0017`` is below the
+target, so a batch-means error of 0 is no reason to draw more.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TypeVar
+
+from ecjax import inputs as v
+
+# The adaptive default: first run, target standard error of every reported probability, cap.
+FIRST_DRAWS = 1000
+DEFAULT_MC_ERROR = 0.005
+DEFAULT_MAX_DRAWS = 20_000
+# Eq. (1): aim this much below the target; grow at least this much per run.
+_MARGIN = 1.2
+_MIN_GROWTH = 1.5
+
+R = TypeVar("R")
+
+
+def next_draws(num_draws: int, error: float, target: float, max_draws: int) -> int:
+    """Eq. (1): the draws of the next run after ``num_draws`` draws gave a largest ``error`` above ``target``."""
+    wanted = math.ceil(num_draws * _MARGIN * (error / target) ** 2)
+    return min(max_draws, max(wanted, int(_MIN_GROWTH * num_draws)))
+
+
+def draw_until_precise(run: Callable[[int], R], largest_error: Callable[[R], float], target: float, *,
+                       num_draws: int, max_draws: int) -> tuple[R, list[int], bool]:
+    """``run(S)`` with ``S`` raised by eq. (1) until ``largest_error(result) <= target`` or ``S = max_draws``.
+
+    Args:
+      run: ``S -> result`` (one ordinary run of ``S`` draws).
+      largest_error: the largest Monte Carlo standard error of the result's
+        reported probabilities.
+      target: the largest error allowed, in ``(0, 0.5)``.
+      num_draws: the first run's ``S``.
+      max_draws: the cap, at least ``num_draws``.
+
+    Returns:
+      ``(result, sizes, met)``: the last run's result, the sizes of all runs
+      and whether the target was met.
+    """
+    target = v.as_number_between(target, "mc_error", 0.0, 0.5)  # a standard error of a probability
+    max_draws = v.as_positive_int(max_draws, "max_draws", minimum=num_draws)  # at least the first run's draws
+    sizes, s = [], num_draws
+    while True:
+        result = run(s)
+        sizes.append(s)
+        error = largest_error(result)
+        if error <= target or s >= max_draws:
+            return result, sizes, bool(error <= target)
+        s = next_draws(s, error, target, max_draws)
+
+
+def first_draws(min_draws: int) -> int:
+    """The adaptive first run: :data:`FIRST_DRAWS`, or more when the summary needs more (an HDI's ``min_draws``)."""
+    return max(FIRST_DRAWS, int(min_draws))
