@@ -95,7 +95,11 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--curves", "needs", ("--scores",), "{rule} (the curves rank the samples by their scores)"),
         ("--bootstrap", "needs", ("--scores",), "{rule} (the metric is computed from the scores)"),
         ("--bootstrap-draws", "needs", ("--bootstrap",), "{rule} (they are the draws of its posterior)"),
-        ("--seed", "needs", ("--bootstrap", "--metric-thresholds", "--curves"),
+        ("--deployment-scores", "needs", ("--scores",), "{rule} (the first system's labelled scores calibrate the "
+                                                        "estimate)"),
+        ("--deployment-scores", "not with", ("--sample-weight",), "{rule} (the priors are estimated from unweighted "
+                                                                  "samples)"),
+        ("--seed", "needs", ("--bootstrap", "--metric-thresholds", "--curves", "--deployment-scores"),
          "{rule} (the random key of the bootstraps and of the calibration folds: nothing else in metrics is random)"),
     ),
     "calibrate": (
@@ -491,6 +495,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     _said_of("--pos-label", as_pos_label, args.pos_label, k)
     spec = _cost_spec(args, k)
     d = spec.costs.shape[1]
+    shift = _deployment_priors(args, spec, labels[0], arrays[0], names) if args.deployment_scores else None
+    if shift is not None:  # the estimate as the cost specification's priors
+        spec = shift[0]
     priors = spec.priors
     for y, lf, w in zip(labels, label_files, weights):
         _check_priors_cover(spec, y, lf, args.costs, w)
@@ -540,7 +547,10 @@ def cmd_metrics(args: argparse.Namespace) -> int:
                                                      weights)
     if kind == "scores" and out_dir is not None:
         _reliability_figures(args, labels, arrays, names, out_dir, record, weights)
+    if shift is not None:
+        record["deployment_priors"] = shift[2]
     extra_text = _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, record, weights)
+    extra_text += "" if shift is None else shift[3]
     extra_text += _bootstrap_extras(args, labels, arrays, names, spec, k, record, weights)
     if out_dir is not None and len(names) >= 2:
         from ecjax import plots
@@ -1452,7 +1462,8 @@ def _deployment_priors(args, spec, labels, scores, names):
     deployment = _check_scores(deployment, path, args.score_type)
     _said_of(path, check_shape, deployment, "scores", "(N, K)", sizes={"K": scores.shape[1]},
              why=" (the classes of --scores)")
-    post = _said_of(path, prob.label_shift_posterior, labels, scores, deployment, key=random_bits.key(args.seed),
+    post = _said_of(path, prob.label_shift_posterior, labels, scores, deployment,
+                    key=random_bits.key(_or_default(args.seed, 0)),
                     num_draws=DEPLOYMENT_PRIOR_DRAWS, score_type=args.score_type)
     estimate = np.asarray(post.priors, np.float64)
     interval = post.interval(0.9)
@@ -1976,6 +1987,10 @@ def _build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=_int_in(0, MAX_SEED, "--seed"),
                    help="with --bootstrap, --metric-thresholds or --curves: the random key of the bootstraps and of the "
                         "cross-validation folds of the calibrated implied costs (default 0)")
+    m.add_argument("--deployment-scores", metavar="FILE",
+                   help="unlabelled scores of the first system on deployment samples: the deployment priors are "
+                        "estimated from them (label shift: EM on its affine-calibrated posteriors) and used as the "
+                        "cost specification's priors (posterior-type scores)")
     m.add_argument("--scatter-metric", default="F1",
                    help="with --out and several systems: the metric plotted against the utility yield (default F1)")
     cp = sub.add_parser("compare", help="which classifier, and how sure are we, under uncertain costs")

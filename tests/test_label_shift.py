@@ -211,6 +211,13 @@ def test_compare_command_draws_the_estimated_deployment_priors(tmp_path, monkeyp
     assert got["system"] == "a" and got["converged"]
     # the posteriors are re-weighted from the labelled frequencies to the drawn deployment priors
     np.testing.assert_allclose(record["training_priors"]["a"], np.bincount(y[source]) / len(source))
+    # metrics: the estimate is the cost specification's priors (the same posterior: the same key)
+    code, out, err = run_cli("metrics", "--labels", "y.npy", "--scores", "a.npy", "--costs", "c.toml",
+                             "--deployment-scores", "dep.npy", "--json", cwd=tmp_path)
+    assert code == 0, err
+    metrics = json.loads(out)
+    assert metrics["deployment_priors"] == got
+    np.testing.assert_allclose(metrics["priors"], np.asarray(got["estimate"]) / np.sum(got["estimate"]), rtol=1e-12)
     # priors given twice, and deployment scores without labelled scores, are refused
     (tmp_path / "p.toml").write_text('classes = ["n", "p"]\ncosts = [[0, 1], [5, 0]]\npriors = [0.5, 0.5]\n')
     code, _, err = run_cli("compare", "--labels", "y.npy", "--scores", "a.npy", "--costs", "p.toml",
