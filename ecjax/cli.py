@@ -801,8 +801,9 @@ def _curve_bands(args, labels, scores, sample_weight, entry):
     from ecjax.prob.curve_bands import curve_band
 
     out = []
+    key = random_bits.key(_or_default(args.seed, 0))
     for i, curve in enumerate(("roc", "precision_recall")):
-        band = curve_band(labels, scores, curve=curve, key=random_bits.key(_or_default(args.seed, 0) + i),
+        band = curve_band(labels, scores, curve=curve, key=random_bits.fold_in(key, i),
                           num_draws=CURVE_BAND_DRAWS, level=CURVE_BAND_LEVEL, score_type=args.score_type,
                           sample_weight=sample_weight)
         entry[f"{curve}_band"] = band.to_dict()
