@@ -105,7 +105,11 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         ("--curves", "needs", ("--scores",), "{rule} (the curves rank the samples by their scores)"),
         ("--bootstrap", "needs", ("--scores",), "{rule} (the metric is computed from the scores)"),
         ("--bootstrap-draws", "needs", ("--bootstrap",), "{rule} (they are the draws of its posterior)"),
-        ("--seed", "needs", ("--bootstrap", "--metric-thresholds", "--curves"),
+        ("--deployment-scores", "needs", ("--scores",), "{rule} (the first system's labelled scores calibrate the "
+                                                        "estimate)"),
+        ("--deployment-scores", "not with", ("--sample-weight",), "{rule} (the priors are estimated from unweighted "
+                                                                  "samples)"),
+        ("--seed", "needs", ("--bootstrap", "--metric-thresholds", "--curves", "--deployment-scores"),
          "{rule} (the random key of the bootstraps and of the calibration folds: nothing else in metrics is random)"),
     ),
     "calibrate": (
@@ -630,6 +634,9 @@ def cmd_metrics(args: argparse.Namespace) -> int:
     _said_of("--pos-label", as_pos_label, args.pos_label, k)
     spec = _cost_spec(args, k)
     d = spec.costs.shape[1]
+    shift = _deployment_priors(args, spec, labels[0], arrays[0], names) if args.deployment_scores else None
+    if shift is not None:  # the estimate as the cost specification's priors
+        spec = shift[0]
     priors = spec.priors
     for y, lf, w in zip(labels, label_files, weights):
         _check_priors_cover(spec, y, lf, args.costs, w)
@@ -679,7 +686,10 @@ def cmd_metrics(args: argparse.Namespace) -> int:
                                                      weights)
     if kind == "scores" and out_dir is not None:
         _reliability_figures(args, labels, arrays, names, out_dir, record, weights)
+    if shift is not None:
+        record["deployment_priors"] = shift[2]
     extra_text = _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, record, weights)
+    extra_text += "" if shift is None else shift[3]
     extra_text += _bootstrap_extras(args, labels, arrays, names, spec, k, record, weights)
     if args.sample_costs is not None:
         extra_text += _sample_cost_extras(args, labels, arrays, kind, decisions, names, k, spec, record, weights)
@@ -943,8 +953,9 @@ def _curve_bands(args, labels, scores, sample_weight, entry):
     from ecjax.prob.curve_bands import curve_band
 
     out = []
+    key = random_bits.key(_or_default(args.seed, 0))
     for i, curve in enumerate(("roc", "precision_recall")):
-        band = curve_band(labels, scores, curve=curve, key=random_bits.key(_or_default(args.seed, 0) + i),
+        band = curve_band(labels, scores, curve=curve, key=random_bits.fold_in(key, i),
                           num_draws=CURVE_BAND_DRAWS, level=CURVE_BAND_LEVEL, score_type=args.score_type,
                           sample_weight=sample_weight)
         entry[f"{curve}_band"] = band.to_dict()
@@ -1653,7 +1664,8 @@ def _deployment_priors(args, spec, labels, scores, names):
     deployment = _check_scores(deployment, path, args.score_type)
     _said_of(path, check_shape, deployment, "scores", "(N, K)", sizes={"K": scores.shape[1]},
              why=" (the classes of --scores)")
-    post = _said_of(path, prob.label_shift_posterior, labels, scores, deployment, key=random_bits.key(args.seed),
+    post = _said_of(path, prob.label_shift_posterior, labels, scores, deployment,
+                    key=random_bits.key(_or_default(args.seed, 0)),
                     num_draws=DEPLOYMENT_PRIOR_DRAWS, score_type=args.score_type)
     estimate = np.asarray(post.priors, np.float64)
     interval = post.interval(0.9)
@@ -2191,6 +2203,10 @@ def _build_parser() -> argparse.ArgumentParser:
                         "(N,), `scale` (K, D) and optionally `base` (K, D; default: the --costs matrix) for "
                         "c_n = base + amount_n * scale (a missed fraud costs its amount); adds each system's EC "
                         "under them (Bayes decisions per sample for --scores)")
+    m.add_argument("--deployment-scores", metavar="FILE",
+                   help="unlabelled scores of the first system on deployment samples: the deployment priors are "
+                        "estimated from them (label shift: EM on its affine-calibrated posteriors) and used as the "
+                        "cost specification's priors (posterior-type scores)")
     m.add_argument("--scatter-metric", default="F1",
                    help="with --out and several systems: the metric plotted against the utility yield (default F1)")
     cp = sub.add_parser("compare", help="which classifier, and how sure are we, under uncertain costs")

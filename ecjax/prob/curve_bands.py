@@ -90,7 +90,8 @@ class CurveBand(NamedTuple):
     draws: jax.Array
 
     def to_dict(self) -> dict:
-        """JSON-ready: every array as a list of floats."""
+        """JSON-ready: every array as a list of floats; the ``(B, G)`` draws are left out (large, and the bands say
+        what they hold)."""
         return {f: (np.asarray(x, np.float64).tolist() if isinstance(x, (jax.Array, np.ndarray)) else x)
                 for f, x in zip(self._fields, self) if f != "draws"}
 
