@@ -40,7 +40,8 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
-from ecjax.calibration_error import VARIANTS, calibration_inputs, confidences_and_hits
+from ecjax.calibration_error import (VARIANTS, calibration_inputs, confidences_and_hits,
+                                     nan_where_traced_inputs_invalid)
 from ecjax.precision import EXACT
 from ecjax.scores.inputs import resolved_variant
 
@@ -179,7 +180,8 @@ def smooth_ece(labels: ArrayLike, scores: ArrayLike, *, variant: str = "auto", b
       sample_weight: optional ``(N,)`` non-negative weights: each sample's kernel mass is its weight.
 
     Returns:
-      :class:`SmoothECE`.
+      :class:`SmoothECE`.  Under ``jax.jit`` an invalid traced input (a label out of range, a NaN score) gives a
+      NaN ``ece``.
 
     Example::
 
@@ -194,5 +196,6 @@ def smooth_ece(labels: ArrayLike, scores: ArrayLike, *, variant: str = "auto", b
     sigma = None if bandwidth is None else v.as_positive_real(bandwidth, "bandwidth")
     y, log_post, w = calibration_inputs(labels, scores, priors, score_type, sample_weight)
     variant = resolved_variant(variant, log_post.shape[-1], VARIANTS)
-    return smooth_ece_kernel(y, log_post, w, None if sigma is None else jnp.asarray(sigma, log_post.dtype),
-                             variant=variant, grid_size=grid_size)
+    res = smooth_ece_kernel(y, log_post, w, None if sigma is None else jnp.asarray(sigma, log_post.dtype),
+                            variant=variant, grid_size=grid_size)
+    return res._replace(ece=nan_where_traced_inputs_invalid(res.ece, y, log_post, w))

@@ -164,3 +164,14 @@ def test_cli_calibrate_reports_the_smooth_ece_before_and_after(tmp_path):
         assert abs(smooth[side] - relplot.smECE(f, targets.astype(float))) <= STEP
     assert smooth["after"] < smooth["before"]
     assert rec["cross_entropy"]["refinement"] == rec["cross_entropy"]["after"]
+
+
+def test_invalid_traced_inputs_give_nan_under_jit():
+    _, y, lp = _synthetic(7, n=50)
+    bad_label = np.array(y)
+    bad_label[3] = 5  # K = 2
+    assert np.isnan(jax.jit(lambda labels: smooth_ece(labels, lp).ece)(bad_label))
+    bad_score = np.array(lp)
+    bad_score[4, 0] = np.nan
+    assert np.isnan(jax.jit(lambda s: smooth_ece(y, s).ece)(bad_score))
+    assert np.isfinite(jax.jit(lambda s: smooth_ece(y, s).ece)(lp))
