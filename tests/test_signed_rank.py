@@ -61,6 +61,9 @@ def test_matches_baycomp_with_ties_and_a_strong_prior():
     _assert_matches_baycomp(x, y, 0.0, prior=2.0, seed=4)
 
 
+# Two baycomp runs of 20,000 Python-loop draws and a compilation for n = 24; synthetic inputs of every kind are
+# checked against baycomp in the default lane.
+@pytest.mark.slow
 def test_matches_baycomp_on_real_classifier_outputs():
     # 24 "data sets": four disjoint quarters of each real test set; a = accuracy, b = balanced accuracy of the
     # argmax decisions (does balancing the classes change the score across data sets?).
