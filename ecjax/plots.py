@@ -837,9 +837,9 @@ def smooth_reliability_diagram(result: Any, *, names: Sequence[str] | None = Non
 
     Drawn: the diagonal; for each system (each class for ``"classwise"``), the
     kernel regression of the outcome on the confidence at the smooth ECE's
-    bandwidth (:attr:`~ecjax.SmoothECE.curve`), with its line width
-    following the density of the confidences, and the smooth ECE in the
-    legend.
+    bandwidth (:attr:`~ecjax.SmoothECE.curve`), the smoothed density of the
+    confidences as a shaded strip along the bottom, and the smooth ECE in
+    the legend.
 
     Args:
       result: a :class:`~ecjax.SmoothECE` (:func:`ecjax.smooth_ece`).
@@ -858,8 +858,8 @@ def smooth_reliability_diagram(result: Any, *, names: Sequence[str] | None = Non
     for i, c in enumerate(_colors(len(curves))):
         label = f"{names[i]} smECE {ece[i]:.4f} (bandwidth {sigma[i]:.3f})".strip()
         ax.plot(t, curves[i], color=c, lw=1, label=label, gid=f"smooth curve {i}")
-        width = 0.5 + 3 * density[i] / max(density[i].max(), 1e-300)
-        ax.scatter(t[::20], curves[i][::20], s=width[::20] ** 2, color=c, alpha=0.4)
+        # the density of the confidences, scaled to a strip along the bottom (where the curve is well estimated)
+        ax.fill_between(t, 0, 0.15 * density[i] / max(density[i].max(), 1e-300), color=c, alpha=0.25, lw=0)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel(_or(frame.xlabel, "confidence"))
