@@ -178,3 +178,22 @@ def test_invalid_traced_inputs_give_nan_under_jit():
     bad_score[4, 0] = np.nan
     assert np.isnan(jax.jit(lambda s: smooth_ece(y, s).ece)(bad_score))
     assert np.isfinite(jax.jit(lambda s: smooth_ece(y, s).ece)(lp))
+
+
+def test_cli_calibrate_writes_smooth_reliability_diagrams(tmp_path):
+    import json
+
+    from conftest import run_cli
+
+    targets, scores, _ = load_dataset("sst2_gpt2")
+    np.save(tmp_path / "y.npy", targets[:400])
+    np.save(tmp_path / "s.npy", scores[:400])
+    code, out, err = run_cli("calibrate", "--scores", "s.npy", "--labels", "y.npy", "--output", "cal.npy",
+                             "--calibration-errors", "--out", "figs", "--json", cwd=tmp_path)
+    assert code == 0, err
+    rec = json.loads(out)
+    for side in ("before", "after"):
+        assert (tmp_path / "figs" / f"smooth_reliability_{side}.png").stat().st_size > 1000
+    f = np.exp(log_softmax(scores[:400].astype(np.float64), -1)[:, 1])
+    ref = relplot.smECE(f, targets[:400].astype(float))
+    assert abs(rec["calibration_errors"]["smooth ECE"]["before"] - ref) <= STEP
