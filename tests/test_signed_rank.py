@@ -171,6 +171,8 @@ def test_cli_signed_rank_needs_data_sets_and_no_rank_diagram(tmp_path):
     (tmp_path / "one.csv").write_text("A,B\n0.8,0.81\n0.79,0.8\n0.82,0.84\n")
     code, _, err = run_cli("compare-folds", "one.csv", "--test", "signed-rank", cwd=tmp_path)
     assert code == 2 and "one.csv" in err and "at least 2 data sets" in err and "--test t-test" in err
-    code, _, err = run_cli("compare-folds", "one.csv", "--test", "signed-rank", "--rank-diagram", "cd.png",
+    # the option rule, said before the (missing) file is read
+    code, _, err = run_cli("compare-folds", "missing.csv", "--test", "signed-rank", "--rank-diagram", "cd.png",
                            cwd=tmp_path)
-    assert code == 2 and "--rank-diagram" in err and not (tmp_path / "cd.png").exists()
+    assert code == 2 and "--rank-diagram: not with --test signed-rank" in err and "missing.csv" not in err, err
+    assert not (tmp_path / "cd.png").exists()
