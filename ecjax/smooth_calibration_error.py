@@ -23,7 +23,8 @@ computed on a grid: each ``f_i`` is split linearly between its two nearest
 grid points (which keeps every sample's mass and mean), the grid is
 smoothed by a discrete convolution with the reflected kernel, and the
 integrals are trapezoid sums over the grid.  ``grid_size`` points resolve bandwidths
-down to a few grid steps, ``5 / (grid_size - 1)``.
+down to a few grid steps: against the exact kernel sums, 1e-4 relative at 20 steps per ``sigma``, 3e-4 at 10
+and 2e-3 at 4 (400 samples; the default grid's step is 0.0005, and ``sigma*`` stays above 0.001).
 
 The reliability diagram plots the smoothed outcome ``sum_i w_i K_sigma(t,
 f_i) y_i / delta_sigma(t)`` against ``t`` (the kernel regression of ``y`` on
