@@ -179,12 +179,19 @@ def binned_calibration_error(labels: ArrayLike, scores: ArrayLike, *, norm: str 
     variant = resolved_variant(variant, log_post.shape[-1], VARIANTS)
     out = _calibration_errors_kernel(y, log_post, w, num_bins=num_bins, binning=binning,
                                      variant=variant)[..., NORMS.index(norm)]
-    if v.any_traced(y, log_post, w):
-        ok = jnp.all(y >= 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
-        if w is not None:
-            ok = ok & jnp.all(jnp.isfinite(w) & (w >= 0)) & (jnp.sum(w) > 0)
-        out = v.nan_where_invalid(out, ok)
-    return out
+    return nan_where_traced_inputs_invalid(out, y, log_post, w)
+
+
+def nan_where_traced_inputs_invalid(out: jax.Array, labels: jax.Array, log_post: jax.Array,
+                                    sample_weight: jax.Array | None) -> jax.Array:
+    """``out`` (one value per system) as it is for concrete inputs; under ``jax.jit``, NaN for a system whose
+    traced inputs are invalid (a label out of range, a NaN score, bad weights): the NaN contract of ecjax.inputs."""
+    if not v.any_traced(labels, log_post, sample_weight):
+        return out
+    ok = jnp.all(labels >= 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
+    if sample_weight is not None:
+        ok = ok & jnp.all(jnp.isfinite(sample_weight) & (sample_weight >= 0)) & (jnp.sum(sample_weight) > 0)
+    return v.nan_where_invalid(out, ok)
 
 
 def max_calibration_error(labels: ArrayLike, scores: ArrayLike, *, num_bins: int = 15, binning: str = "equal_width",

@@ -1184,6 +1184,7 @@ def _before_after(args, st, out_type, test, out, labels, record, out_dir, weight
     """Cross-entropy and Brier score of --scores before and after calibration, and reliability diagrams."""
     from ecjax import plots
     from ecjax.scores import brier, cross_entropy
+    from ecjax.smooth_calibration_error import smooth_ece
 
     # Likelihood-type scores need priors to become posteriors: the labels' class frequencies, for both sides.
     data_priors = _frequencies(labels, 2 if out_type == "llr" else test.shape[1], weights)
@@ -1207,6 +1208,11 @@ def _before_after(args, st, out_type, test, out, labels, record, out_dir, weight
                                             sample_weight=weights,
                                             frame=plots.Frame(title=f"{Path(args.scores).name}: {side} calibration"))
             record.setdefault("files", []).append(_save_figure(fig, out_dir, f"reliability_{side}.png", args.force))
+            if args.calibration_errors:  # the smooth ECE's diagram, beside the binned one
+                fig = plots.smooth_reliability_diagram(
+                    smooth_ece(labels, s, priors=prior[t], score_type=t, sample_weight=weights),
+                    frame=plots.Frame(title=f"{Path(args.scores).name}: {side} calibration (smooth)"))
+                record["files"].append(_save_figure(fig, out_dir, f"smooth_reliability_{side}.png", args.force))
     return scores
 
 
@@ -2331,7 +2337,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="apply the calibrator saved with --save-calibrator to --scores, without fitting (its "
                         "method and score type are the saved ones)")
     c.add_argument("--calibration-errors", action="store_true",
-                   help="with --labels: ECE, MCE, RMS, classwise and adaptive calibration errors before and after")
+                   help="with --labels: ECE, MCE, RMS, classwise and adaptive calibration errors and the smooth "
+                        "ECE (Blasiok & Nakkiran 2024) before and after; with --out, smooth reliability diagrams too")
     c.add_argument("--loss", default="xe", choices=["xe", "brier"], help="training objective")
     c.add_argument("--score-type", default="log_posteriors",
                    choices=SCORE_TYPES,

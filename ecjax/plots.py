@@ -791,13 +791,13 @@ def rank_probabilities(matrix: Any, *, names: Sequence[str] | None = None, frame
     return _finish(fig, frame.path)
 
 
-def expected_ranks(rank_probabilities: ArrayLike) -> np.ndarray:
+def _expected_ranks(rank_probabilities: ArrayLike) -> np.ndarray:
     """``(M,)``: ``E[rank] = sum_r r P(rank = r)`` with ranks ``1..M`` (1 = best) from an ``(M, M)`` matrix."""
     p = np.asarray(rank_probabilities, np.float64)
-    return p @ np.arange(1, p.shape[1] + 1)
+    return np.sum(p * np.arange(1, p.shape[1] + 1), axis=1)
 
 
-def rank_intervals(rank_probabilities: ArrayLike, prob: float) -> np.ndarray:
+def _rank_intervals(rank_probabilities: ArrayLike, prob: float) -> np.ndarray:
     """``(M, 2)`` central credible intervals of each system's rank (1 = best): the smallest ranks whose
     cumulative probability reaches ``(1 - prob) / 2`` and ``(1 + prob) / 2``."""
     cdf = np.cumsum(np.asarray(rank_probabilities, np.float64), axis=1)
@@ -806,7 +806,7 @@ def rank_intervals(rank_probabilities: ArrayLike, prob: float) -> np.ndarray:
     return 1 + np.stack([np.argmax(cdf >= t - 1e-12, axis=1) for t in tails], -1)
 
 
-def equivalent_pairs(pairwise: ArrayLike, prob: float) -> list[tuple[int, int]]:
+def _equivalent_pairs(pairwise: ArrayLike, prob: float) -> list[tuple[int, int]]:
     """``(a, b)``, ``a < b``, whose ``P(|difference| <= rope)`` (``pairwise[a, b, 1]``) is at least ``prob``."""
     p = np.asarray(pairwise, np.float64)[..., 1]
     return [(a, b) for a in range(p.shape[0]) for b in range(a + 1, p.shape[0]) if p[a, b] >= prob]
@@ -819,10 +819,11 @@ def rank_diagram(result: Any, *, equivalence_prob: float = 0.95, rank_prob: floa
     Drawn: each system at its posterior expected rank ``E[rank] = sum_r r
     P(rank = r)`` (1 = best, from the result's ``rank_probabilities``), on a
     row of its own ordered by that rank, with the central ``rank_prob``
-    credible interval of its rank (:func:`rank_intervals`) as a line; and
+    credible interval of its rank (from the rank's CDF: the smallest ranks
+    reaching ``(1 - rank_prob) / 2`` and ``(1 + rank_prob) / 2``) as a line; and
     below the systems one bar for each pair whose difference lies inside the
     ROPE with posterior probability at least ``equivalence_prob``
-    (``pairwise[a, b, 1] >= equivalence_prob``, :func:`equivalent_pairs`),
+    (``pairwise[a, b, 1] >= equivalence_prob``),
     joining the two systems' expected ranks: the pairs that are practically
     equivalent.  Unlike Demšar's critical difference, no bar means "not
     shown equivalent", not "different": with ``rope = 0`` there are no bars.
@@ -839,9 +840,9 @@ def rank_diagram(result: Any, *, equivalence_prob: float = 0.95, rank_prob: floa
     equivalence_prob = v.as_number_between(equivalence_prob, "equivalence_prob", 0.0, 1.0)
     rank_prob = v.as_number_between(rank_prob, "rank_prob", 0.0, 1.0)
     names = list(result.systems)
-    ranks = expected_ranks(result.rank_probabilities)
-    intervals = rank_intervals(result.rank_probabilities, rank_prob)
-    pairs = equivalent_pairs(result.pairwise, equivalence_prob)
+    ranks = _expected_ranks(result.rank_probabilities)
+    intervals = _rank_intervals(result.rank_probabilities, rank_prob)
+    pairs = _equivalent_pairs(result.pairwise, equivalence_prob)
     m = len(names)
     row = np.empty(m, int)
     row[np.argsort(ranks, kind="stable")] = np.arange(m)[::-1]
@@ -874,9 +875,9 @@ def smooth_reliability_diagram(result: Any, *, names: Sequence[str] | None = Non
 
     Drawn: the diagonal; for each system (each class for ``"classwise"``), the
     kernel regression of the outcome on the confidence at the smooth ECE's
-    bandwidth (:attr:`~ecjax.SmoothECE.curve`), with its line width
-    following the density of the confidences, and the smooth ECE in the
-    legend.
+    bandwidth (:attr:`~ecjax.SmoothECE.curve`), the smoothed density of the
+    confidences as a shaded strip along the bottom, and the smooth ECE in
+    the legend.
 
     Args:
       result: a :class:`~ecjax.SmoothECE` (:func:`ecjax.smooth_ece`).
@@ -895,8 +896,8 @@ def smooth_reliability_diagram(result: Any, *, names: Sequence[str] | None = Non
     for i, c in enumerate(_colors(len(curves))):
         label = f"{names[i]} smECE {ece[i]:.4f} (bandwidth {sigma[i]:.3f})".strip()
         ax.plot(t, curves[i], color=c, lw=1, label=label, gid=f"smooth curve {i}")
-        width = 0.5 + 3 * density[i] / max(density[i].max(), 1e-300)
-        ax.scatter(t[::20], curves[i][::20], s=width[::20] ** 2, color=c, alpha=0.4)
+        # the density of the confidences, scaled to a strip along the bottom (where the curve is well estimated)
+        ax.fill_between(t, 0, 0.15 * density[i] / max(density[i].max(), 1e-300), color=c, alpha=0.25, lw=0)
     ax.set_xlim(0, 1)
     ax.set_ylim(0, 1)
     ax.set_xlabel(_or(frame.xlabel, "confidence"))

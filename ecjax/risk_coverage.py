@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from ecjax.calibration_error import calibration_inputs
+from ecjax.calibration_error import calibration_inputs, nan_where_traced_inputs_invalid
 
 
 class RiskCoverageCurve(NamedTuple):
@@ -94,7 +94,8 @@ def risk_coverage_curve(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLi
         copies of the sample).
 
     Returns:
-      :class:`RiskCoverageCurve`.
+      :class:`RiskCoverageCurve`.  Under ``jax.jit`` an invalid traced input (a label out of range, a NaN
+      score) gives NaN areas.
 
     Example::
 
@@ -105,4 +106,6 @@ def risk_coverage_curve(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLi
         ([0.0, 0.0, 0.333, 0.5], 0.2083)
     """
     y, log_post, w = calibration_inputs(labels, scores, priors, score_type, sample_weight)
-    return risk_coverage_kernel(y, log_post, w)
+    res = risk_coverage_kernel(y, log_post, w)
+    return res._replace(aurc=nan_where_traced_inputs_invalid(res.aurc, y, log_post, w),
+                        excess_aurc=nan_where_traced_inputs_invalid(res.excess_aurc, y, log_post, w))

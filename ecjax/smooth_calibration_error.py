@@ -23,7 +23,8 @@ computed on a grid: each ``f_i`` is split linearly between its two nearest
 grid points (which keeps every sample's mass and mean), the grid is
 smoothed by a discrete convolution with the reflected kernel, and the
 integrals are trapezoid sums over the grid.  ``grid_size`` points resolve bandwidths
-down to a few grid steps, ``5 / (grid_size - 1)``.
+down to a few grid steps: against the exact kernel sums, 1e-4 relative at 20 steps per ``sigma``, 3e-4 at 10
+and 2e-3 at 4 (400 samples; the default grid's step is 0.0005, and ``sigma*`` stays above 0.001).
 
 The reliability diagram plots the smoothed outcome ``sum_i w_i K_sigma(t,
 f_i) y_i / delta_sigma(t)`` against ``t`` (the kernel regression of ``y`` on
@@ -40,7 +41,8 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
-from ecjax.calibration_error import VARIANTS, calibration_inputs, confidences_and_hits
+from ecjax.calibration_error import (VARIANTS, calibration_inputs, confidences_and_hits,
+                                     nan_where_traced_inputs_invalid)
 from ecjax.precision import EXACT
 from ecjax.scores.inputs import resolved_variant
 
@@ -179,7 +181,8 @@ def smooth_ece(labels: ArrayLike, scores: ArrayLike, *, variant: str = "auto", b
       sample_weight: optional ``(N,)`` non-negative weights: each sample's kernel mass is its weight.
 
     Returns:
-      :class:`SmoothECE`.
+      :class:`SmoothECE`.  Under ``jax.jit`` an invalid traced input (a label out of range, a NaN score) gives a
+      NaN ``ece``.
 
     Example::
 
@@ -194,5 +197,6 @@ def smooth_ece(labels: ArrayLike, scores: ArrayLike, *, variant: str = "auto", b
     sigma = None if bandwidth is None else v.as_positive_real(bandwidth, "bandwidth")
     y, log_post, w = calibration_inputs(labels, scores, priors, score_type, sample_weight)
     variant = resolved_variant(variant, log_post.shape[-1], VARIANTS)
-    return smooth_ece_kernel(y, log_post, w, None if sigma is None else jnp.asarray(sigma, log_post.dtype),
-                             variant=variant, grid_size=grid_size)
+    res = smooth_ece_kernel(y, log_post, w, None if sigma is None else jnp.asarray(sigma, log_post.dtype),
+                            variant=variant, grid_size=grid_size)
+    return res._replace(ece=nan_where_traced_inputs_invalid(res.ece, y, log_post, w))

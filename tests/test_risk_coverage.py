@@ -124,3 +124,17 @@ def test_cli_metrics_curves_report_the_risk_coverage_curve(tmp_path):
     points, area, _, _ = _loop(targets[keep], lp[keep].astype(np.float32))
     np.testing.assert_allclose(rc["aurc"], area, rtol=1e-5)
     np.testing.assert_allclose(rc["risk"][-1], points[min(points)][1], rtol=1e-6)
+
+
+def test_invalid_traced_inputs_give_nan_under_jit():
+    rng = np.random.default_rng(9)
+    y = rng.integers(0, 3, 40)
+    lp = np.log(rng.dirichlet([1, 1, 1], 40))
+    bad_label = y.copy()
+    bad_label[0] = 7
+    assert np.isnan(jax.jit(lambda labels: risk_coverage_curve(labels, lp).aurc)(bad_label))
+    bad_weight = np.ones(40)
+    bad_weight[2] = -1.0
+    out = jax.jit(lambda w: risk_coverage_curve(y, lp, sample_weight=w))(bad_weight)
+    assert np.isnan(out.aurc) and np.isnan(out.excess_aurc)
+    assert np.isfinite(jax.jit(lambda s: risk_coverage_curve(y, s).aurc)(lp))

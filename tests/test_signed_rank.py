@@ -61,6 +61,9 @@ def test_matches_baycomp_with_ties_and_a_strong_prior():
     _assert_matches_baycomp(x, y, 0.0, prior=2.0, seed=4)
 
 
+# Two baycomp runs of 20,000 Python-loop draws and a compilation for n = 24; synthetic inputs of every kind are
+# checked against baycomp in the default lane.
+@pytest.mark.slow
 def test_matches_baycomp_on_real_classifier_outputs():
     # 24 "data sets": four disjoint quarters of each real test set; a = accuracy, b = balanced accuracy of the
     # argmax decisions (does balancing the classes change the score across data sets?).
@@ -168,6 +171,8 @@ def test_cli_signed_rank_needs_data_sets_and_no_rank_diagram(tmp_path):
     (tmp_path / "one.csv").write_text("A,B\n0.8,0.81\n0.79,0.8\n0.82,0.84\n")
     code, _, err = run_cli("compare-folds", "one.csv", "--test", "signed-rank", cwd=tmp_path)
     assert code == 2 and "one.csv" in err and "at least 2 data sets" in err and "--test t-test" in err
-    code, _, err = run_cli("compare-folds", "one.csv", "--test", "signed-rank", "--rank-diagram", "cd.png",
+    # the option rule, said before the (missing) file is read
+    code, _, err = run_cli("compare-folds", "missing.csv", "--test", "signed-rank", "--rank-diagram", "cd.png",
                            cwd=tmp_path)
-    assert code == 2 and "--rank-diagram" in err and not (tmp_path / "cd.png").exists()
+    assert code == 2 and "--rank-diagram: not with --test signed-rank" in err and "missing.csv" not in err, err
+    assert not (tmp_path / "cd.png").exists()
