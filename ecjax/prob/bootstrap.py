@@ -96,6 +96,7 @@ from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
 from ecjax.prob import sampling
 from ecjax.prob.draw_plan import MonteCarloSettings, check_monte_carlo_settings
+from ecjax.prob.draw_until import DEFAULT_CAP, DEFAULT_FIRST_ROUND, DEFAULT_MC_ERROR, draw_until
 from ecjax.prob.inputs import Systems, as_metric_spec, check_class_support, check_draws_fit, paired_scores
 from ecjax.prob.ranking import (
     RankedSystems,
@@ -402,17 +403,34 @@ def _metric_spec(metric, higher_is_better, score_type, priors, costs):
                           costs=costs)
 
 
+class _DrawCounts(NamedTuple):
+    """The draws the settings ask for: a fixed ``first`` (``target`` None), or rounds from ``first`` until every
+    reported probability has Monte Carlo error at most ``target``, at most ``cap`` draws (:mod:`~ecjax.prob.draw_until`)."""
+
+    first: int
+    target: float | None
+    cap: int
+    chunk_size: int | None
+
+
 def _draw_settings(settings):
-    """``(num_draws, chunk_size or None)`` of the settings; the ones the bootstrap has no use for are refused."""
+    """:class:`_DrawCounts` of the settings; the ones the bootstrap has no use for are refused.
+
+    ``num_draws`` alone: that many.  ``mc_error``: rounds from ``num_draws`` (default
+    :data:`~ecjax.prob.draw_until.DEFAULT_FIRST_ROUND`) up to ``max_draws``.  Neither: the default target
+    :data:`~ecjax.prob.draw_until.DEFAULT_MC_ERROR` from the default first round, at most
+    :data:`~ecjax.prob.draw_until.DEFAULT_CAP` draws.
+    """
     settings = check_monte_carlo_settings(settings)
-    for name in ("progress", "mc_error"):
-        if getattr(settings, name) not in (None, False):
-            raise v.InputError(f"bootstrap_metric does not support `settings.{name}`")
-    return settings.draws(_DEFAULT_DRAWS), settings.chunk_size
+    if settings.progress not in (None, False):
+        raise v.InputError("bootstrap_metric does not support `settings.progress`")
+    if settings.mc_error is not None:
+        return _DrawCounts(settings.draws(DEFAULT_FIRST_ROUND), settings.mc_error,
+                           max(settings.max_draws, settings.draws(DEFAULT_FIRST_ROUND)), settings.chunk_size)
+    if settings.num_draws is not None:
+        return _DrawCounts(settings.num_draws, None, settings.num_draws, settings.chunk_size)
+    return _DrawCounts(DEFAULT_FIRST_ROUND, DEFAULT_MC_ERROR, DEFAULT_CAP, settings.chunk_size)
 
-
-# Posterior draws when the settings leave `num_draws` to bootstrap_metric.
-_DEFAULT_DRAWS = 2000
 # The kept draws of a system (float32) and the copies its summaries make (sorts for intervals, differences).
 _KEPT_BYTES_PER_DRAW_AND_SYSTEM = 16
 
@@ -602,7 +620,7 @@ def _evaluate(metric, labels, prepared, weights, options, num_samples):
 
 
 def _frequency_weighted_draws(key, labels, scores, groups, options, sample_weight, *, metric, score_type, num_draws,
-                              chunk_size, num_groups):
+                              chunk_size, num_groups, start=0):
     """``(S, M)`` draws of (3) and the ``(M,)`` weighted metric on the data.
 
     Chunk ``c`` draws its Gamma(s_n) weights with ``fold_in(key, c)`` through
@@ -614,7 +632,8 @@ def _frequency_weighted_draws(key, labels, scores, groups, options, sample_weigh
     """
     shapes = np.broadcast_to(np.asarray(sample_weight, np.float32), (chunk_size, labels.shape[0]))
     chunks = []
-    for c in range(-(-num_draws // chunk_size)):
+    first = start // chunk_size  # rounds start on a chunk boundary (draw_until's `multiple`)
+    for c in range(first, first + -(-num_draws // chunk_size)):
         key_c = random_bits.fold_in(key, c)
         if groups is None:
             e = sampling.gamma(key_c, shapes)
@@ -627,13 +646,15 @@ def _frequency_weighted_draws(key, labels, scores, groups, options, sample_weigh
 
 
 @partial(jax.jit, static_argnames=("metric", "score_type", "num_draws", "chunk_size", "num_groups"))
-def _bootstrap_draws(words, labels, scores, groups, options, *, metric, score_type, num_draws, chunk_size,
+def _bootstrap_draws(words, start, labels, scores, groups, options, *, metric, score_type, num_draws, chunk_size,
                      num_groups):
-    """``(S, M)`` draws and the ``(M,)`` metric on the data (uniform weights), in one compiled program."""
+    """``(S, M)`` draws ``start, ..., start + S - 1`` and the ``(M,)`` metric on the data (uniform weights), in one
+    compiled program (``start`` traced: later rounds of the same size reuse it)."""
     log_post = log_posteriors_kernel(scores.values, scores.log_priors, score_type)
     n, m = labels.shape[0], log_post.shape[0]
     num_chunks = -(-num_draws // chunk_size)
-    index = jnp.arange(num_chunks * chunk_size, dtype=jnp.uint32).reshape(num_chunks, chunk_size)
+    index = (jnp.asarray(start, jnp.uint32)
+             + jnp.arange(num_chunks * chunk_size, dtype=jnp.uint32)).reshape(num_chunks, chunk_size)
     # Row 0 of every chunk has uniform weights (the metric on the data): one vmapped copy of the metric to compile
     # instead of two, for one extra evaluation per chunk.
     uniform = jnp.full((1, n), 1.0 / n, log_post.dtype)
@@ -931,8 +952,9 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     """
     key = v.as_key(key)
     labels, system_scores, score_type, groups, sample_weight, names = paired_scores(systems)
-    num_draws, chunk_size = _draw_settings(settings)
-    check_draws_fit(num_draws, _KEPT_BYTES_PER_DRAW_AND_SYSTEM * len(names))
+    counts = _draw_settings(settings)
+    num_draws = counts.first
+    check_draws_fit(counts.cap, _KEPT_BYTES_PER_DRAW_AND_SYSTEM * len(names))
     hdi_prob = check_hdi_prob(hdi_prob, num_draws)
     rope = check_rope(rope)
     spec = _metric_spec(metric, higher_is_better, score_type, priors, costs)
@@ -944,6 +966,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     m, n, k = checked.shape
     sample_weight = _checked_sample_weight(sample_weight, y, metric, evaluation_priors, checked.shape[-1])
     group_index, num_groups = _group_index(groups, n)
+    chunk_size = counts.chunk_size
     if chunk_size is None:
         per_sample = max(1, BUILTIN_METRICS[metric].arrays_per_sample_and_class * k) if isinstance(metric, str) else 1
         chunk_size = max(1, min(num_draws, _CHUNK_ELEMENTS // (n * m * per_sample)))
@@ -952,16 +975,45 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     key_weights, key_rank = random_bits.split_keys(key)
     # Two threefry key words from any key type: the counter-based draws of _exponentials need them.
     words = jax.random.bits(key_weights, (2,), jnp.uint32)
-    if sample_weight is None:
-        draws, estimate = _bootstrap_draws(words, y, checked, group_index, options, metric=metric,
-                                           score_type=score_type, num_draws=num_draws,
-                                           chunk_size=chunk_size, num_groups=num_groups)
+    # Every round is made of blocks of the first round's size (rounded to whole chunks): one compiled program.
+    block = -(-num_draws // chunk_size) * chunk_size
+    estimates = []
+
+    def draw(start, count):
+        out = []
+        for b in range(start, start + count, block):
+            if sample_weight is None:
+                d, e = _bootstrap_draws(words, b, y, checked, group_index, options, metric=metric,
+                                        score_type=score_type, num_draws=block, chunk_size=chunk_size,
+                                        num_groups=num_groups)
+            else:
+                d, e = _frequency_weighted_draws(key_weights, y, checked, group_index, options, sample_weight,
+                                                 metric=metric, score_type=score_type, num_draws=block,
+                                                 chunk_size=chunk_size, num_groups=num_groups, start=b)
+            out.append(d)
+            estimates.append(e)
+        return jnp.concatenate(out)[:count]
+
+    def probability_errors(drawn):
+        signed = drawn if higher else -drawn
+        if m == 1 or not bool(jnp.all(jnp.isfinite(drawn))):
+            return np.zeros(0)
+        found = summarize(key_rank, signed, rope=rope)["errors"]
+        pairwise = batch_means_error((signed[:, :, None] > signed[:, None, :]).astype(jnp.float32))
+        return np.concatenate([np.ravel(found["p_best"]), np.ravel(pairwise)]
+                              + ([np.ravel(found["rope_probabilities"])] if rope is not None else []))
+
+    if counts.target is None:
+        drawn = draw(0, num_draws)
+        precision = None
     else:
-        draws, estimate = _frequency_weighted_draws(key_weights, y, checked, group_index, options, sample_weight,
-                                                    metric=metric, score_type=score_type, num_draws=num_draws,
-                                                    chunk_size=chunk_size, num_groups=num_groups)
-    draws = _recentred(draws, estimate, y, checked, sample_weight, options, metric=metric, score_type=score_type)
-    estimate = np.asarray(estimate, np.float64)
+        until = draw_until(draw, probability_errors, target=counts.target, first_round=num_draws, cap=counts.cap,
+                           join=jnp.concatenate, multiple=block)
+        drawn, num_draws = until.draws, until.num_draws
+        precision = {"mc_error": counts.target, "max_error": until.max_error, "met": until.met, "cap": counts.cap}
+    draws = _recentred(drawn, estimates[0], y, checked, sample_weight, options, metric=metric,
+                       score_type=score_type)
+    estimate = np.asarray(estimates[0], np.float64)
     bad = int(np.sum(~np.all(np.isfinite(np.asarray(draws)), axis=-1)))
     if bad:
         raise v.InputError(f"`metric` returned NaN or inf in {bad} of {num_draws} draws; a posterior needs a finite "
@@ -986,7 +1038,12 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
                                                            else ""),
             "num_samples": n, "num_groups": num_groups or None, "chunk_size": chunk_size, "score_type": score_type,
             "priors": "data (resampled)" if evaluation_priors is None else "given (fixed)",
-            "sample_weight": "none" if sample_weight is None else "frequency weights (Gamma(s_n) draws, eq. 3)"}
+            "sample_weight": "none" if sample_weight is None else "frequency weights (Gamma(s_n) draws, eq. 3)",
+            "num_draws": num_draws,
+            "draws": "fixed" if precision is None else (
+                f"until every reported probability's Monte Carlo error <= {precision['mc_error']:g} "
+                f"(at most {precision['cap']}): {'met' if precision['met'] else 'not met, cap reached'}"),
+            "precision": precision}
     return MetricPosterior(
         systems=names, metric=name, higher_is_better=higher, draws=draws, estimate=estimate, mean=mean,
         hdi_prob=hdi_prob, hdi=np.asarray(hdi(draws, hdi_prob)), equal_tailed=equal_tailed_interval(draws, hdi_prob), **ranking_fields(summary, rope),

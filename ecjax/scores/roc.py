@@ -288,8 +288,9 @@ def eer_of_rates(miss: jax.Array, fa: jax.Array, valid: jax.Array) -> jax.Array:
     The envelope ``min_cut`` is the smaller of the envelopes of the rising
     lines (``miss > fa``) and of the others, and it rises at ``pi`` iff the
     rising ones are the lower there: bisection on ``pi`` with two masked
-    minima per step (no argmin), then the exact intersection of the active
-    hull segment with the diagonal.  The lines' slopes ``miss - fa`` lie in
+    minima per step (no argmin), then the exact intersection with the
+    diagonal of the hull segment between the lowest rising and the lowest
+    falling line at the maximum.  The lines' slopes ``miss - fa`` lie in
     ``[-1, 1]``, so stopping within ``2^-(p + 3)`` of the breakpoint (``p``
     the mantissa bits: 26 steps in float32, 55 in float64) moves the EER by
     less than its rounding.
@@ -297,10 +298,6 @@ def eer_of_rates(miss: jax.Array, fa: jax.Array, valid: jax.Array) -> jax.Array:
     steps = jnp.finfo(miss.dtype).nmant + 3
     rises = miss > fa
     up, down = valid & rises, valid & ~rises
-
-    def active(pi):
-        # Line of the cut minimizing pi*miss + (1-pi)*fa: a vertex of the ROC convex hull.
-        return jnp.argmin(jnp.where(valid, pi * miss + (1.0 - pi) * fa, jnp.inf))
 
     def bisect(_, bounds):
         lo, hi = bounds
@@ -310,7 +307,13 @@ def eer_of_rates(miss: jax.Array, fa: jax.Array, valid: jax.Array) -> jax.Array:
         return jnp.where(rising, mid, lo), jnp.where(rising, hi, mid)
 
     lo, hi = jax.lax.fori_loop(0, steps, bisect, (jnp.zeros((), miss.dtype), jnp.ones((), miss.dtype)))
-    a, b = active(lo), active(hi)
+    # The hull's vertices on either side of the maximum: the lowest rising and the lowest falling line there (the
+    # argmin over all lines is ambiguous at the breakpoint, where the two are equal up to rounding).  Both sets are
+    # never empty: the first cut (miss 0, fa 1) falls, the last (miss 1, fa 0) rises.
+    mid = 0.5 * (lo + hi)
+    line = mid * miss + (1.0 - mid) * fa
+    a = jnp.argmin(jnp.where(up, line, jnp.inf))
+    b = jnp.argmin(jnp.where(down, line, jnp.inf))
     da, db = miss[a] - fa[a], miss[b] - fa[b]
     # The hull segment a-b crosses the diagonal miss = fa: intersect exactly.
     t = jnp.where(da - db != 0, da / jnp.where(da - db != 0, da - db, 1.0), 0.0)
