@@ -14,8 +14,7 @@ that ``--code`` names (default: this checkout).  The issue's "before" is main's 
 branch started from, measured in the same session:
 
     git archive 9ed22c2 | tar -x -C /tmp/base
-    python benchmarks/bench_bootstrap_sizes.py --code /tmp/base    # before
-    python benchmarks/bench_bootstrap_sizes.py                     # after
+    python benchmarks/bench_bootstrap_sizes.py --before /tmp/base   # before, then this checkout, and their ratio
 
 Times are wall-clock of the whole public call (validation, draws, summaries), second call (the first
 compiles), and the process CPU time beside it: on a machine shared with other work the CPU time is the steadier
@@ -91,6 +90,7 @@ def main():
     p = _common.parser(__doc__.splitlines()[0])
     p.add_argument("--code", default=str(Path(__file__).resolve().parents[1]),
                    help="the checkout whose ecjax the workloads import (default: this one)")
+    p.add_argument("--before", default=None, help="another checkout, run first: the rows get the CPU ratio before / after")
     p.add_argument("--draws", type=int, default=None, help="bootstrap draws (default: per size)")
     p.add_argument("--workload", default=None, help=argparse_hidden())
     args = p.parse_args()
@@ -99,21 +99,26 @@ def main():
     if args.workload:
         print(json.dumps(workload(args.workload, n, folds, draws)))
         return
-    env = dict(os.environ, PYTHONPATH=args.code)
-    print(f"# {_common.machine()}; ecjax from {args.code}; load {os.getloadavg()[0]:.1f}")
-    print("| workload | draws | wall | CPU | per draw (wall / CPU) | peak resident |")
-    print("|---|---|---|---|---|---|")
+    codes = ([args.before] if args.before else []) + [args.code]
+    print(f"# {_common.machine()}; load {os.getloadavg()[0]:.1f}; ecjax from {' then '.join(codes)}")
+    print("| workload | ecjax | draws | wall | CPU | per draw (wall / CPU) | peak resident | CPU ratio before / after |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in ("auc", "cross_entropy", "compare_results"):
-        done = subprocess.run([sys.executable, __file__, "--size", args.size, "--draws", str(draws), "--workload", name,
-                               "--code", args.code], env=env, capture_output=True, text=True)
-        if done.returncode:
-            print(f"| {name} | failed: {done.stderr.strip().splitlines()[-1]} |||||")
-            continue
-        r = json.loads(done.stdout.strip().splitlines()[-1])
-        size = f"N = {n:,}" if name != "compare_results" else f"{folds:,} folds, 3 systems"
-        print(f"| {name}, {size} | {r['draws']} | {r['wall_s']:.2f} s | {r['cpu_s']:.2f} s | "
-              f"{1e3 * r['wall_s'] / r['draws']:.2f} / {1e3 * r['cpu_s'] / r['draws']:.2f} ms | "
-              f"{r['peak_bytes'] / 2**20:.0f} MiB |")
+        cpu = []
+        for code in codes:
+            done = subprocess.run([sys.executable, __file__, "--size", args.size, "--draws", str(draws), "--workload",
+                                   name], env=dict(os.environ, PYTHONPATH=code), capture_output=True, text=True)
+            if done.returncode:
+                raise SystemExit(f"{name} with {code} failed: {done.stderr[-2000:]}")
+            r = json.loads(done.stdout.strip().splitlines()[-1])
+            cpu.append(r["cpu_s"] / r["draws"])
+            size = f"N = {n:,}" if name != "compare_results" else f"{folds:,} folds, 3 systems"
+            ratio = f"{cpu[0] / cpu[1]:.2f}x" if len(cpu) == 2 and cpu[1] > 0 else "-"
+            print(f"| {name}, {size} | {code} | {r['draws']} | {r['wall_s']:.2f} s | {r['cpu_s']:.2f} s | "
+                  f"{1e3 * r['wall_s'] / r['draws']:.2f} / {1e3 * r['cpu_s'] / r['draws']:.2f} ms | "
+                  f"{r['peak_bytes'] / 2**20:.0f} MiB | {ratio} |")
+    if not args.before:
+        print("(no ratio: pass --before PATH, a checkout of the code to compare with)")
 
 
 def argparse_hidden():

@@ -930,9 +930,18 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
       rope: half-width of the region of practical equivalence, in metric units.
       hdi_prob: mass of the intervals (equal-tailed and highest-density).
       settings: :class:`~ecjax.prob.MonteCarloSettings`: ``num_draws``
-        (``S``, default 2000) and ``chunk_size``, the draws evaluated
-        together (default: about 4M ``(draw, system, sample)`` elements per
-        chunk); ``progress`` and ``mc_error`` are not supported here.
+        (``S``) and ``chunk_size``, the draws evaluated together (default:
+        about 4M ``(draw, system, sample)`` elements per chunk); ``mc_error``
+        draws in rounds from ``num_draws`` (default 1000) until every
+        reported probability (P(best), pairwise, ROPE) has a Monte Carlo
+        error at most ``mc_error``, at most ``max_draws``
+        (:func:`ecjax.prob.draw_until.draw_until`: a round extends the draws
+        already made, so the answer equals a fixed run of as many draws).
+        Default (neither ``num_draws`` nor ``mc_error``): the target 0.01
+        from 1000 draws, at most 20 000 (one system: 1000 draws);
+        ``info["num_draws"]``, ``info["draws"]`` and ``info["precision"]``
+        say how many were drawn and whether the target was met.
+        ``progress`` is not supported here.
 
     ``systems.sample_weight``: frequency weights (scikit-learn's meaning,
     one ``(N,)`` vector): the draws are (3) of the module, so an integer
@@ -975,7 +984,8 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     key_weights, key_rank = random_bits.split_keys(key)
     # Two threefry key words from any key type: the counter-based draws of _exponentials need them.
     words = jax.random.bits(key_weights, (2,), jnp.uint32)
-    # Every round is made of blocks of the first round's size (rounded to whole chunks): one compiled program.
+    # Every round is made of blocks of the first round's size (rounded to whole chunks), the last one cut to the
+    # round: one compiled program.
     block = -(-num_draws // chunk_size) * chunk_size
     estimates = []
 
@@ -1007,8 +1017,9 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
         drawn = draw(0, num_draws)
         precision = None
     else:
+        # Counter-based draws start anywhere; frequency-weighted ones draw a key per chunk, so rounds start on one.
         until = draw_until(draw, probability_errors, target=counts.target, first_round=num_draws, cap=counts.cap,
-                           join=jnp.concatenate, multiple=block)
+                           join=jnp.concatenate, multiple=1 if sample_weight is None else chunk_size)
         drawn, num_draws = until.draws, until.num_draws
         precision = {"mc_error": counts.target, "max_error": until.max_error, "met": until.met, "cap": counts.cap}
     draws = _recentred(drawn, estimates[0], y, checked, sample_weight, options, metric=metric,

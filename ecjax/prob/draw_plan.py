@@ -25,7 +25,8 @@ class MonteCarloSettings:
     """How a Monte Carlo posterior is drawn: knobs of precision, memory and feedback, none of which changes the model.
 
     ``num_draws``: ``S``, the posterior draws (``None``: the function's default, 20 000 for
-    :func:`~ecjax.prob.compare`, 2000 for :func:`~ecjax.prob.bootstrap.bootstrap_metric`).
+    :func:`~ecjax.prob.compare`; :func:`~ecjax.prob.bootstrap.bootstrap_metric` draws until its probabilities
+    have Monte Carlo error 0.01, from 1000 draws up to 20 000).
     ``chunk_size``: draws computed and copied to the host together (memory; the numbers of
     :func:`~ecjax.prob.compare` do not depend on it).  ``progress``: ``True`` for a progress bar over the chunks
     (``tqdm``), or a callable ``total -> bar`` with ``update(n)`` and ``close()``.  ``mc_error``: draw until every reported probability has a Monte Carlo
