@@ -113,3 +113,20 @@ def test_default_draws_stop_early_for_a_clear_winner_and_one_system():
     assert clear.num_draws == 1000 and clear.info["precision"]["met"] and clear.p_best[0] == 1.0
     single = bootstrap_metric(Systems(y, scores=lp_a), "auc", key=KEY)
     assert single.num_draws == 1000  # nothing to make precise: one round
+
+
+def test_compare_results_to_a_precision_meets_it_and_agrees_with_the_fixed_draws():
+    from ecjax.prob import compare_results
+
+    rng = np.random.default_rng(11)
+    scores = 0.8 + 0.02 * rng.normal(size=(3, 30)) + np.array([[0.0], [0.004], [0.008]])
+    adaptive = compare_results(scores, key=KEY, mc_error=0.005, num_draws=50_000)
+    s = adaptive.draws.shape[0]
+    assert 1000 <= s <= 50_000
+    # The closed-form error sqrt(p (1 - p) / S) of every P(best) at the draws used meets the target.
+    assert np.all(np.sqrt(adaptive.p_best * (1 - adaptive.p_best) / s) <= 0.005)
+    fixed = compare_results(scores, key=jax.random.key(5), num_draws=40_000)
+    z = (adaptive.p_best - fixed.p_best) / np.hypot(adaptive.errors["p_best"], fixed.errors["p_best"])
+    assert np.all(np.abs(z) < 4), z
+    clear = compare_results(scores + np.array([[0.0], [0.0], [0.2]]), key=KEY, mc_error=0.005)
+    assert clear.draws.shape[0] == 1000 and clear.p_best[2] == 1.0  # a clear winner: one round
