@@ -97,6 +97,7 @@ from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
 from ecjax.prob import sampling
 from ecjax.prob.draw_plan import MonteCarloSettings, check_monte_carlo_settings
+from ecjax.prob.draw_until import DEFAULT_CAP, DEFAULT_FIRST_ROUND, DEFAULT_MC_ERROR, draw_until
 from ecjax.prob.inputs import Systems, as_metric_spec, check_class_support, check_draws_fit, paired_scores
 from ecjax.prob.ranking import (
     RankedSystems,
@@ -109,44 +110,19 @@ from ecjax.prob.ranking import (
     with_error,
 )
 from ecjax.report import aligned
-from ecjax.scores import bin_indices, brier_kernel, class_weights, cross_entropy_kernel, weighted_auc_kernel
+from ecjax.scores import bin_indices, brier_kernel, class_weights, cross_entropy_kernel
+from ecjax.scores.roc import eer_of_rates, sort_scores, sorted_weighted_auc, weighted_rates_at_cuts
 
 # A user metric: jit-able f(labels, log_posteriors, weights) -> scalar, of one system.
 _UserMetric = Callable[[jax.Array, jax.Array, jax.Array], ArrayLike]
 
 # Equal-width bins of the built-in "ece", as the default of ecjax.scores.ece (Ferrer 2022b, eqs. 62-63).
 ECE_NUM_BINS = 15
-# Bisection steps on the prior pi of the ROCCH-EER.  The envelope's lines have slopes miss - fa in [-1, 1], so
-# stopping within 2^-26 of the breakpoint moves the EER by at most 2^-26 ~ 1.5e-8, below float32 resolution.
-_EER_STEPS = 26
 # A chunk of draws holds about this many (draw, system, sample) elements: bounded memory at N = 10^4, S = 10^4.
 _CHUNK_ELEMENTS = 1 << 22
 
 
 # ------------------------------------------------------------ weighted kernels
-
-def prefix_sums(x: jax.Array) -> jax.Array:
-    """Kernel: inclusive cumulative sums of ``x`` along its last axis, in blocks.
-
-    ``jnp.cumsum`` lowers to a reduce-window, slow on XLA's CPU backend for
-    many short vectors (measured on two cores: 1.1 s for 40000 vectors of
-    625, against 0.26 s here; 0.23 s against 0.12 s for 2000 vectors of
-    10^4).  Here the axis is cut into blocks of ``L ~ sqrt(N)``: sums within
-    each block are one matrix product with the ``L x L`` upper-triangular
-    matrix of ones (``O(N L)``, at BLAS speed), plus the running total of
-    the block sums.  Each output is a sum of at most ``L + N / L`` partial
-    sums instead of ``N`` terms in a row, so no less accurate.
-    """
-    n = x.shape[-1]
-    block = min(128, max(16, math.isqrt(n)))
-    num_blocks = -(-n // block)
-    padded = jnp.pad(x, [(0, 0)] * (x.ndim - 1) + [(0, num_blocks * block - n)])
-    blocks = padded.reshape(x.shape[:-1] + (num_blocks, block))
-    within = matmul(blocks, jnp.triu(jnp.ones((block, block), x.dtype)))
-    totals = within[..., -1]
-    before = jnp.cumsum(totals, axis=-1) - totals
-    return (within + before[..., None]).reshape(x.shape[:-1] + (num_blocks * block,))[..., :n]
-
 
 def _normalized(weights):
     return weights / jnp.sum(weights)
@@ -189,43 +165,34 @@ def weighted_brier(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Ar
     return brier_kernel(labels, log_posteriors, w)
 
 
-def _weighted_cuts(labels, log_odds, weights):
-    """Weighted error rates at every cut of the sorted log-odds (one sort, independent of the weights).
-
-    Cut ``k`` decides class 0 for the ``k`` lowest scores.  ``miss[k]`` is
-    the weight of class-1 samples below the cut over the class-1 weight,
-    ``fa[k]`` that of class-0 samples above it over the class-0 weight;
-    ``valid[k]`` is False where the cut would split tied scores.  Under
-    ``vmap`` over the weights, the sort is done once.
-    """
-    order = jnp.argsort(log_odds)
-    s_sorted = log_odds[order]
-    is1 = labels[order] == 1
-    w = weights[order]
-    zero = jnp.zeros((1,), w.dtype)
-    cum1 = jnp.concatenate([zero, prefix_sums(jnp.where(is1, w, 0.0))])
-    # fa from the top down: W0 - (cumulative weight) would lose the small rates to cancellation.
-    above0 = jnp.concatenate([prefix_sums(jnp.where(is1, 0.0, w)[::-1])[::-1], zero])
-    w1, w0 = cum1[-1], above0[0]
-    miss = jnp.clip(cum1 / jnp.where(w1 > 0, w1, 1.0), 0.0, 1.0)
-    fa = jnp.clip(above0 / jnp.where(w0 > 0, w0, 1.0), 0.0, 1.0)
-    valid = jnp.concatenate([jnp.array([True]), s_sorted[1:] > s_sorted[:-1], jnp.array([True])])
-    return miss, fa, valid, w0, w1
-
-
 def _log_odds(log_posteriors):
     return log_posteriors[..., 1] - log_posteriors[..., 0]
+
+
+def _ranked(labels, log_posteriors):
+    """The one sort of the class-1 log-odds that every weighting of a ranking metric shares."""
+    return sort_scores(labels, _log_odds(log_posteriors))
 
 
 def weighted_auc(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array) -> jax.Array:
     """Kernel: weighted AUC, the weighted Mann-Whitney statistic with ties counted one half.
 
     ``AUC = sum_{i: y=1} sum_{j: y=0} w_i w_j ([s_i > s_j] + [s_i = s_j] / 2) / (W_1 W_0)``
-    with ``s`` the class-1 log-odds (Hanley & McNeil 1982; Ferrer (2022b) §4.5;
-    ``sklearn.metrics.roc_auc_score(..., sample_weight=w)``).  One sort of
-    the scores and one cumulative sum of the class-0 weights: O(N log N).
+    with ``s`` the class-1 log-odds (Hanley & McNeil 1982; Ferrer 2022b, §4.5;
+    ``sklearn.metrics.roc_auc_score(..., sample_weight=w)``): the public
+    kernel :func:`ecjax.scores.sorted_weighted_auc` on one sort, O(N log N).
+    Under the bootstrap the sort is made once and every draw's weights
+    (``(..., N)``, any leading axes) use it.
     """
-    return weighted_auc_kernel(labels, _log_odds(log_posteriors), weights, cumsum=prefix_sums)
+    return sorted_weighted_auc(_ranked(labels, log_posteriors), weights)
+
+
+def _eer_of_ranked(ranked, weights):
+    """``(...,)`` ROCCH-EER of weights ``(..., N)`` on one sort: the public kernels' rates and bisection."""
+    miss, fa = weighted_rates_at_cuts(ranked, weights)
+    flat = miss.reshape(-1, miss.shape[-1]), fa.reshape(-1, fa.shape[-1])
+    out = jax.vmap(lambda m, f: eer_of_rates(m, f, ranked.valid))(*flat)
+    return out.reshape(miss.shape[:-1])
 
 
 def weighted_eer(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array) -> jax.Array:
@@ -234,31 +201,11 @@ def weighted_eer(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Arra
     The weighted ROC has rates ``miss = W_1(below cut) / W_1`` and ``fa =
     W_0(above cut) / W_0``; the EER is ``max_pi min_cut [pi miss + (1 - pi)
     fa]`` (the point where the hull crosses ``miss = fa``, as the BOSARIS
-    toolkit defines it), found by bisection on ``pi`` and an exact
-    intersection of the active hull segment with the diagonal.
+    toolkit defines it): :func:`ecjax.scores.eer` with ``sample_weight``,
+    through its kernels :func:`~ecjax.scores.weighted_rates_at_cuts` and
+    :func:`~ecjax.scores.eer_of_rates`.
     """
-    miss, fa, valid, _, _ = _weighted_cuts(labels, _log_odds(log_posteriors), weights)
-    # The envelope min_cut [pi miss + (1 - pi) fa] is the smaller of the envelopes of the rising lines (miss > fa)
-    # and of the others; it rises at pi iff the rising ones are the lower there.  Two masked minima per step, no
-    # argmin.
-    rises = miss > fa
-    up, down = valid & rises, valid & ~rises
-
-    def active(pi):
-        return jnp.argmin(jnp.where(valid, pi * miss + (1.0 - pi) * fa, jnp.inf))
-
-    def bisect(_, bounds):
-        lo, hi = bounds
-        mid = 0.5 * (lo + hi)
-        line = mid * miss + (1.0 - mid) * fa
-        rising = jnp.min(jnp.where(up, line, jnp.inf)) < jnp.min(jnp.where(down, line, jnp.inf))
-        return jnp.where(rising, mid, lo), jnp.where(rising, hi, mid)
-
-    lo, hi = jax.lax.fori_loop(0, _EER_STEPS, bisect, (jnp.zeros((), miss.dtype), jnp.ones((), miss.dtype)))
-    a, b = active(lo), active(hi)
-    da, db = miss[a] - fa[a], miss[b] - fa[b]
-    t = jnp.where(da - db != 0, da / jnp.where(da - db != 0, da - db, 1.0), 0.0)
-    return miss[a] + t * (miss[b] - miss[a])
+    return _eer_of_ranked(_ranked(labels, log_posteriors), weights)
 
 
 def _ece_bins(labels, log_posteriors, weights):
@@ -363,21 +310,32 @@ def weighted_nec_best_threshold(labels: jax.Array, log_posteriors: jax.Array, we
     """Kernel: NEC of "decide 1 iff log-odds > t" at the best threshold ``t`` for these weights.
 
     ``EC(t) = sum_i P_i sum_j c_ij R_ij(t)`` (Ferrer 2022a, eq. 2) with the
-    weighted rates ``R_10 = miss``, ``R_01 = fa`` of :func:`weighted_eer`,
-    minimized over every cut that splits no tie (one sort), divided by the
-    EC of the best naive decision ``min_j sum_i P_i c_ij`` (Ferrer 2022a, eq. 4).
-    This is :func:`ecjax.scores.optimal_threshold_expected_cost` with
+    weighted rates ``R_10 = miss``, ``R_01 = fa`` of
+    :func:`ecjax.scores.weighted_rates_at_cuts`, minimized over every cut
+    that splits no tie (one sort), divided by the EC of the best naive
+    decision ``min_j sum_i P_i c_ij`` (Ferrer 2022a, eq. 4).  This is
+    :func:`ecjax.scores.optimal_threshold_expected_cost` with
     ``normalize=True`` on weighted data: optimistic, since the threshold is
     chosen on the data (and, in a bootstrap draw, on that draw's weights).
     ``priors=None``: the weighted class frequencies; ``costs=None``: 0-1.
     """
-    miss, fa, valid, w0, w1 = _weighted_cuts(labels, _log_odds(log_posteriors), weights)
+    return _nec_of_ranked(_ranked(labels, log_posteriors), weights, priors, costs)
+
+
+def _nec_of_ranked(ranked, weights, priors=None, costs=None):
+    """``(...,)`` :func:`weighted_nec_best_threshold` of weights ``(..., N)`` on one sort."""
+    miss, fa = weighted_rates_at_cuts(ranked, weights)
     c = 1.0 - jnp.eye(2, dtype=miss.dtype) if costs is None else costs
-    p = jnp.stack([w0, w1]) / (w0 + w1) if priors is None else priors
-    rates = jnp.stack([jnp.stack([1.0 - fa, fa], -1), jnp.stack([miss, 1.0 - miss], -1)], -2)  # (cuts, 2, 2)
-    ec = jnp.sum(p[:, None] * c * rates, axis=(-2, -1))
-    naive = jnp.min(jnp.sum(p[:, None] * c, axis=0))
-    return jnp.min(jnp.where(valid, ec, jnp.inf)) / naive
+    if priors is None:
+        w = jnp.take(weights, ranked.order, axis=-1)
+        w1 = jnp.sum(jnp.where(ranked.is1, w, 0.0), -1)
+        p = jnp.stack([jnp.sum(w, -1) - w1, w1], -1) / jnp.sum(w, -1, keepdims=True)
+    else:
+        p = jnp.broadcast_to(priors, miss.shape[:-1] + (2,))
+    p = p[..., None, :]  # (..., 1 cut, 2 classes)
+    ec = (p[..., 0] * (c[0, 0] * (1.0 - fa) + c[0, 1] * fa) + p[..., 1] * (c[1, 0] * miss + c[1, 1] * (1.0 - miss)))
+    naive = jnp.minimum(p[..., 0, 0] * c[0, 0] + p[..., 0, 1] * c[1, 0], p[..., 0, 0] * c[0, 1] + p[..., 0, 1] * c[1, 1])
+    return jnp.min(jnp.where(ranked.valid, ec, jnp.inf), -1) / naive
 
 
 def weighted_calibration_loss(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array,
@@ -414,16 +372,19 @@ class _Builtin:
     counts: bool = False
     # A debiased kernel: the built-in plug-in whose value on the data its draws are centred on (see _recentred).
     plugin: str | None = None
+    # A ranking metric: its kernel of (SortedScores, weights (C, N), **options) -> (C,), on a sort made once.
+    ranked: Callable | None = None
 
 
 BUILTIN_METRICS = {
     "cross_entropy": _Builtin(weighted_cross_entropy, False, False, ("priors",)),
     "brier": _Builtin(weighted_brier, False, False, ("priors",)),
-    "auc": _Builtin(weighted_auc, True, True, ()),
-    "eer": _Builtin(weighted_eer, False, True, ()),
+    "auc": _Builtin(weighted_auc, True, True, (), ranked=sorted_weighted_auc),
+    "eer": _Builtin(weighted_eer, False, True, (), ranked=_eer_of_ranked),
     "ece": _Builtin(weighted_ece, False, False, (), counts=True, plugin="ece_plugin"),
     "ece_plugin": _Builtin(weighted_ece_plugin, False, False, ()),
-    "nec_best_threshold": _Builtin(weighted_nec_best_threshold, False, True, ("priors", "costs")),
+    "nec_best_threshold": _Builtin(weighted_nec_best_threshold, False, True, ("priors", "costs"),
+                                   ranked=_nec_of_ranked),
     # The Newton fit's candidate steps evaluate 6 log-softmaxes at once, besides p and the deviations.
     "calibration_loss": _Builtin(weighted_calibration_loss, False, False, ("priors",), 10),
 }
@@ -443,17 +404,34 @@ def _metric_spec(metric, higher_is_better, score_type, priors, costs):
                           costs=costs)
 
 
+class _DrawCounts(NamedTuple):
+    """The draws the settings ask for: a fixed ``first`` (``target`` None), or rounds from ``first`` until every
+    reported probability has Monte Carlo error at most ``target``, at most ``cap`` draws (:mod:`~ecjax.prob.draw_until`)."""
+
+    first: int
+    target: float | None
+    cap: int
+    chunk_size: int | None
+
+
 def _draw_settings(settings):
-    """``(num_draws, chunk_size or None)`` of the settings; the ones the bootstrap has no use for are refused."""
+    """:class:`_DrawCounts` of the settings; the ones the bootstrap has no use for are refused.
+
+    ``num_draws`` alone: that many.  ``mc_error``: rounds from ``num_draws`` (default
+    :data:`~ecjax.prob.draw_until.DEFAULT_FIRST_ROUND`) up to ``max_draws``.  Neither: the default target
+    :data:`~ecjax.prob.draw_until.DEFAULT_MC_ERROR` from the default first round, at most
+    :data:`~ecjax.prob.draw_until.DEFAULT_CAP` draws.
+    """
     settings = check_monte_carlo_settings(settings)
-    for name in ("progress", "mc_error"):
-        if getattr(settings, name) not in (None, False):
-            raise v.InputError(f"bootstrap_metric does not support `settings.{name}`")
-    return settings.draws(_DEFAULT_DRAWS), settings.chunk_size
+    if settings.progress not in (None, False):
+        raise v.InputError("bootstrap_metric does not support `settings.progress`")
+    if settings.mc_error is not None:
+        return _DrawCounts(settings.draws(DEFAULT_FIRST_ROUND), settings.mc_error,
+                           max(settings.max_draws, settings.draws(DEFAULT_FIRST_ROUND)), settings.chunk_size)
+    if settings.num_draws is not None:
+        return _DrawCounts(settings.num_draws, None, settings.num_draws, settings.chunk_size)
+    return _DrawCounts(DEFAULT_FIRST_ROUND, DEFAULT_MC_ERROR, DEFAULT_CAP, settings.chunk_size)
 
-
-# Posterior draws when the settings leave `num_draws` to bootstrap_metric.
-_DEFAULT_DRAWS = 2000
 # The kept draws of a system (float32) and the copies its summaries make (sorts for intervals, differences).
 _KEPT_BYTES_PER_DRAW_AND_SYSTEM = 16
 
@@ -599,8 +577,8 @@ def _exponentials(words, draw_ids, size):
     shape = (draw_ids.shape[0], half)
     y0, y1 = random_bits.threefry2x32(words[0], words[1], jnp.broadcast_to(draw_ids[:, None], shape),
                                       jnp.broadcast_to(jnp.arange(half, dtype=jnp.uint32), shape))
-    u = jnp.concatenate([_unit_floats(y0), _unit_floats(y1)], -1)[:, :size]
-    return -jnp.log1p(-u)
+    # 1 - u is exact in float32 (u has 23 random bits), so log(1 - u) needs no log1p (twice the time of a log).
+    return -jnp.log(1.0 - jnp.concatenate([_unit_floats(y0), _unit_floats(y1)], -1)[:, :size])
 
 
 def _cluster_weights(group_weight, groups, sample_weight=None):
@@ -618,16 +596,32 @@ def _draw_weights(words, draw_ids, groups, num_samples, num_groups):
     return e / jnp.sum(e, -1, keepdims=True)
 
 
-def _evaluate(metric, labels, log_post, weights, options, num_samples):
-    """``(M,)``: the metric of every system for one weight vector (``num_samples``: the count it stands for)."""
+def _prepared(metric, labels, log_post):
+    """What the metric needs of the ``(M, N, K)`` log-posteriors for any weights: a ranking metric's sort of each
+    system's log-odds (made once, outside the loop over draws), else the log-posteriors themselves."""
+    if isinstance(metric, str) and BUILTIN_METRICS[metric].ranked is not None:
+        return jax.vmap(lambda lp: _ranked(labels, lp))(log_post)
+    return log_post
+
+
+def _evaluate(metric, labels, prepared, weights, options, num_samples):
+    """``(C, M)``: the metric of every system for weights ``(C, N)`` (``num_samples`` ``(C,)``: the count each
+    weight vector stands for), on :func:`_prepared` input."""
+    if isinstance(metric, str) and BUILTIN_METRICS[metric].ranked is not None:
+        kernel = BUILTIN_METRICS[metric].ranked
+        return jax.vmap(lambda ranked: kernel(ranked, weights, **options), out_axes=-1)(prepared)
     kernel = _kernel_of(metric)
-    if isinstance(metric, str) and BUILTIN_METRICS[metric].counts:
-        options = dict(options, num_samples=num_samples)
-    return jax.vmap(lambda lp: kernel(labels, lp, weights, **options))(log_post)
+    counts = isinstance(metric, str) and BUILTIN_METRICS[metric].counts
+
+    def one(w, count):
+        extra = dict(options, num_samples=count) if counts else options
+        return jax.vmap(lambda lp: kernel(labels, lp, w, **extra))(prepared)
+
+    return jax.vmap(one)(weights, jnp.broadcast_to(num_samples, weights.shape[:1]))
 
 
 def _frequency_weighted_draws(key, labels, scores, groups, options, sample_weight, *, metric, score_type, num_draws,
-                              chunk_size, num_groups):
+                              chunk_size, num_groups, start=0):
     """``(S, M)`` draws of (3) and the ``(M,)`` weighted metric on the data.
 
     Chunk ``c`` draws its Gamma(s_n) weights with ``fold_in(key, c)`` through
@@ -639,7 +633,8 @@ def _frequency_weighted_draws(key, labels, scores, groups, options, sample_weigh
     """
     shapes = np.broadcast_to(np.asarray(sample_weight, np.float32), (chunk_size, labels.shape[0]))
     chunks = []
-    for c in range(-(-num_draws // chunk_size)):
+    first = start // chunk_size  # rounds start on a chunk boundary (draw_until's `multiple`)
+    for c in range(first, first + -(-num_draws // chunk_size)):
         key_c = random_bits.fold_in(key, c)
         if groups is None:
             e = sampling.gamma(key_c, shapes)
@@ -652,20 +647,24 @@ def _frequency_weighted_draws(key, labels, scores, groups, options, sample_weigh
 
 
 @partial(jax.jit, static_argnames=("metric", "score_type", "num_draws", "chunk_size", "num_groups"))
-def _bootstrap_draws(words, labels, scores, groups, options, *, metric, score_type, num_draws, chunk_size,
+def _bootstrap_draws(words, start, labels, scores, groups, options, *, metric, score_type, num_draws, chunk_size,
                      num_groups):
-    """``(S, M)`` draws and the ``(M,)`` metric on the data (uniform weights), in one compiled program."""
+    """``(S, M)`` draws ``start, ..., start + S - 1`` and the ``(M,)`` metric on the data (uniform weights), in one
+    compiled program (``start`` traced: later rounds of the same size reuse it)."""
     log_post = log_posteriors_kernel(scores.values, scores.log_priors, score_type)
     n, m = labels.shape[0], log_post.shape[0]
     num_chunks = -(-num_draws // chunk_size)
-    index = jnp.arange(num_chunks * chunk_size, dtype=jnp.uint32).reshape(num_chunks, chunk_size)
+    index = (jnp.asarray(start, jnp.uint32)
+             + jnp.arange(num_chunks * chunk_size, dtype=jnp.uint32)).reshape(num_chunks, chunk_size)
     # Row 0 of every chunk has uniform weights (the metric on the data): one vmapped copy of the metric to compile
     # instead of two, for one extra evaluation per chunk.
     uniform = jnp.full((1, n), 1.0 / n, log_post.dtype)
 
+    prepared = _prepared(metric, labels, log_post)  # a ranking metric's sorts, once for every draw
+
     def chunk(ids):
         w = jnp.concatenate([uniform, _draw_weights(words, ids, groups, n, num_groups)])
-        return jax.vmap(lambda wi: _evaluate(metric, labels, log_post, wi, options, n))(w)
+        return _evaluate(metric, labels, prepared, w, options, n)
 
     if num_chunks == 1:
         out = chunk(index[0])
@@ -682,7 +681,8 @@ def _weighted_kernel(labels, scores, weights, options, *, metric, score_type):
     of ``M`` systems."""
     log_post = log_posteriors_kernel(scores.values, scores.log_priors, score_type)
     flat = weights.reshape(-1, weights.shape[-1])
-    out = jax.vmap(lambda w: _evaluate(metric, labels, log_post, _normalized(w), options, jnp.sum(w)))(flat)
+    totals = jnp.sum(flat, -1, keepdims=True)
+    out = _evaluate(metric, labels, _prepared(metric, labels, log_post), flat / totals, options, totals[:, 0])
     return out.reshape(weights.shape[:-1] + (log_post.shape[0],))
 
 
@@ -947,9 +947,18 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
       rope: half-width of the region of practical equivalence, in metric units.
       hdi_prob: mass of the intervals (equal-tailed and highest-density).
       settings: :class:`~ecjax.prob.MonteCarloSettings`: ``num_draws``
-        (``S``, default 2000) and ``chunk_size``, the draws evaluated
-        together (default: about 4M ``(draw, system, sample)`` elements per
-        chunk); ``progress`` and ``mc_error`` are not supported here.
+        (``S``) and ``chunk_size``, the draws evaluated together (default:
+        about 4M ``(draw, system, sample)`` elements per chunk); ``mc_error``
+        draws in rounds from ``num_draws`` (default 1000) until every
+        reported probability (P(best), pairwise, ROPE) has a Monte Carlo
+        error at most ``mc_error``, at most ``max_draws``
+        (:func:`ecjax.prob.draw_until.draw_until`: a round extends the draws
+        already made, so the answer equals a fixed run of as many draws).
+        Default (neither ``num_draws`` nor ``mc_error``): the target 0.01
+        from 1000 draws, at most 20 000 (one system: 1000 draws);
+        ``info["num_draws"]``, ``info["draws"]`` and ``info["precision"]``
+        say how many were drawn and whether the target was met.
+        ``progress`` is not supported here.
 
     ``systems.sample_weight``: frequency weights (scikit-learn's meaning,
     one ``(N,)`` vector): the draws are (3) of the module, so an integer
@@ -975,8 +984,9 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     """
     key = v.as_key(key)
     labels, system_scores, score_type, groups, sample_weight, names = paired_scores(systems)
-    num_draws, chunk_size = _draw_settings(settings)
-    check_draws_fit(num_draws, _KEPT_BYTES_PER_DRAW_AND_SYSTEM * len(names))
+    counts = _draw_settings(settings)
+    num_draws = counts.first
+    check_draws_fit(counts.cap, _KEPT_BYTES_PER_DRAW_AND_SYSTEM * len(names))
     hdi_prob = check_hdi_prob(hdi_prob, num_draws)
     rope = check_rope(rope)
     spec = _metric_spec(metric, higher_is_better, score_type, priors, costs)
@@ -988,6 +998,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     m, n, k = checked.shape
     sample_weight = _checked_sample_weight(sample_weight, y, metric, evaluation_priors, checked.shape[-1])
     group_index, num_groups = _group_index(groups, n)
+    chunk_size = counts.chunk_size
     if chunk_size is None:
         per_sample = max(1, BUILTIN_METRICS[metric].arrays_per_sample_and_class * k) if isinstance(metric, str) else 1
         chunk_size = max(1, min(num_draws, _CHUNK_ELEMENTS // (n * m * per_sample)))
@@ -996,16 +1007,47 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     key_weights, key_rank = random_bits.split_keys(key)
     # Two threefry key words from any key type: the counter-based draws of _exponentials need them.
     words = jax.random.bits(key_weights, (2,), jnp.uint32)
-    if sample_weight is None:
-        draws, estimate = _bootstrap_draws(words, y, checked, group_index, options, metric=metric,
-                                           score_type=score_type, num_draws=num_draws,
-                                           chunk_size=chunk_size, num_groups=num_groups)
+    # Every round is made of blocks of the first round's size (rounded to whole chunks), the last one cut to the
+    # round: one compiled program.
+    block = -(-num_draws // chunk_size) * chunk_size
+    estimates = []
+
+    def draw(start, count):
+        out = []
+        for b in range(start, start + count, block):
+            if sample_weight is None:
+                d, e = _bootstrap_draws(words, b, y, checked, group_index, options, metric=metric,
+                                        score_type=score_type, num_draws=block, chunk_size=chunk_size,
+                                        num_groups=num_groups)
+            else:
+                d, e = _frequency_weighted_draws(key_weights, y, checked, group_index, options, sample_weight,
+                                                 metric=metric, score_type=score_type, num_draws=block,
+                                                 chunk_size=chunk_size, num_groups=num_groups, start=b)
+            out.append(d)
+            estimates.append(e)
+        return jnp.concatenate(out)[:count]
+
+    def probability_errors(drawn):
+        signed = drawn if higher else -drawn
+        if m == 1 or not bool(jnp.all(jnp.isfinite(drawn))):
+            return np.zeros(0)
+        found = summarize(key_rank, signed, rope=rope)["errors"]
+        pairwise = batch_means_error((signed[:, :, None] > signed[:, None, :]).astype(jnp.float32))
+        return np.concatenate([np.ravel(found["p_best"]), np.ravel(pairwise)]
+                              + ([np.ravel(found["rope_probabilities"])] if rope is not None else []))
+
+    if counts.target is None:
+        drawn = draw(0, num_draws)
+        precision = None
     else:
-        draws, estimate = _frequency_weighted_draws(key_weights, y, checked, group_index, options, sample_weight,
-                                                    metric=metric, score_type=score_type, num_draws=num_draws,
-                                                    chunk_size=chunk_size, num_groups=num_groups)
-    draws = _recentred(draws, estimate, y, checked, sample_weight, options, metric=metric, score_type=score_type)
-    estimate = np.asarray(estimate, np.float64)
+        # Counter-based draws start anywhere; frequency-weighted ones draw a key per chunk, so rounds start on one.
+        until = draw_until(draw, probability_errors, target=counts.target, first_round=num_draws, cap=counts.cap,
+                           join=jnp.concatenate, multiple=1 if sample_weight is None else chunk_size)
+        drawn, num_draws = until.draws, until.num_draws
+        precision = {"mc_error": counts.target, "max_error": until.max_error, "met": until.met, "cap": counts.cap}
+    draws = _recentred(drawn, estimates[0], y, checked, sample_weight, options, metric=metric,
+                       score_type=score_type)
+    estimate = np.asarray(estimates[0], np.float64)
     bad = int(np.sum(~np.all(np.isfinite(np.asarray(draws)), axis=-1)))
     if bad:
         raise v.InputError(f"`metric` returned NaN or inf in {bad} of {num_draws} draws; a posterior needs a finite "
@@ -1030,7 +1072,12 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
                                                            else ""),
             "num_samples": n, "num_groups": num_groups or None, "chunk_size": chunk_size, "score_type": score_type,
             "priors": "data (resampled)" if evaluation_priors is None else "given (fixed)",
-            "sample_weight": "none" if sample_weight is None else "frequency weights (Gamma(s_n) draws, eq. 3)"}
+            "sample_weight": "none" if sample_weight is None else "frequency weights (Gamma(s_n) draws, eq. 3)",
+            "num_draws": num_draws,
+            "draws": "fixed" if precision is None else (
+                f"until every reported probability's Monte Carlo error <= {precision['mc_error']:g} "
+                f"(at most {precision['cap']}): {'met' if precision['met'] else 'not met, cap reached'}"),
+            "precision": precision}
     return MetricPosterior(
         systems=names, metric=name, higher_is_better=higher, draws=draws, estimate=estimate, mean=mean,
         hdi_prob=hdi_prob, hdi=np.asarray(hdi(draws, hdi_prob)), equal_tailed=equal_tailed_interval(draws, hdi_prob), **ranking_fields(summary, rope),

@@ -26,8 +26,9 @@ class MonteCarloSettings:
 
     ``num_draws``: ``S``, the posterior draws (``None``: the function's default: for
     :func:`~ecjax.prob.compare` and :func:`~ecjax.prob.compare_counts` adaptive, until every reported probability
-    has a standard error of at most 0.005, from 1000 draws up to 20 000 (:mod:`ecjax.prob.adaptive_draws`); 2000 for
-    :func:`~ecjax.prob.bootstrap.bootstrap_metric`).
+    has a standard error of at most 0.005, from 1000 draws up to 20 000 (:mod:`ecjax.prob.adaptive_draws`);
+    :func:`~ecjax.prob.bootstrap.bootstrap_metric` draws until its probabilities have Monte Carlo error 0.01, from
+    1000 draws up to 20 000).
     ``chunk_size``: draws computed and copied to the host together (memory; the numbers of
     :func:`~ecjax.prob.compare` do not depend on it).  ``progress``: ``True`` for a progress bar over the chunks
     (``tqdm``), or a callable ``total -> bar`` with ``update(n)`` and ``close()``.  ``mc_error``: draw until every reported probability has a Monte Carlo

@@ -69,6 +69,7 @@ from ecjax.prob.inputs import (as_fold_results, check_dataset_spread, check_draw
                                check_pair_spread, check_several_datasets, flat_fold_rows, fold_differences,
                                fold_rounding, results_per_dataset)
 from ecjax.prob.mcmc import NUTSDiagnostics, NUTSSettings, check_nuts_settings, fit_nuts
+from ecjax.prob.draw_until import DEFAULT_FIRST_ROUND, draw_until
 from ecjax.report import aligned
 
 if TYPE_CHECKING:
@@ -980,7 +981,7 @@ _BYTES_PER_DRAW_AND_SYSTEM = 64
 
 def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test_fraction: float | None = None,
                     key: jax.Array | None = None, num_draws: int = 20_000, systems: Sequence[str] | None = None,
-                    hdi_prob: float = 0.9) -> ResultsComparison:
+                    hdi_prob: float = 0.9, mc_error: float | None = None) -> ResultsComparison:
     """Rank ``M`` systems from their ``(M, n)`` per-fold results on one data set (higher is better).
 
     The joint posterior of the mean results is the multivariate t of
@@ -999,6 +1000,10 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
       num_draws: posterior draws (>= what ``hdi_prob`` needs).
       systems: names (default ``"system 0"``, ...).
       hdi_prob: mass of the highest-density intervals.
+      mc_error: draw in rounds (:func:`ecjax.prob.draw_until.draw_until`,
+        from 1000 draws) until every P(best) has a Monte Carlo error
+        ``sqrt(p (1 - p) / S)`` at most this, in ``(0, 0.5)``; ``num_draws``
+        is then the most draws.  ``None``: ``num_draws`` draws.
 
     Returns:
       :class:`ResultsComparison`.  Two systems whose difference is the same
@@ -1020,7 +1025,12 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
     rtol = fold_rounding(scores)
     check_pair_spread(x, "scores", systems, rtol)
     key_draws, key_ranks = random_bits.split_keys(key)
-    draws, relative = mean_score_draws(key_draws, x, rho, num_draws=num_draws)
+    if mc_error is None:
+        draws, relative = mean_score_draws(key_draws, x, rho, num_draws=num_draws)
+    else:
+        draws, relative = _mean_score_draws_to_precision(key_draws, key_ranks, x, rho, num_draws=num_draws,
+                                                         mc_error=v.as_number_between(mc_error, "mc_error", 0.0, 0.5))
+        num_draws = draws.shape[0]
     rank_draws = ranking.ranks(key_ranks, relative)
     rank_probs = np.asarray(ranking.rank_probabilities(rank_draws, num_systems=m))
     return ResultsComparison(
@@ -1029,6 +1039,25 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
         rope=rope, rho=rho, hdi_prob=hdi_prob, hdi=_hdi_at_any_scale(draws, hdi_prob),
         errors={"p_best": independent_draws_error(rank_probs[:, 0], num_draws)},
     )
+
+
+def _mean_score_draws_to_precision(key, key_ranks, results, rho, *, num_draws, mc_error):
+    """:func:`mean_score_draws` in rounds (round ``r`` from ``fold_in(key, start)``) until every P(best) has the
+    independent-draws error ``sqrt(p (1 - p) / S)`` at most ``mc_error``, at most ``num_draws`` draws."""
+    m = results.shape[0]
+
+    def draw(start, count):
+        return mean_score_draws(random_bits.fold_in(key, start), results, rho, num_draws=count)
+
+    def errors(drawn):
+        p_best = np.asarray(ranking.rank_probabilities(ranking.ranks(key_ranks, drawn[1]), num_systems=m))[:, 0]
+        return independent_draws_error(p_best, drawn[0].shape[0])
+
+    def join(rounds):
+        return np.concatenate([r[0] for r in rounds]), jnp.concatenate([r[1] for r in rounds])
+
+    return draw_until(draw, errors, target=mc_error, first_round=min(DEFAULT_FIRST_ROUND, num_draws), cap=num_draws,
+                      join=join).draws
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -34,6 +34,11 @@ from ecjax.scores.scoring_rules import (
     brier,
 )
 from ecjax.scores.roc import (
+    SortedScores,
+    sort_scores,
+    sorted_weighted_auc,
+    weighted_rates_at_cuts,
+    eer_of_rates,
     rates_at_cuts,
     cut_threshold,
     roc_curve,
@@ -66,6 +71,7 @@ __all__ = [
     "OptimalThreshold",
     "ReliabilityBins",
     "SensitivityTargetNEC",
+    "SortedScores",
     "ThresholdCurve",
     "auc",
     "auc_one_vs_rest",
@@ -80,6 +86,7 @@ __all__ = [
     "cut_threshold",
     "ece",
     "eer",
+    "eer_of_rates",
     "equal_mass_upper_edges",
     "expected_cost_vs_threshold",
     "naive_brier",
@@ -89,6 +96,9 @@ __all__ = [
     "rates_at_cuts",
     "reliability_bins",
     "roc_curve",
+    "sort_scores",
+    "sorted_weighted_auc",
     "specificity_at_sensitivity",
     "weighted_auc_kernel",
+    "weighted_rates_at_cuts",
 ]

@@ -1,0 +1,132 @@
+"""The bootstrap at real sizes (issue 33) and one implementation per ranking metric (issue 32 item 8).
+
+References, never ecjax itself: scikit-learn's ``roc_auc_score`` and ``roc_curve`` with ``sample_weight``, a
+numpy ROCCH-EER from scikit-learn's ROC points, the closed-form standard error ``sqrt(p (1 - p) / S)`` of a
+Bernoulli mean, and a fixed number of draws of the same key (the adaptive draws must extend it).
+"""
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score, roc_curve
+
+import jax
+import jax.numpy as jnp
+
+from ecjax import random_bits
+from ecjax.prob import MonteCarloSettings, Systems, bootstrap_metric
+from ecjax.prob.draw_until import draw_until, draws_needed
+from ecjax.scores import eer_of_rates, sort_scores, sorted_weighted_auc, weighted_rates_at_cuts
+
+KEY = jax.random.key(3)
+
+
+def _binary(n, seed, noise=0.0, base=None):
+    """Labels and (N, 2) log-posteriors whose log-odds are rounded to 0.5 (many ties), optionally a noisy copy."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n) if base is None else base[0]
+    s = (rng.normal(size=n) + y) if base is None else base[1] + noise * rng.normal(size=n)
+    s = np.round(s * 2) / 2
+    return y, s, np.stack([-np.logaddexp(0, s), -np.logaddexp(0, -s)], -1).astype(np.float32)
+
+
+def _rocch_eer(y, s, w):
+    """ROCCH-EER = max_pi min over scikit-learn's ROC points of pi miss + (1 - pi) fa (on a grid of 20001 pi)."""
+    fpr, tpr, _ = roc_curve(y, s, sample_weight=w)
+    pi = np.linspace(0.0, 1.0, 20001)[:, None]
+    return float(np.max(np.min(pi * (1 - tpr) + (1 - pi) * fpr, axis=1)))
+
+
+def test_one_sort_serves_a_batch_of_weights_as_scikit_learn_per_weight_vector():
+    y, s, _ = _binary(400, seed=0)
+    rng = np.random.default_rng(1)
+    weights = np.concatenate([np.ones((1, 400)), rng.exponential(size=(5, 400)), rng.integers(0, 3, (2, 400))])
+    ranked = sort_scores(jnp.asarray(y), jnp.asarray(s, jnp.float32))
+    got = np.asarray(sorted_weighted_auc(ranked, jnp.asarray(weights, jnp.float32)))
+    expected = [roc_auc_score(y, s, sample_weight=w) for w in weights]
+    np.testing.assert_allclose(got, expected, rtol=2e-6)
+    # (2, 4, N) weights: any leading axes.
+    got2 = np.asarray(sorted_weighted_auc(ranked, jnp.asarray(weights, jnp.float32).reshape(2, 4, 400)))
+    np.testing.assert_allclose(got2.reshape(-1), expected, rtol=2e-6)
+    miss, fa = weighted_rates_at_cuts(ranked, jnp.asarray(weights, jnp.float32))
+    eers = [float(eer_of_rates(miss[i], fa[i], ranked.valid)) for i in range(len(weights))]
+    np.testing.assert_allclose(eers, [_rocch_eer(y, s, w) for w in weights], atol=1e-4)
+
+
+def test_bootstrap_auc_at_ten_thousand_samples_matches_scikit_learn_on_its_own_weights():
+    # The draws of bootstrap_metric are the metric of Dirichlet-weighted samples: rebuild the weights of draw
+    # d (counter-based Exp(1) variates of (key, d)) and score them with scikit-learn.
+    from ecjax.prob import bootstrap as b
+
+    y, s, lp = _binary(10_000, seed=2)
+    res = bootstrap_metric(Systems(y, scores=lp), "auc", key=KEY, settings=MonteCarloSettings(num_draws=120))
+    key_weights, _ = random_bits.split_keys(KEY)
+    words = jax.random.bits(key_weights, (2,), jnp.uint32)
+    e = np.asarray(b._exponentials(words, jnp.arange(3, dtype=jnp.uint32), 10_000), np.float64)
+    s32 = lp[:, 1].astype(np.float64) - lp[:, 0]
+    expected = [roc_auc_score(y, s32, sample_weight=w) for w in e]
+    np.testing.assert_allclose(np.asarray(res.draws[:3, 0], np.float64), expected, rtol=1e-5)
+    assert res.estimate[0] == pytest.approx(roc_auc_score(y, s32), rel=1e-5)  # float32 sums over 10^4 samples
+
+
+def test_draw_until_stops_where_the_closed_form_error_of_a_bernoulli_mean_meets_the_target():
+    rng_p = 0.3
+
+    def draw(start, count):  # Bernoulli(0.3) draws that depend only on their index
+        return np.array([np.random.default_rng(i).random() < rng_p for i in range(start, start + count)])
+
+    def errors(x):
+        p = x.mean()
+        return np.array([np.sqrt(p * (1 - p) / len(x))])
+
+    out = draw_until(draw, errors, target=0.01, first_round=200, cap=50_000, join=np.concatenate, multiple=100)
+    need = rng_p * (1 - rng_p) / 0.01**2  # 2100 draws for the closed-form error to reach 0.01
+    assert out.met and out.max_error <= 0.01 and out.num_draws % 100 == 0
+    assert 0.8 * need <= out.num_draws <= 2.0 * need, out.num_draws
+    np.testing.assert_array_equal(out.draws, draw(0, out.num_draws))  # rounds extend the draws, in order
+    capped = draw_until(draw, errors, target=0.001, first_round=200, cap=1000, join=np.concatenate)
+    assert capped.num_draws == 1000 and not capped.met
+    assert draws_needed(0.02, 100, 0.01) == 400 and draws_needed(0.005, 100, 0.01) == 100
+
+
+def test_adaptive_draws_extend_the_fixed_draws_and_agree_within_monte_carlo_error():
+    y, s, lp_a = _binary(300, seed=4)
+    _, _, lp_b = _binary(300, seed=5, noise=0.4, base=(y, s))
+    systems = Systems(y, scores={"a": lp_a, "b": lp_b})
+    adaptive = bootstrap_metric(systems, "auc", key=KEY, settings=MonteCarloSettings(mc_error=0.01))
+    precision = adaptive.info["precision"]
+    assert precision["met"] and adaptive.info["num_draws"] == adaptive.num_draws
+    assert max(np.max(adaptive.errors["p_best"]), np.max(adaptive.errors["pairwise"])) <= 0.01
+    # The same key with that many fixed draws: the same draws (counter-based), so the same answer.
+    fixed = bootstrap_metric(systems, "auc", key=KEY, settings=MonteCarloSettings(num_draws=adaptive.num_draws))
+    np.testing.assert_array_equal(np.asarray(fixed.draws), np.asarray(adaptive.draws))
+    # Another key and 4x the draws: P(best) within four combined Monte Carlo errors.
+    other = bootstrap_metric(systems, "auc", key=jax.random.key(9),
+                             settings=MonteCarloSettings(num_draws=4 * adaptive.num_draws))
+    z = (adaptive.p_best - other.p_best) / np.hypot(adaptive.errors["p_best"], other.errors["p_best"])
+    assert np.all(np.abs(z) < 4), z
+
+
+def test_default_draws_stop_early_for_a_clear_winner_and_one_system():
+    y, s, lp_a = _binary(300, seed=6)
+    lp_b = np.log(np.full_like(lp_a, 0.5))  # every score tied: AUC 1/2 under any weights
+    clear = bootstrap_metric(Systems(y, scores={"good": lp_a, "chance": lp_b}), "auc", key=KEY)
+    assert clear.num_draws == 1000 and clear.info["precision"]["met"] and clear.p_best[0] == 1.0
+    single = bootstrap_metric(Systems(y, scores=lp_a), "auc", key=KEY)
+    assert single.num_draws == 1000  # nothing to make precise: one round
+
+
+def test_compare_results_to_a_precision_meets_it_and_agrees_with_the_fixed_draws():
+    from ecjax.prob import compare_results
+
+    rng = np.random.default_rng(11)
+    scores = 0.8 + 0.02 * rng.normal(size=(3, 30)) + np.array([[0.0], [0.004], [0.008]])
+    adaptive = compare_results(scores, key=KEY, mc_error=0.005, num_draws=50_000)
+    s = adaptive.draws.shape[0]
+    assert 1000 <= s <= 50_000
+    # The closed-form error sqrt(p (1 - p) / S) of every P(best) at the draws used meets the target.
+    assert np.all(np.sqrt(adaptive.p_best * (1 - adaptive.p_best) / s) <= 0.005)
+    fixed = compare_results(scores, key=jax.random.key(5), num_draws=40_000)
+    z = (adaptive.p_best - fixed.p_best) / np.hypot(adaptive.errors["p_best"], fixed.errors["p_best"])
+    assert np.all(np.abs(z) < 4), z
+    clear = compare_results(scores + np.array([[0.0], [0.0], [0.2]]), key=KEY, mc_error=0.005)
+    assert clear.draws.shape[0] == 1000 and clear.p_best[2] == 1.0  # a clear winner: one round
