@@ -55,7 +55,7 @@ from jax.typing import ArrayLike
 from ecjax import inputs as v
 from ecjax.prob import sampling
 from ecjax.prob.inputs import check_curve_grid
-from ecjax.scores import prefix_sums
+from ecjax.scores.roc import prefix_sums
 from ecjax.scores.inputs import binary_inputs
 
 CURVES = ("roc", "precision_recall")
