@@ -917,7 +917,7 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
         for y, s, name, w in zip(labels, arrays, names, weights):
             rc = risk_coverage_curve(y, s, priors=_likelihood_priors(st, spec.priors, y, k, w), score_type=st,
                                      sample_weight=w)
-            abstention = {f: np.asarray(x).tolist() for f, x in zip(rc._fields, rc)}
+            abstention = rc.points()  # each point once: ties and weight-0 samples add none
             text += (f"\n{name}: abstention AURC {float(rc.aurc):.4f} (excess over the oracle "
                      f"{float(rc.excess_aurc):.4f})")
             if k > 2:

@@ -157,8 +157,8 @@ def check_not_class_names(arr: np.ndarray, name: str) -> np.ndarray:
         distinct = np.unique(arr.astype(str))
         shown = ", ".join(repr(e) for e in distinct[:5].tolist()) + (", ..." if len(distinct) > 5 else "")
         raise InputError(
-            f"`{name}` holds class names ({shown}), not class indices: give the class list, in the order of the "
-            f"score columns (a classifier's classes_, a scores DataFrame's columns), as "
+            f"`{name}` holds class names ({shown}), not class indices (it must be numeric): give the class list, in "
+            f"the order of the score columns (a classifier's classes_, a scores DataFrame's columns), as "
             f"ecjax.class_indices({name}, classes=[...]), or pass a pandas Categorical whose categories are the "
             f"classes")
     return arr

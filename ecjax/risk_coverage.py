@@ -23,10 +23,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from ecjax import inputs as v
 from ecjax.calibration_error import calibration_inputs, nan_where_traced_inputs_invalid
 
 
@@ -46,6 +49,20 @@ class RiskCoverageCurve(NamedTuple):
     thresholds: jax.Array
     aurc: jax.Array
     excess_aurc: jax.Array
+
+    def points(self) -> dict[str, list[float] | float]:
+        """One system's curve as drawn, each point once (host lists: what the command line writes).
+
+        The arrays hold a point per sample; samples of tied confidence share theirs, and a sample of weight 0
+        adds none (its coverage equals the previous point's).  Kept here: the first entry of each rise in
+        coverage, so integer weights give the points of the repeated samples.
+        """
+        coverage = np.asarray(self.coverage, np.float64)
+        v.check_shape(coverage, "coverage", "(N,)", why=" (the points of one system's curve)")
+        rises = np.diff(coverage, prepend=0.0) > 0
+        return {"coverage": coverage[rises].tolist(), "risk": np.asarray(self.risk, np.float64)[rises].tolist(),
+                "thresholds": np.asarray(self.thresholds, np.float64)[rises].tolist(),
+                "aurc": float(self.aurc), "excess_aurc": float(self.excess_aurc)}
 
 
 def _curve_and_area(confidence, loss, weights):

@@ -123,7 +123,11 @@ def test_cli_metrics_curves_report_the_risk_coverage_curve(tmp_path):
     rc = json.loads(out)["curves"]["R"]["risk_coverage"]
     points, area, _, _ = _loop(targets[keep], lp[keep].astype(np.float32))
     np.testing.assert_allclose(rc["aurc"], area, rtol=1e-5)
-    np.testing.assert_allclose(rc["risk"][-1], points[min(points)][1], rtol=1e-6)
+    # Each distinct confidence once, as the loop's points (the library's arrays hold one entry per sample).
+    taus = sorted(points, reverse=True)
+    assert len(rc["coverage"]) == len(taus)
+    np.testing.assert_allclose(rc["coverage"], [points[t][0] for t in taus], rtol=1e-6)
+    np.testing.assert_allclose(rc["risk"], [points[t][1] for t in taus], rtol=1e-5, atol=1e-7)
 
 
 def test_invalid_traced_inputs_give_nan_under_jit():
