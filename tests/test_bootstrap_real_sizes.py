@@ -14,7 +14,7 @@ import jax.numpy as jnp
 
 from ecjax import random_bits
 from ecjax.prob import MonteCarloSettings, Systems, bootstrap_metric
-from ecjax.prob.draw_until import draw_until, draws_needed
+from ecjax.prob.adaptive_draws import draw_until, draws_needed
 from ecjax.scores import eer_of_rates, sort_scores, sorted_weighted_auc, weighted_rates_at_cuts
 
 KEY = jax.random.key(3)

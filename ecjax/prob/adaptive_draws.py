@@ -26,13 +26,23 @@ fixed default).  A first run of 1000 draws also bounds what a run that saw no
 event can miss: its probability is then below about ``3 / 1000`` (the rule of
 three, 95 %), whose standard error ``sqrt(0.003 / 1000) = 0.0017`` is below the
 target, so a batch-means error of 0 is no reason to draw more.
+
+Where each draw depends only on the key and its index (the Bayesian
+bootstrap's), a run need not start afresh: :func:`draw_until` extends the
+draws made so far by rounds sized by the same eq. (1), and the adaptive
+answer is identical to a fixed one of the same length.
+:func:`ecjax.prob.bootstrap_metric` (default target
+:data:`BOOTSTRAP_MC_ERROR`) and :func:`ecjax.prob.compare_results` (with
+``mc_error=``) draw this way.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, NamedTuple, TypeVar
+
+import numpy as np
 
 from ecjax import inputs as v
 
@@ -40,6 +50,9 @@ from ecjax import inputs as v
 FIRST_DRAWS = 1000
 DEFAULT_MC_ERROR = 0.005
 DEFAULT_MAX_DRAWS = 20_000
+# bootstrap_metric's default target: its probabilities (P(best), pairwise) are a secondary summary of the metric's
+# interval, so an error of 0.01 suffices there.
+BOOTSTRAP_MC_ERROR = 0.01
 # Eq. (1): aim this much below the target; grow at least this much per run.
 _MARGIN = 1.2
 _MIN_GROWTH = 1.5
@@ -84,3 +97,54 @@ def draw_until_precise(run: Callable[[int], R], largest_error: Callable[[R], flo
 def first_draws(min_draws: int) -> int:
     """The adaptive first run: :data:`FIRST_DRAWS`, or more when the summary needs more (an HDI's ``min_draws``)."""
     return max(FIRST_DRAWS, int(min_draws))
+
+
+def draws_needed(max_error: float, num_draws: int, target: float) -> int:
+    """The ``1 / sqrt(S)`` law: draws in all for an error ``max_error`` at ``num_draws`` to fall to ``target``."""
+    if max_error <= target:
+        return num_draws
+    return int(math.ceil(num_draws * (max_error / target) ** 2))
+
+
+class DrawnUntil(NamedTuple):
+    """What :func:`draw_until` returns: the draws, how many, the errors at the end and whether the target was met."""
+
+    draws: Any
+    num_draws: int
+    max_error: float
+    met: bool
+
+
+def draw_until(draw: Callable[[int, int], Any], errors: Callable[[Any], np.ndarray], *, target: float,
+               first_round: int, cap: int, join: Callable[[list], Any], multiple: int = 1) -> DrawnUntil:
+    """Rounds of ``draw(start, count)`` until every entry of ``errors(draws)`` is at most ``target``, or ``cap``.
+
+    The rounds extend the draws made so far (the first has ``first_round``); each brings the total to
+    :func:`next_draws`'s eq. (1), at least one more draw.
+
+    Args:
+      draw: ``(start, count) -> draws`` of indices ``[start, start + count)``.
+      errors: all draws so far ``->`` the Monte Carlo standard errors of the reported probabilities (any shape;
+        empty: nothing to make precise, one round is enough).
+      target: the largest error accepted.
+      first_round: draws of the first round (capped by ``cap``).
+      cap: the most draws in all.
+      join: a list of rounds' draws ``->`` one (e.g. ``np.concatenate``).
+      multiple: every round's size is a multiple of it (a chunk size), except where the cap cuts it.
+
+    Returns:
+      :class:`DrawnUntil`.
+    """
+    def rounded(count):
+        return min(cap, -(-count // multiple) * multiple)
+
+    total = rounded(first_round)
+    drawn = join([draw(0, total)])
+    while True:
+        e = np.asarray(errors(drawn), np.float64)
+        worst = float(np.max(e)) if e.size else 0.0
+        if worst <= target or total >= cap:
+            return DrawnUntil(drawn, total, worst, worst <= target)
+        more = rounded(max(next_draws(total, worst, target, cap), total + 1)) - total
+        drawn = join([drawn, draw(total, more)])
+        total += more

@@ -97,7 +97,7 @@ from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import matmul
 from ecjax.prob import sampling
 from ecjax.prob.draw_plan import MonteCarloSettings, check_monte_carlo_settings
-from ecjax.prob.draw_until import DEFAULT_CAP, DEFAULT_FIRST_ROUND, DEFAULT_MC_ERROR, draw_until
+from ecjax.prob.adaptive_draws import BOOTSTRAP_MC_ERROR, DEFAULT_MAX_DRAWS, FIRST_DRAWS, draw_until
 from ecjax.prob.inputs import Systems, as_metric_spec, check_class_support, check_draws_fit, paired_scores
 from ecjax.prob.ranking import (
     RankedSystems,
@@ -406,7 +406,7 @@ def _metric_spec(metric, higher_is_better, score_type, priors, costs):
 
 class _DrawCounts(NamedTuple):
     """The draws the settings ask for: a fixed ``first`` (``target`` None), or rounds from ``first`` until every
-    reported probability has Monte Carlo error at most ``target``, at most ``cap`` draws (:mod:`~ecjax.prob.draw_until`)."""
+    reported probability has Monte Carlo error at most ``target``, at most ``cap`` draws (:mod:`~ecjax.prob.adaptive_draws`)."""
 
     first: int
     target: float | None
@@ -418,19 +418,19 @@ def _draw_settings(settings):
     """:class:`_DrawCounts` of the settings; the ones the bootstrap has no use for are refused.
 
     ``num_draws`` alone: that many.  ``mc_error``: rounds from ``num_draws`` (default
-    :data:`~ecjax.prob.draw_until.DEFAULT_FIRST_ROUND`) up to ``max_draws``.  Neither: the default target
-    :data:`~ecjax.prob.draw_until.DEFAULT_MC_ERROR` from the default first round, at most
-    :data:`~ecjax.prob.draw_until.DEFAULT_CAP` draws.
+    :data:`~ecjax.prob.adaptive_draws.FIRST_DRAWS`) up to ``max_draws``.  Neither: the default target
+    :data:`~ecjax.prob.adaptive_draws.BOOTSTRAP_MC_ERROR` from the default first round, at most
+    :data:`~ecjax.prob.adaptive_draws.DEFAULT_MAX_DRAWS` draws.
     """
     settings = check_monte_carlo_settings(settings)
     if settings.progress not in (None, False):
         raise v.InputError("bootstrap_metric does not support `settings.progress`")
     if settings.mc_error is not None:
-        return _DrawCounts(settings.draws(DEFAULT_FIRST_ROUND), settings.mc_error,
-                           max(settings.max_draws, settings.draws(DEFAULT_FIRST_ROUND)), settings.chunk_size)
+        return _DrawCounts(settings.draws(FIRST_DRAWS), settings.mc_error,
+                           max(settings.max_draws, settings.draws(FIRST_DRAWS)), settings.chunk_size)
     if settings.num_draws is not None:
         return _DrawCounts(settings.num_draws, None, settings.num_draws, settings.chunk_size)
-    return _DrawCounts(DEFAULT_FIRST_ROUND, DEFAULT_MC_ERROR, DEFAULT_CAP, settings.chunk_size)
+    return _DrawCounts(FIRST_DRAWS, BOOTSTRAP_MC_ERROR, DEFAULT_MAX_DRAWS, settings.chunk_size)
 
 # The kept draws of a system (float32) and the copies its summaries make (sorts for intervals, differences).
 _KEPT_BYTES_PER_DRAW_AND_SYSTEM = 16
@@ -952,7 +952,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
         draws in rounds from ``num_draws`` (default 1000) until every
         reported probability (P(best), pairwise, ROPE) has a Monte Carlo
         error at most ``mc_error``, at most ``max_draws``
-        (:func:`ecjax.prob.draw_until.draw_until`: a round extends the draws
+        (:func:`ecjax.prob.adaptive_draws.draw_until`: a round extends the draws
         already made, so the answer equals a fixed run of as many draws).
         Default (neither ``num_draws`` nor ``mc_error``): the target 0.01
         from 1000 draws, at most 20 000 (one system: 1000 draws);

@@ -69,7 +69,7 @@ from ecjax.prob.inputs import (as_fold_results, check_dataset_spread, check_draw
                                check_pair_spread, check_several_datasets, flat_fold_rows, fold_differences,
                                fold_rounding, results_per_dataset)
 from ecjax.prob.mcmc import NUTSDiagnostics, NUTSSettings, check_nuts_settings, fit_nuts
-from ecjax.prob.draw_until import DEFAULT_FIRST_ROUND, draw_until
+from ecjax.prob.adaptive_draws import FIRST_DRAWS, draw_until
 from ecjax.report import aligned
 
 if TYPE_CHECKING:
@@ -1000,7 +1000,7 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
       num_draws: posterior draws (>= what ``hdi_prob`` needs).
       systems: names (default ``"system 0"``, ...).
       hdi_prob: mass of the highest-density intervals.
-      mc_error: draw in rounds (:func:`ecjax.prob.draw_until.draw_until`,
+      mc_error: draw in rounds (:func:`ecjax.prob.adaptive_draws.draw_until`,
         from 1000 draws) until every P(best) has a Monte Carlo error
         ``sqrt(p (1 - p) / S)`` at most this, in ``(0, 0.5)``; ``num_draws``
         is then the most draws.  ``None``: ``num_draws`` draws.
@@ -1056,7 +1056,7 @@ def _mean_score_draws_to_precision(key, key_ranks, results, rho, *, num_draws, m
     def join(rounds):
         return np.concatenate([r[0] for r in rounds]), jnp.concatenate([r[1] for r in rounds])
 
-    return draw_until(draw, errors, target=mc_error, first_round=min(DEFAULT_FIRST_ROUND, num_draws), cap=num_draws,
+    return draw_until(draw, errors, target=mc_error, first_round=min(FIRST_DRAWS, num_draws), cap=num_draws,
                       join=join).draws
 
 
