@@ -103,6 +103,8 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
         _FORMAT_RULE,
         ("--metric-thresholds", "needs", ("--scores",), "{rule} (the thresholds rank the samples by their scores)"),
         ("--curves", "needs", ("--scores",), "{rule} (the curves rank the samples by their scores)"),
+        ("--curve-bands", "needs", ("--curves",), "{rule} (the bands are those of its ROC and precision-recall "
+                                                  "curves)"),
         ("--bootstrap", "needs", ("--scores",), "{rule} (the metric is computed from the scores)"),
         ("--bootstrap-draws", "needs", ("--bootstrap",), "{rule} (they are the draws of its posterior)"),
         ("--deployment-scores", "needs", ("--scores",), "{rule} (the first system's labelled scores calibrate the "
@@ -938,12 +940,15 @@ def _threshold_and_curve_extras(args, kind, labels, arrays, names, spec, k, reco
                 "decision_curve": {f: np.asarray(x).tolist() for f, x in zip(dc._fields, dc)},
                 "risk_coverage": abstention,
             }
-            bands.append(_curve_bands(args, y, s, w, record["curves"][name]))
+            if args.curve_bands:  # a bootstrap per system and curve: asked for, not the price of every --curves
+                bands.append(_curve_bands(args, y, s, w, record["curves"][name]))
             text += f"\n{name}: average precision {ap:.4f}"
-        if k == 2:
+        if k == 2 and args.curve_bands:
             text += (f" (curve points, and {CURVE_BAND_LEVEL:.0%} credible bands of the ROC and precision-recall "
                      "curves: --json or --out)")
             _curve_band_figures(args, bands, names, record)
+        elif k == 2:
+            text += " (curve points: --json or --out; their credible bands: --curve-bands)"
     return text
 
 
@@ -2191,10 +2196,12 @@ def _build_parser() -> argparse.ArgumentParser:
                         "calibration")
     m.add_argument("--curves", action="store_true",
                    help="scores: average precision, precision-recall, DET and decision curves (binary; the points "
-                        "in --json / --out, with 95%% Bayesian-bootstrap bands of the ROC and precision-recall "
-                        "curves, pointwise and simultaneous, and their figures in --out), or the one-vs-one AUC "
-                        "(multiclass); and the risk-coverage curve of abstaining below a confidence, with its AURC "
-                        "(any K)")
+                        "in --json / --out), or the one-vs-one AUC (multiclass); and the risk-coverage curve of "
+                        "abstaining below a confidence, with its AURC (any K)")
+    m.add_argument("--curve-bands", action="store_true",
+                   help="with --curves, binary: 95%% Bayesian-bootstrap bands of the ROC and precision-recall "
+                        "curves, pointwise and simultaneous, in --json / --out and as figures in --out (keyed by "
+                        "--seed)")
     m.add_argument("--bootstrap", metavar="METRIC", default=None,
                    choices=["cross_entropy", "brier", "auc", "eer", "ece", "nec_best_threshold", "calibration_loss"],
                    help="posterior of a score metric by the Bayesian bootstrap over the samples, paired across "

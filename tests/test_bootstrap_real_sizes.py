@@ -48,8 +48,8 @@ def test_one_sort_serves_a_batch_of_weights_as_scikit_learn_per_weight_vector():
     got2 = np.asarray(sorted_weighted_auc(ranked, jnp.asarray(weights, jnp.float32).reshape(2, 4, 400)))
     np.testing.assert_allclose(got2.reshape(-1), expected, rtol=2e-6)
     miss, fa = weighted_rates_at_cuts(ranked, jnp.asarray(weights, jnp.float32))
-    eers = [float(eer_of_rates(miss[i], fa[i], ranked.valid)) for i in range(len(weights))]
-    np.testing.assert_allclose(eers, [_rocch_eer(y, s, w) for w in weights], atol=1e-4)
+    eers = jax.jit(jax.vmap(lambda m, f: eer_of_rates(m, f, ranked.valid)))(miss, fa)  # one compiled program
+    np.testing.assert_allclose(np.asarray(eers), [_rocch_eer(y, s, w) for w in weights], atol=1e-4)
 
 
 def test_bootstrap_auc_at_ten_thousand_samples_matches_scikit_learn_on_its_own_weights():

@@ -436,6 +436,7 @@ _MET = ["metrics", "--labels", "missing.npy", "--decisions", "missing.npy"]
 @pytest.mark.parametrize("argv, said", [
     (_MET + ["--metric-thresholds"], "--metric-thresholds: needs --scores"),
     (_MET + ["--curves"], "--curves: needs --scores"),
+    (_MET[:3] + ["--scores", "s.npy", "--curve-bands"], "--curve-bands: needs --curves"),
     (_MET + ["--bootstrap", "auc"], "--bootstrap: needs --scores"),
     (_CAL + ["--labels", "y.npy", "--cv", "3", "--train-scores", "t.npy"], "--train-scores: not with --cv"),
     (_CAL + ["--labels", "y.npy", "--cv", "3", "--train-labels", "t.npy"], "--train-labels: not with --cv"),

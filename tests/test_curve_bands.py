@@ -187,7 +187,7 @@ def test_metrics_curves_record_the_bands(tmp_path, monkeypatch):
     np.save(tmp_path / "llr.npy", llr)
     monkeypatch.setattr(cli, "CURVE_BAND_DRAWS", 200)
     code, out, err = run_cli("metrics", "--labels", "y.npy", "--scores", "llr.npy", "--score-type", "llr",
-                             "--names", "A", "--curves", "--seed", "1", "--json", cwd=tmp_path)
+                             "--names", "A", "--curves", "--curve-bands", "--seed", "1", "--json", cwd=tmp_path)
     assert code == 0, err
     record = json.loads(out)["curves"]["A"]
     roc, pr = record["roc_band"], record["precision_recall_band"]
@@ -203,3 +203,7 @@ def test_metrics_curves_record_the_bands(tmp_path, monkeypatch):
     want = curve_band(y, llr, score_type="llr", key=jax.random.fold_in(jax.random.key(1), 0), num_draws=200,
                       level=0.95)
     np.testing.assert_allclose(roc["pointwise_lower"], want.pointwise_lower, rtol=1e-6)
+    # Without --curve-bands, --curves gives the curves only (no bootstrap).
+    code, out, err = run_cli("metrics", "--labels", "y.npy", "--scores", "llr.npy", "--score-type", "llr",
+                             "--names", "A", "--curves", "--json", cwd=tmp_path)
+    assert code == 0 and "roc_band" not in json.loads(out)["curves"]["A"], err
