@@ -128,3 +128,47 @@ def test_concrete_draws_of_several_units_place_each_unit_rows_like_in_blocks():
         unit = np.asarray(_sampling._gamma_unit(jax.random.fold_in(KEY, b), jnp.asarray(tile), boost=True))
         want[start:start + rows] = unit[:3 * rows].reshape(rows, 3)
     np.testing.assert_array_equal(got, want)
+
+
+# ------------------------------------------------------------ accelerator sizes
+
+def _proposal_rounds(monkeypatch, accelerator, draw):
+    """How many times the Gamma work queue's loop proposes while ``draw()`` runs, with the sizes of a CPU or not."""
+    rounds = []
+    original = _sampling._mt_propose
+
+    def counted(key, d, c):
+        jax.debug.callback(lambda: rounds.append(1))
+        return original(key, d, c)
+
+    monkeypatch.setattr(_sampling, "_mt_propose", counted)
+    monkeypatch.setattr(_sampling, "_on_accelerator", lambda: accelerator)
+    jax.block_until_ready(draw())
+    return len(rounds)
+
+
+def test_on_an_accelerator_a_block_is_proposed_at_once_in_a_few_rounds(monkeypatch):
+    # The H100 run measured compare's per-draw path at 0.43 ms a draw against 0.022 ms for its decisions: with the
+    # CPU's queue of 4096 proposals the ~4e6 rates of a block took ~1000 loop rounds, each a host round trip there.
+    # Reference: the count of rounds (a callback in the loop body) and scipy's Beta marginals of the draws.
+    conc = jnp.asarray(np.random.default_rng(5).integers(0, 40, (4, 3, 64, 64)) + 0.5, jnp.float32)
+    draw = jax.jit(lambda k, a: _sampling.dirichlet(k, a))
+    cpu_rounds = _proposal_rounds(monkeypatch, False, lambda: draw(KEY, conc))
+    r = None
+
+    def accelerator_draw():
+        nonlocal r
+        r = jax.jit(lambda k, a: _sampling.dirichlet(k, a))(KEY, conc)  # a new trace: the sizes are read there
+        return r
+
+    accelerator_rounds = _proposal_rounds(monkeypatch, True, accelerator_draw)
+    assert cpu_rounds >= conc.size // _sampling._QUEUE_BATCH  # 12 of the CPU's batches at least
+    assert accelerator_rounds <= 10  # one round for all, then the ~5 % rejected, and theirs
+    x = np.asarray(r, np.float64)
+    a = np.asarray(conc, np.float64)
+    a0 = a.sum(-1)
+    # The 4 x 3 x 64 rows are independent Dirichlet draws with their own concentrations: the PIT of one coordinate
+    # per row under its Beta(a_j, a_0 - a_j) marginal is uniform.
+    for j in (0, 17):
+        pit = stats.beta(a[..., j], a0 - a[..., j]).cdf(x[..., j]).reshape(-1)
+        assert stats.kstest(pit, "uniform").pvalue > 1e-3

@@ -1,0 +1,124 @@
+"""Where a draw of ``compare``'s per-draw decisions goes (issue 34.3): the pieces of one block, timed alone.
+
+``bench_draws.py --ratio`` gives the total against the bare decision kernel; this script splits one block of
+that workload (3 systems x N samples x K classes of logits, uncertain K x K costs, ``PerDraw(rate_draws=1)``)
+into the steps ``compare`` runs for it, each jitted alone and timed after a compiling call:
+
+- the Bayes decisions and their counts (``_scores_counts``), and the bare decision kernel on the same products;
+- the Dirichlet rate draws given those counts (``_per_draw_rates``, the exact Gamma sampler);
+- the yields, EC and NEC of the block, and the tie labels.
+
+It does so for the Gamma sampler's settings of the CPU (a work queue of 4096 proposals, blocks of 2^18 variates)
+and of an accelerator (the whole block proposed at once, blocks of 2^22 under a trace), then times ``compare``
+itself per draw with each, so that the effect of the sampler's loop on the device shows directly.
+
+    python benchmarks/profile_per_draw.py [--shape N K] [--draws S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+
+from ecjax import prob  # noqa: E402
+from ecjax.decisions import bayes_decisions_kernel  # noqa: E402
+from ecjax.prob import sampling  # noqa: E402
+
+compare_mod = importlib.import_module("ecjax.prob.compare")  # the name prob.compare is the function
+
+CPU_SETTINGS = {"queue batch": lambda n: min(sampling._QUEUE_BATCH, n), "traced block": lambda: sampling._BLOCK}
+ACCELERATOR_SETTINGS = {"queue batch": lambda n: n, "traced block": lambda: sampling._ACCELERATOR_BLOCK}
+
+
+def use(settings):
+    sampling._queue_batch = settings["queue batch"]
+    sampling._traced_block = settings["traced block"]
+    jax.clear_caches()  # the sampler's sizes are read while tracing
+
+
+def best_ms(run, repeats=3):
+    jax.block_until_ready(run())
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(run())
+        times.append(time.perf_counter() - t0)
+    return 1e3 * min(times)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--shape", type=int, nargs=2, default=None, metavar=("N", "K"))
+    p.add_argument("--draws", type=int, default=None, help="draws of the timed compare calls")
+    p.add_argument("--block", type=int, default=128, help="draws in the block whose steps are timed")
+    args = p.parse_args()
+    on_cpu = jax.devices()[0].platform == "cpu"
+    n, k = args.shape or ((2000, 20) if on_cpu else (10_000, 100))
+    num_draws = args.draws or (500 if on_cpu else 4000)
+    b, m = args.block, 3
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, k, n)
+    scores = [(rng.normal(size=(n, k)) + 3.0 * q * np.eye(k)[labels]).astype(np.float32) for q in (1.0, 0.98, 0.96)]
+    off = 1 - np.eye(k)
+    print(f"machine: {_common.machine()}")
+    print(f"workload: {m} systems x {n} samples x {k} classes, uncertain {k} x {k} costs; block of {b} draws; "
+          f"compare timed on {num_draws} draws")
+
+    log_scores = jnp.asarray(np.stack(scores))
+    lab = jnp.asarray(np.broadcast_to(labels, (m, n)))
+    costs = jnp.asarray(rng.uniform(0.5, 2.0, (b, k, k)) * off, jnp.float32)
+    log_p = jnp.zeros((b, k), jnp.float32) - np.log(k)
+    sub_batch = max(1, min(b, compare_mod._decision_slab() // (m * n * k)))
+    counts = compare_mod._scores_counts(log_scores, log_p, lab, costs, score_type="logits", num_classes=k,
+                                        num_decisions=k, paired=False, batch_size=sub_batch)
+    log_post = jax.nn.log_softmax(log_scores, -1)
+    kernel = jax.jit(lambda lp, c: jax.lax.map(lambda cb: bayes_decisions_kernel(lp[None], cb[:, None]),
+                                               c.reshape(-1, 16, k, k)))
+    u = -costs
+    p = jnp.full((b, k), 1.0 / k)
+    outputs = jax.jit(lambda u, w, p: compare_mod._all_outputs(u, w, p, joint_priors=False))
+    ties = compare_mod._tie_labels
+    key = jax.random.key(1)
+    rows = []
+    for name, settings in (("CPU sampler sizes", CPU_SETTINGS), ("accelerator sampler sizes", ACCELERATOR_SETTINGS)):
+        use(settings)
+        steps = {
+            f"decisions + counts (_scores_counts, sub-batch {sub_batch})": lambda: compare_mod._scores_counts(
+                log_scores, log_p, lab, costs, score_type="logits", num_classes=k, num_decisions=k, paired=False,
+                batch_size=sub_batch),
+            "bare decision kernel (16 draws a batch)": lambda: kernel(log_post, costs),
+            "rate draws given the counts (_per_draw_rates)": lambda: compare_mod._per_draw_rates(
+                key, counts, 1.0, small_shapes=False),
+            "yields, EC, NEC (_all_outputs)": lambda: outputs(u, compare_mod._per_draw_rates(
+                key, counts, 1.0, small_shapes=False), p),
+            "tie labels": lambda: ties(counts),
+        }
+        for step, run in steps.items():
+            rows.append((name, step, best_ms(run) / b))
+        systems = prob.Systems(labels, scores=scores, score_type="logits", decision_rule=prob.PerDraw(rate_draws=1),
+                               paired=False)
+        interval = prob.intervals(0.5 * off, 2.0 * off, kind="cost")
+        settings_mc = prob.MonteCarloSettings(num_draws=num_draws)
+        ms = best_ms(lambda: prob.compare(systems, costs=interval, key=jax.random.key(0), decompose=False,
+                                          settings=settings_mc).yields, repeats=2)
+        rows.append((name, f"prob.compare per draw ({num_draws} draws)", ms / num_draws))
+    print("| sampler settings | step | ms per draw |")
+    print("|---|---|---|")
+    for name, step, ms in rows:
+        print(f"| {name} | {step} | {ms:.4f} |")
+    print("(the yields row includes a rate draw: subtract the row above it)")
+
+
+if __name__ == "__main__":
+    main()
