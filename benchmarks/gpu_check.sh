@@ -18,6 +18,8 @@ cd "$ROOT"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export XLA_PYTHON_CLIENT_PREALLOCATE=${XLA_PYTHON_CLIENT_PREALLOCATE:-false}
 if [ -z "${ECJAX_DATA_DIR:-}" ] && [ -d "$ROOT/.gpu_data" ]; then export ECJAX_DATA_DIR="$ROOT/.gpu_data"; fi
+# The benchmarks run from benchmarks/: a relative data folder is made absolute first.
+if [ -n "${ECJAX_DATA_DIR:-}" ]; then export ECJAX_DATA_DIR=$(cd "$ECJAX_DATA_DIR" && pwd); fi
 TINY=${GPU_CHECK_TINY:-0}
 # A second, shorter run on a device whose time is nearly spent: skip the background --tiny benchmarks and the chunk
 # benchmark (GPU_CHECK_SHORT=1), and give the suite GPU_CHECK_PYTEST_LIMIT seconds (default 240).
@@ -71,11 +73,13 @@ if [ "$TINY" = "1" ]; then
   say "--- pytest: skipped (GPU_CHECK_TINY=1)"
 else
   t0=$(date +%s)
-  timeout --kill-after=15 "$PYTEST_LIMIT" $PY -m pytest -n "$PYTEST_WORKERS" --dist worksteal -q -p no:cacheprovider -rf --tb=short \
+  # -v: each failure is named as it happens, so a run stopped at its time limit still says which tests failed.
+  timeout --kill-after=15 "$PYTEST_LIMIT" $PY -m pytest -n "$PYTEST_WORKERS" --dist worksteal -v -p no:cacheprovider -rf --tb=short \
     -k "not notebook_executes" tests > "$OUT/pytest.log" 2>&1
   rc=$?
   say "--- pytest -n $PYTEST_WORKERS (default lane): rc $rc in $(( $(date +%s) - t0 )) s (limit $PYTEST_LIMIT s)$([ $rc -eq 124 ] && echo ': TIMED OUT')"
-  grep -E "^(FAILED|ERROR) " "$OUT/pytest.log" | tee -a "$REPORT" > /dev/null
+  grep -E "(FAILED|ERROR) tests/" "$OUT/pytest.log" | sort -u | tee -a "$REPORT" > /dev/null
+  echo "tests passed (as reported): $(grep -cE 'PASSED tests/' "$OUT/pytest.log")" >> "$REPORT"
   tail -n 1 "$OUT/pytest.log" >> "$REPORT"
 fi
 
