@@ -8,9 +8,9 @@ into the steps ``compare`` runs for it, each jitted alone and timed after a comp
 - the Dirichlet rate draws given those counts (``_per_draw_rates``, the exact Gamma sampler);
 - the yields, EC and NEC of the block, and the tie labels.
 
-It does so for the Gamma sampler's settings of the CPU (a work queue of 4096 proposals, blocks of 2^18 variates)
-and of an accelerator (the whole block proposed at once, blocks of 2^22 under a trace), then times ``compare``
-itself per draw with each, so that the effect of the sampler's loop on the device shows directly.
+It does so for the Gamma sampler's path of a CPU (a work queue of 4096 proposals an iteration) and of an accelerator
+(the same queue replayed in a few rounds, every block at once: the same draws), then times ``compare`` itself per
+draw with each, so that the effect of the sampler's loop on the device shows directly.
 
     python benchmarks/profile_per_draw.py [--shape N K] [--draws S]
 """
@@ -37,14 +37,13 @@ from ecjax.prob import sampling  # noqa: E402
 
 compare_mod = importlib.import_module("ecjax.prob.compare")  # the name prob.compare is the function
 
-CPU_SETTINGS = {"queue batch": lambda n: min(sampling._QUEUE_BATCH, n), "traced block": lambda: sampling._BLOCK}
-ACCELERATOR_SETTINGS = {"queue batch": lambda n: n, "traced block": lambda: sampling._ACCELERATOR_BLOCK}
+CPU_SETTINGS = False  # the Gamma sampler's path of a CPU: its work queue, 4096 proposals an iteration
+ACCELERATOR_SETTINGS = True  # the queue replayed in rounds, every block at once (the same draws)
 
 
-def use(settings):
-    sampling._queue_batch = settings["queue batch"]
-    sampling._traced_block = settings["traced block"]
-    jax.clear_caches()  # the sampler's sizes are read while tracing
+def use(accelerator):
+    sampling._on_accelerator = lambda: accelerator
+    jax.clear_caches()  # the path is chosen while tracing
 
 
 def best_ms(run, repeats=3):
@@ -91,7 +90,7 @@ def main() -> None:
     ties = compare_mod._tie_labels
     key = jax.random.key(1)
     rows = []
-    for name, settings in (("CPU sampler sizes", CPU_SETTINGS), ("accelerator sampler sizes", ACCELERATOR_SETTINGS)):
+    for name, settings in (("CPU sampler path", CPU_SETTINGS), ("accelerator sampler path", ACCELERATOR_SETTINGS)):
         use(settings)
         steps = {
             f"decisions + counts (_scores_counts, sub-batch {sub_batch})": lambda: compare_mod._scores_counts(
@@ -113,7 +112,7 @@ def main() -> None:
         ms = best_ms(lambda: prob.compare(systems, costs=interval, key=jax.random.key(0), decompose=False,
                                           settings=settings_mc).yields, repeats=2)
         rows.append((name, f"prob.compare per draw ({num_draws} draws)", ms / num_draws))
-    print("| sampler settings | step | ms per draw |")
+    print("| sampler path | step | ms per draw |")
     print("|---|---|---|")
     for name, step, ms in rows:
         print(f"| {name} | {step} | {ms:.4f} |")

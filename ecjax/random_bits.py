@@ -151,6 +151,25 @@ def uniform_pair(key: jax.Array, shape: Sequence[int]) -> tuple[jax.Array, jax.A
     return _to_unit_float(y0).reshape(shape), _to_unit_float(y1).reshape(shape)
 
 
+def folded_uniform_pair(key: jax.Array, folds: jax.Array, lanes: jax.Array,
+                        num_lanes: int) -> tuple[jax.Array, jax.Array] | None:
+    """Element ``j`` of ``uniform_pair(jax.random.fold_in(key, folds[j]), (num_lanes,))`` at ``lanes[j]``, for all ``j``.
+
+    Lets a loop that drew ``uniform_pair(fold_in(key, it), (b,))`` at each
+    iteration ``it`` be replayed in fewer, larger steps with the very same
+    numbers: ``fold_in`` hashes the counters ``(0, it)`` under the key, and
+    lane ``l`` of the pair hashes ``(l, b + l)`` under the folded key.
+    None for keys other than threefry's.
+    """
+    words = _key_words(key)
+    if words is None:
+        return None
+    f0, f1 = threefry2x32(*words, jnp.zeros_like(folds, jnp.uint32), folds.astype(jnp.uint32))
+    lanes = lanes.astype(jnp.uint32)
+    y0, y1 = threefry2x32(f0, f1, lanes, lanes + np.uint32(num_lanes))
+    return _to_unit_float(y0), _to_unit_float(y1)
+
+
 def uniform(key: jax.Array, shape: Sequence[int], dtype: DTypeLike = jnp.float32) -> jax.Array:
     """Uniform ``[0, 1)`` draws of ``shape``; other key types and dtypes fall back to ``jax.random.uniform``."""
     n = int(np.prod(shape))

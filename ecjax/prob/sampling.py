@@ -87,7 +87,11 @@ def _mt_propose(key, d, c):
     independent of the accepted value; it serves the ``a < 1`` correction
     without drawing another uniform.
     """
-    u, v = uniform_pair(key, d.shape)
+    return _mt_from_uniforms(*uniform_pair(key, d.shape), d, c)
+
+
+def _mt_from_uniforms(u, v, d, c):
+    """:func:`_mt_propose` given its two uniforms."""
     u = jnp.maximum(u, jnp.finfo(d.dtype).tiny)
     # x ~ N(0, 1) by inversion, as jax.random.normal does: keep 2v - 1 inside (-1, 1).
     x = jnp.sqrt(2.0).astype(d.dtype) * jax.lax.erf_inv(jnp.maximum(2.0 * v - 1.0, jnp.nextafter(
@@ -102,11 +106,8 @@ def _mt_propose(key, d, c):
     return accepted, d * one_plus * one_plus * one_plus, log_free_uniform
 
 
-# Proposals made together by the work queue of _gamma_block on a CPU: small enough to stay in cache, large enough
-# that the loop's per-iteration cost is small against the proposals.  On an accelerator an iteration of the loop
-# costs a launch per kernel and a copy of its predicate to the host (tens of microseconds whatever its size), so the
-# whole block is proposed at once and only the ~5 % rejected go round again: the CPU's batch made the 4.2e6 rates of
-# one block of compare's per-draw decisions (139 draws x 3 x 100 x 100) about 1,000 iterations on an H100.
+# Proposals made together by the work queue of _gamma_block: small enough to stay in cache, large enough that the
+# loop's per-iteration cost is small against the proposals.
 _QUEUE_BATCH = 4096
 
 
@@ -114,11 +115,7 @@ def _on_accelerator() -> bool:
     return jax.default_backend() != "cpu"
 
 
-def _queue_batch(n: int) -> int:
-    return n if _on_accelerator() else min(_QUEUE_BATCH, n)
-
-
-def _gamma_block(key, shape, *, boost, constants=None, batch=None):
+def _gamma_block(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH):
     """Gamma variates for a flat block of shapes (``constants``: ``(d, c)`` when already computed).
 
     A work queue of element indices, consumed ``batch`` at a time: each
@@ -137,7 +134,7 @@ def _gamma_block(key, shape, *, boost, constants=None, batch=None):
     """
     d, c = _mt_constants(shape) if constants is None else constants
     n = d.shape[0]
-    b = min(_queue_batch(n) if batch is None else batch, n)
+    b = min(batch, n)
     lanes = jnp.arange(b, dtype=jnp.int32)
 
     def pending(state):
@@ -179,6 +176,10 @@ def _gamma_block(key, shape, *, boost, constants=None, batch=None):
     int_zero = jnp.zeros((), jnp.int32)
     state = (jnp.arange(n, dtype=jnp.int32), zeros, zeros, int_zero, int_zero, jnp.full((), n, jnp.int32))
     _, value, log_free, _, _, _ = jax.lax.while_loop(pending, propose_batch, state)
+    return _finish(value, log_free, shape, boost)
+
+
+def _finish(value, log_free, shape, boost):
     if boost:
         small = shape < 1.0
         # Gamma(a) = Gamma(a + 1) U^(1/a), with U the proposal's free uniform (given in log).
@@ -187,15 +188,68 @@ def _gamma_block(key, shape, *, boost, constants=None, batch=None):
     return jnp.where(shape > 0.0, value, 0.0)
 
 
+def _gamma_rounds(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH):
+    """The draws of :func:`_gamma_block` bit for bit, in a few rounds of whole-array proposals (for accelerators).
+
+    On an accelerator an iteration of the work queue's loop costs kernel
+    launches and a copy of its predicate to the host (tens of microseconds
+    whatever its size): the ~4e6 rates of one block of ``compare``'s per-draw
+    decisions took ~1000 iterations, 0.28 ms a draw on an H200.  A round here
+    replays every batch of the queue whose queue positions are already known
+    (all full batches of the pending positions; the final, partial batch when
+    fewer than ``batch`` are pending, as the queue takes it), each proposal
+    with the uniforms its batch and lane had there
+    (:func:`ecjax.random_bits.folded_uniform_pair`), and appends the
+    rejected in queue order.  About eight rounds whatever ``n``, and the same
+    numbers on every backend for the same key.
+    """
+    d, c = _mt_constants(shape) if constants is None else constants
+    n = d.shape[0]
+    b = min(batch, n)
+    j = jnp.arange(n, dtype=jnp.int32)
+    if random_bits.folded_uniform_pair(key, j[:1], j[:1], b) is None:  # another generator: the queue itself
+        return _gamma_block(key, shape, boost=boost, constants=(d, c), batch=batch)
+
+    def pending(state):
+        return state[4] < state[5]
+
+    def propose_round(state):
+        queue, value, log_free, it, head, tail = state
+        left = tail - head
+        full = left // b
+        count = jnp.where(full > 0, full * b, left)
+        valid = j < count
+        idx = queue[jnp.remainder(head + j, n)]
+        u, v = random_bits.folded_uniform_pair(key, it + j // b, j % b, b)
+        ok, proposal, free = _mt_from_uniforms(u, v, d[idx], c[idx])
+        ok = ok & valid
+        done_at = jnp.where(ok, idx, n + j)  # out-of-range, distinct targets are dropped
+        value = value.at[done_at].set(proposal, mode="drop", unique_indices=True)
+        log_free = log_free.at[done_at].set(free, mode="drop", unique_indices=True)
+        again = valid & ~ok
+        back_at = jnp.where(again, jnp.remainder(tail + jnp.cumsum(again) - 1, n), n + j)
+        queue = queue.at[back_at].set(idx, mode="drop", unique_indices=True)
+        return (queue, value, log_free, it + jnp.maximum(full, 1), head + count,
+                tail + jnp.sum(again, dtype=jnp.int32))
+
+    zeros = jnp.zeros_like(d)
+    int_zero = jnp.zeros((), jnp.int32)
+    state = (j, zeros, zeros, int_zero, int_zero, jnp.full((), n, jnp.int32))
+    _, value, log_free, _, _, _ = jax.lax.while_loop(pending, propose_round, state)
+    return _finish(value, log_free, shape, boost)
+
+
+def _gamma_exact(key, shape, *, boost, constants=None):
+    """The exact sampler of this backend: the queue on a CPU, its replay in rounds on an accelerator (same draws)."""
+    sampler = _gamma_rounds if _on_accelerator() else _gamma_block
+    return sampler(key, shape, boost=boost, constants=constants)
+
+
 # Large inputs are drawn in blocks of about this many variates: the working set of one block (shapes,
-# constants, proposals, flags) stays in cache, and the work queue runs over one block at a time.  Under a trace
-# on an accelerator, whose loop iterations cost far more than their work, the blocks are 16 times larger.
+# constants, proposals, flags) stays in cache, and the work queue runs over one block at a time.  The blocks (each
+# with its own key) are the same on every backend, so that a key gives the same draws everywhere; an accelerator
+# draws them all at once (_all_blocks).
 _BLOCK = 1 << 18
-_ACCELERATOR_BLOCK = 1 << 22
-
-
-def _traced_block() -> int:
-    return _ACCELERATOR_BLOCK if _on_accelerator() else _BLOCK
 # Concrete (untraced) requests are drawn by one compiled sampler per unit size: the smaller unit keeps a
 # request of a few thousand variates from paying for a whole block.
 _UNITS = (1 << 12, _BLOCK)
@@ -238,22 +292,39 @@ def in_blocks(key: jax.Array, num_rows: int, rows: int, draw_block: Callable[[ja
     return jax.lax.fori_loop(0, num_blocks, block, out)
 
 
+def _all_blocks(key: jax.Array, num_rows: int, rows: int, draw_block: Callable[[jax.Array, Any], jax.Array],
+                trailing_shape: Sequence[int], dtype: DTypeLike) -> jax.Array:
+    """What the traced :func:`in_blocks` returns, with every block drawn at once (``vmap``): for accelerators."""
+    num_blocks = -(-num_rows // rows)
+    b = jnp.arange(num_blocks)
+    keys = jax.vmap(jax.random.fold_in, (None, 0))(key, b)
+    blocks = jax.vmap(draw_block)(keys, jnp.minimum(b * rows, num_rows - rows)).astype(dtype)
+    if num_blocks == 1:
+        return blocks[0]
+    # Blocks b < last start at b * rows; the last ends at num_rows and wins where it overlaps the one before.
+    head = blocks[:-1].reshape((-1,) + tuple(trailing_shape))[:num_rows - rows]
+    return jnp.concatenate([head, blocks[-1]])
+
+
+def _blocks_of_this_backend():
+    return _all_blocks if _on_accelerator() else in_blocks
+
+
 @partial(jax.jit, static_argnames=("boost",))
 def _gamma_flat(key, shape, *, boost):
     n = shape.shape[0]
-    block = _traced_block()
-    rows = n if n <= 2 * block else block
+    rows = n if n <= 2 * _BLOCK else _BLOCK
 
     def draw_block(k, start):
-        return _gamma_block(k, jax.lax.dynamic_slice_in_dim(shape, start, rows), boost=boost)
+        return _gamma_exact(k, jax.lax.dynamic_slice_in_dim(shape, start, rows), boost=boost)
 
-    return in_blocks(key, n, rows, draw_block, (), shape.dtype)
+    return _blocks_of_this_backend()(key, n, rows, draw_block, (), shape.dtype)
 
 
 @partial(jax.jit, static_argnames=("boost",))
 def _gamma_unit(key, shape, *, boost):
     """Gamma variates for one unit of shapes (a length in ``_UNITS``): the sampler compiled once per unit."""
-    return _gamma_block(key, shape, boost=boost)
+    return _gamma_exact(key, shape, boost=boost)
 
 
 @partial(jax.jit, static_argnames=("rows", "num_rows", "shape", "normalize"))
@@ -354,17 +425,17 @@ def _repeated(key, shape, *, num_draws, boost, normalize):
     """
     flat = shape.reshape(-1)
     size = flat.shape[0]
-    rows = max(1, min(num_draws, _traced_block() // max(size, 1)))
+    rows = max(1, min(num_draws, _BLOCK // max(size, 1)))
     d, c = _mt_constants(flat)
 
     def tile(x):
         return jnp.broadcast_to(x, (rows, size)).reshape(-1)
 
     def draw_block(k, start):
-        g = _gamma_block(k, tile(flat), boost=boost, constants=(tile(d), tile(c))).reshape((rows,) + shape.shape)
+        g = _gamma_exact(k, tile(flat), boost=boost, constants=(tile(d), tile(c))).reshape((rows,) + shape.shape)
         return _normalize_last(g) if normalize else g
 
-    return in_blocks(key, num_draws, rows, draw_block, shape.shape, flat.dtype)
+    return _blocks_of_this_backend()(key, num_draws, rows, draw_block, shape.shape, flat.dtype)
 
 
 def _draws(key, shape, num_draws, small_shapes, normalize):
