@@ -34,6 +34,20 @@ from scipy.special import log_softmax, logsumexp
 DATA_DIR = pathlib.Path(os.environ.get("ECJAX_DATA_DIR") or
                         pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data").resolve()
 
+
+def pytest_runtest_logreport(report):
+    """With ``ECJAX_FAILURE_LOG=FILE``, each failure's traceback is appended to FILE as it happens.
+
+    pytest prints tracebacks only at the end of a session: a run stopped at
+    its time limit (a lent GPU, ``benchmarks/gpu_check.sh``) would otherwise
+    name its failures (``-v``) without saying why they failed.
+    """
+    path = os.environ.get("ECJAX_FAILURE_LOG")
+    if path and report.failed:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}\n")
+
+
 # Score type of each dataset (``../shared/data/README.md``).
 DATASETS = {
     "cifar10_resnet-20": "logits",
