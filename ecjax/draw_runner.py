@@ -243,9 +243,9 @@ def run_blocks(block: Callable[[int], Block], plan: DrawPlan, *, progress: Progr
         returns at once and the device works on).
       plan: the blocks and chunks (:class:`DrawPlan`).
       progress: the ``progress=`` option (:func:`reporter`): a run of
-        ``plan.num_chunks`` chunks, ``update(1)`` after each, ``time_left``
-        after block 1 when there are more than two blocks, ``draws_done``
-        after each chunk.
+        ``plan.num_chunks`` chunks; ``time_left`` after block 1 when there
+        are more than two blocks; after each chunk ``draws_done`` (when
+        there are draws to show), then ``update(1)``.
       shown: host draws so far ``->`` what ``draws_done`` gets (default:
         the host draws themselves; ``None``: nothing to show, no call).
 
@@ -284,13 +284,13 @@ def run_blocks(block: Callable[[int], Block], plan: DrawPlan, *, progress: Progr
                     part = jax.tree_util.tree_map(lambda x: to_host(x).astype(np.float64), out.sums)
                     sums = part if sums is None else jax.tree_util.tree_map(np.add, sums, part)
             if bar is not None:
-                bar.update(1)
                 done = min((c + 1) * plan.chunk, plan.num_draws)
                 if leaves is not None:
                     host = jax.tree_util.tree_unflatten(treedef, [h[:done] for h in leaves])
                     show = host if shown is None else shown(host)
                     if show is not None:
                         bar.draws_done(done, show)
+                bar.update(1)
     finally:
         if bar is not None:
             bar.close()
