@@ -115,10 +115,8 @@ def test_bootstrap_metric_takes_paired_scores_only():
         prob.bootstrap_metric(unpaired, "auc", key=KEY)
     with pytest.raises(ecjax.InputError, match="decision_rule"):
         prob.bootstrap_metric(prob.Systems(labels, scores=scores, decision_rule="per_draw"), "auc", key=KEY)
-    # (settings.mc_error is taken since the bootstrap draws until precise: tests/test_bootstrap_real_sizes.py.)
-    with pytest.raises(ecjax.InputError, match="settings.progress"):
-        prob.bootstrap_metric(prob.Systems(labels, scores=scores), "auc", key=KEY,
-                              settings=prob.MonteCarloSettings(progress=True))
+    # (settings.mc_error is taken since the bootstrap draws until precise: tests/test_bootstrap_real_sizes.py; so is
+    # settings.progress since it reports through the chunked runner: tests/test_draw_runner.py.)
 
 
 def test_the_systems_say_what_they_hold():

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from ecjax.prob.compare import compare, compare_counts, draw_to_precision, evaluate_draws
 from ecjax.prob.draw_plan import MonteCarloSettings, PerDraw
+from ecjax.draw_runner import ProgressLines  # progress=ProgressLines(): plain lines for logs and batch jobs
 from ecjax.prob.expected_utility import (
     ExpectedUtility,
     expected_utility_bayes_decisions,
@@ -156,4 +157,5 @@ __all__ = [
     "truncated_normal_model", "CurveBand", "curve_band", "LabelShiftPosterior", "estimate_priors",
     "label_shift_posterior", "draws_priors",
     "SampleCostComparison", "compare_sample_costs",
+    "ProgressLines",
 ]

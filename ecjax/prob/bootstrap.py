@@ -94,6 +94,7 @@ from ecjax import result_formats
 from ecjax.confusion import weight_totals
 from ecjax.calibration import fit_affine_newton_kernel, relative_calibration_loss
 from ecjax.decisions import log_posteriors_kernel
+from ecjax.draw_runner import Block, ProgressOption, plan_blocks, run_blocks
 from ecjax.precision import matmul
 from ecjax.prob import sampling
 from ecjax.prob.draw_plan import MonteCarloSettings, check_monte_carlo_settings
@@ -120,6 +121,9 @@ _UserMetric = Callable[[jax.Array, jax.Array, jax.Array], ArrayLike]
 ECE_NUM_BINS = 15
 # A chunk of draws holds about this many (draw, system, sample) elements: bounded memory at N = 10^4, S = 10^4.
 _CHUNK_ELEMENTS = 1 << 22
+# A block of the host loop (one compiled call, the unit of progress) holds whole chunks and at least this many draws:
+# at N = 10^6 a chunk is one or two draws, and a call per draw would add the host's dispatch to every one.
+_MIN_BLOCK_DRAWS = 64
 
 
 # ------------------------------------------------------------ weighted kernels
@@ -412,10 +416,11 @@ class _DrawCounts(NamedTuple):
     target: float | None
     cap: int
     chunk_size: int | None
+    progress: ProgressOption
 
 
 def _draw_settings(settings):
-    """:class:`_DrawCounts` of the settings; the ones the bootstrap has no use for are refused.
+    """:class:`_DrawCounts` of the settings.
 
     ``num_draws`` alone: that many.  ``mc_error``: rounds from ``num_draws`` (default
     :data:`~ecjax.prob.adaptive_draws.FIRST_DRAWS`) up to ``max_draws``.  Neither: the default target
@@ -423,14 +428,13 @@ def _draw_settings(settings):
     :data:`~ecjax.prob.adaptive_draws.DEFAULT_MAX_DRAWS` draws.
     """
     settings = check_monte_carlo_settings(settings)
-    if settings.progress not in (None, False):
-        raise v.InputError("bootstrap_metric does not support `settings.progress`")
     if settings.mc_error is not None:
         return _DrawCounts(settings.draws(FIRST_DRAWS), settings.mc_error,
-                           max(settings.max_draws, settings.draws(FIRST_DRAWS)), settings.chunk_size)
+                           max(settings.max_draws, settings.draws(FIRST_DRAWS)), settings.chunk_size,
+                           settings.progress)
     if settings.num_draws is not None:
-        return _DrawCounts(settings.num_draws, None, settings.num_draws, settings.chunk_size)
-    return _DrawCounts(FIRST_DRAWS, BOOTSTRAP_MC_ERROR, DEFAULT_MAX_DRAWS, settings.chunk_size)
+        return _DrawCounts(settings.num_draws, None, settings.num_draws, settings.chunk_size, settings.progress)
+    return _DrawCounts(FIRST_DRAWS, BOOTSTRAP_MC_ERROR, DEFAULT_MAX_DRAWS, settings.chunk_size, settings.progress)
 
 # The kept draws of a system (float32) and the copies its summaries make (sorts for intervals, differences).
 _KEPT_BYTES_PER_DRAW_AND_SYSTEM = 16
@@ -620,30 +624,24 @@ def _evaluate(metric, labels, prepared, weights, options, num_samples):
     return jax.vmap(one)(weights, jnp.broadcast_to(num_samples, weights.shape[:1]))
 
 
-def _frequency_weighted_draws(key, labels, scores, groups, options, sample_weight, *, metric, score_type, num_draws,
-                              chunk_size, num_groups, start=0):
-    """``(S, M)`` draws of (3) and the ``(M,)`` weighted metric on the data.
+def _frequency_weighted_chunk(key, c, labels, scores, groups, options, sample_weight, *, metric, score_type,
+                              chunk_size, num_groups):
+    """``(chunk_size, M)`` draws of (3): chunk ``c``, draws ``c * chunk_size`` to ``(c + 1) * chunk_size - 1``.
 
-    Chunk ``c`` draws its Gamma(s_n) weights with ``fold_in(key, c)`` through
+    The chunk draws its Gamma(s_n) weights with ``fold_in(key, c)`` through
     :func:`ecjax.prob.sampling.gamma` (with clusters, the cluster weights ``G_g
     ~ Exp(1)`` of (2) from ``fold_in(fold_in(key, c), 1)``, times ``s_n``), whose sampler is compiled once per
     process (a copy inlined into this program would cost seconds of
     compilation per call shape); the metric is evaluated by the compiled
     :func:`_weighted_kernel`.  Every chunk is full, so one shape compiles.
     """
-    shapes = np.broadcast_to(np.asarray(sample_weight, np.float32), (chunk_size, labels.shape[0]))
-    chunks = []
-    first = start // chunk_size  # rounds start on a chunk boundary (draw_until's `multiple`)
-    for c in range(first, first + -(-num_draws // chunk_size)):
-        key_c = random_bits.fold_in(key, c)
-        if groups is None:
-            e = sampling.gamma(key_c, shapes)
-        else:  # (2) with (3): no draw within the clusters
-            group_weight = jax.random.exponential(random_bits.fold_in(key_c, 1), (chunk_size, num_groups))
-            e = _cluster_weights(group_weight, groups, jnp.asarray(sample_weight, group_weight.dtype))
-        chunks.append(_weighted_kernel(labels, scores, e, options, metric=metric, score_type=score_type))
-    estimate = _weighted_kernel(labels, scores, sample_weight[None], options, metric=metric, score_type=score_type)
-    return jnp.concatenate(chunks)[:num_draws], estimate[0]
+    key_c = random_bits.fold_in(key, c)
+    if groups is None:
+        e = sampling.gamma(key_c, np.broadcast_to(np.asarray(sample_weight, np.float32), (chunk_size, labels.shape[0])))
+    else:  # (2) with (3): no draw within the clusters
+        group_weight = jax.random.exponential(random_bits.fold_in(key_c, 1), (chunk_size, num_groups))
+        e = _cluster_weights(group_weight, groups, jnp.asarray(sample_weight, group_weight.dtype))
+    return _weighted_kernel(labels, scores, e, options, metric=metric, score_type=score_type)
 
 
 @partial(jax.jit, static_argnames=("metric", "score_type", "num_draws", "chunk_size", "num_groups"))
@@ -958,7 +956,10 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
         from 1000 draws, at most 20 000 (one system: 1000 draws);
         ``info["num_draws"]``, ``info["draws"]`` and ``info["precision"]``
         say how many were drawn and whether the target was met.
-        ``progress`` is not supported here.
+        ``progress``: as in :func:`~ecjax.prob.compare`, a report after
+        every block of draws (whole chunks, at least 64 draws), with the
+        measured time left of the run (of each round when drawing until
+        precise) and the ``(done, M)`` draws so far.
 
     ``systems.sample_weight``: frequency weights (scikit-learn's meaning,
     one ``(N,)`` vector): the draws are (3) of the module, so an integer
@@ -1007,25 +1008,27 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     key_weights, key_rank = random_bits.split_keys(key)
     # Two threefry key words from any key type: the counter-based draws of _exponentials need them.
     words = jax.random.bits(key_weights, (2,), jnp.uint32)
-    # Every round is made of blocks of the first round's size (rounded to whole chunks), the last one cut to the
-    # round: one compiled program.
-    block = -(-num_draws // chunk_size) * chunk_size
-    estimates = []
+    # The host loop's blocks (ecjax.draw_runner): whole chunks, one compiled call each, the last one cut to the
+    # round.  Counter-based draws: blocks of at least _MIN_BLOCK_DRAWS draws, starting anywhere; frequency-weighted
+    # ones draw a key per chunk: a block is a chunk, and rounds start on one (draw_until's `multiple`).
+    block = chunk_size * (-(-min(num_draws, _MIN_BLOCK_DRAWS) // chunk_size)) if sample_weight is None else chunk_size
+    estimates = [] if sample_weight is None else [
+        _weighted_kernel(y, checked, sample_weight[None], options, metric=metric, score_type=score_type)[0]]
 
     def draw(start, count):
-        out = []
-        for b in range(start, start + count, block):
-            if sample_weight is None:
-                d, e = _bootstrap_draws(words, b, y, checked, group_index, options, metric=metric,
-                                        score_type=score_type, num_draws=block, chunk_size=chunk_size,
-                                        num_groups=num_groups)
-            else:
-                d, e = _frequency_weighted_draws(key_weights, y, checked, group_index, options, sample_weight,
-                                                 metric=metric, score_type=score_type, num_draws=block,
-                                                 chunk_size=chunk_size, num_groups=num_groups, start=b)
-            out.append(d)
-            estimates.append(e)
-        return jnp.concatenate(out)[:count]
+        def one_block(j):
+            b = start + j * block
+            if sample_weight is not None:
+                return Block(draws=_frequency_weighted_chunk(
+                    key_weights, b // chunk_size, y, checked, group_index, options, sample_weight, metric=metric,
+                    score_type=score_type, chunk_size=chunk_size, num_groups=num_groups))
+            d, e = _bootstrap_draws(words, b, y, checked, group_index, options, metric=metric, score_type=score_type,
+                                    num_draws=block, chunk_size=chunk_size, num_groups=num_groups)
+            if not estimates:
+                estimates.append(e)
+            return Block(draws=d)
+
+        return jnp.asarray(run_blocks(one_block, plan_blocks(count, block), progress=counts.progress).draws)
 
     def probability_errors(drawn):
         signed = drawn if higher else -drawn

@@ -124,7 +124,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -138,6 +137,7 @@ from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax import random_bits
+from ecjax.draw_runner import Block, padded_map, run_blocks
 from ecjax.confusion import JointOutcomeTable, confusion_counts, data_priors, joint_outcome_table, rates
 from ecjax.costs import normalize_rows
 from ecjax.decisions import bayes_decisions_kernel, log_posteriors_kernel, naive_expected_cost
@@ -160,7 +160,6 @@ from ecjax.prob.rates import (
 from ecjax.prob.draw_plan import (
     MonteCarloSettings,
     as_decision_rule,
-    block_seconds_left,
     check_monte_carlo_settings,
     per_draw_cost_ratio,
     plan_draws,
@@ -200,14 +199,8 @@ def _evaluate(utilities, weights, priors, naive_costs=None):
 @partial(jax.jit, static_argnames=("chunk",))
 def _evaluate_chunked(utilities, weights, priors, *, chunk):
     s = utilities.shape[0]
-    pad = (-s) % chunk
-
-    def padded(x):
-        x = jnp.broadcast_to(x, (s,) + x.shape[1:])
-        return jnp.concatenate([x, jnp.broadcast_to(x[:1], (pad,) + x.shape[1:])]).reshape((-1, chunk) + x.shape[1:])
-
-    out = jax.lax.map(lambda a: _evaluate(*a), (padded(utilities), padded(weights), padded(priors)))
-    return tuple(o.reshape((-1,) + o.shape[2:])[:s] for o in out)
+    draws = tuple(jnp.broadcast_to(x, (s,) + x.shape[1:]) for x in (utilities, weights, priors))
+    return padded_map(lambda a: _evaluate(*a), draws, chunk)
 
 
 def evaluate_draws(utilities: ArrayLike, weights: ArrayLike, priors: ArrayLike, *,
@@ -566,58 +559,26 @@ class _Inputs(NamedTuple):
 
 
 def _run_draws(model, plan, data, key_all, key_rates, inputs, progress):
-    """The host loop: per-block utility and prior draws in, ``(S, ...)`` numpy draws out.
+    """Per-block utility and prior draws in, ``(S, ...)`` numpy draws and the float64 ``mean_sum`` out.
 
-    The blocks of a chunk are dispatched one after the other (asynchronously:
-    on an accelerator they queue up) and their outputs copied to the host
-    when the chunk is done, so device memory holds one chunk's outputs.
+    The host loop, its chunks and its progress are :func:`ecjax.draw_runner.run_blocks`'s: device memory
+    holds one chunk's outputs, and a reporter gets the running yields (``draws_done``) and the measured time left.
     """
     bsz = plan.block
-    host, mean_sum = {}, None
     # Broadcast on the host: an eager broadcast would be one more compiled program per shape.
     fixed_u, fixed_p = (jax.device_put(np.broadcast_to(np.asarray(data[n]), (bsz,) + data[n].shape))
                         for n in ("u_hat", "p_bar"))
-    from ecjax.sweep.engine import progress_bar  # the sweeps' convention: True (tqdm) or a factory
 
-    bar = progress_bar(progress, plan.num_chunks)
-    # A reporter with `time_left(seconds)` gets the duration of the blocks after the second, timed on this machine.
-    timed = bar is not None and hasattr(bar, "time_left") and plan.num_blocks > 2
-    try:
-        for c in range(plan.num_chunks):
-            pending = []
-            for b in range(c * plan.blocks_per_chunk, min((c + 1) * plan.blocks_per_chunk, plan.num_blocks)):
-                u = fixed_u if inputs.sample_u is None else inputs.sample_u(b)
-                p = fixed_p if inputs.sample_p is None else inputs.sample_p(b)
-                pending.append((b, _block(b, random_bits.fold_in(key_all, b), random_bits.fold_in(key_rates, b), u, p,
-                                          p if inputs.rates_use_p else fixed_p, data, model)))
-                if timed and b < 2:
-                    # Block 0 compiles; block 1 runs as every later one does (the same programs and shapes).
-                    jax.block_until_ready(pending[-1][1])
-                    if b == 1:
-                        bar.time_left(block_seconds_left(time.perf_counter() - started, plan))
-                    started = time.perf_counter()
-            for b, out in pending:
-                start = b * bsz
-                stop = min(start + bsz, plan.num_draws)
-                for name, x in out.items():
-                    x = np.asarray(x)
-                    if name == "mean_sum":
-                        # Block by block in a fixed order, in float64: the same sum for every chunk size.
-                        mean_sum = x.astype(np.float64) if mean_sum is None else mean_sum + x
-                        continue
-                    if name not in host:
-                        host[name] = np.empty((plan.num_draws,) + x.shape[1:], x.dtype)
-                    host[name][start:stop] = x[: stop - start]
-            if bar is not None:
-                bar.update(1)
-                if hasattr(bar, "draws_done") and "yields" in host:
-                    # A reporter that can show the running answer gets the draws so far (the command line's does).
-                    done = min((c + 1) * plan.blocks_per_chunk * bsz, plan.num_draws)
-                    bar.draws_done(done, host["yields"][:done])
-    finally:
-        if bar is not None:
-            bar.close()
-    return host, mean_sum
+    def block(b):
+        u = fixed_u if inputs.sample_u is None else inputs.sample_u(b)
+        p = fixed_p if inputs.sample_p is None else inputs.sample_p(b)
+        out = _block(b, random_bits.fold_in(key_all, b), random_bits.fold_in(key_rates, b), u, p,
+                     p if inputs.rates_use_p else fixed_p, data, model)
+        mean_sum = out.pop("mean_sum", None)
+        return Block(draws=out, sums=mean_sum)
+
+    host, mean_sum = run_blocks(block, plan, progress=progress, shown=lambda draws: draws.get("yields"))
+    return ({} if host is None else host), mean_sum
 
 
 # ---------------------------------------------------------------- compare

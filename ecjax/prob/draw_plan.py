@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 
 from ecjax import inputs as v
+from ecjax.draw_runner import DrawPlan, ProgressOption, block_seconds_left
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,9 @@ class MonteCarloSettings:
     1000 draws up to 20 000).
     ``chunk_size``: draws computed and copied to the host together (memory; the numbers of
     :func:`~ecjax.prob.compare` do not depend on it).  ``progress``: ``True`` for a progress bar over the chunks
-    (``tqdm``), or a callable ``total -> bar`` with ``update(n)`` and ``close()``.  ``mc_error``: draw until every reported probability has a Monte Carlo
+    (``tqdm``), or a callable ``total -> reporter`` (:class:`ecjax.draw_runner.Progress`: ``update(n)``,
+    ``close()``, optionally ``time_left(seconds)``, measured on the machine, and ``draws_done(done, draws)``), e.g.
+    :class:`ecjax.draw_runner.ProgressLines` for a plain line every few seconds on standard error.  ``mc_error``: draw until every reported probability has a Monte Carlo
     standard error at most this, in ``(0, 0.5)`` (:func:`~ecjax.prob.compare.draw_to_precision`), starting from
     ``num_draws`` and stopping at ``max_draws``.  Checked when made: a bad field raises
     :class:`~ecjax.InputError` naming it.
@@ -39,7 +42,7 @@ class MonteCarloSettings:
 
     num_draws: int | None = None
     chunk_size: int | None = None
-    progress: bool | Callable[[int], Any] = False
+    progress: ProgressOption = False
     mc_error: float | None = None
     max_draws: int = 1_000_000
 
@@ -150,29 +153,6 @@ _CHUNK_ELEMENTS = 1 << 24
 _MAX_AUTO_CHUNK = 1 << 16
 
 
-class DrawPlan(NamedTuple):
-    """How ``num_draws`` posterior draws are made: ``num_chunks`` chunks of ``blocks_per_chunk`` blocks.
-
-    Block ``b`` holds draws ``b * block`` to ``(b + 1) * block - 1`` and
-    takes its random numbers from ``fold_in(key, b)``; the draws past
-    ``num_draws`` in the last block are computed and dropped.  The last
-    chunk may hold fewer blocks.
-    """
-
-    num_draws: int
-    block: int
-    blocks_per_chunk: int
-    num_chunks: int
-
-    @property
-    def num_blocks(self) -> int:
-        return -(-self.num_draws // self.block)
-
-    @property
-    def chunk(self) -> int:
-        return self.block * self.blocks_per_chunk
-
-
 # Multiply-adds per second of the per-draw Bayes decisions and cells per second of the posterior draws, measured
 # with benchmarks/bench_draws.py (2-core CPU: 18 ms per draw of 3 x 10^4 x 100 x 100; H100: 1.7 s for 10^4 draws,
 # issue 10) and rounded down, so that an estimate errs on the long side.
@@ -197,17 +177,6 @@ def estimated_seconds(num_draws: int, *, num_systems: int, num_samples: int, num
     if per_draw_decisions:
         seconds += cells * num_samples / (rate_draws * _DECISION_RATE.get(backend, _DECISION_RATE["cpu"]))
     return float(seconds)
-
-
-def block_seconds_left(block_seconds: float, plan: DrawPlan) -> float:
-    """The duration of the draws after the first two blocks: ``(num_blocks - 2) * block_seconds``.
-
-    ``block_seconds``: the measured time of the second block (the first one
-    compiles the programs every block runs; the last one, shorter or not,
-    is computed whole).  Measured on the machine itself, so it holds on any
-    backend, unlike :func:`estimated_seconds`.
-    """
-    return float(max(0, plan.num_blocks - 2) * block_seconds)
 
 
 def plan_draws(num_draws: int, elements_per_draw: int, chunk_size: int | None = None, *, utility_cells: int = 1,

@@ -63,6 +63,7 @@ from numpyro.infer.reparam import LocScaleReparam
 from ecjax import inputs as v
 from ecjax import random_bits
 from ecjax import result_formats
+from ecjax.draw_runner import Block, ProgressOption, run_blocks
 from ecjax.precision import einsum, matmul
 from ecjax.prob import ranking
 from ecjax.prob.inputs import (as_fold_results, check_dataset_spread, check_draws_fit, check_fold_spread,
@@ -70,6 +71,7 @@ from ecjax.prob.inputs import (as_fold_results, check_dataset_spread, check_draw
                                fold_rounding, results_per_dataset)
 from ecjax.prob.mcmc import NUTSDiagnostics, NUTSSettings, check_nuts_settings, fit_nuts
 from ecjax.prob.adaptive_draws import FIRST_DRAWS, draw_until
+from ecjax.prob.draw_plan import plan_draws
 from ecjax.report import aligned
 
 if TYPE_CHECKING:
@@ -816,7 +818,8 @@ def _unit_draws(key, factor, c, relative_mean, systems, num_folds, *, num_draws:
     return unit, (relative_mean + unit[:, :-1])[:, systems]
 
 
-def mean_score_draws(key: jax.Array, scores: ArrayLike, rho: float, *, num_draws: int) -> tuple[np.ndarray, jax.Array]:
+def mean_score_draws(key: jax.Array, scores: ArrayLike, rho: float, *, num_draws: int,
+                     progress: ProgressOption = False) -> tuple[np.ndarray, jax.Array]:
     """``(draws, relative)``: ``(num_draws, M)`` draws of the ``M`` mean scores from their joint posterior.
 
     ``mu | X ~ St_M(n - 1, mean(X), (1/n + rho/(1 - rho)) S)``, the
@@ -837,6 +840,11 @@ def mean_score_draws(key: jax.Array, scores: ArrayLike, rho: float, *, num_draws
     M)`` holds the same draws minus a common part (each fold's level), in
     units of the systems' differences (float32; all a ranking needs).  Identical
     systems get identical draws (exact ties).  Concrete input, no checks.
+
+    The draws are made in blocks (:func:`ecjax.prob.draw_plan.plan_draws`: at
+    most ``2^22`` numbers a block), block ``b`` from ``fold_in(key, b)``, by
+    :func:`ecjax.draw_runner.run_blocks`, which reports to ``progress``
+    (the ``relative`` draws so far to ``draws_done``).
     """
     x = np.asarray(scores, np.float64)
     first: dict[bytes, int] = {}  # each distinct row of results, by its bytes (np.unique(axis=0) is ~1 s at 10^5 folds)
@@ -846,11 +854,18 @@ def mean_score_draws(key: jax.Array, scores: ArrayLike, rho: float, *, num_draws
     c = 1.0 / joint.num_folds + rho / (1.0 - rho)
     # Each system's mean minus the systems' average, in the same units: the ranking's location part.
     relative_mean = (joint.mean - joint.mean.mean()) / joint.rel_unit
-    unit, relative = _unit_draws(key, jnp.asarray(joint.factor, f), jnp.asarray(c, f), jnp.asarray(relative_mean, f),
-                                 jnp.asarray(inverse), jnp.asarray(joint.num_folds, f), num_draws=num_draws)
+    factor, systems = jnp.asarray(joint.factor, f), jnp.asarray(inverse)
+    plan = plan_draws(num_draws, factor.shape[0] + factor.shape[1] + len(inverse))
+
+    def block(b):
+        return Block(draws=_unit_draws(random_bits.fold_in(key, b), factor, jnp.asarray(c, f),
+                                       jnp.asarray(relative_mean, f), systems, jnp.asarray(joint.num_folds, f),
+                                       num_draws=plan.block))
+
+    unit, relative = run_blocks(block, plan, progress=progress, shown=lambda drawn: drawn[1]).draws
     host = np.asarray(unit, np.float64)
     draws = joint.mean[inverse] + host[:, -1:] * joint.common_unit + host[:, :-1][:, inverse] * joint.rel_unit
-    return draws, relative
+    return draws, jnp.asarray(relative)
 
 
 def _pairwise_closed_form(results: np.ndarray, rho: float, rope: float, rtol: float) -> np.ndarray:
@@ -981,7 +996,8 @@ _BYTES_PER_DRAW_AND_SYSTEM = 64
 
 def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test_fraction: float | None = None,
                     key: jax.Array | None = None, num_draws: int = 20_000, systems: Sequence[str] | None = None,
-                    hdi_prob: float = 0.9, mc_error: float | None = None) -> ResultsComparison:
+                    hdi_prob: float = 0.9, mc_error: float | None = None,
+                    progress: ProgressOption = False) -> ResultsComparison:
     """Rank ``M`` systems from their ``(M, n)`` per-fold results on one data set (higher is better).
 
     The joint posterior of the mean results is the multivariate t of
@@ -1004,6 +1020,8 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
         from 1000 draws) until every P(best) has a Monte Carlo error
         ``sqrt(p (1 - p) / S)`` at most this, in ``(0, 0.5)``; ``num_draws``
         is then the most draws.  ``None``: ``num_draws`` draws.
+      progress: as in :class:`~ecjax.prob.MonteCarloSettings` (the draws
+        of :func:`mean_score_draws`; of each round with ``mc_error``).
 
     Returns:
       :class:`ResultsComparison`.  Two systems whose difference is the same
@@ -1026,10 +1044,11 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
     check_pair_spread(x, "scores", systems, rtol)
     key_draws, key_ranks = random_bits.split_keys(key)
     if mc_error is None:
-        draws, relative = mean_score_draws(key_draws, x, rho, num_draws=num_draws)
+        draws, relative = mean_score_draws(key_draws, x, rho, num_draws=num_draws, progress=progress)
     else:
         draws, relative = _mean_score_draws_to_precision(key_draws, key_ranks, x, rho, num_draws=num_draws,
-                                                         mc_error=v.as_number_between(mc_error, "mc_error", 0.0, 0.5))
+                                                         mc_error=v.as_number_between(mc_error, "mc_error", 0.0, 0.5),
+                                                         progress=progress)
         num_draws = draws.shape[0]
     rank_draws = ranking.ranks(key_ranks, relative)
     rank_probs = np.asarray(ranking.rank_probabilities(rank_draws, num_systems=m))
@@ -1041,13 +1060,13 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
     )
 
 
-def _mean_score_draws_to_precision(key, key_ranks, results, rho, *, num_draws, mc_error):
+def _mean_score_draws_to_precision(key, key_ranks, results, rho, *, num_draws, mc_error, progress):
     """:func:`mean_score_draws` in rounds (round ``r`` from ``fold_in(key, start)``) until every P(best) has the
     independent-draws error ``sqrt(p (1 - p) / S)`` at most ``mc_error``, at most ``num_draws`` draws."""
     m = results.shape[0]
 
     def draw(start, count):
-        return mean_score_draws(random_bits.fold_in(key, start), results, rho, num_draws=count)
+        return mean_score_draws(random_bits.fold_in(key, start), results, rho, num_draws=count, progress=progress)
 
     def errors(drawn):
         p_best = np.asarray(ranking.rank_probabilities(ranking.ranks(key_ranks, drawn[1]), num_systems=m))[:, 0]

@@ -45,6 +45,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ecjax import inputs as v
+from ecjax.draw_runner import Block, plan_blocks, run_blocks
 from ecjax.sweep.inputs import resolve_devices
 
 AXIS = "points"
@@ -172,29 +173,6 @@ def _step(args, acc, start, num_points, *, plan: Plan):
     return acc, (out if plan.collect else None)
 
 
-def progress_bar(progress: bool | Callable[[int], Any], total: int) -> Any:
-    if not progress:
-        return None
-    if callable(progress):
-        return progress(total)
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:  # tqdm is optional
-        import warnings
-
-        warnings.warn("progress=True needs tqdm (pip install tqdm); continuing without a progress bar", stacklevel=3)
-        return None
-    return tqdm(total=total, unit="chunk")
-
-
-def _to_host(x):
-    if jax.process_count() > 1:
-        from jax.experimental import multihost_utils
-
-        return np.asarray(multihost_utils.process_allgather(x, tiled=True))
-    return np.asarray(x)
-
-
 def _replicate(x, sharding):
     """``jax.device_put(x, sharding)``, also for a PRNG key when the mesh spans several processes.
 
@@ -249,23 +227,12 @@ def map_reduce(local_fn: Callable[[Any, jax.Array], Any], reduce_fn: Callable[[A
     acc = jax.device_put(init, replicated)
     # Host scalars (not single-device arrays), so the same call works with a multi-process global mesh.
     n_arr = np.int32(num_points)
-    host = None
-    bar = progress_bar(settings.progress, num_chunks)
-    try:
-        for c in range(num_chunks):
-            start = c * chunk
-            acc, out = _step(args, acc, np.int32(start), n_arr, plan=plan)
-            if collect:
-                stop = min(start + chunk, num_points)
-                leaves, treedef = jax.tree_util.tree_flatten(out)
-                if host is None:
-                    host = [np.empty((num_points,) + leaf.shape[1:], leaf.dtype) for leaf in leaves]
-                for h, leaf in zip(host, leaves):
-                    h[start:stop] = _to_host(leaf)[: stop - start]
-            if bar is not None:
-                bar.update(1)
-    finally:
-        if bar is not None:
-            bar.close()
-    outputs = jax.tree_util.tree_unflatten(treedef, host) if collect and host is not None else None
-    return acc, outputs, {"chunk": chunk, "num_chunks": num_chunks, "num_devices": len(devs)}
+    state = {"acc": acc}
+
+    def step(c):
+        # One step is one block of the chunked runner (ecjax.draw_runner): its per-point outputs and progress.
+        state["acc"], out = _step(args, state["acc"], np.int32(c * chunk), n_arr, plan=plan)
+        return Block(draws=out if collect else None, state=state["acc"])
+
+    outputs = run_blocks(step, plan_blocks(num_points, chunk), progress=settings.progress, shown=lambda _: None).draws
+    return state["acc"], outputs, {"chunk": chunk, "num_chunks": num_chunks, "num_devices": len(devs)}
