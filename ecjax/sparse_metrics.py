@@ -131,9 +131,16 @@ def _checked(counts: Counts, costs: Costs | None, priors: ArrayLike | None, name
     return counts, costs, p
 
 
+def _padded(table: JointOutcomeTable) -> tuple[np.ndarray, np.ndarray]:
+    """The cells and counts padded with empty cells (class 0, decision 0, count 0: they add nothing) to
+    :func:`ecjax.inputs.bucket_length`, so that tables of similar sizes share one compiled kernel."""
+    return (v.pad_to_bucket(np.asarray(table.cells), minimum=256),
+            v.pad_to_bucket(np.asarray(table.counts), minimum=256))
+
+
 def _expected(counts, costs, p):
     if isinstance(counts, JointOutcomeTable):
-        out = table_expected_value(counts.cells, counts.counts, costs, p, num_classes=counts.num_classes)
+        out = table_expected_value(*_padded(counts), costs, p, num_classes=counts.num_classes)
         return out[..., 0] if counts.one_system else out
     return structured_expected_value(counts, costs, p)
 
@@ -157,12 +164,15 @@ def utility_yield(counts: Counts, utilities: Costs, *, priors: ArrayLike | None 
     return _expected(*_checked(counts, utilities, priors, "utilities"))
 
 
+_naive_expected_cost = jax.jit(naive_expected_cost)  # one program, not one per eager operation
+
+
 def normalized_expected_cost(counts: Counts, costs: Costs, *, priors: ArrayLike | None = None) -> jax.Array:
     """:func:`ecjax.normalized_expected_cost`: the EC over the best naive EC ``min_d sum_i c_id P_i`` (Ferrer 2022a,
     eqs. 3-4), the naive EC of structured costs in ``O(K)`` (:func:`ecjax.decisions.naive_expected_cost`)."""
     counts, costs, p = _checked(counts, costs, priors)
     weights = jnp.asarray(_data_priors(counts) if p is None else p, jnp.result_type(float))
-    naive = naive_expected_cost(costs, weights)
+    naive = _naive_expected_cost(costs, weights)
     v.check_naive_cost_positive(naive)
     ec = _expected(counts, costs, p)
     per_system = isinstance(counts, JointOutcomeTable) and not counts.one_system
@@ -172,12 +182,12 @@ def normalized_expected_cost(counts: Counts, costs: Costs, *, priors: ArrayLike 
 def accuracy(counts: JointOutcomeTable) -> jax.Array:
     """:func:`ecjax.accuracy` of a sparse table: the share of the samples (weights) on its diagonal cells."""
     _checked(counts, None, None)
-    out = table_accuracy(counts.cells, counts.counts, num_classes=counts.num_classes)
+    out = table_accuracy(*_padded(counts), num_classes=counts.num_classes)
     return out[0] if counts.one_system else out
 
 
 def balanced_accuracy(counts: JointOutcomeTable) -> jax.Array:
     """:func:`ecjax.balanced_accuracy` of a sparse table: the mean recall over the classes it holds."""
     _checked(counts, None, None)
-    out = table_accuracy(counts.cells, counts.counts, num_classes=counts.num_classes, balanced=True)
+    out = table_accuracy(*_padded(counts), num_classes=counts.num_classes, balanced=True)
     return out[0] if counts.one_system else out
