@@ -12,7 +12,9 @@ of :mod:`ecjax.inputs`), never a plausible matrix.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from dataclasses import dataclass
+from functools import partial
+from typing import ClassVar
 
 import numpy as np
 
@@ -23,7 +25,9 @@ from jax.typing import ArrayLike
 from ecjax import inputs as v
 
 
-class StructuredCosts(NamedTuple):
+@partial(jax.tree_util.register_dataclass, data_fields=["correct", "wrong", "abstain"], meta_fields=[])
+@dataclass(frozen=True)
+class StructuredCosts:
     """Costs (or utilities) that depend only on the true class and on whether the decision is right::
 
         c[k, d] = correct[k]   if d = k,
@@ -36,14 +40,21 @@ class StructuredCosts(NamedTuple):
     ``a`` are ``wrong = s, abstain = s a`` (:func:`scale_rows`).  The
     ``K x D`` matrix is never built: memory is ``O(K)``, and the EC needs of
     the counts only, per class, the correct and the abstained decisions
-    (:mod:`ecjax.sparse_metrics`), so any ``K`` works.  A NamedTuple: a
-    pytree that passes through ``jit``.  :meth:`dense` builds the matrix
-    (refused, with the reason, when it cannot be held).
+    (:mod:`ecjax.sparse_metrics`), so any ``K`` works.  A pytree: it passes
+    through ``jit``.  :meth:`dense` builds the matrix (refused, with the
+    reason, when it cannot be held); a function that needs the matrix
+    refuses structured costs (:func:`ecjax.inputs.as_array`).
     """
 
     correct: jax.Array
     wrong: jax.Array
     abstain: jax.Array | None = None
+    structured_costs: ClassVar[bool] = True  # the mark that ecjax.inputs reads (it cannot import this module)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape ``(..., K, D)`` of the dense matrix."""
+        return tuple(self.wrong.shape[:-1]) + (self.num_classes, self.num_decisions)
 
     @property
     def num_classes(self) -> int:

@@ -172,6 +172,10 @@ def as_array(x: object, name: str, *, min_ndim: int = 0, dtype: DTypeLike | None
     (:func:`host_values`)."""
     if x is None:
         raise InputError(f"`{name}` is required, got None")
+    if getattr(x, "structured_costs", False):
+        problem = ("are structured costs (ecjax.costs.StructuredCosts), and this takes a dense (K, D) matrix: give "
+                   "`.dense()` of them (where it fits in memory)")
+        raise InputError(f"`{name}` {problem}", problem=problem)
     x = host_values(x, name)
     arr: jax.Array | np.ndarray
     if is_tracer(x):

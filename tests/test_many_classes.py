@@ -194,3 +194,76 @@ def test_structured_cost_and_sparse_count_inputs_are_checked():
         ecjax.normalized_expected_cost(table, costs.class_costs(np.zeros(k)))  # every decision costs 0
     with pytest.raises(v.InputError, match="`dense` must be True or False"):
         costs.zero_one(3, dense=0)
+
+
+# ------------------------------------------------------------------ prob.compare with fixed structured costs
+
+def _systems_data(k, n, seed, abstain=False):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    dec = np.stack([np.where(rng.random(n) < q, y, rng.integers(0, k + abstain, n)) for q in (0.6, 0.62, 0.5)])
+    return rng, y, dec
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_compare_structured_costs_equal_the_dense_matrix_draw_for_draw(paired):
+    """K = 20: the merged cells counted from the decisions are those the dense matrix merges to, in the same
+    order, so the draws are the same numbers (the dense path is the reference where both run)."""
+    from ecjax import prob
+
+    k = 8
+    rng, y, dec = _systems_data(k, 400, seed=4, abstain=True)
+    sc = costs.class_costs(rng.uniform(1, 3, k), correct=rng.uniform(0, 0.5, k), abstain=0.6)
+    settings = prob.MonteCarloSettings(num_draws=200)
+    out = [prob.compare(prob.Systems(y, dec, paired=paired), costs=c, key=jax.random.key(1), settings=settings)
+           for c in (sc.dense(), sc)]
+    np.testing.assert_array_equal(out[1].p_best, out[0].p_best)
+    np.testing.assert_allclose(out[1].expected_yield, out[0].expected_yield, rtol=1e-12)
+    np.testing.assert_array_equal(np.asarray(out[1].yields), np.asarray(out[0].yields))
+    np.testing.assert_allclose(np.asarray(out[1].normalized_expected_costs),
+                               np.asarray(out[0].normalized_expected_costs), rtol=1e-6)
+    assert out[1].info["merged_cells"] == "3 utility groups per class (of 9 decisions)"
+
+
+@pytest.mark.parametrize("k", [2000, pytest.param(20_000, marks=pytest.mark.slow(
+    reason="K = 2 * 10^4: 4 * 10^4 gamma variates a draw, about 30 s"))])
+def test_compare_structured_costs_at_many_classes_closed_form_and_ties(k):
+    """K = 2 * 10^3 (and 2 * 10^4 in the slow lane), fixed deployment priors and concentration: the closed-form expected yield of each system is
+    ``-sum_i P_i E[R_i,wrong] c_i`` with ``E[R_i,wrong] = (n_i,wrong + (K - 1) alpha) / (n_i + K alpha)``, in numpy;
+    a system repeated is a tie."""
+    from ecjax import prob
+
+    alpha = 0.01
+    rng, y, dec = _systems_data(k, k, seed=5)
+    dec = np.concatenate([dec, dec[:1]])
+    miss = rng.uniform(1, 2, k).astype(np.float32).astype(np.float64)  # costs are float32: no rounding here
+    n_i = np.bincount(y, minlength=k)
+    p = np.where(n_i > 0, rng.uniform(0.5, 1.5, k), 0.0)
+    p = (p / p.sum()).astype(np.float32).astype(np.float64)  # priors are held in float32 too
+    result = prob.compare(prob.Systems(y, dec, names=["a", "b", "c", "a again"]), costs=costs.class_costs(miss),
+                          priors=p, concentration=alpha, key=jax.random.key(2), decompose=False,
+                          settings=prob.MonteCarloSettings(num_draws=100))
+    wrong = np.stack([np.bincount(y, weights=(x != y), minlength=k) for x in dec])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        expected = -np.sum(np.where(n_i > 0, p * miss * (wrong + (k - 1) * alpha) / (n_i + k * alpha), 0.0), -1)
+    np.testing.assert_allclose(result.expected_yield, expected, rtol=1e-9)
+    assert result.ties == (("a", "a again"),)
+    assert result.info["merged_cells"] == f"2 utility groups per class (of {k} decisions)"
+
+
+def test_compare_structured_costs_refuses_what_it_cannot_do():
+    from ecjax import prob
+
+    rng, y, dec = _systems_data(5, 100, seed=6)
+    key = jax.random.key(0)
+    zero_one = costs.zero_one(5, dense=False)
+    with pytest.raises(v.InputError, match="`scores` is not supported with them"):
+        prob.compare(prob.Systems(y, scores=[np.log(np.full((100, 5), 0.2))]), costs=zero_one, key=key)
+    with pytest.raises(v.InputError, match="`groups` is not supported with them"):
+        prob.compare(prob.Systems(y, dec, groups=np.arange(100) // 10), costs=zero_one, key=key)
+    with pytest.raises(v.InputError, match=r"`costs.wrong` must be"):
+        prob.compare(prob.Systems(y, dec), costs=costs.class_costs(np.ones((2, 5))), key=key)
+    with pytest.raises(v.InputError, match="correct = wrong"):
+        prob.compare(prob.Systems(y, dec), costs=costs.class_costs(np.ones(5), correct=1.0), key=key)
+    with pytest.raises(v.InputError, match=r"structured costs .*\.dense\(\)"):
+        prob.compare_counts(np.ones((2, 5, 5)), costs=zero_one, key=key)
