@@ -16,6 +16,7 @@ try:
         data_priors,
         joint_outcome_table,
         rates,
+        sparse_confusion_matrix,
     )
     from ecjax.decisions import (
         bayes_decisions,

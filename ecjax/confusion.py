@@ -17,7 +17,9 @@ negative count are ``NaN``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+import math
 from functools import partial
 
 import numpy as np
@@ -184,15 +186,22 @@ def confusion_matrix(labels: ArrayLike, decisions: ArrayLike, *, num_classes: in
         num_classes = v.inferred_size(int(y.max()), "labels", argument="num_classes")
     if num_decisions is None:
         # Traced decisions have no concrete maximum: D defaults to K there.
-        num_decisions = num_classes if v.is_tracer(dec) else max(
-            num_classes, v.inferred_size(int(dec.max()), "decisions", argument="num_decisions"))
-    v.check_num_cells(num_classes, num_decisions, "num_classes` x `num_decisions")
+        num_decisions = num_classes if v.is_tracer(dec) else _decisions_size(int(dec.max()), num_classes)
+    v.check_dense_fits(num_classes, num_decisions, "num_classes` x `num_decisions", what="count matrix",
+                       batch=math.prod(np.broadcast_shapes(y.shape[:-1], dec.shape[:-1])))
     w = v.as_sample_weight(sample_weight, y, batched=True)
     if v.any_traced(y, dec, w):
         return _checked_counts(y, dec, w, num_classes=num_classes, num_decisions=num_decisions)
     if w is None and y.shape[-1] > _DEVICE_COUNT_LIMIT:
         return _host_counts(np.asarray(y), np.asarray(dec), num_classes, num_decisions)
     return confusion_counts(y, dec, w, num_classes=num_classes, num_decisions=num_decisions)
+
+
+def _decisions_size(max_decision: int, num_classes: int) -> int:
+    """``D`` when not given: ``K``, or ``max(decisions) + 1`` when larger (bounded as an inferred ``K``)."""
+    if max_decision < num_classes:
+        return num_classes
+    return v.inferred_size(max_decision, "decisions", argument="num_decisions")
 
 
 @partial(jax.jit, static_argnames=("num_classes", "num_decisions"))
@@ -279,13 +288,16 @@ class JointOutcomeTable:
     counts: jax.Array
     num_classes: int
     num_decisions: int
+    one_system: bool = False  # made of one ``(N,)`` decision vector: metrics of it are scalars, not ``(1,)``
 
     @property
     def num_systems(self) -> int:
         return self.cells.shape[1] - 1
 
     def confusion_matrices(self) -> jax.Array:
-        """Marginal confusion matrix of each system, ``(M, K, D)``."""
+        """Marginal confusion matrix of each system, ``(M, K, D)`` (refused when it cannot be held)."""
+        v.check_dense_fits(self.num_classes, self.num_decisions, "counts", what="count matrix",
+                           batch=self.num_systems)
         return confusion_counts(
             self.cells[:, 0], self.cells[:, 1:].T, self.counts,
             num_classes=self.num_classes, num_decisions=self.num_decisions,
@@ -313,9 +325,8 @@ def joint_outcome_table(labels: ArrayLike, decisions: ArrayLike, *, num_classes:
     v.check_same_length("labels", labels, "decisions", decisions)
     k = (v.inferred_size(int(labels.max()), "labels", argument="num_classes") if num_classes is None
          else v.as_positive_int(num_classes, "num_classes"))
-    d = (max(k, v.inferred_size(int(decisions.max()), "decisions", argument="num_decisions"))
-         if num_decisions is None else v.as_positive_int(num_decisions, "num_decisions"))
-    v.check_num_cells(k, d, "num_classes` x `num_decisions")
+    d = (_decisions_size(int(decisions.max()), k) if num_decisions is None
+         else v.as_positive_int(num_decisions, "num_decisions"))
     if labels.shape[0] > v.INT32_MAX:
         raise v.InputError(f"`labels` has {labels.shape[0]} samples: joint outcome tables count at most 2**31 - 1")
     rows = np.concatenate([labels[None], decisions], 0).T
@@ -326,3 +337,28 @@ def joint_outcome_table(labels: ArrayLike, decisions: ArrayLike, *, num_classes:
         w = np.asarray(v.as_sample_weight(sample_weight, labels), dtype=np.float64)
         counts = np.bincount(inverse.ravel(), weights=w, minlength=len(cells)).astype(np.float32)
     return JointOutcomeTable(v.to_device(cells, np.int32), v.to_device(counts), k, d)
+
+
+def sparse_confusion_matrix(labels: ArrayLike, decisions: ArrayLike, *, num_classes: int | None = None,
+                            num_decisions: int | None = None,
+                            sample_weight: ArrayLike | None = None) -> JointOutcomeTable:
+    """The counts of :func:`confusion_matrix` held sparsely: only the occupied ``(class, decision)`` cells.
+
+    Memory ``O(N)`` whatever ``K x D`` (10^5 classes: 10^10 dense cells),
+    for the metrics of :mod:`ecjax.sparse_metrics` (``ecjax.expected_cost``
+    and the others accept the table as ``counts``).  ``decisions`` ``(M,
+    N)`` (systems on the same samples) give the joint table of
+    :func:`joint_outcome_table`; ``(N,)`` one system (its metrics are then
+    scalars).  ``num_classes`` above 10 000 must be given (a stray label
+    would otherwise make the class vectors long).
+
+    Example:
+      >>> t = sparse_confusion_matrix([0, 1, 1], [0, 1, 0], num_classes=100_000)
+      >>> t.cells.tolist(), t.counts.tolist()
+      ([[0, 0], [1, 0], [1, 1]], [1, 1, 1])
+    """
+    one = np.ndim(decisions) == 1
+    d = np.asarray(decisions)[None] if one else decisions
+    table = joint_outcome_table(labels, d, num_classes=num_classes, num_decisions=num_decisions,
+                                sample_weight=sample_weight)
+    return dataclasses.replace(table, one_system=one)

@@ -12,6 +12,10 @@ of :mod:`ecjax.inputs`), never a plausible matrix.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import partial
+from typing import ClassVar
+
 import numpy as np
 
 import jax
@@ -21,14 +25,102 @@ from jax.typing import ArrayLike
 from ecjax import inputs as v
 
 
-def zero_one(num_classes: int, abstain: float | None = None) -> jax.Array:
+@partial(jax.tree_util.register_dataclass, data_fields=["correct", "wrong", "abstain"], meta_fields=[])
+@dataclass(frozen=True)
+class StructuredCosts:
+    """Costs (or utilities) that depend only on the true class and on whether the decision is right::
+
+        c[k, d] = correct[k]   if d = k,
+                  wrong[k]     if d != k and d < K,
+                  abstain[k]   if d = K        (only with ``abstain``: then D = K + 1),
+
+    each field ``(..., K)``.  0-1 costs are ``correct = 0, wrong = 1``
+    (:func:`zero_one` with ``dense=False``); a per-class miss cost is the
+    vector ``wrong``; per-row scales ``s_k`` of 0-1 costs with abstention
+    ``a`` are ``wrong = s, abstain = s a`` (:func:`scale_rows`).  The
+    ``K x D`` matrix is never built: memory is ``O(K)``, and the EC needs of
+    the counts only, per class, the correct and the abstained decisions
+    (:mod:`ecjax.sparse_metrics`), so any ``K`` works.  A pytree: it passes
+    through ``jit``.  :meth:`dense` builds the matrix (refused, with the
+    reason, when it cannot be held); a function that needs the matrix
+    refuses structured costs (:func:`ecjax.inputs.as_array`).
+    """
+
+    correct: jax.Array
+    wrong: jax.Array
+    abstain: jax.Array | None = None
+    structured_costs: ClassVar[bool] = True  # the mark that ecjax.inputs reads (it cannot import this module)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape ``(..., K, D)`` of the dense matrix."""
+        return tuple(self.wrong.shape[:-1]) + (self.num_classes, self.num_decisions)
+
+    @property
+    def num_classes(self) -> int:
+        return int(self.wrong.shape[-1])
+
+    @property
+    def num_decisions(self) -> int:
+        return self.num_classes + (self.abstain is not None)
+
+    def dense(self) -> jax.Array:
+        """The ``(..., K, D)`` matrix; :class:`InputError` when it cannot be held (see
+        :func:`ecjax.inputs.check_dense_fits`)."""
+        k, d = self.num_classes, self.num_decisions
+        v.check_dense_fits(k, d, "costs", what="cost matrix", batch=int(np.prod(self.wrong.shape[:-1])))
+        eye = jnp.eye(k, dtype=self.wrong.dtype)
+        c = self.correct[..., :, None] * eye + self.wrong[..., :, None] * (1.0 - eye)
+        if self.abstain is not None:
+            c = jnp.concatenate([c, self.abstain[..., :, None]], -1)
+        return c
+
+    def map(self, f) -> StructuredCosts:
+        """``f`` applied to every field (negation, scaling)."""
+        return StructuredCosts(f(self.correct), f(self.wrong), None if self.abstain is None else f(self.abstain))
+
+
+def class_costs(wrong: ArrayLike, *, correct: ArrayLike = 0.0, abstain: ArrayLike | None = None) -> StructuredCosts:
+    """Structured costs (:class:`StructuredCosts`): ``wrong[k]`` for every wrong decision on class ``k``,
+    ``correct[k]`` for the right one, ``abstain[k]`` for abstaining (decision ``K``; ``None``: no such decision).
+
+    Each field a number or a ``(..., K)`` array (at least one of them a vector); they broadcast.
+
+    Example:
+      >>> c = class_costs([1.0, 5.0, 2.0], abstain=0.3)   # missing class 1 costs 5
+      >>> c.dense().tolist()[1]
+      [5.0, 0.0, 5.0, 0.30000001192092896]
+    """
+    return StructuredCosts(*v.as_class_cost_fields(correct, wrong, abstain))
+
+
+def scale_rows(costs: ArrayLike | StructuredCosts, scales: ArrayLike) -> jax.Array | StructuredCosts:
+    """``c_kd s_k``: row ``k`` (true class ``k``) of the costs scaled by ``s_k``, ``scales`` ``(..., K)``.
+
+    Structured costs stay structured (each field scaled), so per-row scales
+    of 0-1 costs never build the ``K x D`` matrix.
+    """
+    c = costs if isinstance(costs, StructuredCosts) else v.as_matrix(costs, "costs")
+    k = c.num_classes if isinstance(c, StructuredCosts) else c.shape[-2]
+    host = v.check_numbers(np.asarray(v.as_array(scales, "scales"), np.float64), "scales")
+    s = v.to_device(v.check_class_vector(host, "scales", num_classes=k), jnp.result_type(float))
+    if isinstance(c, StructuredCosts):
+        return c.map(lambda x: x * s)
+    return c * s[:, None]
+
+
+def zero_one(num_classes: int, abstain: float | None = None, *, dense: bool = True) -> jax.Array | StructuredCosts:
     """0-1 costs (``c_ij = 1 - [i = j]``), whose EC is the error rate (Ferrer 2022a, §4).
 
     With ``abstain`` a last column (decision ``K``, "abstain") of constant
-    cost ``abstain`` is added (Ferrer 2025, App. B).
+    cost ``abstain`` is added (Ferrer 2025, App. B).  ``dense=False`` gives
+    them as :class:`StructuredCosts` (memory ``O(K)``, any ``K``); a dense
+    matrix that cannot be held is refused with that advice.
     """
     k = v.as_positive_int(num_classes, "num_classes", minimum=2)
-    v.check_num_cells(k, k + (abstain is not None), "num_classes")
+    if not v.as_flag(dense, "dense"):
+        return class_costs(np.ones(k), abstain=None if abstain is None else v.as_nonnegative_real(abstain, "abstain"))
+    v.check_dense_fits(k, k + (abstain is not None), "num_classes", what="cost matrix")
     c = 1.0 - jnp.eye(k)
     if abstain is not None:
         if v.is_tracer(abstain):
@@ -43,6 +135,7 @@ def balanced(priors: ArrayLike) -> jax.Array:
     """Costs ``c_ij = 1 / (K P_i)`` for ``i != j``: their EC is the balanced error rate (Ferrer 2022a, eq. 12)."""
     p = v.as_positive_priors(priors, why=" (balanced costs divide by them: 1 / (K P_i))")
     k = p.shape[-1]
+    v.check_dense_fits(k, k, "priors", what="cost matrix", batch=int(np.prod(p.shape[:-1])))
     out = (1.0 - jnp.eye(k)) / (k * p[..., :, None])
     if v.is_tracer(p):
         ok = jnp.all(p > 0, -1) & (jnp.abs(p.sum(-1) - 1.0) <= v.SUM_TOL)
@@ -97,23 +190,35 @@ def net_benefit(threshold_probability: ArrayLike) -> jax.Array:
     return _nan_if_nan(_binary_off_diagonal(p / (1.0 - p), jnp.ones_like(p)), p)
 
 
-def utilities_to_costs(utilities: ArrayLike) -> jax.Array:
-    """Costs ``c = -U`` (Dyrland et al. (2022): utilities are negated costs)."""
+def utilities_to_costs(utilities: ArrayLike | StructuredCosts) -> jax.Array | StructuredCosts:
+    """Costs ``c = -U`` (Dyrland et al. (2022): utilities are negated costs); structured ones stay structured."""
+    if isinstance(utilities, StructuredCosts):
+        return utilities.map(jnp.negative)
     return -v.as_matrix(utilities, "utilities")
 
 
-def costs_to_utilities(costs: ArrayLike) -> jax.Array:
-    """Utilities ``U = -c``."""
+def costs_to_utilities(costs: ArrayLike | StructuredCosts) -> jax.Array | StructuredCosts:
+    """Utilities ``U = -c``; structured costs stay structured."""
+    if isinstance(costs, StructuredCosts):
+        return costs.map(jnp.negative)
     return -v.as_matrix(costs, "costs")
 
 
-def normalize_rows(costs: ArrayLike) -> jax.Array:
+def normalize_rows(costs: ArrayLike | StructuredCosts) -> jax.Array | StructuredCosts:
     """``c_ij - min_j c_ij`` (Ferrer 2025, §2).
 
     Leaves Bayes decisions unchanged, and shifts the EC of every system by
     the same constant ``sum_i P_i min_j c_ij`` for fixed priors, so rankings
     are unchanged.  The result is non-negative with a zero in each row.
+    Structured costs stay structured (a row's minimum is that of its
+    ``correct``, ``wrong`` and ``abstain`` entries: ``K >= 2`` leaves a wrong
+    decision in every row).
     """
+    if isinstance(costs, StructuredCosts):
+        low = jnp.minimum(costs.correct, costs.wrong)
+        if costs.abstain is not None:
+            low = jnp.minimum(low, costs.abstain)
+        return costs.map(lambda x: x - low)
     c = v.as_matrix(costs, "costs")
     return c - c.min(-1, keepdims=True)
 

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
+from ecjax.costs import StructuredCosts
 from ecjax.precision import argmin_of_products, check_precision, einsum
 
 
@@ -166,12 +167,21 @@ def _bayes_decisions_jit(scores, log_p, costs, score_type, precision):
     return bayes_decisions_kernel(log_posteriors_kernel(scores, log_p, score_type), costs, precision)
 
 
-def naive_expected_cost(costs: ArrayLike, priors: ArrayLike) -> jax.Array:
+def naive_expected_cost(costs: ArrayLike | StructuredCosts, priors: ArrayLike) -> jax.Array:
     """EC of the best naive system, ``min_d sum_i c_id P_i`` (Ferrer 2022a, eq. 3).
 
     ``costs`` ``(..., K, D)`` and ``priors`` ``(..., K)`` broadcast.  Kernel
     (no validation): it is the denominator of every normalized EC.
+
+    Structured costs (:class:`~ecjax.costs.StructuredCosts`) in ``O(K)``:
+    always deciding ``d < K`` costs ``sum_i P_i wrong_i + P_d (correct_d -
+    wrong_d)``, always abstaining ``sum_i P_i abstain_i``.
     """
+    if isinstance(costs, StructuredCosts):
+        p = jnp.asarray(priors)
+        per_decision = jnp.sum(p * costs.wrong, -1)[..., None] + p * (costs.correct - costs.wrong)
+        best = jnp.min(per_decision, axis=-1)
+        return best if costs.abstain is None else jnp.minimum(best, jnp.sum(p * costs.abstain, -1))
     return jnp.min(einsum("...i,...ij->...j", priors, costs), axis=-1)
 
 

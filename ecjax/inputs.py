@@ -27,6 +27,7 @@ are static and raise under ``jit`` too.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, SupportsFloat, TypeVar
 
@@ -171,6 +172,10 @@ def as_array(x: object, name: str, *, min_ndim: int = 0, dtype: DTypeLike | None
     (:func:`host_values`)."""
     if x is None:
         raise InputError(f"`{name}` is required, got None")
+    if getattr(x, "structured_costs", False):
+        problem = ("are structured costs (ecjax.costs.StructuredCosts), and this takes a dense (K, D) matrix: give "
+                   "`.dense()` of them (where it fits in memory)")
+        raise InputError(f"`{name}` {problem}", problem=problem)
     x = host_values(x, name)
     arr: jax.Array | np.ndarray
     if is_tracer(x):
@@ -344,6 +349,77 @@ def check_num_cells(k: int, d: int, name: str) -> None:
     """Refuse a ``K x D`` matrix whose flat cell index would not fit ``int32``."""
     if k * d > MAX_CELLS:
         raise InputError(f"`{name}`: a {k} x {d} matrix has more than 2**31 - 1 cells, which is not supported")
+
+
+def available_memory_bytes() -> int:
+    """The memory the operating system can still give this process (Linux ``MemAvailable``; elsewhere the free
+    physical pages), in bytes."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62  # unknown: only the int32 cell limit applies
+
+
+# A dense matrix may take at most this share of the available memory: its products and copies need as much again.
+DENSE_MEMORY_SHARE = 0.5
+
+
+def check_dense_fits(k: int, d: int, name: str, *, what: str, batch: int = 1, itemsize: int = 4) -> None:
+    """Refuse to build ``batch`` dense ``K x D`` matrices (``what``: cost matrix, counts) that cannot be held: more
+    than 2**31 - 1 cells, or more bytes than :data:`DENSE_MEMORY_SHARE` of :func:`available_memory_bytes`.  The fix
+    is said: costs that depend only on the class and on whether the decision is right, and counts of the occupied
+    cells, never build the matrix."""
+    need = int(batch) * int(k) * int(d) * int(itemsize)
+    available = available_memory_bytes()
+    limit = int(available * DENSE_MEMORY_SHARE)
+    if k * d <= MAX_CELLS and need <= limit:
+        return
+    size = f"a dense {k} x {d} {what}{f' (x {batch})' if batch > 1 else ''} takes {need / 2**30:.1f} GiB"
+    why = (f"{size} and {k * d} cells, more than the 2**31 - 1 cells a matrix may have" if k * d > MAX_CELLS else
+           f"{size}, more than the {limit / 2**30:.1f} GiB one matrix may take ({DENSE_MEMORY_SHARE:.0%} of the "
+           f"{available / 2**30:.1f} GiB of available memory)")
+    problem = (f"{why}: use structured costs (ecjax.costs.zero_one(K, dense=False), "
+               "ecjax.costs.class_costs(wrong, correct=, abstain=): memory O(K)) with sparse counts "
+               "(ecjax.sparse_confusion_matrix: memory O(occupied cells))")
+    raise InputError(f"`{name}`: {problem}", problem=problem)
+
+
+def check_cost_size(costs_k: int, costs_d: int, k: int, d: int, name: str = "costs") -> None:
+    """Structured costs of ``costs_k`` classes and ``costs_d`` decisions for counts of ``k`` classes and ``d``
+    decisions (``costs_d = costs_k + 1`` with an abstain decision)."""
+    if (costs_k, costs_d) != (k, d):
+        problem = (f"are for {costs_k} classes and {costs_d} decisions, the counts have {k} classes and {d} "
+                   "decisions (an abstain decision is the column K)")
+        raise InputError(f"`{name}` {problem}", problem=problem)
+
+
+def as_class_cost_fields(correct: object, wrong: object, abstain: object, name: str = "costs"
+                         ) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+    """The ``(..., K)`` fields of structured costs (:class:`ecjax.costs.StructuredCosts`): finite numbers, a
+    scalar broadcast to the others' shape, ``K >= 2`` classes; ``abstain`` may be ``None`` (no abstain decision)."""
+    given = {"correct": correct, "wrong": wrong, "abstain": abstain}
+    arrays = {}
+    for field, x in given.items():
+        if x is not None:
+            arrays[field] = check_numbers(np.asarray(as_array(x, f"{name}.{field}"), np.float64), f"{name}.{field}")
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))
+    except ValueError:
+        raise InputError(f"`{name}`: the fields correct / wrong / abstain must broadcast to one (..., K) shape, got "
+                         f"shapes {[tuple(a.shape) for a in arrays.values()]}") from None
+    if len(shape) == 0 or shape[-1] < 2:
+        raise InputError(f"`{name}`: structured costs need one entry per class along the last axis, K >= 2, got "
+                         f"shape {shape} (give at least one field as a (K,) vector)")
+    f = jnp.result_type(float)
+    out = {field: to_device(np.broadcast_to(a, shape), f) for field, a in arrays.items()}
+    return out["correct"], out["wrong"], out.get("abstain")
 
 
 def as_real(x: object, name: str, *, finite: bool = True) -> float:

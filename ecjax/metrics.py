@@ -37,7 +37,9 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
-from ecjax.confusion import class_counts, data_priors, rates
+from ecjax import sparse_metrics
+from ecjax.confusion import JointOutcomeTable, class_counts, data_priors, rates
+from ecjax.costs import StructuredCosts
 from ecjax.decisions import naive_expected_cost
 from ecjax.precision import broadcast_contract
 
@@ -156,7 +158,8 @@ def _expected_and_naive_jit(counts, matrix, priors):
     return _expected_and_naive(counts, matrix, data_priors(counts) if priors is None else priors)
 
 
-def expected_cost(counts: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | None = None) -> jax.Array:
+def expected_cost(counts: ArrayLike | JointOutcomeTable, costs: ArrayLike | StructuredCosts, *,
+                  priors: ArrayLike | None = None) -> jax.Array:
     """Expected cost ``EC = sum_i sum_j c_ij P_i R_ij`` (Ferrer 2022a, eq. 2).
 
     Args:
@@ -169,10 +172,17 @@ def expected_cost(counts: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | No
         priors, a class absent from the data but with ``P_i > 0`` raises
         :class:`InputError` (its rates are unknown).
 
+    Many classes: ``counts`` may be a sparse table of the occupied cells
+    (:func:`ecjax.sparse_confusion_matrix`; ``(M,)`` for ``M`` systems) and
+    ``costs`` structured (:class:`ecjax.costs.StructuredCosts`); neither
+    builds a ``K x D`` array (:mod:`ecjax.sparse_metrics`).
+
     Example:
       >>> round(float(expected_cost(jnp.array([[3, 1], [2, 4]]), 1 - jnp.eye(2))), 6)
       0.3
     """
+    if isinstance(counts, JointOutcomeTable) or isinstance(costs, StructuredCosts):  # no K x D array
+        return sparse_metrics.expected_cost(counts, costs, priors=priors)
     counts = as_counts(counts)
     c = _costs_for(counts, costs)
     p = resolve_priors(counts, priors, compute_data_priors=False)
@@ -184,7 +194,7 @@ def _ec_ok(counts, c, p):
     return ok if p is None else ok & _priors_ok(counts, p)
 
 
-def normalized_expected_cost(counts: ArrayLike, costs: ArrayLike, *,
+def normalized_expected_cost(counts: ArrayLike | JointOutcomeTable, costs: ArrayLike | StructuredCosts, *,
                              priors: ArrayLike | None = None) -> jax.Array:
     """``NEC = EC / min_d sum_i c_id P_i`` (Ferrer 2022a, eqs. 3-4).
 
@@ -193,7 +203,10 @@ def normalized_expected_cost(counts: ArrayLike, costs: ArrayLike, *,
     system that ignores its input.  Raises :class:`InputError` when the naive
     EC is 0 (some decision costs nothing for every class), where the NEC is
     undefined; under ``jit``/``vmap`` it is then ``NaN`` (the NaN contract).
+    Sparse tables and structured costs as in :func:`expected_cost`.
     """
+    if isinstance(counts, JointOutcomeTable) or isinstance(costs, StructuredCosts):  # no K x D array
+        return sparse_metrics.normalized_expected_cost(counts, costs, priors=priors)
     counts = as_counts(counts)
     c = _costs_for(counts, costs)
     p = resolve_priors(counts, priors, compute_data_priors=False)
@@ -206,13 +219,17 @@ def normalized_expected_cost(counts: ArrayLike, costs: ArrayLike, *,
     return _guard(ec / naive, lambda: _ec_ok(counts, c, p) & (naive > 0), counts, c, p)
 
 
-def utility_yield(counts: ArrayLike, utilities: ArrayLike, *, priors: ArrayLike | None = None) -> jax.Array:
+def utility_yield(counts: ArrayLike | JointOutcomeTable, utilities: ArrayLike | StructuredCosts, *,
+                  priors: ArrayLike | None = None) -> jax.Array:
     """Utility yield ``sum_ij U_ij P_i R_ij`` (Dyrland et al. 2022, eq. 10, rows = true class).
 
     With data priors this is ``sum_ij U_ij C_ij`` for the confusion matrix
     ``C`` normalized by the number of samples.  Higher is better; the yield
-    of utilities ``U`` is minus the EC of costs ``-U``.
+    of utilities ``U`` is minus the EC of costs ``-U``.  Sparse tables and
+    structured utilities as in :func:`expected_cost`.
     """
+    if isinstance(counts, JointOutcomeTable) or isinstance(utilities, StructuredCosts):
+        return sparse_metrics.utility_yield(counts, utilities, priors=priors)
     counts = as_counts(counts)
     u = _costs_for(counts, utilities, "utilities")
     p = resolve_priors(counts, priors, compute_data_priors=False)
@@ -375,12 +392,14 @@ def _counts_metric(kernel, counts, *args, square=True):
     return _guard(kernel(c, *args), lambda: _counts_ok(c), c, *args)
 
 
-def accuracy(counts: ArrayLike) -> jax.Array:
-    """Fraction of samples whose decision equals their class (Ferrer 2022a, eq. 5)."""
+def accuracy(counts: ArrayLike | JointOutcomeTable) -> jax.Array:
+    """Fraction of samples whose decision equals their class (Ferrer 2022a, eq. 5); of a sparse table too."""
+    if isinstance(counts, JointOutcomeTable):
+        return sparse_metrics.accuracy(counts)
     return _counts_metric(_accuracy_kernel, counts)
 
 
-def error_rate(counts: ArrayLike) -> jax.Array:
+def error_rate(counts: ArrayLike | JointOutcomeTable) -> jax.Array:
     """``1 - accuracy``: the EC of 0-1 costs with data priors (Ferrer 2022a, eq. 8)."""
     return 1.0 - accuracy(counts)
 
@@ -392,15 +411,18 @@ def _balanced_accuracy_kernel(c):
     return jnp.sum(jnp.where(present, r, 0.0), -1) / jnp.sum(present, -1)
 
 
-def balanced_accuracy(counts: ArrayLike) -> jax.Array:
+def balanced_accuracy(counts: ArrayLike | JointOutcomeTable) -> jax.Array:
     """Mean recall over the classes present in the data (Ferrer 2022a, eq. 9).
 
     A class with no test samples is left out of the mean (as scikit-learn).
+    Of a sparse table too.
     """
+    if isinstance(counts, JointOutcomeTable):
+        return sparse_metrics.balanced_accuracy(counts)
     return _counts_metric(_balanced_accuracy_kernel, counts)
 
 
-def balanced_error_rate(counts: ArrayLike) -> jax.Array:
+def balanced_error_rate(counts: ArrayLike | JointOutcomeTable) -> jax.Array:
     """``1 - balanced_accuracy``: the EC of costs ``1/(K P_i)`` (Ferrer 2022a, eq. 12)."""
     return 1.0 - balanced_accuracy(counts)
 

@@ -139,7 +139,7 @@ from ecjax import inputs as v
 from ecjax import random_bits
 from ecjax.draw_runner import Block, padded_map, run_blocks
 from ecjax.confusion import JointOutcomeTable, confusion_counts, data_priors, joint_outcome_table, rates
-from ecjax.costs import normalize_rows
+from ecjax.costs import StructuredCosts, costs_to_utilities, normalize_rows
 from ecjax.decisions import bayes_decisions_kernel, log_posteriors_kernel, naive_expected_cost
 from ecjax.metrics import expected_value
 from ecjax.prob import adaptive_draws
@@ -147,6 +147,7 @@ from ecjax.prob import paired as paired_mod
 from ecjax.prob import ranking
 from ecjax.prob.sampling import dirichlet, dirichlet_draws
 from ecjax.prob import aggregation
+from ecjax.prob import structured_cells
 from ecjax.prob.rates import (
     PriorDistribution,
     as_class_priors,
@@ -164,7 +165,8 @@ from ecjax.prob.draw_plan import (
     per_draw_cost_ratio,
     plan_draws,
 )
-from ecjax.prob.inputs import Systems, as_named_counts, check_decisions_matter, check_draws_fit, check_systems
+from ecjax.prob.inputs import (Systems, as_named_counts, check_decisions_matter, check_draws_fit,
+                               check_structured_comparison, check_systems)
 from ecjax.prob.utility_priors import UtilityPrior, resolve_utilities
 # A (K, D) matrix, a utility prior, or a NumPyro model with a "utility"/"cost" site.
 _Utilities = UtilityPrior | Callable[..., Any] | ArrayLike
@@ -776,12 +778,14 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
     hdi_prob, rope = _check_summary(key, num_draws, hdi_prob, rope)
     decision_rule, per_draw_rule = as_decision_rule(systems.decision_rule)
     scores, score_type = systems.scores, systems.score_type
-    prior = resolve_utilities(utilities, costs)
+    prior = resolve_utilities(utilities, costs, structured=True)
     if not isinstance(prior, UtilityPrior):  # a fixed matrix that makes every system equal has nothing to rank
         check_decisions_matter(prior, name="costs" if utilities is None else "utilities")
     k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     if k < 2:
         raise v.InputError(f"the utility matrix must have at least 2 classes (rows), got shape {(k, d)}")
+    if isinstance(prior, StructuredCosts):
+        check_structured_comparison(systems.scores, systems.groups)
     s = _canonical_systems(systems, k, d)
     check_draws_fit(num_draws, _KEPT_BYTES_PER_DRAW_AND_SYSTEM * len(s.names))
     alpha = _model_concentration(concentration, s.joint, k, d)
@@ -809,7 +813,11 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
         info.update(decision_rule=decision_rule, decisions=(
             "Bayes decisions of the expected utility matrix (the mean of the uncertain utilities)" if decision_rule == "expected_utility"
             else "Bayes decisions of each drawn utility matrix (the same in every draw: the costs are fixed)"))
-    source = partial(_fixed_source, s, None if scores is None else score_type, p_decide, alpha, k, d)
+    source: Callable[..., _Source] = partial(_fixed_source, s, None if scores is None else score_type, p_decide,
+                                             alpha, k, d)
+    if isinstance(prior, StructuredCosts):  # merged cells counted from the decisions: no K x D array
+        structured, group_utilities = _structured_source(s, prior, alpha, d)
+        prior, source = cast(jax.Array, group_utilities), lambda u_hat: structured  # _merged_source keeps them
     n_max = max(lab.shape[0] for lab in s.labels)
     return _run_compare(prior, class_priors, s.class_counts, k=k, d=d, alpha=alpha, joint=s.joint, source=source,
                         cells_bound=n_max if s.joint else 0, info=info, **common)
@@ -918,6 +926,32 @@ def _fixed_source(s, score_type, p_decide, alpha, k, d, u_hat):
     weights = [None] * len(s.items) if s.weights is None else s.weights
     counts = np.stack([_fixed_counts(lab, x, k, d, w) for lab, x, w in zip(s.labels, decisions, weights)])
     return _unpaired_source(counts, alpha)
+
+
+def _structured_source(s: _Canonical, utilities: StructuredCosts, alpha: float, d: int) -> tuple[_Source, np.ndarray]:
+    """Fixed structured utilities: the source of their merged cells (:mod:`ecjax.prob.structured_cells`), counted
+    from the decisions, and their ``(K, G)`` group utilities (what the draws, the closed-form expected yield and
+    ``expected_utility_matrix`` read; ``G`` = wrong, correct (, abstain))."""
+    groups = structured_cells.structured_groups(utilities)
+    m, (k, g), f = len(s.items), groups.sizes.shape, jnp.result_type(float)
+    weights = [None] * m if s.weights is None else s.weights
+    merged = np.stack([structured_cells.merged_counts(lab, x, w, groups)
+                       for lab, x, w in zip(s.labels, s.items, weights)])
+    check_rows_for_concentration(merged, alpha)
+    mean = merged + alpha * groups.sizes  # n_ig + s_ig alpha (ecjax.prob.aggregation eq. 1)
+    naive = normalize_rows(costs_to_utilities(utilities))  # the normalized costs, structured: the naive EC in O(K)
+    data = {"u_hat": v.to_device(groups.utilities, f), "mean_weights": v.to_device(mean, f),
+            "naive_costs": jax.tree.map(lambda x: v.to_device(np.asarray(x), f), naive)}
+    ties = structured_cells.tie_signature(s.labels, s.items, s.weights, d)
+    if not s.joint:
+        return _Source("merged", dict(data, concentration=v.to_device(mean, f)), ties, mean, m * k * g,
+                       columns=g), groups.utilities
+    assert s.shared_labels is not None  # joint systems share one label vector
+    # a_J = alpha / D^(M-1): the prior of one of the K D^M joint cells (ecjax.prob.paired eq. 1).
+    concentration = structured_cells.joint_concentration(s.shared_labels, np.stack(s.items), s.shared_weights,
+                                                         groups, alpha / d ** (m - 1))
+    return _Source("joint_merged", dict(data, concentration=v.to_device(concentration, f)), ties, mean,
+                   max(m * k * g, k * g ** m), columns=g), groups.utilities
 
 
 def compare_counts(counts: ArrayLike | Mapping[str, ArrayLike], *, utilities: _Utilities | None = None,

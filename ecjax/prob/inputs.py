@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
+from ecjax.costs import StructuredCosts
 from ecjax.prob.draw_plan import PerDraw, as_decision_rule
 
 # One array for all systems, or one per system (a list, or a mapping from system names).
@@ -390,7 +391,8 @@ def check_class_support(class_totals: ArrayLike, priors: ArrayLike | None, *, bo
         raise v.InputError(f"`priors` give weight to a class {where}: its average is undefined")
 
 
-def check_decisions_matter(low: ArrayLike, high: ArrayLike | None = None, name: str = "costs") -> None:
+def check_decisions_matter(low: ArrayLike | StructuredCosts, high: ArrayLike | None = None,
+                           name: str = "costs") -> None:
     """A ``(K, D)`` cost or utility matrix ``low`` (or, with ``high``, every matrix whose entries lie in
     ``[low, high]``) under which some decision matters: in some row (true class) two decisions differ.
 
@@ -400,6 +402,13 @@ def check_decisions_matter(low: ArrayLike, high: ArrayLike | None = None, name: 
     """
     if v.is_tracer(low) or (high is not None and v.is_tracer(high)):
         return
+    if isinstance(low, StructuredCosts):  # rows of one number: correct = wrong (= abstain) in every class
+        fields = [low.correct] + ([] if low.abstain is None else [low.abstain])
+        if all(np.array_equal(np.asarray(x), np.asarray(low.wrong)) for x in fields):
+            raise v.InputError(f"`{name}`: every decision has the same value for each true class (correct = wrong"
+                               f"{' = abstain' if low.abstain is not None else ''}), so every system has the same "
+                               "expected cost whatever it decides and none can be preferred")
+        return
     lo = np.asarray(low, np.float64)
     hi = lo if high is None else np.asarray(high, np.float64)
     if np.array_equal(lo, hi) and np.all(lo == lo[:, :1]):
@@ -408,6 +417,18 @@ def check_decisions_matter(low: ArrayLike, high: ArrayLike | None = None, name: 
         raise v.InputError(f"{subject}: every decision has the same value for each true class (each row is one "
                            f"number{zeros}), so every system has the same expected cost whatever it decides and none "
                            "can be preferred; give a matrix under which some decision costs more than another")
+
+
+def check_structured_comparison(scores: object, groups: object) -> None:
+    """Structured costs (:class:`ecjax.costs.StructuredCosts`) in :func:`ecjax.prob.compare`: fixed, with given
+    decisions (their merged cells are counted from the decisions), and not with the clustered model (it draws every
+    ``(class, decision)`` cell)."""
+    for field, given in (("scores", scores), ("groups", groups)):
+        if given is not None:
+            problem = (f"structured costs compare given `decisions` (their cells are counted from them, at any K); "
+                       f"`{field}` is not supported with them: give decisions, or a dense (K, D) matrix "
+                       "(`.dense()`) where it fits in memory")
+            raise v.InputError(f"`costs` {problem}", problem=problem)
 
 
 def check_curve_grid(grid: object, curve: str) -> np.ndarray:

@@ -25,7 +25,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from collections.abc import Sequence
 from functools import partial
-from typing import Any, Callable
+from typing import Any, Callable, Literal, overload
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from jax.typing import ArrayLike
 # NumPyro is imported inside the models and the NUTS/Predictive functions: the samplers that `compare` and the
 # command line use do not need it, and importing it (with the scipy it pulls in) costs about 0.45 s per process.
 from ecjax import inputs as v
-from ecjax.costs import utility_from_xy
+from ecjax.costs import StructuredCosts, utility_from_xy
 from ecjax.prob.sampling import rejection_sample
 from ecjax.random_bits import uniform
 
@@ -593,25 +593,48 @@ def from_model(model: Callable[..., Any], *args: Any, site: str | None = None, c
     )
 
 
-def as_utility_prior(utilities: UtilityPrior | Callable[..., Any] | ArrayLike,
-                     name: str = "utilities") -> UtilityPrior | jax.Array:
-    """A :class:`UtilityPrior`, a NumPyro model, or a fixed ``(K, D)`` matrix (returned as an array)."""
+@overload
+def as_utility_prior(utilities: UtilityPrior | Callable[..., Any] | ArrayLike | StructuredCosts,
+                     name: str = "utilities", *, structured: Literal[False] = False) -> UtilityPrior | jax.Array: ...
+@overload
+def as_utility_prior(utilities: UtilityPrior | Callable[..., Any] | ArrayLike | StructuredCosts,
+                     name: str = "utilities", *, structured: bool) -> UtilityPrior | jax.Array | StructuredCosts: ...
+def as_utility_prior(utilities: UtilityPrior | Callable[..., Any] | ArrayLike | StructuredCosts,
+                     name: str = "utilities", *, structured: bool = False) -> UtilityPrior | jax.Array | StructuredCosts:
+    """A :class:`UtilityPrior`, a NumPyro model, or a fixed ``(K, D)`` matrix (returned as an array); with
+    ``structured``, also fixed structured ones (:class:`ecjax.costs.StructuredCosts` of one ``(K,)`` row each,
+    returned as they are; without it they are refused, naming ``.dense()``)."""
     if isinstance(utilities, UtilityPrior):
+        return utilities
+    if structured and isinstance(utilities, StructuredCosts):
+        v.check_shape(utilities.wrong, f"{name}.wrong", "(K,)", why=" (one matrix of structured costs)")
         return utilities
     if callable(utilities):
         return from_model(utilities)
     return v.as_matrix(utilities, name, batched=False)
 
 
-def resolve_utilities(utilities: UtilityPrior | Callable[..., Any] | ArrayLike | None,
-                      costs: UtilityPrior | Callable[..., Any] | ArrayLike | None) -> UtilityPrior | jax.Array:
-    """Exactly one of ``utilities`` and ``costs`` (a matrix or a prior) as a utility matrix or prior.
+@overload
+def resolve_utilities(utilities: UtilityPrior | Callable[..., Any] | ArrayLike | StructuredCosts | None,
+                      costs: UtilityPrior | Callable[..., Any] | ArrayLike | StructuredCosts | None, *,
+                      structured: Literal[False] = False) -> UtilityPrior | jax.Array: ...
+@overload
+def resolve_utilities(utilities: UtilityPrior | Callable[..., Any] | ArrayLike | StructuredCosts | None,
+                      costs: UtilityPrior | Callable[..., Any] | ArrayLike | StructuredCosts | None, *,
+                      structured: bool) -> UtilityPrior | jax.Array | StructuredCosts: ...
+def resolve_utilities(utilities: UtilityPrior | Callable[..., Any] | ArrayLike | StructuredCosts | None,
+                      costs: UtilityPrior | Callable[..., Any] | ArrayLike | StructuredCosts | None, *,
+                      structured: bool = False) -> UtilityPrior | jax.Array | StructuredCosts:
+    """Exactly one of ``utilities`` and ``costs`` (a matrix or a prior; with ``structured``, also structured ones)
+    as a utility matrix or prior.
 
     Costs become utilities by negation (``U = -C``), so every caller ranks by utility yield.
     """
     v.check_exclusive({"utilities": utilities, "costs": costs})
     if utilities is not None:
-        return as_utility_prior(utilities, "utilities")
+        return as_utility_prior(utilities, "utilities", structured=structured)
     assert costs is not None  # exactly one of the two was given
-    prior = as_utility_prior(costs, "costs")
+    prior = as_utility_prior(costs, "costs", structured=structured)
+    if isinstance(prior, StructuredCosts):
+        return prior.map(lambda x: -x + 0.0)
     return prior if isinstance(prior, UtilityPrior) else -prior + 0.0
