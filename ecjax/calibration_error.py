@@ -53,9 +53,8 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
-from ecjax.confusion import weight_totals
 from ecjax.decisions import log_posteriors_kernel
-from ecjax.scores import bin_indices, reliability_bins
+from ecjax.scores import bin_sums, confidence_and_hit, reliability_bins
 from ecjax.scores.inputs import resolved_variant
 
 NORMS = ("l1", "l2", "max")
@@ -69,14 +68,10 @@ _HDI_BISECTION_STEPS = 60
 # ------------------------------------------------------------------ kernels
 
 def confidences_and_hits(labels, log_post, variant):
-    """``(conf, hit)``, each ``(..., C, N)``: ``C = K`` for ``"classwise"``, else 1."""
-    if variant == "top_label":
-        conf = jnp.exp(jnp.max(log_post, axis=-1))
-        hit = (jnp.argmax(log_post, axis=-1) == labels).astype(conf.dtype)
-        return conf[..., None, :], hit[..., None, :]
-    if variant == "binary":
-        conf = jnp.exp(log_post[..., 1])
-        hit = jnp.broadcast_to((labels == 1).astype(conf.dtype), conf.shape)
+    """``(conf, hit)``, each ``(..., C, N)``: ``C = K`` for ``"classwise"``, else 1 (binary or top-label: those of
+    :func:`ecjax.scores.confidence_and_hit`)."""
+    if variant != "classwise":
+        conf, hit = confidence_and_hit(labels, log_post, variant == "top_label")
         return conf[..., None, :], hit[..., None, :]
     conf = jnp.swapaxes(jnp.exp(log_post), -1, -2)  # (..., K, N)
     hit = jnp.broadcast_to(jax.nn.one_hot(labels, log_post.shape[-1], dtype=conf.dtype).T, conf.shape)
@@ -84,26 +79,15 @@ def confidences_and_hits(labels, log_post, variant):
 
 
 def _binned_errors(conf, hit, sample_weight=None, *, num_bins, binning):
-    """``(3,)``: the l1, l2 and max calibration errors of one set of ``(N,)`` confidences and hits.
-
-    With ``sample_weight`` every count is a weight total (a bin whose samples all have weight 0 is empty).
-    """
-    idx, _ = bin_indices(conf, num_bins, binning, weights=sample_weight)
-    if sample_weight is None:
-        n = conf.shape[-1]
-        count = jax.ops.segment_sum(jnp.ones(idx.shape, jnp.int32), idx, num_segments=num_bins)
-        per_sample = hit - conf
-    else:
-        n = jnp.sum(sample_weight)
-        count = weight_totals(idx, sample_weight, num_bins)  # compensated: weight totals past 2^24 stay exact
-        per_sample = sample_weight * (hit - conf)
-    # Summing the per-sample gaps keeps float32 accuracy (see ecjax.scores.ece): the difference of the
-    # two bin sums would lose ~1e-3 of the gap over 10^4 confidences near 1.
-    gap_sum = weight_totals(idx, per_sample, num_bins)
-    filled = count > 0
-    gap = gap_sum / jnp.where(filled, count, 1).astype(conf.dtype)
-    return jnp.stack([jnp.sum(jnp.abs(gap_sum)) / n,
-                      jnp.sqrt(jnp.sum(gap * gap_sum) / n),
+    """``(3,)``: the l1, l2 and max calibration errors of one set of ``(N,)`` confidences and hits, from the bins'
+    :class:`~ecjax.scores.BinSums` (with ``sample_weight`` every count is a weight total: a bin whose samples all
+    have weight 0 is empty)."""
+    sums = bin_sums(conf, hit, sample_weight, num_bins=num_bins, binning=binning)
+    n = conf.shape[-1] if sample_weight is None else jnp.sum(sample_weight)
+    filled = sums.weight > 0
+    gap = sums.gap / jnp.where(filled, sums.weight, 1)
+    return jnp.stack([jnp.sum(jnp.abs(sums.gap)) / n,
+                      jnp.sqrt(jnp.sum(gap * sums.gap) / n),
                       jnp.max(jnp.where(filled, jnp.abs(gap), 0.0))])
 
 

@@ -157,3 +157,36 @@ def test_reliability_bins_recompose_ece(binning):
             if sel.any():
                 assert bins.confidence[m] == pytest.approx(conf[sel].mean(), rel=1e-5)
                 assert bins.frequency[m] == pytest.approx(hit[sel].mean(), rel=1e-6)
+
+
+@pytest.mark.parametrize("compensated", [True, False])
+def test_bin_sums_against_numpy(compensated):
+    # The one kernel behind ece, reliability_bins, the binned calibration errors and the bootstrap's ECE: every
+    # weighted bin sum against a float64 numpy loop over the equal-width bins (m/M, (m+1)/M].
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(3)
+    conf = rng.uniform(size=500)
+    hit = (rng.uniform(size=500) < conf).astype(float)
+    w = rng.gamma(1.0, size=500)
+    got = S.bin_sums(jnp.asarray(conf, jnp.float32), jnp.asarray(hit, jnp.float32), jnp.asarray(w, jnp.float32),
+                     num_bins=7, binning="equal_width", compensated=compensated)
+    idx = np.clip(np.ceil(conf * 7).astype(int) - 1, 0, 6)
+    for name, per_sample in [("weight", w), ("confidence", w * conf), ("hit", w * hit), ("gap", w * (hit - conf)),
+                             ("squared_gap", w * (hit - conf) ** 2)]:
+        np.testing.assert_allclose(np.asarray(getattr(got, name)), np.bincount(idx, per_sample, minlength=7),
+                                   rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_bootstrap_ece_plugin_is_the_public_ece():
+    # The bootstrap's plug-in ECE with weights w is ecjax.ece(..., sample_weight=w), binary and top-label.
+    from ecjax import prob
+
+    rng = np.random.default_rng(4)
+    for k in (2, 4):
+        logits = rng.normal(size=(300, k)) * 2
+        y = rng.integers(0, k, 300)
+        w = rng.gamma(2.0, size=300)
+        lp = logits - np.logaddexp.reduce(logits, axis=1, keepdims=True)
+        got = float(prob.weighted_metric(y, lp, w, "ece_plugin"))
+        assert got == pytest.approx(float(S.ece(y, lp, sample_weight=w)), rel=1e-5)

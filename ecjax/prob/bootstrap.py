@@ -111,7 +111,7 @@ from ecjax.prob.ranking import (
     with_error,
 )
 from ecjax.report import aligned
-from ecjax.scores import bin_indices, brier_kernel, class_weights, cross_entropy_kernel
+from ecjax.scores import bin_sums, brier_kernel, class_weights, confidence_and_hit, cross_entropy_kernel, ece_kernel
 from ecjax.scores.roc import eer_of_rates, sort_scores, sorted_weighted_auc, weighted_rates_at_cuts
 
 # A user metric: jit-able f(labels, log_posteriors, weights) -> scalar, of one system.
@@ -213,41 +213,28 @@ def weighted_eer(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Arra
 
 
 def _ece_bins(labels, log_posteriors, weights):
-    """Per bin of :data:`ECE_NUM_BINS` equal-width bins: the weight ``W_m``, the weighted gap sum ``W_m g_m``, the
-    weighted sum of squared residuals ``sum_{n in B_m} w_n (hit_n - conf_n)^2`` and of confidences ``W_m c_m``.
-
-    For ``K = 2`` the binary form (``conf`` the class-1 posterior, ``hit = [y
-    = 1]``), for ``K > 2`` the top-label form (``conf = max_i s_i``, ``hit``
-    = argmax correct), as :func:`ecjax.scores.ece` with its defaults.  The
-    bins depend on the scores only, so under ``vmap`` over the weights they
-    are found once.
-    """
-    if log_posteriors.shape[-1] == 2:
-        conf = jnp.exp(log_posteriors[..., 1])
-        hit = (labels == 1).astype(conf.dtype)
-    else:
-        conf = jnp.exp(jnp.max(log_posteriors, -1))
-        hit = (jnp.argmax(log_posteriors, -1) == labels).astype(conf.dtype)
-    idx, _ = bin_indices(conf, ECE_NUM_BINS, "equal_width")
-    residual = hit - conf
-    sums = jax.ops.segment_sum(jnp.stack([weights, weights * residual, weights * residual**2, weights * conf], -1),
-                               idx, num_segments=ECE_NUM_BINS)
-    return sums[:, 0], sums[:, 1], sums[:, 2], sums[:, 3]
+    """The :class:`~ecjax.scores.BinSums` of :data:`ECE_NUM_BINS` equal-width bins, as :func:`ecjax.scores.ece`
+    with its defaults bins them: binary for ``K = 2`` (``conf`` the class-1 posterior, ``hit = [y = 1]``),
+    top-label for ``K > 2`` (``conf = max_i s_i``, ``hit`` = argmax correct).  The public kernel
+    :func:`ecjax.scores.bin_sums` (one scatter per bin, not compensated sums: see there); the bins depend on the
+    scores only, so under ``vmap`` over the weights they are found once."""
+    conf, hit = confidence_and_hit(labels, log_posteriors, log_posteriors.shape[-1] > 2)
+    return bin_sums(conf, hit, weights, num_bins=ECE_NUM_BINS, binning="equal_width", compensated=False)
 
 
 def weighted_ece_plugin(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array) -> jax.Array:
     """Kernel: the plug-in ECE ``sum_m |sum_{n in B_m} w_n (hit_n - conf_n)| / sum_n w_n``.
 
-    Ferrer (2022b) eqs. 62-63 with :data:`ECE_NUM_BINS` equal-width bins
-    (:func:`_ece_bins`), as :func:`ecjax.scores.ece` with its defaults.  A
+    Ferrer (2022b) eqs. 62-63 with :data:`ECE_NUM_BINS` equal-width bins:
+    the public kernel :func:`ecjax.scores.ece_kernel` of :func:`ecjax.scores.ece` with its defaults.  A
     biased estimator of the population ECE: ``E|mean gap| > |E gap|``, by
     about ``sqrt(2 / pi) sigma_m`` in a bin whose true gap is within its
     standard error ``sigma_m`` of 0, so its bootstrap posterior sits above
     the population value (0 % coverage of it at ``N = 200`` in the README's
     table).  :func:`weighted_ece` corrects it.
     """
-    mass, gap, _, _ = _ece_bins(labels, log_posteriors, weights)
-    return jnp.sum(jnp.abs(gap)) / jnp.sum(mass)
+    return ece_kernel(labels, log_posteriors, weights, num_bins=ECE_NUM_BINS, binning="equal_width",
+                      top_label=log_posteriors.shape[-1] > 2, compensated=False)
 
 
 def _mean_abs_normal(mean, sd):
@@ -293,7 +280,8 @@ def weighted_ece(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Arra
     sum when ``None``: frequency weights); the bootstrap passes ``N`` with
     weights that sum to 1.
     """
-    mass, gap_sum, square_sum, conf_sum = _ece_bins(labels, log_posteriors, weights)
+    bins = _ece_bins(labels, log_posteriors, weights)
+    mass, gap_sum, square_sum, conf_sum = bins.weight, bins.gap, bins.squared_gap, bins.confidence
     total = jnp.sum(mass)
     filled = mass > 0
     safe_mass = jnp.where(filled, mass, 1.0)

@@ -183,34 +183,74 @@ def equal_mass_upper_edges(reference: jax.Array, num_bins: int, weights: jax.Arr
     return upper.at[-1].set(jnp.inf)
 
 
-@partial(jax.jit, static_argnames=("num_bins", "binning", "top_label"))
-def _bin_sums(labels, log_post, sample_weight=None, *, num_bins, binning, top_label):
-    """Per bin: samples, sum of confidences, sum of hits, sum of (hit - confidence) (eqs. 62-63).
+class BinSums(NamedTuple):
+    """Per-bin sums over the samples ``n`` of bin ``B_m``, each ``(..., M)``, with frequency weights ``u_n`` (1 without).
 
-    The ECE uses the last: in float32, summing the differences keeps ~1e-7 accuracy, while
-    subtracting the two sums over 10^4 confidences near 1 loses ~1e-3 of the gap.
+    Every binned calibration measure is a function of these: the ECE is ``sum_m |gap_m| / sum_m weight_m``, the
+    reliability diagram plots ``confidence_m / weight_m`` against ``hit_m / weight_m``.
     """
+
+    weight: jax.Array  # sum u_n: |B_m| (a float count), or the bin's weight total
+    confidence: jax.Array  # sum u_n conf_n
+    gap: jax.Array  # sum u_n (hit_n - conf_n)
+    squared_gap: jax.Array  # sum u_n (hit_n - conf_n)^2
+
+    @property
+    def hit(self) -> jax.Array:
+        """``sum u_n hit_n``, as ``confidence + gap`` (one sum fewer in every draw of the bootstrap)."""
+        return self.confidence + self.gap
+
+
+def confidence_and_hit(labels: jax.Array, log_post: jax.Array, top_label: bool) -> tuple[jax.Array, jax.Array]:
+    """Kernel: ``(conf, hit)``, each ``(..., N)``, of eqs. 62-63: the class-1 posterior and ``[y = 1]`` (binary), or
+    the top-label confidence ``max_i P(i|x)`` and whether the argmax decision is right (``top_label``)."""
     if top_label:
         conf = jnp.exp(jnp.max(log_post, -1))
-        hit = (jnp.argmax(log_post, -1) == labels).astype(conf.dtype)
-    else:
-        conf = jnp.exp(log_post[..., 1])
-        hit = (labels == 1).astype(conf.dtype)
+        return conf, (jnp.argmax(log_post, -1) == labels).astype(conf.dtype)
+    conf = jnp.exp(log_post[..., 1])
+    return conf, jnp.broadcast_to((labels == 1).astype(conf.dtype), conf.shape)
+
+
+def bin_sums(conf: jax.Array, hit: jax.Array, sample_weight: jax.Array | None = None, *, num_bins: int,
+             binning: str, compensated: bool = True) -> BinSums:
+    """Kernel: the :class:`BinSums` of ``(N,)`` confidences and hits in the bins of :func:`bin_indices`.
+
+    One kernel for every binned measure: :func:`ece`, :func:`reliability_bins`, the binned calibration errors of
+    :mod:`ecjax.calibration_error` and the bootstrap's ECE (:mod:`ecjax.prob.bootstrap`, under ``vmap`` over
+    weight vectors; equal-width bins depend on the confidences only, so they are found once).  In float32,
+    summing the per-sample differences ``hit - conf`` keeps ~1e-7 accuracy, while subtracting the two sums over
+    10^4 confidences near 1 loses ~1e-3 of the gap; compensated chunk sums
+    (:func:`ecjax.confusion.weight_totals`) keep weight totals past 2^24 exact, as counts are.
+    ``compensated=False`` sums each bin in one scatter instead (``jax.ops.segment_sum``): the bootstrap's choice,
+    for weights that sum to 1 over its draws, where the chunked sums cost 2.5-3.5x the time
+    (1000 draws at N = 10^4 / 10^5: 1.45 s / 8.95 s against 0.6 s / 3.9 s).
+    """
     idx, _ = bin_indices(conf, num_bins, binning, weights=sample_weight)
-    stats = jnp.stack([jnp.ones_like(conf), conf, hit, hit - conf], -1)
+    residual = hit - conf
+    stats = jnp.stack([jnp.ones_like(conf), conf, residual, residual * residual])
     if sample_weight is not None:
-        stats = stats * sample_weight[:, None]  # |B_m| becomes the bin's weight total
-    # Compensated chunk sums (ecjax.confusion.weight_totals): weight totals past 2^24 stay exact, as the counts do.
-    sums = weight_totals(idx, stats.T, num_bins)
-    return sums[0], sums[1], sums[2], sums[3]
+        stats = stats * sample_weight  # |B_m| becomes the bin's weight total
+    if compensated:
+        return BinSums(*weight_totals(idx, stats, num_bins))
+    return BinSums(*jnp.moveaxis(jax.ops.segment_sum(jnp.moveaxis(stats, 0, -1), idx, num_segments=num_bins), -1, 0))
 
 
-@partial(jax.jit, static_argnames=("num_bins", "binning", "top_label"))
-def _ece_kernel(labels, log_post, sample_weight=None, *, num_bins, binning, top_label):
-    *_, gap_sum = _bin_sums(labels, log_post, sample_weight, num_bins=num_bins, binning=binning,
-                            top_label=top_label)
+@partial(jax.jit, static_argnames=("num_bins", "binning", "top_label", "compensated"))
+def _bin_sums(labels, log_post, sample_weight=None, *, num_bins, binning, top_label, compensated=True):
+    """:class:`BinSums` of eqs. 62-63 (binary or top-label) of one system."""
+    conf, hit = confidence_and_hit(labels, log_post, top_label)
+    return bin_sums(conf, hit, sample_weight, num_bins=num_bins, binning=binning, compensated=compensated)
+
+
+@partial(jax.jit, static_argnames=("num_bins", "binning", "top_label", "compensated"))
+def ece_kernel(labels: jax.Array, log_post: jax.Array, sample_weight: jax.Array | None = None, *, num_bins: int,
+               binning: str, top_label: bool, compensated: bool = True) -> jax.Array:
+    """Kernel of :func:`ece`: ``sum_m |sum_{n in B_m} u_n (hit_n - conf_n)| / sum_n u_n`` (no validation; the
+    bins' sums as :func:`bin_sums`, ``compensated`` as there)."""
+    sums = _bin_sums(labels, log_post, sample_weight, num_bins=num_bins, binning=binning, top_label=top_label,
+                     compensated=compensated)
     total = labels.shape[0] if sample_weight is None else jnp.sum(sample_weight)
-    return jnp.sum(jnp.abs(gap_sum)) / total
+    return jnp.sum(jnp.abs(sums.gap)) / total
 
 
 def _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type, sample_weight=None):
@@ -260,7 +300,7 @@ def ece(labels: ArrayLike, scores: ArrayLike, *, num_bins: int = 15, binning: st
     sample_weight = validated_sample_weight(labels, sample_weight)
     y, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type,
                                                    sample_weight)
-    out = _ece_kernel(y, log_post, sample_weight, num_bins=num_bins, binning=binning, top_label=top_label)
+    out = ece_kernel(y, log_post, sample_weight, num_bins=num_bins, binning=binning, top_label=top_label)
     if v.any_traced(y, log_post, sample_weight):
         return v.nan_where_invalid(out, scores_ok(y, log_post) & weights_ok(sample_weight))
     return out
@@ -286,7 +326,7 @@ def reliability_bins(labels: ArrayLike, scores: ArrayLike, *, num_bins: int = 15
     sample_weight = validated_sample_weight(labels, sample_weight)
     labels, log_post, top_label, num_bins = _ece_inputs(labels, scores, num_bins, binning, variant, priors,
                                                         score_type, sample_weight)
-    n, conf_sum, hit_sum, _ = (np.asarray(a, np.float64) for a in _bin_sums(
-        labels, log_post, sample_weight, num_bins=num_bins, binning=binning, top_label=top_label))
+    sums = _bin_sums(labels, log_post, sample_weight, num_bins=num_bins, binning=binning, top_label=top_label)
+    n, conf_sum, hit_sum = (np.asarray(a, np.float64) for a in (sums.weight, sums.confidence, sums.hit))
     with np.errstate(invalid="ignore", divide="ignore"):
         return ReliabilityBins(conf_sum / n, hit_sum / n, n.astype(np.int64) if sample_weight is None else n)
