@@ -170,6 +170,20 @@ def folded_uniform_pair(key: jax.Array, folds: jax.Array, lanes: jax.Array,
     return _to_unit_float(y0), _to_unit_float(y1)
 
 
+def uniform_and_index(key: jax.Array, shape: Sequence[int], num_values: int) -> tuple[jax.Array, jax.Array]:
+    """A float32 uniform ``[0, 1)`` array and an independent int32 array on ``{0, ..., num_values - 1}`` of ``shape``.
+
+    The two words of one hash per element: the first as :func:`uniform_pair`'s, the second ``mod num_values``
+    (each value's probability within ``num_values 2^-32`` of ``1 / num_values``).  A threefry key only.
+    """
+    n = int(np.prod(shape))
+    words = _key_words(key)
+    assert words is not None, "uniform_and_index needs a threefry key"
+    i = jnp.arange(n, dtype=jnp.uint32)
+    y0, y1 = threefry2x32(*words, i, i + np.uint32(n))
+    return _to_unit_float(y0).reshape(shape), (y1 % np.uint32(num_values)).astype(jnp.int32).reshape(shape)
+
+
 def uniform(key: jax.Array, shape: Sequence[int], dtype: DTypeLike = jnp.float32) -> jax.Array:
     """Uniform ``[0, 1)`` draws of ``shape``; other key types and dtypes fall back to ``jax.random.uniform``."""
     n = int(np.prod(shape))

@@ -195,12 +195,31 @@ def resolve_concentration(concentration: float | None, num_classes: int, num_dec
     return check_concentration(concentration)
 
 
+def stick_atoms(mass: float) -> int:
+    """``T``: the sticks of ``DP(A)`` (``A = mass``) cut after ``T`` atoms, the smallest count for which the expected
+    mass left after the first ``T - 1``, ``(A / (1 + A))**(T-1)``, is below ``1e-12`` (the last atom takes it)."""
+    ratio = mass / (1.0 + mass)
+    return 1 + max(1, math.ceil(math.log(_STICK_TOLERANCE) / math.log(ratio)))
+
+
+def stick_weights(units: jax.Array, mass: float) -> jax.Array:
+    """``(..., T)`` stick-breaking weights of ``DP(A)`` (Sethuraman 1994), ``A = mass``, from ``(..., T - 1)`` uniforms.
+
+    ``pi_t = V_t prod_{s<t} (1 - V_s)``, ``V_t ~ Beta(1, A)``, drawn as
+    ``1 - V_t = U^(1/A)`` in the log domain; the last atom takes the mass
+    left, so the weights sum to 1 exactly (up to rounding).
+    """
+    shape, dtype = units.shape[:-1], units.dtype
+    log_keep = jnp.log(units) / mass
+    left = jnp.exp(jnp.concatenate([jnp.zeros(shape + (1,), dtype), jnp.cumsum(log_keep, -1)], -1))  # mass before t
+    return jnp.concatenate([left[..., :-1] * -jnp.expm1(log_keep), left[..., -1:]], -1)
+
+
 def _prior_plan(concentration, num_classes, num_decisions, num_systems) -> _PriorPlan:
     mass = concentration * num_classes * num_decisions  # A = a K D = a_J L
     if mass == 0:
         return _PriorPlan("none")
-    ratio = mass / (1.0 + mass)
-    atoms = 1 + max(1, math.ceil(math.log(_STICK_TOLERANCE) / math.log(ratio)))
+    atoms = stick_atoms(mass)
     cells = num_classes * num_decisions ** num_systems  # a Python int: no overflow
     sticks = atoms * (num_systems + 2)  # per draw: T weights and T (M + 1) cell coordinates
     if min(cells, sticks) > _MAX_PRIOR_ELEMENTS:
@@ -233,11 +252,7 @@ def _prior_marginals(key, mass, gammas, *, plan, num_systems, num_classes, num_d
         return _dense_marginals(gammas, m, k, d)
     num_draws, t = gammas.shape[0], plan.atoms
     key_sticks, key_class, key_dec = jax.random.split(key, 3)
-    # 1 - V_t = U^(1/A) for V_t ~ Beta(1, A); the mass left before atom t is prod_{s<t} (1 - V_s).
-    log_keep = jnp.log(uniform(key_sticks, (num_draws, t - 1))).astype(gammas.dtype) / mass
-    left = jnp.exp(jnp.concatenate([jnp.zeros_like(gammas), jnp.cumsum(log_keep, -1)], -1))  # (B, T)
-    pi = jnp.concatenate([left[:, :-1] * -jnp.expm1(log_keep), left[:, -1:]], -1)  # the last atom takes the rest
-    weight = gammas * pi  # (B, T)
+    weight = gammas * stick_weights(uniform(key_sticks, (num_draws, t - 1)).astype(gammas.dtype), mass)  # (B, T)
     cls = jax.random.randint(key_class, (num_draws, t), 0, k)
     dec = jax.random.randint(key_dec, (num_draws, t, m), 0, d)
     rows = jnp.arange(num_draws)[:, None]

@@ -54,11 +54,18 @@ def _as_utilities(value, site):
 _UTILITIES = "_utilities"
 
 
-def _with_utilities(draw_sites, site, key):
-    """The draws of ``draw_sites(key)`` (a dict of sites) plus :data:`_UTILITIES`, in one compiled program."""
+def _with_utilities(draw_sites, site, keep, key):
+    """The sites ``keep`` of ``draw_sites(key)`` (a dict of sites) plus :data:`_UTILITIES`, in one compiled program.
+
+    Only what is read comes out: an unconstrained prior keeps no site, so
+    the program writes one ``(S, K, D)`` array, not three (the sites, the
+    unit draws, the utilities: at ``1000 x 1000`` that was a third of a
+    draw's time).
+    """
     draws = dict(draw_sites(key))
-    draws[_UTILITIES] = _as_utilities(jnp.asarray(draws[site], dtype=jnp.result_type(float)), site)
-    return draws
+    out = {name: draws[name] for name in keep}
+    out[_UTILITIES] = _as_utilities(jnp.asarray(draws[site], dtype=jnp.result_type(float)), site)
+    return out
 
 
 def correct_dominates(utilities: jax.Array) -> jax.Array:
@@ -259,7 +266,17 @@ class UtilityPrior:
 
     def _sampler(self, num_draws):
         # Shared between priors built with the same model and arguments (`cost_ratio(1, 5)` called twice, a
-        # command run again in the same process), so the second one compiles nothing.
+        # command run again in the same process), so the second one compiles nothing.  Found once per prior and
+        # size: the shared key hashes the bound arrays (two 1000 x 1000 bounds: about 0.1 s a lookup, once per
+        # block of draws before).
+        found = self._cache.get(("sampler", num_draws))
+        if found is not None:
+            return found
+        found = self._shared_sampler(num_draws)
+        self._cache[("sampler", num_draws)] = found
+        return found
+
+    def _shared_sampler(self, num_draws):
         model_key = _model_key(self.model)
         forward_key = None if self.forward is None else _model_key(self.forward)
         known = model_key is not None and (self.forward is None or forward_key is not None)
@@ -274,7 +291,8 @@ class UtilityPrior:
 
                 sites = [self.site, *self.constraint_sites]
                 draw_sites = Predictive(self.model, num_samples=num_draws, parallel=True, return_sites=sites)
-            fn = jax.jit(partial(_with_utilities, draw_sites, self.site))
+            keep = () if self.constraint is None else tuple(dict.fromkeys((self.site, *self.constraint_sites)))
+            fn = jax.jit(partial(_with_utilities, draw_sites, self.site, keep))
             cache[key] = fn
             while len(_SAMPLERS) > _MAX_SHARED_SAMPLERS:
                 _SAMPLERS.popitem(last=False)

@@ -1,0 +1,256 @@
+"""Draws over the occupied cells only (ecjax.prob.occupied_cells): the evaluation of eq. (1) against a dense scatter of
+the same draw, the sticks against their closed form, and compare's answers against every-cell draws and an
+independent numpy sampler, within their Monte Carlo errors."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+import jax
+import jax.numpy as jnp
+
+from ecjax import prob
+from ecjax.confusion import joint_outcome_table
+from ecjax.prob import occupied_cells as oc
+from ecjax.prob.paired import stick_atoms, stick_weights
+
+compare_module = importlib.import_module("ecjax.prob.compare")
+
+
+# ------------------------------------------------------------------ sticks
+
+def test_stick_weights_match_the_closed_form_of_the_dirichlet_process():
+    # pi_1 = V_1 ~ Beta(1, A): mean 1 / (1 + A); the last of T weights is prod_{s<T} (1 - V_s), of mean
+    # (A / (1 + A))^(T-1); all sum to 1.
+    a, t, n = 0.5, 3, 200_000
+    pi = np.asarray(stick_weights(jax.random.uniform(jax.random.key(0), (n, t - 1)), a), np.float64)
+    np.testing.assert_allclose(pi.sum(-1), 1.0, atol=1e-6)
+    se = pi.std(0) / np.sqrt(n)
+    assert abs(pi[:, 0].mean() - 1 / (1 + a)) < 5 * se[0]
+    assert abs(pi[:, -1].mean() - (a / (1 + a)) ** (t - 1)) < 5 * se[-1]
+
+
+@pytest.mark.parametrize("mass", [2e-3, 0.02, 0.2, 2.0])
+def test_stick_atoms_leave_an_expected_mass_below_1e_minus_12(mass):
+    # The truncation bound of the module docstring: E[mass left to the last atom] = (A / (1 + A))^(T-1) <= 1e-12,
+    # and T is the smallest such count.
+    t = stick_atoms(mass)
+    ratio = mass / (1 + mass)
+    assert ratio ** (t - 1) <= 1e-12
+    assert t == 2 or ratio ** (t - 2) > 1e-12
+
+
+# ---------------------------------------------- eq. (1) against a dense draw
+
+def _dense_unpaired(draw, table):
+    """The draw's ``(B, M, K, D)`` rates, built cell by cell in numpy (data parts, then the atoms)."""
+    lay = table.layout
+    b, m, k, d = draw.prior.shape[0], lay.num_systems, lay.num_classes, lay.num_decisions
+    w = np.zeros((b, m * k, k * d))
+    flat, rows = np.asarray(table.flat[:, 0]), np.asarray(table.rows)
+    for h, (a, e) in zip(draw.h, oc.cell_groups(lay, flat.shape[0])):
+        for c in range(a, e):
+            w[:, rows[c], flat[c]] += np.asarray(h, np.float64)[:, c - a]
+    data_total = w.sum(-1)
+    prior, pi, atoms = (np.asarray(x, np.float64) for x in (draw.prior, draw.pi, draw.atom_flat[..., 0]))
+    split = np.zeros_like(w)
+    for r in range(m * k):
+        for t in range(lay.atoms):
+            np.add.at(split[:, r], (np.arange(b), atoms[:, r, t].astype(int)), pi[:, r, t])
+    w = w + prior[..., None] * split
+    total = w.sum(-1, keepdims=True)
+    rates = np.where(total > 0, w / np.where(total > 0, total, 1), split)  # no weight at all: the split
+    assert np.any(data_total == 0)  # the class without samples
+    return rates.reshape(b, m, k, k, d)[:, :, np.arange(k), np.arange(k), :]  # row (m, i): class i's decisions
+
+
+def _numpy_outputs(rates_or_joint, u, p):
+    """Yield, EC, NEC from ``(B, M, K, D)`` rates, ``(B, K, D)`` utilities and ``(B, K)`` priors (float64)."""
+    y = np.einsum("bk,bmkd,bkd->bm", p, rates_or_joint, u)
+    costs = u.max(-1, keepdims=True) - u  # the row-normalized costs of -U
+    ec_n = np.einsum("bk,bmkd,bkd->bm", p, rates_or_joint, costs)
+    naive = np.einsum("bk,bkd->bd", p, costs).min(-1)
+    return y, -y, ec_n / naive[:, None]
+
+
+def _random_counts(rng, m, k, d, per_class):
+    counts = np.zeros((m, k, d))
+    for s in range(m):
+        for i in range(k):
+            dec = np.where(rng.random(per_class) < 0.6, i, rng.integers(0, d, per_class))
+            np.add.at(counts[s, i], dec, 1)
+    counts[1, 2] = 0  # a class without samples: its rates are the prior field's split
+    return counts
+
+
+def test_unpaired_evaluation_equals_the_dense_rates_of_the_same_draw():
+    rng = np.random.default_rng(1)
+    m, k, d, b = 2, 5, 6, 64
+    counts = _random_counts(rng, m, k, d, 7)
+    table = oc.unpaired_cells(counts, 2 / (k * d))
+    draw = oc.cell_draw(jax.random.key(3), table.shapes, table.counts, layout=table.layout, num_draws=b)
+    u = rng.uniform(-3, 0, (b, k, d)).astype(np.float32)
+    p = rng.dirichlet(np.ones(k), b).astype(np.float32)
+    y, ec, nec = (np.asarray(x, np.float64) for x in oc.evaluate(draw, table, jnp.asarray(u), jnp.asarray(p)))
+    rates = _dense_unpaired(draw, table)
+    np.testing.assert_allclose(rates.sum(-1), 1.0, atol=1e-6)
+    want = _numpy_outputs(rates, u.astype(np.float64), p.astype(np.float64))
+    for got, ref in zip((y, ec, nec), want):
+        np.testing.assert_allclose(got, ref, rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("deployment", [False, True])
+def test_joint_evaluation_equals_the_dense_marginals_of_the_same_draw(deployment):
+    rng = np.random.default_rng(2)
+    m, k, d, n, b = 2, 4, 5, 40, 64
+    labels = rng.integers(0, k, n)
+    decisions = np.where(rng.random((m, n)) < 0.7, labels, rng.integers(0, d, (m, n)))
+    jt = joint_outcome_table(labels, decisions, num_classes=k, num_decisions=d)
+    table = oc.joint_cells(np.asarray(jt.cells), np.asarray(jt.counts), num_classes=k, num_decisions=d,
+                           alpha=2 / (k * d))
+    draw = oc.cell_draw(jax.random.key(4), table.shapes, table.counts, layout=table.layout, num_draws=b)
+    # Dense marginals W (B, M, K, D): each occupied cell and each atom adds its weight at (class, d_m) of system m.
+    w = np.zeros((b, m, k * d))
+    flat = np.asarray(table.flat)
+    for h, (a, e) in zip(draw.h, oc.cell_groups(table.layout, flat.shape[0])):
+        for c in range(a, e):
+            w[:, np.arange(m), flat[c]] += np.asarray(h, np.float64)[:, c - a, None]
+    weight = (np.asarray(draw.prior, np.float64)[..., None] * np.asarray(draw.pi, np.float64)).reshape(b, -1)
+    atoms = np.asarray(draw.atom_flat).reshape(b, -1, m)
+    for j in range(m):
+        for t in range(atoms.shape[1]):
+            w[np.arange(b), j, atoms[:, t, j]] += weight[:, t]
+    w = w.reshape(b, m, k, d)
+    u = rng.uniform(-3, 0, (b, k, d)).astype(np.float32)
+    class_mass = w[:, 0].sum(-1)
+    rates = w / w.sum(-1, keepdims=True)
+    if deployment:
+        p = np.broadcast_to(rng.dirichlet(np.ones(k)), (b, k)).astype(np.float32)
+        got = oc.evaluate(draw, table, jnp.asarray(u), jnp.asarray(p))
+        p64 = p.astype(np.float64)
+    else:
+        got = oc.evaluate(draw, table, jnp.asarray(u), None)
+        p64 = class_mass / class_mass.sum(-1, keepdims=True)  # the draw's own class frequencies
+    want = _numpy_outputs(rates, u.astype(np.float64), p64)
+    for g, ref in zip(got, want):
+        np.testing.assert_allclose(np.asarray(g, np.float64), ref, rtol=2e-5, atol=2e-6)
+
+
+# ------------------------------------------------- compare, end to end
+
+def _systems(k, n, paired, seed=0):
+    rng = np.random.default_rng(seed)
+    accuracies = (0.72, 0.78, 0.70)
+    y = rng.integers(0, k, n)
+    labels = [y if paired else rng.permutation(y) for _ in accuracies]
+    decisions = np.stack([np.where(rng.random(n) < a, lab, rng.integers(0, k, n))
+                          for a, lab in zip(accuracies, labels)])
+    return labels, decisions
+
+
+def _error_costs(k):
+    return (0.5 * (1 - np.eye(k)), 3.0 * (1 - np.eye(k)))
+
+
+def _run(monkeypatch, mode, systems, costs, draws, seed, **kwargs):
+    monkeypatch.setattr(compare_module, "_OCCUPIED_CELLS", mode)
+    return prob.compare(systems, costs=costs, key=jax.random.key(seed),
+                        settings=prob.MonteCarloSettings(num_draws=draws), **kwargs)
+
+
+def _assert_same_posterior(a, b, draws):
+    """P(best), mean yields and HDI ends of two independent runs within their Monte Carlo errors (5 sigma)."""
+    ya, yb = np.asarray(a.yields, np.float64), np.asarray(b.yields, np.float64)
+    sd = ya.std(0)
+    p = (np.asarray(a.p_best) + np.asarray(b.p_best)) / 2
+    np.testing.assert_array_less(np.abs(np.asarray(a.p_best) - np.asarray(b.p_best)),
+                                 5 * np.sqrt(2 * p * (1 - p) / draws) + 1e-9)
+    np.testing.assert_array_less(np.abs(ya.mean(0) - yb.mean(0)), 5 * sd * np.sqrt(2 / draws))
+    # An HDI end's standard error is about 0.035 sd at 4000 draws (a 90 % interval of a near-normal posterior).
+    assert np.all(np.abs(np.asarray(a.hdi) - np.asarray(b.hdi)) < 0.3 * sd[:, None])
+    na, nb = np.asarray(a.normalized_expected_costs), np.asarray(b.normalized_expected_costs)
+    np.testing.assert_array_less(np.abs(na.mean(0) - nb.mean(0)), 5 * na.std(0) * np.sqrt(2 / draws))
+
+
+def _assert_same_doubt(a, b, names, draws):
+    """The doubt components of two independent runs within 5 binomial standard errors."""
+    for name in names:
+        va, vb = a.doubt.values[name], b.doubt.values[name]
+        q = (va + vb) / 2
+        assert abs(va - vb) <= 5 * np.sqrt(2 * q * (1 - q) / draws) + 1e-9, name
+
+
+@pytest.mark.parametrize("paired", [False, True])
+def test_compare_over_occupied_cells_equals_every_cell_draws(monkeypatch, paired):
+    k, n, draws = 12, 240, 4000
+    labels, decisions = _systems(k, n, paired)
+    systems = prob.Systems(labels[0] if paired else labels, decisions, paired=paired)
+    costs = prob.intervals(*_error_costs(k), kind="cost")
+    cells = _run(monkeypatch, "always", systems, costs, draws, 0, rope=0.01)
+    full = _run(monkeypatch, "never", systems, costs, draws, 1, rope=0.01)
+    assert "occupied_cells" in cells.info and "occupied_cells" not in full.info
+    np.testing.assert_allclose(cells.expected_yield, full.expected_yield, rtol=1e-12)  # both the closed form
+    _assert_same_posterior(cells, full, draws)
+    _assert_same_doubt(cells, full, ("all", "costs_only", "rates_only"), draws)
+
+
+def test_compare_over_occupied_cells_with_uncertain_deployment_priors(monkeypatch):
+    # Deployment priors drawn (the priors_only component) and the paired model's per-class normalization.
+    k, n, draws = 10, 300, 4000
+    labels, decisions = _systems(k, n, True, seed=3)
+    systems = prob.Systems(labels[0], decisions, paired=True)
+    costs = prob.intervals(*_error_costs(k), kind="cost")
+    priors = prob.dirichlet_priors(np.full(k, 20.0))
+    cells = _run(monkeypatch, "always", systems, costs, draws, 0, priors=priors)
+    full = _run(monkeypatch, "never", systems, costs, draws, 1, priors=priors)
+    assert "occupied_cells" in cells.info
+    _assert_same_posterior(cells, full, draws)
+    _assert_same_doubt(cells, full, ("all", "costs_only", "priors_only", "rates_only"), draws)
+
+
+def test_compare_over_occupied_cells_matches_an_independent_numpy_sampler(monkeypatch):
+    # 50 classes, 20 samples each: the automatic choice draws the occupied cells.  numpy draws the same model
+    # cell by cell: U uniform per entry, the test set's class frequencies Dirichlet(mean class counts + 2 / K),
+    # each row Dirichlet(n + 2 / (K D)) over all D decisions.
+    k, n, draws = 50, 1000, 4000
+    labels, decisions = _systems(k, n, False, seed=5)
+    low, high = _error_costs(k)
+    result = _run(monkeypatch, "auto", prob.Systems(labels, decisions, paired=False),
+                  prob.intervals(low, high, kind="cost"), draws, 0)
+    assert "occupied_cells" in result.info
+    rng = np.random.default_rng(0)
+    counts = np.zeros((3, k, k))
+    for m in range(3):
+        np.add.at(counts[m], (labels[m], decisions[m]), 1)
+    alpha = 2 / (k * k)
+    u = -(low + (high - low) * rng.random((draws, k, k)))
+    p = rng.dirichlet(counts.sum(-1).mean(0) + 2 / k, draws)
+    y = np.zeros((draws, 3))
+    for m in range(3):
+        for i in range(k):
+            r = rng.dirichlet(counts[m, i] + alpha, draws)  # (S, D)
+            y[:, m] += p[:, i] * np.einsum("sd,sd->s", r, u[:, i])
+
+    class Reference:
+        yields = y
+        p_best = np.bincount(y.argmax(1), minlength=3) / draws
+        hdi = np.stack([_hdi(y[:, m], 0.9) for m in range(3)])
+        normalized_expected_costs = _numpy_nec(y, u, p)
+
+    _assert_same_posterior(result, Reference, draws)
+
+
+def _hdi(x, mass):
+    s = np.sort(x)
+    width = int(np.floor(mass * len(s)))
+    lo = np.argmin(s[width:] - s[:len(s) - width])
+    return np.array([s[lo], s[lo + width]])
+
+
+def _numpy_nec(y, u, p):
+    costs = u.max(-1, keepdims=True) - u
+    ec_n = np.einsum("sk,sk->s", p, u.max(-1))[:, None] - y
+    return ec_n / np.einsum("sk,skd->sd", p, costs).min(-1)[:, None]
