@@ -13,6 +13,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
@@ -165,6 +166,26 @@ def bayes_decisions(scores: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | 
 @partial(jax.jit, static_argnames=("score_type", "precision"))
 def _bayes_decisions_jit(scores, log_p, costs, score_type, precision):
     return bayes_decisions_kernel(log_posteriors_kernel(scores, log_p, score_type), costs, precision)
+
+
+def binary_bayes_threshold(costs: ArrayLike, priors: ArrayLike, *, score_type: str = "log_posteriors",
+                           training_priors: ArrayLike | None = None) -> float:
+    """The Bayes threshold on the class-1 log-odds of binary scores: deciding class 1 iff they exceed it.
+
+    Deciding 1 costs less iff ``P1 (c10 - c11) > P0 (c01 - c00)``, that is iff the posterior log-odds exceed
+    ``log((c01 - c00) / (c10 - c11))``.  For LLRs the prior log-odds ``log(P1 / P0)`` move it (Ferrer 2025,
+    eq. 20); for posteriors re-weighted from ``training_priors`` ``t`` to ``priors`` the move is that of the prior
+    log-odds less the training log-odds ``log(t1 / t0)``; posteriors used as given are not moved.  Host float64.
+    """
+    c = np.asarray(costs, np.float64)
+    p = np.asarray(priors, np.float64)
+    threshold = np.log((c[0, 1] - c[0, 0]) / (c[1, 0] - c[1, 1]))
+    if score_type == "llr":
+        threshold -= np.log(p[1] / p[0])
+    elif training_priors is not None:
+        t = np.asarray(training_priors, np.float64)
+        threshold -= np.log(p[1] / p[0]) - np.log(t[1] / t[0])
+    return float(threshold)
 
 
 def naive_expected_cost(costs: ArrayLike | StructuredCosts, priors: ArrayLike) -> jax.Array:

@@ -353,3 +353,26 @@ def test_the_result_base_check_can_fail():
         p_best: np.ndarray
 
     assert ranked_results_outside_the_family([NewRanking]) == ["test_the_result_base_check_can_fail.<locals>.NewRanking"]
+
+
+# ------------------------------------------------------------------ the command line: thin commands
+
+CLI = ROOT / "cli"
+MAX_CLI_MODULE_LINES = 300  # issue 32.2: one module per command that only orchestrates
+
+
+def long_cli_modules(folder, limit=MAX_CLI_MODULE_LINES):
+    """``{module file: lines}`` of the modules of the command-line package ``folder`` longer than ``limit``."""
+    return {p.name: n for p in sorted(Path(folder).glob("*.py")) if (n := len(p.read_text().splitlines())) > limit}
+
+
+def test_the_command_line_is_a_package_of_thin_modules():
+    assert CLI.is_dir() and not (ROOT / "cli.py").exists()
+    assert long_cli_modules(CLI) == {}
+
+
+def test_the_command_line_check_can_fail(tmp_path):
+    # The rule above must be able to fail, on a module one line too long.
+    (tmp_path / "long.py").write_text("x = 1\n" * (MAX_CLI_MODULE_LINES + 1))
+    (tmp_path / "short.py").write_text("x = 1\n" * MAX_CLI_MODULE_LINES)
+    assert long_cli_modules(tmp_path) == {"long.py": MAX_CLI_MODULE_LINES + 1}

@@ -454,6 +454,11 @@ _MET = ["metrics", "--labels", "missing.npy", "--decisions", "missing.npy"]
      "--rate-draws: needs --decision-rule per_draw"),
     (["compare", "--labels", "missing.npy", "--scores", "missing.npy", "--costs", "c.toml", "--sample-costs", "m.npz",
       "--deployment-scores", "d.npy"], "--deployment-scores: not with --sample-costs"),
+    # sweep's rules were a second "sweep" key of the table, which the later one (--json with --format) replaced.
+    (["sweep", "--labels", "missing.npy", "--decisions", "missing.npy", "--sample-cost-scale", "0", "2"],
+     "--sample-cost-scale: needs --sample-costs"),
+    (["sweep", "--labels", "missing.npy", "--decisions", "missing.npy", "--json", "--format", "csv"],
+     "--json: not with --format table or --format csv or --format markdown"),
 ])
 def test_option_rules_are_said_before_any_file_is_read(tmp_path, argv, said):
     code, _, err = run(*argv, cwd=tmp_path)
@@ -468,7 +473,7 @@ def test_option_rules_let_every_valid_combination_through(tmp_path):
                  _MET[:3] + ["--scores", "s.npy", "--metric-thresholds", "--curves", "--bootstrap", "auc"],
                  ["compare", "--labels", "y.npy", "--scores", "s.npy", "--costs", "c.toml", "--decision-rule",
                   "per_draw", "--rate-draws", "4"]):
-        cli.check_option_rules(cli._build_parser().parse_args(argv))  # no error
+        cli.check_option_rules(cli.build_parser().parse_args(argv))  # no error
 
 
 def test_cost_ratio_range_is_the_library_check_said_of_the_options(files):

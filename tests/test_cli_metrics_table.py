@@ -134,11 +134,11 @@ def test_run_clock_warns_from_the_measured_time_and_prints_progress_lines():
     # --progress a plain line at most every `every` seconds (a fake clock: no sleeping).
     import io
 
-    from ecjax import cli
+    from ecjax.cli.progress import RunClock
 
     now = [0.0]
     stream = io.StringIO()
-    clock = cli.RunClock(False, stream, num_draws=10_000, advice="fewer --draws", every=5.0, clock=lambda: now[0])(3)
+    clock = RunClock(False, stream, num_draws=10_000, advice="fewer --draws", every=5.0, clock=lambda: now[0])(3)
     clock.time_left(30.0)  # under a minute: no warning
     assert stream.getvalue() == ""
     now[0] = 2.0

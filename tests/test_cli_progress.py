@@ -7,19 +7,21 @@ Reference: P(best) of the leader and its binomial error computed with numpy from
 
 import io
 import re
+import sys
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from ecjax import cli
+from ecjax.cli import progress
 
 
 def test_progress_line_shows_the_running_answer():
     rng = np.random.default_rng(0)
     yields = rng.normal(size=(4000, 2)) + np.array([0.0, 0.3])
     stream = io.StringIO()
-    bar = cli.DrawProgress(["a", "b"], stream)(10)
+    bar = progress.DrawProgress(["a", "b"], stream)(10)
     bar.update(1)
     bar.draws_done(4000, yields)
     bar.close()
@@ -37,9 +39,9 @@ def test_progress_line_shows_the_running_answer():
     (False, 10.0, False, False),  # stderr is a file or a pipe
 ])
 def test_progress_only_for_a_person_watching_a_long_run(monkeypatch, json_out, seconds, terminal, shown):
-    monkeypatch.setattr(cli, "_stderr_is_terminal", lambda: terminal)
-    progress = cli._compare_progress(SimpleNamespace(json=json_out), ["a", "b"], seconds)
-    assert isinstance(progress, cli.DrawProgress) == shown and (shown or progress is False)
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: terminal)
+    shown_by = progress.compare_progress(SimpleNamespace(json=json_out), ["a", "b"], seconds)
+    assert isinstance(shown_by, progress.DrawProgress) == shown and (shown or shown_by is False)
 
 
 def test_compare_at_a_terminal_reports_progress_and_the_same_answer(tmp_path, capsys, monkeypatch):
@@ -57,8 +59,8 @@ def test_compare_at_a_terminal_reports_progress_and_the_same_answer(tmp_path, ca
             "--decision-rule", "per_draw"]
     assert cli.main(args) == 0
     quiet = capsys.readouterr()
-    monkeypatch.setattr(cli, "_stderr_is_terminal", lambda: True)
-    monkeypatch.setattr(cli, "_PROGRESS_SECONDS", 0.0)
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(progress, "PROGRESS_SECONDS", 0.0)
     assert cli.main(args) == 0
     watched = capsys.readouterr()
     assert quiet.err == "" and watched.out == quiet.out  # chunked draws give the same numbers
@@ -70,14 +72,14 @@ def test_compare_at_a_terminal_reports_progress_and_the_same_answer(tmp_path, ca
 
 
 def test_quiet_silences_every_progress_line(monkeypatch):
-    monkeypatch.setattr(cli, "_stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)
     hush = SimpleNamespace(json=False, quiet=True)
-    assert cli._compare_progress(hush, ["a", "b"], 100.0) is False
-    assert cli._sweep_progress(hush) is False
-    assert not isinstance(cli._heartbeat(hush, "calibrate"), cli.Heartbeat)
+    assert progress.compare_progress(hush, ["a", "b"], 100.0) is False
+    assert progress.sweep_progress(hush) is False
+    assert not isinstance(progress.heartbeat(hush, "calibrate"), progress.Heartbeat)
     watch = SimpleNamespace(json=False, quiet=False)
-    assert cli._compare_progress(watch, ["a", "b"], 100.0) and cli._sweep_progress(watch)
-    assert isinstance(cli._heartbeat(watch, "calibrate"), cli.Heartbeat)
+    assert progress.compare_progress(watch, ["a", "b"], 100.0) and progress.sweep_progress(watch)
+    assert isinstance(progress.heartbeat(watch, "calibrate"), progress.Heartbeat)
 
 
 # ------------------------------------------------------------ sweeps
@@ -92,7 +94,7 @@ class _Clock:
 
 def test_sweep_progress_waits_then_counts_chunks():
     clock, stream = _Clock(), io.StringIO()
-    bar = cli.ChunkProgress("sweep", stream, after=2.0, clock=clock)(5)
+    bar = progress.ChunkProgress("sweep", stream, after=2.0, clock=clock)(5)
     clock.now = 1.0
     bar.update(1)
     assert stream.getvalue() == ""  # a run that answers within 2 s prints nothing
@@ -101,7 +103,7 @@ def test_sweep_progress_waits_then_counts_chunks():
     bar.close()
     assert stream.getvalue() == "\r  sweep: 3 of 5 chunks, 4 s   \n"
     quick = io.StringIO()
-    bar = cli.ChunkProgress("sweep", quick, after=2.0, clock=_Clock())(3)
+    bar = progress.ChunkProgress("sweep", quick, after=2.0, clock=_Clock())(3)
     for _ in range(3):
         bar.update(1)
     bar.close()
@@ -111,9 +113,9 @@ def test_sweep_progress_waits_then_counts_chunks():
 @pytest.mark.parametrize("json_out, terminal, shown", [(False, True, True), (True, True, False),
                                                        (False, False, False)])
 def test_sweep_progress_only_for_a_person_watching(monkeypatch, json_out, terminal, shown):
-    monkeypatch.setattr(cli, "_stderr_is_terminal", lambda: terminal)
-    progress = cli._sweep_progress(SimpleNamespace(json=json_out))
-    assert isinstance(progress, cli.ChunkProgress) == shown and (shown or progress is False)
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: terminal)
+    shown_by = progress.sweep_progress(SimpleNamespace(json=json_out))
+    assert isinstance(shown_by, progress.ChunkProgress) == shown and (shown or shown_by is False)
 
 
 def test_sweep_at_a_terminal_reports_chunks_and_the_same_answer(tmp_path, capsys, monkeypatch):
@@ -131,8 +133,8 @@ def test_sweep_at_a_terminal_reports_chunks_and_the_same_answer(tmp_path, capsys
             str(tmp_path / "b.npy"), "--over", "cost-ratio", "--resolution", "100000"]
     assert cli.main(args) == 0
     quiet = capsys.readouterr()
-    monkeypatch.setattr(cli, "_stderr_is_terminal", lambda: True)
-    monkeypatch.setattr(cli, "_sweep_progress", lambda a: cli.ChunkProgress("sweep", cli.sys.stderr, after=0.0))
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(progress, "sweep_progress", lambda a: progress.ChunkProgress("sweep", sys.stderr, after=0.0))
     assert cli.main(args) == 0
     watched = capsys.readouterr()
     assert quiet.err == "" and watched.out == quiet.out
@@ -144,14 +146,14 @@ def test_heartbeat_waits_then_beats_until_the_call_returns():
     import time
 
     stream = io.StringIO()
-    with cli.Heartbeat("calibrate: fitting affine", stream, after=0.2, every=0.05):
+    with progress.Heartbeat("calibrate: fitting affine", stream, after=0.2, every=0.05):
         time.sleep(0.5)
     text = stream.getvalue()
     beats = re.findall(r"\r  calibrate: fitting affine, (\d+) s   ", text)
     assert len(beats) >= 3 and text.endswith("\n"), text
     assert text.replace("".join(f"\r  calibrate: fitting affine, {b} s   " for b in beats), "") == "\n"
     quick = io.StringIO()
-    with cli.Heartbeat("calibrate", quick, after=0.5):
+    with progress.Heartbeat("calibrate", quick, after=0.5):
         pass  # answers before the line would help: nothing printed
     assert quick.getvalue() == ""
 
@@ -159,8 +161,8 @@ def test_heartbeat_waits_then_beats_until_the_call_returns():
 @pytest.mark.parametrize("json_out, terminal, shown", [(False, True, True), (True, True, False),
                                                        (False, False, False)])
 def test_heartbeat_only_for_a_person_watching(monkeypatch, json_out, terminal, shown):
-    monkeypatch.setattr(cli, "_stderr_is_terminal", lambda: terminal)
-    assert isinstance(cli._heartbeat(SimpleNamespace(json=json_out), "calibrate"), cli.Heartbeat) == shown
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: terminal)
+    assert isinstance(progress.heartbeat(SimpleNamespace(json=json_out), "calibrate"), progress.Heartbeat) == shown
 
 
 def test_calibrate_at_a_terminal_beats_and_writes_the_same_scores(tmp_path, capsys, monkeypatch):
@@ -171,8 +173,8 @@ def test_calibrate_at_a_terminal_beats_and_writes_the_same_scores(tmp_path, caps
     np.save(tmp_path / "s.npy", s - np.log(np.exp(s).sum(1, keepdims=True)))
     outputs = {}
     for terminal in (False, True):
-        monkeypatch.setattr(cli, "_stderr_is_terminal", lambda: terminal)
-        monkeypatch.setattr(cli, "_PROGRESS_SECONDS", 0.0)  # beat from the start, however quick the fit
+        monkeypatch.setattr(progress, "stderr_is_terminal", lambda: terminal)
+        monkeypatch.setattr(progress, "PROGRESS_SECONDS", 0.0)  # beat from the start, however quick the fit
         out = tmp_path / f"cal{terminal}.npy"
         assert cli.main(["calibrate", "--scores", str(tmp_path / "s.npy"), "--labels", str(tmp_path / "y.npy"),
                          "--cv", "3", "--method", "matrix", "--output", str(out)]) == 0

@@ -169,7 +169,7 @@ def test_winner_runs_need_a_one_dimensional_sweep_with_its_values():
 
 def test_sweep_help_shows_the_defaults(capsys):
     with pytest.raises(SystemExit):
-        cli._build_parser().parse_args(["sweep", "--help"])
+        cli.build_parser().parse_args(["sweep", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "(default: auto)" in out and "(default: 101, 101, 1000)" in out and "(default 0)" in out
 

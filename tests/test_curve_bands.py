@@ -176,7 +176,7 @@ def test_figure_draws_the_estimate_and_both_bands(tmp_path):
 def test_metrics_curves_record_the_bands(tmp_path, monkeypatch):
     import json
 
-    from ecjax import cli
+    from ecjax.cli import metrics_extras
 
     from conftest import run_cli
 
@@ -185,7 +185,7 @@ def test_metrics_curves_record_the_bands(tmp_path, monkeypatch):
     llr = rng.normal(1.5 * y, 1.0)
     np.save(tmp_path / "y.npy", y)
     np.save(tmp_path / "llr.npy", llr)
-    monkeypatch.setattr(cli, "CURVE_BAND_DRAWS", 200)
+    monkeypatch.setattr(metrics_extras, "CURVE_BAND_DRAWS", 200)
     code, out, err = run_cli("metrics", "--labels", "y.npy", "--scores", "llr.npy", "--score-type", "llr",
                              "--names", "A", "--curves", "--curve-bands", "--seed", "1", "--json", cwd=tmp_path)
     assert code == 0, err

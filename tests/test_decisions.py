@@ -45,3 +45,28 @@ def test_class_one_log_odds_of_likelihoods_is_the_llr_plus_the_prior_log_odds_wh
     s = jnp.asarray(llr, jnp.float32)
     np.testing.assert_array_equal(class_one_log_odds_kernel(s, "llr"), s)
     np.testing.assert_array_equal(class_one_log_odds_kernel(s, "llr", jnp.log(jnp.asarray(PRIORS))), s)
+
+
+@pytest.mark.parametrize("score_type, trained", [("log_posteriors", False), ("log_posteriors", True), ("llr", False)])
+def test_binary_bayes_threshold_separates_the_cheaper_decisions(score_type, trained):
+    # Reference: the expected cost of each decision, sum_i c_id P(i | x), written out in float64 from the
+    # posterior Bayes' rule gives at scores just below and just above the threshold (issue 32.2: the threshold moved
+    # from the command line into the library).
+    from ecjax.decisions import binary_bayes_threshold
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        costs = np.array([[rng.uniform(0, 1), rng.uniform(1, 5)], [rng.uniform(1, 5), rng.uniform(0, 1)]])
+        priors = rng.dirichlet([2.0, 2.0])
+        training = rng.dirichlet([2.0, 2.0]) if trained else None
+        thr = binary_bayes_threshold(costs, priors, score_type=score_type, training_priors=training)
+        for s, decide in ((thr - 1e-6, 0), (thr + 1e-6, 1)):
+            if score_type == "llr":  # posterior log-odds: the LLR plus the prior log-odds
+                log_odds = s + np.log(priors[1] / priors[0])
+            elif trained:  # posteriors of the training priors, re-weighted to the deployment priors
+                log_odds = s - np.log(training[1] / training[0]) + np.log(priors[1] / priors[0])
+            else:
+                log_odds = s
+            p1 = 1 / (1 + np.exp(-log_odds))
+            cost_of = np.array([1 - p1, p1]) @ costs
+            assert int(np.argmin(cost_of)) == decide

@@ -491,7 +491,7 @@ def test_successful_run_leaves_no_temp_files_and_follows_umask(d, capsys):
 # ==================================================================== signals
 
 def test_keyboard_interrupt_in_process(d, capsys, monkeypatch):
-    def interrupted(args):
+    def interrupted(args, run):
         raise KeyboardInterrupt
 
     monkeypatch.setitem(cli.COMMANDS, "metrics", interrupted)
@@ -527,7 +527,7 @@ _SLOW = r"""
 import sys, time
 from ecjax import cli
 from ecjax.inputs import InputError
-def slow(args):
+def slow(args, run):
     open("started", "w").close()
     time.sleep(60)
 cli.COMMANDS["metrics"] = slow
@@ -579,6 +579,7 @@ def test_library_messages_name_the_command_line_option(tmp_path, capsys):
 
 def test_the_command_line_says_the_library_check_of_its_file_and_in_its_options():
     # One condition, checked once (ecjax.inputs.as_scores); the command line says it of the file, with its options.
+    from ecjax.cli.files import check_scores
     from ecjax.inputs import as_scores
 
     p = np.random.default_rng(1).dirichlet(np.ones(3), size=20)
@@ -588,7 +589,7 @@ def test_the_command_line_says_the_library_check_of_its_file_and_in_its_options(
                                   "scores: pass score_type=\"probabilities\"")
     assert str(info.value).startswith("`scores` rows look like probabilities")
     with pytest.raises(InputError) as info:
-        cli._check_scores(p, "p.npy", "logits")
+        check_scores(p, "p.npy", "logits")
     assert cli._as_options(str(info.value)) == ("p.npy: the rows look like probabilities (in [0, 1], summing to 1), "
                                                 "not log-domain scores: pass --score-type probabilities")
 

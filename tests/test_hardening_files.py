@@ -460,9 +460,9 @@ def test_sigkill_during_a_write_leaves_nothing_after_the_next_write(tmp_path):
 
 
 def test_strict_json_of_infinities():
-    from ecjax.cli import _dumps
+    from ecjax.cli.output import dumps
 
-    text = _dumps({"threshold": float("-inf"), "x": [float("inf"), float("nan"), np.float32(1.5)]})
+    text = dumps({"threshold": float("-inf"), "x": [float("inf"), float("nan"), np.float32(1.5)]})
 
     def refuse(name):
         raise ValueError(name)

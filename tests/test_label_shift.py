@@ -183,7 +183,7 @@ def test_draws_priors_refuses_rows_that_are_not_priors():
 
 
 def test_compare_command_draws_the_estimated_deployment_priors(tmp_path, monkeypatch):
-    from ecjax import cli
+    from ecjax.cli import priors
 
     from conftest import run_cli
 
@@ -194,7 +194,7 @@ def test_compare_command_draws_the_estimated_deployment_priors(tmp_path, monkeyp
     np.save(tmp_path / "b.npy", s[source][:, ::-1])  # a second (bad) system
     np.save(tmp_path / "dep.npy", s[deployment])
     (tmp_path / "c.toml").write_text('classes = ["normal", "pneumonia"]\ncosts = [[0, 1], [5, 0]]\n')
-    monkeypatch.setattr(cli, "DEPLOYMENT_PRIOR_DRAWS", 200)  # the shapes of the study above: its kernel serves
+    monkeypatch.setattr(priors, "DEPLOYMENT_PRIOR_DRAWS", 200)  # the shapes of the study above: its kernel serves
     code, out, err = run_cli("compare", "--labels", "y.npy", "--scores", "a.npy", "b.npy", "--costs", "c.toml",
                              "--deployment-scores", "dep.npy", "--draws", "500", "--json", cwd=tmp_path)
     assert code == 0, err

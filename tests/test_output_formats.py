@@ -185,10 +185,11 @@ def test_format_option_rules_are_said_before_any_file_is_read(tmp_path, argv, sa
 
 def test_json_with_format_json_is_allowed():
     from ecjax import cli
+    from ecjax.cli.output import output_format
 
-    args = cli._build_parser().parse_args(["compare-folds", "r.csv", "--json", "--format", "json"])
+    args = cli.build_parser().parse_args(["compare-folds", "r.csv", "--json", "--format", "json"])
     cli.check_option_rules(args)  # no error: the same request twice
-    assert cli._output_format(args) == "json"
+    assert output_format(args) == "json"
 
 
 def test_csv_and_markdown_cells_read_back():

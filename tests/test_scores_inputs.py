@@ -70,3 +70,27 @@ def test_epsr_metric_names_a_scoring_rule_with_what_it_needs():
     with pytest.raises(InputError, match=r"^metric='bayes_ec' needs `costs` \(the cost matrix of the Bayes "
                                          r"decisions\)$"):
         epsr_metric("bayes_ec", None)
+
+
+def test_the_priors_the_score_functions_are_given():
+    # Reference: numpy's class counts over their total, and the rule written out: likelihoods get priors (the
+    # deployment priors, else the test set's frequencies), posteriors keep theirs (issue 32.2: moved from the command
+    # line into the library).
+    from ecjax.inputs import LIKELIHOOD_TYPES, SCORE_TYPES
+    from ecjax.scores.inputs import class_frequencies, likelihood_priors, priors_or_frequencies, score_priors
+
+    y = np.array([0, 2, 2, 1, 2, 0])
+    w = np.array([1.0, 0.5, 2.0, 0.0, 1.0, 3.0])
+    np.testing.assert_allclose(class_frequencies(y, 4), [2 / 6, 1 / 6, 3 / 6, 0.0])
+    np.testing.assert_allclose(class_frequencies(y, 3, w), np.array([4.0, 0.0, 3.5]) / 7.5)
+    deployment = np.array([0.2, 0.3, 0.5])
+    assert priors_or_frequencies(deployment, y, 3) is deployment
+    for st in SCORE_TYPES:
+        got = likelihood_priors(st, None, y, 3, w)
+        if st in LIKELIHOOD_TYPES:
+            np.testing.assert_allclose(got, class_frequencies(y, 3, w))
+            assert likelihood_priors(st, deployment, y, 3) is deployment
+            np.testing.assert_allclose(score_priors(st, None, y, 3, w), class_frequencies(y, 3, w))
+        else:
+            assert got is None and score_priors(st, None, y, 3) is None
+            assert score_priors(st, deployment, y, 3) is deployment

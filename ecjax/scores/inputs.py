@@ -260,6 +260,37 @@ def class1_fraction(labels: ArrayLike, sample_weight: ArrayLike | None) -> float
     return float(np.sum(w * is1) / np.sum(w))
 
 
+def class_frequencies(labels: ArrayLike, num_classes: int, sample_weight: ArrayLike | None = None) -> np.ndarray:
+    """Host float64: the (weighted) class frequencies ``n_i / N`` of a label vector, the priors wherever no
+    deployment priors are given."""
+    n_i = np.bincount(np.asarray(labels), weights=None if sample_weight is None else np.asarray(sample_weight),
+                      minlength=num_classes)
+    return n_i / n_i.sum()
+
+
+def priors_or_frequencies(priors: ArrayLike | None, labels: ArrayLike, num_classes: int,
+                          sample_weight: ArrayLike | None = None) -> ArrayLike:
+    """The deployment ``priors`` where given, else the labels' :func:`class_frequencies`."""
+    return priors if priors is not None else class_frequencies(labels, num_classes, sample_weight)
+
+
+def likelihood_priors(score_type: str, priors: ArrayLike | None, labels: ArrayLike, num_classes: int,
+                      sample_weight: ArrayLike | None = None) -> ArrayLike | None:
+    """The priors that turn likelihood-type scores into posteriors (:func:`ecjax.decisions.log_posteriors`): the
+    deployment priors, else the test set's class frequencies; ``None`` for posterior-type scores."""
+    if score_type not in v.LIKELIHOOD_TYPES:
+        return None
+    return priors_or_frequencies(priors, labels, num_classes, sample_weight)
+
+
+def score_priors(score_type: str, priors: ArrayLike | None, labels: ArrayLike, num_classes: int,
+                 sample_weight: ArrayLike | None = None) -> ArrayLike | None:
+    """The ``priors=`` of the score-based functions: the deployment priors for every score type (``None``: the
+    data's), given explicitly as the class frequencies where likelihoods need priors to become posteriors."""
+    return priors if score_type not in v.LIKELIHOOD_TYPES else likelihood_priors(
+        score_type, priors, labels, num_classes, sample_weight)
+
+
 def validated_sample_weight(labels: ArrayLike, sample_weight: ArrayLike | None) -> jax.Array | None:
     """``sample_weight`` validated against the length of ``labels`` (``None`` stays ``None``)."""
     if sample_weight is None:
