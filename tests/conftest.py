@@ -43,7 +43,8 @@ def pytest_runtest_logreport(report):
     name its failures (``-v``) without saying why they failed.
     """
     path = os.environ.get("ECJAX_FAILURE_LOG")
-    if path and report.failed:
+    # Under xdist a report reaches this hook in its worker and again in the controller: the controller writes.
+    if path and report.failed and "PYTEST_XDIST_WORKER" not in os.environ:
         with open(path, "a", encoding="utf-8") as log:
             log.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}\n")
 
