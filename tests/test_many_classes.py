@@ -267,3 +267,14 @@ def test_compare_structured_costs_refuses_what_it_cannot_do():
         prob.compare(prob.Systems(y, dec), costs=costs.class_costs(np.ones(5), correct=1.0), key=key)
     with pytest.raises(v.InputError, match=r"structured costs .*\.dense\(\)"):
         prob.compare_counts(np.ones((2, 5, 5)), costs=zero_one, key=key)
+
+
+@pytest.mark.parametrize("shape, high", [((3000, 4), 50), ((3000, 2), 2**31 - 1), ((7, 1), 3), ((0, 3), 2)])
+def test_unique_rows_is_numpy_unique_along_rows(shape, high):
+    from ecjax.confusion import unique_rows
+
+    rows = np.random.default_rng(7).integers(0, high, shape)
+    cells, inverse = unique_rows(rows)
+    ref_cells, ref_inverse = np.unique(rows, axis=0, return_inverse=True)
+    np.testing.assert_array_equal(cells, ref_cells)
+    np.testing.assert_array_equal(inverse, ref_inverse.ravel())
