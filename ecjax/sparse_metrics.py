@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
-from ecjax.confusion import JointOutcomeTable, rates, weight_totals
+from ecjax.confusion import JointOutcomeTable, data_priors, rates, weight_totals
 from ecjax.costs import StructuredCosts
 from ecjax.decisions import naive_expected_cost
 
@@ -119,7 +119,7 @@ def _checked(counts: Counts, costs: Costs | None, priors: ArrayLike | None, name
     else:
         counts = v.as_counts(counts, nonzero=True)
         k, d = counts.shape[-2:]
-        totals = np.asarray(counts, np.float64).sum(-1)
+        totals = counts.sum(-1)  # traced under jit: the priors check then passes (the NaN contract)
     if costs is not None and not isinstance(costs, StructuredCosts):
         costs = v.as_matrix(costs, name, shape=(k, d))
     elif costs is not None:
@@ -146,8 +146,10 @@ def _expected(counts, costs, p):
 
 
 def _data_priors(counts):
-    totals = _class_totals(counts) if isinstance(counts, JointOutcomeTable) else np.asarray(counts, np.float64).sum(-1)
-    return totals / totals.sum(-1, keepdims=True)
+    if isinstance(counts, JointOutcomeTable):
+        totals = _class_totals(counts)
+        return totals / totals.sum()
+    return data_priors(counts)
 
 
 def expected_cost(counts: Counts, costs: Costs, *, priors: ArrayLike | None = None) -> jax.Array:

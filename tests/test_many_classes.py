@@ -278,3 +278,19 @@ def test_unique_rows_is_numpy_unique_along_rows(shape, high):
     ref_cells, ref_inverse = np.unique(rows, axis=0, return_inverse=True)
     np.testing.assert_array_equal(cells, ref_cells)
     np.testing.assert_array_equal(inverse, ref_inverse.ravel())
+
+
+def test_structured_costs_pass_through_jit_and_batch_like_dense_matrices():
+    k = 6
+    rng, y, d = _data(k, 300, seed=8)
+    dec = np.stack([d, np.where(rng.random(len(y)) < 0.5, y, rng.integers(0, k, len(y)))])
+    counts = ecjax.confusion_matrix(y, dec, num_classes=k)  # (2, K, K)
+    batch = costs.class_costs(rng.uniform(1, 3, (4, k)))  # 4 cost vectors: (4, K) fields
+    dense = np.asarray(batch.dense(), np.float64)  # (4, K, K)
+    c = np.asarray(counts, np.float64)
+    p = c.sum(-1) / c.sum((-2, -1))[:, None]
+    ref = np.einsum("mi,mij,bij->mb", p, c / c.sum(-1, keepdims=True), dense)  # sum_ij P_i R_ij c_ij
+    np.testing.assert_allclose(np.asarray(ecjax.expected_cost(counts[:, None], batch)), ref, rtol=1e-6)
+    jitted = jax.jit(lambda cc, n: ecjax.normalized_expected_cost(n, cc))
+    np.testing.assert_allclose(float(jitted(costs.zero_one(k, dense=False), counts[0])),
+                               float(ecjax.normalized_expected_cost(counts[0], costs.zero_one(k))), rtol=1e-6)
