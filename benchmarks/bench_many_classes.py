@@ -108,8 +108,8 @@ def main():
     print("|---|---|---|---|---|---|")
     for name in ("metrics", "compare", "compare_paired"):
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, __file__, "--size", args.size, "--draws", str(draws), "--workload", name],
-                              capture_output=True, text=True, check=True)
+        command = [sys.executable, __file__, "--size", args.size, "--draws", str(draws), "--workload", name]
+        proc = subprocess.run(command, capture_output=True, text=True, check=True)
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         if name == "metrics":
             # The anchor computes the three numbers straight from the samples; ecjax builds the sparse table (a
@@ -119,7 +119,8 @@ def main():
                   f"{r['max_rel_diff']:.1e}; peak {r['peak_gb']:.2f} GiB |")
         else:
             print(f"| {name}, {draws} draws | - | {r['first_s']:.3g} s | {r['steady_s']:.3g} s | - | "
-                  f"{r['per_draw_ms']:.3g} ms a draw ({r['cpu_per_draw_ms']:.3g} ms CPU; block {r['block']}), P(best) {r['p_best']}; "
+                  f"{r['per_draw_ms']:.3g} ms a draw ({r['cpu_per_draw_ms']:.3g} ms CPU; block {r['block']}), "
+                  f"P(best) {r['p_best']}; "
                   f"peak {r['peak_gb']:.2f} GiB; process {time.perf_counter() - t0:.0f} s |")
 
 

@@ -113,6 +113,7 @@ def _class_totals(table: JointOutcomeTable) -> np.ndarray:
 def _checked(counts: Counts, costs: Costs | None, priors: ArrayLike | None, name: str = "costs"):
     """The counts (a table, or dense counts), costs (structured, or dense) and priors, checked against each other;
     the priors are ``None`` for the data priors."""
+    totals: ArrayLike
     if isinstance(counts, JointOutcomeTable):
         k, d, totals = counts.num_classes, counts.num_decisions, _class_totals(counts)
         v.check_some_weight(totals)

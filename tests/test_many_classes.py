@@ -228,7 +228,8 @@ def test_compare_structured_costs_equal_the_dense_matrix_draw_for_draw(paired):
 @pytest.mark.parametrize("k", [2000, pytest.param(20_000, marks=pytest.mark.slow(
     reason="K = 2 * 10^4: 4 * 10^4 gamma variates a draw, about 30 s"))])
 def test_compare_structured_costs_at_many_classes_closed_form_and_ties(k):
-    """K = 2 * 10^3 (and 2 * 10^4 in the slow lane), fixed deployment priors and concentration: the closed-form expected yield of each system is
+    """K = 2 * 10^3 (and 2 * 10^4 in the slow lane), fixed deployment priors and concentration: the closed-form
+    expected yield of each system is
     ``-sum_i P_i E[R_i,wrong] c_i`` with ``E[R_i,wrong] = (n_i,wrong + (K - 1) alpha) / (n_i + K alpha)``, in numpy;
     a system repeated is a tie."""
     from ecjax import prob
@@ -294,3 +295,21 @@ def test_structured_costs_pass_through_jit_and_batch_like_dense_matrices():
     jitted = jax.jit(lambda cc, n: ecjax.normalized_expected_cost(n, cc))
     np.testing.assert_allclose(float(jitted(costs.zero_one(k, dense=False), counts[0])),
                                float(ecjax.normalized_expected_cost(counts[0], costs.zero_one(k))), rtol=1e-6)
+
+
+def test_bayes_decisions_of_structured_costs_equal_the_dense_ones():
+    """argmin_d sum_i P(i|x) c_id without the K x D product: the dense matrix's decisions (abstention included),
+    and for a miss-cost vector the closed form argmax_d P(d|x) wrong_d."""
+    k = 7
+    rng = np.random.default_rng(9)
+    scores = rng.normal(size=(500, k)) * 2
+    _, sc = _structured(rng, k)
+    np.testing.assert_array_equal(np.asarray(ecjax.bayes_decisions(scores, sc, score_type="logits")),
+                                  np.asarray(ecjax.bayes_decisions(scores, sc.dense(), score_type="logits")))
+    miss = rng.uniform(1, 3, (3, k))
+    post = np.exp(scores - scores.max(1, keepdims=True))
+    post /= post.sum(1, keepdims=True)
+    decided = ecjax.bayes_decisions(scores, costs.class_costs(miss), score_type="logits")  # (3, N)
+    np.testing.assert_array_equal(np.asarray(decided), np.argmax(post[None] * miss[:, None, :], -1))
+    with pytest.raises(v.InputError, match="the scores have 7 classes"):
+        ecjax.bayes_decisions(scores, costs.zero_one(5, dense=False), score_type="logits")
