@@ -252,15 +252,34 @@ def test_compare_structured_costs_at_many_classes_closed_form_and_ties(k):
     assert result.info["merged_cells"] == f"2 utility groups per class (of {k} decisions)"
 
 
+def test_compare_structured_costs_with_scores_decide_as_the_dense_matrix():
+    """Scores: the Bayes decisions of the structured costs, made once (O(N K)), are those of the dense matrix, and
+    so is everything drawn from them (three unpaired systems, logits; the shapes of the test above, so its compiled
+    programs serve)."""
+    from ecjax import prob
+
+    k = 8
+    rng, y, _ = _systems_data(k, 400, seed=4, abstain=True)
+    scores = [np.eye(k)[y] * 2.0 + rng.normal(size=(len(y), k)) * s for s in (1.0, 1.2, 1.5)]
+    sc = costs.class_costs(rng.uniform(1, 3, k), correct=rng.uniform(0, 0.5, k), abstain=0.6)
+    systems = prob.Systems(y, scores=scores, score_type="logits", paired=False)
+    out = [prob.compare(systems, costs=c, key=jax.random.key(3), settings=prob.MonteCarloSettings(num_draws=200))
+           for c in (sc.dense(), sc)]
+    np.testing.assert_array_equal(np.asarray(out[1].yields), np.asarray(out[0].yields))
+    np.testing.assert_allclose(out[1].expected_yield, out[0].expected_yield, rtol=1e-12)
+    assert out[1].info["decision_rule"] == "expected_utility"
+
+
 def test_compare_structured_costs_refuses_what_it_cannot_do():
     from ecjax import prob
 
     rng, y, dec = _systems_data(5, 100, seed=6)
     key = jax.random.key(0)
     zero_one = costs.zero_one(5, dense=False)
-    with pytest.raises(v.InputError, match="`scores` is not supported with them"):
-        prob.compare(prob.Systems(y, scores=[np.log(np.full((100, 5), 0.2))]), costs=zero_one, key=key)
-    with pytest.raises(v.InputError, match="`groups` is not supported with them"):
+    scores = [np.log(np.full((100, 5), 0.2))]
+    with pytest.raises(v.InputError, match="decision_rule='per_draw' is not supported with them"):
+        prob.compare(prob.Systems(y, scores=scores, decision_rule="per_draw"), costs=zero_one, key=key)
+    with pytest.raises(v.InputError, match="`groups` .* is not supported with them"):
         prob.compare(prob.Systems(y, dec, groups=np.arange(100) // 10), costs=zero_one, key=key)
     with pytest.raises(v.InputError, match=r"`costs.wrong` must be"):
         prob.compare(prob.Systems(y, dec), costs=costs.class_costs(np.ones((2, 5))), key=key)
