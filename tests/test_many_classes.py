@@ -289,6 +289,19 @@ def test_compare_structured_costs_refuses_what_it_cannot_do():
         prob.compare_counts(np.ones((2, 5, 5)), costs=zero_one, key=key)
 
 
+def test_compare_refuses_dense_counts_too_large_and_says_the_fix(monkeypatch):
+    """The dense path holds (M, K, D) float64 counts: 3 x 2000^2 x 8 bytes = 96 MB, refused when said to be more
+    than half of the memory available (here 64 MiB); structured costs then run."""
+    from ecjax import prob
+
+    k = 2000
+    _, y, dec = _systems_data(k, 3000, seed=11)
+    monkeypatch.setattr(v, "available_memory_bytes", lambda: 64 << 20)
+    with pytest.raises(v.InputError, match=r"`costs`: a dense 2000 x 2000 count matrix \(x 3\) takes 0\.1 GiB.*"
+                                           r"zero_one\(K, dense=False\)"):
+        prob.compare(prob.Systems(y, dec), costs=np.ones((k, k)) - np.eye(k), key=jax.random.key(0))
+
+
 @pytest.mark.parametrize("shape, high", [((3000, 4), 50), ((3000, 2), 2**31 - 1), ((7, 1), 3), ((0, 3), 2)])
 def test_unique_rows_is_numpy_unique_along_rows(shape, high):
     from ecjax.confusion import unique_rows

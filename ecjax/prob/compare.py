@@ -826,6 +826,9 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
     if isinstance(prior, StructuredCosts):
         check_structured_comparison(systems.groups, scores_per_draw=systems.scores is not None and decision_rule ==
                                     "per_draw")
+    else:  # every model holds the (M, K, D) float64 counts of a dense matrix
+        v.check_dense_fits(k, d, "costs" if utilities is None else "utilities", what="count matrix",
+                           batch=len(systems.names), itemsize=8)
     s = _canonical_systems(systems, k, d)
     check_draws_fit(num_draws, _KEPT_BYTES_PER_DRAW_AND_SYSTEM * len(s.names))
     alpha = _model_concentration(concentration, s.joint, k, d)
