@@ -76,12 +76,16 @@ def table_expected_value(cells: jax.Array, counts: jax.Array, costs: StructuredC
 
 
 @jax.jit
-def structured_expected_value(counts: jax.Array, costs: StructuredCosts, priors: jax.Array | None) -> jax.Array:
-    """Kernel: eq. (2) for dense ``(..., K, D)`` counts; data priors when ``priors`` is None."""
-    k = costs.num_classes
+def structured_expected_value(counts: jax.Array, costs: StructuredCosts | jax.Array,
+                              priors: jax.Array | None) -> jax.Array:
+    """Kernel: eq. (2) for dense ``(..., K, D)`` counts; data priors when ``priors`` is None.  (Dense costs, which
+    :mod:`ecjax.metrics` keeps for itself, give ``sum_ij P_i R_ij c_ij`` as written.)"""
     r = rates(counts)
-    present = (counts.sum(-1) > 0).astype(r.dtype)
     p = counts.sum(-1) / counts.sum((-2, -1))[..., None] if priors is None else priors
+    if not isinstance(costs, StructuredCosts):
+        return jnp.sum(p[..., :, None] * r * costs, (-2, -1))
+    k = costs.num_classes
+    present = (counts.sum(-1) > 0).astype(r.dtype)
     per_class = costs.wrong * present + (costs.correct - costs.wrong) * jnp.diagonal(r[..., :k], 0, -2, -1)
     if costs.abstain is not None:
         per_class = per_class + (costs.abstain - costs.wrong) * r[..., k]

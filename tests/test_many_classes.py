@@ -52,9 +52,11 @@ def test_small_k_sparse_structured_and_dense_agree_with_numpy(deployment):
     ref = _numpy_ec(y, d, fields, p)
     table = ecjax.sparse_confusion_matrix(y, d, num_classes=k, num_decisions=k + 1)
     dense_counts = ecjax.confusion_matrix(y, d, num_classes=k, num_decisions=k + 1)
-    # Every pairing of sparse / dense counts with structured / dense costs (dense with dense: the existing path).
+    # Every pairing of sparse / dense counts with structured / dense costs (dense with dense: the existing path,
+    # and the sparse module's own when called directly).
     for counts, c in ((table, sc), (table, sc.dense()), (dense_counts, sc), (dense_counts, sc.dense())):
         np.testing.assert_allclose(float(ecjax.expected_cost(counts, c, priors=p)), ref, rtol=2e-6)
+        np.testing.assert_allclose(float(sparse_metrics.expected_cost(counts, c, priors=p)), ref, rtol=2e-6)
     for counts in (table, dense_counts):
         u = costs.costs_to_utilities(sc)
         np.testing.assert_allclose(float(ecjax.utility_yield(counts, u, priors=p)), -ref, rtol=2e-6)
