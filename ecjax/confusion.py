@@ -304,6 +304,22 @@ class JointOutcomeTable:
         ).astype(self.counts.dtype)
 
 
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_inverse=True)`` of a ``(N, C)`` array of indices in ``[0, 2**31)``: the
+    distinct rows in lexicographic order and the index of each row among them.
+
+    Column by column, the rank of the row's prefix times the column's bound plus its value is one int64 key
+    (``< N 2**31 <= 2**62``), ranked by a 1-d ``np.unique``: a few times faster than ``np.unique(axis=0)``,
+    which sorts the rows as opaque byte strings (``N = 10^5`` rows of 4 columns: 0.2 s).
+    """
+    rows = np.asarray(rows, np.int64)
+    rank = rows[:, 0] if rows.shape[1] else np.zeros(rows.shape[0], np.int64)
+    for j in range(1, rows.shape[1]):
+        _, rank = np.unique(rank * (int(rows[:, j].max(initial=0)) + 1) + rows[:, j], return_inverse=True)
+    _, first, inverse = np.unique(rank, return_index=True, return_inverse=True)
+    return rows[first], inverse.ravel()
+
+
 def joint_outcome_table(labels: ArrayLike, decisions: ArrayLike, *, num_classes: int | None = None,
                         num_decisions: int | None = None,
                         sample_weight: ArrayLike | None = None) -> JointOutcomeTable:
@@ -330,7 +346,7 @@ def joint_outcome_table(labels: ArrayLike, decisions: ArrayLike, *, num_classes:
     if labels.shape[0] > v.INT32_MAX:
         raise v.InputError(f"`labels` has {labels.shape[0]} samples: joint outcome tables count at most 2**31 - 1")
     rows = np.concatenate([labels[None], decisions], 0).T
-    cells, inverse = np.unique(rows, axis=0, return_inverse=True)
+    cells, inverse = unique_rows(rows)
     if sample_weight is None:
         counts = np.bincount(inverse.ravel(), minlength=len(cells)).astype(np.int32)
     else:

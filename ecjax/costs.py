@@ -87,9 +87,9 @@ def class_costs(wrong: ArrayLike, *, correct: ArrayLike = 0.0, abstain: ArrayLik
     Each field a number or a ``(..., K)`` array (at least one of them a vector); they broadcast.
 
     Example:
-      >>> c = class_costs([1.0, 5.0, 2.0], abstain=0.3)   # missing class 1 costs 5
+      >>> c = class_costs([1.0, 5.0, 2.0], abstain=0.5)   # missing class 1 costs 5, abstaining 0.5
       >>> c.dense().tolist()[1]
-      [5.0, 0.0, 5.0, 0.30000001192092896]
+      [5.0, 0.0, 5.0, 0.5]
     """
     return StructuredCosts(*v.as_class_cost_fields(correct, wrong, abstain))
 

@@ -107,8 +107,13 @@ def log_posteriors(scores: ArrayLike, *, priors: ArrayLike | None = None, score_
     return log_posteriors_kernel(s, log_p, score_type)
 
 
-def bayes_decisions_kernel(log_post: jax.Array, costs: jax.Array, precision: str = "exact") -> jax.Array:
+def bayes_decisions_kernel(log_post: jax.Array, costs: jax.Array | StructuredCosts,
+                           precision: str = "exact") -> jax.Array:
     """Kernel: ``argmin_j sum_i c_ij P(i | x)`` (Ferrer 2025, eq. 7).
+
+    Structured costs (:class:`~ecjax.costs.StructuredCosts`) in ``O(N K)``, no
+    ``K x D`` product: deciding ``j < K`` costs ``sum_i P(i | x) wrong_i +
+    P(j | x) (correct_j - wrong_j)``, abstaining ``sum_i P(i | x) abstain_i``.
 
     ``log_post`` is ``(..., N, K)``, ``costs`` ``(..., K, D)``; their batch
     axes broadcast.  Ties go to the lowest decision index.  ``precision``:
@@ -119,11 +124,19 @@ def bayes_decisions_kernel(log_post: jax.Array, costs: jax.Array, precision: str
     of traced input, see :mod:`ecjax.inputs`): under ``jit``/``vmap``
     no error can be raised, and any decision would be a silent guess.
     """
-    decisions = argmin_of_products(jnp.exp(log_post), costs, precision=precision)
+    if isinstance(costs, StructuredCosts):
+        p = jnp.exp(log_post)
+        fields = costs.map(lambda x: x[..., None, :])  # (..., 1, K): broadcast over the samples
+        expected = jnp.sum(p * fields.wrong, -1, keepdims=True) + p * (fields.correct - fields.wrong)
+        if fields.abstain is not None:
+            expected = jnp.concatenate([expected, jnp.sum(p * fields.abstain, -1, keepdims=True)], -1)
+        decisions = jnp.argmin(expected, -1).astype(jnp.int32)
+    else:
+        decisions = argmin_of_products(jnp.exp(log_post), costs, precision=precision)
     return jnp.where(jnp.any(jnp.isnan(log_post), -1), v.INVALID_INDEX, decisions)
 
 
-def bayes_decisions(scores: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | None = None,
+def bayes_decisions(scores: ArrayLike, costs: ArrayLike | StructuredCosts, *, priors: ArrayLike | None = None,
                     score_type: str = "log_posteriors", precision: str = "exact",
                     training_priors: ArrayLike | None = None) -> jax.Array:
     """Bayes decisions: the decision of least expected cost for each sample.
@@ -136,7 +149,9 @@ def bayes_decisions(scores: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | 
       scores: ``(..., N, K)`` scores (``(..., N)`` for ``"llr"``).
       costs: ``(..., K, D)`` cost matrix or matrices; batch axes broadcast
         with those of ``scores`` (``(B, K, D)`` costs on ``(N, K)`` scores
-        give ``(B, N)`` decisions).
+        give ``(B, N)`` decisions).  Or structured costs
+        (:class:`~ecjax.costs.StructuredCosts`, any ``K``: see
+        :func:`bayes_decisions_kernel`).
       priors: ``(K,)`` priors, required for ``"llr"`` and
         ``"log_likelihoods"``.  Posterior-type scores already carry their
         training priors, so passing priors with them raises
@@ -157,7 +172,12 @@ def bayes_decisions(scores: ArrayLike, costs: ArrayLike, *, priors: ArrayLike | 
     scores, priors, score_type = _with_training_priors(scores, priors, score_type, training_priors)
     s, log_p = v.scores_and_log_priors(scores, priors, score_type)
     k = log_p.shape[-1]
-    c = v.as_matrix(costs, "costs", shape=(k, None))
+    c: jax.Array | StructuredCosts
+    if isinstance(costs, StructuredCosts):
+        v.check_cost_size(costs.num_classes, costs.num_decisions, k, costs.num_decisions, against="the scores")
+        c = costs
+    else:
+        c = v.as_matrix(costs, "costs", shape=(k, None))
     batch = s.shape[: s.ndim - (1 if score_type == "llr" else 2)]
     v.check_batch_axes_broadcast("scores", s.shape, batch, "costs", c.shape, c.shape[:-2])
     return _bayes_decisions_jit(s, log_p, c, score_type, precision)

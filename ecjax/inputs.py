@@ -391,11 +391,12 @@ def check_dense_fits(k: int, d: int, name: str, *, what: str, batch: int = 1, it
     raise InputError(f"`{name}`: {problem}", problem=problem)
 
 
-def check_cost_size(costs_k: int, costs_d: int, k: int, d: int, name: str = "costs") -> None:
-    """Structured costs of ``costs_k`` classes and ``costs_d`` decisions for counts of ``k`` classes and ``d``
-    decisions (``costs_d = costs_k + 1`` with an abstain decision)."""
+def check_cost_size(costs_k: int, costs_d: int, k: int, d: int, name: str = "costs", *,
+                    against: str = "the counts") -> None:
+    """Structured costs of ``costs_k`` classes and ``costs_d`` decisions for ``against`` (counts, scores) of ``k``
+    classes and ``d`` decisions (``costs_d = costs_k + 1`` with an abstain decision)."""
     if (costs_k, costs_d) != (k, d):
-        problem = (f"are for {costs_k} classes and {costs_d} decisions, the counts have {k} classes and {d} "
+        problem = (f"are for {costs_k} classes and {costs_d} decisions, {against} have {k} classes and {d} "
                    "decisions (an abstain decision is the column K)")
         raise InputError(f"`{name}` {problem}", problem=problem)
 

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
-from ecjax.confusion import JointOutcomeTable, rates, weight_totals
+from ecjax.confusion import JointOutcomeTable, data_priors, rates, weight_totals
 from ecjax.costs import StructuredCosts
 from ecjax.decisions import naive_expected_cost
 
@@ -76,12 +76,16 @@ def table_expected_value(cells: jax.Array, counts: jax.Array, costs: StructuredC
 
 
 @jax.jit
-def structured_expected_value(counts: jax.Array, costs: StructuredCosts, priors: jax.Array | None) -> jax.Array:
-    """Kernel: eq. (2) for dense ``(..., K, D)`` counts; data priors when ``priors`` is None."""
-    k = costs.num_classes
+def structured_expected_value(counts: jax.Array, costs: StructuredCosts | jax.Array,
+                              priors: jax.Array | None) -> jax.Array:
+    """Kernel: eq. (2) for dense ``(..., K, D)`` counts; data priors when ``priors`` is None.  (Dense costs, which
+    :mod:`ecjax.metrics` keeps for itself, give ``sum_ij P_i R_ij c_ij`` as written.)"""
     r = rates(counts)
-    present = (counts.sum(-1) > 0).astype(r.dtype)
     p = counts.sum(-1) / counts.sum((-2, -1))[..., None] if priors is None else priors
+    if not isinstance(costs, StructuredCosts):
+        return jnp.sum(p[..., :, None] * r * costs, (-2, -1))
+    k = costs.num_classes
+    present = (counts.sum(-1) > 0).astype(r.dtype)
     per_class = costs.wrong * present + (costs.correct - costs.wrong) * jnp.diagonal(r[..., :k], 0, -2, -1)
     if costs.abstain is not None:
         per_class = per_class + (costs.abstain - costs.wrong) * r[..., k]
@@ -113,13 +117,14 @@ def _class_totals(table: JointOutcomeTable) -> np.ndarray:
 def _checked(counts: Counts, costs: Costs | None, priors: ArrayLike | None, name: str = "costs"):
     """The counts (a table, or dense counts), costs (structured, or dense) and priors, checked against each other;
     the priors are ``None`` for the data priors."""
+    totals: ArrayLike
     if isinstance(counts, JointOutcomeTable):
         k, d, totals = counts.num_classes, counts.num_decisions, _class_totals(counts)
         v.check_some_weight(totals)
     else:
         counts = v.as_counts(counts, nonzero=True)
         k, d = counts.shape[-2:]
-        totals = np.asarray(counts, np.float64).sum(-1)
+        totals = counts.sum(-1)  # traced under jit: the priors check then passes (the NaN contract)
     if costs is not None and not isinstance(costs, StructuredCosts):
         costs = v.as_matrix(costs, name, shape=(k, d))
     elif costs is not None:
@@ -146,8 +151,10 @@ def _expected(counts, costs, p):
 
 
 def _data_priors(counts):
-    totals = _class_totals(counts) if isinstance(counts, JointOutcomeTable) else np.asarray(counts, np.float64).sum(-1)
-    return totals / totals.sum(-1, keepdims=True)
+    if isinstance(counts, JointOutcomeTable):
+        totals = _class_totals(counts)
+        return totals / totals.sum()
+    return data_priors(counts)
 
 
 def expected_cost(counts: Counts, costs: Costs, *, priors: ArrayLike | None = None) -> jax.Array:

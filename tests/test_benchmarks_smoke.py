@@ -22,7 +22,9 @@ BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("b
 SLOW = {"bench_bootstrap_metric", "bench_bootstrap_sizes", "bench_chunks", "bench_calibration", "bench_draws",
         "bench_interactive", "bench_ranking",
         "bench_real_sizes",  # ~30 s at --tiny: four comparisons compiled; their draws are tested in test_compare_real_sizes
-        "bench_rate_draws", "bench_sweep"}
+        "bench_rate_draws", "bench_sweep",
+        "bench_many_classes",  # ~30 s at --tiny: three processes compiling compare; tested in test_many_classes
+        }
 BENCHMARK_PARAMS = [pytest.param(b, marks=pytest.mark.slow) if b.stem in SLOW else b for b in BENCHMARKS]
 
 

@@ -52,9 +52,11 @@ def test_small_k_sparse_structured_and_dense_agree_with_numpy(deployment):
     ref = _numpy_ec(y, d, fields, p)
     table = ecjax.sparse_confusion_matrix(y, d, num_classes=k, num_decisions=k + 1)
     dense_counts = ecjax.confusion_matrix(y, d, num_classes=k, num_decisions=k + 1)
-    # Every pairing of sparse / dense counts with structured / dense costs (dense with dense: the existing path).
+    # Every pairing of sparse / dense counts with structured / dense costs (dense with dense: the existing path,
+    # and the sparse module's own when called directly).
     for counts, c in ((table, sc), (table, sc.dense()), (dense_counts, sc), (dense_counts, sc.dense())):
         np.testing.assert_allclose(float(ecjax.expected_cost(counts, c, priors=p)), ref, rtol=2e-6)
+        np.testing.assert_allclose(float(sparse_metrics.expected_cost(counts, c, priors=p)), ref, rtol=2e-6)
     for counts in (table, dense_counts):
         u = costs.costs_to_utilities(sc)
         np.testing.assert_allclose(float(ecjax.utility_yield(counts, u, priors=p)), -ref, rtol=2e-6)
@@ -228,7 +230,8 @@ def test_compare_structured_costs_equal_the_dense_matrix_draw_for_draw(paired):
 @pytest.mark.parametrize("k", [2000, pytest.param(20_000, marks=pytest.mark.slow(
     reason="K = 2 * 10^4: 4 * 10^4 gamma variates a draw, about 30 s"))])
 def test_compare_structured_costs_at_many_classes_closed_form_and_ties(k):
-    """K = 2 * 10^3 (and 2 * 10^4 in the slow lane), fixed deployment priors and concentration: the closed-form expected yield of each system is
+    """K = 2 * 10^3 (and 2 * 10^4 in the slow lane), fixed deployment priors and concentration: the closed-form
+    expected yield of each system is
     ``-sum_i P_i E[R_i,wrong] c_i`` with ``E[R_i,wrong] = (n_i,wrong + (K - 1) alpha) / (n_i + K alpha)``, in numpy;
     a system repeated is a tie."""
     from ecjax import prob
@@ -251,15 +254,34 @@ def test_compare_structured_costs_at_many_classes_closed_form_and_ties(k):
     assert result.info["merged_cells"] == f"2 utility groups per class (of {k} decisions)"
 
 
+def test_compare_structured_costs_with_scores_decide_as_the_dense_matrix():
+    """Scores: the Bayes decisions of the structured costs, made once (O(N K)), are those of the dense matrix, and
+    so is everything drawn from them (three unpaired systems, logits; the shapes of the test above, so its compiled
+    programs serve)."""
+    from ecjax import prob
+
+    k = 8
+    rng, y, _ = _systems_data(k, 400, seed=4, abstain=True)
+    scores = [np.eye(k)[y] * 2.0 + rng.normal(size=(len(y), k)) * s for s in (1.0, 1.2, 1.5)]
+    sc = costs.class_costs(rng.uniform(1, 3, k), correct=rng.uniform(0, 0.5, k), abstain=0.6)
+    systems = prob.Systems(y, scores=scores, score_type="logits", paired=False)
+    out = [prob.compare(systems, costs=c, key=jax.random.key(3), settings=prob.MonteCarloSettings(num_draws=200))
+           for c in (sc.dense(), sc)]
+    np.testing.assert_array_equal(np.asarray(out[1].yields), np.asarray(out[0].yields))
+    np.testing.assert_allclose(out[1].expected_yield, out[0].expected_yield, rtol=1e-12)
+    assert out[1].info["decision_rule"] == "expected_utility"
+
+
 def test_compare_structured_costs_refuses_what_it_cannot_do():
     from ecjax import prob
 
     rng, y, dec = _systems_data(5, 100, seed=6)
     key = jax.random.key(0)
     zero_one = costs.zero_one(5, dense=False)
-    with pytest.raises(v.InputError, match="`scores` is not supported with them"):
-        prob.compare(prob.Systems(y, scores=[np.log(np.full((100, 5), 0.2))]), costs=zero_one, key=key)
-    with pytest.raises(v.InputError, match="`groups` is not supported with them"):
+    scores = [np.log(np.full((100, 5), 0.2))]
+    with pytest.raises(v.InputError, match="decision_rule='per_draw' is not supported with them"):
+        prob.compare(prob.Systems(y, scores=scores, decision_rule="per_draw"), costs=zero_one, key=key)
+    with pytest.raises(v.InputError, match="`groups` .* is not supported with them"):
         prob.compare(prob.Systems(y, dec, groups=np.arange(100) // 10), costs=zero_one, key=key)
     with pytest.raises(v.InputError, match=r"`costs.wrong` must be"):
         prob.compare(prob.Systems(y, dec), costs=costs.class_costs(np.ones((2, 5))), key=key)
@@ -267,3 +289,61 @@ def test_compare_structured_costs_refuses_what_it_cannot_do():
         prob.compare(prob.Systems(y, dec), costs=costs.class_costs(np.ones(5), correct=1.0), key=key)
     with pytest.raises(v.InputError, match=r"structured costs .*\.dense\(\)"):
         prob.compare_counts(np.ones((2, 5, 5)), costs=zero_one, key=key)
+
+
+def test_compare_refuses_dense_counts_too_large_and_says_the_fix(monkeypatch):
+    """The dense path holds (M, K, D) float64 counts: 3 x 2000^2 x 8 bytes = 96 MB, refused when said to be more
+    than half of the memory available (here 64 MiB); structured costs then run."""
+    from ecjax import prob
+
+    k = 2000
+    _, y, dec = _systems_data(k, 3000, seed=11)
+    monkeypatch.setattr(v, "available_memory_bytes", lambda: 64 << 20)
+    with pytest.raises(v.InputError, match=r"`costs`: a dense 2000 x 2000 count matrix \(x 3\) takes 0\.1 GiB.*"
+                                           r"zero_one\(K, dense=False\)"):
+        prob.compare(prob.Systems(y, dec), costs=np.ones((k, k)) - np.eye(k), key=jax.random.key(0))
+
+
+@pytest.mark.parametrize("shape, high", [((3000, 4), 50), ((3000, 2), 2**31 - 1), ((7, 1), 3), ((0, 3), 2)])
+def test_unique_rows_is_numpy_unique_along_rows(shape, high):
+    from ecjax.confusion import unique_rows
+
+    rows = np.random.default_rng(7).integers(0, high, shape)
+    cells, inverse = unique_rows(rows)
+    ref_cells, ref_inverse = np.unique(rows, axis=0, return_inverse=True)
+    np.testing.assert_array_equal(cells, ref_cells)
+    np.testing.assert_array_equal(inverse, ref_inverse.ravel())
+
+
+def test_structured_costs_pass_through_jit_and_batch_like_dense_matrices():
+    k = 6
+    rng, y, d = _data(k, 300, seed=8)
+    dec = np.stack([d, np.where(rng.random(len(y)) < 0.5, y, rng.integers(0, k, len(y)))])
+    counts = ecjax.confusion_matrix(y, dec, num_classes=k)  # (2, K, K)
+    batch = costs.class_costs(rng.uniform(1, 3, (4, k)))  # 4 cost vectors: (4, K) fields
+    dense = np.asarray(batch.dense(), np.float64)  # (4, K, K)
+    c = np.asarray(counts, np.float64)
+    p = c.sum(-1) / c.sum((-2, -1))[:, None]
+    ref = np.einsum("mi,mij,bij->mb", p, c / c.sum(-1, keepdims=True), dense)  # sum_ij P_i R_ij c_ij
+    np.testing.assert_allclose(np.asarray(ecjax.expected_cost(counts[:, None], batch)), ref, rtol=1e-6)
+    jitted = jax.jit(lambda cc, n: ecjax.normalized_expected_cost(n, cc))
+    np.testing.assert_allclose(float(jitted(costs.zero_one(k, dense=False), counts[0])),
+                               float(ecjax.normalized_expected_cost(counts[0], costs.zero_one(k))), rtol=1e-6)
+
+
+def test_bayes_decisions_of_structured_costs_equal_the_dense_ones():
+    """argmin_d sum_i P(i|x) c_id without the K x D product: the dense matrix's decisions (abstention included),
+    and for a miss-cost vector the closed form argmax_d P(d|x) wrong_d."""
+    k = 7
+    rng = np.random.default_rng(9)
+    scores = rng.normal(size=(500, k)) * 2
+    _, sc = _structured(rng, k)
+    np.testing.assert_array_equal(np.asarray(ecjax.bayes_decisions(scores, sc, score_type="logits")),
+                                  np.asarray(ecjax.bayes_decisions(scores, sc.dense(), score_type="logits")))
+    miss = rng.uniform(1, 3, (3, k))
+    post = np.exp(scores - scores.max(1, keepdims=True))
+    post /= post.sum(1, keepdims=True)
+    decided = ecjax.bayes_decisions(scores, costs.class_costs(miss), score_type="logits")  # (3, N)
+    np.testing.assert_array_equal(np.asarray(decided), np.argmax(post[None] * miss[:, None, :], -1))
+    with pytest.raises(v.InputError, match="the scores have 7 classes"):
+        ecjax.bayes_decisions(scores, costs.zero_one(5, dense=False), score_type="logits")

@@ -799,7 +799,11 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
     if k < 2:
         raise v.InputError(f"the utility matrix must have at least 2 classes (rows), got shape {(k, d)}")
     if isinstance(prior, StructuredCosts):
-        check_structured_comparison(systems.scores, systems.groups)
+        check_structured_comparison(systems.groups, scores_per_draw=systems.scores is not None and decision_rule ==
+                                    "per_draw")
+    else:  # every model holds the (M, K, D) float64 counts of a dense matrix
+        v.check_dense_fits(k, d, "costs" if utilities is None else "utilities", what="count matrix",
+                           batch=len(systems.names), itemsize=8)
     s = _canonical_systems(systems, k, d)
     check_draws_fit(num_draws, _KEPT_BYTES_PER_DRAW_AND_SYSTEM * len(s.names))
     alpha = _model_concentration(concentration, s.joint, k, d)
@@ -830,7 +834,8 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
     source: Callable[..., _Source] = partial(_fixed_source, s, None if scores is None else score_type, p_decide,
                                              alpha, k, d)
     if isinstance(prior, StructuredCosts):  # merged cells counted from the decisions: no K x D array
-        structured, group_utilities = _structured_source(s, prior, alpha, d)
+        structured, group_utilities = _structured_source(s, prior, alpha, d, None if scores is None else score_type,
+                                                         p_decide)
         prior, source = cast(jax.Array, group_utilities), lambda u_hat: structured  # _merged_source keeps them
     n_max = max(lab.shape[0] for lab in s.labels)
     return _run_compare(prior, class_priors, s.class_counts, k=k, d=d, alpha=alpha, joint=s.joint, source=source,
@@ -942,27 +947,34 @@ def _fixed_source(s, score_type, p_decide, alpha, k, d, u_hat):
     return _unpaired_source(counts, alpha)
 
 
-def _structured_source(s: _Canonical, utilities: StructuredCosts, alpha: float, d: int) -> tuple[_Source, np.ndarray]:
+def _structured_source(s: _Canonical, utilities: StructuredCosts, alpha: float, d: int, score_type: str | None,
+                       p_decide: np.ndarray) -> tuple[_Source, np.ndarray]:
     """Fixed structured utilities: the source of their merged cells (:mod:`ecjax.prob.structured_cells`), counted
-    from the decisions, and their ``(K, G)`` group utilities (what the draws, the closed-form expected yield and
-    ``expected_utility_matrix`` read; ``G`` = wrong, correct (, abstain))."""
+    from the decisions (given, or with ``score_type`` the Bayes decisions of the scores, made once with the priors
+    ``p_decide`` in ``O(N K)``), and their ``(K, G)`` group utilities (what the draws, the closed-form expected yield
+    and ``expected_utility_matrix`` read; ``G`` = wrong, correct (, abstain))."""
+    items = s.items
+    if score_type is not None:
+        with np.errstate(divide="ignore"):
+            log_p = np.log(p_decide)
+        items = [padded_bayes_decisions(x, costs_to_utilities(utilities), log_p, score_type) for x in s.items]
     groups = structured_cells.structured_groups(utilities)
     m, (k, g), f = len(s.items), groups.sizes.shape, jnp.result_type(float)
     weights = [None] * m if s.weights is None else s.weights
     merged = np.stack([structured_cells.merged_counts(lab, x, w, groups)
-                       for lab, x, w in zip(s.labels, s.items, weights)])
+                       for lab, x, w in zip(s.labels, items, weights)])
     check_rows_for_concentration(merged, alpha)
     mean = merged + alpha * groups.sizes  # n_ig + s_ig alpha (ecjax.prob.aggregation eq. 1)
     naive = normalize_rows(costs_to_utilities(utilities))  # the normalized costs, structured: the naive EC in O(K)
     data = {"u_hat": v.to_device(groups.utilities, f), "mean_weights": v.to_device(mean, f),
             "naive_costs": jax.tree.map(lambda x: v.to_device(np.asarray(x), f), naive)}
-    ties = structured_cells.tie_signature(s.labels, s.items, s.weights, d)
+    ties = structured_cells.tie_signature(s.labels, items, s.weights, d)
     if not s.joint:
         return _Source("merged", dict(data, concentration=v.to_device(mean, f)), ties, mean, m * k * g,
                        columns=g), groups.utilities
     assert s.shared_labels is not None  # joint systems share one label vector
     # a_J = alpha / D^(M-1): the prior of one of the K D^M joint cells (ecjax.prob.paired eq. 1).
-    concentration = structured_cells.joint_concentration(s.shared_labels, np.stack(s.items), s.shared_weights,
+    concentration = structured_cells.joint_concentration(s.shared_labels, np.stack(items), s.shared_weights,
                                                          groups, alpha / d ** (m - 1))
     return _Source("joint_merged", dict(data, concentration=v.to_device(concentration, f)), ties, mean,
                    max(m * k * g, k * g ** m), columns=g), groups.utilities
@@ -1059,16 +1071,16 @@ def _padded(x, axis=0):
     return v.pad_to_bucket(x, axis=axis, minimum=_MIN_SAMPLE_BUCKET)
 
 
-def padded_bayes_decisions(scores: ArrayLike, costs: ArrayLike, log_priors: ArrayLike,
+def padded_bayes_decisions(scores: ArrayLike, costs: ArrayLike | StructuredCosts, log_priors: ArrayLike,
                            score_type: str) -> np.ndarray:
-    """Bayes decisions (Ferrer 2025, eq. 7) of one system's validated ``(N, K)`` scores for one ``(K, D)`` cost matrix,
-    on the host: the fixed decisions of :func:`compare`.  ``log_priors`` ``(K,)`` turn likelihood-type scores into
-    posteriors (ignored otherwise).  The samples are padded to :func:`bucket_size`, so that data of a similar size
-    reuse the compiled program."""
+    """Bayes decisions (Ferrer 2025, eq. 7) of one system's validated ``(N, K)`` scores for one ``(K, D)`` cost matrix
+    (or structured costs), on the host: the fixed decisions of :func:`compare`.  ``log_priors`` ``(K,)`` turn
+    likelihood-type scores into posteriors (ignored otherwise).  The samples are padded to :func:`bucket_size`, so
+    that data of a similar size reuse the compiled program."""
     f = jnp.result_type(float)
     n = np.shape(scores)[0]
-    dec = _decide_kernel(v.to_device(_padded(scores)), v.to_device(costs, f), v.to_device(log_priors, f),
-                         score_type=score_type)
+    c = costs.map(lambda x: v.to_device(x, f)) if isinstance(costs, StructuredCosts) else v.to_device(costs, f)
+    dec = _decide_kernel(v.to_device(_padded(scores)), c, v.to_device(log_priors, f), score_type=score_type)
     return np.asarray(dec)[:n]
 
 

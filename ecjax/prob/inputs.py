@@ -419,14 +419,15 @@ def check_decisions_matter(low: ArrayLike | StructuredCosts, high: ArrayLike | N
                            "can be preferred; give a matrix under which some decision costs more than another")
 
 
-def check_structured_comparison(scores: object, groups: object) -> None:
-    """Structured costs (:class:`ecjax.costs.StructuredCosts`) in :func:`ecjax.prob.compare`: fixed, with given
-    decisions (their merged cells are counted from the decisions), and not with the clustered model (it draws every
-    ``(class, decision)`` cell)."""
-    for field, given in (("scores", scores), ("groups", groups)):
-        if given is not None:
-            problem = (f"structured costs compare given `decisions` (their cells are counted from them, at any K); "
-                       f"`{field}` is not supported with them: give decisions, or a dense (K, D) matrix "
+def check_structured_comparison(groups: object, *, scores_per_draw: bool) -> None:
+    """Structured costs (:class:`ecjax.costs.StructuredCosts`) in :func:`ecjax.prob.compare` are fixed: their merged
+    cells are counted from fixed decisions (given, or the Bayes decisions of scores made once), so neither the
+    clustered model (it draws every ``(class, decision)`` cell) nor ``decision_rule="per_draw"`` applies."""
+    for given, what in ((groups is not None, "`groups` (the clustered model)"),
+                        (scores_per_draw, "decision_rule='per_draw'")):
+        if given:
+            problem = (f"structured costs compare fixed decisions (their cells are counted from them, at any K); "
+                       f"{what} is not supported with them: leave it out, or give a dense (K, D) matrix "
                        "(`.dense()`) where it fits in memory")
             raise v.InputError(f"`costs` {problem}", problem=problem)
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ecjax.confusion import unique_rows
 from ecjax.costs import StructuredCosts
 from ecjax.prob import aggregation
 
@@ -81,6 +82,6 @@ def joint_concentration(labels: np.ndarray, decisions: np.ndarray, weights: np.n
     the occupied cells are those of the samples' decision types, ``O(N)`` of them."""
     k = groups.sizes.shape[0]
     rows = np.concatenate([np.asarray(labels, np.int64)[None], decision_types(labels, decisions, k)], 0).T
-    cells, inverse = np.unique(rows, axis=0, return_inverse=True)
+    cells, inverse = unique_rows(rows)
     counts = np.bincount(inverse.ravel(), weights=weights, minlength=len(cells))
     return aggregation.joint_concentration(cells, counts, groups, cell_prior)
