@@ -38,16 +38,20 @@ from ecjax.cli.rules import OPTION_RULES, check_option_rules, said
 from ecjax.cli.sweep import cmd_sweep
 from ecjax.inputs import InputError
 
-__all__ = ["COMMANDS", "EXIT_CLOSED_PIPE", "OPTION_RULES", "build_parser", "check_option_rules", "compilation_cache_dir", "main"]
+__all__ = ["COMMANDS", "EXIT_CLOSED_PIPE", "OPTION_RULES", "build_parser", "check_option_rules",
+           "compilation_cache_dir", "main"]
 
 
 def cmd_demo(args: argparse.Namespace, run: Run) -> int:
+    """``ecjax demo``: the main job on data the package carries or generates."""
     from ecjax import demo
 
     demo.run(seed=args.seed)
     return 0
 
 
+# Each command takes the parsed options and the run's context (its input limit and queued outputs): main() makes
+# one Run per call, so nothing is kept between calls.
 COMMANDS = {"demo": cmd_demo, "metrics": cmd_metrics, "calibrate": cmd_calibrate, "compare": cmd_compare,
             "compare-folds": cmd_compare_folds, "sweep": cmd_sweep}
 
@@ -96,6 +100,7 @@ def _use_compilation_cache():
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ecjax`` with the arguments ``argv`` (default: the process's); the exit code (see the module's)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
