@@ -279,7 +279,9 @@ class Calibrator:
         """
         score_type = self.input_type if score_type is None else score_type
         if score_type != self.input_type and not {score_type, self.input_type} <= set(v.POSTERIOR_TYPES):
-            raise v.InputError(f"this calibrator was fitted on score_type={self.input_type!r}, got {score_type!r}")
+            said = v.mentioning(f"this calibrator was fitted on {{fitted}}, got {score_type!r}",
+                                fitted=("score_type", self.input_type))
+            raise v.InputError(said["problem"], **said)
         s = _calibration_inputs(scores, score_type, self.method, self.num_classes)
         return _apply_jit(self, s)
 

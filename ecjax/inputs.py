@@ -72,14 +72,48 @@ MAX_CELLS = INT32_MAX
 class InputError(ValueError):
     """An argument of a public ecjax function is not of the expected form.
 
-    ``problem``, where given, is the message without its subject (``"the rows look like probabilities ..."``
-    rather than ``"`scores` rows look like probabilities ..."``), so that a front end that knows the subject by
-    another name (the command line: a file) can say it in its own terms; otherwise ``None``.
+    ``str(err)`` names the arguments as the function's signature does.  A front end that knows them by other
+    names (the command line: its options and files) says the error from its fields instead, without editing its
+    text; each is ``None`` where the check does not give it:
+
+    - ``argument``: the argument the error is about, the subject of the message (``"scores"``);
+    - ``problem``: the message without that subject (``"the rows look like probabilities ..."`` rather than
+      ``"`scores` rows look like probabilities ..."``);
+    - ``template`` and ``mentions``: ``problem`` with each argument it names as a field ``{field}``, and
+      ``mentions[field] = (argument, value)``, the value it asks for (``("score_type", "probabilities")``) or
+      ``None`` for the argument itself; :meth:`problem_said` says them the front end's way
+      (``--score-type probabilities``), ``problem`` the library's (:func:`library_spelling`).
     """
 
-    def __init__(self, message: str, *, problem: str | None = None) -> None:
+    def __init__(self, message: str, *, argument: str | None = None, problem: str | None = None,
+                 template: str | None = None, mentions: Mapping[str, tuple[str, object]] | None = None) -> None:
         super().__init__(message)
-        self.problem = problem
+        self.argument, self.problem = argument, problem
+        self.template, self.mentions = template, dict(mentions or {})
+
+    def problem_said(self, spelling: Callable[[str, object], str]) -> str | None:
+        """``problem`` with every argument it mentions said by ``spelling(argument, value)``."""
+        if self.template is None:
+            return self.problem
+        return self.template.format_map({f: spelling(a, value) for f, (a, value) in self.mentions.items()})
+
+
+def library_spelling(argument: str, value: object = None) -> str:
+    """How the library's messages name an argument (`` `labels` ``) or a value of it (``score_type='llr'``)."""
+    return f"`{argument}`" if value is None else f"{argument}={value!r}"
+
+
+def mentioning(template: str, **mentions: tuple[str, object]) -> dict[str, Any]:
+    """The ``problem``, ``template`` and ``mentions`` of an :class:`InputError` whose problem names other
+    arguments (each a field ``{field}`` of ``template``, ``mentions[field] = (argument, value)``), the ``problem``
+    said the library's way."""
+    problem = template.format_map({f: library_spelling(a, value) for f, (a, value) in mentions.items()})
+    return {"problem": problem, "template": template, "mentions": mentions}
+
+
+def literal(text: object) -> str:
+    """``text`` as literal text of an :class:`InputError` template (its braces doubled)."""
+    return str(text).replace("{", "{{").replace("}", "}}")
 
 
 def is_tracer(x: object) -> TypeIs[jax.core.Tracer]:
@@ -286,7 +320,7 @@ def as_class_list(classes: object, name: str = "classes", *, num_classes: int | 
     """``classes``, a list of class names (a pandas Index or any sequence), as a 1-D array: at least two, each
     once, and ``num_classes`` of them when given (one per score column)."""
     def refuse(problem: str) -> InputError:
-        return InputError(f"`{name}` {problem}", problem=problem)
+        return InputError(f"`{name}` {problem}", argument=name, problem=problem)
 
     if classes is None or isinstance(classes, (str, bytes)):
         raise refuse(f"must be a sequence of class names (one per score column), got {classes!r}")
@@ -309,7 +343,7 @@ def check_same_classes(classes: Sequence[str], named: Sequence[str], source: str
     if list(named) != [str(i) for i in range(len(named))] and list(classes) != list(named):
         problem = (f"names the classes {list(classes)}, but {source} names them {list(named)} (its rows, in order): "
                    "give the same classes in the same order")
-        raise InputError(f"`classes` {problem}", problem=problem)
+        raise InputError(f"`classes` {problem}", argument="classes", problem=problem)
 
 
 def as_class_indices(values: ArrayLike, classes: ArrayLike, name: str = "labels") -> np.ndarray:
@@ -323,7 +357,7 @@ def as_class_indices(values: ArrayLike, classes: ArrayLike, name: str = "labels"
     if not np.all(found):
         unknown = np.unique(wanted[~found])[:5].tolist()
         problem = f"holds {unknown} (first ones shown), which are not among the classes {known[:20].tolist()}"
-        raise InputError(f"`{name}` {problem}", problem=problem)
+        raise InputError(f"`{name}` {problem}", argument=name, problem=problem)
     return order[pos].astype(np.int64)
 
 
@@ -638,13 +672,12 @@ def as_scores(x: object, name: str = "scores", *, score_type: str) -> jax.Array:
     check_finite(arr, name)
     if score_type in ("log_posteriors", "logits") and not is_tracer(arr) and looks_like_probabilities(arr):
         # Read as logits, probabilities give wrong posteriors without any sign (softmax of p, not p).
+        said = mentioning("the rows look like probabilities (in [0, 1], summing to 1), not log-domain scores: pass "
+                          "{probabilities}", probabilities=("score_type", "probabilities"))
         raise InputError(
             f"`{name}` rows look like probabilities (in [0, 1], summing to 1), not log-domain scores: pass "
-            "score_type=\"probabilities\" (logits that happen to look like this can be shifted by a constant per "
-            "row, which leaves their posteriors unchanged)",
-            problem="the rows look like probabilities (in [0, 1], summing to 1), not log-domain scores: pass "
-                    "score_type=\"probabilities\"",
-        )
+            "score_type='probabilities' (logits that happen to look like this can be shifted by a constant per "
+            "row, which leaves their posteriors unchanged)", argument=name, **said)
     if score_type in ("logits", "log_likelihoods") and not is_tracer(arr):
         a = np.asarray(arr)
         if a.dtype.kind in "iu" or (a.dtype.kind == "f" and a.dtype.itemsize > 4):
@@ -659,10 +692,10 @@ def as_scores(x: object, name: str = "scores", *, score_type: str) -> jax.Array:
         a = np.asarray(arr, dtype=np.float64)
         norm = np.log(np.exp(a - a.max(-1, keepdims=True)).sum(-1)) + a.max(-1)
         if np.max(np.abs(norm)) > 1e-3:
-            raise InputError(
-                f"`{name}` rows do not normalize as log-posteriors (max |logsumexp| = "
-                f"{np.max(np.abs(norm)):.3g}); if these are unnormalized logits, pass score_type=\"logits\""
-            )
+            said = mentioning(f"{{name}} rows do not normalize as log-posteriors (max |logsumexp| = "
+                              f"{np.max(np.abs(norm)):.3g}); if these are unnormalized logits, pass {{logits}}",
+                              name=(name, None), logits=("score_type", "logits"))
+            raise InputError(said["problem"], **said)
     return arr
 
 
@@ -676,9 +709,11 @@ def _log_of_probabilities(x, name: str):
         raise InputError(f"`{name}` must be (N, K) probabilities with N >= 1 and K >= 2, got shape {tuple(a.shape)}")
     check_finite(a, name)
     if a.min() < 0 or a.max() > 1:
-        raise InputError(f"`{name}` are probabilities (score_type=\"probabilities\") and must lie in [0, 1], got "
-                         f"values from {a.min():.4g} to {a.max():.4g}; for log-domain scores pass "
-                         "score_type=\"log_posteriors\" or score_type=\"logits\"")
+        said = mentioning(f"{{name}} are probabilities ({{given}}) and must lie in [0, 1], got values from "
+                          f"{a.min():.4g} to {a.max():.4g}; for log-domain scores pass {{posteriors}} or {{logits}}",
+                          name=(name, None), given=("score_type", "probabilities"),
+                          posteriors=("score_type", "log_posteriors"), logits=("score_type", "logits"))
+        raise InputError(said["problem"], **said)
     sums = a.astype(np.float64).sum(-1)
     if np.max(np.abs(sums - 1.0)) > _PROBABILITY_SUM_TOL:
         worst = sums.reshape(-1)[np.argmax(np.abs(sums - 1.0))]
@@ -783,9 +818,10 @@ def as_sample_weight(sample_weight: object, labels: jax.Array | np.ndarray, *,
         return None
     w = as_array(sample_weight, "sample_weight", min_ndim=1)
     if (w.ndim != 1 and not batched) or w.shape[-1] != labels.shape[-1]:
-        problem = f"one weight per sample of `labels` ({labels.shape[-1]}), got shape {tuple(w.shape)}"
-        raise InputError(f"`labels` and `sample_weight` must have the same number of samples: {problem}",
-                         problem=problem)
+        said = mentioning(f"one weight per sample of {{labels}} ({labels.shape[-1]}), got shape {tuple(w.shape)}",
+                          labels=("labels", None))
+        raise InputError(f"`labels` and `sample_weight` must have the same number of samples: {said['problem']}",
+                         argument="sample_weight", **said)
     if is_tracer(w):
         return jnp.asarray(w, dtype=jnp.result_type(float))
     a = check_numbers(np.asarray(w), "sample_weight", booleans=True)
@@ -897,7 +933,9 @@ def check_classes_present(labels: ArrayLike, sample_weight: ArrayLike | None, nu
     present = [c for c in wanted if np.all(np.any(y == c, axis=-1))]
     absent = [c for c in wanted if c not in present]
     if absent:
-        raise InputError(f"`labels` has no sample of {_class_list(absent)}: {why}")
+        said = mentioning(f"{{labels}} has no sample of {literal(_class_list(absent))}: {literal(why)}",
+                          labels=("labels", None))
+        raise InputError(said["problem"], **said)
     if sample_weight is None:
         return
     w = np.asarray(sample_weight, np.float64)
@@ -983,10 +1021,9 @@ def scores_and_log_priors(scores: object, priors: ArrayLike | None,
 def check_same_length(name_a: str, a: jax.Array | np.ndarray, name_b: str, b: jax.Array | np.ndarray, *,
                       axis_a: int = -1, axis_b: int = -1) -> None:
     if a.shape[axis_a] != b.shape[axis_b]:
-        raise InputError(
-            f"`{name_a}` and `{name_b}` must have the same number of samples, got "
-            f"{a.shape[axis_a]} and {b.shape[axis_b]}"
-        )
+        said = mentioning(f"{{a}} and {{b}} must have the same number of samples, got {a.shape[axis_a]} and "
+                          f"{b.shape[axis_b]}", a=(name_a, None), b=(name_b, None))
+        raise InputError(said["problem"], **said)
 
 
 def as_positive_int(x: object, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
@@ -1115,13 +1152,13 @@ def as_positive_priors(x: object, name: str = "priors", *, num_classes: int | No
     try:
         p = as_priors(x, name, num_classes=num_classes)
     except InputError as err:
-        raise InputError(str(err), problem=problem()) from None
+        raise InputError(str(err), argument=name, problem=problem()) from None
     if not is_tracer(p):
         a = np.asarray(p).reshape(-1, p.shape[-1])
         bad = np.any(a <= 0, axis=-1)
         if bad.any():
             raise InputError(f"`{name}` must be > 0 for every class{why}, got {a[np.argmax(bad)].tolist()}",
-                             problem=problem())
+                             argument=name, problem=problem())
     return p
 
 
@@ -1129,9 +1166,9 @@ def check_posterior_type(score_type: str, name: str, why: str = "") -> str:
     """``score_type`` if it is a posterior type (:data:`POSTERIOR_TYPES`): ``name`` (training priors, the priors
     of a posterior) has no meaning for likelihood-type scores; ``why`` says what to do instead."""
     if score_type not in POSTERIOR_TYPES:
-        problem = (f"is for posterior-type scores ({', '.join(POSTERIOR_TYPES)}), got score_type={score_type!r}"
-                   f"{why}")
-        raise InputError(f"`{name}` {problem}", problem=problem)
+        said = mentioning(f"is for posterior-type scores ({', '.join(POSTERIOR_TYPES)}), got {{given}}{literal(why)}",
+                          given=("score_type", score_type))
+        raise InputError(f"`{name}` {said['problem']}", argument=name, **said)
     return score_type
 
 

@@ -50,6 +50,7 @@ import os
 import re
 import secrets
 import shutil
+import string
 import tomllib
 import zipfile
 from collections.abc import Sequence
@@ -69,6 +70,8 @@ from ecjax.inputs import (
     check_prior_intervals,
     check_shape,
     check_table,
+    literal,
+    mentioning,
 )
 
 # Largest array a file may declare before it is loaded (``max_bytes``); 1 GiB.
@@ -78,14 +81,36 @@ DEFAULT_MAX_BYTES = 2**30
 @contextlib.contextmanager
 def said_of(source: object, files: dict[str, object] | None = None):
     """Errors of the checks inside, said of ``source`` (a file, an option): ``"<source>: <problem>"``, with each
-    argument named in ``files`` (argument name -> what the user knows it as) said by that name."""
+    argument named in ``files`` (argument name -> what the user knows it as) said by that name.  The error keeps
+    the arguments its problem mentions (:attr:`InputError.mentions`), for a front end to say its way."""
     try:
         yield
     except InputError as err:  # the problem without the library's subject, where it has one
+        if err.template is not None:  # the arguments it mentions, each said by its name in `files` where given
+            template, mentions = _known_as(err.template, err.mentions, files or {})
+            said = mentioning(f"{literal(source)}: {template}", **mentions)
+            raise InputError(said["problem"], **said) from None
         problem = err.problem or str(err)
         for argument, known_as in (files or {}).items():
             problem = problem.replace(f"`{argument}`", str(known_as))
         raise InputError(f"{source}: {problem}") from None
+
+
+def _known_as(template, mentions, files):
+    """``template`` with each mention of an argument itself (value ``None``) that ``files`` names written as that
+    name, and the mentions left."""
+    parts, left = [], {}
+    for text, name, _, _ in string.Formatter().parse(template):
+        parts.append(literal(text))
+        if name is None:
+            continue
+        argument, value = mentions[name]
+        if value is None and argument in files:
+            parts.append(literal(files[argument]))
+        else:
+            parts.append(f"{{{name}}}")
+            left[name] = mentions[name]
+    return "".join(parts), left
 
 
 def _existing_file(path) -> Path:

@@ -366,13 +366,55 @@ def long_cli_modules(folder, limit=MAX_CLI_MODULE_LINES):
     return {p.name: n for p in sorted(Path(folder).glob("*.py")) if (n := len(p.read_text().splitlines())) > limit}
 
 
+def message_surgery(path):
+    """``[(line, what)]``: where ``path`` rewrites text with a regular expression (``re.sub``, ``re.subn``) or
+    rewrites an exception's message (``.replace`` on ``str(err)``, ``err.problem`` or a name bound by
+    ``except ... as err``, or on a parameter named ``message``/``problem``).  A front end says the library's errors
+    from their fields (:class:`ecjax.InputError`'s ``argument`` and ``problem``), not by editing their text."""
+    tree = ast.parse(Path(path).read_text())
+    caught = {h.name for h in ast.walk(tree) if isinstance(h, ast.ExceptHandler) and h.name}
+    texts = caught | {"message", "problem", "msg"}
+
+    def is_message(node):
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        attrs = {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+        return bool(names & texts) or bool(attrs & {"problem", "args"})
+
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            f = node.func
+            if isinstance(f.value, ast.Name) and f.value.id == "re" and f.attr in ("sub", "subn"):
+                found.append((node.lineno, f"re.{f.attr}"))
+            elif f.attr == "replace" and is_message(f.value):
+                found.append((node.lineno, f"{ast.unparse(f.value)}.replace"))
+    return found
+
+
 def test_the_command_line_is_a_package_of_thin_modules():
     assert CLI.is_dir() and not (ROOT / "cli.py").exists()
     assert long_cli_modules(CLI) == {}
 
 
-def test_the_command_line_check_can_fail(tmp_path):
-    # The rule above must be able to fail, on a module one line too long.
+def test_the_command_line_does_not_rewrite_library_messages():
+    assert {p.name: found for p in sorted(CLI.glob("*.py")) if (found := message_surgery(p))} == {}
+
+
+def test_the_command_line_checks_can_fail(tmp_path):
+    # Both rules above must be able to fail: a long module, and the message rewriting the command line once did.
     (tmp_path / "long.py").write_text("x = 1\n" * (MAX_CLI_MODULE_LINES + 1))
     (tmp_path / "short.py").write_text("x = 1\n" * MAX_CLI_MODULE_LINES)
     assert long_cli_modules(tmp_path) == {"long.py": MAX_CLI_MODULE_LINES + 1}
+    p = tmp_path / "main.py"
+    p.write_text("import re\n\n"
+                 "def as_options(message):\n"
+                 "    message = re.sub(r'score_type=([a-z_]+)', r'--score-type \\1', message)\n"
+                 "    return message.replace('`score_type`', '--score-type')\n\n"
+                 "def say(f):\n"
+                 "    try:\n"
+                 "        f()\n"
+                 "    except ValueError as err:\n"
+                 "        print(str(err).replace('`scores`', '--scores'), err.problem.replace('a', 'b'))\n"
+                 "    return 'a-b'.replace('-', '_')\n")
+    assert sorted(message_surgery(p)) == [(4, "re.sub"), (5, "message.replace"), (11, "err.problem.replace"),
+                                          (11, "str(err).replace")]

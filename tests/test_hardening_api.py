@@ -708,7 +708,7 @@ def test_probabilities_are_not_read_as_log_scores(score_type, call):
     fn = {"bayes_decisions": lambda: ecjax.bayes_decisions(p, 1 - np.eye(3), score_type=score_type),
           "cross_entropy": lambda: ecjax.cross_entropy(labels, p, score_type=score_type),
           "brier": lambda: ecjax.brier(labels, p, score_type=score_type)}[call]
-    with pytest.raises(InputError, match=r"`scores` rows look like probabilities .* score_type=\"probabilities\""):
+    with pytest.raises(InputError, match=r"`scores` rows look like probabilities .* score_type='probabilities'"):
         fn()
 
 

@@ -570,28 +570,40 @@ def test_probabilities_file_is_refused_with_command_line_advice(tmp_path, capsys
     assert rc == 0
 
 
-def test_library_messages_name_the_command_line_option(tmp_path, capsys):
-    from ecjax.cli import _as_options
+def test_library_messages_name_the_command_line_option():
+    # The library says which arguments its problem mentions (InputError.mentions), so the command line says them as
+    # its options without editing the text (it once rewrote `score_type='llr'` with a regular expression).
+    from ecjax.cli.rules import said
+    from ecjax.inputs import mentioning
 
-    msg = 'pass score_type="logits"; or score_type=\'llr\'; `score_type` must be one of ...'
-    assert _as_options(msg) == "pass --score-type logits; or --score-type llr; --score-type must be one of ..."
+    fields = mentioning("pass {logits}; or {llr}; {score_type} must be one of ...", logits=("score_type", "logits"),
+                        llr=("score_type", "llr"), score_type=("score_type", None))
+    assert fields["problem"] == "pass score_type='logits'; or score_type='llr'; `score_type` must be one of ..."
+    err = InputError("`x` " + fields["problem"], argument="x", **fields)
+    assert str(err) == "`x` pass score_type='logits'; or score_type='llr'; `score_type` must be one of ..."
+    assert said(err) == "`x` pass --score-type logits; or --score-type llr; --score-type must be one of ..."
+    err = InputError("`scores` " + fields["problem"], argument="scores", **fields)
+    assert said(err).startswith("--scores pass --score-type logits")
+    assert said(InputError("`x` must be one of ...")) == "`x` must be one of ..."  # no fields: as the library says it
 
 
 def test_the_command_line_says_the_library_check_of_its_file_and_in_its_options():
     # One condition, checked once (ecjax.inputs.as_scores); the command line says it of the file, with its options.
     from ecjax.cli.files import check_scores
+    from ecjax.cli.rules import said
     from ecjax.inputs import as_scores
 
     p = np.random.default_rng(1).dirichlet(np.ones(3), size=20)
     with pytest.raises(InputError) as info:
         as_scores(p, score_type="logits")
-    assert info.value.problem == ("the rows look like probabilities (in [0, 1], summing to 1), not log-domain "
-                                  "scores: pass score_type=\"probabilities\"")
+    assert info.value.argument == "scores" and info.value.problem == (
+        "the rows look like probabilities (in [0, 1], summing to 1), not log-domain scores: pass "
+        "score_type='probabilities'")
     assert str(info.value).startswith("`scores` rows look like probabilities")
     with pytest.raises(InputError) as info:
         check_scores(p, "p.npy", "logits")
-    assert cli._as_options(str(info.value)) == ("p.npy: the rows look like probabilities (in [0, 1], summing to 1), "
-                                                "not log-domain scores: pass --score-type probabilities")
+    assert said(info.value) == ("p.npy: the rows look like probabilities (in [0, 1], summing to 1), not log-domain "
+                                "scores: pass --score-type probabilities")
 
 
 # ============================================ issue 30 (helper H2): what the options and files mean, and the output

@@ -525,6 +525,21 @@ def test_said_of_says_the_problem_of_the_source_in_its_names():
         pass
 
 
+def test_said_of_keeps_the_mentions_it_does_not_name():
+    # A templated problem (InputError.mentions): the arguments `files` names are said by their files, the others
+    # stay mentions for the front end (the command line says them as its options); a source with braces is text.
+    from ecjax.inputs import check_same_length
+
+    with pytest.raises(InputError) as info:
+        with eio.said_of("w{1}.npy", {"labels": "y.npy"}):
+            check_same_length("labels", np.zeros(3), "sample_weight", np.zeros(4))
+    err = info.value
+    assert str(err) == "w{1}.npy: y.npy and `sample_weight` must have the same number of samples, got 3 and 4"
+    assert err.mentions == {"b": ("sample_weight", None)}
+    assert err.problem_said(lambda a, value: "--weights") == ("w{1}.npy: y.npy and --weights must have the same "
+                                                              "number of samples, got 3 and 4")
+
+
 def test_check_output_path(tmp_path):
     assert eio.check_output_path(tmp_path / "new" / "deeper" / "a.json") == tmp_path / "new" / "deeper" / "a.json"
     (tmp_path / "a.json").write_text("{}")

@@ -319,6 +319,36 @@ def test_traced_labels_need_num_classes():
         jax.jit(lambda y, d: confusion_matrix(y, d))(jnp.array([0, 1]), jnp.array([0, 1]))
 
 
+def test_an_input_error_carries_its_argument_problem_and_mentions():
+    # Issue 32.2: what a front end needs to say an error in its own names, as fields; str(err) as before. Reference:
+    # the messages as the library wrote them before the fields.
+    from ecjax import inputs as v
+
+    p = np.random.default_rng(0).dirichlet(np.ones(3), size=10)
+    with pytest.raises(InputError) as info:
+        v.as_scores(p, "scores", score_type="logits")
+    err = info.value
+    assert str(err).startswith("`scores` rows look like probabilities") and err.argument == "scores"
+    assert err.mentions == {"probabilities": ("score_type", "probabilities")}
+    assert err.problem_said(lambda a, value: f"<{a}:{value}>").endswith("not log-domain scores: pass "
+                                                                       "<score_type:probabilities>")
+    with pytest.raises(InputError) as info:
+        v.check_posterior_type("llr", "training_priors")
+    assert str(info.value) == ("`training_priors` is for posterior-type scores (log_posteriors, logits, "
+                               "probabilities), got score_type='llr'") and info.value.argument == "training_priors"
+    with pytest.raises(InputError) as info:
+        v.check_same_length("labels", np.zeros(3), "scores", np.zeros(4))
+    assert str(info.value) == "`labels` and `scores` must have the same number of samples, got 3 and 4"
+    assert info.value.problem_said(lambda a, value: a.upper()) == "LABELS and SCORES must have the same number of " \
+                                                                  "samples, got 3 and 4"
+    with pytest.raises(InputError) as info:  # free text with braces stays literal
+        v.check_classes_present(np.array([0, 0]), None, 2, why="see {this}")
+    assert str(info.value) == "`labels` has no sample of class 1: see {this}"
+    assert info.value.problem_said(lambda a, value: "Y") == "Y has no sample of class 1: see {this}"
+    plain = InputError("`x` must be 1")
+    assert (plain.argument, plain.problem, plain.template, plain.mentions) == (None, None, None, {})
+
+
 def test_the_shared_class_and_weight_checks_say_which_class_and_why():
     # One check each for "a class without samples", "all weights 0" and "a prior on a class without samples",
     # which the score functions, curves, bootstrap, comparisons and the command line all call.

@@ -130,7 +130,7 @@ def test_exact_zeros_decide_and_score_as_the_limit():
 @pytest.mark.parametrize("bad, message", [
     (lambda p: p * 1.5, r"`scores` are probabilities .* must lie in \[0, 1\]"),
     (lambda p: np.where(p > 0.5, p - 0.2, p), r"`scores` rows must sum to 1"),
-    (lambda p: np.log(p), r"must lie in \[0, 1\].*score_type=\"log_posteriors\""),
+    (lambda p: np.log(p), r"must lie in \[0, 1\].*score_type='log_posteriors'"),
     (lambda p: np.where(np.arange(p.size).reshape(p.shape) == 4, np.nan, p), r"`scores` contains NaN"),
 ])
 def test_bad_probabilities_are_refused_with_the_argument_named(bad, message):

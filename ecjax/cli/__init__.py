@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -35,20 +34,24 @@ from ecjax.cli.files import Run
 from ecjax.cli.metrics import cmd_metrics
 from ecjax.cli.output import EXIT_CLOSED_PIPE, StdoutFailed, flush_stdout, stdout_failed
 from ecjax.cli.parser import build_parser
-from ecjax.cli.rules import OPTION_RULES, check_option_rules
+from ecjax.cli.rules import OPTION_RULES, check_option_rules, said
 from ecjax.cli.sweep import cmd_sweep
 from ecjax.inputs import InputError
 
-__all__ = ["COMMANDS", "EXIT_CLOSED_PIPE", "OPTION_RULES", "build_parser", "check_option_rules", "compilation_cache_dir", "main"]
+__all__ = ["COMMANDS", "EXIT_CLOSED_PIPE", "OPTION_RULES", "build_parser", "check_option_rules",
+           "compilation_cache_dir", "main"]
 
 
 def cmd_demo(args: argparse.Namespace, run: Run) -> int:
+    """``ecjax demo``: the main job on data the package carries or generates."""
     from ecjax import demo
 
     demo.run(seed=args.seed)
     return 0
 
 
+# Each command takes the parsed options and the run's context (its input limit and queued outputs): main() makes
+# one Run per call, so nothing is kept between calls.
 COMMANDS = {"demo": cmd_demo, "metrics": cmd_metrics, "calibrate": cmd_calibrate, "compare": cmd_compare,
             "compare-folds": cmd_compare_folds, "sweep": cmd_sweep}
 
@@ -59,12 +62,6 @@ class _Terminated(BaseException):
 
 def _on_sigterm(signum, frame):
     raise _Terminated()
-
-
-def _as_options(message: str) -> str:
-    """The library's argument spellings in a message, as the options a user types (`--score-type logits`)."""
-    message = re.sub(r"""score_type=["']?([a-z_]+)["']?""", r"--score-type \1", message)
-    return message.replace("`score_type`", "--score-type")
 
 
 # The command line keeps JAX's compiled programs between runs, so a second run of a similar command skips most of
@@ -103,6 +100,7 @@ def _use_compilation_cache():
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``ecjax`` with the arguments ``argv`` (default: the process's); the exit code (see the module's)."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -125,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError as err:  # printed elsewhere (the demo) into a closed pipe
         return stdout_failed(args.command, err)
     except InputError as err:
-        print(f"ecjax {args.command}: error: {_as_options(' '.join(str(err).split()))}", file=sys.stderr)
+        print(f"ecjax {args.command}: error: {' '.join(said(err).split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"ecjax {args.command}: interrupted", file=sys.stderr)

@@ -103,6 +103,43 @@ def _compare_nominal_decisions(spec, score_type, labels, arrays, weights, num_cl
     return out
 
 
+def _settings(args, kind, spec, names, seconds):
+    """The Monte Carlo settings of the comparison (:class:`ecjax.prob.MonteCarloSettings`' fields): --draws
+    (--mc-error, --max-draws), and the progress it reports (a terminal's line for a run of about ``seconds``,
+    --progress lines, the measured duration)."""
+    settings = dict(num_draws=args.draws)
+    if args.mc_error is not None:
+        settings.update(mc_error=args.mc_error, max_draws=or_default(args.max_draws, MC_ERROR_MAX_DRAWS))
+    terminal = progress.compare_progress(args, names, seconds)
+    if terminal:
+        settings["chunk_size"] = -(-args.draws // 10)  # about ten updates (chunking changes no number: tested)
+    if args.progress is not None:
+        settings["chunk_size"] = 1  # one block per chunk: a line can come every few seconds whatever the block
+    settings["progress"] = progress.RunClock(terminal, sys.stderr, num_draws=args.draws, every=args.progress,
+                                             advice=_long_run_advice(args, kind, spec))
+    return settings
+
+
+def _record(args, kind, spec, result, paired, nominal, training, names):
+    """The JSON record of the comparison: its inputs, the ranking (``result.to_dict()``) and how it decided."""
+    return {
+        "schema": JSON_SCHEMA_VERSION,
+        "command": "compare",
+        "paired": paired,
+        "input": kind,
+        "classes": spec.classes,
+        "decision_names": spec.decisions,
+        "nominal_costs": spec.costs.tolist(),
+        "uncertain_costs": spec.uncertain,
+        **result.to_dict(),
+        # The cost matrix whose Bayes decisions are evaluated (null: given decisions, or one per drawn matrix).
+        "decision_costs": spec.costs.tolist() if nominal else (
+            (-np.asarray(result.expected_utility_matrix)).tolist() if kind == "scores" and
+            args.decision_rule == "expected_utility" else None),
+        "training_priors": None if training[0] is None else {n: np.asarray(t).tolist() for n, t in zip(names, training)},
+    }
+
+
 def cmd_compare(args: argparse.Namespace, run: Run) -> int:
     """Posterior ranking under an uncertain cost specification (ecjax.prob.compare)."""
     from ecjax import plots, prob
@@ -146,9 +183,6 @@ def cmd_compare(args: argparse.Namespace, run: Run) -> int:
     else:
         priors = spec.priors if shift is None else shift[1].distribution()
     common = dict(costs=costs, priors=priors, key=random_bits.key(args.seed), rope=args.rope)
-    settings = dict(num_draws=args.draws)
-    if args.mc_error is not None:
-        settings.update(mc_error=args.mc_error, max_draws=or_default(args.max_draws, MC_ERROR_MAX_DRAWS))
     sample_weight = None if weights[0] is None else weights[0] if paired else list(weights)
     lab = labels[0] if paired else list(labels)
     training = training_priors(args, spec, labels, label_files, k, weights)
@@ -159,13 +193,7 @@ def cmd_compare(args: argparse.Namespace, run: Run) -> int:
         st = "log_likelihoods"
     # The nominal costs decide, as in `metrics` (the same decisions); the [uncertainty] table spreads the evaluation.
     decided = _compare_nominal_decisions(spec, st, labels, arrays, weights, k) if nominal else None
-    terminal = progress.compare_progress(args, names, _rough_seconds(args, kind, spec, arrays, k, d, paired))
-    if terminal:
-        settings["chunk_size"] = -(-args.draws // 10)  # about ten updates (chunking changes no number: tested)
-    if args.progress is not None:
-        settings["chunk_size"] = 1  # one block per chunk: a line can come every few seconds whatever the block
-    settings["progress"] = progress.RunClock(terminal, sys.stderr, num_draws=args.draws, every=args.progress,
-                                             advice=_long_run_advice(args, kind, spec))
+    settings = _settings(args, kind, spec, names, _rough_seconds(args, kind, spec, arrays, k, d, paired))
     if kind == "scores" and not nominal:
         systems = prob.Systems(lab, scores=arrays, score_type=st, decision_rule=_decision_rule(args), names=names,
                                paired=paired, sample_weight=sample_weight)
@@ -177,22 +205,7 @@ def cmd_compare(args: argparse.Namespace, run: Run) -> int:
             kind, args.score_type, spec, training, args.training_priors) + (
             " (made once; the [uncertainty] intervals spread the evaluation, not the decisions)"
             if spec.uncertain else ""))
-    record = {
-        "schema": JSON_SCHEMA_VERSION,
-        "command": "compare",
-        "paired": paired,
-        "input": kind,
-        "classes": spec.classes,
-        "decision_names": spec.decisions,
-        "nominal_costs": spec.costs.tolist(),
-        "uncertain_costs": spec.uncertain,
-        **result.to_dict(),
-        # The cost matrix whose Bayes decisions are evaluated (null: given decisions, or one per drawn matrix).
-        "decision_costs": spec.costs.tolist() if nominal else (
-            (-np.asarray(result.expected_utility_matrix)).tolist() if kind == "scores" and
-            args.decision_rule == "expected_utility" else None),
-        "training_priors": None if training[0] is None else {n: np.asarray(t).tolist() for n, t in zip(names, training)},
-    }
+    record = _record(args, kind, spec, result, paired, nominal, training, names)
     if weights[0] is not None:
         record["sample_weight"] = args.sample_weight
     if shift is not None:

@@ -20,8 +20,8 @@ from ecjax.scores.inputs import likelihood_priors, score_priors
 def cmd_metrics(args: argparse.Namespace, run: Run) -> int:
     """EC, NEC, utility yield and the classical metrics of every system, with what the options add."""
     from ecjax.confusion import confusion_matrix
-    from ecjax.report import (CONVENTIONS, averaging_note, disagreements, format_table, metric_columns,
-                              no_better_than_naive, score_columns, winner, winners)
+    from ecjax.report import (CONVENTIONS, averaging_note, disagreements, metric_columns, no_better_than_naive,
+                              score_columns, winner, winners)
 
     st = args.score_type
     data = load_inputs(args, run)
@@ -99,6 +99,17 @@ def cmd_metrics(args: argparse.Namespace, run: Run) -> int:
         fig = plots.metric_vs_yield(by_name["utility_yield"], by_name[args.scatter_metric],
                                     metric_name=args.scatter_metric, labels=names)
         record.setdefault("files", []).append(run.save_figure(fig, out_dir / "metric_vs_yield.png"))
+    record["averaging"] = averaging_note(k, d, args.pos_label, kind == "scores")
+    record["conventions"] = {c.name: CONVENTIONS[c.name] for c in cols if c.name in CONVENTIONS}
+    text = _table_text(cols, names, record, extra_text)
+    emit(args, run, record, text, out_dir)
+    return 0
+
+
+def _table_text(cols, names, record, extra_text):
+    """The printed table of ``metrics`` and the notes under it (the ``record``'s findings, then ``extra_text``)."""
+    from ecjax.report import format_table
+
     text = format_table(cols, names)
     for name, best in record.get("optimal_threshold", {}).items():
         text += (f"\n{name}: NEC {best['nec']:.4g} at the best threshold on the test data (optimistic; "
@@ -112,14 +123,11 @@ def cmd_metrics(args: argparse.Namespace, run: Run) -> int:
                  "`ecjax calibrate` and --training-priors)")
     text += extra_text
     text += f"\ndecisions: {record['decisions_made_by']}"
-    record["averaging"] = averaging_note(k, d, args.pos_label, kind == "scores")
-    record["conventions"] = {c.name: CONVENTIONS[c.name] for c in cols if c.name in CONVENTIONS}
     text += f"\naveraging: {record['averaging']}"
     off = record["disagree_with_utility_yield"]
     if off:
         text += f"\n! metrics that pick a different winner than the utility yield: {', '.join(off)}"
-    emit(args, run, record, text, out_dir)
-    return 0
+    return text
 
 
 def _name_or_none(index, names):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ecjax.inputs import InputError
+from ecjax.inputs import InputError, library_spelling
 
 # --json is --format json (kept for the scripts that use it): with another --format it is refused.
 _FORMAT_RULE = ("--json", "not with", ("--format table", "--format csv", "--format markdown"),
@@ -87,6 +87,31 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
          "{rule} (the diagram shows the ranks of the t-test models; the signed-rank test compares pairs)"),
     ),
 }
+
+
+# The options a user types for the library's arguments, as the command line says the arguments a library error
+# mentions (InputError.mentions): `score_type='llr'` is `--score-type llr`.
+LIBRARY_OPTIONS = {"score_type": "--score-type", "training_priors": "--training-priors", "scores": "--scores",
+                   "labels": "--labels", "decisions": "--decisions", "sample_weight": "--sample-weight",
+                   "costs": "--costs", "classes": "--classes"}
+
+
+def as_option(argument: str, value: object = None) -> str:
+    """A library argument (and the value it asks for) as the option a user types: ``--score-type probabilities``;
+    an argument with no option, the library's way."""
+    option = LIBRARY_OPTIONS.get(argument)
+    if option is None:
+        return library_spelling(argument, value)
+    return option if value is None else f"{option} {value}"
+
+
+def said(err: InputError) -> str:
+    """A library error as the command line says it: from its fields (:class:`ecjax.InputError`), the arguments it
+    names said as options; an error without them as the library says it."""
+    problem = err.problem_said(as_option) if err.template is not None else None
+    if problem is None:
+        return str(err)
+    return problem if err.argument is None else f"{as_option(err.argument)} {problem}"
 
 
 def _given(args, option):

@@ -4,6 +4,7 @@ matrices."""
 from __future__ import annotations
 
 import argparse
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -13,6 +14,7 @@ from ecjax.cli.data import cost_spec, count_classes, load_inputs, load_sample_co
 from ecjax.cli.files import Run, check_of, output_folder, within
 from ecjax.cli.output import JSON_SCHEMA_VERSION, emit, float_dict
 from ecjax.cli.priors import check_naive, check_test_covers_priors
+from ecjax.cli.sweep_report import cost_ratio_flips, priors_line, sorted_nec_figure
 from ecjax.inputs import InputError
 from ecjax.scores.inputs import class_frequencies, score_priors
 
@@ -58,43 +60,6 @@ def _sweep_priors(spec, labels, names, k, fixed, costs_arg):
             "the class frequencies of the labels")
 
 
-def _priors_line(priors, source, classes):
-    """One line when every system uses the same priors, else one per system."""
-    def fmt(p):
-        return ", ".join(f"{c}: {float(x):.3g}" for c, x in zip(classes, p))
-
-    rows = list(priors.values())
-    if all(np.allclose(p, rows[0], rtol=0, atol=1e-12) for p in rows):
-        return [f"priors ({source}): {fmt(rows[0])}"]
-    return [f"priors ({source}):"] + [f"  {n}: {fmt(p)}" for n, p in priors.items()]
-
-
-def _winner_name(w, names):
-    from ecjax.sweep import TIE
-
-    return names[w] if w >= 0 else "tie" if w == TIE else None
-
-
-def _cost_ratio_report(res, ratios, names, spec, lo, hi, record, lines):
-    """Who wins on each stretch of cost ratios, and the grid that resolves the boundaries."""
-    n = len(ratios)
-    step = 100 * ((hi / lo) ** (1 / (n - 1)) - 1)
-    neg, pos = spec.classes[0], spec.classes[1]
-    lines.insert(0, f"cost ratio r = c10 / c01: the cost of deciding {spec.decisions[0]!r} for a true {pos!r}, "
-                    f"over that of deciding {spec.decisions[1]!r} for a true {neg!r}")
-    lines.insert(1, f"grid: {n} values of r from {lo:g} to {hi:g}, evenly spaced on a log scale "
-                    f"(each {step:.3g} % above the previous)")
-    runs = res.winner_runs()
-    lines.append("who wins where (each boundary lies between the two grid values shown around it):")
-    for first, last, w in runs:
-        lines.append(f"  r from {ratios[first]:.4g} to {ratios[last]:.4g}: "
-                     + (names[w] if w >= 0 else "tie (same NEC: often all make the naive decision)"))
-    record["grid"] = {"parameter": "cost_ratio", "lo": lo, "hi": hi, "num_points": n, "spacing": "log",
-                      "values": ratios.tolist()}
-    record["winner_intervals"] = [{"from": float(ratios[a]), "to": float(ratios[b]),
-                                   "winner": _winner_name(w, names)} for a, b, w in runs]
-
-
 def _sweep_sample_costs(args, run, kind, labels, arrays, names, spec, k):
     """sweep --sample-costs: each system's EC as the factor on the per-sample part runs over --sample-cost-scale
     (per-sample Bayes decisions at every factor for --scores; the decisions as given otherwise)."""
@@ -127,7 +92,7 @@ def _sweep_sample_costs(args, run, kind, labels, arrays, names, spec, k):
 
 def cmd_sweep(args: argparse.Namespace, run: Run) -> int:
     """Winner maps and tables over the utility space, a cost ratio, or random cost matrices."""
-    from ecjax import plots, sweep
+    from ecjax import sweep
     from ecjax.confusion import confusion_matrix
 
     kind, labels, label_files, arrays, names, weights = load_inputs(args, run)
@@ -158,7 +123,7 @@ def cmd_sweep(args: argparse.Namespace, run: Run) -> int:
         check_test_covers_priors(spec, y, lf, args.costs)
         if swept is not None:
             check_naive(swept, spec.priors, y, lf, args.costs)
-    priors = spec.priors
+    priors, counts = spec.priors, None
     if kind == "decisions":
         d = spec.costs.shape[1] if over == "matrices" else 2
         for f, a in zip(args.decisions, arrays):
@@ -169,99 +134,102 @@ def cmd_sweep(args: argparse.Namespace, run: Run) -> int:
     lab = labels[0] if shared else np.stack(labels) if len({len(y) for y in labels}) == 1 else None
     if kind == "scores" and lab is None:
         raise InputError("--labels: systems with test sets of different sizes cannot be swept together")
-    scores = np.stack(arrays) if kind == "scores" else None
-    priors_of_scores = score_priors(st, priors, labels[0], k)
-    used, source = _sweep_priors(spec, labels, names, k, priors_of_scores if kind == "scores" else None, args.costs)
+    swept = _Swept(names, spec, kind, lab, np.stack(arrays) if kind == "scores" else None, counts, priors,
+                   score_priors(st, priors, labels[0], k), resolution,
+                   sweep.SweepSettings(progress=progress.sweep_progress(args)))
+    used, source = _sweep_priors(spec, labels, names, k, swept.score_priors if kind == "scores" else None, args.costs)
     record = {"schema": JSON_SCHEMA_VERSION, "command": "sweep", "over": over, "systems": names, "input": kind,
               "classes": spec.classes, "priors": {n: np.asarray(p).tolist() for n, p in used.items()},
               "priors_source": source}
     out_dir = output_folder(args)
-    settings = sweep.SweepSettings(progress=progress.sweep_progress(args))
     if over == "utility-space":
-        if kind == "scores":
-            m = sweep.utility_space_map(labels=lab, scores=scores, priors=priors_of_scores, score_type=st,
-                                        resolution=resolution, settings=settings)
-        else:
-            m = sweep.utility_space_map(counts, priors=priors, resolution=resolution, settings=settings)
-        record["win_fraction"] = float_dict(names, m.win_fraction)
-        record["resolution"] = resolution
-        lines = [f"winner over the binary utility space (every normalized 2 x 2 utility matrix; {resolution} x "
-                 f"{resolution} grid):"]
-        lines += [f"  {n:20s} wins {100 * float(w):5.1f} % of the space" for n, w in zip(names, m.win_fraction)]
-        record["tie_fraction"] = float(m.result.tie_fraction)
-        if m.result.tie_fraction > 0:
-            lines.append(f"  tied (all make the same decisions, often the naive one) on {100 * m.result.tie_fraction:.1f} %")
-        lines += _priors_line(used, source, spec.classes)
-        if out_dir is not None:
-            fig = plots.winner_map(m, names=names, frame=plots.Frame(class_names=spec.classes))
-            record.setdefault("files", []).append(run.save_figure(fig, out_dir / "winner_map.png"))
+        lines = _utility_space(args, run, swept, record, out_dir) + priors_line(used, source, spec.classes)
     else:
+        lines, res = _grid(args, swept, over, record)
+        lines += priors_line(used, source, spec.classes)
         if over == "cost-ratio":
-            axis: sweep.grids.Axis | np.ndarray = check_of("--lo/--hi", sweep.grids.cost_ratios, args.lo, args.hi,
-                                                           resolution)
-            coord_name = "cost ratio c10 / c01"
-        else:
-            prior, cost_source = _matrix_prior(spec, args.costs)
-            cost_matrices = -np.asarray(prior.sample(random_bits.key(args.seed), resolution))  # samples: utilities
-            axis = cost_matrices
-            coord_name = f"random cost matrices: {cost_source}; key --seed {args.seed}"
-        if kind == "scores":
-            assert lab is not None and scores is not None, "score input has its labels and scores (checked above)"
-            res = sweep.sweep_scores(lab, scores, axis, priors=priors_of_scores, score_type=st, normalize=True,
-                                     settings=settings)
-        else:
-            res = sweep.sweep_counts(counts, axis, priors=priors, normalize=True, settings=settings)
-        record.update(res.to_dict(names))  # win and tie fractions, points, the NEC and winner of every point
-        lines = [f"NEC at {np.prod(res.shape)} points ({coord_name}):"]
-        if len(names) == 1:  # one system wins every point: where it beats the naive decision is the news
-            nec = np.asarray(res.values, dtype=np.float64)[:, 0]
-            from ecjax.report import no_better_than_naive
-
-            record["no_better_than_naive_fraction"] = float(np.mean(no_better_than_naive(nec)))
-            lines.append(f"  {names[0]:20s} NEC >= 1 (no better than the naive decision) at "
-                         f"{100 * record['no_better_than_naive_fraction']:5.1f} % of the points, NEC from "
-                         f"{float(res.minimum[0]):.3f} to {float(res.maximum[0]):.3f}")
-        else:
-            lines += [f"  {n:20s} best at {100 * float(w):5.1f} % of the points, NEC from {float(lo):.3f} to "
-                      f"{float(hi):.3f}" for n, w, lo, hi in zip(names, res.win_fraction, res.minimum, res.maximum)]
-        if res.tie_fraction > 0:
-            lines.append(f"  tied (all make the same decisions, often the naive one) at {100 * res.tie_fraction:.1f} %")
-        lines += _priors_line(used, source, spec.classes)
-        if over == "cost-ratio":
-            ratios = np.asarray(res.coords[0], dtype=np.float64)
-            flips = {}
-            for a in range(len(names)):
-                for b in range(a + 1, len(names)):
-                    idx = res.flip_points(a, b)
-                    if len(idx):
-                        flips[f"{names[a]} / {names[b]}"] = [float(ratios[i[0]]) for i in idx]
-            record["flips_at_cost_ratio"] = flips
-            for pair, at in flips.items():
-                lines.append(f"  ranking of {pair} flips at cost ratio " + ", ".join(f"{r:.3g}" for r in at))
-            _cost_ratio_report(res, ratios, names, spec, args.lo, args.hi, record, lines)
-            if out_dir is not None:
-                fig = plots.sweep_curves(ratios, res.values, names=names, log_x=True,
-                                         flips=[r for at in flips.values() for r in at], frame=plots.Frame(
-                                             xlabel=f"cost of a missed {spec.classes[1]} / cost of a false alarm",
-                                             ylabel="NEC"))
-                record.setdefault("files", []).append(run.save_figure(fig, out_dir / "sweep_cost_ratio.png"))
-        else:
-            record["cost_source"] = coord_name
-            record["seed"] = args.seed
-            # null when too many to print: the same --seed and --resolution draw them again.
-            record["cost_matrices"] = (cost_matrices.tolist() if cost_matrices.size <= _MAX_JSON_MATRIX_NUMBERS
-                                       else None)
-            if out_dir is not None:
-                # Each system's NEC sorted over the draws (its quantile curve): lower is better everywhere;
-                # who wins on the same matrix is in the legend, since sorting separates the pairs.
-                values = np.sort(np.asarray(res.values, dtype=np.float64), axis=0)
-                fig = plots.sweep_curves((np.arange(resolution) + 0.5) / resolution, values,
-                                         names=[f"{n} (best on {100 * float(w):.1f} % of the matrices)"
-                                                for n, w in zip(names, res.win_fraction)],
-                                         frame=plots.Frame(
-                                             xlabel="fraction of the drawn cost matrices (each system's NEC sorted)",
-                                             ylabel="NEC (lower is better)",
-                                             title=f"NEC over {resolution} random cost matrices"))
-                record.setdefault("files", []).append(run.save_figure(fig, out_dir / "sweep_matrices.png"))
+            cost_ratio_flips(args, run, swept, res, record, lines, out_dir)
+        elif out_dir is not None:
+            record.setdefault("files", []).append(run.save_figure(sorted_nec_figure(swept, res),
+                                                                  out_dir / "sweep_matrices.png"))
     emit(args, run, record, "\n".join(lines), out_dir)
     return 0
+
+
+class _Swept(NamedTuple):
+    """What a sweep sweeps: the systems' scores (and their priors) or counts, and the grid's settings."""
+
+    names: list
+    spec: Any  # the cost specification (ecjax.io.CostSpec)
+    kind: str  # "scores" or "decisions"
+    labels: Any  # one (N,) vector shared by the systems, or (M, N); None for decisions of different test sets
+    scores: Any  # (M, N, K) for scores, else None
+    counts: Any  # (M, K, D) confusion counts for decisions, else None
+    priors: Any  # the cost specification's priors (None: the data's)
+    score_priors: Any  # the priors of the score-based sweeps (ecjax.scores.inputs.score_priors)
+    resolution: int
+    settings: Any  # ecjax.sweep.SweepSettings, with the progress line
+
+
+def _utility_space(args, run, s, record, out_dir):
+    """--over utility-space: who wins for every normalized 2 x 2 utility matrix, into ``record``; its lines."""
+    from ecjax import plots, sweep
+
+    if s.kind == "scores":
+        m = sweep.utility_space_map(labels=s.labels, scores=s.scores, priors=s.score_priors,
+                                    score_type=args.score_type, resolution=s.resolution, settings=s.settings)
+    else:
+        m = sweep.utility_space_map(s.counts, priors=s.priors, resolution=s.resolution, settings=s.settings)
+    record["win_fraction"] = float_dict(s.names, m.win_fraction)
+    record["resolution"] = s.resolution
+    lines = [f"winner over the binary utility space (every normalized 2 x 2 utility matrix; {s.resolution} x "
+             f"{s.resolution} grid):"]
+    lines += [f"  {n:20s} wins {100 * float(w):5.1f} % of the space" for n, w in zip(s.names, m.win_fraction)]
+    record["tie_fraction"] = float(m.result.tie_fraction)
+    if m.result.tie_fraction > 0:
+        lines.append(f"  tied (all make the same decisions, often the naive one) on {100 * m.result.tie_fraction:.1f} %")
+    if out_dir is not None:
+        fig = plots.winner_map(m, names=s.names, frame=plots.Frame(class_names=s.spec.classes))
+        record.setdefault("files", []).append(run.save_figure(fig, out_dir / "winner_map.png"))
+    return lines
+
+
+def _grid(args: argparse.Namespace, s: _Swept, over: str, record: dict) -> tuple[list[str], Any]:
+    """--over cost-ratio or matrices: each system's NEC at every point of the grid, into ``record``; its lines and
+    the sweep's result."""
+    from ecjax import sweep
+
+    if over == "cost-ratio":
+        axis: sweep.grids.Axis | np.ndarray = check_of("--lo/--hi", sweep.grids.cost_ratios, args.lo, args.hi,
+                                                       s.resolution)
+        coord_name = "cost ratio c10 / c01"
+    else:
+        prior, cost_source = _matrix_prior(s.spec, args.costs)
+        cost_matrices = -np.asarray(prior.sample(random_bits.key(args.seed), s.resolution))  # samples: utilities
+        axis = cost_matrices
+        coord_name = f"random cost matrices: {cost_source}; key --seed {args.seed}"
+    if s.kind == "scores":
+        res = sweep.sweep_scores(s.labels, s.scores, axis, priors=s.score_priors, score_type=args.score_type,
+                                 normalize=True, settings=s.settings)
+    else:
+        res = sweep.sweep_counts(s.counts, axis, priors=s.priors, normalize=True, settings=s.settings)
+    record.update(res.to_dict(s.names))  # win and tie fractions, points, the NEC and winner of every point
+    lines = [f"NEC at {np.prod(res.shape)} points ({coord_name}):"]
+    if len(s.names) == 1:  # one system wins every point: where it beats the naive decision is the news
+        nec = np.asarray(res.values, dtype=np.float64)[:, 0]
+        from ecjax.report import no_better_than_naive
+
+        record["no_better_than_naive_fraction"] = float(np.mean(no_better_than_naive(nec)))
+        lines.append(f"  {s.names[0]:20s} NEC >= 1 (no better than the naive decision) at "
+                     f"{100 * record['no_better_than_naive_fraction']:5.1f} % of the points, NEC from "
+                     f"{float(res.minimum[0]):.3f} to {float(res.maximum[0]):.3f}")
+    else:
+        lines += [f"  {n:20s} best at {100 * float(w):5.1f} % of the points, NEC from {float(lo):.3f} to "
+                  f"{float(hi):.3f}" for n, w, lo, hi in zip(s.names, res.win_fraction, res.minimum, res.maximum)]
+    if res.tie_fraction > 0:
+        lines.append(f"  tied (all make the same decisions, often the naive one) at {100 * res.tie_fraction:.1f} %")
+    if over == "matrices":
+        record.update(cost_source=coord_name, seed=args.seed)
+        # null when too many to print: the same --seed and --resolution draw them again.
+        record["cost_matrices"] = cost_matrices.tolist() if cost_matrices.size <= _MAX_JSON_MATRIX_NUMBERS else None
+    return lines, res

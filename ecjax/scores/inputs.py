@@ -47,10 +47,11 @@ def one_system_scores(scores: np.ndarray, score_type: str) -> np.ndarray:
     arr = np.asarray(scores)
     if score_type == "llr":
         if arr.ndim != 1:
-            raise v.InputError(
-                f"score_type='llr' takes one log-likelihood ratio per sample, shape (N,), got shape {arr.shape}: "
-                "scores with a column per class need the type of their columns as `score_type` (log_likelihoods, "
-                "log_posteriors, logits or probabilities)")
+            said = v.mentioning(f"{{llr}} takes one log-likelihood ratio per sample, shape (N,), got shape "
+                                f"{arr.shape}: scores with a column per class need the type of their columns as "
+                                "{score_type} (log_likelihoods, log_posteriors, logits or probabilities)",
+                                llr=("score_type", "llr"), score_type=("score_type", None))
+            raise v.InputError(said["problem"], **said)
         return arr
     if arr.ndim == 1 and score_type == "probabilities":
         if not np.all((arr >= 0) & (arr <= 1)):  # NaN fails too
@@ -58,11 +59,14 @@ def one_system_scores(scores: np.ndarray, score_type: str) -> np.ndarray:
                                f"[0, 1]; got values from {np.nanmin(arr):.4g} to {np.nanmax(arr):.4g}")
         return np.stack([1 - arr, arr], axis=-1)
     if arr.ndim == 1:
-        raise v.InputError(
-            f"`scores` of one column (shape {arr.shape}) hold one number per sample: give score_type='llr' for "
-            "log-likelihood ratios, or score_type='probabilities' for the class-1 probabilities of a binary "
-            f"problem (scikit-learn's predict_proba(X)[:, 1]); with score_type='{score_type}' scores have a "
-            "column per class, shape (N, K)")
+        said = v.mentioning(
+            f"of one column (shape {arr.shape}) hold one number per sample: give {{llr}} for log-likelihood ratios, "
+            "or {probabilities} for the class-1 probabilities of a binary problem (scikit-learn's "
+            "predict_proba(X)[:, 1]); with {given} scores have a column per class, shape (N, K)",
+            llr=("score_type", "llr"), probabilities=("score_type", "probabilities"), given=("score_type", score_type))
+        # Said of a file, the problem names its subject: "s.npy: the scores of one column ...".
+        raise v.InputError(f"`scores` {said['problem']}", argument="scores", problem=f"the scores {said['problem']}",
+                           template=f"the scores {said['template']}", mentions=said["mentions"])
     if arr.ndim != 2:
         raise v.InputError(f"`scores` must be the scores of one system, shape (N, K) (a column per class), got "
                            f"shape {arr.shape}")
