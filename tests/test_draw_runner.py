@@ -185,7 +185,7 @@ def _binary_scores(n, m=2, seed=0):
 def test_bootstrap_reports_progress_and_a_time_left_within_a_factor_two():
     # Issue 33.5: bootstrap_metric refused `progress`; now it reports every block (whole chunks) through the same
     # runner as compare, with the time left measured on its second block, and progress changes no number.
-    labels, scores = _binary_scores(8000)
+    labels, scores = _binary_scores(20_000)
     systems = prob.Systems(labels, scores=scores, score_type="llr")
     num_draws = 64 * 12
 
