@@ -185,7 +185,7 @@ def _binary_scores(n, m=2, seed=0):
 def test_bootstrap_reports_progress_and_a_time_left_within_a_factor_two():
     # Issue 33.5: bootstrap_metric refused `progress`; now it reports every block (whole chunks) through the same
     # runner as compare, with the time left measured on its second block, and progress changes no number.
-    labels, scores = _binary_scores(8000)
+    labels, scores = _binary_scores(20_000)
     systems = prob.Systems(labels, scores=scores, score_type="llr")
     num_draws = 64 * 12
 
@@ -249,3 +249,31 @@ def test_compare_results_reports_progress_and_keeps_its_numbers():
     # Carlo errors.
     error = res.draws.std(0) / np.sqrt(s)
     assert np.all(np.abs(res.draws.mean(0) - results.mean(1)) <= 5 * error)
+
+
+
+def _squares_of(args, idx):
+    return idx.astype(jnp.float32) ** 2
+
+
+def _valid_count_and_sum(acc, out, idx, valid):
+    return acc[0] + jnp.sum(valid), acc[1] + jnp.sum(jnp.where(valid, idx, 0))
+
+
+def test_a_sweep_reports_through_the_same_runner_with_its_time_left():
+    # The sweep engine is the runner's special case (a block is one sharded step): the same protocol, so a sweep's
+    # reporter now gets the measured time left too, and plain lines work for it as for the draws.
+    from ecjax.sweep import SweepSettings
+    from ecjax.sweep.engine import map_reduce
+
+    buf = io.StringIO()
+    p = 5000
+    acc, out, info = map_reduce(_squares_of, _valid_count_and_sum, (jnp.int32(0), jnp.int32(0)), p, collect=True,
+                                settings=SweepSettings(chunk_size=333, devices=1,
+                                                       progress=ProgressLines("sweep", every=0.0, stream=buf)))
+    np.testing.assert_array_equal(out, np.arange(p, dtype=np.float32) ** 2)
+    assert int(acc[0]) == p and int(acc[1]) == p * (p - 1) // 2
+    said = buf.getvalue().splitlines()
+    assert info["num_chunks"] == 16 and len(said) == 17
+    assert said[0].startswith("sweep: 1 of 16 chunks, ") and "left" not in said[0]
+    assert all("s left" in line for line in said[1:16]) and said[-1].startswith("sweep: done, 16 chunks in")

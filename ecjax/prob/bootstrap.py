@@ -121,9 +121,8 @@ _UserMetric = Callable[[jax.Array, jax.Array, jax.Array], ArrayLike]
 ECE_NUM_BINS = 15
 # A chunk of draws holds about this many (draw, system, sample) elements: bounded memory at N = 10^4, S = 10^4.
 _CHUNK_ELEMENTS = 1 << 22
-# A block of the host loop (one compiled call, the unit of progress) holds whole chunks and at least this many draws:
-# at N = 10^6 a chunk is one or two draws, and a call per draw would add the host's dispatch to every one.
-_MIN_BLOCK_DRAWS = 64
+# With progress, a round of draws is cut into about this many blocks (the unit of progress and of the time left).
+_PROGRESS_BLOCKS = 16
 
 
 # ------------------------------------------------------------ weighted kernels
@@ -945,9 +944,10 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
         ``info["num_draws"]``, ``info["draws"]`` and ``info["precision"]``
         say how many were drawn and whether the target was met.
         ``progress``: as in :func:`~ecjax.prob.compare`, a report after
-        every block of draws (whole chunks, at least 64 draws), with the
-        measured time left of the run (of each round when drawing until
-        precise) and the ``(done, M)`` draws so far.
+        every block of draws (whole chunks, about a 16th of the first round;
+        frequency-weighted draws: every chunk), with the measured time left
+        of the run (of each round when drawing until precise) and the
+        ``(done, M)`` draws so far.
 
     ``systems.sample_weight``: frequency weights (scikit-learn's meaning,
     one ``(N,)`` vector): the draws are (3) of the module, so an integer
@@ -997,9 +997,13 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     # Two threefry key words from any key type: the counter-based draws of _exponentials need them.
     words = jax.random.bits(key_weights, (2,), jnp.uint32)
     # The host loop's blocks (ecjax.draw_runner): whole chunks, one compiled call each, the last one cut to the
-    # round.  Counter-based draws: blocks of at least _MIN_BLOCK_DRAWS draws, starting anywhere; frequency-weighted
-    # ones draw a key per chunk: a block is a chunk, and rounds start on one (draw_until's `multiple`).
-    block = chunk_size * (-(-min(num_draws, _MIN_BLOCK_DRAWS) // chunk_size)) if sample_weight is None else chunk_size
+    # round.  Counter-based draws start anywhere: a block is the first round (one call per round, so one sort of a
+    # ranking metric's scores), or with progress about 1/_PROGRESS_BLOCKS of it, a sort each, so that reports and the
+    # measured time left come regularly.  Frequency-weighted draws take a key per chunk: a block is a chunk, and
+    # rounds start on one (draw_until's `multiple`).  Without progress the host copies the round once, at its end.
+    reported = bool(counts.progress)
+    block = chunk_size if sample_weight is not None else chunk_size * -(
+        -(-(-num_draws // _PROGRESS_BLOCKS) if reported else num_draws) // chunk_size)
     estimates = [] if sample_weight is None else [
         _weighted_kernel(y, checked, sample_weight[None], options, metric=metric, score_type=score_type)[0]]
 
@@ -1016,7 +1020,8 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
                 estimates.append(e)
             return Block(draws=d)
 
-        return jnp.asarray(run_blocks(one_block, plan_blocks(count, block), progress=counts.progress).draws)
+        plan = plan_blocks(count, block, 1 if reported else count)
+        return jnp.asarray(run_blocks(one_block, plan, progress=counts.progress).draws)
 
     def probability_errors(drawn):
         signed = drawn if higher else -drawn

@@ -709,8 +709,9 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
         and every chunk size gives the same numbers, see the module
         docstring); ``progress``, ``True`` for a progress bar over the
         chunks (``tqdm``) or a callable ``total -> bar`` with ``update(n)``
-        and ``close()`` (the convention of
-        :func:`ecjax.sweep.engine.map_reduce`), and optionally
+        and ``close()`` (the one protocol of every chunked run,
+        :class:`ecjax.draw_runner.Progress`; :class:`ecjax.draw_runner.ProgressLines`
+        writes plain lines for logs), and optionally
         ``draws_done(done, yields)`` (the draws so far, after each chunk)
         and ``time_left(seconds)``: the duration of the rest of the run,
         called once, after the second block, from its measured time on
