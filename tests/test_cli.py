@@ -514,3 +514,28 @@ def test_sweep_refuses_costs_whose_nec_is_undefined_everywhere(files, over):
     (d / "p.toml").write_text("costs = [[0, 1], [4, 0]]\npriors = [1.0, 0.0]\n")
     rc, _, err = run("sweep", "--labels", "y.npy", "--scores", "a.npy", "--over", over, "--costs", "p.toml", cwd=d)
     assert rc == 2 and "p.toml: the best naive system has zero expected cost" in err and "NEC" in err, err
+
+
+def test_compare_draws_until_precise_by_default_and_exactly_the_draws_asked(files):
+    # Issue 33: the command's default is the library's precision target (1000 draws, more until every reported
+    # probability has a Monte Carlo standard error of at most 0.005, at most 20,000), not a fixed 20,000.
+    # References: the library's own constants, and the errors the record reports against the target.
+    from ecjax.cli import options
+    from ecjax.prob import adaptive_draws
+
+    assert (options.FIRST_DRAWS, options.DEFAULT_MC_ERROR, options.DEFAULT_MAX_DRAWS) == (
+        adaptive_draws.FIRST_DRAWS, adaptive_draws.DEFAULT_MC_ERROR, adaptive_draws.DEFAULT_MAX_DRAWS)
+    d, y, a, b = files
+    (d / "u.toml").write_text('classes = ["neg", "pos"]\ncosts = [[0, 1], [4, 0]]\n'
+                              '[uncertainty]\nlow = [[0, 0.5], [2, 0]]\nhigh = [[0, 2], [8, 0]]\n')
+    rc, out, err = run("compare", "--labels", "y.npy", "--scores", "a.npy", "b.npy", "--names", "A", "B",
+                       "--costs", "u.toml", "--json", cwd=d)
+    assert rc == 0, err
+    rec = json.loads(out)
+    # A is clearly the better system here: P(best) is precise after the first 1000 draws (20,000 before).
+    assert rec["num_draws"] == 1000 and rec["p_best"]["A"] > 0.99
+    assert max(rec["monte_carlo_errors"]["p_best"].values()) <= 0.005
+    rc, out, err = run("compare", "--labels", "y.npy", "--scores", "a.npy", "b.npy", "--costs", "u.toml",
+                       "--draws", "700", "--json", cwd=d)
+    assert rc == 0, err
+    assert json.loads(out)["num_draws"] == 700

@@ -11,7 +11,7 @@ from ecjax import random_bits
 from ecjax.cli import progress
 from ecjax.cli.data import cost_spec, count_classes, load_inputs, load_sample_costs
 from ecjax.cli.files import Run, check_of, output_folder, within
-from ecjax.cli.options import MC_ERROR_MAX_DRAWS
+from ecjax.cli.options import FIRST_DRAWS, MC_ERROR_MAX_DRAWS, SAMPLE_COST_DRAWS
 from ecjax.cli.output import JSON_SCHEMA_VERSION, emit, float_dict
 from ecjax.cli.priors import check_test_covers_priors, decisions_made_by, deployment_priors, training_priors
 from ecjax.cli.rules import or_default
@@ -29,8 +29,13 @@ def _rough_seconds(args, kind, spec, arrays, k, d, paired):
     n = max(a.shape[0] for a in arrays)
     shared = _decision_rule(args).resolve(num_systems=len(arrays), num_samples=n, num_classes=k, num_decisions=d,
                                           paired=paired) if per_draw else 1
-    return estimated_seconds(args.draws, num_systems=len(arrays), num_samples=n, num_classes=k, num_decisions=d,
-                             per_draw_decisions=per_draw, rate_draws=shared)
+    return estimated_seconds(first_run_draws(args), num_systems=len(arrays), num_samples=n, num_classes=k,
+                             num_decisions=d, per_draw_decisions=per_draw, rate_draws=shared)
+
+
+def first_run_draws(args):
+    """The draws of the first run: ``--draws``, or the library's first run of its default precision target."""
+    return FIRST_DRAWS if args.draws is None else args.draws
 
 
 def _per_draw_decisions(args, kind, spec):
@@ -68,7 +73,8 @@ def _compare_sample_costs(args, run, kind, labels, arrays, names, spec, k):
                      for f, a in zip(args.decisions, arrays)]
     lo, hi = args.sample_cost_scale or (1.0, 1.0)
     res = check_of("--sample-cost-scale", compare_sample_costs, labels[0], np.stack(decisions), costs,
-                   scale=(lo, hi), key=random_bits.key(args.seed), num_draws=args.draws, priors=spec.priors,
+                   scale=(lo, hi), key=random_bits.key(args.seed), num_draws=or_default(args.draws, SAMPLE_COST_DRAWS),
+                   priors=spec.priors,
                    rope=args.rope, names=names)
     record = {"schema": JSON_SCHEMA_VERSION, "command": "compare", "systems": names,
               "sample_costs": args.sample_costs, "sample_cost_scale": [lo, hi], "num_draws": res.info["num_draws"],
@@ -105,17 +111,17 @@ def _compare_nominal_decisions(spec, score_type, labels, arrays, weights, num_cl
 
 def _settings(args, kind, spec, names, seconds):
     """The Monte Carlo settings of the comparison (:class:`ecjax.prob.MonteCarloSettings`' fields): --draws
-    (--mc-error, --max-draws), and the progress it reports (a terminal's line for a run of about ``seconds``,
-    --progress lines, the measured duration)."""
+    (--mc-error, --max-draws; neither: the library's default precision target), and the progress it reports (a
+    terminal's line for a run of about ``seconds``, --progress lines, the measured duration)."""
     settings = dict(num_draws=args.draws)
     if args.mc_error is not None:
         settings.update(mc_error=args.mc_error, max_draws=or_default(args.max_draws, MC_ERROR_MAX_DRAWS))
     terminal = progress.compare_progress(args, names, seconds)
     if terminal:
-        settings["chunk_size"] = -(-args.draws // 10)  # about ten updates (chunking changes no number: tested)
+        settings["chunk_size"] = -(-first_run_draws(args) // 10)  # about ten updates (chunking changes no number)
     if args.progress is not None:
         settings["chunk_size"] = 1  # one block per chunk: a line can come every few seconds whatever the block
-    settings["progress"] = progress.RunClock(terminal, sys.stderr, num_draws=args.draws, every=args.progress,
+    settings["progress"] = progress.RunClock(terminal, sys.stderr, num_draws=first_run_draws(args), every=args.progress,
                                              advice=_long_run_advice(args, kind, spec))
     return settings
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from functools import partial
 
-from ecjax.cli.options import (BOOTSTRAP_DRAWS, CALIBRATE_METHODS, MAX_DRAWS, MAX_SEED, MC_ERROR_MAX_DRAWS,
+from ecjax.cli.options import (BOOTSTRAP_DRAWS, CALIBRATE_METHODS, DEFAULT_MAX_DRAWS, DEFAULT_MC_ERROR, FIRST_DRAWS,
+                               MAX_DRAWS, MAX_SEED, MC_ERROR_MAX_DRAWS,
                                HelpWithDefaults, Parser, add_classes, add_common, add_max_input, add_output_format,
                                add_sample_weight, add_training_priors, float_in, int_in)
 from ecjax.inputs import SCORE_TYPES
@@ -86,11 +87,13 @@ def _add_compare(sub):
     cp.add_argument("--unpaired", action="store_true", help="treat systems as scored on independent samples")
     add_training_priors(cp)
     add_sample_weight(cp)
-    cp.add_argument("--draws", type=int_in(1, MAX_DRAWS, "--draws"), default=20_000,
-                    help=f"posterior draws (default 20000, at most {MAX_DRAWS:.0e})")
+    cp.add_argument("--draws", type=int_in(1, MAX_DRAWS, "--draws"), default=None,
+                    help=f"posterior draws, exactly (at most {MAX_DRAWS:.0e}); default: {FIRST_DRAWS} and more until "
+                         f"every reported probability has a Monte Carlo standard error of at most {DEFAULT_MC_ERROR}, "
+                         f"at most {DEFAULT_MAX_DRAWS} (the output says how many)")
     cp.add_argument("--mc-error", type=float_in(0.0, "--mc-error", strict=True),
                     help="draw more (from --draws up to --max-draws) until every reported probability has at most "
-                         "this Monte Carlo standard error, e.g. 0.005")
+                         "this Monte Carlo standard error, e.g. 0.002")
     cp.add_argument("--max-draws", type=int_in(1, MAX_DRAWS, "--max-draws"),
                     help=f"with --mc-error: the most draws it may use (default {MC_ERROR_MAX_DRAWS})")
     cp.add_argument("--seed", type=int_in(0, MAX_SEED, "--seed"), default=0, help="random key (default 0)")
