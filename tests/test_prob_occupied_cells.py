@@ -183,7 +183,8 @@ def _assert_same_doubt(a, b, names, draws):
         assert abs(va - vb) <= 5 * np.sqrt(2 * q * (1 - q) / draws) + 1e-9, name
 
 
-@pytest.mark.parametrize("paired", [False, True])
+# The paired case compiles a second pair of programs (about 10 s): its evaluation is checked draw by draw above.
+@pytest.mark.parametrize("paired", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_compare_over_occupied_cells_equals_every_cell_draws(monkeypatch, paired):
     k, n, draws = 12, 240, 4000
     labels, decisions = _systems(k, n, paired)
@@ -197,6 +198,7 @@ def test_compare_over_occupied_cells_equals_every_cell_draws(monkeypatch, paired
     _assert_same_doubt(cells, full, ("all", "costs_only", "rates_only"), draws)
 
 
+@pytest.mark.slow  # reason: two more compare runs of about 10 s; the per-class normalization is checked above
 def test_compare_over_occupied_cells_with_uncertain_deployment_priors(monkeypatch):
     # Deployment priors drawn (the priors_only component) and the paired model's per-class normalization.
     k, n, draws = 10, 300, 4000
@@ -211,14 +213,15 @@ def test_compare_over_occupied_cells_with_uncertain_deployment_priors(monkeypatc
     _assert_same_doubt(cells, full, ("all", "costs_only", "priors_only", "rates_only"), draws)
 
 
-def test_compare_over_occupied_cells_matches_an_independent_numpy_sampler(monkeypatch):
-    # 50 classes, 20 samples each: the automatic choice draws the occupied cells.  numpy draws the same model
-    # cell by cell: U uniform per entry, the test set's class frequencies Dirichlet(mean class counts + 2 / K),
-    # each row Dirichlet(n + 2 / (K D)) over all D decisions.
-    k, n, draws = 50, 1000, 4000
+# 50 classes of 20 samples: the automatic choice draws the occupied cells (slow: a larger numpy reference).
+@pytest.mark.parametrize("k, n, mode", [(12, 240, "always"), pytest.param(50, 1000, "auto", marks=pytest.mark.slow)])
+def test_compare_over_occupied_cells_matches_an_independent_numpy_sampler(monkeypatch, k, n, mode):
+    # numpy draws the same model cell by cell: U uniform per entry, the test set's class frequencies
+    # Dirichlet(mean class counts + 2 / K), each row Dirichlet(n + 2 / (K D)) over all D decisions.
+    draws = 4000
     labels, decisions = _systems(k, n, False, seed=5)
     low, high = _error_costs(k)
-    result = _run(monkeypatch, "auto", prob.Systems(labels, decisions, paired=False),
+    result = _run(monkeypatch, mode, prob.Systems(labels, decisions, paired=False),
                   prob.intervals(low, high, kind="cost"), draws, 0)
     assert "occupied_cells" in result.info
     rng = np.random.default_rng(0)

@@ -115,6 +115,14 @@ Dirichlet's aggregation property, exact): two per class under 0-1 costs
 original matrix, the closed-form expected yield and the ties from the
 original counts.
 
+**Occupied cells.**  With drawn utilities nothing merges, but most cells
+of a large confusion matrix are empty: the unpaired and paired draws are
+then made over the occupied cells only, each row's (or the joint table's)
+empty cells getting their mass as a Gamma total split by stick breaking
+(:mod:`ecjax.prob.occupied_cells` eq. 1: exact in distribution up to a
+``1e-12`` truncation of the sticks), whenever that needs fewer random
+variates than the ``M K D`` rate cells; ``info["occupied_cells"]`` says so.
+
 **How many draws.**  ``num_draws=None`` (the default) draws until every
 reported probability is precise to a standard error of 0.005 (at most
 20 000 draws, :mod:`ecjax.prob.adaptive_draws`); a number fixes ``S``.

@@ -80,8 +80,17 @@ from ecjax.prob.paired import stick_atoms, stick_weights
 from ecjax.prob.sampling import gamma_draws
 from ecjax.random_bits import uniform_and_index, uniform_pair
 
-# Cell lists are padded to a power of two (at least this many): similar tables share compiled programs.
+# Cell lists are padded to one of 16 lengths per power of two (at least 8): similar tables share compiled
+# programs, and the padding (count-0 cells, drawn but weightless) adds at most 1/16 instead of up to 1/2.
 _MIN_BUCKET = 8
+_STEPS_PER_OCTAVE = 16
+
+
+def _bucket(n):
+    """The padded length of ``n`` cells: a multiple of ``max(8, 2^ceil(log2 n) / 16)`` (even: the unit cells are
+    drawn in two halves)."""
+    step = max(_MIN_BUCKET, (1 << (max(n, _MIN_BUCKET) - 1).bit_length()) // _STEPS_PER_OCTAVE)
+    return max(_MIN_BUCKET, -(-n // step) * step)
 
 
 class CellLayout(NamedTuple):
@@ -124,13 +133,13 @@ class CellTable(NamedTuple):
 
 
 def _padded_split(cells, counts, last_row):
-    """Cells with count exactly 1 first, then the others, each padded to a power of two (count 0, in the last row:
-    the rows stay sorted, column -1 of ``cells``)."""
+    """Cells with count exactly 1 first, then the others, each padded to :func:`_bucket` cells (count 0, in the last
+    row: the rows stay sorted, column -1 of ``cells``)."""
     unit = counts == 1.0
     parts = []
     for mask in (unit, ~unit):
         c, n = cells[mask], counts[mask]
-        pad = v.bucket_length(c.shape[0], _MIN_BUCKET) - c.shape[0]
+        pad = _bucket(c.shape[0]) - c.shape[0]
         filler = np.zeros((pad, c.shape[1]), c.dtype)
         filler[:, -1] = last_row
         parts.append((np.concatenate([c, filler]), np.pad(n, (0, pad))))
