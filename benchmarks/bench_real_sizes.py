@@ -79,7 +79,7 @@ def timed(systems, kwargs, num_draws, repeats, merge=True):
 
 def breakdown(systems, costs, num_draws=1000):
     """Where a draw's time goes with uncertain utilities (process CPU time per draw, ms): the utility draw, the
-    occupied-cell draw and the outputs (yields, EC, NEC, doubt components), at compare's block size."""
+    occupied-cell draw and the outputs (yields, EC, NEC, the doubt components), at compare's block size."""
     import time
 
     import jax.numpy as jnp
@@ -100,20 +100,18 @@ def breakdown(systems, costs, num_draws=1000):
         for m, (lab, dec) in enumerate(zip(labels, decisions)):
             np.add.at(counts[m], (lab, dec), 1)
         table = occupied_cells.unpaired_cells(counts, alpha)
-    b = plan_draws(num_draws, table.elements + k * d).block
+    b = plan_draws(num_draws, table.elements + k * d, group=2).block  # as compare plans the occupied cells
     key = jax.random.key(0)
     u = costs.sample(key, b)
     p = jnp.full((b, k), 1.0 / k)
     coef = jnp.zeros((len(decisions), k))
-    draw = occupied_cells.cell_draw(key, table.shapes, table.counts, layout=table.layout, num_draws=b)
     pieces = {
         "utility draw": lambda: costs.sample(key, b),
         "occupied-cell draw": lambda: occupied_cells.cell_draw(key, table.shapes, table.counts, layout=table.layout,
                                                                num_draws=b),
-        "yields, EC, NEC": lambda: occupied_cells.evaluate(draw, table, u, None if systems.paired else p),
         "all of a block (draw, outputs, components)": lambda: occupied_cells.cell_outputs(
-            key, table, u, p, u[0], p, coef, coef, joint_priors=bool(systems.paired), block=b,
-            components=("costs_only", "rates_only")),
+            key, table, u, p, p, occupied_cells.ComponentParts(u[0], coef, coef), joint_priors=bool(systems.paired),
+            block=b, components=("costs_only", "rates_only")),
     }
     out = {}
     for name, fn in pieces.items():
@@ -122,6 +120,8 @@ def breakdown(systems, costs, num_draws=1000):
         for _ in range(reps):
             _common.block(fn())
         out[name] = (time.process_time() - c0) / reps / b * 1e3
+    out["outputs alone (the block less its draw)"] = out["all of a block (draw, outputs, components)"] - out[
+        "occupied-cell draw"]
     return b, oc_summary(table), out
 
 

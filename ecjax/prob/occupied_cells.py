@@ -75,7 +75,7 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import inputs as v
-from ecjax.decisions import naive_expected_cost
+from ecjax.precision import einsum
 from ecjax.prob.paired import stick_atoms, stick_weights
 from ecjax.prob.sampling import gamma_draws
 from ecjax.random_bits import uniform_and_index, uniform_pair
@@ -342,10 +342,14 @@ def _yields(num, den, kind, priors):
 
 
 def _ec_nec(y, p, u):
-    """EC ``-yield`` and NEC (module docstring) of yields ``(B, M)``, priors ``(B, K)`` and utilities ``(B, K, D)``."""
-    top = u.max(-1)  # (B, K)
-    ec_normalized = (p * top).sum(-1)[:, None] - y
-    naive = naive_expected_cost(top[..., None] - u, p)
+    """EC ``-yield`` and NEC (module docstring) of yields ``(B, M)``, priors ``(B, K)`` and utilities ``(B, K, D)``.
+
+    The naive EC ``min_j sum_i P_i (max_j' U_ij' - U_ij) = sum_i P_i max_j' U_ij' - max_j sum_i P_i U_ij``: one
+    product with ``U`` itself, not with a ``(B, K, D)`` matrix of normalized costs.
+    """
+    top_mass = (p * u.max(-1)).sum(-1)  # (B,): sum_i P_i max_j U_ij
+    ec_normalized = top_mass[:, None] - y
+    naive = top_mass - einsum("bk,bkd->bd", p, u).max(-1)
     nec = jnp.where(naive[:, None] > 0, ec_normalized / jnp.where(naive > 0, naive, 1.0)[:, None], jnp.nan)
     return -y, nec
 
@@ -367,9 +371,17 @@ def evaluate(draw: CellDraw, table: CellTable, utilities: jax.Array,
     return (y,) + _ec_nec(y, p, u)
 
 
-def cell_outputs(key: jax.Array, table: CellTable, u: jax.Array, p_all: jax.Array, u_hat: jax.Array,
-                 p_rates: jax.Array, costs_coef: jax.Array, priors_rows: jax.Array, *, joint_priors: bool, block: int,
-                 components: tuple) -> dict:
+class ComponentParts(NamedTuple):
+    """The fixed parts of the doubt components (see :func:`cell_outputs`): ``U_hat`` ``(K, D)``, ``costs_coef`` and
+    ``priors_rows`` ``(M, K)``."""
+
+    u_hat: jax.Array
+    costs_coef: jax.Array
+    priors_rows: jax.Array
+
+
+def cell_outputs(key: jax.Array, table: CellTable, u: jax.Array, p_all: jax.Array, p_rates: jax.Array,
+                 parts: ComponentParts, *, joint_priors: bool, block: int, components: tuple) -> dict:
     """One block of fixed counts over the occupied cells: the ``all`` draws and the doubt components' yields.
 
     ``costs_only``: ``sum_i c_mi (sum_O n U + alpha sum_j U_ij)`` (the
@@ -382,14 +394,14 @@ def cell_outputs(key: jax.Array, table: CellTable, u: jax.Array, p_all: jax.Arra
     # Two programs: the draw, then the outputs.  As one program they took 2.4 times the CPU time of the two (66
     # against 27 ms a block of 91 draws at 100 classes; an optimization barrier between them did not help).
     draw = cell_draw(key, table.shapes, table.counts, layout=table.layout, num_draws=block)
-    return _outputs(draw, table.flat, table.rows, table.counts, u, p_all, u_hat, p_rates, costs_coef, priors_rows,
-                    layout=table.layout, joint_priors=joint_priors, block=block, components=components)
+    return _outputs(draw, table.flat, table.rows, table.counts, u, p_all, p_rates, parts, layout=table.layout,
+                    joint_priors=joint_priors, block=block, components=components)
 
 
 @partial(jax.jit, static_argnames=("layout", "joint_priors", "block", "components"))
-def _outputs(draw, flat, rows, counts, u, p_all, u_hat, p_rates, costs_coef, priors_rows, *, layout, joint_priors,
-             block, components):
+def _outputs(draw, flat, rows, counts, u, p_all, p_rates, parts, *, layout, joint_priors, block, components):
     table = CellTable(layout, flat, rows, counts, jnp.zeros(0))
+    u_hat, costs_coef, priors_rows = parts
     b = block
     uu = jnp.broadcast_to(u, (b,) + u.shape[-2:])
     utilities = (uu.reshape(b, -1),) + ((u_hat.reshape(-1),) if "rates_only" in components else ())
