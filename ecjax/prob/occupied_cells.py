@@ -75,7 +75,7 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import inputs as v
-from ecjax.precision import einsum
+from ecjax.decisions import naive_expected_cost
 from ecjax.prob.paired import stick_atoms, stick_weights
 from ecjax.prob.sampling import gamma_draws
 from ecjax.random_bits import uniform_and_index, uniform_pair
@@ -147,9 +147,13 @@ def _padded_split(cells, counts, last_row):
 
 
 def _table(kind, cells, rows, counts, *, m, k, d, alpha, prior_rows, mass, row_count):
-    """``cells`` ``(C, M')`` flat indices, ``rows`` ``(C,)`` and ``counts`` ``(C,)`` (host) -> :class:`CellTable`."""
-    (c1, n1), (c2, n2) = _padded_split(np.concatenate([cells, rows[:, None]], 1), np.asarray(counts, np.float64),
-                                       row_count - 1)
+    """``cells`` ``(C, M')`` flat indices, ``rows`` ``(C,)`` and ``counts`` ``(C,)`` (host) -> :class:`CellTable`.
+
+    The cells are ordered by row (the segment sums are told their indices are sorted).
+    """
+    order = np.argsort(rows, kind="stable")
+    (c1, n1), (c2, n2) = _padded_split(np.concatenate([cells, rows[:, None]], 1)[order],
+                                       np.asarray(counts, np.float64)[order], row_count - 1)
     both = np.concatenate([c1, c2])
     f = jnp.result_type(float)
     prior_rows = prior_rows if alpha > 0 else 0
@@ -344,12 +348,12 @@ def _yields(num, den, kind, priors):
 def _ec_nec(y, p, u):
     """EC ``-yield`` and NEC (module docstring) of yields ``(B, M)``, priors ``(B, K)`` and utilities ``(B, K, D)``.
 
-    The naive EC ``min_j sum_i P_i (max_j' U_ij' - U_ij) = sum_i P_i max_j' U_ij' - max_j sum_i P_i U_ij``: one
-    product with ``U`` itself, not with a ``(B, K, D)`` matrix of normalized costs.
+    The naive EC from the normalized costs ``max_j' U_ij' - U_ij`` themselves, not as ``sum_i P_i max_j' U_ij' -
+    max_j sum_i P_i U_ij``: a decision best for every class then gives exactly 0 (NaN NEC), not a rounding error.
     """
-    top_mass = (p * u.max(-1)).sum(-1)  # (B,): sum_i P_i max_j U_ij
-    ec_normalized = top_mass[:, None] - y
-    naive = top_mass - einsum("bk,bkd->bd", p, u).max(-1)
+    top = u.max(-1)  # (B, K)
+    ec_normalized = (p * top).sum(-1)[:, None] - y
+    naive = naive_expected_cost(top[..., None] - u, p)
     nec = jnp.where(naive[:, None] > 0, ec_normalized / jnp.where(naive > 0, naive, 1.0)[:, None], jnp.nan)
     return -y, nec
 
