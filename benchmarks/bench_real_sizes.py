@@ -77,6 +77,59 @@ def timed(systems, kwargs, num_draws, repeats, merge=True):
     return first, steady, result.num_draws, np.asarray(result.p_best)
 
 
+def breakdown(systems, costs, num_draws=1000):
+    """Where a draw's time goes with uncertain utilities (process CPU time per draw, ms): the utility draw, the
+    occupied-cell draw and the outputs (yields, EC, NEC, the doubt components), at compare's block size."""
+    import time
+
+    import jax.numpy as jnp
+
+    from ecjax.confusion import joint_outcome_table
+    from ecjax.prob import occupied_cells
+    from ecjax.prob.draw_plan import plan_draws
+
+    labels, decisions = systems.labels, np.stack(systems.decisions)
+    k, d = costs.shape
+    alpha = 2 / (k * d)
+    if systems.paired:
+        t = joint_outcome_table(labels[0], decisions, num_classes=k, num_decisions=d)
+        table = occupied_cells.joint_cells(np.asarray(t.cells), np.asarray(t.counts), num_classes=k, num_decisions=d,
+                                           alpha=alpha)
+    else:
+        counts = np.zeros((len(decisions), k, d))
+        for m, (lab, dec) in enumerate(zip(labels, decisions)):
+            np.add.at(counts[m], (lab, dec), 1)
+        table = occupied_cells.unpaired_cells(counts, alpha)
+    b = plan_draws(num_draws, table.elements + k * d, group=2).block  # as compare plans the occupied cells
+    key = jax.random.key(0)
+    u = costs.sample(key, b)
+    p = jnp.full((b, k), 1.0 / k)
+    coef = jnp.zeros((len(decisions), k))
+    pieces = {
+        "utility draw": lambda: costs.sample(key, b),
+        "occupied-cell draw": lambda: occupied_cells.cell_draw(key, table.shapes, table.counts, layout=table.layout,
+                                                               num_draws=b),
+        "all of a block (draw, outputs, components)": lambda: occupied_cells.cell_outputs(
+            key, table, u, p, p, occupied_cells.ComponentParts(u[0], coef, coef), joint_priors=bool(systems.paired),
+            block=b, components=("costs_only", "rates_only")),
+    }
+    out = {}
+    for name, fn in pieces.items():
+        _common.block(fn())
+        c0, reps = time.process_time(), 5
+        for _ in range(reps):
+            _common.block(fn())
+        out[name] = (time.process_time() - c0) / reps / b * 1e3
+    out["outputs alone (the block less its draw)"] = out["all of a block (draw, outputs, components)"] - out[
+        "occupied-cell draw"]
+    return b, oc_summary(table), out
+
+
+def oc_summary(table):
+    lay = table.layout
+    return f"{table.counts.shape[0]} cell slots, {lay.prior_rows} prior fields x {lay.atoms} atoms"
+
+
 def main() -> None:
     p = _common.parser(__doc__.splitlines()[0])
     p.add_argument("--before", action="store_true", help="also time the former settings (20,000 draws, no merging)")
@@ -84,6 +137,8 @@ def main() -> None:
                    help="draws of the former settings' rows, their time scaled linearly to 20,000")
     p.add_argument("--workloads", type=int, nargs="+", default=[1, 2, 3], choices=[1, 2, 3],
                    help="which of the three workloads to run (1: 100 classes, 2: 1000 fixed, 3: 1000 uncertain)")
+    p.add_argument("--breakdown", action="store_true",
+                   help="also time the pieces of a draw of the uncertain-cost workloads (CPU ms a draw)")
     args = p.parse_args()
     repeats = 1 if args.tiny else args.repeats
     # (name, K, N, paired, costs, target ratio)
@@ -125,6 +180,19 @@ def main() -> None:
             assert ref_before is not None
             print(f"| {name} | former{scaled} | {FORMER_DRAWS} | {first:.3g} s | {steady:.3g} s | "
                   f"{steady / ref_before[1]:.0f}x | | {np.round(p_best, 3)} |")
+    if args.breakdown:
+        import time
+
+        c0 = time.process_time()
+        _common.block(prob.compare(ref_systems, key=jax.random.key(0), **ref_kwargs))
+        print(f"\nreference: {(time.process_time() - c0):.3g} s of CPU for the whole call (1000 draws: "
+              f"{(time.process_time() - c0):.3g} ms a draw, overheads included)")
+        for name, k, n, paired, costs, _ in (workloads[i - 1] for i in args.workloads):
+            if isinstance(costs, np.ndarray):
+                continue
+            block, cells, times = breakdown(synthetic(k, n, paired), costs)
+            print(f"{name} (block {block}, {cells}): "
+                  + ", ".join(f"{piece} {ms:.3f}" for piece, ms in times.items()) + " ms of CPU a draw")
 
 
 if __name__ == "__main__":

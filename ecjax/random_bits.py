@@ -193,6 +193,13 @@ def uniform(key: jax.Array, shape: Sequence[int], dtype: DTypeLike = jnp.float32
     half = (n + 1) // 2
     i = jnp.arange(half, dtype=jnp.uint32)
     y0, y1 = threefry2x32(*words, i, i + np.uint32(half))
+    shape = tuple(shape)
+    if shape and shape[0] % 2 == 0:
+        # The same numbers, the halves joined along the leading axis: XLA's CPU backend runs a consumer fused
+        # into the flat join and its reshape about 5 times slower (measured: scaling 3 x 10^6 interval
+        # utilities, 14 against 2.7 ms of CPU a 10^6 draw).
+        lead = (shape[0] // 2,) + shape[1:]
+        return jnp.concatenate([_to_unit_float(y0).reshape(lead), _to_unit_float(y1).reshape(lead)])
     return _to_unit_float(jnp.concatenate([y0, y1])[:n]).reshape(shape)
 
 

@@ -73,7 +73,8 @@ def _numpy_outputs(rates_or_joint, u, p):
     costs = u.max(-1, keepdims=True) - u  # the row-normalized costs of -U
     ec_n = np.einsum("bk,bmkd,bkd->bm", p, rates_or_joint, costs)
     naive = np.einsum("bk,bkd->bd", p, costs).min(-1)
-    return y, -y, ec_n / naive[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):  # a decision best for every class: no NEC (NaN)
+        return y, -y, np.where(naive[:, None] > 0, ec_n / naive[:, None], np.nan)
 
 
 def _random_counts(rng, m, k, d, per_class):
@@ -109,8 +110,9 @@ def test_joint_evaluation_equals_the_dense_marginals_of_the_same_draw(deployment
     labels = rng.integers(0, k, n)
     decisions = np.where(rng.random((m, n)) < 0.7, labels, rng.integers(0, d, (m, n)))
     jt = joint_outcome_table(labels, decisions, num_classes=k, num_decisions=d)
-    table = oc.joint_cells(np.asarray(jt.cells), np.asarray(jt.counts), num_classes=k, num_decisions=d,
-                           alpha=2 / (k * d))
+    shuffled = rng.permutation(jt.cells.shape[0])  # any order of the cells: the table sorts them by class
+    table = oc.joint_cells(np.asarray(jt.cells)[shuffled], np.asarray(jt.counts)[shuffled], num_classes=k,
+                           num_decisions=d, alpha=2 / (k * d))
     draw = oc.cell_draw(jax.random.key(4), table.shapes, table.counts, layout=table.layout, num_draws=b)
     # Dense marginals W (B, M, K, D): each occupied cell and each atom adds its weight at (class, d_m) of system m.
     w = np.zeros((b, m, k * d))
@@ -125,6 +127,8 @@ def test_joint_evaluation_equals_the_dense_marginals_of_the_same_draw(deployment
             w[np.arange(b), j, atoms[:, t, j]] += weight[:, t]
     w = w.reshape(b, m, k, d)
     u = rng.uniform(-3, 0, (b, k, d)).astype(np.float32)
+    u[0] = 0.0
+    u[0, :, 1] = 1.0  # decision 1 best for every class: the naive EC is exactly 0, the NEC NaN
     class_mass = w[:, 0].sum(-1)
     rates = w / w.sum(-1, keepdims=True)
     if deployment:
@@ -135,6 +139,7 @@ def test_joint_evaluation_equals_the_dense_marginals_of_the_same_draw(deployment
         got = oc.evaluate(draw, table, jnp.asarray(u), None)
         p64 = class_mass / class_mass.sum(-1, keepdims=True)  # the draw's own class frequencies
     want = _numpy_outputs(rates, u.astype(np.float64), p64)
+    assert np.all(np.isnan(np.asarray(got[2])[0]))
     for g, ref in zip(got, want):
         np.testing.assert_allclose(np.asarray(g, np.float64), ref, rtol=2e-5, atol=2e-6)
 
@@ -183,7 +188,8 @@ def _assert_same_doubt(a, b, names, draws):
         assert abs(va - vb) <= 5 * np.sqrt(2 * q * (1 - q) / draws) + 1e-9, name
 
 
-@pytest.mark.parametrize("paired", [False, True])
+# The paired case compiles a second pair of programs (about 10 s): its evaluation is checked draw by draw above.
+@pytest.mark.parametrize("paired", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_compare_over_occupied_cells_equals_every_cell_draws(monkeypatch, paired):
     k, n, draws = 12, 240, 4000
     labels, decisions = _systems(k, n, paired)
@@ -197,6 +203,7 @@ def test_compare_over_occupied_cells_equals_every_cell_draws(monkeypatch, paired
     _assert_same_doubt(cells, full, ("all", "costs_only", "rates_only"), draws)
 
 
+@pytest.mark.slow  # reason: two more compare runs of about 10 s; the per-class normalization is checked above
 def test_compare_over_occupied_cells_with_uncertain_deployment_priors(monkeypatch):
     # Deployment priors drawn (the priors_only component) and the paired model's per-class normalization.
     k, n, draws = 10, 300, 4000
@@ -211,14 +218,15 @@ def test_compare_over_occupied_cells_with_uncertain_deployment_priors(monkeypatc
     _assert_same_doubt(cells, full, ("all", "costs_only", "priors_only", "rates_only"), draws)
 
 
-def test_compare_over_occupied_cells_matches_an_independent_numpy_sampler(monkeypatch):
-    # 50 classes, 20 samples each: the automatic choice draws the occupied cells.  numpy draws the same model
-    # cell by cell: U uniform per entry, the test set's class frequencies Dirichlet(mean class counts + 2 / K),
-    # each row Dirichlet(n + 2 / (K D)) over all D decisions.
-    k, n, draws = 50, 1000, 4000
+# 50 classes of 20 samples: the automatic choice draws the occupied cells (slow: a larger numpy reference).
+@pytest.mark.parametrize("k, n, mode", [(12, 240, "always"), pytest.param(50, 1000, "auto", marks=pytest.mark.slow)])
+def test_compare_over_occupied_cells_matches_an_independent_numpy_sampler(monkeypatch, k, n, mode):
+    # numpy draws the same model cell by cell: U uniform per entry, the test set's class frequencies
+    # Dirichlet(mean class counts + 2 / K), each row Dirichlet(n + 2 / (K D)) over all D decisions.
+    draws = 4000
     labels, decisions = _systems(k, n, False, seed=5)
     low, high = _error_costs(k)
-    result = _run(monkeypatch, "auto", prob.Systems(labels, decisions, paired=False),
+    result = _run(monkeypatch, mode, prob.Systems(labels, decisions, paired=False),
                   prob.intervals(low, high, kind="cost"), draws, 0)
     assert "occupied_cells" in result.info
     rng = np.random.default_rng(0)

@@ -221,6 +221,22 @@ def test_constraints_without_support_are_reported_not_looped():
         prob.expected_utility_matrix(prob.from_model(rarely_right))
 
 
+def test_a_prior_finds_its_sampler_once_per_size(monkeypatch):
+    # The shared sampler's key hashes the bound arrays (two 1000 x 1000 bounds: 0.1 s); compare asks once per
+    # block of draws, so the prior keeps what it found: a second draw of the same size hashes nothing.
+    from ecjax.prob import utility_priors
+    prior = prob.intervals(np.zeros((3, 3)), np.ones((3, 3)))
+    calls = []
+    real = utility_priors._model_key
+    monkeypatch.setattr(utility_priors, "_model_key", lambda model: calls.append(1) or real(model))
+    first = prior.sample(jax.random.key(0), 16)
+    looked_up = len(calls)
+    assert looked_up > 0
+    again = prior.sample(jax.random.key(0), 16)
+    assert len(calls) == looked_up
+    np.testing.assert_array_equal(np.asarray(first), np.asarray(again))
+
+
 def test_equal_priors_share_one_compiled_sampler():
     # Rebuilding the same prior (a command run again in one process, a loop over keys) must not compile its
     # sampler again; a prior with other arguments must get its own (it draws from another distribution).

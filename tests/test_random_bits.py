@@ -39,6 +39,33 @@ def test_uniform_pair_is_the_split_of_one_uniform_array_and_keys_matter():
     np.testing.assert_array_equal(uniform(jax.random.key_data(KEY), (2, 3, 5)), both)
 
 
+@pytest.mark.parametrize("shape", [(4, 3), (2, 5, 7), (6,), (3, 4), (5,)])
+def test_uniform_is_the_flat_join_of_its_hash_words_whatever_the_shape(shape):
+    # Element i of the flat array is word 0 of counter i for i < ceil(n / 2), then word 1 (the definition); even
+    # leading axes are joined along that axis (faster on XLA's CPU backend), which must not change a number.
+    n = int(np.prod(shape))
+    half = (n + 1) // 2
+    k = jax.random.key_data(KEY)
+    i = jnp.arange(half, dtype=jnp.uint32)
+    y0, y1 = threefry2x32(k[0], k[1], i, i + np.uint32(half))
+    bits = np.concatenate([np.asarray(y0), np.asarray(y1)])[:n]
+    expected = ((bits >> 9) | np.uint32(0x3F800000)).view(np.float32) - np.float32(1.0)
+    np.testing.assert_array_equal(np.asarray(uniform(KEY, shape)).ravel(), expected)
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda key: uniform(key, shape))(KEY)).ravel(), expected)
+
+
+def test_uniform_and_index_are_independent_and_uniform():
+    # The float is uniform_pair's first half; the index is uniform on {0, ..., 6} (chi-square) and independent of
+    # the float (the mean float within each index value stays 1/2).
+    u, idx = random_bits.uniform_and_index(KEY, (200_000,), 7)
+    np.testing.assert_array_equal(u, uniform_pair(KEY, (200_000,))[0])
+    idx, u = np.asarray(idx), np.asarray(u, np.float64)
+    assert idx.min() == 0 and idx.max() == 6
+    assert stats.chisquare(np.bincount(idx, minlength=7)).pvalue > 1e-3
+    means = np.array([u[idx == j].mean() for j in range(7)])
+    assert np.all(np.abs(means - 0.5) < 5 * np.sqrt(1 / 12 / (200_000 / 7)))
+
+
 @pytest.mark.parametrize("n", [1, 7, 100_001])
 def test_uniform_odd_sizes_are_uniform_on_the_unit_interval(n):
     u = np.asarray(uniform(KEY, (n,)), np.float64)

@@ -115,6 +115,14 @@ Dirichlet's aggregation property, exact): two per class under 0-1 costs
 original matrix, the closed-form expected yield and the ties from the
 original counts.
 
+**Occupied cells.**  With drawn utilities nothing merges, but most cells
+of a large confusion matrix are empty: the unpaired and paired draws are
+then made over the occupied cells only, each row's (or the joint table's)
+empty cells getting their mass as a Gamma total split by stick breaking
+(:mod:`ecjax.prob.occupied_cells` eq. 1: exact in distribution up to a
+``1e-12`` truncation of the sticks), whenever that needs fewer random
+variates than the ``M K D`` rate cells; ``info["occupied_cells"]`` says so.
+
 **How many draws.**  ``num_draws=None`` (the default) draws until every
 reported probability is precise to a standard error of 0.005 (at most
 20 000 draws, :mod:`ecjax.prob.adaptive_draws`); a number fixes ``S``.
@@ -429,9 +437,9 @@ def _draw_fixed(key, data, model):
 def _cells_block(key, u, p_all, p_rates, data, model):
     """A block of fixed counts drawn over their occupied cells only (:mod:`ecjax.prob.occupied_cells`)."""
     table = data["cell_table"]
-    return occupied_cells.cell_outputs(key, table, u, p_all, data["u_hat"], p_rates, data["costs_coef"],
-                                       data["priors_rows"], joint_priors=model.joint_priors, block=model.block,
-                                       components=model.components if model.decompose else ())
+    parts = occupied_cells.ComponentParts(data["u_hat"], data["costs_coef"], data["priors_rows"])
+    return occupied_cells.cell_outputs(key, table, u, p_all, p_rates, parts, joint_priors=model.joint_priors,
+                                       block=model.block, components=model.components if model.decompose else ())
 
 
 def _draw_counts(data, model, utilities, log_priors):
@@ -1397,8 +1405,10 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
         if merged is None:
             src = _occupied_source(src, u_hat, p_bar, alpha, joint_priors)
             if src.kind in _CELL_KINDS and u_method != "monte_carlo":
-                # Blocks sized by the occupied cells (U_hat came from no draw of the former plan's blocks).
-                plan = plan_draws(num_draws, src.elements + k * d, chunk_size, utility_cells=k * d, group=group)
+                # Blocks sized by the occupied cells (U_hat came from no draw of the former plan's blocks), of an
+                # even number of draws: the utility draws then join their hashes' halves along the draws
+                # (ecjax.random_bits.uniform), 7 times faster at 1000 x 1000 on a CPU.
+                plan = plan_draws(num_draws, src.elements + k * d, chunk_size, utility_cells=k * d, group=2)
         data.update(src.data)
         if src.mean_weights is None:
             data["num_draws"] = np.int32(num_draws)

@@ -80,8 +80,17 @@ from ecjax.prob.paired import stick_atoms, stick_weights
 from ecjax.prob.sampling import gamma_draws
 from ecjax.random_bits import uniform_and_index, uniform_pair
 
-# Cell lists are padded to a power of two (at least this many): similar tables share compiled programs.
+# Cell lists are padded to one of 16 lengths per power of two (at least 8): similar tables share compiled
+# programs, and the padding (count-0 cells, drawn but weightless) adds at most 1/16 instead of up to 1/2.
 _MIN_BUCKET = 8
+_STEPS_PER_OCTAVE = 16
+
+
+def _bucket(n):
+    """The padded length of ``n`` cells: a multiple of ``max(8, 2^ceil(log2 n) / 16)`` (even: the unit cells are
+    drawn in two halves)."""
+    step = max(_MIN_BUCKET, (1 << (max(n, _MIN_BUCKET) - 1).bit_length()) // _STEPS_PER_OCTAVE)
+    return max(_MIN_BUCKET, -(-n // step) * step)
 
 
 class CellLayout(NamedTuple):
@@ -124,13 +133,13 @@ class CellTable(NamedTuple):
 
 
 def _padded_split(cells, counts, last_row):
-    """Cells with count exactly 1 first, then the others, each padded to a power of two (count 0, in the last row:
-    the rows stay sorted, column -1 of ``cells``)."""
+    """Cells with count exactly 1 first, then the others, each padded to :func:`_bucket` cells (count 0, in the last
+    row: the rows stay sorted, column -1 of ``cells``)."""
     unit = counts == 1.0
     parts = []
     for mask in (unit, ~unit):
         c, n = cells[mask], counts[mask]
-        pad = v.bucket_length(c.shape[0], _MIN_BUCKET) - c.shape[0]
+        pad = _bucket(c.shape[0]) - c.shape[0]
         filler = np.zeros((pad, c.shape[1]), c.dtype)
         filler[:, -1] = last_row
         parts.append((np.concatenate([c, filler]), np.pad(n, (0, pad))))
@@ -138,9 +147,13 @@ def _padded_split(cells, counts, last_row):
 
 
 def _table(kind, cells, rows, counts, *, m, k, d, alpha, prior_rows, mass, row_count):
-    """``cells`` ``(C, M')`` flat indices, ``rows`` ``(C,)`` and ``counts`` ``(C,)`` (host) -> :class:`CellTable`."""
-    (c1, n1), (c2, n2) = _padded_split(np.concatenate([cells, rows[:, None]], 1), np.asarray(counts, np.float64),
-                                       row_count - 1)
+    """``cells`` ``(C, M')`` flat indices, ``rows`` ``(C,)`` and ``counts`` ``(C,)`` (host) -> :class:`CellTable`.
+
+    The cells are ordered by row (the segment sums are told their indices are sorted).
+    """
+    order = np.argsort(rows, kind="stable")
+    (c1, n1), (c2, n2) = _padded_split(np.concatenate([cells, rows[:, None]], 1)[order],
+                                       np.asarray(counts, np.float64)[order], row_count - 1)
     both = np.concatenate([c1, c2])
     f = jnp.result_type(float)
     prior_rows = prior_rows if alpha > 0 else 0
@@ -333,7 +346,11 @@ def _yields(num, den, kind, priors):
 
 
 def _ec_nec(y, p, u):
-    """EC ``-yield`` and NEC (module docstring) of yields ``(B, M)``, priors ``(B, K)`` and utilities ``(B, K, D)``."""
+    """EC ``-yield`` and NEC (module docstring) of yields ``(B, M)``, priors ``(B, K)`` and utilities ``(B, K, D)``.
+
+    The naive EC from the normalized costs ``max_j' U_ij' - U_ij`` themselves, not as ``sum_i P_i max_j' U_ij' -
+    max_j sum_i P_i U_ij``: a decision best for every class then gives exactly 0 (NaN NEC), not a rounding error.
+    """
     top = u.max(-1)  # (B, K)
     ec_normalized = (p * top).sum(-1)[:, None] - y
     naive = naive_expected_cost(top[..., None] - u, p)
@@ -358,9 +375,17 @@ def evaluate(draw: CellDraw, table: CellTable, utilities: jax.Array,
     return (y,) + _ec_nec(y, p, u)
 
 
-def cell_outputs(key: jax.Array, table: CellTable, u: jax.Array, p_all: jax.Array, u_hat: jax.Array,
-                 p_rates: jax.Array, costs_coef: jax.Array, priors_rows: jax.Array, *, joint_priors: bool, block: int,
-                 components: tuple) -> dict:
+class ComponentParts(NamedTuple):
+    """The fixed parts of the doubt components (see :func:`cell_outputs`): ``U_hat`` ``(K, D)``, ``costs_coef`` and
+    ``priors_rows`` ``(M, K)``."""
+
+    u_hat: jax.Array
+    costs_coef: jax.Array
+    priors_rows: jax.Array
+
+
+def cell_outputs(key: jax.Array, table: CellTable, u: jax.Array, p_all: jax.Array, p_rates: jax.Array,
+                 parts: ComponentParts, *, joint_priors: bool, block: int, components: tuple) -> dict:
     """One block of fixed counts over the occupied cells: the ``all`` draws and the doubt components' yields.
 
     ``costs_only``: ``sum_i c_mi (sum_O n U + alpha sum_j U_ij)`` (the
@@ -373,14 +398,14 @@ def cell_outputs(key: jax.Array, table: CellTable, u: jax.Array, p_all: jax.Arra
     # Two programs: the draw, then the outputs.  As one program they took 2.4 times the CPU time of the two (66
     # against 27 ms a block of 91 draws at 100 classes; an optimization barrier between them did not help).
     draw = cell_draw(key, table.shapes, table.counts, layout=table.layout, num_draws=block)
-    return _outputs(draw, table.flat, table.rows, table.counts, u, p_all, u_hat, p_rates, costs_coef, priors_rows,
-                    layout=table.layout, joint_priors=joint_priors, block=block, components=components)
+    return _outputs(draw, table.flat, table.rows, table.counts, u, p_all, p_rates, parts, layout=table.layout,
+                    joint_priors=joint_priors, block=block, components=components)
 
 
 @partial(jax.jit, static_argnames=("layout", "joint_priors", "block", "components"))
-def _outputs(draw, flat, rows, counts, u, p_all, u_hat, p_rates, costs_coef, priors_rows, *, layout, joint_priors,
-             block, components):
+def _outputs(draw, flat, rows, counts, u, p_all, p_rates, parts, *, layout, joint_priors, block, components):
     table = CellTable(layout, flat, rows, counts, jnp.zeros(0))
+    u_hat, costs_coef, priors_rows = parts
     b = block
     uu = jnp.broadcast_to(u, (b,) + u.shape[-2:])
     utilities = (uu.reshape(b, -1),) + ((u_hat.reshape(-1),) if "rates_only" in components else ())
