@@ -282,12 +282,6 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, weights=None, *, 
     bound the ``(batch, M, N, D)`` intermediate; each draw's counts are
     summed alone, so the batch size changes no number.
     """
-    s = costs.shape[0]
-    pad = (-s) % batch_size
-    costs_p = jnp.concatenate([costs, jnp.broadcast_to(costs[:1], (pad,) + costs.shape[1:])])
-    priors_p = jnp.concatenate([log_prior_draws, jnp.broadcast_to(log_prior_draws[:1], (pad, num_classes))])
-    chunks = (costs_p.reshape(-1, batch_size, *costs.shape[1:]), priors_p.reshape(-1, batch_size, num_classes))
-
     # Posterior-type scores decide with the priors they carry: their log posteriors are the same for every draw,
     # computed once, and each batch of cost draws is one product with them.
     shared = None if score_type in v.LIKELIHOOD_TYPES else log_posteriors_kernel(log_scores, None, score_type)[None]
@@ -300,8 +294,7 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, weights=None, *, 
             return confusion_counts(labels, dec, weights, num_classes=num_classes, num_decisions=num_decisions)
         return dec.astype(jnp.int32)
 
-    out = jax.lax.map(one_chunk, chunks)
-    return out.reshape((-1,) + out.shape[2:])[:s]
+    return padded_map(one_chunk, (costs, log_prior_draws), batch_size)
 
 
 @partial(jax.jit, static_argnames=("num_draws",))
