@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, SupportsFloat, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, SupportsFloat, TypeVar, overload
 
 import numpy as np
 
@@ -457,8 +457,35 @@ def as_class_cost_fields(correct: object, wrong: object, abstain: object, name: 
     return out["correct"], out["wrong"], out.get("abstain")
 
 
-def as_real(x: object, name: str, *, finite: bool = True) -> float:
-    """One real number (Python or numpy scalar, or a 0-d array); strings and booleans are refused."""
+@overload
+def as_scalar(x: object, name: str, *, integer: Literal[True], low: float | None = None, high: float | None = None,
+              strict: bool = False, finite: bool = True) -> int: ...
+
+
+@overload
+def as_scalar(x: object, name: str, *, integer: Literal[False] = False, low: float | None = None,
+              high: float | None = None, strict: bool = False, finite: bool = True) -> float: ...
+
+
+def as_scalar(x: object, name: str, *, integer: bool = False, low: float | None = None, high: float | None = None,
+              strict: bool = False, finite: bool = True) -> int | float:
+    """The one scalar check: one number (Python or numpy scalar, or a 0-d array for a real), within bounds.
+
+    ``integer``: a Python or numpy integer (a count, a size), returned as ``int``; else a real number, returned as
+    ``float`` (strings, booleans and ``None`` are refused either way; ``finite=False`` lets a real be ``nan`` or
+    ``+/-inf``).  ``low``/``high``: bounds, inclusive, or exclusive with ``strict``.  The message names the argument
+    and the bound it broke.  :func:`as_real`, :func:`as_number_between`, :func:`as_positive_real`,
+    :func:`as_nonnegative_real` and :func:`as_positive_int` are its common cases.
+    """
+    if integer:
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
+            raise InputError(f"`{name}` must be an integer, got {x!r}")
+        count = int(x)
+        if low is not None and (count <= low if strict else count < low):
+            raise InputError(f"`{name}` must be {'>' if strict else '>='} {low}, got {count}")
+        if high is not None and (count >= high if strict else count > high):
+            raise InputError(f"`{name}` must be {'<' if strict else '<='} {high}, got {count}")
+        return count
     if isinstance(x, (bool, np.bool_, str, bytes)) or x is None:
         raise InputError(f"`{name}` must be a number, got {x!r}")
     try:
@@ -470,23 +497,37 @@ def as_real(x: object, name: str, *, finite: bool = True) -> float:
         raise InputError(f"`{name}` must be a number, got {x!r}") from None
     if finite and not np.isfinite(value):
         raise InputError(f"`{name}` must be finite, got {x!r}")
+    above = low is None or (value > low if strict else value >= low)
+    below = high is None or (value < high if strict else value <= high)
+    if not (above and below):
+        raise InputError(f"`{name}` must be {_range_words(low, high, strict)}, got {x!r}")
     return value
+
+
+def _range_words(low, high, strict):
+    """What :func:`as_scalar` asks of a real: ``in (0, 1)``, ``a positive finite number``, ``>= 2``..."""
+    if low is not None and high is not None:
+        return f"in {'(' if strict else '['}{low:g}, {high:g}{')' if strict else ']'}"
+    if high is None and low == 0:
+        return "a positive finite number" if strict else "a non-negative finite number"
+    if high is None:
+        return f"{'>' if strict else '>='} {low:g}"
+    return f"{'<' if strict else '<='} {high:g}"
+
+
+def as_real(x: object, name: str, *, finite: bool = True) -> float:
+    """One real number (Python or numpy scalar, or a 0-d array); strings and booleans are refused (:func:`as_scalar`)."""
+    return as_scalar(x, name, finite=finite)
 
 
 def as_number_between(x: object, name: str, low: float, high: float) -> float:
     """One real number strictly between ``low`` and ``high`` (a probability in ``(0, 1)``, a target error...)."""
-    value = as_real(x, name)
-    if not low < value < high:
-        raise InputError(f"`{name}` must be in ({low:g}, {high:g}), got {x!r}")
-    return value
+    return as_scalar(x, name, low=low, high=high, strict=True)
 
 
 def as_positive_real(x: object, name: str) -> float:
     """One finite real number > 0 (a ``beta``, a scale, a bound)."""
-    value = as_real(x, name)
-    if value <= 0:
-        raise InputError(f"`{name}` must be a positive finite number, got {x!r}")
-    return value
+    return as_scalar(x, name, low=0.0, strict=True)
 
 
 def as_group_ids(groups: ArrayLike | Sequence[Any], num_samples: int) -> np.ndarray:
@@ -1027,13 +1068,8 @@ def check_same_length(name_a: str, a: jax.Array | np.ndarray, name_b: str, b: ja
 
 
 def as_positive_int(x: object, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
-        raise InputError(f"`{name}` must be an integer, got {x!r}")
-    if x < minimum:
-        raise InputError(f"`{name}` must be >= {minimum}, got {x}")
-    if maximum is not None and x > maximum:
-        raise InputError(f"`{name}` must be <= {maximum}, got {x}")
-    return int(x)
+    """One integer ``>= minimum`` (1 by default) and ``<= maximum`` where given (:func:`as_scalar`)."""
+    return as_scalar(x, name, integer=True, low=minimum, high=maximum)
 
 
 def check_batch_axes_broadcast(name_a: str, shape_a: tuple[int, ...], batch_a: tuple[int, ...], name_b: str,
@@ -1132,10 +1168,7 @@ def as_flag(x: object, name: str) -> bool:
 
 def as_nonnegative_real(x: object, name: str) -> float:
     """One finite real number >= 0 (a regularization weight, a ROPE half-width, a cost)."""
-    value = as_real(x, name)
-    if value < 0:
-        raise InputError(f"`{name}` must be a non-negative finite number, got {x!r}")
-    return value
+    return as_scalar(x, name, low=0.0)
 
 
 def as_positive_priors(x: object, name: str = "priors", *, num_classes: int | None = None,

@@ -57,7 +57,7 @@ from ecjax.decisions import class_one_log_odds_kernel, log_posteriors_kernel
 from ecjax.precision import einsum
 from ecjax.scores.bayes_decisions import OptimalThreshold
 from ecjax.scores.inputs import evaluation_priors, labels_and_scores
-from ecjax.scores.roc import cut_threshold
+from ecjax.scores.roc import cut_threshold, prefix_sums, sort_scores
 
 
 class SampleCosts(NamedTuple):
@@ -361,22 +361,20 @@ def sample_bayes_expected_cost(labels: ArrayLike, scores: ArrayLike, costs: Cost
 
 @jax.jit
 def _threshold_kernel(labels, s, costs, weights):
-    """One sort: the EC of "decide 1 iff s > t" at every cut, and the best valid cut.
+    """One sort (:func:`ecjax.scores.sort_scores`): the EC of "decide 1 iff s > t" at every cut, and the best valid
+    cut.
 
     ``EC(cut k) = sum_n w_n c_n[y_n, 0] + sum_{n above the cut} w_n (c_n[y_n, 1]
     - c_n[y_n, 0])``: a suffix sum of the sorted per-sample differences.
     """
     zeros = jnp.zeros(labels.shape, jnp.int32)
     c0, c1 = incurred_kernel(labels, zeros, costs), incurred_kernel(labels, zeros + 1, costs)
-    order = jnp.argsort(s)
-    s_sorted = s[order]
-    gain = (weights.per_sample() * (c1 - c0))[order]
-    above = jnp.concatenate([jnp.cumsum(gain[::-1])[::-1], jnp.zeros((1,), gain.dtype)])
-    ec = weighted_sum(c0, weights) + above
-    valid = jnp.concatenate([jnp.array([True]), s_sorted[1:] > s_sorted[:-1], jnp.array([True])])
-    ec = jnp.where(valid, ec, jnp.inf)
+    ranked = sort_scores(labels, s)
+    gain = (weights.per_sample() * (c1 - c0))[ranked.order]
+    above = jnp.concatenate([prefix_sums(gain[::-1])[::-1], jnp.zeros((1,), gain.dtype)])
+    ec = jnp.where(ranked.valid, weighted_sum(c0, weights) + above, jnp.inf)
     k = jnp.argmin(ec)
-    return ec[k], cut_threshold(s_sorted, k), jnp.min(naive_costs_kernel(labels, costs, weights))
+    return ec[k], cut_threshold(ranked.s_sorted, k), jnp.min(naive_costs_kernel(labels, costs, weights))
 
 
 def sample_optimal_threshold_expected_cost(labels: ArrayLike, scores: ArrayLike, costs: Costs | ArrayLike, *,

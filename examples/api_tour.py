@@ -79,7 +79,7 @@ print("estimated priors", np.asarray(shift.priors), "class 0 90 % interval", shi
 low, high = 1 - np.eye(K), 5 * (1 - np.eye(K))                 # each error costs between 1 and 5
 systems = prob.Systems([labels, y_b, y_c], scores=[s_a, s_b, s_c], score_type="logits", paired=False,
                        names=["resnet20", "repvgg", "vgg19"], decision_rule="expected_utility")  # or "per_draw"
-result = prob.compare(systems, costs=prob.intervals(low, high, kind="cost"),
+result = prob.compare(systems, costs=prob.intervals(low, high),
                       priors=prob.interval_priors(deploy * 0.5, np.minimum(deploy * 1.5, 1)), key=jax.random.key(0),
                       rope=0.002, settings=prob.MonteCarloSettings(num_draws=20_000))
 print(result.summary())

@@ -80,6 +80,29 @@ def test_affine_with_deployment_priors_and_brier_match_psrcal():
     assert ours <= ref_brier * (1 + 1e-4)
 
 
+def test_one_fitter_of_the_affine_cross_entropy(name="cifar10_resnet-20", n=800):
+    # fit(method="affine") and the kernel the bootstrap's calibration loss maps over its draws are one fitter: the
+    # same parameters for the same weights P_i / N_i (per-class weights of data priors: 1 / N), and at the float64
+    # optimum of scipy's L-BFGS-B on the same objective.
+    labels, scores, st = _subset(name, n)
+    lp = _lp64(scores, st)
+    s = jnp.asarray(lp, jnp.float32)
+    cal = C.fit(s, labels, method="affine")
+    scale, bias, _ = jax.jit(C.fit_affine_newton_kernel)(jnp.asarray(labels), s, jnp.full(len(labels), 1.0 / n))
+    np.testing.assert_allclose(float(cal.params["scale"]), float(scale), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(cal.params["bias"]), np.asarray(bias), atol=1e-6)
+    k = lp.shape[1]
+
+    def objective(x):
+        z = x[0] * lp + x[1:]
+        return -np.mean(log_softmax(z, 1)[np.arange(len(labels)), labels]) + 0.5 * np.sum(x[1:]) ** 2
+
+    ref = minimize(objective, np.concatenate([[1.0], np.zeros(k)]), method="L-BFGS-B", options={"ftol": 1e-15,
+                                                                                                 "gtol": 1e-10}).x
+    np.testing.assert_allclose(float(scale), ref[0], rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(bias) - np.mean(bias), ref[1:] - np.mean(ref[1:]), atol=1e-4)
+
+
 # --------------------------------------------- other methods vs scipy (float64)
 
 def _scipy_fit(lp, labels, method, l2=0.0):

@@ -293,3 +293,27 @@ def test_prior_arguments_are_checked_by_the_shared_validators():
         prob.utility_priors.resolve_utilities(None, np.zeros((2, 2, 2)))
     with pytest.raises(ecjax.InputError, match="give exactly one of `utilities` and `costs`"):
         prob.utility_priors.resolve_utilities(None, None)
+
+
+def test_a_prior_made_without_kind_takes_it_from_the_argument():
+    # No repeated words in a call (issue 32.7): `costs=prob.intervals(low, high)` reads the bounds as costs, the
+    # same prior as kind="cost" (draw for draw), with the closed-form expected utility -(low + high) / 2; passed as
+    # `utilities=` (or used alone) it is a utility prior, and an explicit kind is kept.
+    from ecjax.prob.utility_priors import resolve_utilities
+
+    low, high = np.array([[0.0, 1.0], [10.0, 0.0]]), np.array([[0.0, 3.0], [50.0, 0.0]])
+    as_costs = resolve_utilities(None, ecjax.prob.intervals(low, high))
+    explicit = resolve_utilities(None, ecjax.prob.intervals(low, high, kind="cost"))
+    assert as_costs.site == "cost"
+    np.testing.assert_allclose(np.asarray(as_costs.mean), -(low + high) / 2)
+    key = jax.random.key(1)
+    np.testing.assert_array_equal(np.asarray(as_costs.sample(key, 64)), np.asarray(explicit.sample(key, 64)))
+    as_utilities = resolve_utilities(ecjax.prob.intervals(low, high), None)
+    assert as_utilities.site == "utility"
+    np.testing.assert_allclose(np.asarray(as_utilities.mean), (low + high) / 2)
+    kept = resolve_utilities(None, ecjax.prob.intervals(-high, -low, kind="utility"))
+    np.testing.assert_allclose(np.asarray(kept.mean), -(low + high) / 2)
+    nominal = 1.0 - np.eye(2)
+    normal = resolve_utilities(None, ecjax.prob.truncated_normal(nominal, 0.0, low=0.0))  # scale 0: fixed entries
+    assert normal.site == "cost"
+    np.testing.assert_allclose(np.asarray(normal.mean), -nominal)

@@ -215,7 +215,7 @@ def _ece_bins(labels, log_posteriors, weights):
     """The :class:`~ecjax.scores.BinSums` of :data:`ECE_NUM_BINS` equal-width bins, as :func:`ecjax.scores.ece`
     with its defaults bins them: binary for ``K = 2`` (``conf`` the class-1 posterior, ``hit = [y = 1]``),
     top-label for ``K > 2`` (``conf = max_i s_i``, ``hit`` = argmax correct).  The public kernel
-    :func:`ecjax.scores.bin_sums` (one scatter per bin, not compensated sums: see there); the bins depend on the
+    :func:`ecjax.scores.bin_sums` (in one scatter, not compensated chunk sums: see there); the bins depend on the
     scores only, so under ``vmap`` over the weights they are found once."""
     conf, hit = confidence_and_hit(labels, log_posteriors, log_posteriors.shape[-1] > 2)
     return bin_sums(conf, hit, weights, num_bins=ECE_NUM_BINS, binning="equal_width", compensated=False)

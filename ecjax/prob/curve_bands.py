@@ -16,8 +16,8 @@ ROC curves"):
 * precision-recall: the precision at the first cut whose recall reaches
   ``r`` (the step function that average precision integrates).
 
-The scores are sorted once; a draw costs two weighted prefix sums and one
-search per grid point, so ``B`` draws of ``N`` samples cost ``O(B (N + G log
+The scores are sorted once (:func:`ecjax.scores.sort_scores`); a draw costs the two weighted prefix sums of
+:func:`ecjax.scores.weighted_rates_at_cuts` and one search per grid point, so ``B`` draws of ``N`` samples cost ``O(B (N + G log
 N))`` under ``vmap``.
 
 Bands at level ``1 - alpha``:
@@ -55,7 +55,7 @@ from jax.typing import ArrayLike
 from ecjax import inputs as v
 from ecjax.prob import sampling
 from ecjax.prob.inputs import check_curve_grid
-from ecjax.scores.roc import prefix_sums
+from ecjax.scores.roc import SortedScores, sort_scores, weighted_rates_at_cuts
 from ecjax.scores.inputs import binary_inputs
 
 CURVES = ("roc", "precision_recall")
@@ -98,45 +98,48 @@ class CurveBand(NamedTuple):
 
 # ------------------------------------------------------------------ kernels
 
-def sorted_cuts(labels: jax.Array, log_odds: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Kernel: the sort every draw shares.
+def sorted_cuts(labels: jax.Array, log_odds: jax.Array, curve: str) -> tuple[SortedScores, jax.Array]:
+    """Kernel: the sort every draw shares, :func:`ecjax.scores.sort_scores`, and the cut of each point of the curve.
 
-    Returns ``(order, is1, cut_end)``: ``order`` sorts the scores
-    decreasingly; ``is1`` the class-1 flags in that order; ``cut_end``
-    ``(N + 1,)`` maps cut ``c`` (the ``c`` highest scores decided positive)
-    to the end of the tie group it falls in, so that a cut never splits
-    tied scores (no threshold realizes it).
+    Returns ``(ranked, cut_at)``: ``cut_at`` ``(N + 1,)`` maps point ``c`` of the curve (the ``c`` highest scores
+    decided positive) to the cut of ``ranked`` that :func:`ecjax.scores.weighted_rates_at_cuts` reads it at, moved
+    to the end of a tie group it would split (every tied score positive: no threshold splits a tie).  The sort runs
+    from the side of the curve's search variable, so that the rate searched on the grid is a prefix sum over its
+    total, exact where a grid point equals ``k / N_i``: the ascending scores for the ROC (the false-alarm rate is
+    the kernel's ``fa``), the descending ones for precision-recall (the recall is the kernel's ``miss`` of the
+    negated scores).
     """
-    order = jnp.argsort(-log_odds, stable=True)
-    neg = -log_odds[order]
-    group_end = jnp.searchsorted(neg, neg, side="right")  # 1 + the last index tied with each sample
-    cut_end = jnp.concatenate([jnp.zeros((1,), group_end.dtype), group_end])
-    return order, labels[order] == 1, cut_end
+    n = log_odds.shape[-1]
+    cuts = jnp.arange(n + 1)
+    if curve == "roc":  # point c is the cut below the N - c highest; a tie moves it down to the group's start
+        ranked = sort_scores(labels, log_odds)
+        return ranked, jax.lax.cummax(jnp.where(ranked.valid, cuts, 0))[n - cuts]
+    ranked = sort_scores(labels, -log_odds)  # point c is the cut after the c highest; a tie moves it up
+    return ranked, jax.lax.cummin(jnp.where(ranked.valid, cuts, n), reverse=True)
 
 
-def _positive_weights_at_cuts(is1, w, cut_end):
-    """``(tp, fp)`` ``(N + 1,)``: the weight of each class above each cut."""
-    zero = jnp.zeros((1,), w.dtype)
-    tp = jnp.concatenate([zero, prefix_sums(jnp.where(is1, w, 0.0))])
-    fp = jnp.concatenate([zero, prefix_sums(jnp.where(is1, 0.0, w))])
-    return tp[cut_end], fp[cut_end]
-
-
-def _roc_on_grid(tp, fp, grid):
+def _roc_on_grid(ranked, cut_at, w, grid):
     """TPR at each false-alarm rate of ``grid``: linear between cuts, the top of a vertical step."""
-    fpr, tpr = fp / fp[-1], tp / tp[-1]
+    miss, fa = weighted_rates_at_cuts(ranked, w)
+    fpr, tpr = fa[cut_at], 1.0 - miss[cut_at]
     last = fpr.shape[0] - 1
     # The last cut with fpr <= f, to within rounding: a rate k / N_0 equal to a grid point may round above it.
-    at = jnp.clip(jnp.searchsorted(fpr, grid * (1 + _ROUNDING * jnp.finfo(fp.dtype).eps), side="right") - 1, 0, last)
+    at = jnp.clip(jnp.searchsorted(fpr, grid * (1 + _ROUNDING * jnp.finfo(fpr.dtype).eps), side="right") - 1, 0,
+                  last)
     nxt = jnp.minimum(at + 1, last)
     gap = fpr[nxt] - fpr[at]
     t = jnp.clip(jnp.where(gap > 0, (grid - fpr[at]) / jnp.where(gap > 0, gap, 1.0), 0.0), 0.0, 1.0)
     return jnp.clip(tpr[at] + t * (tpr[nxt] - tpr[at]), 0.0, 1.0)
 
 
-def _precision_on_grid(tp, fp, grid):
+def _precision_on_grid(ranked, cut_at, w, grid):
     """Precision at the first cut whose recall reaches each recall of ``grid`` (``grid > 0``)."""
-    recall = tp / tp[-1]
+    miss, fa = weighted_rates_at_cuts(ranked, w)  # of the negated scores: miss is the recall, fa 1 - the FPR
+    w_sorted = jnp.take(w, ranked.order, axis=-1)
+    total1 = jnp.sum(jnp.where(ranked.is1, w_sorted, 0.0))
+    total0 = jnp.sum(w_sorted) - total1
+    recall = miss[cut_at]
+    tp, fp = total1 * recall, total0 * (1.0 - fa[cut_at])
     # To within rounding, as in _roc_on_grid: a recall k / N_1 equal to a grid point may round below it.
     at = jnp.clip(jnp.searchsorted(recall, grid * (1 - _ROUNDING * jnp.finfo(tp.dtype).eps), side="left"), 1,
                   tp.shape[0] - 1)
@@ -149,16 +152,13 @@ def curve_draws(labels: jax.Array, log_odds: jax.Array, weights: jax.Array, grid
 
     ``labels`` ``(N,)`` in {0, 1}, ``log_odds`` ``(N,)`` the class-1 scores
     (any monotone score), ``weights`` non-negative, any scale, with weight in
-    both classes.  One sort for every weight vector.
+    both classes.  One sort for every weight vector (:func:`sorted_cuts`), the rates of each from the public kernel
+    :func:`ecjax.scores.weighted_rates_at_cuts`.
     """
-    order, is1, cut_end = sorted_cuts(labels, log_odds)
+    ranked, cut_at = sorted_cuts(labels, log_odds, curve)
     read = _roc_on_grid if curve == "roc" else _precision_on_grid
-
-    def one(w):
-        return read(*_positive_weights_at_cuts(is1, w[order], cut_end), grid)
-
     flat = weights.reshape(-1, weights.shape[-1])
-    return jax.vmap(one)(flat).reshape(weights.shape[:-1] + grid.shape)
+    return jax.vmap(lambda w: read(ranked, cut_at, w, grid))(flat).reshape(weights.shape[:-1] + grid.shape)
 
 
 def _depth(draws):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from collections.abc import Sequence
 from functools import partial
 from typing import Any, Callable, Literal, overload
@@ -243,6 +243,9 @@ class UtilityPrior:
         D), ...}``, equal in distribution to NumPyro's ``Predictive`` of
         ``model`` (factors ignored; ``constraint`` is applied to its draws):
         a sampler that compiles faster.
+      as_kind: for a prior made without ``kind`` (a utility prior until told otherwise), ``f(kind)`` gives the
+        same prior over that kind of matrix: ``costs=intervals(low, high)`` reads the bounds as costs, so that a
+        call need not say "cost" twice (:func:`resolve_utilities`).
     """
 
     model: Callable[[], None]
@@ -254,6 +257,8 @@ class UtilityPrior:
     mean_method: str = "monte_carlo"
     name: str = "utility prior"
     forward: Callable | None = None
+    # A prior made without `kind`: the same prior over the kind the argument it is passed to names (`costs=`).
+    as_kind: Callable[[str], UtilityPrior] | None = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -329,7 +334,7 @@ def _check_dominance_shape(shape, dominance):
 
 # ------------------------------------------------------------- constructors
 
-def intervals(low: ArrayLike, high: ArrayLike, *, kind: str = "utility",
+def intervals(low: ArrayLike, high: ArrayLike, *, kind: str | None = None,
               correct_dominates: bool = False) -> UtilityPrior:
     """Each entry uniform on its own interval ``[low_ij, high_ij]``.
 
@@ -339,13 +344,18 @@ def intervals(low: ArrayLike, high: ArrayLike, *, kind: str = "utility",
 
     Args:
       low, high: ``(K, D)`` bounds (``low == high`` fixes an entry).
-      kind: ``"utility"`` or ``"cost"``: what the bounds are bounds of.
+      kind: ``"utility"`` or ``"cost"``: what the bounds are bounds of; by
+        default the argument the prior is passed to says it (``costs=`` or
+        ``utilities=``), and utilities elsewhere.
       correct_dominates: restrict to matrices where, for every true class,
         the correct decision is worth at least as much as any other.
 
     Example:
       >>> prior = intervals([[0, 1], [10, 0]], [[0, 1], [50, 0]], kind="cost")
     """
+    if kind is None:
+        return replace(intervals(low, high, kind="utility", correct_dominates=correct_dominates),
+                       as_kind=lambda k: intervals(low, high, kind=k, correct_dominates=correct_dominates))
     _check_site(kind)
     lo = v.as_matrix(low, "low", batched=False)
     k, d = lo.shape
@@ -396,7 +406,7 @@ def _truncated_normal_mean(nominal, scale, low, high):
 
 
 def truncated_normal(nominal: ArrayLike, scale: ArrayLike, *, low: ArrayLike = -np.inf, high: ArrayLike = np.inf,
-                     kind: str = "utility", correct_dominates: bool = False) -> UtilityPrior:
+                     kind: str | None = None, correct_dominates: bool = False) -> UtilityPrior:
     """Each entry Gaussian around a nominal matrix, truncated to ``[low, high]``.
 
     With ``low=0, high=1, correct_dominates=True`` this is the error model of
@@ -408,9 +418,14 @@ def truncated_normal(nominal: ArrayLike, scale: ArrayLike, *, low: ArrayLike = -
       nominal: ``(K, D)`` centre.
       scale: standard deviation, scalar or ``(K, D)``, ``>= 0`` (0 fixes an entry).
       low, high: truncation bounds, scalars or ``(K, D)``.
-      kind: ``"utility"`` or ``"cost"``.
+      kind: ``"utility"`` or ``"cost"``; by default as in :func:`intervals`.
       correct_dominates: as in :func:`intervals`.
     """
+    if kind is None:
+        return replace(truncated_normal(nominal, scale, low=low, high=high, kind="utility",
+                                        correct_dominates=correct_dominates),
+                       as_kind=lambda k: truncated_normal(nominal, scale, low=low, high=high, kind=k,
+                                                          correct_dominates=correct_dominates))
     _check_site(kind)
     nominal_m = v.as_matrix(nominal, "nominal", batched=False)
     k, d = nominal_m.shape
@@ -655,4 +670,6 @@ def resolve_utilities(utilities: UtilityPrior | Callable[..., Any] | ArrayLike |
     prior = as_utility_prior(costs, "costs", structured=structured)
     if isinstance(prior, StructuredCosts):
         return prior.map(lambda x: -x + 0.0)
-    return prior if isinstance(prior, UtilityPrior) else -prior + 0.0
+    if not isinstance(prior, UtilityPrior):
+        return -prior + 0.0
+    return prior if prior.as_kind is None else prior.as_kind("cost")  # made without `kind`: `costs=` names it

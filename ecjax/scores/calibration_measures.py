@@ -221,9 +221,10 @@ def bin_sums(conf: jax.Array, hit: jax.Array, sample_weight: jax.Array | None = 
     summing the per-sample differences ``hit - conf`` keeps ~1e-7 accuracy, while subtracting the two sums over
     10^4 confidences near 1 loses ~1e-3 of the gap; compensated chunk sums
     (:func:`ecjax.confusion.weight_totals`) keep weight totals past 2^24 exact, as counts are.
-    ``compensated=False`` sums each bin in one scatter instead (``jax.ops.segment_sum``): the bootstrap's choice,
-    for weights that sum to 1 over its draws, where the chunked sums cost 2.5-3.5x the time
-    (1000 draws at N = 10^4 / 10^5: 1.45 s / 8.95 s against 0.6 s / 3.9 s).
+    ``compensated=False`` sums all bins in one scatter instead (``jax.ops.segment_sum``; ``(N,)`` inputs only):
+    the bootstrap's choice, for weights that sum to 1 in each of its draws, where the chunked sums cost 2.5-3.5x
+    the time (``bootstrap_metric(..., "ece")``, 2 systems, 1000 draws at N = 10^4 / 10^5 on a loaded 2-core
+    machine: 1.45 s / 8.95 s against 0.63 s / 3.92 s).
     """
     idx, _ = bin_indices(conf, num_bins, binning, weights=sample_weight)
     residual = hit - conf
