@@ -192,13 +192,9 @@ class BinSums(NamedTuple):
 
     weight: jax.Array  # sum u_n: |B_m| (a float count), or the bin's weight total
     confidence: jax.Array  # sum u_n conf_n
+    hit: jax.Array  # sum u_n hit_n: a count, exact (a Wilson interval of the bin takes it; confidence + gap is not)
     gap: jax.Array  # sum u_n (hit_n - conf_n)
     squared_gap: jax.Array  # sum u_n (hit_n - conf_n)^2
-
-    @property
-    def hit(self) -> jax.Array:
-        """``sum u_n hit_n``, as ``confidence + gap`` (one sum fewer in every draw of the bootstrap)."""
-        return self.confidence + self.gap
 
 
 def confidence_and_hit(labels: jax.Array, log_post: jax.Array, top_label: bool) -> tuple[jax.Array, jax.Array]:
@@ -228,7 +224,7 @@ def bin_sums(conf: jax.Array, hit: jax.Array, sample_weight: jax.Array | None = 
     """
     idx, _ = bin_indices(conf, num_bins, binning, weights=sample_weight)
     residual = hit - conf
-    stats = jnp.stack([jnp.ones_like(conf), conf, residual, residual * residual])
+    stats = jnp.stack([jnp.ones_like(conf), conf, hit.astype(conf.dtype), residual, residual * residual])
     if sample_weight is not None:
         stats = stats * sample_weight  # |B_m| becomes the bin's weight total
     if compensated:
