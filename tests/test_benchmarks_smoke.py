@@ -16,7 +16,7 @@ BENCHMARKS = sorted((Path(__file__).resolve().parents[1] / "benchmarks").glob("b
 # smoke runs are in the slow lane.  The others stay in the default lane.
 # bench_bootstrap_metric: 15-20 s at --tiny, nearly all of it compiling four bootstrap programs; its kernels are
 # tested against scikit-learn and confidence-intervals in tests/test_prob_bootstrap.py (default lane).
-# bench_bootstrap_sizes: ~20-30 s at --tiny (three child processes compiling bootstrap and results programs); its
+# bench_bootstrap_sizes: ~20-30 s at --tiny (four child processes compiling bootstrap and results programs); its
 # kernels are tested against scikit-learn in tests/test_bootstrap_real_sizes.py (default lane).
 # bench_chunks: ~27 s at --tiny; the chunked engine is tested in tests/test_sweep_sweeps.py (default lane).
 SLOW = {"bench_bootstrap_metric", "bench_bootstrap_sizes", "bench_chunks", "bench_calibration", "bench_draws",

@@ -16,6 +16,7 @@ from ecjax import random_bits
 from ecjax.prob import MonteCarloSettings, Systems, bootstrap_metric
 from ecjax.prob.adaptive_draws import draw_until, draws_needed
 from ecjax.scores import eer_of_rates, sort_scores, sorted_weighted_auc, weighted_rates_at_cuts
+from ecjax.scores.roc import prefix_sums
 
 KEY = jax.random.key(3)
 
@@ -52,20 +53,77 @@ def test_one_sort_serves_a_batch_of_weights_as_scikit_learn_per_weight_vector():
     np.testing.assert_allclose(np.asarray(eers), [_rocch_eer(y, s, w) for w in weights], atol=1e-4)
 
 
-def test_bootstrap_auc_at_ten_thousand_samples_matches_scikit_learn_on_its_own_weights():
-    # The draws of bootstrap_metric are the metric of Dirichlet-weighted samples: rebuild the weights of draw
-    # d (counter-based Exp(1) variates of (key, d)) and score them with scikit-learn.
+def _sorted_draw_weights(key, draws, y, s):
+    """The sample weights of bootstrap draws ``draws`` of a ranking metric without clusters (float64, ``(D, N)``):
+    counter-based Exp(1) variates of (key, d), entry ``k`` given to the ``k``-th sample of the first system's sort
+    (by score, class 1 first among ties), rebuilt with numpy's sort."""
     from ecjax.prob import bootstrap as b
 
+    key_weights, _ = random_bits.split_keys(key)
+    words = jax.random.bits(key_weights, (2,), jnp.uint32)
+    e = np.asarray(b._exponentials(words, jnp.asarray(draws, jnp.uint32), len(y)), np.float64)
+    w = np.empty_like(e)
+    w[:, np.lexsort((y != 1, s))] = e  # tied samples of one class are interchangeable: any order among them
+    return w
+
+
+def test_bootstrap_auc_at_ten_thousand_samples_matches_scikit_learn_on_its_own_weights():
+    # The draws of bootstrap_metric are the metric of Dirichlet-weighted samples: rebuild the weights of each draw
+    # and score them with scikit-learn.
     y, s, lp = _binary(10_000, seed=2)
     res = bootstrap_metric(Systems(y, scores=lp), "auc", key=KEY, settings=MonteCarloSettings(num_draws=120))
-    key_weights, _ = random_bits.split_keys(KEY)
-    words = jax.random.bits(key_weights, (2,), jnp.uint32)
-    e = np.asarray(b._exponentials(words, jnp.arange(3, dtype=jnp.uint32), 10_000), np.float64)
     s32 = lp[:, 1].astype(np.float64) - lp[:, 0]
-    expected = [roc_auc_score(y, s32, sample_weight=w) for w in e]
+    expected = [roc_auc_score(y, s32, sample_weight=w) for w in _sorted_draw_weights(KEY, [0, 1, 2], y, s32)]
     np.testing.assert_allclose(np.asarray(res.draws[:3, 0], np.float64), expected, rtol=1e-5)
     assert res.estimate[0] == pytest.approx(roc_auc_score(y, s32), rel=1e-5)  # float32 sums over 10^4 samples
+
+
+def test_bootstrap_draws_in_sorted_order_keep_the_systems_paired_and_match_scikit_learn():
+    # Two systems with real-valued scores (few ties: the listed tie pairs) and a third with rounded scores (many
+    # ties: every tie end): each draw gives every system the same sample weights, the first system's sort order
+    # assigning them; scikit-learn scores each system on those weights.
+    rng = np.random.default_rng(7)
+    n = 3000
+    y = rng.integers(0, 2, n)
+    s = [rng.normal(size=n) + y, 0.5 * rng.normal(size=n) + y]
+    s[1][:200] = s[1][200:400]  # 200 tied pairs, of mixed classes
+    s.append(np.round(s[0]))
+    s = [x.astype(np.float32).astype(np.float64) for x in s]
+    res = bootstrap_metric(Systems(y, scores={"a": s[0], "b": s[1], "c": s[2]}, score_type="llr"), "auc", key=KEY,
+                           settings=MonteCarloSettings(num_draws=100))
+    weights = _sorted_draw_weights(KEY, [0, 17, 99], y, s[0])
+    expected = [[roc_auc_score(y, x, sample_weight=w) for x in s] for w in weights]
+    np.testing.assert_allclose(np.asarray(res.draws)[[0, 17, 99]], expected, rtol=2e-6)
+
+
+@pytest.mark.parametrize("n", [1, 5, 64, 65, 1000, 100_003])
+def test_prefix_sums_match_a_float64_running_sum(n):
+    rng = np.random.default_rng(n)
+    x = rng.exponential(size=(3, n))
+    got = np.asarray(jax.jit(prefix_sums)(jnp.asarray(x, jnp.float32)), np.float64)
+    expected = np.cumsum(x, -1)
+    # Float32 sums of at most 64 terms a block plus a tree over the blocks: a few eps of the total.
+    np.testing.assert_allclose(got, expected, rtol=0, atol=4e-6 * expected[:, -1:].max())
+
+
+def test_tied_pairs_listed_or_every_tie_end_give_scikit_learns_auc():
+    # Real-valued scores with a few ties read the listed tied pairs; rounded scores overflow the list and read every
+    # tie end; a sort whose count says "overflowed" must give the same AUC through the other branch.
+    rng = np.random.default_rng(5)
+    auc_of = jax.jit(sorted_weighted_auc)  # one program for both data sets and both branches
+    for s_of in (lambda z: z, lambda z: np.round(z * 2) / 2):
+        n = 2000
+        y = rng.integers(0, 2, n)
+        s = s_of(rng.normal(size=n) + y)
+        s[:100] = s[100:200]
+        s = s.astype(np.float32)
+        weights = rng.exponential(size=(4, n))
+        ranked = jax.jit(sort_scores)(jnp.asarray(y), jnp.asarray(s))
+        expected = [roc_auc_score(y, s, sample_weight=w) for w in weights]
+        for r in (ranked, ranked._replace(num_tied_pairs=jnp.int32(n * n))):
+            np.testing.assert_allclose(np.asarray(auc_of(r, jnp.asarray(weights, jnp.float32))),
+                                       expected, rtol=2e-6)
+    assert int(ranked.num_tied_pairs) > ranked.tied_class1.shape[0]  # the rounded scores overflowed the list
 
 
 def test_draw_until_stops_where_the_closed_form_error_of_a_bernoulli_mean_meets_the_target():

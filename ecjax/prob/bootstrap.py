@@ -112,7 +112,7 @@ from ecjax.prob.ranking import (
 )
 from ecjax.report import aligned
 from ecjax.scores import bin_sums, brier_kernel, class_weights, confidence_and_hit, cross_entropy_kernel, ece_kernel
-from ecjax.scores.roc import eer_of_rates, sort_scores, sorted_weighted_auc, weighted_rates_at_cuts
+from ecjax.scores.roc import SortedScores, eer_of_rates, sort_scores, sorted_weighted_auc, weighted_rates_at_cuts
 
 # A user metric: jit-able f(labels, log_posteriors, weights) -> scalar, of one system.
 _UserMetric = Callable[[jax.Array, jax.Array, jax.Array], ArrayLike]
@@ -190,9 +190,9 @@ def weighted_auc(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Arra
     return sorted_weighted_auc(_ranked(labels, log_posteriors), weights)
 
 
-def _eer_of_ranked(ranked, weights):
+def _eer_of_ranked(ranked, weights, *, in_sorted_order=False):
     """``(...,)`` ROCCH-EER of weights ``(..., N)`` on one sort: the public kernels' rates and bisection."""
-    miss, fa = weighted_rates_at_cuts(ranked, weights)
+    miss, fa = weighted_rates_at_cuts(ranked, weights, in_sorted_order=in_sorted_order)
     flat = miss.reshape(-1, miss.shape[-1]), fa.reshape(-1, fa.shape[-1])
     out = jax.vmap(lambda m, f: eer_of_rates(m, f, ranked.valid))(*flat)
     return out.reshape(miss.shape[:-1])
@@ -313,12 +313,12 @@ def weighted_nec_best_threshold(labels: jax.Array, log_posteriors: jax.Array, we
     return _nec_of_ranked(_ranked(labels, log_posteriors), weights, priors, costs)
 
 
-def _nec_of_ranked(ranked, weights, priors=None, costs=None):
+def _nec_of_ranked(ranked, weights, priors=None, costs=None, *, in_sorted_order=False):
     """``(...,)`` :func:`weighted_nec_best_threshold` of weights ``(..., N)`` on one sort."""
-    miss, fa = weighted_rates_at_cuts(ranked, weights)
+    miss, fa = weighted_rates_at_cuts(ranked, weights, in_sorted_order=in_sorted_order)
     c = 1.0 - jnp.eye(2, dtype=miss.dtype) if costs is None else costs
     if priors is None:
-        w = jnp.take(weights, ranked.order, axis=-1)
+        w = weights if in_sorted_order else jnp.take(weights, ranked.order, axis=-1)
         w1 = jnp.sum(jnp.where(ranked.is1, w, 0.0), -1)
         p = jnp.stack([jnp.sum(w, -1) - w1, w1], -1) / jnp.sum(w, -1, keepdims=True)
     else:
@@ -363,7 +363,8 @@ class _Builtin:
     counts: bool = False
     # A debiased kernel: the built-in plug-in whose value on the data its draws are centred on (see _recentred).
     plugin: str | None = None
-    # A ranking metric: its kernel of (SortedScores, weights (C, N), **options) -> (C,), on a sort made once.
+    # A ranking metric: its kernel of (SortedScores, weights (C, N), **options, in_sorted_order=) -> (C,), on a sort
+    # made once.
     ranked: Callable | None = None
 
 
@@ -578,29 +579,72 @@ def _cluster_weights(group_weight, groups, sample_weight=None):
     return w if sample_weight is None else w * sample_weight
 
 
-def _draw_weights(words, draw_ids, groups, num_samples, num_groups):
-    """``(C, N)`` draws of (1) (``groups=None``) or (2), each normalized to sum to 1."""
+def _draw_weights(words, draw_ids, groups, num_samples, num_groups, normalized=True):
+    """``(C, N)`` draws of (1) (``groups=None``) or (2), each normalized to sum to 1 (or not: a ranking metric's
+    kernels are ratios of weighted sums, so the division would be a pass over the weights for nothing)."""
     if groups is None:
         e = _exponentials(words, draw_ids, num_samples)
     else:
         e = _cluster_weights(_exponentials(words, draw_ids, num_groups), groups)
-    return e / jnp.sum(e, -1, keepdims=True)
+    return e / jnp.sum(e, -1, keepdims=True) if normalized else e
 
 
-def _prepared(metric, labels, log_post):
+def _is_ranked(metric):
+    return isinstance(metric, str) and BUILTIN_METRICS[metric].ranked is not None
+
+
+class _Ranking(NamedTuple):
+    """A ranking metric's sorts of ``M`` systems and where each sorted position's weight is in a weight vector."""
+
+    ranked: SortedScores  # (M, ...): one sort per system
+    to_sorted: jax.Array  # (M, N): weights[..., to_sorted[m, k]] belongs to system m's sorted position k
+    first_in_sorted_order: bool  # the weight vectors are in system 0's sorted order (to_sorted[0] is the identity)
+
+
+def _prepared(metric, labels, log_post, *, exchangeable=False):
     """What the metric needs of the ``(M, N, K)`` log-posteriors for any weights: a ranking metric's sort of each
-    system's log-odds (made once, outside the loop over draws), else the log-posteriors themselves."""
-    if isinstance(metric, str) and BUILTIN_METRICS[metric].ranked is not None:
-        return jax.vmap(lambda lp: _ranked(labels, lp))(log_post)
-    return log_post
+    system's log-odds (made once, outside the loop over draws, :class:`_Ranking`), else the log-posteriors.
+
+    ``exchangeable``: the weights are i.i.d. draws (eq. 1), so any assignment of a weight vector's entries to the
+    samples is a draw of the same distribution: entry ``k`` goes to system 0's ``k``-th sorted sample, its kernel
+    reads the draws as they come (no gather of ``N`` weights into sorted order), and every other system reads the
+    same sample's entry, so the systems stay paired.
+    """
+    if not _is_ranked(metric):
+        return log_post
+    ranked = jax.vmap(lambda lp: _ranked(labels, lp))(log_post)
+    if not exchangeable:
+        return _Ranking(ranked, ranked.order, False)
+    n = labels.shape[0]
+    position = jnp.zeros(n, jnp.int32).at[ranked.order[0]].set(jnp.arange(n, dtype=jnp.int32))  # sample -> entry
+    return _Ranking(ranked, position[ranked.order], True)
+
+
+def _ranked_metric(kernel, ranking, weights, options):
+    """``(C, M)`` of a ranking kernel on :class:`_Ranking` for weights ``(C, N)``.
+
+    The systems are a loop (``lax.map``), not a ``vmap``: the kernels branch (``lax.cond``) on their sort, which a
+    ``vmap`` over the sorts would turn into computing both branches.
+    """
+    def one(system):
+        ranked, to_sorted = system
+        return kernel(ranked, jnp.take(weights, to_sorted, axis=-1), in_sorted_order=True, **options)
+
+    systems = (ranking.ranked, ranking.to_sorted)
+    if not ranking.first_in_sorted_order:
+        return jax.lax.map(one, systems).T
+    first = kernel(jax.tree.map(lambda a: a[0], ranking.ranked), weights, in_sorted_order=True, **options)
+    if ranking.to_sorted.shape[0] == 1:
+        return first[:, None]
+    rest = jax.lax.map(one, jax.tree.map(lambda a: a[1:], systems))
+    return jnp.concatenate([first[None], rest]).T
 
 
 def _evaluate(metric, labels, prepared, weights, options, num_samples):
     """``(C, M)``: the metric of every system for weights ``(C, N)`` (``num_samples`` ``(C,)``: the count each
     weight vector stands for), on :func:`_prepared` input."""
-    if isinstance(metric, str) and BUILTIN_METRICS[metric].ranked is not None:
-        kernel = BUILTIN_METRICS[metric].ranked
-        return jax.vmap(lambda ranked: kernel(ranked, weights, **options), out_axes=-1)(prepared)
+    if _is_ranked(metric):
+        return _ranked_metric(BUILTIN_METRICS[metric].ranked, prepared, weights, options)
     kernel = _kernel_of(metric)
     counts = isinstance(metric, str) and BUILTIN_METRICS[metric].counts
 
@@ -645,10 +689,12 @@ def _bootstrap_draws(words, start, labels, scores, groups, options, *, metric, s
     # instead of two, for one extra evaluation per chunk.
     uniform = jnp.full((1, n), 1.0 / n, log_post.dtype)
 
-    prepared = _prepared(metric, labels, log_post)  # a ranking metric's sorts, once for every draw
+    # A ranking metric's sorts, once for every draw; without clusters its draws come in the first system's order.
+    prepared = _prepared(metric, labels, log_post, exchangeable=groups is None)
 
     def chunk(ids):
-        w = jnp.concatenate([uniform, _draw_weights(words, ids, groups, n, num_groups)])
+        drawn = _draw_weights(words, ids, groups, n, num_groups, normalized=not _is_ranked(metric))
+        w = jnp.concatenate([uniform, drawn])
         return _evaluate(metric, labels, prepared, w, options, n)
 
     if num_chunks == 1:
