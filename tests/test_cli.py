@@ -438,6 +438,7 @@ _MET = ["metrics", "--labels", "missing.npy", "--decisions", "missing.npy"]
     (_MET + ["--curves"], "--curves: needs --scores"),
     (_MET[:3] + ["--scores", "s.npy", "--curve-bands"], "--curve-bands: needs --curves"),
     (_MET + ["--bootstrap", "auc"], "--bootstrap: needs --scores"),
+    (_MET + ["--progress"], "--progress: needs --bootstrap"),
     (_CAL + ["--labels", "y.npy", "--cv", "3", "--train-scores", "t.npy"], "--train-scores: not with --cv"),
     (_CAL + ["--labels", "y.npy", "--cv", "3", "--train-labels", "t.npy"], "--train-labels: not with --cv"),
     (_CAL + ["--cv", "3"], "--cv: needs --labels"),

@@ -184,3 +184,34 @@ def test_calibrate_at_a_terminal_beats_and_writes_the_same_scores(tmp_path, caps
     np.testing.assert_array_equal(outputs[True][0], outputs[False][0])
     assert outputs[True][1].replace(str(tmp_path / "calTrue.npy"), "X") == \
         outputs[False][1].replace(str(tmp_path / "calFalse.npy"), "X")
+
+
+def test_progress_lines_for_the_bootstrap_and_the_sweep_and_the_same_answer(tmp_path, capsys, monkeypatch):
+    # `metrics --bootstrap ... --progress S` and `sweep --progress S`: plain lines on stderr (also when it is a
+    # file), and the printed answer that of the run without them.  A time of 0 between lines: every chunk says one
+    # (the fake clock of ProgressLines is tested in tests/test_draw_runner.py).
+    from ecjax.sweep import engine
+
+    monkeypatch.setattr(engine, "ACCELERATOR_CHUNK", engine.CPU_CHUNK)  # two chunks of points on any backend
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 400)
+    llr = 2.0 * (y - 0.5) * 2 + rng.normal(size=400)
+    np.save(tmp_path / "y.npy", y)
+    np.save(tmp_path / "s.npy", np.stack([-np.logaddexp(0, llr), -np.logaddexp(0, -llr)], 1))
+    np.save(tmp_path / "a.npy", np.where(rng.random(400) < 0.8, y, 1 - y))
+    np.save(tmp_path / "b.npy", np.where(rng.random(400) < 0.75, y, 1 - y))
+    runs = {
+        "ecjax metrics --bootstrap": ["metrics", "--labels", str(tmp_path / "y.npy"), "--scores", str(tmp_path / "s.npy"),
+                                      "--bootstrap", "auc", "--bootstrap-draws", "400", "--json"],
+        "ecjax sweep": ["sweep", "--labels", str(tmp_path / "y.npy"), "--decisions", str(tmp_path / "a.npy"),
+                        str(tmp_path / "b.npy"), "--over", "cost-ratio", "--resolution", "100000", "--json"],
+    }
+    for what, args in runs.items():
+        assert cli.main(args) == 0
+        quiet = capsys.readouterr()
+        assert cli.main(args + ["--progress", "1e-9"]) == 0
+        lined = capsys.readouterr()
+        assert lined.out == quiet.out and quiet.err == ""
+        lines = lined.err.splitlines()
+        assert lines and all(line.startswith(f"{what}: ") for line in lines), lined.err
+        assert "\r" not in lined.err

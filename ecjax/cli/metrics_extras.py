@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ecjax import random_bits
+from ecjax.cli import progress
 from ecjax.cli.data import Inputs, load_sample_costs
 from ecjax.cli.files import Run, check_of, output_folder
 from ecjax.cli.options import BOOTSTRAP_DRAWS
@@ -167,8 +168,10 @@ def bootstrap_extras(args, data: Inputs, spec, k, record):
     priors = likelihood_priors(st, spec.priors, y, k, weights[0]) if st in LIKELIHOOD_TYPES else (
         spec.priors if uses_priors else None)
     seed, draws = or_default(args.seed, 0), or_default(args.bootstrap_draws, BOOTSTRAP_DRAWS)
+    lines = progress.progress_lines(args, "ecjax metrics --bootstrap")
     post = bootstrap_metric(systems, args.bootstrap, key=random_bits.key(seed), priors=priors,
-                            settings=prob.MonteCarloSettings(num_draws=draws))
+                            settings=prob.MonteCarloSettings(num_draws=draws,
+                                                             progress=False if lines is None else lines))
     record["bootstrap"] = {**post.to_dict(), "seed": seed}
     return "\n" + post.summary()
 

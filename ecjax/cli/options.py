@@ -134,3 +134,11 @@ def add_training_priors(p):
 def add_max_input(p):
     p.add_argument("--max-input-mb", type=int_in(1, 2**40, "--max-input-mb"), default=1024, metavar="MB",
                    help="largest array an input file may declare, in MiB (default 1024), checked before loading")
+
+
+def add_progress_lines(p, what):
+    """``--progress [SECONDS]``: plain progress lines on stderr (``what``: the run they report)."""
+    p.add_argument("--progress", type=float_in(0.0, "--progress", strict=True), nargs="?", const=5.0, default=None,
+                   metavar="SECONDS",
+                   help=f"a progress line on stderr every SECONDS (default 5) with {what} done and the time left, also "
+                        "when stderr is not a terminal (logs, batch jobs)")

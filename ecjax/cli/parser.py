@@ -8,7 +8,7 @@ from functools import partial
 from ecjax.cli.options import (BOOTSTRAP_DRAWS, CALIBRATE_METHODS, DEFAULT_MAX_DRAWS, DEFAULT_MC_ERROR, FIRST_DRAWS,
                                MAX_DRAWS, MAX_SEED, MC_ERROR_MAX_DRAWS,
                                HelpWithDefaults, Parser, add_classes, add_common, add_max_input, add_output_format,
-                               add_sample_weight, add_training_priors, float_in, int_in)
+                               add_progress_lines, add_sample_weight, add_training_priors, float_in, int_in)
 from ecjax.inputs import SCORE_TYPES
 
 
@@ -64,6 +64,7 @@ def _add_metrics(sub):
                         "systems: HDI, P(best), P(a better than b); one of %(choices)s")
     m.add_argument("--bootstrap-draws", type=int_in(200, 10**6, "--bootstrap-draws"), metavar="N",
                    help=f"with --bootstrap: its draws (default {BOOTSTRAP_DRAWS})")
+    add_progress_lines(m, "--bootstrap's draws")
     m.add_argument("--seed", type=int_in(0, MAX_SEED, "--seed"),
                    help="with --bootstrap, --metric-thresholds or --curves: the random key of the bootstraps and of the "
                         "cross-validation folds of the calibrated implied costs (default 0)")
@@ -101,10 +102,7 @@ def _add_compare(sub):
                     help="unlabelled scores of the first system on deployment samples: the deployment priors are "
                          "estimated from them (label shift: EM on its affine-calibrated posteriors) and drawn from "
                          "their posterior (posterior-type scores)")
-    cp.add_argument("--progress", type=float_in(0.0, "--progress", strict=True), nargs="?", const=5.0,
-                    default=None, metavar="SECONDS",
-                    help="a progress line on stderr every SECONDS (default 5) with the draws done and the time "
-                         "left, also when stderr is not a terminal (logs, batch jobs)")
+    add_progress_lines(cp, "the draws")
     cp.add_argument("--rope", type=float_in(0.0, "--rope"),
                     help="half-width of the region of practical equivalence (yield units)")
     cp.add_argument("--decision-rule", default="nominal", choices=["nominal", "expected_utility", "per_draw"],
@@ -171,6 +169,7 @@ def _add_sweep(sub):
                     help="largest cost ratio (cost-ratio sweeps)")
     sw.add_argument("--seed", type=int_in(0, MAX_SEED, "--seed"), default=0,
                     help="random key for --over matrices (default 0)")
+    add_progress_lines(sw, "the chunks of points")
     sw.add_argument("--sample-costs", metavar="FILE",
                     help="per-sample costs, as in `metrics`: sweep a factor on their per-sample part (over "
                          "--sample-cost-scale, --resolution points) instead of --over")

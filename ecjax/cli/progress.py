@@ -189,8 +189,21 @@ def stderr_is_terminal():
 
 
 def sweep_progress(args):
-    """A :class:`ChunkProgress` for a person watching (:func:`_watching`); else ``False``."""
+    """``--progress`` lines (:class:`ecjax.draw_runner.ProgressLines`); else a :class:`ChunkProgress` for a person
+    watching (:func:`_watching`); else ``False``."""
+    lines = progress_lines(args, "ecjax sweep")
+    if lines is not None:
+        return lines
     return ChunkProgress("sweep", sys.stderr) if _watching(args) else False
+
+
+def progress_lines(args, what):
+    """``--progress [SECONDS]`` as a reporter of plain lines on stderr (``what``: their prefix), or None."""
+    if getattr(args, "progress", None) is None:
+        return None
+    from ecjax.draw_runner import ProgressLines  # not ecjax.prob: the sweep's path imports no NumPyro
+
+    return ProgressLines(what, every=args.progress)
 
 
 def heartbeat(args, what):

@@ -26,6 +26,7 @@ OPTION_RULES: dict[str, tuple[tuple[str | None, str, tuple[str, ...], str], ...]
                                                   "curves)"),
         ("--bootstrap", "needs", ("--scores",), "{rule} (the metric is computed from the scores)"),
         ("--bootstrap-draws", "needs", ("--bootstrap",), "{rule} (they are the draws of its posterior)"),
+        ("--progress", "needs", ("--bootstrap",), "{rule} (the lines report its draws)"),
         ("--deployment-scores", "needs", ("--scores",), "{rule} (the first system's labelled scores calibrate the "
                                                         "estimate)"),
         ("--deployment-scores", "not with", ("--sample-weight",), "{rule} (the priors are estimated from unweighted "
