@@ -37,6 +37,9 @@ def _rocch_eer(y, s, w):
     return float(np.max(np.min(pi * (1 - tpr) + (1 - pi) * fpr, axis=1)))
 
 
+# Slow lane (about 15 s): the bootstrap's draws in sorted order against scikit-learn per draw (below) and the AUC at
+# 10^4 samples stay in the default lane.
+@pytest.mark.slow
 def test_one_sort_serves_a_batch_of_weights_as_scikit_learn_per_weight_vector():
     y, s, _ = _binary(400, seed=0)
     rng = np.random.default_rng(1)
@@ -146,6 +149,8 @@ def test_draw_until_stops_where_the_closed_form_error_of_a_bernoulli_mean_meets_
     assert draws_needed(0.02, 100, 0.01) == 400 and draws_needed(0.005, 100, 0.01) == 100
 
 
+# Slow lane (about 13 s); see test_default_draws_stop_early_for_a_clear_winner_and_one_system for the default lane.
+@pytest.mark.slow
 def test_adaptive_draws_extend_the_fixed_draws_and_agree_within_monte_carlo_error():
     y, s, lp_a = _binary(300, seed=4)
     _, _, lp_b = _binary(300, seed=5, noise=0.4, base=(y, s))
@@ -173,6 +178,9 @@ def test_default_draws_stop_early_for_a_clear_winner_and_one_system():
     assert single.num_draws == 1000  # nothing to make precise: one round
 
 
+# Slow lane (about 16 s); the adaptive draws of the bootstrap are checked in the default lane by
+# test_default_draws_stop_early_for_a_clear_winner_and_one_system.
+@pytest.mark.slow
 def test_compare_results_to_a_precision_meets_it_and_agrees_with_the_fixed_draws():
     from ecjax.prob import compare_results
 

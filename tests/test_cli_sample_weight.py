@@ -56,7 +56,8 @@ def _close(a, b, path=""):
         assert a == b, path
 
 
-@pytest.mark.parametrize("k", [2, 3])
+# Binary (k = 2, about 18 s: every metric and its table) runs in the slow lane; three classes stay in the default one.
+@pytest.mark.parametrize("k", [pytest.param(2, marks=pytest.mark.slow), 3])
 def test_metrics_with_integer_weights_equal_metrics_of_repeated_samples(files, capsys, k):
     extra = ["--metric-thresholds"] if k == 2 else []
     weighted = _run(capsys, "metrics", "--labels", f"y{k}.npy", "--scores", f"a{k}.npy", f"b{k}.npy", "--names",

@@ -207,7 +207,8 @@ def _systems_data(k, n, seed, abstain=False):
     return rng, y, dec
 
 
-@pytest.mark.parametrize("paired", [False, True])
+# Unpaired (about 8 s) in the slow lane; the paired case, which shares its merged-cell source, stays in the default one.
+@pytest.mark.parametrize("paired", [pytest.param(False, marks=pytest.mark.slow), True])
 def test_compare_structured_costs_equal_the_dense_matrix_draw_for_draw(paired):
     """K = 20: the merged cells counted from the decisions are those the dense matrix merges to, in the same
     order, so the draws are the same numbers (the dense path is the reference where both run)."""

@@ -241,6 +241,8 @@ def _cross_validated_platt_ratio(labels, z, key, metric):
     return np.exp(-_best_cut(labels, z_cal, metric))
 
 
+# Slow lane (about 10 s); the uncalibrated and calibrated implied cost ratios stay in the default lane.
+@pytest.mark.slow
 def test_cross_validated_implied_cost_ratio_against_fold_by_fold_logistic_regression(tmp_path, monkeypatch, capsys):
     labels, scores, score_type = load_dataset("sst2_gpt2")
     z = _log_odds(scores, score_type).astype(np.float64)

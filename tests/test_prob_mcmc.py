@@ -18,6 +18,9 @@ def _normal_mean_model(x):
     numpyro.sample("x", dist.Normal(mu, 1.0), obs=x)
 
 
+# Slow lane (about 12 s of NUTS compilation); NUTS fits stay in the default lane in tests/test_prob_hierarchical*.py
+# (the pooling limit) and tests/test_prob_from_results*.py.
+@pytest.mark.slow
 def test_fit_nuts_matches_the_conjugate_posterior_and_reports_diagnostics():
     rng = np.random.default_rng(0)
     x = rng.normal(1.5, 1.0, 20)
