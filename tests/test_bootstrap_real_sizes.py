@@ -70,6 +70,9 @@ def _sorted_draw_weights(key, draws, y, s):
     return w
 
 
+# Slow lane (about 9 s); each AUC draw against scikit-learn stays in the default lane
+# (test_bootstrap_draws_in_sorted_order_keep_the_systems_paired_and_match_scikit_learn).
+@pytest.mark.slow
 def test_bootstrap_auc_at_ten_thousand_samples_matches_scikit_learn_on_its_own_weights():
     # The draws of bootstrap_metric are the metric of Dirichlet-weighted samples: rebuild the weights of each draw
     # and score them with scikit-learn.

@@ -182,6 +182,9 @@ def test_draws_priors_refuses_rows_that_are_not_priors():
         prob.draws_priors([[0.5, 0.6], [0.5, 0.5]])
 
 
+# Slow lane (about 10 s: two commands and a posterior); the library's estimate and posterior are checked in the default
+# lane (against scipy's maximum of the likelihood and the resampled data sets).
+@pytest.mark.slow
 def test_compare_command_draws_the_estimated_deployment_priors(tmp_path, monkeypatch):
     from ecjax.cli import priors
 

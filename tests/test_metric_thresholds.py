@@ -215,7 +215,9 @@ def _best_cut(labels, z, metric):
 
 # Issue 31 item 5: the raw cut's "a miss costs 0.273 false alarms" on SST-2 is 1.41 once the scores are calibrated
 # (an in-sample Platt fit of the same cut); PneumoniaMNIST's Youden cut implies r = 0.0026 raw.
-@pytest.mark.parametrize("name,metric", [("sst2_gpt2", "f1"), ("pneumoniamnist_resnet50", "youden")])
+# SST-2 (about 9 s) in the slow lane; PneumoniaMNIST keeps the check in the default one.
+@pytest.mark.parametrize("name,metric", [pytest.param("sst2_gpt2", "f1", marks=pytest.mark.slow),
+                                         ("pneumoniamnist_resnet50", "youden")])
 def test_implied_cost_ratio_after_calibration_is_platt_scalings(name, metric):
     labels, scores, score_type = load_dataset(name)
     z = _log_odds(scores, score_type).astype(np.float64)

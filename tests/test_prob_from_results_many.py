@@ -63,6 +63,8 @@ def _baycomp_marginal_log_density(stan, p):
     return lp
 
 
+# Slow lane (about 8 s); the three-system density against scipy's multivariate t stays in the default lane.
+@pytest.mark.slow
 def test_two_systems_density_is_baycomps_with_sigma_integrated():
     stan = _baycomp_stan_data(X, Y, rope=0.01)
     per_set = [np.stack([a, b]) for a, b in zip(X, Y)]
