@@ -182,6 +182,11 @@ def _binary_scores(n, m=2, seed=0):
     return labels, {f"s{i}": rng.normal(size=n) + (0.5 + 0.2 * i) * (2 * labels - 1) for i in range(m)}
 
 
+# Slow lane: a wall-clock estimate over blocks of ~15 ms, which a loaded CI machine missed once by 2.7x (0.42 s against
+# 0.16 s); the runner's estimate is checked on a fake clock in the default lane
+# (test_the_time_left_is_the_measured_time_of_the_blocks_that_follow), and compare's on the machine
+# (tests/test_prob_draw_plan.py::test_time_left_is_measured_on_the_machine_within_a_factor_two).
+@pytest.mark.slow
 def test_bootstrap_reports_progress_and_a_time_left_within_a_factor_two():
     # Issue 33.5: bootstrap_metric refused `progress`; now it reports every block (whole chunks) through the same
     # runner as compare, with the time left measured on its second block, and progress changes no number.
