@@ -54,7 +54,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--shape", type=int, nargs=2, default=None, metavar=("N", "K"))
     p.add_argument("--draws", type=int, default=None, help="draws of the timed compare calls")
-    p.add_argument("--block", type=int, default=128, help="draws in the block whose steps are timed (a multiple of 16: the bare kernel takes 16 a batch)")
+    p.add_argument("--block", type=int, default=128,
+                   help="draws in the block whose steps are timed (a multiple of 16: the bare kernel takes 16 a batch)")
     args = p.parse_args()
     on_cpu = jax.devices()[0].platform == "cpu"
     n, k = args.shape or ((2000, 20) if on_cpu else (10_000, 100))
