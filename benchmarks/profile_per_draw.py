@@ -6,7 +6,9 @@ into the steps ``compare`` runs for it, each jitted alone and timed after a comp
 
 - the Bayes decisions and their counts (``_scores_counts``), and the bare decision kernel on the same products;
 - the Dirichlet rate draws given those counts (``_per_draw_rates``, the exact Gamma sampler);
-- the yields, EC and NEC of the block, and the tie labels.
+- the yields, EC and NEC of the block, and the tie labels;
+- the block's utility draws (the interval prior of the costs) and its class-prior draws (the test set's frequencies),
+  which the unpaired model draws per block before deciding.
 
 It does so for the Gamma sampler's path of a CPU (a work queue of 4096 proposals an iteration) and of an accelerator
 (the same queue replayed in a few rounds, every block at once: the same draws), then times ``compare`` itself per
@@ -34,6 +36,8 @@ import jax.numpy as jnp  # noqa: E402
 from ecjax import prob  # noqa: E402
 from ecjax.decisions import bayes_decisions_kernel  # noqa: E402
 from ecjax.prob import sampling  # noqa: E402
+from ecjax.prob.rates import default_class_concentration, sample_class_priors  # noqa: E402
+from ecjax.prob.utility_priors import as_utility_prior  # noqa: E402
 
 compare_mod = importlib.import_module("ecjax.prob.compare")  # the name prob.compare is the function
 
@@ -83,6 +87,9 @@ def main() -> None:
     p = jnp.full((b, k), 1.0 / k)
     outputs = jax.jit(lambda u, w, p: compare_mod._all_outputs(u, w, p, joint_priors=False))
     ties = compare_mod._tie_labels
+    interval = prob.intervals(0.5 * off, 2.0 * off, kind="cost")
+    utility_prior = as_utility_prior(interval)
+    class_counts = jnp.asarray(np.bincount(labels, minlength=k), jnp.float32)
     key = jax.random.key(1)
     rows = []
     for name, settings in (("CPU sampler path", CPU_SETTINGS), ("accelerator sampler path", ACCELERATOR_SETTINGS)):
@@ -97,12 +104,14 @@ def main() -> None:
             "yields, EC, NEC (_all_outputs)": lambda: outputs(u, compare_mod._per_draw_rates(
                 key, counts, 1.0, small_shapes=False), p),
             "tie labels": lambda: ties(counts),
+            "utility draws (interval prior of the costs)": lambda: utility_prior.sample(key, b),
+            "class-prior draws (test-set frequencies)": lambda: sample_class_priors(
+                key, None, class_counts, num_draws=b, concentration=default_class_concentration(k)),
         }
         for step, run in steps.items():
             rows.append((name, step, best_ms(run) / b))
         systems = prob.Systems(labels, scores=scores, score_type="logits", decision_rule=prob.PerDraw(rate_draws=1),
                                paired=False)
-        interval = prob.intervals(0.5 * off, 2.0 * off, kind="cost")
         settings_mc = prob.MonteCarloSettings(num_draws=num_draws)
         ms = best_ms(lambda: prob.compare(systems, costs=interval, key=jax.random.key(0), decompose=False,
                                           settings=settings_mc).yields, repeats=2)
