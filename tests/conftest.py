@@ -26,6 +26,11 @@ os.environ.setdefault("ECJAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="ec
 # never read a half-written entry. Tests of the command line's own cache start their processes without it.
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.environ["ECJAX_COMPILATION_CACHE_DIR"])
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**31))
+# As the command line does (ecjax.precision.reproducible_xla_flags): tests that compare the library in this process
+# with a command line's output exactly hold on a GPU too, where atomic float sums otherwise differ from run to run.
+from ecjax.precision import reproducible_xla_flags  # noqa: E402 (imports JAX, starts no backend)
+
+os.environ["XLA_FLAGS"] = reproducible_xla_flags(os.environ.get("XLA_FLAGS", ""))
 
 import numpy as np
 import pytest
