@@ -10,9 +10,10 @@ into the steps ``compare`` runs for it, each jitted alone and timed after a comp
 - the block's utility draws (the interval prior of the costs) and its class-prior draws (the test set's frequencies),
   which the unpaired model draws per block before deciding.
 
-It does so for the Gamma sampler's path of a CPU (a work queue of 4096 proposals an iteration) and of an accelerator
-(the same queue replayed in a few rounds, every block at once: the same draws), then times ``compare`` itself per
-draw with each, so that the effect of the sampler's loop on the device shows directly.
+It does so for each path of the Gamma sampler (``PATHS``: a CPU's work queue of 4096 proposals an iteration; on an
+accelerator the same queue replayed in a few rounds, every block at once, in a loop or with its first rounds
+unrolled: the same draws), then times ``compare`` itself per draw with each, so that the effect of the sampler's
+loop on the device shows directly.
 
     python benchmarks/profile_per_draw.py [--shape N K] [--draws S]
 """
@@ -41,12 +42,17 @@ from ecjax.prob.utility_priors import as_utility_prior  # noqa: E402
 
 compare_mod = importlib.import_module("ecjax.prob.compare")  # the name prob.compare is the function
 
-CPU_SETTINGS = False  # the Gamma sampler's path of a CPU: its work queue, 4096 proposals an iteration
-ACCELERATOR_SETTINGS = True  # the queue replayed in rounds, every block at once (the same draws)
+UNROLLED = sampling._UNROLLED_ROUNDS
+# The Gamma sampler's paths (all draw the same numbers): a CPU's work queue (4096 proposals an iteration); the queue
+# replayed in rounds of a loop (every block at once; session 18); the same with its first rounds unrolled (no loop
+# predicate to the host for them; session 19).
+PATHS = {"CPU sampler path": (False, UNROLLED), "accelerator path, rounds in a loop": (True, 0),
+         "accelerator path, first rounds unrolled": (True, UNROLLED)}
 
 
-def use(accelerator):
+def use(accelerator, unrolled):
     sampling._on_accelerator = lambda: accelerator
+    sampling._UNROLLED_ROUNDS = unrolled
     jax.clear_caches()  # the path is chosen while tracing
 
 
@@ -92,8 +98,8 @@ def main() -> None:
     class_counts = jnp.asarray(np.bincount(labels, minlength=k), jnp.float32)
     key = jax.random.key(1)
     rows = []
-    for name, settings in (("CPU sampler path", CPU_SETTINGS), ("accelerator sampler path", ACCELERATOR_SETTINGS)):
-        use(settings)
+    for name, settings in PATHS.items():
+        use(*settings)
         steps = {
             f"decisions + counts (_scores_counts, sub-batch {sub_batch})": lambda: compare_mod._scores_counts(
                 log_scores, log_p, lab, costs, score_type="logits", num_classes=k, num_decisions=k, paired=False,
