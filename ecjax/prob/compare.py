@@ -185,8 +185,10 @@ _Utilities = UtilityPrior | Callable[..., Any] | ArrayLike
 # One (draws, systems, samples, classes) slab of the per-draw Bayes decisions holds at most this many elements:
 # on a CPU a slab that stays in cache (2^19 floats, 2 MiB; 2^24 made 3 x 2000 x 20 x 20 decisions 4 times slower:
 # 3.1 against 0.8 ms a draw, benchmarks/bench_draws.py --ratio), on an accelerator large products.
+# On an accelerator each batch is an iteration of a loop whose predicate goes to the host (~0.1 ms on an H100,
+# whatever its size): 2^26 floats (256 MiB) make one block of 10^4 x 100 decisions 2 batches a system, not 7.
 _DECISION_ELEMENTS = {"cpu": 1 << 17}
-_DECISION_ELEMENTS_ACCELERATOR = 1 << 24
+_DECISION_ELEMENTS_ACCELERATOR = 1 << 26
 
 
 def _decision_slab() -> int:
@@ -266,6 +268,7 @@ def _positive_samples(label_list, items, weight_list, groups):
 # ------------------------------------------------------------- scores mode
 
 @partial(jax.jit, static_argnames=("score_type", "num_classes", "num_decisions", "paired", "batch_size"))
+@partial(jax.jit, static_argnames=("score_type", "num_classes", "num_decisions", "paired", "batch_size"))
 def _scores_counts(log_scores, log_prior_draws, labels, costs, weights=None, *, score_type, num_classes,
                    num_decisions, paired, batch_size):
     """Each draw's Bayes decisions: their counts ``(S, M, K, D)`` (unpaired) or the decisions ``(S, M, N)`` (paired).
@@ -280,7 +283,9 @@ def _scores_counts(log_scores, log_prior_draws, labels, costs, weights=None, *, 
     ``weights``: ``(M, N)`` sample weights of the unpaired counts (``None``:
     each sample counts 1).  Draws are processed ``batch_size`` at a time to
     bound the ``(batch, M, N, D)`` intermediate; each draw's counts are
-    summed alone, so the batch size changes no number.
+    summed alone, so the batch size changes no number.  Jitted as a whole: called op by op, each block
+    dispatched its log posteriors, padding and map separately (on an H100 part of the ~0.04 ms a draw that
+    ``benchmarks/profile_per_draw.py``'s steps did not account for).
     """
     # Posterior-type scores decide with the priors they carry: their log posteriors are the same for every draw,
     # computed once, and each batch of cost draws is one product with them.
