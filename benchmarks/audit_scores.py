@@ -51,6 +51,8 @@ class CallAudit:
         self.chain = ()
 
     def __call__(self, frame, event, arg):
+        if event == "return":  # a finished frame's id may be reused by the next one
+            self.depth.pop(id(frame), None)
         if event != "call":
             return
         if frame.f_code is self.code and not isinstance(frame.f_locals.get("x"), inputs.Scores):
@@ -78,11 +80,11 @@ def measure() -> dict[str, tuple[float, int]]:
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         y, probs, argv = score_files(d, 300)  # the architecture test's files
-        argv += ["--draws", "200"]
-        with CallAudit(inputs.as_scores).running() as audit, contextlib.redirect_stdout(io.StringIO()):
-            assert main(argv) == 0
-        out["ecjax compare (CLI)"] = (audit.calls / 2, audit.hops)
-        print("longest score_type chain of the CLI run:", " -> ".join(audit.chain))
+        for rule in ("nominal", "expected_utility"):
+            with CallAudit(inputs.as_scores).running() as audit, contextlib.redirect_stdout(io.StringIO()):
+                assert main(argv + ["--draws", "200", "--decision-rule", rule]) == 0
+            out[f"ecjax compare ({rule})"] = (audit.calls / 2, audit.hops)
+            print(f"longest score_type chain of `ecjax compare --decision-rule {rule}`:", " -> ".join(audit.chain))
         with CallAudit(inputs.as_scores).running() as audit:
             systems = prob.Systems(y, scores=probs, score_type="probabilities")
             prob.compare(systems, costs=1 - np.eye(3), key=jax.random.key(0),
@@ -105,6 +107,6 @@ def branch_sites() -> tuple[int, int]:
 
 if __name__ == "__main__":
     for what, (calls, hops) in measure().items():
-        print(f"{what:24s} score validations per array: {calls:g}   hops of score_type: {hops}")
+        print(f"{what:32s} score validations per array: {calls:g}   hops of score_type: {hops}")
     sites, files = branch_sites()
     print(f"score_type branch sites in ecjax/: {sites} in {files} files")
