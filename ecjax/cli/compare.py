@@ -96,7 +96,7 @@ def _compare_nominal_decisions(spec, score_type, labels, scores, weights, num_cl
     """:func:`_nominal_decisions` in `compare`, by the program that makes its fixed decisions
     (:func:`ecjax.prob.compare.padded_bayes_decisions`; one compiled program for data of similar sizes): the scores
     canonical already (:class:`ecjax.inputs.Scores`), or posterior-type ones re-weighted to likelihoods where
-    deployment priors are given."""
+    deployment priors are given (checked here)."""
     from ecjax.prob.compare import padded_bayes_decisions
 
     out = []
@@ -193,18 +193,18 @@ def cmd_compare(args: argparse.Namespace, run: Run) -> int:
     sample_weight = None if weights[0] is None else weights[0] if paired else list(weights)
     lab = labels[0] if paired else list(labels)
     training = training_priors(args, spec, labels, label_files, k, weights)
+    scores = canonical  # the files' scores as their check made them canonical: not checked again
     if training[0] is not None:  # decide for the deployment priors: posteriors -> likelihoods (Ferrer 2022b, §3.2)
         from ecjax.decisions import log_likelihoods_from_posteriors
 
-        canonical = [np.asarray(log_likelihoods_from_posteriors(a, t, score_type=st))
-                     for a, t in zip(canonical, training)]
-        arrays, st = canonical, "log_likelihoods"
+        scores = [np.asarray(log_likelihoods_from_posteriors(a, t, score_type=st))
+                  for a, t in zip(canonical, training)]
+        arrays, st = scores, "log_likelihoods"
     # The nominal costs decide, as in `metrics` (the same decisions); the [uncertainty] table spreads the evaluation.
-    decided = _compare_nominal_decisions(spec, st, labels, canonical, weights, k) if nominal else None
+    decided = _compare_nominal_decisions(spec, st, labels, scores, weights, k) if nominal else None
     settings = _settings(args, kind, spec, names, _rough_seconds(args, kind, spec, arrays, k, d, paired))
     if kind == "scores" and not nominal:
-        # The scores as the file check made them canonical: Systems takes them without checking them again.
-        systems = prob.Systems(lab, scores=canonical, score_type=st, decision_rule=_decision_rule(args), names=names,
+        systems = prob.Systems(lab, scores=scores, score_type=st, decision_rule=_decision_rule(args), names=names,
                                paired=paired, sample_weight=sample_weight)
     else:
         systems = prob.Systems(lab, decided or arrays, names=names, paired=paired, sample_weight=sample_weight)
