@@ -22,17 +22,17 @@ from ecjax.precision import argmin_of_products, check_precision, einsum
 
 
 def log_posteriors_kernel(scores: jax.Array, log_priors: jax.Array, score_type: str) -> jax.Array:
-    """Kernel: ``(..., N, K)`` log-posteriors from validated scores.
+    """Kernel: ``(..., N, K)`` log-posteriors from validated scores, by their kind
+    (:data:`ecjax.inputs.KIND_OF_SCORE_TYPE` of ``score_type``, which may be a kind already).
 
     ``log_priors`` is used only for likelihood-type scores.
     """
-    if score_type in ("log_posteriors", "probabilities"):
-        # Already normalized logs (validated; probabilities are logged by the validator); renormalizing
-        # removes float32 round-off.
+    kind = v.KIND_OF_SCORE_TYPE[score_type]
+    if kind == "posterior":
+        # log_softmax normalizes logits; already normalized logs (log-posteriors, probabilities logged by the
+        # validator) lose their float32 round-off.
         return jax.nn.log_softmax(scores, axis=-1)
-    if score_type == "logits":
-        return jax.nn.log_softmax(scores, axis=-1)
-    if score_type == "log_likelihoods":
+    if kind == "likelihood":
         return jax.nn.log_softmax(scores + log_priors[..., None, :], axis=-1)
     # llr: log-odds of class 1 = llr + log(P1 / P0), in the log domain via log_sigmoid.
     log_odds = scores + (log_priors[..., 1] - log_priors[..., 0])[..., None]
@@ -47,13 +47,15 @@ def class_one_log_odds_kernel(scores: jax.Array, score_type: str, log_priors: ja
     ``log_priors`` are given (the posterior log-odds).  Posterior-type
     scores give ``log P(1|x) - log P(0|x)`` of :func:`log_posteriors_kernel`.
     The one place that turns binary scores into log-odds (ROC family,
-    thresholds, sweeps).  Kernel: no validation.
+    thresholds, sweeps).  Kernel: no validation; it branches on the kind of ``score_type``
+    (:data:`ecjax.inputs.KIND_OF_SCORE_TYPE`).
     """
-    if score_type == "llr":
+    kind = v.KIND_OF_SCORE_TYPE[score_type]
+    if kind == "llr":
         return scores
-    if score_type == "log_likelihoods" and log_priors is None:
+    if kind == "likelihood" and log_priors is None:
         return scores[..., 1] - scores[..., 0]
-    lp = log_posteriors_kernel(scores, jnp.zeros(2, scores.dtype) if log_priors is None else log_priors, score_type)
+    lp = log_posteriors_kernel(scores, jnp.zeros(2, scores.dtype) if log_priors is None else log_priors, kind)
     return lp[..., 1] - lp[..., 0]
 
 

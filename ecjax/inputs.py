@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, SupportsFloat, TypeVar, overload
 
 import numpy as np
@@ -48,6 +49,13 @@ SCORE_TYPES = ("log_posteriors", "logits", "probabilities", "llr", "log_likeliho
 # Scores that already hold the training priors (posteriors), and scores that need priors to become posteriors.
 POSTERIOR_TYPES = ("log_posteriors", "logits", "probabilities")
 LIKELIHOOD_TYPES = ("llr", "log_likelihoods")
+# What canonical scores are, whatever they were given as: the kinds the kernels branch on.  Log-softmax of a
+# "posterior" row gives the posteriors (log-posteriors, logits, logged probabilities); "likelihood" rows need the
+# log-priors added first; an "llr" is one binary log-likelihood ratio per sample.
+SCORE_KINDS = ("posterior", "likelihood", "llr")
+# The kind of each score type (a kind is its own kind), looked up by the kernels (which never validate).
+KIND_OF_SCORE_TYPE = {"log_posteriors": "posterior", "logits": "posterior", "probabilities": "posterior",
+                      "log_likelihoods": "likelihood", "llr": "llr", **{kind: kind for kind in SCORE_KINDS}}
 
 # Tolerance on the row sums of probabilities: float32 softmax outputs and text files with 6 significant
 # digits are off by up to ~1e-5 at K = 100; rows off by more are not probability vectors.
@@ -675,6 +683,43 @@ def check_score_type(score_type: str) -> str:
     return score_type
 
 
+def score_kind(score_type: str) -> str:
+    """The kind (:data:`SCORE_KINDS`) of scores given as ``score_type``; a kind is its own kind."""
+    if score_type not in SCORE_KINDS:
+        check_score_type(score_type)
+    return KIND_OF_SCORE_TYPE[score_type]
+
+
+@dataclass(frozen=True, eq=False)
+class Scores:
+    """Scores made canonical once (:func:`canonical_scores`): what every consumer takes instead of re-checking.
+
+    ``values``: finite float scores in the log domain, ``(..., N, K)`` (``(..., N)`` for an LLR), probabilities
+    logged; ``kind``: one of :data:`SCORE_KINDS`, what the kernels branch on; ``num_classes``: ``K`` (2 for an LLR);
+    ``score_type``: what they were given as (for messages and records).
+    """
+
+    values: jax.Array
+    kind: str
+    num_classes: int
+    score_type: str
+
+
+def canonical_scores(x: object, name: str = "scores", *, score_type: str) -> Scores:
+    """``x`` checked once by :func:`as_scores` and kept as a :class:`Scores` value (a :class:`Scores` given is
+    returned as it is, if it was made as ``score_type``)."""
+    if isinstance(x, Scores):
+        return _same_score_type(x, score_type)
+    values = as_scores(x, name, score_type=score_type)
+    return Scores(values, score_kind(score_type), 2 if score_type == "llr" else int(values.shape[-1]), score_type)
+
+
+def _same_score_type(x: Scores, score_type: str) -> Scores:
+    if x.score_type != check_score_type(score_type):
+        raise InputError(f"`score_type` is {score_type!r}, but the scores were made canonical as {x.score_type!r}")
+    return x
+
+
 def looks_like_probabilities(arr: ArrayLike) -> bool:
     """Every row in ``[0, 1]`` and summing to 1 (to float32 rounding): probabilities, not log-domain scores."""
     a = np.asarray(arr)
@@ -701,7 +746,12 @@ def as_scores(x: object, name: str = "scores", *, score_type: str) -> jax.Array:
     number, and a finite log keeps decisions, calibration and sweeps defined.
     The proper scoring rules keep the exact reading instead (a zero on the
     true class gives an infinite cross-entropy).
+
+    A :class:`Scores` value (from :func:`canonical_scores`) was checked once
+    already: its values are returned as they are.
     """
+    if isinstance(x, Scores):  # checked once already (canonical_scores): taken as it is
+        return _same_score_type(x, score_type).values
     check_score_type(score_type)
     if score_type == "probabilities":
         return _log_of_probabilities(x, name)

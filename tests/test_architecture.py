@@ -353,6 +353,92 @@ def test_the_result_base_check_can_fail():
     assert ranked_results_outside_the_family([NewRanking]) == ["test_the_result_base_check_can_fail.<locals>.NewRanking"]
 
 
+# ------------------------------------------------------------------ scores: made canonical once
+
+def score_checks(run):
+    """How many times ``run()`` checks scores: the calls of :func:`ecjax.inputs.as_scores` on scores that are not
+    canonical yet (a :class:`ecjax.inputs.Scores` value passes through unchecked).  Counted by code object, so a
+    check imported under another name (``from ecjax.inputs import as_scores``) counts too."""
+    import sys
+
+    from ecjax import inputs
+
+    code, calls = inputs.as_scores.__code__, []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code is code and not isinstance(frame.f_locals.get("x"), inputs.Scores):
+            calls.append(frame.f_locals.get("name"))
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return len(calls)
+
+
+def score_files(folder, num_samples=60):
+    """Two systems' 3-class probabilities, their labels and 0-1 costs written to ``folder``: ``(labels,
+    probabilities, argv)`` with ``argv`` the ``ecjax compare`` command line of the files (its options to add)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, num_samples)
+    probs = [rng.dirichlet(np.ones(3), num_samples) for _ in range(2)]
+    np.save(folder / "y.npy", y)
+    for name, p in zip("ab", probs):
+        np.save(folder / f"{name}.npy", p)
+    (folder / "c.toml").write_text("costs = [[0, 1, 1], [1, 0, 1], [1, 1, 0]]\n")
+    argv = ["compare", "--labels", str(folder / "y.npy"), "--scores", str(folder / "a.npy"), str(folder / "b.npy"),
+            "--score-type", "probabilities", "--costs", str(folder / "c.toml"), "--json"]
+    return y, probs, argv
+
+
+def test_scores_are_checked_once_from_the_command_line_to_the_kernels(tmp_path):
+    # Issue 32.1: the command line has the library check each score file once (said of the file) and keeps the
+    # canonical value; Systems, compare and bootstrap_metric take it as it is (Systems makes its own canonical once,
+    # when first used).  Before: 2 checks per file in
+    # `ecjax compare` (the command line's result was thrown away and compare checked again).
+    import contextlib
+    import io
+
+    import jax
+
+    from ecjax import prob
+    from ecjax.cli import main
+    from ecjax.prob.bootstrap import bootstrap_metric
+
+    y, probs, argv = score_files(tmp_path)
+    codes = []
+    for rule in ("nominal", "expected_utility"):  # scores decided once by the command line, or by compare
+        run = argv + ["--decision-rule", rule, "--draws", "200"]
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert score_checks(lambda: codes.append(main(run))) == 2, rule
+    assert codes == [0, 0]
+    # The runs above went through Systems and compare; the bootstrap takes the Systems' canonical scores too.
+    systems = []
+    assert score_checks(lambda: systems.append(prob.Systems(y, scores=probs, score_type="probabilities"))) == 0
+    assert score_checks(lambda: systems[0].canonical) == 2  # checked when first used, once
+    assert score_checks(lambda: bootstrap_metric(systems[0], "cross_entropy", key=jax.random.key(0),
+                                                 settings=prob.MonteCarloSettings(num_draws=200))) == 0
+
+
+def test_the_score_check_count_can_fail():
+    import numpy as np
+
+    from ecjax import inputs
+
+    s = np.log(np.full((4, 2), 0.5))
+
+    def twice():
+        inputs.as_scores(s, score_type="log_posteriors")
+        inputs.canonical_scores(s, score_type="log_posteriors")  # checks through as_scores
+
+    assert score_checks(twice) == 2
+    canonical = inputs.canonical_scores(s, score_type="log_posteriors")
+    assert score_checks(lambda: inputs.as_scores(canonical, score_type="log_posteriors")) == 0
+
+
 # ------------------------------------------------------------------ the command line: thin commands
 
 CLI = ROOT / "cli"

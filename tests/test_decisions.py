@@ -8,7 +8,7 @@ import pytest
 
 import jax.numpy as jnp
 
-from ecjax.decisions import class_one_log_odds_kernel
+from ecjax.decisions import class_one_log_odds_kernel, log_posteriors_kernel
 
 RNG = np.random.default_rng(12)
 PROBS = RNG.dirichlet([1.0, 1.0], size=50)  # (N, 2) posteriors
@@ -45,6 +45,28 @@ def test_class_one_log_odds_of_likelihoods_is_the_llr_plus_the_prior_log_odds_wh
     s = jnp.asarray(llr, jnp.float32)
     np.testing.assert_array_equal(class_one_log_odds_kernel(s, "llr"), s)
     np.testing.assert_array_equal(class_one_log_odds_kernel(s, "llr", jnp.log(jnp.asarray(PRIORS))), s)
+
+
+@pytest.mark.parametrize("kind, score_types", [("posterior", ("log_posteriors", "probabilities", "logits")),
+                                                ("likelihood", ("log_likelihoods",)), ("llr", ("llr",))])
+def test_the_posterior_kernels_branch_on_the_kind_of_the_scores(kind, score_types):
+    # Issue 32.1: canonical scores carry their kind; the kernels give the same numbers for a kind as for each score
+    # type of that kind, and those are Bayes' rule in float64.
+    likelihoods = RNG.uniform(0.01, 2.0, (50, 2))
+    joint = likelihoods * PRIORS
+    posterior = joint / joint.sum(1, keepdims=True)
+    scores = {"posterior": np.log(PROBS) + RNG.normal(0, 3, (50, 1)),  # a per-row shift: logits, same posteriors
+              "likelihood": np.log(likelihoods),
+              "llr": np.log(likelihoods[:, 1]) - np.log(likelihoods[:, 0])}[kind]
+    want = PROBS if kind == "posterior" else posterior
+    s, log_p = jnp.asarray(scores, jnp.float32), jnp.log(jnp.asarray(PRIORS, jnp.float32))
+    got = np.asarray(log_posteriors_kernel(s, log_p, kind), np.float64)
+    np.testing.assert_allclose(got, np.log(want), rtol=2e-5, atol=2e-5)
+    odds = scores if kind == "llr" else _log_odds_f64(want)  # an LLR is used as it is (what a threshold compares)
+    np.testing.assert_allclose(np.asarray(class_one_log_odds_kernel(s, kind, log_p), np.float64), odds,
+                               rtol=2e-5, atol=2e-5)
+    for score_type in score_types:
+        np.testing.assert_array_equal(np.asarray(log_posteriors_kernel(s, log_p, score_type)), got)
 
 
 @pytest.mark.parametrize("score_type, trained", [("log_posteriors", False), ("log_posteriors", True), ("llr", False)])

@@ -163,6 +163,35 @@ def test_paired_scores_refuse_what_a_reweighting_cannot_evaluate():
             pin.paired_scores(systems)
 
 
+def test_systems_make_their_scores_canonical_once_and_take_canonical_values_as_they_are():
+    from ecjax import inputs
+
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 3, 30)
+    probs = [rng.dirichlet(np.ones(3), 30) for _ in range(2)]
+    systems = prob.Systems(labels, scores=probs, score_type="probabilities")
+    canonical = systems.canonical
+    assert systems.canonical is canonical  # made once, then kept
+    for got, p in zip(canonical, probs):
+        # Probabilities in the log domain (numpy's float64 log, cast as the library casts: float32).
+        np.testing.assert_allclose(np.asarray(got.values), np.log(p), rtol=1e-6)
+        assert (got.kind, got.num_classes, got.score_type) == ("posterior", 3, "probabilities")
+    stacked = pin.stacked_scores(systems)
+    np.testing.assert_allclose(np.asarray(stacked.values), np.log(np.stack(probs)), rtol=1e-6)
+    # Values made canonical already (the command line's) are kept as they are, not checked again.
+    again = prob.Systems(labels, scores=list(canonical), score_type="probabilities")
+    assert all(a is b for a, b in zip(again.canonical, canonical))
+    unnormalized = prob.Systems(labels, scores=np.zeros((2, 30, 2)))  # made: the scores are checked when used
+    with pytest.raises(ecjax.InputError, match=r"`scores\[0\]` rows do not normalize as log-posteriors"):
+        _ = unnormalized.canonical
+    with pytest.raises(ecjax.InputError, match="`score_type` is 'logits', but the scores were made canonical as "
+                                               "'probabilities'"):
+        _ = prob.Systems(labels, scores=list(canonical), score_type="logits").canonical
+    llr = inputs.canonical_scores(rng.normal(size=30), score_type="llr")
+    assert (llr.kind, llr.num_classes) == ("llr", 2)
+    assert prob.Systems(labels, decisions=np.zeros((2, 30), int)).canonical is None
+
+
 class _Kind:
     def __init__(self, higher_is_better, binary, options):
         self.higher_is_better, self.binary, self.options = higher_is_better, binary, options

@@ -92,14 +92,15 @@ def _compare_sample_costs(args, run, kind, labels, arrays, names, spec, k):
     return 0
 
 
-def _compare_nominal_decisions(spec, score_type, labels, arrays, weights, num_classes):
+def _compare_nominal_decisions(spec, score_type, labels, scores, weights, num_classes):
     """:func:`_nominal_decisions` in `compare`, by the program that makes its fixed decisions
     (:func:`ecjax.prob.compare.padded_bayes_decisions`; one compiled program for data of similar sizes): the scores
-    checked already, posterior-type ones re-weighted to likelihoods where deployment priors are given."""
+    canonical already (:class:`ecjax.inputs.Scores`), or posterior-type ones re-weighted to likelihoods where
+    deployment priors are given (checked here)."""
     from ecjax.prob.compare import padded_bayes_decisions
 
     out = []
-    for s, y, w in zip(arrays, labels, weights):
+    for s, y, w in zip(scores, labels, weights):
         p = likelihood_priors(score_type, spec.priors, y, num_classes, w)
         with np.errstate(divide="ignore"):
             log_p = np.zeros(num_classes) if p is None else np.log(p)
@@ -151,7 +152,7 @@ def cmd_compare(args: argparse.Namespace, run: Run) -> int:
     from ecjax import plots, prob
     from ecjax.prob.inputs import check_decisions_matter
 
-    kind, labels, label_files, arrays, names, weights = load_inputs(args, run)
+    kind, labels, label_files, arrays, names, weights, canonical = load_inputs(args, run)
     files = args.scores or args.decisions
     st = args.score_type
     k = 2 if (kind == "scores" and st == "llr") else (arrays[0].shape[1] if kind == "scores" else None)
@@ -163,7 +164,7 @@ def cmd_compare(args: argparse.Namespace, run: Run) -> int:
     if args.sample_costs is not None:
         return _compare_sample_costs(args, run, kind, labels, arrays, names, spec, k)
 
-    shift = deployment_priors(args, run, spec, labels[0], arrays[0], names) if args.deployment_scores else None
+    shift = deployment_priors(args, run, spec, labels[0], canonical[0], names) if args.deployment_scores else None
     if shift is not None:
         spec = shift[0]
     for y, lf in zip(labels, label_files):
@@ -192,16 +193,18 @@ def cmd_compare(args: argparse.Namespace, run: Run) -> int:
     sample_weight = None if weights[0] is None else weights[0] if paired else list(weights)
     lab = labels[0] if paired else list(labels)
     training = training_priors(args, spec, labels, label_files, k, weights)
+    scores = canonical  # the files' scores as their check made them canonical: not checked again
     if training[0] is not None:  # decide for the deployment priors: posteriors -> likelihoods (Ferrer 2022b, §3.2)
         from ecjax.decisions import log_likelihoods_from_posteriors
 
-        arrays = [np.asarray(log_likelihoods_from_posteriors(a, t, score_type=st)) for a, t in zip(arrays, training)]
-        st = "log_likelihoods"
+        scores = [np.asarray(log_likelihoods_from_posteriors(a, t, score_type=st))
+                  for a, t in zip(canonical, training)]
+        arrays, st = scores, "log_likelihoods"
     # The nominal costs decide, as in `metrics` (the same decisions); the [uncertainty] table spreads the evaluation.
-    decided = _compare_nominal_decisions(spec, st, labels, arrays, weights, k) if nominal else None
+    decided = _compare_nominal_decisions(spec, st, labels, scores, weights, k) if nominal else None
     settings = _settings(args, kind, spec, names, _rough_seconds(args, kind, spec, arrays, k, d, paired))
     if kind == "scores" and not nominal:
-        systems = prob.Systems(lab, scores=arrays, score_type=st, decision_rule=_decision_rule(args), names=names,
+        systems = prob.Systems(lab, scores=scores, score_type=st, decision_rule=_decision_rule(args), names=names,
                                paired=paired, sample_weight=sample_weight)
     else:
         systems = prob.Systems(lab, decided or arrays, names=names, paired=paired, sample_weight=sample_weight)

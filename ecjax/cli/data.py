@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ecjax.cli.files import Run, check_indices, check_labels, check_of, check_scores, same_samples
+from ecjax.cli.files import Run, canonical_score_file, check_indices, check_labels, check_of, same_samples, score_file
 from ecjax.cli.options import MAX_NAME_LENGTH
 from ecjax.inputs import (InputError, as_class_list, as_sample_weight, check_same_classes, check_shape,
                           check_some_weight, inferred_size, system_names)
@@ -23,6 +23,7 @@ class Inputs(NamedTuple):
     arrays: list  # each system's scores or decisions
     names: list  # the system names
     weights: list  # each system's (N,) sample weights, or None
+    scores: list  # each system's scores made canonical once (ecjax.inputs.Scores); empty for decisions
 
 
 def _default_names(files):
@@ -56,12 +57,13 @@ def load_inputs(args, run: Run) -> Inputs:
     if len(labels) == 1:
         labels, label_files = labels * len(files), label_files * len(files)
     st = args.score_type
-    arrays = []
+    arrays, canonical = [], []
     want = 1 if (kind == "decisions" or st == "llr") else 2
     for f, y, lf in zip(files, labels, label_files):
         a = loaded[f]
         if kind == "scores":
-            a = check_scores(a, f, st)
+            a = score_file(a, f, st)
+            canonical.append(canonical_score_file(a, f, st))
         else:
             check_of(f, check_shape, a, "decisions", "(N,)")
         same_samples(f, a, kind, lf, y, "labels")
@@ -81,7 +83,8 @@ def load_inputs(args, run: Run) -> Inputs:
         if len(n) > MAX_NAME_LENGTH:  # a line of the table
             where = "--names" if args.names else f"{f} (its name comes from the file name: give --names)"
             raise InputError(f"{where}: a system name of {len(n)} characters; at most {MAX_NAME_LENGTH}")
-    return Inputs(kind, labels, label_files, arrays, names, _load_sample_weights(args, run, labels, label_files))
+    return Inputs(kind, labels, label_files, arrays, names, _load_sample_weights(args, run, labels, label_files),
+                  canonical)
 
 
 def class_names(option):

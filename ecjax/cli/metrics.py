@@ -25,7 +25,7 @@ def cmd_metrics(args: argparse.Namespace, run: Run) -> int:
 
     st = args.score_type
     data = load_inputs(args, run)
-    kind, labels, label_files, arrays, names, weights = data
+    kind, labels, label_files, arrays, names, weights, canonical = data
     out_dir = output_folder(args)
     files = args.scores or args.decisions
     k = max(count_classes(y, kind, arrays, st, args.costs, lf, files) for y, lf in zip(labels, label_files))
@@ -34,7 +34,7 @@ def cmd_metrics(args: argparse.Namespace, run: Run) -> int:
     check_of("--pos-label", as_pos_label, args.pos_label, k)
     spec = cost_spec(args, k)
     d = spec.costs.shape[1]
-    shift = deployment_priors(args, run, spec, labels[0], arrays[0], names) if args.deployment_scores else None
+    shift = deployment_priors(args, run, spec, labels[0], canonical[0], names) if args.deployment_scores else None
     if shift is not None:  # the estimate as the cost specification's priors
         spec = shift[0]
     priors = spec.priors

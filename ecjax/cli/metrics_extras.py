@@ -157,11 +157,11 @@ def bootstrap_extras(args, data: Inputs, spec, k, record):
     from ecjax import prob
     from ecjax.prob.bootstrap import BUILTIN_METRICS, bootstrap_metric
 
-    labels, arrays, names, weights = data.labels, data.arrays, data.names, data.weights
+    labels, names, weights = data.labels, data.names, data.weights
     st = args.score_type
     # Paired: the bootstrap reweights the samples every system shares, so the library refuses systems whose
-    # labels or weights differ.
-    systems = check_of("--bootstrap", prob.Systems, labels, scores=arrays, score_type=st, names=names,
+    # labels or weights differ.  The scores as the file check made them canonical: not checked again.
+    systems = check_of("--bootstrap", prob.Systems, labels, scores=data.scores, score_type=st, names=names,
                        sample_weight=None if weights[0] is None else weights)
     y = labels[0]
     uses_priors = "priors" in BUILTIN_METRICS[args.bootstrap].options

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ecjax import random_bits
-from ecjax.cli.files import check_of, check_scores
+from ecjax.cli.files import canonical_score_file, check_of, score_file
 from ecjax.cli.rules import or_default
 from ecjax.inputs import (POSTERIOR_TYPES, InputError, as_positive_priors, check_classes_present, check_exclusive,
                           check_naive_cost_positive, check_posterior_type, check_priors_cover, check_shape)
@@ -83,8 +83,9 @@ def decisions_made_by(kind, score_type, spec, training, choice):
 
 def deployment_priors(args, run, spec, labels, scores, names):
     """--deployment-scores FILE: the posterior of the deployment priors (ecjax.prob.label_shift_posterior) from the
-    first system's unlabelled deployment scores, its labelled test scores calibrating them; with the cost
-    specification holding the estimate as its priors.  ``(spec, posterior, record, text)``."""
+    first system's unlabelled deployment scores, its labelled test scores (``scores``, canonical:
+    :class:`ecjax.inputs.Scores`) calibrating them; with the cost specification holding the estimate as its
+    priors.  ``(spec, posterior, record, text)``."""
     from dataclasses import replace
 
     from ecjax import prob
@@ -93,8 +94,9 @@ def deployment_priors(args, run, spec, labels, scores, names):
     check_exclusive({f"priors in {args.costs}": spec.priors if spec.priors_low is None else spec.priors_low,
                      "--deployment-scores": path}, required=False)
     (deployment,) = run.load_same_samples(path)
-    deployment = check_scores(deployment, path, args.score_type)
-    check_of(path, check_shape, deployment, "scores", "(N, K)", sizes={"K": scores.shape[1]},
+    # Made canonical once, here, said of the file: the library takes both Scores values without checking them again.
+    deployment = canonical_score_file(score_file(deployment, path, args.score_type), path, args.score_type)
+    check_of(path, check_shape, deployment.values, "scores", "(N, K)", sizes={"K": scores.num_classes},
              why=" (the classes of --scores)")
     post = check_of(path, prob.label_shift_posterior, labels, scores, deployment,
                     key=random_bits.key(or_default(args.seed, 0)),

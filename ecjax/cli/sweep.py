@@ -95,7 +95,7 @@ def cmd_sweep(args: argparse.Namespace, run: Run) -> int:
     from ecjax import sweep
     from ecjax.confusion import confusion_matrix
 
-    kind, labels, label_files, arrays, names, weights = load_inputs(args, run)
+    kind, labels, label_files, arrays, names, weights, _ = load_inputs(args, run)
     st = args.score_type
     if kind == "scores":
         k = 2 if st == "llr" else arrays[0].shape[1]

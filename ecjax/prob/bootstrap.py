@@ -99,7 +99,8 @@ from ecjax.precision import matmul
 from ecjax.prob import sampling
 from ecjax.prob.draw_plan import MonteCarloSettings, check_monte_carlo_settings
 from ecjax.prob.adaptive_draws import BOOTSTRAP_MC_ERROR, DEFAULT_MAX_DRAWS, FIRST_DRAWS, draw_until
-from ecjax.prob.inputs import Systems, as_metric_spec, check_class_support, check_draws_fit, paired_scores
+from ecjax.prob.inputs import (Systems, as_metric_spec, check_class_support, check_draws_fit, paired_scores,
+                               stacked_scores)
 from ecjax.prob.ranking import (
     RankedSystems,
     batch_means_error,
@@ -445,14 +446,15 @@ class _Scores(NamedTuple):
 
 def _validated_scores(labels, scores, spec, score_type, priors):
     """Validated ``(labels (N,), _Scores, evaluation priors or None)`` for the metric of ``spec`` (a
-    :class:`~ecjax.prob.inputs.MetricSpec` checked with ``score_type`` and ``priors``)."""
+    :class:`~ecjax.prob.inputs.MetricSpec` checked with ``score_type`` and ``priors``); ``scores`` made canonical
+    already (:class:`ecjax.inputs.Scores`, from :class:`~ecjax.prob.inputs.Systems`) are not checked again."""
     metric = spec.metric
     likelihood = score_type in v.LIKELIHOOD_TYPES
     # Ranking metrics of likelihood scores need no priors: equal ones give log-odds equal to the LLR.
     stand_in = likelihood and priors is None and metric in _RANKING_METRICS
     k_guess = 2 if score_type == "llr" else None
     if stand_in:
-        k_guess = k_guess or np.asarray(scores).shape[-1]
+        k_guess = k_guess or np.shape(scores.values if isinstance(scores, v.Scores) else scores)[-1]
     formed_with = np.full(k_guess, 1.0 / k_guess) if stand_in else priors
     s, log_p = v.scores_and_log_priors(scores, formed_with if likelihood else None, score_type)
     single, stacked = ("(N,)", "(M, N)") if score_type == "llr" else ("(N, K)", "(M, N, K)")
@@ -1018,7 +1020,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
       ([0.8889, 0.5556], (1000, 2))
     """
     key = v.as_key(key)
-    labels, system_scores, score_type, groups, sample_weight, names = paired_scores(systems)
+    labels, _, score_type, groups, sample_weight, names = paired_scores(systems)
     counts = _draw_settings(settings)
     num_draws = counts.first
     check_draws_fit(counts.cap, _KEPT_BYTES_PER_DRAW_AND_SYSTEM * len(names))
@@ -1026,7 +1028,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     rope = check_rope(rope)
     spec = _metric_spec(metric, higher_is_better, score_type, priors, costs)
     metric, higher = spec.metric, spec.higher_is_better
-    y, checked, evaluation_priors = _validated_scores(labels, system_scores, spec, score_type, priors)
+    y, checked, evaluation_priors = _validated_scores(labels, stacked_scores(systems), spec, score_type, priors)
     options = _metric_options(metric, y, evaluation_priors, costs)
     if callable(metric):
         _check_user_metric(metric, y, checked)

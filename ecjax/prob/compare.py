@@ -879,7 +879,7 @@ def _canonical_systems(systems, k, d):
         score_type = systems.score_type
         # Clustered samples are resampled through their decisions (the paired model of given decisions).
         v.check_exclusive({"groups": groups, "scores": systems.scores}, required=False)
-        items = [v.as_scores(x, f"scores[{m}]", score_type=score_type) for m, x in enumerate(systems.scores)]
+        items = [x.values for x in systems.canonical]  # canonical since Systems made them: not checked again
         if score_type == "llr":
             v.check_binary(k, "score_type='llr'")
         for m, x in enumerate(items):

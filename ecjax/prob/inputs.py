@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -44,7 +45,8 @@ class Systems:
       decisions: ``(M, N)`` decisions, a list of ``(N_m,)`` arrays, or a
         mapping ``name -> decisions``.
       scores: instead of ``decisions``: ``(M, N, K)`` scores (``(M, N)`` for
-        ``"llr"``), a list or a mapping of ``(N_m, K)`` arrays.
+        ``"llr"``), a list or a mapping of ``(N_m, K)`` arrays (or of
+        :class:`ecjax.inputs.Scores` values, made canonical already).
       score_type: what the scores are (``"log_posteriors"``, ``"logits"``,
         ``"probabilities"``, ``"llr"``, ``"log_likelihoods"``).
       decision_rule: with ``scores``, how they become decisions while the
@@ -63,7 +65,8 @@ class Systems:
 
     Attributes hold the data split per system: ``names``, ``labels``
     (``int32`` index vectors), ``decisions`` (index vectors) or ``scores``
-    (as given, one array per system), ``sample_weight`` (``float64``
+    (as given, one array per system) with :attr:`canonical`, the same scores
+    made canonical once, ``sample_weight`` (``float64``
     vectors, or ``None``), ``groups`` and the rest as given.  It holds arrays,
     so two ``Systems`` compare by identity.
     """
@@ -100,9 +103,10 @@ class Systems:
         for m, (lab, x) in enumerate(zip(label_list, items)):
             if lab.ndim != 1:
                 raise v.InputError(f"`labels` of system {m} must be a vector, got shape {tuple(lab.shape)}")
-            if lab.shape[0] != np.shape(x)[0]:
+            n = np.shape(_array_of(x))[0]
+            if lab.shape[0] != n:
                 raise v.InputError(f"`labels` of system {m} has {lab.shape[0]} entries, but its "
-                                   f"{'scores' if scores is not None else 'decisions'} have {np.shape(x)[0]}")
+                                   f"{'scores' if scores is not None else 'decisions'} have {n}")
         weight_list = _split_weights(sample_weight, label_list, found_names)
         paired = v.as_flag(paired, "paired")
         if paired and num_systems > 1:
@@ -129,6 +133,17 @@ class Systems:
         return (f"Systems({list(self.names)}, {what}, N = {sizes[0] if len(sizes) == 1 else sizes}, "
                 f"{'paired' if self.paired else 'unpaired'}{', clustered' if self.groups is not None else ''}"
                 f"{', weighted' if self.sample_weight is not None else ''})")
+
+    @cached_property
+    def canonical(self) -> tuple[v.Scores, ...] | None:
+        """The scores made canonical once (``None`` with decisions): one :class:`ecjax.inputs.Scores` per system,
+        checked by :func:`ecjax.inputs.as_scores` when first used (by :func:`~ecjax.prob.compare` or
+        :func:`~ecjax.prob.bootstrap.bootstrap_metric`, whose errors they stay) and kept, in the log domain with
+        their kind and ``K``; every consumer takes them as they are.  Values given as ``Scores`` are kept as given."""
+        if self.scores is None:
+            return None
+        return tuple(v.canonical_scores(x, f"scores[{m}]", score_type=self.score_type)
+                     for m, x in enumerate(self.scores))
 
     @property
     def num_systems(self) -> int:
@@ -191,6 +206,11 @@ def _split_decisions(decisions):
         if arr.ndim > 2:
             raise v.InputError(f"`decisions` must be (N,) or (M, N), got shape {tuple(arr.shape)}")
     return names, items
+
+
+def _array_of(scores):
+    """A system's scores as an array: those given, or the values of a :class:`ecjax.inputs.Scores` given."""
+    return scores.values if isinstance(scores, v.Scores) else scores
 
 
 def _split_scores(scores, score_type):
@@ -290,7 +310,7 @@ def _check_paired_weights(weight_list):
 class PairedScores(NamedTuple):
     """The data of :func:`~ecjax.prob.bootstrap.bootstrap_metric`: ``M`` systems' scores on one shared test set.
 
-    ``labels`` ``(N,)`` int32; ``scores`` stacked on the host, ``(M, N, K)`` (``(M, N)`` for ``"llr"``);
+    ``labels`` ``(N,)`` int32; ``scores`` stacked on the host as given, ``(M, N, K)`` (``(M, N)`` for ``"llr"``);
     ``groups`` and ``sample_weight`` ``(N,)`` or ``None``; ``names`` the ``M`` systems' names.
     """
 
@@ -314,12 +334,23 @@ def paired_scores(systems: object) -> PairedScores:
     if systems.decision_rule != "expected_utility":
         raise v.InputError("`systems.decision_rule` does not apply to bootstrap_metric, which evaluates the scores "
                            "themselves")
-    arrays = [np.asarray(s) for s in systems.scores]
+    arrays = [np.asarray(_array_of(s)) for s in systems.scores]
     if len({a.shape for a in arrays}) != 1:
         raise v.InputError(f"`scores` systems must have the same shape, got {[a.shape for a in arrays]}")
     weights = None if systems.sample_weight is None else systems.sample_weight[0]
     return PairedScores(systems.labels[0], np.stack(arrays), systems.score_type, systems.groups, weights,
                         systems.names)
+
+
+def stacked_scores(systems: Systems) -> v.Scores:
+    """The canonical scores (:attr:`Systems.canonical`) of the paired systems of :func:`paired_scores` stacked into
+    one :class:`ecjax.inputs.Scores`, ``(M, N, K)`` (``(M, N)`` for ``"llr"``): checked once, not again."""
+    canonical = systems.canonical
+    assert canonical is not None, "stacked_scores needs the scores of paired_scores"
+    first = canonical[0]
+    # Stacked on the host: an eager device stack would compile a program for every new shape.
+    return v.Scores(v.to_device(np.stack([np.asarray(s.values) for s in canonical])), first.kind,
+                    first.num_classes, first.score_type)
 
 
 @dataclass(frozen=True)
