@@ -423,17 +423,11 @@ def eer_of_rates(miss: jax.Array, fa: jax.Array, valid: jax.Array) -> jax.Array:
 
 
 def sorted_weighted_eer(ranked: SortedScores, weights: jax.Array, *, in_sorted_order: bool = False) -> jax.Array:
-    """Kernel: ROCCH-EER ``(...,)`` of ``ranked`` for weights ``(..., N)`` (any leading axes).
-
-    :func:`eer_of_rates` of the weighted rates at the cuts of one sort
-    (:func:`weighted_rates_at_cuts`): the rates are fractions of each class's
-    weight total.  The weights are in sample order, or in the sorted order of
-    ``ranked`` with ``in_sorted_order=True``, as the bootstrap draws them.
-    """
+    """Kernel: ROCCH-EER ``(...,)`` of ``ranked`` for weights ``(..., N)``: :func:`eer_of_rates` of the weighted
+    rates of one sort (:func:`weighted_rates_at_cuts`; weights in sample order, or sorted as the bootstrap draws them)."""
     miss, fa = weighted_rates_at_cuts(ranked, weights, in_sorted_order=in_sorted_order)
-    flat_miss, flat_fa = miss.reshape(-1, miss.shape[-1]), fa.reshape(-1, fa.shape[-1])
-    out = jax.vmap(lambda m, f: eer_of_rates(m, f, ranked.valid))(flat_miss, flat_fa)
-    return out.reshape(miss.shape[:-1])
+    flat = miss.reshape(-1, miss.shape[-1]), fa.reshape(-1, fa.shape[-1])
+    return jax.vmap(lambda m, f: eer_of_rates(m, f, ranked.valid))(*flat).reshape(miss.shape[:-1])
 
 
 @jax.jit
