@@ -60,9 +60,6 @@ from ecjax.scores import (
 )
 from ecjax.scores.inputs import EPSR_METRICS, epsr_metric
 
-METHODS = ("affine", "temperature", "bias", "vector", "matrix", "dirichlet", "llr", "histogram", "isotonic", "beta")
-# Methods that count rather than optimize: no L-BFGS, ``converged`` is always True.
-NON_ITERATIVE_METHODS = ("histogram", "isotonic")
 # Isotonic and histogram outputs are clipped to [ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]: PAV (or a bin) gives exactly 0
 # or 1 where its training samples are all of one class, and log 0 = -inf would make one held-out sample of the other
 # class cost an infinite cross-entropy (and the output file unreadable).  With the clip it costs at most
@@ -78,6 +75,23 @@ CALIBRATION_METRICS = EPSR_METRICS
 
 # --------------------------------------------------------------- transforms
 
+def _softmax_log_posteriors(z, log_prior_odds):
+    return jax.nn.log_softmax(z, axis=-1)
+
+
+def _llr_log_posteriors(llr, log_prior_odds):
+    logit = llr + log_prior_odds
+    return jnp.stack([jax.nn.log_sigmoid(-logit), jax.nn.log_sigmoid(logit)], axis=-1)
+
+
+def _log_softmax(z):
+    return jax.nn.log_softmax(z, axis=-1)
+
+
+def _unchanged(z):
+    return z
+
+
 class _Map(NamedTuple):
     """A parametric calibrator, one row of :data:`_MAPS`.
 
@@ -85,13 +99,17 @@ class _Map(NamedTuple):
     ``transform(params, s)``: the calibrated logits (for ``llr``, the calibrated LLRs) of inputs ``s``;
     ``shift(params, m)``: what the bias absorbs when the inputs are centred at ``m`` (``None``: the map has no
     bias, or no scale to protect, and is fitted uncentred); ``penalty(penalties, params)``: the regularizer added
-    to the objective, ``penalties = [l2, off_diagonal_l2, intercept_l2]`` (:class:`FitSettings`).
+    to the objective, ``penalties = [l2, off_diagonal_l2, intercept_l2]`` (:class:`FitSettings`);
+    ``log_posteriors(z, log_prior_odds)``: the log-posteriors the objective scores (softmax of the logits, or the
+    LLRs plus the log prior odds); ``output(z)``: what the calibrator returns (log-posteriors, or the LLRs).
     """
 
     identity: Callable[[int, Any], dict]
     transform: Callable[[dict, jax.Array], jax.Array]
     shift: Callable[[dict, jax.Array], jax.Array] | None
     penalty: Callable[[jax.Array, dict], jax.Array]
+    log_posteriors: Callable[[jax.Array, jax.Array], jax.Array] = _softmax_log_posteriors
+    output: Callable[[jax.Array], jax.Array] = _log_softmax
 
 
 def _scaled(params, s):
@@ -165,30 +183,24 @@ _MAPS: dict[str, _Map] = {
     "dirichlet": _Map(lambda k, dt: {"weight": jnp.eye(k, dtype=dt), "bias": _zeros((k,), dt)}, _linear,
                       _weight_shift, _odir),
     "llr": _Map(lambda k, dt: {"scale": _ones((), dt), "bias": _zeros((), dt)}, _scaled, _scale_shift,
-                _no_penalty),
+                _no_penalty, _llr_log_posteriors, _unchanged),
     # a = b = 1, c = 0: logit = log p - log(1 - p), the input log-odds unchanged.
     "beta": _Map(lambda k, dt: {"scale": _ones((2,), dt), "bias": _zeros((), dt)}, _beta_logits, _beta_shift,
                  _no_penalty),
 }
 
 
-def _transform(method, params, s):
-    """Calibrated logits (or, for ``"llr"``, calibrated LLRs) from inputs ``s``: the map of :data:`_MAPS`."""
-    return _MAPS[method].transform(params, s)
+def _apply_map(m, params, s):
+    """Kernel: the calibrated log-posteriors (LLRs for ``"llr"``) of the parametric map ``m`` (:data:`_MAPS`)."""
+    return m.output(m.transform(params, s))
 
 
-def _llr_log_posteriors(llr, log_prior_odds):
-    logit = llr + log_prior_odds
-    return jnp.stack([jax.nn.log_sigmoid(-logit), jax.nn.log_sigmoid(logit)], axis=-1)
-
-
-def _objective(method, loss, penalties, params, s, labels, weights, log_prior_odds, centre):
+def _objective(m, loss, penalties, params, s, labels, weights, log_prior_odds, centre):
     """Training objective: the prior-weighted EPSR of the calibrated scores, plus the map's penalty (:data:`_MAPS`)
     on the parameters of the map of the uncentred inputs ``s + centre``."""
-    z = _transform(method, params, s)
-    log_post = _llr_log_posteriors(z, log_prior_odds) if method == "llr" else jax.nn.log_softmax(z, axis=-1)
+    log_post = m.log_posteriors(m.transform(params, s), log_prior_odds)
     value = (cross_entropy_kernel if loss == "xe" else brier_kernel)(labels, log_post, weights)
-    return value + _MAPS[method].penalty(penalties, _uncentred(method, params, centre))
+    return value + m.penalty(penalties, _uncentred(m, params, centre))
 
 
 def _lbfgs_minimize(objective, init_params, max_iter, tol):
@@ -289,15 +301,23 @@ class Calibrator:
 
 
 def _apply_kernel(cal, s):
-    if cal.method == "isotonic":
-        return _isotonic_log_posteriors(cal.params, s) if cal.num_classes == 2 else _one_vs_rest_isotonic(cal.params, s)
-    if cal.method == "histogram":
-        return _clipped_log_posteriors(cal.params["frequencies"][_histogram_bins(cal.params, s[..., 1])])
-    z = _transform(cal.method, cal.params, s)
-    return z if cal.method == "llr" else jax.nn.log_softmax(z, axis=-1)
+    """Kernel: the calibrated scores of :class:`Calibrator` ``cal`` for its inputs ``s`` (:func:`_calibration_inputs`):
+    its method's ``apply`` (:data:`CALIBRATORS`)."""
+    return CALIBRATORS[cal.method].apply(cal.params, s)
 
 
 _apply_jit = jax.jit(_apply_kernel)
+
+
+def _apply_isotonic(params, s):
+    """Kernel: isotonic log-posteriors of the class-1 log-odds ``(N,)`` (binary) or of the ``(N, K)`` one-vs-rest
+    log-odds (:func:`_one_vs_rest_isotonic`)."""
+    return _isotonic_log_posteriors(params, s) if s.ndim == 1 else _one_vs_rest_isotonic(params, s)
+
+
+def _apply_histogram(params, s):
+    """Kernel: the clipped class frequencies of the bin of each class-1 log-posterior of ``s`` ``(N, 2)``."""
+    return _clipped_log_posteriors(params["frequencies"][_histogram_bins(params, s[..., 1])])
 
 
 def _isotonic_log_posteriors(params, log_odds):
@@ -516,10 +536,11 @@ def _calibration_inputs(scores, score_type, method, num_classes=None):
     ``beta`` on binary log-posteriors (log-likelihoods are normalized first:
     the posteriors for equal priors, whose shift the bias ``c`` absorbs).
     """
+    row = CALIBRATORS[method]
     s = v.as_scores(scores, score_type=score_type)
     v.check_one_system(s, 1 if score_type == "llr" else 2)
     if score_type == "llr":
-        if method != "llr":
+        if row.output_type != "llr":
             raise v.InputError(f"LLR scores (score_type='llr') need method='llr', got method={method!r}")
         return s
     if score_type in v.POSTERIOR_TYPES:
@@ -527,15 +548,28 @@ def _calibration_inputs(scores, score_type, method, num_classes=None):
     k = s.shape[-1]
     if num_classes is not None:
         v.check_shape(s, "scores", "(N, K)", sizes={"K": num_classes})
-    if method in ("llr", "histogram", "beta") and k != 2:
+    if row.binary and k != 2:
         raise v.InputError(f"method={method!r} is for binary scores (K = 2), got K = {k}; use 'affine'")
-    if method in ("llr", "isotonic") and k == 2:
-        return s[:, 1] - s[:, 0]
-    if method == "isotonic":
-        return _one_vs_rest_log_odds(s)
-    if method == "beta" and score_type == "log_likelihoods":
-        return jax.nn.log_softmax(s, axis=-1)
+    return row.inputs(s, score_type)
+
+
+def _as_given(s, score_type):
     return s
+
+
+def _class_one_log_odds(s, score_type):
+    """The class-1 log-odds of binary log-posteriors (or log-likelihoods: their LLR), the input of ``"llr"``."""
+    return s[:, 1] - s[:, 0]
+
+
+def _isotonic_inputs(s, score_type):
+    """The class-1 log-odds ``(N,)`` of binary scores, else the ``(N, K)`` one-vs-rest log-odds."""
+    return _class_one_log_odds(s, score_type) if s.shape[-1] == 2 else _one_vs_rest_log_odds(s)
+
+
+def _beta_inputs(s, score_type):
+    """Binary log-posteriors; log-likelihoods normalized (the posteriors for equal priors, a shift ``c`` absorbs)."""
+    return jax.nn.log_softmax(s, axis=-1) if score_type == "log_likelihoods" else s
 
 
 @dataclass(frozen=True)
@@ -641,17 +675,25 @@ def _sample_weight_for(sample_weight, labels):
 # ----------------------------------------------------------------------- fit
 
 def _bin_edges_for(method, s, sample_weight, settings):
-    """The histogram's ``(M,)`` log-domain edges over the samples of ``sample_weight > 0`` (a placeholder for other
-    methods)."""
-    if method != "histogram":
-        return np.zeros((1,), np.float32)
+    """The ``(M,)`` log-domain bin edges of ``method`` over the samples of ``sample_weight > 0``, made on the host
+    (:data:`CALIBRATORS`' ``bin_edges``; a placeholder for methods without bins)."""
+    return CALIBRATORS[method].bin_edges(s, sample_weight, settings)
+
+
+def _no_bins(s, sample_weight, settings):
+    return np.zeros((1,), np.float32)
+
+
+def _histogram_edges_of(s, sample_weight, settings):
+    """The histogram's edges (:func:`_histogram_log_edges`) of the class-1 log-posteriors of ``s`` ``(N, 2)``."""
     return _histogram_log_edges(np.asarray(s[:, 1]), np.asarray(sample_weight), settings.num_bins, settings.binning)
 
 
 @partial(jax.jit, static_argnames=("method", "loss", "max_iter", "num_bins", "binning"))
 def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, method, loss,
                 max_iter, num_bins, binning):
-    """Fit one calibrator on weighted samples (weights 0 = not in the training set).
+    """Fit one calibrator on weighted samples (weights 0 = not in the training set): its method's ``fit``
+    (:data:`CALIBRATORS`), ``(params, iterations, gradient norm, objective)``.
 
     ``weights`` are the objective's per-sample weights ``u_n P_i / W_i``;
     ``sample_weight`` the frequency weights ``u_n`` alone (1 without), which
@@ -659,49 +701,76 @@ def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, penalties, to
     weights.  ``upper_log_edges`` are the histogram's bins
     (:func:`_histogram_log_edges`, on the host), unused by other methods.
     """
+    return CALIBRATORS[method].fit(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges,
+                                   loss=loss, max_iter=max_iter, num_bins=num_bins)
+
+
+def _fit_histogram(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, loss,
+                   max_iter, num_bins):
+    """The histogram's per-bin class frequencies (counted, not optimized)."""
     dtype = s.dtype
-    if method == "histogram":
-        in_train = weights > 0
-        u = jnp.where(in_train, sample_weight, 0.0).astype(dtype)  # frequency weight of each training sample
-        params = {"upper_log_edges": upper_log_edges}
-        idx = _histogram_bins(params, s[:, 1])
-        # Per-bin class totals of the frequency weights (exact counts unweighted), then the class
-        # weights P_i / W_i: the (prior-weighted) class frequencies without a long float32 sum of weights.
-        cw = _class_weights_of_fit(weights, sample_weight, labels)
-        # Compensated sums (ecjax.confusion.weight_totals): bin weight totals past 2^24 stay exact.
-        n = weight_totals(idx, (jax.nn.one_hot(labels, 2, dtype=dtype) * u[:, None]).T, num_bins).T  # (M, 2)
-        w = cw * n
-        w_all = w.sum(-1, keepdims=True)
-        # Empty bin (no training sample): the class prior of the objective.  Both classes divided apart (not
-        # 1 - the other), so a bin of one class gives exactly 0 and 1 on every backend, clipped when applied.
-        prior = cw * n.sum(0) / jnp.sum(cw * n.sum(0))
-        params["frequencies"] = jnp.where(w_all > 0, w / jnp.where(w_all > 0, w_all, 1.0), prior)
-        zero = jnp.zeros((), jnp.int32)
-        return params, zero, jnp.zeros((), dtype), jnp.zeros((), dtype)
-    if method == "isotonic" and s.ndim == 2:
-        params = _pool_adjacent_violators_one_vs_rest(s, labels, weights, sample_weight)
-        log_post = _one_vs_rest_isotonic(params, s)
-        value = (cross_entropy_kernel if loss == "xe" else brier_kernel)(labels, log_post, weights)
-        return params, jnp.zeros((), jnp.int32), jnp.zeros((), dtype), value
-    if method == "isotonic":
-        params = _pool_adjacent_violators(s, labels, weights, sample_weight)
-        log_post = _isotonic_log_posteriors(params, s)
-        # PAV minimizes every proper scoring rule over monotone maps at once (Brummer & du Preez 2013): `loss`
-        # only chooses which one is reported, on the clipped outputs.
-        value = (cross_entropy_kernel if loss == "xe" else brier_kernel)(labels, log_post, weights)
-        return params, jnp.zeros((), jnp.int32), jnp.zeros((), dtype), value
-    if method == "affine" and loss == "xe":
-        # One fitter per objective: the damped Newton fit that the bootstrap's calibration loss maps over its draws.
+    in_train = weights > 0
+    u = jnp.where(in_train, sample_weight, 0.0).astype(dtype)  # frequency weight of each training sample
+    params = {"upper_log_edges": upper_log_edges}
+    idx = _histogram_bins(params, s[:, 1])
+    # Per-bin class totals of the frequency weights (exact counts unweighted), then the class
+    # weights P_i / W_i: the (prior-weighted) class frequencies without a long float32 sum of weights.
+    cw = _class_weights_of_fit(weights, sample_weight, labels)
+    # Compensated sums (ecjax.confusion.weight_totals): bin weight totals past 2^24 stay exact.
+    n = weight_totals(idx, (jax.nn.one_hot(labels, 2, dtype=dtype) * u[:, None]).T, num_bins).T  # (M, 2)
+    w = cw * n
+    w_all = w.sum(-1, keepdims=True)
+    # Empty bin (no training sample): the class prior of the objective.  Both classes divided apart (not
+    # 1 - the other), so a bin of one class gives exactly 0 and 1 on every backend, clipped when applied.
+    prior = cw * n.sum(0) / jnp.sum(cw * n.sum(0))
+    params["frequencies"] = jnp.where(w_all > 0, w / jnp.where(w_all > 0, w_all, 1.0), prior)
+    zero = jnp.zeros((), jnp.int32)
+    return params, zero, jnp.zeros((), dtype), jnp.zeros((), dtype)
+
+
+def _fit_isotonic(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, loss,
+                  max_iter, num_bins):
+    """Pool-adjacent-violators on the class-1 log-odds ``(N,)``, or one per class on the ``(N, K)`` one-vs-rest
+    log-odds.  PAV minimizes every proper scoring rule over monotone maps at once (Brummer & du Preez 2013):
+    ``loss`` only chooses which one is reported, on the clipped outputs."""
+    pav = _pool_adjacent_violators if s.ndim == 1 else _pool_adjacent_violators_one_vs_rest
+    params = pav(s, labels, weights, sample_weight)
+    value = (cross_entropy_kernel if loss == "xe" else brier_kernel)(labels, _apply_isotonic(params, s), weights)
+    return params, jnp.zeros((), jnp.int32), jnp.zeros((), s.dtype), value
+
+
+def _fit_map(m, s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, loss,
+             max_iter, num_bins):
+    """L-BFGS fit of the parametric map ``m`` (:data:`_MAPS`)."""
+    return _fit_lbfgs(m, s, labels=labels, weights=weights, log_prior_odds=log_prior_odds, penalties=penalties,
+                      tol=tol, loss=loss, max_iter=max_iter)
+
+
+def _fit_affine(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, loss,
+                max_iter, num_bins):
+    """One fitter per objective: the cross-entropy by the damped Newton fit that the bootstrap's calibration loss
+    maps over its draws, the Brier score by L-BFGS."""
+    if loss == "xe":
         return _affine_xe_fit(labels, s, weights, max_iter)
-    fit_with = partial(_fit_lbfgs, labels=labels, weights=weights, log_prior_odds=log_prior_odds, penalties=penalties, tol=tol,
-                       method=method, loss=loss, max_iter=max_iter)
-    if method != "beta":
-        return fit_with(s)
-    # Kull et al. (2017) and their betacal package: a and b must be >= 0 for a monotone map.  If the
-    # unconstrained fit gives a < 0, refit without the log p feature (a = 0); else if b < 0, without
-    # -log(1 - p) (b = 0).  The remaining coefficient is kept as refitted, as in betacal.
-    # Two stages of one loop, so that the L-BFGS program is compiled once: stage 0 fits both coefficients,
-    # stage 1 refits only when stage 0 found one negative.
+    return _fit_map(_MAPS["affine"], s, labels, weights, sample_weight, log_prior_odds, penalties, tol,
+                    upper_log_edges, loss=loss, max_iter=max_iter, num_bins=num_bins)
+
+
+def _fit_beta(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, loss, max_iter,
+              num_bins):
+    """Beta calibration with its coefficients kept ``>= 0``.
+
+    Kull et al. (2017) and their betacal package: a and b must be >= 0 for a monotone map.  If the
+    unconstrained fit gives a < 0, refit without the log p feature (a = 0); else if b < 0, without
+    -log(1 - p) (b = 0).  The remaining coefficient is kept as refitted, as in betacal.
+    Two stages of one loop, so that the L-BFGS program is compiled once: stage 0 fits both coefficients,
+    stage 1 refits only when stage 0 found one negative.
+    """
+    dtype = s.dtype
+    m = _MAPS["beta"]
+    fit_with = partial(_fit_lbfgs, m, labels=labels, weights=weights, log_prior_odds=log_prior_odds,
+                       penalties=penalties, tol=tol, loss=loss, max_iter=max_iter)
+
     def stage(i, carry):
         result, keep = carry  # keep = [keep a, keep b]
 
@@ -716,12 +785,12 @@ def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, penalties, to
         return result, keep
 
     zero = jnp.zeros((), dtype)
-    init = (_MAPS[method].identity(2, dtype), jnp.zeros((), jnp.int32), zero, zero)
+    init = (m.identity(2, dtype), jnp.zeros((), jnp.int32), zero, zero)
     result, _ = jax.lax.fori_loop(0, 2, stage, (init, jnp.ones((2,), dtype)))
     return result
 
 
-def _fit_lbfgs(s, *, labels, weights, log_prior_odds, penalties, tol, method, loss, max_iter):
+def _fit_lbfgs(m, s, *, labels, weights, log_prior_odds, penalties, tol, loss, max_iter):
     """L-BFGS fit of a parametric calibrator: ``(params, iterations, gradient norm, objective)``."""
     dtype = s.dtype
     k = 2 if s.ndim == 1 else s.shape[-1]
@@ -735,17 +804,17 @@ def _fit_lbfgs(s, *, labels, weights, log_prior_odds, penalties, tol, method, lo
     # alone fits the class frequencies.  Uncentred, a constant input makes scale and bias a flat valley whose
     # rounding-level curvature sent L-BFGS to parameters of 1e8 (issue 30).  The midrange, not the mean: (c + c) / 2
     # is c exactly, a float32 mean of N copies of c need not be.
-    centre = _midrange(s, in_train) if _MAPS[method].shift else jnp.zeros(s.shape[1:], dtype)
+    centre = _midrange(s, in_train) if m.shift else jnp.zeros(s.shape[1:], dtype)
     s = s - centre
     count = jnp.sum(mask) * (1 if s.ndim == 1 else k)
     mean = jnp.sum(mask * s) / count
     sigma = jnp.sqrt(jnp.sum(mask * (s - mean) ** 2) / count)
     sigma = jnp.where(sigma > 0, sigma, 1.0)
-    init = _to_internal(_MAPS[method].identity(k, dtype), sigma)
-    objective = partial(_objective, method, loss, penalties, s=s, labels=labels, weights=weights,
+    init = _to_internal(m.identity(k, dtype), sigma)
+    objective = partial(_objective, m, loss, penalties, s=s, labels=labels, weights=weights,
                         log_prior_odds=log_prior_odds, centre=centre)
     q, n_iter, gnorm, value = _lbfgs_minimize(lambda q: objective(_from_internal(q, sigma)), init, max_iter, tol)
-    return _uncentred(method, _from_internal(q, sigma), centre), n_iter, gnorm, value
+    return _uncentred(m, _from_internal(q, sigma), centre), n_iter, gnorm, value
 
 
 def _midrange(s, in_train):
@@ -756,9 +825,9 @@ def _midrange(s, in_train):
     return low / 2 + high / 2  # halves first: no overflow, and exact for low == high
 
 
-def _uncentred(method, params, centre):
-    """The parameters of ``_transform(method, params, s)`` from those fitted on ``s - centre``."""
-    shift = _MAPS[method].shift
+def _uncentred(m, params, centre):
+    """The parameters of the map ``m`` of ``s`` from those fitted on ``s - centre``."""
+    shift = m.shift
     return params if shift is None else {**params, "bias": params["bias"] - shift(params, centre)}
 
 
@@ -912,6 +981,75 @@ def _from_internal(params, sigma):
     return {name: p / sigma if name in ("scale", "weight") else p for name, p in params.items()}
 
 
+# ------------------------------------------------------------ the methods
+
+class CalibratorMethod(NamedTuple):
+    """One calibration method: a row of :data:`CALIBRATORS`, all that differs between methods.
+
+    Attributes:
+      fit: kernel ``(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, loss,
+        max_iter, num_bins) -> (params, iterations, gradient norm, objective)`` on the inputs ``s`` of
+        :attr:`inputs` (arguments as :func:`_fit_kernel` takes them; each method reads those it needs).
+      apply: kernel ``(params, s) -> calibrated scores``: ``(N, K)`` log-posteriors, or ``(N,)`` LLRs.
+      parameters: name -> shape of each parameter (letters as in :func:`ecjax.inputs.check_shape`: ``K`` classes,
+        ``M`` knots or bins), what a calibrator file holds (:mod:`ecjax.calibrator_files`).
+      one_vs_rest_parameters: the shapes for ``K > 2`` where they differ (one binary calibrator per class).
+      inputs: ``(log-posteriors or log-likelihoods (N, K), score_type) -> s``, what :attr:`fit` and :attr:`apply`
+        read (LLR scores are read as they are, by the method whose :attr:`output_type` is ``"llr"`` only).
+      binary: for ``K = 2`` only.
+      iterative: fitted by an optimizer (iterations and a gradient norm to judge); ``False``: counted exactly,
+        always converged.
+      output_type: the score type of the calibrated scores, ``"log_posteriors"`` or ``"llr"``.
+      bin_edges: host function ``(s, sample_weight, settings) -> (M,)`` bin edges in the log domain (the
+        histogram's), a placeholder for methods without bins.
+    """
+
+    fit: Callable[..., tuple]
+    apply: Callable[[dict, jax.Array], jax.Array]
+    parameters: dict[str, str]
+    one_vs_rest_parameters: dict[str, str] | None = None
+    inputs: Callable[[jax.Array, str], jax.Array] = _as_given
+    binary: bool = False
+    iterative: bool = True
+    output_type: str = "log_posteriors"
+    bin_edges: Callable[[jax.Array, Any, Any], np.ndarray] = _no_bins
+
+    def parameter_shapes(self, num_classes: int) -> dict[str, str]:
+        """The shapes of :attr:`parameters` for ``num_classes`` classes."""
+        if num_classes > 2 and self.one_vs_rest_parameters is not None:
+            return self.one_vs_rest_parameters
+        return self.parameters
+
+
+def _parametric(name: str, parameters: dict[str, str], **fields: Any) -> CalibratorMethod:
+    """The row of the parametric map ``_MAPS[name]``: L-BFGS on its objective, applied through the map."""
+    m = _MAPS[name]
+    return CalibratorMethod(partial(_fit_map, m), partial(_apply_map, m), parameters, **fields)
+
+
+# Every calibration method, one row each: what differs between methods lives here, not in branches on its name.
+CALIBRATORS: dict[str, CalibratorMethod] = {
+    "affine": CalibratorMethod(_fit_affine, partial(_apply_map, _MAPS["affine"]), {"scale": "()", "bias": "(K,)"}),
+    "temperature": _parametric("temperature", {"scale": "()"}),
+    "bias": _parametric("bias", {"bias": "(K,)"}),
+    "vector": _parametric("vector", {"scale": "(K,)", "bias": "(K,)"}),
+    "matrix": _parametric("matrix", {"weight": "(K, K)", "bias": "(K,)"}),
+    "dirichlet": _parametric("dirichlet", {"weight": "(K, K)", "bias": "(K,)"}),
+    "llr": _parametric("llr", {"scale": "()", "bias": "()"}, inputs=_class_one_log_odds, binary=True,
+                       output_type="llr"),
+    "histogram": CalibratorMethod(_fit_histogram, _apply_histogram, {"upper_log_edges": "(M,)", "frequencies": "(M, 2)"},
+                                  binary=True, iterative=False, bin_edges=_histogram_edges_of),
+    "isotonic": CalibratorMethod(_fit_isotonic, _apply_isotonic, {"thresholds": "(M,)", "frequencies": "(M, 2)"},
+                                 {"thresholds": "(K, M)", "frequencies": "(K, M, 2)"}, inputs=_isotonic_inputs,
+                                 iterative=False),
+    "beta": CalibratorMethod(_fit_beta, partial(_apply_map, _MAPS["beta"]), {"scale": "(2,)", "bias": "()"},
+                             inputs=_beta_inputs, binary=True),
+}
+METHODS = tuple(CALIBRATORS)
+# Methods that count rather than optimize: no L-BFGS, ``converged`` is always True.
+NON_ITERATIVE_METHODS = tuple(name for name, row in CALIBRATORS.items() if not row.iterative)
+
+
 def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors: ArrayLike | None = None,
         score_type: str = "log_posteriors", settings: FitSettings = FitSettings(),
         sample_weight: ArrayLike | None = None) -> Calibrator:
@@ -1015,7 +1153,7 @@ def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors:
         s, labels, jnp.asarray(w, dtype), jnp.asarray(sw, dtype), log_prior_odds, jnp.asarray(settings.penalties, dtype),
         jnp.asarray(tol, dtype), jnp.asarray(_bin_edges_for(method, s, sw, settings)),
         method=method, loss=loss, max_iter=max_iter, num_bins=settings.num_bins, binning=settings.binning)
-    converged = jnp.asarray(True) if method in NON_ITERATIVE_METHODS else gnorm < tol
+    converged = gnorm < tol if CALIBRATORS[method].iterative else jnp.asarray(True)
     return Calibrator(params, n_iter, gnorm, value, converged, method, k, score_type, loss)
 
 
@@ -1213,7 +1351,7 @@ def calibrate_cross_validated(scores: ArrayLike, labels: ArrayLike, *, key: jax.
         jnp.asarray(lpo, dtype),
         jnp.asarray(settings.penalties, dtype), jnp.asarray(tol, dtype), jnp.asarray(edges), method=method, loss=loss, max_iter=max_iter,
         num_bins=settings.num_bins, binning=settings.binning)
-    converged = jnp.ones(num_folds, bool) if method in NON_ITERATIVE_METHODS else gnorm < tol
+    converged = gnorm < tol if CALIBRATORS[method].iterative else jnp.ones(num_folds, bool)
     cal = Calibrator(params, n_iter, gnorm, value, converged, method, k, score_type, loss)
     return CalibrationResult(out, cal, "cross_validation", False, jnp.asarray(folds))
 
@@ -1370,7 +1508,7 @@ def diagnose(scores: ArrayLike, labels: ArrayLike, *, protocol: CrossValidation 
     """
     _check_protocol(protocol)
     metric = epsr_metric(metric, costs)
-    if fit_kwargs.get("method", "affine") == "llr":
+    if CALIBRATORS[v.check_choice(fit_kwargs.get("method", "affine"), "method", METHODS)].output_type == "llr":
         raise v.InputError("diagnose works on posteriors; for LLR calibration use fit(..., method='llr') and "
                            "calibration_loss(..., score_type='llr')")
     res = calibrate(scores, labels, protocol=protocol, priors=priors, score_type=score_type,

@@ -36,30 +36,15 @@ import numpy as np
 import jax.numpy as jnp
 
 from ecjax import inputs as v
-from ecjax.calibration import LOSSES, METHODS, Calibrator
+from ecjax.calibration import CALIBRATORS, LOSSES, METHODS, Calibrator
 from ecjax.io import DEFAULT_MAX_BYTES, load_array, load_document, said_of, write_files_atomic
 
 FORMAT = "ecjax-calibrator"
 VERSION = 1
 DTYPES = ("float32", "float64")
 # The parameters of each method and their shapes (letters as in ecjax.inputs.check_shape: K classes, M knots or
-# bins, the same M within one calibrator).
-PARAMETER_SHAPES: dict[str, dict[str, str]] = {
-    "affine": {"scale": "()", "bias": "(K,)"},
-    "temperature": {"scale": "()"},
-    "bias": {"bias": "(K,)"},
-    "vector": {"scale": "(K,)", "bias": "(K,)"},
-    "matrix": {"weight": "(K, K)", "bias": "(K,)"},
-    "dirichlet": {"weight": "(K, K)", "bias": "(K,)"},
-    "llr": {"scale": "()", "bias": "()"},
-    "histogram": {"upper_log_edges": "(M,)", "frequencies": "(M, 2)"},
-    "isotonic": {"thresholds": "(M,)", "frequencies": "(M, 2)"},
-    "beta": {"scale": "(2,)", "bias": "()"},
-}
-# Methods whose parameters for K > 2 classes are one binary calibrator per class (one-vs-rest): a leading K axis.
-ONE_VS_REST_SHAPES: dict[str, dict[str, str]] = {
-    "isotonic": {"thresholds": "(K, M)", "frequencies": "(K, M, 2)"},
-}
+# bins, the same M within one calibrator): the rows of ecjax.calibration.CALIBRATORS.
+PARAMETER_SHAPES: dict[str, dict[str, str]] = {name: row.parameters for name, row in CALIBRATORS.items()}
 _KEYS = ("format", "version", "method", "num_classes", "input_type", "loss_name", "parameters", "fit")
 _FIT_KEYS = ("num_iterations", "grad_norm", "loss", "converged")
 
@@ -184,7 +169,7 @@ def _check_parameters(method: str, k: int, arrays: dict[str, np.ndarray]) -> Non
     """Each parameter of ``method`` has its shape (:data:`PARAMETER_SHAPES`) for ``k`` classes, float and finite
     where a fitted calibrator is (the bin edges' last ``+inf`` aside)."""
     sizes: dict[str, int] = {"K": k}
-    shapes = ONE_VS_REST_SHAPES[method] if k > 2 and method in ONE_VS_REST_SHAPES else PARAMETER_SHAPES[method]
+    shapes = CALIBRATORS[method].parameter_shapes(k)
     for name, form in shapes.items():
         a = arrays[name]
         v.check_shape(a, name, form, sizes=sizes)

@@ -365,6 +365,6 @@ def calibrated_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, protoco
     method = "llr" if score_type == "llr" else method
     res = calibration.calibrate(scores, labels, protocol=protocol, method=method, score_type=score_type,
                                 sample_weight=sample_weight)
-    out_type = "llr" if method == "llr" else "log_posteriors"
+    out_type = calibration.CALIBRATORS[method].output_type
     return optimal_metric_threshold(labels, res.scores, metric=metric, beta=beta, score_type=out_type,
                                     priors=priors, sample_weight=sample_weight)

@@ -252,7 +252,8 @@ class ScoreCalibrator(ClassifierMixin, TransformerMixin, BaseEstimator):
         X = _sk_validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
         s = scores_of_columns(X, len(self.classes_), self.score_type)
         out = self.calibrator_.apply(s)
-        return np.asarray(_log_posteriors_of_llr(out, self.class_priors_) if self.method == "llr" else out)
+        llr = calibration.CALIBRATORS[self.method].output_type == "llr"
+        return np.asarray(_log_posteriors_of_llr(out, self.class_priors_) if llr else out)
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """``(N, K)`` calibrated posteriors, columns in the order of ``classes_``."""
@@ -315,7 +316,7 @@ class CostSensitiveClassifier(ClassifierMixin, BaseEstimator):
             v.check_shape(np.asarray(self.decision_names), "decision_names", "(D,)", sizes={"D": d}))
         self.calibrator_ = None
         if self.calibration is not None:
-            v.check_choice(self.calibration, "calibration", tuple(m for m in calibration.METHODS if m != "llr"))
+            v.check_choice(self.calibration, "calibration", tuple(m for m, row in calibration.CALIBRATORS.items() if row.output_type != "llr"))
             out_of_fold = cross_val_predict(clone(self.estimator), X, y, cv=self.cv, method="predict_proba")
             self.calibrator_ = ScoreCalibrator(method=self.calibration, score_type="probabilities").fit(
                 out_of_fold, y)

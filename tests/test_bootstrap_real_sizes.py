@@ -1,9 +1,11 @@
 """The bootstrap at real sizes (issue 33) and one implementation per ranking metric (issue 32 item 8).
 
 References, never ecjax itself: scikit-learn's ``roc_auc_score`` and ``roc_curve`` with ``sample_weight``, a
-numpy ROCCH-EER from scikit-learn's ROC points, the closed-form standard error ``sqrt(p (1 - p) / S)`` of a
+numpy ROCCH-EER from scikit-learn's ROC points, a numpy search of the best threshold's NEC, the closed-form standard error ``sqrt(p (1 - p) / S)`` of a
 Bernoulli mean, and a fixed number of draws of the same key (the adaptive draws must extend it).
 """
+
+from functools import partial
 
 import numpy as np
 import pytest
@@ -13,7 +15,8 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import random_bits
-from ecjax.prob import MonteCarloSettings, Systems, bootstrap_metric
+from ecjax import scores as S
+from ecjax.prob import BUILTIN_METRICS, MonteCarloSettings, Systems, bootstrap_metric, weighted_metric
 from ecjax.prob.adaptive_draws import draw_until, draws_needed
 from ecjax.scores import eer_of_rates, sort_scores, sorted_weighted_auc, weighted_rates_at_cuts
 from ecjax.scores.roc import prefix_sums
@@ -54,6 +57,41 @@ def test_one_sort_serves_a_batch_of_weights_as_scikit_learn_per_weight_vector():
     miss, fa = weighted_rates_at_cuts(ranked, jnp.asarray(weights, jnp.float32))
     eers = jax.jit(jax.vmap(lambda m, f: eer_of_rates(m, f, ranked.valid)))(miss, fa)  # one compiled program
     np.testing.assert_allclose(np.asarray(eers), [_rocch_eer(y, s, w) for w in weights], atol=1e-4)
+
+
+def _best_threshold_nec(y, s, w, costs, priors=None):
+    """NEC of "decide 1 iff s > t" at the best t, by numpy over every distinct threshold (Ferrer 2022a, eqs. 2, 4)."""
+    w1, w0 = w * (y == 1), w * (y == 0)
+    p = np.array([w0.sum(), w1.sum()]) / w.sum() if priors is None else np.asarray(priors, np.float64)
+    ecs = []
+    for t in np.concatenate([[-np.inf], np.unique(s)]):
+        miss, fa = w1[s <= t].sum() / w1.sum(), w0[s > t].sum() / w0.sum()
+        ecs.append(p[0] * (costs[0][0] * (1 - fa) + costs[0][1] * fa) + p[1] * (costs[1][0] * miss
+                                                                                  + costs[1][1] * (1 - miss)))
+    return min(ecs) / min(p @ np.asarray(costs, np.float64))
+
+
+def test_eer_and_best_threshold_kernels_serve_a_batch_of_weights_and_the_bootstrap():
+    # One kernel per metric (issue 32 item 8): the public kernels sorted_weighted_eer and
+    # sorted_threshold_expected_costs (behind ecjax.scores.eer and optimal_threshold_expected_cost with
+    # sample_weight, tested in test_sample_weight.py) on a batch of weight vectors and one sort, and the bootstrap's
+    # weighted_metric, which maps them, equal scikit-learn's ROCCH / a numpy threshold search per vector.
+    y, s, lp = _binary(150, seed=4)
+    rng = np.random.default_rng(5)
+    weights = np.concatenate([np.ones((1, 150)), rng.exponential(size=(2, 150)), rng.integers(0, 3, (1, 150))])
+    w32 = jnp.asarray(weights, jnp.float32)
+    costs = [[0.0, 1.0], [4.0, 0.5]]
+    assert BUILTIN_METRICS["eer"].ranked is S.sorted_weighted_eer  # the bootstrap's draws: the public kernel
+    np.testing.assert_allclose(np.asarray(weighted_metric(y, lp, w32, "eer")), [_rocch_eer(y, s, w) for w in weights],
+                               atol=1e-4)
+    ranked = sort_scores(jnp.asarray(y), jnp.asarray(s, jnp.float32))
+    curves = jax.jit(partial(S.sorted_threshold_expected_costs, normalize=True))(ranked, w32, jnp.asarray(costs))
+    np.testing.assert_allclose(np.asarray(jnp.min(curves, -1)), [_best_threshold_nec(y, s, w, costs) for w in weights],
+                               rtol=1e-5)
+    priors = [0.3, 0.7]
+    np.testing.assert_allclose(np.asarray(weighted_metric(y, lp, w32, "nec_best_threshold", costs=costs,
+                                                          priors=priors)),
+                               [_best_threshold_nec(y, s, w, costs, priors) for w in weights], rtol=1e-5)
 
 
 def _sorted_draw_weights(key, draws, y, s):

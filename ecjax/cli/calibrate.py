@@ -58,9 +58,9 @@ def _load_groups(run, path, n):
 
 
 def _optimizer_note(method, record, folds):
-    from ecjax.calibration import NON_ITERATIVE_METHODS
+    from ecjax.calibration import CALIBRATORS
 
-    if method in NON_ITERATIVE_METHODS:  # counted, not optimized
+    if not CALIBRATORS[method].iterative:  # counted, not optimized
         return ""
     most, largest = ("up to ", "largest ") if folds else ("", "")
     note = f"; {most}{record['iterations']} L-BFGS iterations, {largest}gradient norm {record['grad_norm']:.2g}"
@@ -177,7 +177,7 @@ def cmd_calibrate(args: argparse.Namespace, run: Run) -> int:
     else:
         protocol = "saved"
     method = saved.method if saved is not None else "llr" if st == "llr" else args.method
-    out_type = "llr" if method == "llr" else "log_posteriors"
+    out_type = calibration.CALIBRATORS[method].output_type
     record = {"schema": JSON_SCHEMA_VERSION, "command": "calibrate", "method": method, "loss": args.loss,
               "protocol": protocol, "output": str(args.output), "output_type": out_type,
               "sample_weight": args.sample_weight, "train_sample_weight": args.train_sample_weight}

@@ -113,7 +113,8 @@ from ecjax.prob.ranking import (
 )
 from ecjax.report import aligned
 from ecjax.scores import bin_sums, brier_kernel, class_weights, confidence_and_hit, cross_entropy_kernel, ece_kernel
-from ecjax.scores.roc import SortedScores, eer_of_rates, sort_scores, sorted_weighted_auc, weighted_rates_at_cuts
+from ecjax.scores.bayes_decisions import sorted_threshold_expected_costs
+from ecjax.scores.roc import SortedScores, sort_scores, sorted_weighted_auc, sorted_weighted_eer
 
 # A user metric: jit-able f(labels, log_posteriors, weights) -> scalar, of one system.
 _UserMetric = Callable[[jax.Array, jax.Array, jax.Array], ArrayLike]
@@ -191,14 +192,6 @@ def weighted_auc(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Arra
     return sorted_weighted_auc(_ranked(labels, log_posteriors), weights)
 
 
-def _eer_of_ranked(ranked, weights, *, in_sorted_order=False):
-    """``(...,)`` ROCCH-EER of weights ``(..., N)`` on one sort: the public kernels' rates and bisection."""
-    miss, fa = weighted_rates_at_cuts(ranked, weights, in_sorted_order=in_sorted_order)
-    flat = miss.reshape(-1, miss.shape[-1]), fa.reshape(-1, fa.shape[-1])
-    out = jax.vmap(lambda m, f: eer_of_rates(m, f, ranked.valid))(*flat)
-    return out.reshape(miss.shape[:-1])
-
-
 def weighted_eer(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array) -> jax.Array:
     """Kernel: weighted equal error rate on the ROC convex hull (ROCCH-EER, Ferrer (2022b) §4.5).
 
@@ -206,10 +199,9 @@ def weighted_eer(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Arra
     W_0(above cut) / W_0``; the EER is ``max_pi min_cut [pi miss + (1 - pi)
     fa]`` (the point where the hull crosses ``miss = fa``, as the BOSARIS
     toolkit defines it): :func:`ecjax.scores.eer` with ``sample_weight``,
-    through its kernels :func:`~ecjax.scores.weighted_rates_at_cuts` and
-    :func:`~ecjax.scores.eer_of_rates`.
+    through its kernel :func:`ecjax.scores.sorted_weighted_eer`, on one sort.
     """
-    return _eer_of_ranked(_ranked(labels, log_posteriors), weights)
+    return sorted_weighted_eer(_ranked(labels, log_posteriors), weights)
 
 
 def _ece_bins(labels, log_posteriors, weights):
@@ -301,12 +293,11 @@ def weighted_nec_best_threshold(labels: jax.Array, log_posteriors: jax.Array, we
                                 priors: jax.Array | None = None, costs: jax.Array | None = None) -> jax.Array:
     """Kernel: NEC of "decide 1 iff log-odds > t" at the best threshold ``t`` for these weights.
 
-    ``EC(t) = sum_i P_i sum_j c_ij R_ij(t)`` (Ferrer 2022a, eq. 2) with the
-    weighted rates ``R_10 = miss``, ``R_01 = fa`` of
-    :func:`ecjax.scores.weighted_rates_at_cuts`, minimized over every cut
-    that splits no tie (one sort), divided by the EC of the best naive
-    decision ``min_j sum_i P_i c_ij`` (Ferrer 2022a, eq. 4).  This is
-    :func:`ecjax.scores.optimal_threshold_expected_cost` with
+    ``EC(t) = sum_i P_i sum_j c_ij R_ij(t)`` (Ferrer 2022a, eq. 2) at every
+    cut that splits no tie (one sort), divided by the EC of the best naive
+    decision ``min_j sum_i P_i c_ij`` (Ferrer 2022a, eq. 4), minimized over
+    the cuts: the public kernel :func:`ecjax.scores.sorted_threshold_expected_costs`
+    of :func:`ecjax.scores.optimal_threshold_expected_cost` with
     ``normalize=True`` on weighted data: optimistic, since the threshold is
     chosen on the data (and, in a bootstrap draw, on that draw's weights).
     ``priors=None``: the weighted class frequencies; ``costs=None``: 0-1.
@@ -316,18 +307,9 @@ def weighted_nec_best_threshold(labels: jax.Array, log_posteriors: jax.Array, we
 
 def _nec_of_ranked(ranked, weights, priors=None, costs=None, *, in_sorted_order=False):
     """``(...,)`` :func:`weighted_nec_best_threshold` of weights ``(..., N)`` on one sort."""
-    miss, fa = weighted_rates_at_cuts(ranked, weights, in_sorted_order=in_sorted_order)
-    c = 1.0 - jnp.eye(2, dtype=miss.dtype) if costs is None else costs
-    if priors is None:
-        w = weights if in_sorted_order else jnp.take(weights, ranked.order, axis=-1)
-        w1 = jnp.sum(jnp.where(ranked.is1, w, 0.0), -1)
-        p = jnp.stack([jnp.sum(w, -1) - w1, w1], -1) / jnp.sum(w, -1, keepdims=True)
-    else:
-        p = jnp.broadcast_to(priors, miss.shape[:-1] + (2,))
-    p = p[..., None, :]  # (..., 1 cut, 2 classes)
-    ec = (p[..., 0] * (c[0, 0] * (1.0 - fa) + c[0, 1] * fa) + p[..., 1] * (c[1, 0] * miss + c[1, 1] * (1.0 - miss)))
-    naive = jnp.minimum(p[..., 0, 0] * c[0, 0] + p[..., 0, 1] * c[1, 0], p[..., 0, 0] * c[0, 1] + p[..., 0, 1] * c[1, 1])
-    return jnp.min(jnp.where(ranked.valid, ec, jnp.inf), -1) / naive
+    c = 1.0 - jnp.eye(2, dtype=weights.dtype) if costs is None else costs
+    return jnp.min(sorted_threshold_expected_costs(ranked, weights, c, priors, normalize=True,
+                                                   in_sorted_order=in_sorted_order), -1)
 
 
 def weighted_calibration_loss(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array,
@@ -373,7 +355,7 @@ BUILTIN_METRICS = {
     "cross_entropy": _Builtin(weighted_cross_entropy, False, False, ("priors",)),
     "brier": _Builtin(weighted_brier, False, False, ("priors",)),
     "auc": _Builtin(weighted_auc, True, True, (), ranked=sorted_weighted_auc),
-    "eer": _Builtin(weighted_eer, False, True, (), ranked=_eer_of_ranked),
+    "eer": _Builtin(weighted_eer, False, True, (), ranked=sorted_weighted_eer),
     "ece": _Builtin(weighted_ece, False, False, (), counts=True, plugin="ece_plugin"),
     "ece_plugin": _Builtin(weighted_ece_plugin, False, False, ()),
     "nec_best_threshold": _Builtin(weighted_nec_best_threshold, False, True, ("priors", "costs"),

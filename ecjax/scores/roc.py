@@ -422,9 +422,19 @@ def eer_of_rates(miss: jax.Array, fa: jax.Array, valid: jax.Array) -> jax.Array:
     return miss[a] + t * (miss[b] - miss[a])
 
 
+def sorted_weighted_eer(ranked: SortedScores, weights: jax.Array, *, in_sorted_order: bool = False) -> jax.Array:
+    """Kernel: ROCCH-EER ``(...,)`` of ``ranked`` for weights ``(..., N)``: :func:`eer_of_rates` of the weighted
+    rates of one sort (:func:`weighted_rates_at_cuts`; weights in sample order, or sorted as the bootstrap draws them)."""
+    miss, fa = weighted_rates_at_cuts(ranked, weights, in_sorted_order=in_sorted_order)
+    flat = miss.reshape(-1, miss.shape[-1]), fa.reshape(-1, fa.shape[-1])
+    return jax.vmap(lambda m, f: eer_of_rates(m, f, ranked.valid))(*flat).reshape(miss.shape[:-1])
+
+
 @jax.jit
 def _eer_kernel(labels, s, sample_weight=None):
-    _, miss, fa, valid = rates_at_cuts(labels, s, sample_weight)
+    if sample_weight is not None:
+        return sorted_weighted_eer(sort_scores(labels, s), sample_weight)
+    _, miss, fa, valid = rates_at_cuts(labels, s)
     return eer_of_rates(miss, fa, valid)
 
 
