@@ -1,7 +1,8 @@
 """ecjax: evaluate and compare classifiers by expected cost and utility yield, in JAX.
 
-Data flows one way: scores -> (calibration) -> decisions -> counts -> metrics
--> (posterior draws, sweeps) -> rankings, tables and plots.
+Data flows one way (the README's "Layout" lists the modules in that order): checks -> costs and decisions ->
+counts -> metrics -> scores against labels -> calibration -> files -> sweeps -> posterior draws -> tables and
+figures -> the command line.
 """
 
 import os as _os
@@ -53,7 +54,7 @@ try:
         unified_performance_measure,
         utility_yield,
     )
-    from ecjax.calibration_error import (
+    from ecjax.scores.calibration_errors import (
         ReliabilityBands,
         adaptive_calibration_error,
         binned_calibration_error,
@@ -62,10 +63,10 @@ try:
         reliability_bands,
         rms_calibration_error,
     )
-    from ecjax.smooth_calibration_error import SmoothECE, smooth_ece
-    from ecjax.risk_coverage import RiskCoverageCurve, risk_coverage_curve
-    from ecjax.refinement import CalibrationRefinement, calibration_refinement
-    from ecjax.curves import (
+    from ecjax.scores.smooth_calibration_error import SmoothECE, smooth_ece
+    from ecjax.scores.risk_coverage import RiskCoverageCurve, risk_coverage_curve
+    from ecjax.refinement import CalibrationRefinement, calibrated_metric_threshold, calibration_refinement
+    from ecjax.scores.ranking_curves import (
         DecisionCurve,
         DetCurve,
         PrecisionRecallCurve,
@@ -75,7 +76,7 @@ try:
         det_curve,
         precision_recall_curve,
     )
-    from ecjax.metric_thresholds import MetricThreshold, optimal_metric_threshold
+    from ecjax.scores.thresholds import MetricThreshold, optimal_metric_threshold
     from ecjax.scores import (
         auc,
         auc_one_vs_rest,

@@ -1,4 +1,4 @@
-"""Precision-recall, DET, one-vs-one AUC and decision curves (ecjax.curves).
+"""Precision-recall, DET, one-vs-one AUC and decision curves (ecjax.scores.ranking_curves).
 
 References: scikit-learn's ``precision_recall_curve``, ``average_precision_score``,
 ``det_curve`` and ``roc_auc_score(multi_class="ovo")`` on the same float32
@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import InputError
-from ecjax import curves
+from ecjax.scores import ranking_curves as curves
 
 from conftest import load_dataset
 

@@ -274,9 +274,9 @@ def test_zero_weight_class_with_positive_prior_is_refused():
 
 from scipy import special  # noqa: E402
 
-from ecjax import calibration_error as ce  # noqa: E402
-from ecjax import curves  # noqa: E402
-from ecjax.metric_thresholds import optimal_metric_threshold  # noqa: E402
+from ecjax.scores import calibration_errors as ce  # noqa: E402
+from ecjax.scores import ranking_curves as curves  # noqa: E402
+from ecjax.scores.thresholds import optimal_metric_threshold  # noqa: E402
 from ecjax.scores import (  # noqa: E402
     auc_one_vs_rest,
     bayes_risk_curve,

@@ -54,7 +54,7 @@ from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
-from ecjax.scores import bin_sums, confidence_and_hit, reliability_bins
+from ecjax.scores.calibration_measures import bin_sums, confidence_and_hit, reliability_bins
 from ecjax.scores.inputs import resolved_variant
 
 NORMS = ("l1", "l2", "max")

@@ -212,7 +212,7 @@ def bin_sums(conf: jax.Array, hit: jax.Array, sample_weight: jax.Array | None = 
     """Kernel: the :class:`BinSums` of ``(N,)`` confidences and hits in the bins of :func:`bin_indices`.
 
     One kernel for every binned measure: :func:`ece`, :func:`reliability_bins`, the binned calibration errors of
-    :mod:`ecjax.calibration_error` and the bootstrap's ECE (:mod:`ecjax.prob.bootstrap`, under ``vmap`` over
+    :mod:`ecjax.scores.calibration_errors` and the bootstrap's ECE (:mod:`ecjax.prob.bootstrap`, under ``vmap`` over
     weight vectors; equal-width bins depend on the confidences only, so they are found once).  In float32,
     summing the per-sample differences ``hit - conf`` keeps ~1e-7 accuracy, while subtracting the two sums over
     10^4 confidences near 1 loses ~1e-3 of the gap; compensated chunk sums

@@ -17,7 +17,7 @@ Ferrer's ``c_12`` and ``c_21``).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -325,46 +325,3 @@ def optimal_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, metric: st
     if v.any_traced(y, s, p, beta, w):
         out = MetricThreshold(*(v.nan_where_invalid(x, ok, extra_axes=x.ndim - 1) for x in out))
     return MetricThreshold(*(x.reshape(batch + x.shape[1:]) for x in out))
-
-
-def calibrated_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, protocol: Any, metric: str = "f1",
-                                beta: float = 1.0, method: str = "affine", score_type: str = "log_posteriors",
-                                priors: ArrayLike | None = None,
-                                sample_weight: ArrayLike | None = None) -> MetricThreshold:
-    """:func:`optimal_metric_threshold` of the scores after calibration: the cost ratio a metric implies, honestly.
-
-    A threshold is the Bayes threshold of ``r = exp(-t)`` only where the
-    posteriors are calibrated (Ferrer 2025, §4.1): on raw scores the
-    ``implied_cost_ratio`` of :func:`optimal_metric_threshold` is the ratio
-    the *scores* would imply if they were probabilities (SST-2's GPT-2: 0.273
-    raw, 1.41 after an in-sample affine fit of the same cut).  This
-    calibrates ``scores`` under ``protocol`` (:func:`ecjax.calibration.calibrate`:
-    ``calibration.CrossValidation(key)`` for an honest estimate,
-    ``"train_on_test"`` to map the raw cut itself) with ``method``
-    (``"llr"`` for LLR scores, whose output stays LLRs), then finds the
-    metric's best cut on the calibrated scores and the costs it implies.
-    With a monotone calibrator fitted on all the data (``"train_on_test"``)
-    the decisions are those of the raw cut; cross-validated, each fold's map
-    differs a little, so the cut may move by a few samples.
-
-    Args:
-      protocol: ``calibration.CrossValidation(key, num_folds)``,
-        ``calibration.HeldOut(train_scores, train_labels)`` or
-        ``"train_on_test"``.
-      method: the calibrator (:data:`ecjax.calibration.METHODS`; default
-        ``"affine"``, Platt scaling of binary scores).
-      others: as in :func:`optimal_metric_threshold`; ``priors`` weigh the
-      implied NEC (the calibrator is fitted with the data priors).
-
-    Returns:
-      :class:`MetricThreshold` on the scale of the calibrated scores
-      (posterior log-odds, or LLRs for ``score_type="llr"``).
-    """
-    from ecjax import calibration  # optax: only on this path
-
-    method = "llr" if score_type == "llr" else method
-    res = calibration.calibrate(scores, labels, protocol=protocol, method=method, score_type=score_type,
-                                sample_weight=sample_weight)
-    out_type = "llr" if method == "llr" else "log_posteriors"
-    return optimal_metric_threshold(labels, res.scores, metric=metric, beta=beta, score_type=out_type,
-                                    priors=priors, sample_weight=sample_weight)
