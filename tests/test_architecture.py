@@ -196,8 +196,8 @@ LARGE_MODULES = {
                              "(ranks, HDI, ROPE, batch-means errors, doubt)",
     "ecjax/sweep/sweeps.py": "the sweep result, its reductions and the point kinds of the three problems (user map, "
                              "counts, scores)",
-    "ecjax/scores/ranking_curves.py": "precision-recall, DET, one-vs-one AUC and decision curves sharing the binary "
-                                      "inputs and the sorted counts of one set of thresholds",
+    "ecjax/scores/roc.py": "the ranking alone (issue 32.5): rates at every cut, ROC, the binary, one-vs-rest and "
+                           "one-vs-one AUCs together, EER and operating points, sharing one sort and its kernels",
     "ecjax/metrics.py": "EC, NEC, utility yield and about twenty classical metrics of counts, each a short formula",
     "ecjax/prob/utility_priors.py": "the NumPyro utility-prior models and the UtilityPrior constructors that wrap "
                                     "them, one pair per prior",

@@ -1,4 +1,4 @@
-"""Precision-recall, DET, one-vs-one AUC and decision curves (ecjax.scores.ranking_curves).
+"""Precision-recall, DET and decision curves (ecjax.scores.ranking_curves), and the one-vs-one AUC (ecjax.scores.roc).
 
 References: scikit-learn's ``precision_recall_curve``, ``average_precision_score``,
 ``det_curve`` and ``roc_auc_score(multi_class="ovo")`` on the same float32
@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import InputError
-from ecjax.scores import ranking_curves as curves
+from ecjax.scores import ranking_curves as curves, roc
 
 from conftest import load_dataset
 
@@ -177,7 +177,7 @@ def test_auc_one_vs_one_equals_sklearn_on_cifar10():
     log_post = log_softmax(logits.astype(np.float64), axis=1).astype(np.float32)
     posteriors = np.exp(log_post.astype(np.float64))  # the same float32 values, so the same ranking
     for average in ("macro", "weighted"):
-        got = curves.auc_one_vs_one(labels, log_post, average=average)
+        got = roc.auc_one_vs_one(labels, log_post, average=average)
         expected = skm.roc_auc_score(labels, posteriors, multi_class="ovo", average=average)
         np.testing.assert_allclose(float(got), expected, rtol=0, atol=RATE_TOL)
 
@@ -198,10 +198,10 @@ def test_auc_one_vs_one_with_ties_batches_and_likelihood_scores():
     both = np.stack([probs, probs_b])
     for average in ("macro", "weighted"):
         expected = [skm.roc_auc_score(labels, p, multi_class="ovo", average=average) for p in (probs, probs_b)]
-        got = curves.auc_one_vs_one(labels, both, score_type="probabilities", average=average)
+        got = roc.auc_one_vs_one(labels, both, score_type="probabilities", average=average)
         assert got.shape == (2,)
         np.testing.assert_allclose(got, expected, rtol=0, atol=RATE_TOL)
-    jitted_ovo = jax.jit(lambda y, p: curves.auc_one_vs_one(y, p, score_type="probabilities"))
+    jitted_ovo = jax.jit(lambda y, p: roc.auc_one_vs_one(y, p, score_type="probabilities"))
     jitted = jitted_ovo(labels, both)
     np.testing.assert_allclose(jitted, [skm.roc_auc_score(labels, p, multi_class="ovo") for p in (probs, probs_b)],
                                rtol=0, atol=RATE_TOL)
@@ -213,7 +213,7 @@ def test_auc_one_vs_one_with_ties_batches_and_likelihood_scores():
     log_lik = np.log(both) + rng.normal(size=4)  # a per-class offset: not the posteriors of any prior
     post = np.exp(log_lik) * priors
     post /= post.sum(-1, keepdims=True)
-    got = curves.auc_one_vs_one(labels, log_lik, score_type="log_likelihoods", priors=priors)
+    got = roc.auc_one_vs_one(labels, log_lik, score_type="log_likelihoods", priors=priors)
     np.testing.assert_allclose(got, [skm.roc_auc_score(labels, q, multi_class="ovo") for q in post], rtol=0,
                                atol=RATE_TOL)
     # The ranking of P(i|x) depends on the priors: other priors give another value (the check can fail).
@@ -223,7 +223,7 @@ def test_auc_one_vs_one_with_ties_batches_and_likelihood_scores():
 def test_auc_one_vs_one_of_two_classes_is_the_binary_auc():
     labels, llr = _tie_heavy(np.random.default_rng(7), N)
     probs = expit(np.stack([-llr, llr], -1).astype(np.float64))
-    got = curves.auc_one_vs_one(labels, probs, score_type="probabilities")
+    got = roc.auc_one_vs_one(labels, probs, score_type="probabilities")
     np.testing.assert_allclose(float(got), skm.roc_auc_score(labels, llr), rtol=0, atol=RATE_TOL)
 
 
@@ -342,17 +342,17 @@ def test_unpadded_curves_refuse_batches_and_tracing(fn):
 def test_auc_one_vs_one_refuses_bad_input():
     log_post = np.log(np.full((4, 3), 1 / 3))
     with pytest.raises(InputError, match="`labels` has no sample of class 2"):
-        curves.auc_one_vs_one([0, 1, 1, 0], log_post)
+        roc.auc_one_vs_one([0, 1, 1, 0], log_post)
     with pytest.raises(InputError, match="`labels`"):
-        curves.auc_one_vs_one([0, 1, 3, 2], log_post)
+        roc.auc_one_vs_one([0, 1, 3, 2], log_post)
     with pytest.raises(InputError, match="`average`"):
-        curves.auc_one_vs_one([0, 1, 2, 0], log_post, average="micro")
+        roc.auc_one_vs_one([0, 1, 2, 0], log_post, average="micro")
     with pytest.raises(InputError, match="`priors`"):
-        curves.auc_one_vs_one([0, 1, 2, 0], log_post, priors=[0.2, 0.3, 0.5])
+        roc.auc_one_vs_one([0, 1, 2, 0], log_post, priors=[0.2, 0.3, 0.5])
     with pytest.raises(InputError, match="`priors` is required"):
-        curves.auc_one_vs_one([0, 1, 2, 0], log_post, score_type="log_likelihoods")
+        roc.auc_one_vs_one([0, 1, 2, 0], log_post, score_type="log_likelihoods")
     with pytest.raises(InputError, match="`score_type`"):
-        curves.auc_one_vs_one([0, 1, 1, 0], np.zeros(4), score_type="llr")
+        roc.auc_one_vs_one([0, 1, 1, 0], np.zeros(4), score_type="llr")
 
 
 def test_decision_curve_refuses_bad_input():

@@ -275,7 +275,7 @@ def test_zero_weight_class_with_positive_prior_is_refused():
 from scipy import special  # noqa: E402
 
 from ecjax.scores import calibration_errors as ce  # noqa: E402
-from ecjax.scores import ranking_curves as curves  # noqa: E402
+from ecjax.scores import ranking_curves as curves, roc  # noqa: E402
 from ecjax.scores.thresholds import optimal_metric_threshold  # noqa: E402
 from ecjax.scores import (  # noqa: E402
     auc_one_vs_rest,
@@ -304,7 +304,7 @@ _WEIGHTED_FUNCTIONS = [
     ("pr_ap_det_curves", "binary", lambda y, s, w: (curves.precision_recall_curve(y, s, sample_weight=w),
                                                     curves.average_precision(y, s, sample_weight=w),
                                                     curves.det_curve(y, s, sample_weight=w))),
-    ("auc_one_vs_one", "multiclass", lambda y, s, w: [curves.auc_one_vs_one(y, s, average=a, sample_weight=w)
+    ("auc_one_vs_one", "multiclass", lambda y, s, w: [roc.auc_one_vs_one(y, s, average=a, sample_weight=w)
                                                       for a in ("macro", "weighted")]),
     ("decision_curve", "binary", lambda y, s, w: curves.decision_curve(y, s, threshold_probabilities=[0.1, 0.4, 0.7],
                                                                        sample_weight=w)),
@@ -395,7 +395,7 @@ def test_auc_one_vs_one_matches_sklearn_on_repeated_samples_and_numpy_pairs(aver
     y, lp, w, u = _case("multiclass")
     p = np.exp(lp) / np.exp(lp).sum(1, keepdims=True)
     yr, pr_ = _repeat(w, y, p)  # scikit-learn's one-vs-one AUC takes no sample_weight
-    np.testing.assert_allclose(float(curves.auc_one_vs_one(y, lp, average=average, sample_weight=w)),
+    np.testing.assert_allclose(float(roc.auc_one_vs_one(y, lp, average=average, sample_weight=w)),
                                skm.roc_auc_score(yr, pr_, multi_class="ovo", average=average), rtol=1e-6)
     # Real weights: Hand & Till's pair AUCs over weighted pairs, written out.
     total, norm = 0.0, 0.0
@@ -408,7 +408,7 @@ def test_auc_one_vs_one_matches_sklearn_on_repeated_samples_and_numpy_pairs(aver
             pair_weight = 1.0 if average == "macro" else (u[y == i].sum() + u[y == j].sum()) / u.sum()
             total += pair_weight * (a(i, i, j) + a(j, j, i)) / 2
             norm += pair_weight
-    np.testing.assert_allclose(float(curves.auc_one_vs_one(y, lp, average=average, sample_weight=u)), total / norm,
+    np.testing.assert_allclose(float(roc.auc_one_vs_one(y, lp, average=average, sample_weight=u)), total / norm,
                                rtol=1e-6)
 
 

@@ -6,10 +6,10 @@ by the question it answers:
 * :mod:`~ecjax.scores.inputs`: the canonical labels, log-domain scores, weights and priors all of them start from;
 * :mod:`~ecjax.scores.scoring_rules`: proper scoring rules (cross-entropy,
   Brier score);
-* :mod:`~ecjax.scores.roc`: the ranking alone (ROC, AUC, EER, operating
-  points);
+* :mod:`~ecjax.scores.roc`: the ranking alone (ROC; the binary, one-vs-rest
+  and one-vs-one AUCs; EER; operating points);
 * :mod:`~ecjax.scores.ranking_curves`: the other ranking curves
-  (precision-recall, DET, average precision), one-vs-one AUC, decision curves;
+  (precision-recall, DET, average precision) and decision curves;
 * :mod:`~ecjax.scores.bayes_decisions`: the EC of the Bayes decisions the
   scores make for a cost matrix, and of the best threshold;
 * :mod:`~ecjax.scores.thresholds`: the thresholds F-beta, MCC or Youden's J
@@ -44,6 +44,8 @@ from ecjax.scores.scoring_rules import (
     brier,
 )
 from ecjax.scores.roc import (
+    AUC_AVERAGES,
+    auc_one_vs_one,
     SortedScores,
     sort_scores,
     sorted_weighted_auc,
@@ -77,11 +79,9 @@ from ecjax.scores.calibration_measures import (
     reliability_bins,
 )
 from ecjax.scores.ranking_curves import (
-    AUC_AVERAGES,
     DecisionCurve,
     DetCurve,
     PrecisionRecallCurve,
-    auc_one_vs_one,
     average_precision,
     decision_curve,
     det_curve,
