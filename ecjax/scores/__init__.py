@@ -11,13 +11,12 @@ by the question it answers:
 * :mod:`~ecjax.scores.ranking_curves`: the other ranking curves
   (precision-recall, DET, average precision) and decision curves;
 * :mod:`~ecjax.scores.bayes_decisions`: the EC of the Bayes decisions the
-  scores make for a cost matrix, and of the best threshold;
+  scores make for a cost matrix, and of the best threshold; Bayes-risk curves;
 * :mod:`~ecjax.scores.thresholds`: the thresholds F-beta, MCC or Youden's J
   choose, and the costs they imply;
-* :mod:`~ecjax.scores.calibration_measures`: Bayes-risk curves, ECE and
-  reliability bins;
 * :mod:`~ecjax.scores.calibration_errors`: the binned calibration errors
-  beyond the ECE (MCE, RMS, classwise, ACE), reliability bands;
+  (ECE, MCE, RMS, classwise ECE, ACE), the bins they share, reliability bins
+  and bands;
 * :mod:`~ecjax.scores.smooth_calibration_error`: the smooth ECE;
 * :mod:`~ecjax.scores.risk_coverage`: risk-coverage curves for abstention.
 
@@ -28,6 +27,8 @@ public function and result type is importable from ``ecjax.scores``.
 
 
 from ecjax.scores.bayes_decisions import (
+    BayesRiskCurve,
+    bayes_risk_curve,
     bayes_expected_cost,
     expected_cost_vs_threshold,
     optimal_threshold_expected_cost,
@@ -63,21 +64,6 @@ from ecjax.scores.roc import (
     SensitivityTargetNEC,
     nec_for_target_sensitivity,
 )
-from ecjax.scores.calibration_measures import (
-    ECE_BINNINGS,
-    ECE_VARIANTS,
-    BayesRiskCurve,
-    BinSums,
-    bayes_risk_curve,
-    bin_indices,
-    bin_sums,
-    confidence_and_hit,
-    equal_mass_upper_edges,
-    ece,
-    ece_kernel,
-    ReliabilityBins,
-    reliability_bins,
-)
 from ecjax.scores.ranking_curves import (
     DecisionCurve,
     DetCurve,
@@ -89,6 +75,17 @@ from ecjax.scores.ranking_curves import (
 )
 from ecjax.scores.thresholds import MetricThreshold, optimal_metric_threshold
 from ecjax.scores.calibration_errors import (
+    ECE_BINNINGS,
+    ECE_VARIANTS,
+    BinSums,
+    ReliabilityBins,
+    bin_indices,
+    bin_sums,
+    confidence_and_hit,
+    ece,
+    ece_kernel,
+    equal_mass_upper_edges,
+    reliability_bins,
     ReliabilityBands,
     adaptive_calibration_error,
     binned_calibration_error,

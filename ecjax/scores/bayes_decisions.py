@@ -1,9 +1,11 @@
-"""Scores judged by decisions: the EC of Bayes decisions and of the best threshold.
+"""Scores judged by decisions: the EC of Bayes decisions and of the best threshold, and Bayes-risk curves.
 
 The EC of Bayes decisions is the proper scoring rule of Ferrer (2022b) §4.1
 (eq. 53) for a cost matrix; the EC of the empirically optimal threshold is
 its optimistic "minimum" counterpart (what ``expected-cost`` calls
 ``average_cost_for_bayes_decisions`` and ``average_cost_for_optimal_decisions``).
+The Bayes-risk curve (Ferrer 2022b, §4.4) traces both over the effective
+priors of binary scores.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from ecjax.confusion import class_counts
 from ecjax.decisions import class_one_log_odds_kernel, log_posteriors_kernel, naive_expected_cost
 from ecjax.metrics import expected_value
 from ecjax.precision import check_precision, einsum, matmul
-from ecjax.scores.inputs import evaluation_priors, labels_and_scores, without_zero_weights
+from ecjax.scores.inputs import (
+    binary_inputs, binary_ok, class1_fraction, evaluation_priors, labels_and_scores, without_zero_weights,
+)
 from ecjax.scores.scoring_rules import class_weights
 from ecjax.scores.roc import cut_threshold, rates_at_cuts
 
@@ -234,3 +238,102 @@ def optimal_threshold_expected_cost(labels: ArrayLike, scores: ArrayLike, costs:
                                                                   sample_weight)
     ec, thr = _threshold_sweep(labels, s, costs, p, sample_weight)
     return OptimalThreshold(ec / _normalizer(costs, p, normalize), thr)
+
+
+class BayesRiskCurve(NamedTuple):
+    """Bayes-risk (normalized DCF / APE) curve over effective prior log-odds.
+
+    ``actual``: (normalized) EC of Bayes decisions with the scores taken as
+    LLRs; ``minimum``: the same at the best threshold for each prior (the
+    ROC-convex-hull / PAV "minimum DCF", optimistic); ``naive``: the EC of the
+    best naive decision, ``min(pi, 1 - pi)`` (1 when normalized).
+    """
+
+    prior_log_odds: jax.Array
+    actual: jax.Array
+    minimum: jax.Array
+    naive: jax.Array
+
+
+@partial(jax.jit, static_argnames=("normalize",))
+def _bayes_risk_kernel(labels, llr, plo, sample_weight=None, *, normalize):
+    s_sorted, miss, fa, valid = rates_at_cuts(labels, llr, sample_weight)
+    # Bayes decision: class 1 iff llr > -plo (ties go to class 0, as decisions.bayes_decisions), the
+    # cut below which lie all scores <= -plo; its rates are those of the one-sort ROC.
+    cut = jnp.searchsorted(s_sorted, -plo, side="right")
+    act_miss, act_fa = miss[cut], fa[cut]
+    # 1 - pi as sigmoid(-theta): in float32, 1 - sigmoid(theta) loses up to 2.4e-5 relative at theta = 6.
+    pi, pi0 = jax.nn.sigmoid(plo), jax.nn.sigmoid(-plo)
+    actual = pi * act_miss + pi0 * act_fa
+
+    def min_one(p):
+        # A linear function of the ROC points is minimized at a vertex of their convex hull.
+        p1, p0 = p
+        return jnp.min(jnp.where(valid, p1 * miss + p0 * fa, jnp.inf))
+
+    minimum = jax.lax.map(min_one, (pi, pi0), batch_size=64)
+    naive = jnp.minimum(pi, pi0)
+    if normalize:
+        return actual / naive, minimum / naive, jnp.ones_like(naive)
+    return actual, minimum, naive
+
+
+def bayes_risk_curve(labels: ArrayLike, scores: ArrayLike, *, prior_log_odds: ArrayLike | None = None,
+                     priors: ArrayLike | None = None, score_type: str = "llr", normalize: bool = True,
+                     sample_weight: ArrayLike | None = None) -> BayesRiskCurve:
+    """Actual and minimum Bayes risk of binary scores over effective priors.
+
+    For each effective prior log-odds ``theta`` (prior ``pi = sigmoid(theta)``
+    of class 1, 0-1 costs; any binary cost matrix reduces to one ``theta``,
+    Ferrer (2022b) eq. 9), the actual risk is ``pi R_21 + (1 - pi) R_12`` of the
+    Bayes decisions "class 1 iff LLR > -theta" (Ferrer 2022b, eq. 48) and the
+    minimum is the least risk over all thresholds, found on the one-sort ROC
+    (the minimum of a linear function lies on the ROC convex hull, as in the
+    PAV/ROCCH "min DCF").  Normalized by the naive risk ``min(pi, 1 - pi)``
+    this is the NEC of Ferrer (2022b) eq. 8 and the speaker-verification normalized
+    DCF; the gap between the two curves is the calibration loss of the Bayes
+    EC at each operating point (Ferrer 2022b, §4.2).
+
+    Args:
+      labels: ``(N,)`` classes in {0, 1}.
+      scores: LLRs ``(N,)`` (default ``score_type="llr"``), or binary
+        log-likelihoods / posterior-type scores ``(N, 2)``.
+      prior_log_odds: ``(T,)`` values of ``theta`` (default 121 values in
+        ``[-6, 6]``).
+      priors: only for posterior-type scores: the priors the posteriors were
+        computed with (default: the data priors), removed to get LLRs.
+      normalize: divide by ``min(pi, 1 - pi)``.
+      sample_weight: optional ``(N,)`` non-negative weights: ``R_21`` and
+        ``R_12`` are fractions of each class's weight total (as
+        :func:`roc_curve`), and the data priors removed from posterior-type
+        scores are the weighted class fractions.
+
+    Returns:
+      :class:`BayesRiskCurve`.
+    """
+    labels_c, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
+                                                         drop_zero_weights=False)
+    if score_type in v.POSTERIOR_TYPES:
+        if priors is None:
+            p1 = class1_fraction(labels_c, sample_weight)
+            prior_odds = np.log(p1 / (1.0 - p1))
+        else:
+            p = np.asarray(v.as_positive_priors(priors, num_classes=2, why=" (to turn posteriors into LLRs)"),
+                           dtype=np.float64)
+            prior_odds = np.log(p[1] / p[0])
+        llr = s - prior_odds
+    else:
+        if priors is not None:
+            v.check_posterior_type(score_type, "priors", why=": the priors of a Bayes-risk curve are swept by "
+                                   "`prior_log_odds`")
+        llr = s
+    if prior_log_odds is None:
+        plo = jnp.linspace(-6.0, 6.0, 121)
+    else:
+        given = v.check_finite(v.as_array(prior_log_odds, "prior_log_odds", min_ndim=1), "prior_log_odds")
+        plo = jnp.asarray(v.check_shape(given, "prior_log_odds", "(T,)"), dtype=llr.dtype)
+    actual, minimum, naive = _bayes_risk_kernel(labels_c, llr, plo, sample_weight, normalize=bool(normalize))
+    if v.any_traced(labels_c, llr, sample_weight):
+        ok = binary_ok(labels_c, llr, sample_weight)
+        actual, minimum = v.nan_where_invalid(actual, ok), v.nan_where_invalid(minimum, ok)
+    return BayesRiskCurve(plo, actual, minimum, naive)
