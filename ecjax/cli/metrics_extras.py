@@ -48,7 +48,8 @@ def _calibrated_threshold(args, y, s, metric, spec, w):
 
 def threshold_and_curve_extras(args, run: Run, data: Inputs, spec, k, record):
     """--metric-thresholds and --curves: into ``record``; returns the lines they add to the table's text."""
-    from ecjax.scores.ranking_curves import average_precision, decision_curve, det_curve, precision_recall_curve
+    from ecjax.scores.bayes_decisions import decision_curve
+    from ecjax.scores.ranking_curves import average_precision, det_curve, precision_recall_curve
     from ecjax.scores.roc import auc_one_vs_one
     from ecjax.scores.thresholds import optimal_metric_threshold
 

@@ -9,9 +9,10 @@ by the question it answers:
 * :mod:`~ecjax.scores.roc`: the ranking alone (ROC; the binary, one-vs-rest
   and one-vs-one AUCs; EER; operating points);
 * :mod:`~ecjax.scores.ranking_curves`: the other ranking curves
-  (precision-recall, DET, average precision) and decision curves;
+  (precision-recall, DET, average precision);
 * :mod:`~ecjax.scores.bayes_decisions`: the EC of the Bayes decisions the
-  scores make for a cost matrix, and of the best threshold; Bayes-risk curves;
+  scores make for a cost matrix, and of the best threshold; Bayes-risk and
+  decision curves;
 * :mod:`~ecjax.scores.thresholds`: the thresholds F-beta, MCC or Youden's J
   choose, and the costs they imply;
 * :mod:`~ecjax.scores.calibration_errors`: the binned calibration errors
@@ -22,13 +23,15 @@ by the question it answers:
 
 All take ``(labels, scores, ..., *, priors, score_type, sample_weight)``
 and start from the canonical inputs of :mod:`ecjax.scores.inputs`.  Every
-public function and result type is importable from ``ecjax.scores``.
+evaluation users call, with its result type, is importable from ``ecjax.scores``.
 """
 
 
 from ecjax.scores.bayes_decisions import (
     BayesRiskCurve,
+    DecisionCurve,
     bayes_risk_curve,
+    decision_curve,
     bayes_expected_cost,
     expected_cost_vs_threshold,
     optimal_threshold_expected_cost,
@@ -64,15 +67,7 @@ from ecjax.scores.roc import (
     SensitivityTargetNEC,
     nec_for_target_sensitivity,
 )
-from ecjax.scores.ranking_curves import (
-    DecisionCurve,
-    DetCurve,
-    PrecisionRecallCurve,
-    average_precision,
-    decision_curve,
-    det_curve,
-    precision_recall_curve,
-)
+from ecjax.scores.ranking_curves import DetCurve, PrecisionRecallCurve, average_precision, det_curve, precision_recall_curve
 from ecjax.scores.thresholds import MetricThreshold, optimal_metric_threshold
 from ecjax.scores.calibration_errors import (
     ECE_BINNINGS,

@@ -1,4 +1,4 @@
-"""Curves users expect beside the EC: precision-recall, DET and decision curves.
+"""Ranking curves users expect beside the EC: precision-recall and DET curves, average precision.
 
 These complement :func:`ecjax.scores.roc_curve`, :func:`ecjax.scores.auc` and
 :func:`ecjax.scores.auc_one_vs_rest` (with :func:`ecjax.scores.auc_one_vs_one`,
@@ -9,7 +9,8 @@ as ``log P(1|x) - log P(0|x)``, logits after a log-softmax), so all of them
 share one set of thresholds.  Ferrer (2025) App. C.3 and Ferrer (2022b) §4.5 explain
 what such threshold-free curves can and cannot tell (they ignore calibration
 and threshold selection); the decision curve, in contrast, is a family of
-expected costs of Bayes decisions (Ferrer 2025, App. C.1).
+expected costs of Bayes decisions (Ferrer 2025, App. C.1), in
+:mod:`ecjax.scores.bayes_decisions` (which shares the binary inputs below).
 
 Curves with one point per distinct threshold have a data-dependent length:
 with ``padded=True`` they instead have one point per sample (its score as
@@ -17,16 +18,15 @@ the threshold), tied scores sharing their threshold's point and points that
 scikit-learn leaves out repeating their neighbour (the same curve, traced
 with repeated vertices), so the curves of systems scored on the same labels
 stack along leading batch axes and the functions run under ``jax.jit`` /
-``jax.vmap``.  :func:`average_precision` and
-:func:`decision_curve` have fixed shapes and are batched and jit-able as
-they are.  Under ``jit`` invalid values follow the NaN contract of
+``jax.vmap``.  :func:`average_precision` has a fixed shape and is batched
+and jit-able as it is.  Under ``jit`` invalid values follow the NaN contract of
 :mod:`ecjax.inputs`.
 """
 
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from ecjax import inputs as v
 
 # ----------------------------------------------------------------- inputs
 
-def _ranking_log_odds(s, score_type):
+def ranking_log_odds(s: jax.Array, score_type: str) -> jax.Array:
     """Kernel: class-1 log-odds of validated binary scores, up to a constant shift (the ranking).
 
     The same expression as :func:`ecjax.scores.roc_curve`, so both give the same thresholds.
@@ -50,7 +50,7 @@ def _ranking_log_odds(s, score_type):
     return s[..., 1] - s[..., 0]
 
 
-def _labels_for(labels, s, score_type, *, what):
+def binary_labels(labels: ArrayLike, s: jax.Array, score_type: str, *, what: str) -> jax.Array:
     """Binary labels ``(N,)`` matching the sample axis of validated scores ``s``; both classes needed."""
     labels = v.as_label_vector(labels, num_classes=2, scores=s, sample_axis=-1 if score_type == "llr" else -2,
                                upper_is="binary labels are 0 or 1")
@@ -63,10 +63,11 @@ def _binary_inputs(labels, scores, score_type, *, what):
     a, neg_inf = v.as_log_domain_scores(scores, score_type)
     s = v.restore_neg_inf(v.as_scores(a, score_type=score_type), neg_inf)
     v.check_binary_scores(s, score_type)
-    return _labels_for(labels, s, score_type, what=what), s
+    return binary_labels(labels, s, score_type, what=what), s
 
 
-def _binary_weights(labels, s, score_type, sample_weight, *, drop_zero_weights):
+def binary_weights(labels: Any, s: jax.Array, score_type: str, sample_weight: Any, *,
+                   drop_zero_weights: bool) -> tuple[Any, jax.Array, Any]:
     """Validated ``(labels, s, sample_weight)``: both classes need a positive weight total.
 
     With ``drop_zero_weights`` (concrete input only) samples of weight 0 are
@@ -86,7 +87,7 @@ def _binary_weights(labels, s, score_type, sample_weight, *, drop_zero_weights):
     return labels[idx], jnp.take(s, idx, axis=-1 if score_type == "llr" else -2), sample_weight[idx]
 
 
-def _weights_ok(labels, sample_weight):
+def binary_weights_ok(labels: Any, sample_weight: Any) -> jax.Array:
     """Traced-input mask of weights: finite, non-negative, a positive total in each class (True without)."""
     if sample_weight is None:
         return jnp.asarray(True)
@@ -95,7 +96,7 @@ def _weights_ok(labels, sample_weight):
     return jnp.all(jnp.isfinite(sample_weight) & (sample_weight >= 0)) & (w1 > 0) & (w0 > 0)
 
 
-def _labels_ok(labels):
+def binary_labels_ok(labels: Any) -> jax.Array:
     """Traced-input mask of binary labels: all in {0, 1} (invalid ones arrive as -1), both classes present."""
     n1 = jnp.sum(labels == 1)
     return jnp.all((labels == 0) | (labels == 1)) & (n1 > 0) & (n1 < labels.shape[0])
@@ -103,10 +104,10 @@ def _labels_ok(labels):
 
 def _binary_ok(labels, s):
     """Traced-input mask, one entry per system: valid labels and no NaN score."""
-    return _labels_ok(labels) & ~jnp.any(jnp.isnan(s), axis=-1)
+    return binary_labels_ok(labels) & ~jnp.any(jnp.isnan(s), axis=-1)
 
 
-def _per_system(kernel, labels, s, *args):
+def per_system(kernel: Callable[..., Any], labels: jax.Array, s: jax.Array, *args: Any) -> Any:
     """Apply a kernel written for one system ``s`` ``(N,)`` over the leading batch axes of ``s``."""
     batch = s.shape[:-1]
     out = jax.vmap(lambda one: kernel(labels, one, *args))(s.reshape((-1, s.shape[-1])))
@@ -152,7 +153,7 @@ def _counts_at_scores(labels, s, sample_weight=None):
     return s_sorted, tp, fp, valid, tp, fp
 
 
-def _suffix_sums(x):
+def suffix_sums(x: jax.Array) -> jax.Array:
     """``(N + 1,)``: entry ``k`` is ``sum(x[k:])``, summed from the top down (no cancellation for small sums)."""
     return jnp.concatenate([jnp.cumsum(x[::-1])[::-1], jnp.zeros((1,), x.dtype)])
 
@@ -162,8 +163,8 @@ def _weighted_counts_at_scores(is1, s, w):
     s_sorted, y1, w = s[order], is1[order], w[order]
     first = jnp.searchsorted(s_sorted, s_sorted, side="left")  # the first of each run of tied scores
     present = w > 0
-    tp, fp = (_suffix_sums(jnp.where(c, w, 0.0))[first] for c in (y1, ~y1))
-    tp_n, fp_n = (_suffix_sums((c & present).astype(jnp.int32))[first] for c in (y1, ~y1))
+    tp, fp = (suffix_sums(jnp.where(c, w, 0.0))[first] for c in (y1, ~y1))
+    tp_n, fp_n = (suffix_sums((c & present).astype(jnp.int32))[first] for c in (y1, ~y1))
     return s_sorted, tp, fp, first == jnp.arange(s.shape[0]), tp_n, fp_n
 
 
@@ -200,7 +201,7 @@ def _traced_guard(out, labels, scores, score_type, sample_weight=None, *, extra_
     """The NaN contract for traced input (inside a caller's jit/vmap, so nothing compiles here)."""
     if not v.any_traced(labels, scores, sample_weight):
         return out
-    ok = _binary_ok(labels, _ranking_log_odds(scores, score_type)) & _weights_ok(labels, sample_weight)
+    ok = _binary_ok(labels, ranking_log_odds(scores, score_type)) & binary_weights_ok(labels, sample_weight)
     return v.nan_where_invalid(out, ok, extra_axes=extra_axes)
 
 
@@ -247,7 +248,7 @@ def precision_recall_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: 
     """
     labels, s = _binary_inputs(labels, scores, score_type, what="a precision-recall curve")
     padded = _check_padded(padded, s, labels, score_type)
-    labels, s, w = _binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=not padded)
+    labels, s, w = binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=not padded)
     precision, recall, thresholds, keep = _binary_curves_kernel(labels, s, w, score_type=score_type)["pr"]
     if padded:
         out = PrecisionRecallCurve(precision, recall, thresholds)
@@ -281,7 +282,7 @@ def average_precision(labels: ArrayLike, scores: ArrayLike, *, score_type: str =
       AP in ``[0, 1]``, one per system.
     """
     labels, s = _binary_inputs(labels, scores, score_type, what="average precision")
-    labels, s, w = _binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=False)
+    labels, s, w = binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=False)
     return _traced_guard(_binary_curves_kernel(labels, s, w, score_type=score_type)["ap"], labels, s, score_type, w)
 
 
@@ -344,7 +345,7 @@ def _binary_curves_kernel(labels, scores, sample_weight=None, *, score_type):
 
     Under a caller's ``jit`` XLA drops the outputs that are not used.
     """
-    return _per_system(_curves_one, labels, _ranking_log_odds(scores, score_type), sample_weight)
+    return per_system(_curves_one, labels, ranking_log_odds(scores, score_type), sample_weight)
 
 
 def det_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors", padded: bool = False,
@@ -381,166 +382,9 @@ def det_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_po
     """
     labels, s = _binary_inputs(labels, scores, score_type, what="a DET curve")
     padded = _check_padded(padded, s, labels, score_type)
-    labels, s, w = _binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=not padded)
+    labels, s, w = binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=not padded)
     fpr, fnr, thresholds, keep = _binary_curves_kernel(labels, s, w, score_type=score_type)["det"]
     if padded:
         return _traced_guard(DetCurve(fpr, fnr, thresholds), labels, s, score_type, w, extra_axes=1)
     keep = np.asarray(keep)
     return DetCurve(*_kept((fpr, fnr, thresholds), (keep,) * 3))
-
-
-# ------------------------------------------------------------ decision curve
-
-class DecisionCurve(NamedTuple):
-    """Net benefit of treating when ``P(1|x) >= p_t``, with the two default strategies as references.
-
-    ``net_benefit`` has the systems' batch axes followed by those of
-    ``threshold_probabilities``; ``treat_all`` and ``treat_none`` have the
-    shape of ``threshold_probabilities`` (they do not depend on the scores).
-    """
-
-    threshold_probabilities: jax.Array
-    net_benefit: jax.Array
-    treat_all: jax.Array
-    treat_none: jax.Array
-
-
-def _decision_one(labels, s, cut, odds, p1, sample_weight=None):
-    is1 = labels == 1
-    if sample_weight is None:
-        n1 = jnp.sum(is1)
-        n0 = labels.shape[0] - n1
-        # Padding with +inf: never below a finite cut, so "samples below" counts only the class's own scores.
-        pos_sorted = jnp.sort(jnp.where(is1, s, jnp.inf))
-        neg_sorted = jnp.sort(jnp.where(is1, jnp.inf, s))
-        tp = n1 - jnp.minimum(jnp.searchsorted(pos_sorted, cut, side="left"), n1)
-        fp = n0 - jnp.minimum(jnp.searchsorted(neg_sorted, cut, side="left"), n0)
-    else:
-        # Weight totals of each class at or above the cut (suffix sums of the sorted weights).
-        order = jnp.argsort(s)
-        below = jnp.searchsorted(s[order], cut, side="left")
-        tp = _suffix_sums(jnp.where(is1, sample_weight, 0.0)[order])[below]
-        fp = _suffix_sums(jnp.where(is1, 0.0, sample_weight)[order])[below]
-        n1 = jnp.sum(jnp.where(is1, sample_weight, 0.0))
-        n0 = jnp.sum(jnp.where(is1, 0.0, sample_weight))
-    # P_i / N_i weights (Ferrer 2022a, eq. 2): with data priors P_1 TP/N_1 = TP/N.
-    return p1 * (tp / n1) - (1.0 - p1) * (fp / n0) * odds
-
-
-@partial(jax.jit, static_argnames=("score_type",))
-def _decision_kernel(labels, scores, log_p, cut, odds, sample_weight=None, *, score_type):
-    s = _ranking_log_odds(scores, score_type)
-    if score_type in v.LIKELIHOOD_TYPES:
-        s = s + (log_p[1] - log_p[0])  # posterior log-odds: Bayes' rule (Ferrer 2022b, eqs. 45-47)
-        p1 = jnp.exp(log_p[1])
-    elif sample_weight is None:
-        p1 = jnp.mean(labels == 1, dtype=s.dtype)
-    else:
-        p1 = jnp.sum(jnp.where(labels == 1, sample_weight, 0.0)) / jnp.sum(sample_weight)
-    flat_cut, flat_odds = cut.reshape(-1), odds.reshape(-1)
-
-    def one_system(lab, one):
-        return jax.vmap(lambda c, o: _decision_one(lab, one, c, o, p1, sample_weight))(flat_cut, flat_odds)
-
-    nb = _per_system(one_system, labels, s)
-    return nb.reshape(s.shape[:-1] + cut.shape), p1 - (1.0 - p1) * odds
-
-
-def _threshold_log_odds(threshold_probabilities, dtype):
-    """``(p_t, cut, odds)``: the log-odds cut realizing "treat iff P(1|x) >= p_t" on scores of ``dtype``.
-
-    For concrete ``p_t`` the cut is ``logit(p_t)`` computed in float64 and
-    rounded up to ``dtype``: for log-odds ``s`` of that dtype, ``s >= cut``
-    holds exactly when ``s >= logit(p_t)``.
-    """
-    p = v.check_shape(v.as_array(threshold_probabilities, "threshold_probabilities"), "threshold_probabilities",
-                      "()", "(T,)", why=" (a number or a 1-D array)")
-    if v.is_tracer(p):
-        p = jnp.asarray(p, dtype)
-        return p, jnp.log(p) - jnp.log1p(-p), p / (1.0 - p)
-    a = v.check_numbers(np.asarray(p), "threshold_probabilities", finite=False)
-    a = a.astype(np.float64)
-    if a.size == 0:
-        raise v.InputError("`threshold_probabilities` is empty: give at least one threshold probability")
-    v.check_between(threshold_probabilities, "threshold_probabilities", 0.0, 1.0)  # the message shows it as given
-    logit = np.log(a) - np.log1p(-a)
-    dt = np.dtype(dtype)
-    cut = logit.astype(dt)
-    cut = np.where(cut < logit, np.nextafter(cut, np.array(np.inf, dt)), cut)
-    return v.to_device(a, dt), v.to_device(cut, dt), v.to_device(a / (1.0 - a), dt)
-
-
-def decision_curve(labels: ArrayLike, scores: ArrayLike, *, threshold_probabilities: ArrayLike,
-                   priors: ArrayLike | None = None, score_type: str = "log_posteriors",
-                   sample_weight: ArrayLike | None = None) -> DecisionCurve:
-    """Decision curve analysis (Vickers & Elkin, Med. Decis. Making 26, 565-574, 2006).
-
-    For each threshold probability ``p_t``, the system treats (decides class
-    1) iff ``P(1|x) >= p_t``, and its net benefit is
-
-        ``NB = TP/N - FP/N * p_t / (1 - p_t) = P_2 R_22 - P_1 R_12 p_t / (1 - p_t)``
-
-    (Ferrer 2025, eqs. 25-26, Ferrer (2022b) eqs. 12-13; ``P_2`` = prevalence of
-    class 1).  References: treat all, ``P_2 - P_1 p_t / (1 - p_t)``, and
-    treat none, 0.
-
-    Link to the expected cost (Ferrer 2025, eqs. 26-27, App. C.1): ``NB = P_2 -
-    EC``, the EC (Ferrer 2022a, eq. 2) with ``c_21 = 1`` (a miss), ``c_12 = p_t /
-    (1 - p_t)`` (a false alarm) and no cost for hits; so ``NB = P_2 -
-    min(P_2, P_1 p_t / (1 - p_t)) NEC`` and, since treat none has ``EC =
-    P_2``, NB is the EC saved over treating nobody (the utility yield of
-    Dyrland et al. (2022) eq. 10 with utilities ``-c``, shifted by ``P_2``).  For those
-    costs "``P(1|x) >= p_t``" is the Bayes decision (Ferrer 2025, eq. 7, up to
-    ties), which is why ``p_t`` is called a threshold probability; the curve
-    is thus the EC of Bayes decisions over a family of cost ratios, and it
-    judges calibration as well as discrimination.
-
-    The posterior is taken from the scores as given: ``P(1|x) >= p_t`` is
-    evaluated as class-1 log-odds ``>= logit(p_t)``, with the log-odds in the
-    scores' float precision (``logit(p_t)`` rounded up to it, so the
-    comparison is exact for those log-odds).
-
-    Args:
-      labels: ``(N,)`` classes in {0, 1}; both must be present.
-      scores: binary scores ``(..., N, 2)`` (``(..., N)`` for ``"llr"``);
-        leading axes are systems.
-      threshold_probabilities: ``p_t``, a number or ``(T,)`` array in ``(0, 1)``.
-      priors: ``(2,)`` class priors, required for (and only for) ``"llr"``
-        and ``"log_likelihoods"``, like :func:`ecjax.scores.cross_entropy`:
-        they turn the likelihoods into posteriors and are the population the
-        net benefit is computed for (``NB = P_2 TP/N_2 - P_1 FP/N_1 p_t / (1 -
-        p_t)`` with ``N_2``, ``N_1`` the numbers of class-1 and class-0
-        samples, which is ``TP/N - FP/N p_t/(1 - p_t)`` when the priors equal
-        the class frequencies of ``labels``; the prior-shift reading of Ferrer
-        (2022a) eq. 2).  Posterior-type scores use the class frequencies of
-        ``labels``.
-      score_type: any score type.
-      sample_weight: optional ``(N,)`` non-negative weights (frequency
-        weights): ``TP``, ``FP``, ``N_1``, ``N_2`` and ``N`` become weight
-        totals (and the class frequencies of posterior-type scores weighted
-        fractions), so an integer weight ``k`` is ``k`` copies of the sample.
-
-    Returns:
-      :class:`DecisionCurve`; ``net_benefit`` has shape ``scores_batch +
-      threshold_probabilities.shape``.
-    """
-    a, neg_inf = v.as_log_domain_scores(scores, score_type)
-    s, log_p = v.scores_and_log_priors(a, priors, score_type)
-    s = v.restore_neg_inf(s, neg_inf)
-    v.check_binary_scores(s, score_type)
-    if score_type in v.LIKELIHOOD_TYPES:
-        v.as_positive_priors(priors, num_classes=2, why=" (Bayes' rule takes their log)")
-    labels = _labels_for(labels, s, score_type, what="a decision curve")
-    labels, s, w = _binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=False)
-    p_t, cut, odds = _threshold_log_odds(threshold_probabilities, s.dtype)
-    nb, treat_all = _decision_kernel(labels, s, log_p, cut, odds, w, score_type=score_type)
-    if v.any_traced(labels, s, p_t, log_p, w):
-        p_ok = (p_t > 0) & (p_t < 1)
-        batch = s.shape[:-1] if score_type == "llr" else s.shape[:-2]
-        common = p_ok & _labels_ok(labels) & _weights_ok(labels, w)
-        if score_type in v.LIKELIHOOD_TYPES:  # traced priors: a distribution with both classes possible
-            common = common & jnp.all(jnp.isfinite(log_p)) & (jnp.abs(jnp.sum(jnp.exp(log_p)) - 1.0) <= v.SUM_TOL)
-        ok = ~jnp.any(jnp.isnan(_ranking_log_odds(s, score_type)), axis=-1).reshape(batch + (1,) * p_t.ndim)
-        nb = v.nan_where_invalid(nb, ok & common)
-        treat_all = v.nan_where_invalid(treat_all, common)
-    return DecisionCurve(p_t, nb, treat_all, v.to_device(np.zeros(treat_all.shape, treat_all.dtype)))
