@@ -27,7 +27,8 @@ from ecjax.decisions import class_one_log_odds_kernel, log_posteriors_kernel, na
 from ecjax.metrics import expected_value
 from ecjax.precision import check_precision, einsum, matmul
 from ecjax.scores.inputs import (
-    binary_inputs, binary_ok, class1_fraction, evaluation_priors, labels_and_scores, without_zero_weights,
+    binary_inputs, binary_ok, checked_threshold_probabilities, class1_fraction, evaluation_priors, labels_and_scores,
+    without_zero_weights,
 )
 from ecjax.scores.scoring_rules import class_weights
 from ecjax.scores.ranking_curves import (
@@ -408,16 +409,10 @@ def _threshold_log_odds(threshold_probabilities, dtype):
     rounded up to ``dtype``: for log-odds ``s`` of that dtype, ``s >= cut``
     holds exactly when ``s >= logit(p_t)``.
     """
-    p = v.check_shape(v.as_array(threshold_probabilities, "threshold_probabilities"), "threshold_probabilities",
-                      "()", "(T,)", why=" (a number or a 1-D array)")
-    if v.is_tracer(p):
-        p = jnp.asarray(p, dtype)
+    a = checked_threshold_probabilities(threshold_probabilities)
+    if v.is_tracer(a):
+        p = jnp.asarray(a, dtype)
         return p, jnp.log(p) - jnp.log1p(-p), p / (1.0 - p)
-    a = v.check_numbers(np.asarray(p), "threshold_probabilities", finite=False)
-    a = a.astype(np.float64)
-    if a.size == 0:
-        raise v.InputError("`threshold_probabilities` is empty: give at least one threshold probability")
-    v.check_between(threshold_probabilities, "threshold_probabilities", 0.0, 1.0)  # the message shows it as given
     logit = np.log(a) - np.log1p(-a)
     dt = np.dtype(dtype)
     cut = logit.astype(dt)

@@ -35,6 +35,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
+from ecjax.scores.inputs import check_padded
 
 # ----------------------------------------------------------------- inputs
 
@@ -112,16 +113,6 @@ def per_system(kernel: Callable[..., Any], labels: jax.Array, s: jax.Array, *arg
     batch = s.shape[:-1]
     out = jax.vmap(lambda one: kernel(labels, one, *args))(s.reshape((-1, s.shape[-1])))
     return jax.tree_util.tree_map(lambda x: x.reshape(batch + x.shape[1:]), out)
-
-
-def _check_padded(padded, s, labels, score_type):
-    padded = v.as_flag(padded, "padded")
-    batched = s.ndim != (1 if score_type == "llr" else 2)
-    if not padded and (batched or v.any_traced(labels, s)):
-        why = "scores with batch axes" if batched else "traced inputs (inside jit/vmap)"
-        raise v.InputError(f"`padded=False` gives one point per distinct threshold, a length that depends on the "
-                           f"data; for {why} pass padded=True (one point per sample, equal length for every system)")
-    return padded
 
 
 # --------------------------------------------------- counts at every threshold
@@ -247,7 +238,7 @@ def precision_recall_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: 
       ([0.5, 0.6666666865348816, 1.0, 1.0], [1.0, 1.0, 0.5, 0.0], [-1.0, 0.5, 2.0])
     """
     labels, s = _binary_inputs(labels, scores, score_type, what="a precision-recall curve")
-    padded = _check_padded(padded, s, labels, score_type)
+    padded = check_padded(padded, s, labels, score_type)
     labels, s, w = binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=not padded)
     precision, recall, thresholds, keep = _binary_curves_kernel(labels, s, w, score_type=score_type)["pr"]
     if padded:
@@ -381,7 +372,7 @@ def det_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_po
       ``probit_false_negative_rate`` give the DET plot's axes.
     """
     labels, s = _binary_inputs(labels, scores, score_type, what="a DET curve")
-    padded = _check_padded(padded, s, labels, score_type)
+    padded = check_padded(padded, s, labels, score_type)
     labels, s, w = binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=not padded)
     fpr, fnr, thresholds, keep = _binary_curves_kernel(labels, s, w, score_type=score_type)["det"]
     if padded:

@@ -22,7 +22,8 @@ from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import einsum, matmul
 from ecjax.scores.inputs import (
-    binary_inputs, binary_ok, class1_fraction, posterior_inputs, scores_ok, validated_sample_weight, weights_ok,
+    binary_inputs, binary_ok, class1_fraction, increasing_alphas, posterior_inputs, scores_ok, target_sensitivity,
+    validated_sample_weight, weights_ok,
 )
 
 AUC_AVERAGES = ("macro", "weighted")  # how auc_one_vs_one averages its pairs of classes
@@ -614,19 +615,12 @@ def specificity_at_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
       achieved sensitivity may exceed the target when ties or few samples do
       not allow it exactly.
     """
-    target = _target_sensitivity(sensitivity)
+    target = target_sensitivity(sensitivity)
     labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
                                                        drop_zero_weights=True)
     out = _sp_at_se_kernel(labels, s, jnp.asarray(target, s.dtype), sample_weight)
     traced = v.any_traced(labels, s, sample_weight)
     return v.nan_where_invalid(out, binary_ok(labels, s, sample_weight)) if traced else out
-
-
-def _target_sensitivity(sensitivity):
-    target = float(sensitivity)
-    if not 0.0 <= target <= 1.0:
-        raise v.InputError(f"`sensitivity` must be in [0, 1], got {sensitivity}")
-    return target
 
 
 class SensitivityTargetNEC(NamedTuple):
@@ -691,17 +685,13 @@ def nec_for_target_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
       :class:`SensitivityTargetNEC`.  Raises :class:`InputError` when no
       ``alpha`` of the sweep reaches the target.
     """
-    target = _target_sensitivity(sensitivity)
+    target = target_sensitivity(sensitivity)
     labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
                                                        drop_zero_weights=True)
     if alphas is None:
         alphas = jnp.logspace(-4.0, 4.0, 801)
     else:
-        alphas = v.as_array(alphas, "alphas", min_ndim=1)
-        a = np.asarray(alphas, dtype=np.float64)
-        if a.ndim != 1 or np.any(~np.isfinite(a)) or np.any(a <= 0) or np.any(np.diff(a) <= 0):
-            raise v.InputError("`alphas` must be a 1-D increasing array of positive finite values")
-        alphas = jnp.asarray(a, dtype=s.dtype)
+        alphas = jnp.asarray(increasing_alphas(alphas), dtype=s.dtype)
     alpha, thr, sens, spec, nec, found = _nec_target_kernel(labels, s, jnp.asarray(target, s.dtype), alphas,
                                                             sample_weight)
     if not bool(found):

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
+from ecjax.scores.inputs import checked_beta
 
 METRICS = ("f1", "f_beta", "mcc", "youden")
 _METRIC_INDEX = {"f1": 0, "f_beta": 0, "mcc": 1, "youden": 2}  # rows of _metric_at_cuts
@@ -209,14 +210,6 @@ def _flat_padded(x, batch, fill):
     return v.to_device(np.pad(np.broadcast_to(np.asarray(x), batch + (n,)).reshape(-1, n), pad, constant_values=fill))
 
 
-def _check_beta(beta, metric):
-    # A traced beta cannot be told from the default 1.0, so with another metric it is refused.
-    b = beta if v.is_tracer(beta) else v.as_positive_real(beta, "beta")
-    if metric != "f_beta" and (v.is_tracer(b) or b != 1.0):
-        raise v.InputError(f"`beta` is only used with metric='f_beta', got beta={beta!r} with metric={metric!r}")
-    return b
-
-
 def optimal_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, metric: str = "f1", beta: float = 1.0,
                              score_type: str = "log_posteriors", priors: ArrayLike | None = None,
                              sample_weight: ArrayLike | None = None) -> MetricThreshold:
@@ -290,7 +283,7 @@ def optimal_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, metric: st
       (-1.0, 0.5, 2.7183)
     """
     v.check_choice(metric, "metric", METRICS)
-    beta = _check_beta(beta, metric)
+    beta = checked_beta(beta, metric)
     v.check_score_type(score_type)
     s = _class1_log_odds(scores, score_type)
     y = v.as_index_array(labels, "labels", upper=2, upper_is="binary labels: 0 or 1")
