@@ -88,7 +88,7 @@ try:
         smooth_ece,
     )
     from ecjax.refinement import CalibrationRefinement, calibrated_metric_threshold, calibration_refinement
-    from ecjax import sample_costs  # per-sample costs: ecjax.sample_costs.sample_expected_cost, ...
+    from ecjax.scores import sample_costs  # per-sample costs: ecjax.scores.sample_costs.sample_expected_cost, ...
 except KeyboardInterrupt:
     # Ctrl-C while the `ecjax` command is still importing JAX: the same one line and exit status (130) as once
     # it runs (ecjax.cli.main), not a traceback.  Imported as a library, the interrupt is the caller's.

@@ -180,7 +180,7 @@ def bootstrap_extras(args, data: Inputs, spec, k, record):
 
 def sample_cost_extras(args, run: Run, data: Inputs, decisions, k, spec, record):
     """The EC (NEC, and for binary scores the best single threshold) of each system under --sample-costs."""
-    from ecjax import sample_costs as sc
+    from ecjax.scores import sample_costs as sc
 
     kind, labels, arrays, names, weights = data.kind, data.labels, data.arrays, data.names, data.weights
     costs = load_sample_costs(args, run, labels, args.labels, k, spec.costs)

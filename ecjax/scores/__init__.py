@@ -13,6 +13,9 @@ by the question it answers:
 * :mod:`~ecjax.scores.bayes_decisions`: the EC of the Bayes decisions the
   scores make for a cost matrix, and of the best threshold; Bayes-risk and
   decision curves;
+* :mod:`~ecjax.scores.sample_costs`: the same under per-sample costs (one
+  cost matrix per sample), of decisions and of scores; its names stay in
+  ``ecjax.scores.sample_costs``;
 * :mod:`~ecjax.scores.thresholds`: the thresholds F-beta, MCC or Youden's J
   choose, and the costs they imply;
 * :mod:`~ecjax.scores.calibration_errors`: the binned calibration errors
