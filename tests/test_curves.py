@@ -20,7 +20,8 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import InputError
-from ecjax.scores import bayes_decisions, ranking_curves as curves, roc
+from ecjax.scores import ranking_curves as curves, roc
+from ecjax.scores.bayes_decisions import decision_curve
 
 from conftest import load_dataset
 
@@ -243,7 +244,7 @@ def _net_benefit(labels, log_odds, p_t, p1=None):
 def test_decision_curve_equals_numpy_and_the_expected_cost_identity():
     labels, scores, score_type = load_dataset("pneumoniamnist_resnet50")
     p_t = np.linspace(0.01, 0.99, 99)
-    curve = bayes_decisions.decision_curve(labels, scores, threshold_probabilities=p_t, score_type=score_type)
+    curve = decision_curve(labels, scores, threshold_probabilities=p_t, score_type=score_type)
     s = _log_odds32(scores)
     odds = p_t / (1 - p_t)
     tol = 1e-6 * (1 + odds)  # float32 counts/N times the odds
@@ -271,8 +272,8 @@ def test_decision_curve_of_llrs_uses_the_priors_and_treats_at_equality():
     p_t = np.array([0.05, 0.2, 0.35, 0.5, 0.65, 0.9])
     odds = p_t / (1 - p_t)
     for p1 in (0.4, 0.5):
-        curve = bayes_decisions.decision_curve(labels, llr, threshold_probabilities=p_t, priors=[1 - p1, p1],
-                                      score_type="llr")
+        curve = decision_curve(labels, llr, threshold_probabilities=p_t, priors=[1 - p1, p1],
+                               score_type="llr")
         assert curve.net_benefit.shape == (2, 6) and curve.treat_all.shape == (6,)
         _assert_close(curve.treat_all, p1 - (1 - p1) * odds, 1e-6 * (1 + odds))
         for m in range(2):
@@ -283,7 +284,7 @@ def test_decision_curve_of_llrs_uses_the_priors_and_treats_at_equality():
                           1e-6 * (1 + odds))
     # Treat iff P(1|x) >= p_t: samples exactly at p_t = 0.5 (LLR 0 with equal priors) are treated.
     llr[:, :4], labels[:4] = 0.0, [0, 1, 1, 0]
-    tied = bayes_decisions.decision_curve(labels, llr, threshold_probabilities=[0.5], priors=[0.5, 0.5], score_type="llr")
+    tied = decision_curve(labels, llr, threshold_probabilities=[0.5], priors=[0.5, 0.5], score_type="llr")
     _assert_close(tied.net_benefit[0], _net_benefit(labels, llr[0], np.array([0.5]), p1=0.5), 1e-6)
     strict = 0.5 * np.mean(llr[0, labels == 1] > 0) - 0.5 * np.mean(llr[0, labels == 0] > 0)
     assert abs(float(tied.net_benefit[0, 0]) - strict) > 1e-3  # the check can fail: "treat iff > p_t" differs
@@ -294,8 +295,8 @@ def test_decision_curve_jits_and_marks_bad_thresholds_under_jit():
     labels = rng.integers(0, 2, N)
     llr = (rng.normal(size=(2, N)) + labels).astype(np.float32)
     p_t = np.array([0.1, 0.3, 0.5, 0.8])
-    jitted = jax.jit(lambda s, p: bayes_decisions.decision_curve(labels, s, threshold_probabilities=p, priors=[0.7, 0.3],
-                                                        score_type="llr"))
+    jitted = jax.jit(lambda s, p: decision_curve(labels, s, threshold_probabilities=p, priors=[0.7, 0.3],
+                                                 score_type="llr"))
     out = jitted(llr, jnp.asarray([0.1, 1.5, 0.5, 0.8]))
     bad = np.isnan(np.asarray(out.net_benefit))
     np.testing.assert_array_equal(bad, np.broadcast_to([False, True, False, False], (2, 4)))
@@ -360,15 +361,15 @@ def test_decision_curve_refuses_bad_input():
     labels = [0, 1, 1, 0]
     for bad in (0.0, 1.0, 1.5, np.nan, [0.2, -0.1], [[0.2, 0.3]], []):
         with pytest.raises(InputError, match="`threshold_probabilities`"):
-            bayes_decisions.decision_curve(labels, llr, threshold_probabilities=bad, priors=[0.5, 0.5], score_type="llr")
+            decision_curve(labels, llr, threshold_probabilities=bad, priors=[0.5, 0.5], score_type="llr")
     with pytest.raises(InputError, match="`priors` is required"):
-        bayes_decisions.decision_curve(labels, llr, threshold_probabilities=0.2, score_type="llr")
+        decision_curve(labels, llr, threshold_probabilities=0.2, score_type="llr")
     with pytest.raises(InputError, match="`priors` must be > 0"):
-        bayes_decisions.decision_curve(labels, llr, threshold_probabilities=0.2, priors=[1.0, 0.0], score_type="llr")
+        decision_curve(labels, llr, threshold_probabilities=0.2, priors=[1.0, 0.0], score_type="llr")
     log_post = np.log(np.full((4, 2), 0.5))
     with pytest.raises(InputError, match="`priors` cannot be combined"):
-        bayes_decisions.decision_curve(labels, log_post, threshold_probabilities=0.2, priors=[0.5, 0.5])
+        decision_curve(labels, log_post, threshold_probabilities=0.2, priors=[0.5, 0.5])
     with pytest.raises(InputError, match="`labels` has no sample of class 1"):
-        bayes_decisions.decision_curve([0, 0, 0, 0], log_post, threshold_probabilities=0.2)
+        decision_curve([0, 0, 0, 0], log_post, threshold_probabilities=0.2)
     with pytest.raises(InputError, match="`scores` must be binary"):
-        bayes_decisions.decision_curve([0, 1, 2, 0], np.log(np.full((4, 3), 1 / 3)), threshold_probabilities=0.2)
+        decision_curve([0, 1, 2, 0], np.log(np.full((4, 3), 1 / 3)), threshold_probabilities=0.2)

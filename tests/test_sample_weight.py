@@ -275,7 +275,8 @@ def test_zero_weight_class_with_positive_prior_is_refused():
 from scipy import special  # noqa: E402
 
 from ecjax.scores import calibration_errors as ce  # noqa: E402
-from ecjax.scores import bayes_decisions, ranking_curves as curves, roc  # noqa: E402
+from ecjax.scores import ranking_curves as curves, roc  # noqa: E402
+from ecjax.scores.bayes_decisions import decision_curve  # noqa: E402
 from ecjax.scores.thresholds import optimal_metric_threshold  # noqa: E402
 from ecjax.scores import (  # noqa: E402
     auc_one_vs_rest,
@@ -306,8 +307,8 @@ _WEIGHTED_FUNCTIONS = [
                                                     curves.det_curve(y, s, sample_weight=w))),
     ("auc_one_vs_one", "multiclass", lambda y, s, w: [roc.auc_one_vs_one(y, s, average=a, sample_weight=w)
                                                       for a in ("macro", "weighted")]),
-    ("decision_curve", "binary", lambda y, s, w: bayes_decisions.decision_curve(y, s, threshold_probabilities=[0.1, 0.4, 0.7],
-                                                                       sample_weight=w)),
+    ("decision_curve", "binary", lambda y, s, w: decision_curve(y, s, threshold_probabilities=[0.1, 0.4, 0.7],
+                                                                sample_weight=w)),
     # One compiled program serves the three metrics.
     ("optimal_metric_threshold", "binary", lambda y, s, w: [optimal_metric_threshold(y, s, metric=m, sample_weight=w)
                                                             for m in ("f1", "mcc", "youden")]),
@@ -424,13 +425,13 @@ def test_decision_curve_matches_numpy():
     tp = np.sum(u[:, None] * (y == 1)[:, None] * treat, 0)
     fp = np.sum(u[:, None] * (y == 0)[:, None] * treat, 0)
     prev = np.sum(u * y) / u.sum()
-    got = bayes_decisions.decision_curve(y, lp, threshold_probabilities=p_t, sample_weight=u)
+    got = decision_curve(y, lp, threshold_probabilities=p_t, sample_weight=u)
     np.testing.assert_allclose(np.asarray(got.net_benefit), tp / u.sum() - fp / u.sum() * odds, atol=1e-6)
     np.testing.assert_allclose(np.asarray(got.treat_all), prev - (1 - prev) * odds, atol=1e-6)
     # Likelihood-type scores with given priors: NB = P_2 TP / W_2 - P_1 FP / W_1 odds.
     pri = np.array([0.7, 0.3])
     llr = _binary_data()[3]
-    got = bayes_decisions.decision_curve(y, llr, threshold_probabilities=p_t, priors=pri, score_type="llr", sample_weight=u)
+    got = decision_curve(y, llr, threshold_probabilities=p_t, priors=pri, score_type="llr", sample_weight=u)
     treat = (llr + np.log(pri[1] / pri[0]))[:, None] >= cut[None, :]
     tp = np.sum(u[:, None] * (y == 1)[:, None] * treat, 0) / np.sum(u * (y == 1))
     fp = np.sum(u[:, None] * (y == 0)[:, None] * treat, 0) / np.sum(u * (y == 0))

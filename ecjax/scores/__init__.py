@@ -70,7 +70,13 @@ from ecjax.scores.roc import (
     SensitivityTargetNEC,
     nec_for_target_sensitivity,
 )
-from ecjax.scores.ranking_curves import DetCurve, PrecisionRecallCurve, average_precision, det_curve, precision_recall_curve
+from ecjax.scores.ranking_curves import (
+    DetCurve,
+    PrecisionRecallCurve,
+    average_precision,
+    det_curve,
+    precision_recall_curve,
+)
 from ecjax.scores.thresholds import MetricThreshold, optimal_metric_threshold
 from ecjax.scores.calibration_errors import (
     ECE_BINNINGS,
