@@ -1,7 +1,8 @@
 """ecjax: evaluate and compare classifiers by expected cost and utility yield, in JAX.
 
-Data flows one way: scores -> (calibration) -> decisions -> counts -> metrics
--> (posterior draws, sweeps) -> rankings, tables and plots.
+Data flows one way (the README's "Layout" lists the modules in that order): checks -> costs and decisions ->
+counts -> metrics -> scores against labels -> calibration -> files -> sweeps -> posterior draws -> tables and
+figures -> the command line.
 """
 
 import os as _os
@@ -53,42 +54,41 @@ try:
         unified_performance_measure,
         utility_yield,
     )
-    from ecjax.calibration_error import (
-        ReliabilityBands,
-        adaptive_calibration_error,
-        binned_calibration_error,
-        classwise_ece,
-        max_calibration_error,
-        reliability_bands,
-        rms_calibration_error,
-    )
-    from ecjax.smooth_calibration_error import SmoothECE, smooth_ece
-    from ecjax.risk_coverage import RiskCoverageCurve, risk_coverage_curve
-    from ecjax.refinement import CalibrationRefinement, calibration_refinement
-    from ecjax.curves import (
+    from ecjax.scores import (  # scores against labels, every question (ecjax.scores holds the rest)
         DecisionCurve,
         DetCurve,
+        MetricThreshold,
         PrecisionRecallCurve,
-        auc_one_vs_one,
-        average_precision,
-        decision_curve,
-        det_curve,
-        precision_recall_curve,
-    )
-    from ecjax.metric_thresholds import MetricThreshold, optimal_metric_threshold
-    from ecjax.scores import (
+        ReliabilityBands,
+        RiskCoverageCurve,
+        SmoothECE,
+        adaptive_calibration_error,
         auc,
+        auc_one_vs_one,
         auc_one_vs_rest,
+        average_precision,
         bayes_expected_cost,
         bayes_risk_curve,
+        binned_calibration_error,
         brier,
+        classwise_ece,
         cross_entropy,
+        decision_curve,
+        det_curve,
         ece,
         eer,
+        max_calibration_error,
+        optimal_metric_threshold,
         optimal_threshold_expected_cost,
+        precision_recall_curve,
+        reliability_bands,
+        risk_coverage_curve,
+        rms_calibration_error,
         roc_curve,
+        smooth_ece,
     )
-    from ecjax import sample_costs  # per-sample costs: ecjax.sample_costs.sample_expected_cost, ...
+    from ecjax.refinement import CalibrationRefinement, calibrated_metric_threshold, calibration_refinement
+    from ecjax.scores import sample_costs  # per-sample costs: ecjax.scores.sample_costs.sample_expected_cost, ...
 except KeyboardInterrupt:
     # Ctrl-C while the `ecjax` command is still importing JAX: the same one line and exit status (130) as once
     # it runs (ecjax.cli.main), not a traceback.  Imported as a library, the interrupt is the caller's.

@@ -923,7 +923,7 @@ def as_sample_weight(sample_weight: object, labels: jax.Array | np.ndarray, *,
 
 def as_per_sample_costs(costs: object, num_samples: int, num_classes: int | None, name: str = "costs") -> jax.Array:
     """A dense per-sample cost tensor: finite floats of shape ``(N, K, D)``, ``c[n, i, j]`` the cost of deciding
-    ``j`` for sample ``n`` of true class ``i`` (:mod:`ecjax.sample_costs`)."""
+    ``j`` for sample ``n`` of true class ``i`` (:mod:`ecjax.scores.sample_costs`)."""
     c = check_numbers(as_array(costs, name, min_ndim=3), name, booleans=True)
     if c.ndim != 3 or c.shape[0] != num_samples or num_classes not in (None, c.shape[1]):
         raise InputError(f"`{name}` must be one cost matrix per sample, shape (N, K, D) = ({num_samples}, "

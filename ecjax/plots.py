@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # matplotlib stays an optional import until a figure is drawn
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from ecjax.calibration_error import ReliabilityBands
+    from ecjax.scores.calibration_errors import ReliabilityBands
     from ecjax.scores import ReliabilityBins
 
 YSCALES = ("auto", "linear", "symlog", "log")
@@ -264,14 +264,14 @@ def reliability_diagram(bins: ReliabilityBins | ReliabilityBands | Sequence[Arra
       would hold more than a quarter of the samples, as for an accurate
       multiclass system whose confidences crowd near 1), else equal-width.
     * ``reliability_diagram(bins)`` with a :class:`~ecjax.scores.ReliabilityBins`,
-      or with a :class:`~ecjax.calibration_error.ReliabilityBands`: its
+      or with a :class:`~ecjax.scores.calibration_errors.ReliabilityBands`: its
       intervals of each bin's true frequency (its ``interval``) are
       drawn as a shaded band instead of the Wilson intervals.
     * ``reliability_diagram((confidence, frequency, count))`` with ``(B,)`` arrays.
 
     Args:
       bins: a :class:`~ecjax.scores.ReliabilityBins`, a
-        :class:`~ecjax.calibration_error.ReliabilityBands` or a
+        :class:`~ecjax.scores.calibration_errors.ReliabilityBands` or a
         ``(confidence, frequency, count)`` tuple of ``(B,)`` arrays; or
         ``None`` with ``labels`` and ``scores``.
       variant: ``"binary"`` (posterior of class 1), ``"top_label"`` (confidence

@@ -5,6 +5,7 @@ made public (and documented) where it belongs, so that a change inside one modul
 """
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "ecjax"
@@ -237,8 +238,8 @@ LARGE_MODULES = {
                              "(ranks, HDI, ROPE, batch-means errors, doubt)",
     "ecjax/sweep/sweeps.py": "the sweep result, its reductions and the point kinds of the three problems (user map, "
                              "counts, scores)",
-    "ecjax/curves.py": "precision-recall, DET, one-vs-one AUC and decision curves; to move into scores/ by question "
-                       "(issue 32.5)",
+    "ecjax/scores/roc.py": "the ranking alone (issue 32.5): rates at every cut, ROC, the binary, one-vs-rest and "
+                           "one-vs-one AUCs together, EER and operating points, sharing one sort and its kernels",
     "ecjax/metrics.py": "EC, NEC, utility yield and about twenty classical metrics of counts, each a short formula",
     "ecjax/prob/utility_priors.py": "the NumPyro utility-prior models and the UtilityPrior constructors that wrap "
                                     "them, one pair per prior",
@@ -353,6 +354,63 @@ def test_the_layout_check_can_fail():
         ("ecjax.extra", "", "not in the README's layout")]
     assert readme_layout("## Layout\n\ntext\n\n```\necjax/a.py   x\n    y\necjax/b/    z\n```\n") == ["ecjax.a",
                                                                                                      "ecjax.b"]
+
+
+def readme_package_orders(text):
+    """``{package: [module, ...]}``: the order the README's layout gives inside a package entry, as ``a → b → c``
+    (the words beside the arrows, parenthesized remarks left out), for each package entry that has one."""
+    block = text.split("## Layout", 1)[1].split("```", 2)[1]
+    entries, current = {}, None
+    for line in block.splitlines():
+        if line.startswith("ecjax/"):
+            current = line.split()[0]
+            entries[current] = line[len(current):]
+        elif current is not None:
+            entries[current] += " " + line.strip()
+    orders = {}
+    for path, description in entries.items():
+        plain = re.sub(r"\([^()]*\)", "", description)
+        if path.endswith("/") and "→" in plain:  # each name stands before an arrow, the last one after it
+            orders[path.rstrip("/").replace("/", ".")] = (re.findall(r"(\w+)\s*→", plain)
+                                                          + re.findall(r"→\s*(\w+)", plain)[-1:])
+    return orders
+
+
+def package_order_violations(package, order, imports_of):
+    """``[(module, imported, why)]``: modules of ``package`` that import a module of it listed later (or the package
+    itself), and modules of it the order does not name."""
+    position = {f"{package}.{name}": i for i, name in enumerate(order)}
+    found = []
+    for module, imported in imports_of.items():
+        if not module.startswith(package + "."):
+            continue
+        if module not in position:
+            found.append((module, "", f"not in the README's order of {package}"))
+            continue
+        for name in imported:
+            if name == package:
+                found.append((module, name, "imports its own package (its __init__ imports every module)"))
+            elif name in position and position[name] > position[module]:
+                found.append((module, name, f"{name} is listed after {module}"))
+    return found
+
+
+def test_the_readme_order_inside_a_package_is_its_import_graph():
+    orders = readme_package_orders(README.read_text())
+    assert len(orders["ecjax.scores"]) >= 8, orders
+    imports = _imports_of_every_module()
+    found = {pkg: package_order_violations(pkg, order, imports) for pkg, order in orders.items()}
+    assert {pkg: problems for pkg, problems in found.items() if problems} == {}
+
+
+def test_the_package_order_check_can_fail():
+    text = "## Layout\n\n```\necjax/p/    things: a (first, x) → b\n    (second) → c\necjax/q.py   y\n```\n"
+    assert readme_package_orders(text) == {"ecjax.p": ["a", "b", "c"]}
+    imports = {"ecjax.p.a": {"ecjax.p.b"}, "ecjax.p.b": {"ecjax.p"}, "ecjax.p.c": {"ecjax.p.a"}, "ecjax.p.d": set()}
+    assert package_order_violations("ecjax.p", ["a", "b", "c"], imports) == [
+        ("ecjax.p.a", "ecjax.p.b", "ecjax.p.b is listed after ecjax.p.a"),
+        ("ecjax.p.b", "ecjax.p", "imports its own package (its __init__ imports every module)"),
+        ("ecjax.p.d", "", "not in the README's order of ecjax.p")]
 
 
 def ranked_results_outside_the_family(classes):

@@ -1,4 +1,4 @@
-"""Binned calibration errors (MCE, RMS, classwise ECE, ACE) and reliability bands (ecjax.calibration_error).
+"""Binned calibration errors (MCE, RMS, classwise ECE, ACE) and reliability bands (ecjax.scores.calibration_errors).
 
 References, never ecjax itself: the definitions written out in float64 numpy below (bins of psrcal's convention
 for equal width, ``np.array_split`` of the sorted values for equal mass, as Nixon et al. 2019 describe the ACE's
@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import InputError
-from ecjax import calibration_error as E
+from ecjax.scores import calibration_errors as E
 
 from conftest import load_dataset
 

@@ -1,4 +1,4 @@
-"""Precision-recall, DET, one-vs-one AUC and decision curves (ecjax.curves).
+"""Precision-recall, DET and decision curves (ecjax.scores.ranking_curves), and the one-vs-one AUC (ecjax.scores.roc).
 
 References: scikit-learn's ``precision_recall_curve``, ``average_precision_score``,
 ``det_curve`` and ``roc_auc_score(multi_class="ovo")`` on the same float32
@@ -20,7 +20,8 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import InputError
-from ecjax import curves
+from ecjax.scores import ranking_curves as curves, roc
+from ecjax.scores.bayes_decisions import decision_curve
 
 from conftest import load_dataset
 
@@ -177,7 +178,7 @@ def test_auc_one_vs_one_equals_sklearn_on_cifar10():
     log_post = log_softmax(logits.astype(np.float64), axis=1).astype(np.float32)
     posteriors = np.exp(log_post.astype(np.float64))  # the same float32 values, so the same ranking
     for average in ("macro", "weighted"):
-        got = curves.auc_one_vs_one(labels, log_post, average=average)
+        got = roc.auc_one_vs_one(labels, log_post, average=average)
         expected = skm.roc_auc_score(labels, posteriors, multi_class="ovo", average=average)
         np.testing.assert_allclose(float(got), expected, rtol=0, atol=RATE_TOL)
 
@@ -198,10 +199,10 @@ def test_auc_one_vs_one_with_ties_batches_and_likelihood_scores():
     both = np.stack([probs, probs_b])
     for average in ("macro", "weighted"):
         expected = [skm.roc_auc_score(labels, p, multi_class="ovo", average=average) for p in (probs, probs_b)]
-        got = curves.auc_one_vs_one(labels, both, score_type="probabilities", average=average)
+        got = roc.auc_one_vs_one(labels, both, score_type="probabilities", average=average)
         assert got.shape == (2,)
         np.testing.assert_allclose(got, expected, rtol=0, atol=RATE_TOL)
-    jitted_ovo = jax.jit(lambda y, p: curves.auc_one_vs_one(y, p, score_type="probabilities"))
+    jitted_ovo = jax.jit(lambda y, p: roc.auc_one_vs_one(y, p, score_type="probabilities"))
     jitted = jitted_ovo(labels, both)
     np.testing.assert_allclose(jitted, [skm.roc_auc_score(labels, p, multi_class="ovo") for p in (probs, probs_b)],
                                rtol=0, atol=RATE_TOL)
@@ -213,7 +214,7 @@ def test_auc_one_vs_one_with_ties_batches_and_likelihood_scores():
     log_lik = np.log(both) + rng.normal(size=4)  # a per-class offset: not the posteriors of any prior
     post = np.exp(log_lik) * priors
     post /= post.sum(-1, keepdims=True)
-    got = curves.auc_one_vs_one(labels, log_lik, score_type="log_likelihoods", priors=priors)
+    got = roc.auc_one_vs_one(labels, log_lik, score_type="log_likelihoods", priors=priors)
     np.testing.assert_allclose(got, [skm.roc_auc_score(labels, q, multi_class="ovo") for q in post], rtol=0,
                                atol=RATE_TOL)
     # The ranking of P(i|x) depends on the priors: other priors give another value (the check can fail).
@@ -223,7 +224,7 @@ def test_auc_one_vs_one_with_ties_batches_and_likelihood_scores():
 def test_auc_one_vs_one_of_two_classes_is_the_binary_auc():
     labels, llr = _tie_heavy(np.random.default_rng(7), N)
     probs = expit(np.stack([-llr, llr], -1).astype(np.float64))
-    got = curves.auc_one_vs_one(labels, probs, score_type="probabilities")
+    got = roc.auc_one_vs_one(labels, probs, score_type="probabilities")
     np.testing.assert_allclose(float(got), skm.roc_auc_score(labels, llr), rtol=0, atol=RATE_TOL)
 
 
@@ -243,7 +244,7 @@ def _net_benefit(labels, log_odds, p_t, p1=None):
 def test_decision_curve_equals_numpy_and_the_expected_cost_identity():
     labels, scores, score_type = load_dataset("pneumoniamnist_resnet50")
     p_t = np.linspace(0.01, 0.99, 99)
-    curve = curves.decision_curve(labels, scores, threshold_probabilities=p_t, score_type=score_type)
+    curve = decision_curve(labels, scores, threshold_probabilities=p_t, score_type=score_type)
     s = _log_odds32(scores)
     odds = p_t / (1 - p_t)
     tol = 1e-6 * (1 + odds)  # float32 counts/N times the odds
@@ -271,8 +272,8 @@ def test_decision_curve_of_llrs_uses_the_priors_and_treats_at_equality():
     p_t = np.array([0.05, 0.2, 0.35, 0.5, 0.65, 0.9])
     odds = p_t / (1 - p_t)
     for p1 in (0.4, 0.5):
-        curve = curves.decision_curve(labels, llr, threshold_probabilities=p_t, priors=[1 - p1, p1],
-                                      score_type="llr")
+        curve = decision_curve(labels, llr, threshold_probabilities=p_t, priors=[1 - p1, p1],
+                               score_type="llr")
         assert curve.net_benefit.shape == (2, 6) and curve.treat_all.shape == (6,)
         _assert_close(curve.treat_all, p1 - (1 - p1) * odds, 1e-6 * (1 + odds))
         for m in range(2):
@@ -283,7 +284,7 @@ def test_decision_curve_of_llrs_uses_the_priors_and_treats_at_equality():
                           1e-6 * (1 + odds))
     # Treat iff P(1|x) >= p_t: samples exactly at p_t = 0.5 (LLR 0 with equal priors) are treated.
     llr[:, :4], labels[:4] = 0.0, [0, 1, 1, 0]
-    tied = curves.decision_curve(labels, llr, threshold_probabilities=[0.5], priors=[0.5, 0.5], score_type="llr")
+    tied = decision_curve(labels, llr, threshold_probabilities=[0.5], priors=[0.5, 0.5], score_type="llr")
     _assert_close(tied.net_benefit[0], _net_benefit(labels, llr[0], np.array([0.5]), p1=0.5), 1e-6)
     strict = 0.5 * np.mean(llr[0, labels == 1] > 0) - 0.5 * np.mean(llr[0, labels == 0] > 0)
     assert abs(float(tied.net_benefit[0, 0]) - strict) > 1e-3  # the check can fail: "treat iff > p_t" differs
@@ -294,8 +295,8 @@ def test_decision_curve_jits_and_marks_bad_thresholds_under_jit():
     labels = rng.integers(0, 2, N)
     llr = (rng.normal(size=(2, N)) + labels).astype(np.float32)
     p_t = np.array([0.1, 0.3, 0.5, 0.8])
-    jitted = jax.jit(lambda s, p: curves.decision_curve(labels, s, threshold_probabilities=p, priors=[0.7, 0.3],
-                                                        score_type="llr"))
+    jitted = jax.jit(lambda s, p: decision_curve(labels, s, threshold_probabilities=p, priors=[0.7, 0.3],
+                                                 score_type="llr"))
     out = jitted(llr, jnp.asarray([0.1, 1.5, 0.5, 0.8]))
     bad = np.isnan(np.asarray(out.net_benefit))
     np.testing.assert_array_equal(bad, np.broadcast_to([False, True, False, False], (2, 4)))
@@ -342,17 +343,17 @@ def test_unpadded_curves_refuse_batches_and_tracing(fn):
 def test_auc_one_vs_one_refuses_bad_input():
     log_post = np.log(np.full((4, 3), 1 / 3))
     with pytest.raises(InputError, match="`labels` has no sample of class 2"):
-        curves.auc_one_vs_one([0, 1, 1, 0], log_post)
+        roc.auc_one_vs_one([0, 1, 1, 0], log_post)
     with pytest.raises(InputError, match="`labels`"):
-        curves.auc_one_vs_one([0, 1, 3, 2], log_post)
+        roc.auc_one_vs_one([0, 1, 3, 2], log_post)
     with pytest.raises(InputError, match="`average`"):
-        curves.auc_one_vs_one([0, 1, 2, 0], log_post, average="micro")
+        roc.auc_one_vs_one([0, 1, 2, 0], log_post, average="micro")
     with pytest.raises(InputError, match="`priors`"):
-        curves.auc_one_vs_one([0, 1, 2, 0], log_post, priors=[0.2, 0.3, 0.5])
+        roc.auc_one_vs_one([0, 1, 2, 0], log_post, priors=[0.2, 0.3, 0.5])
     with pytest.raises(InputError, match="`priors` is required"):
-        curves.auc_one_vs_one([0, 1, 2, 0], log_post, score_type="log_likelihoods")
+        roc.auc_one_vs_one([0, 1, 2, 0], log_post, score_type="log_likelihoods")
     with pytest.raises(InputError, match="`score_type`"):
-        curves.auc_one_vs_one([0, 1, 1, 0], np.zeros(4), score_type="llr")
+        roc.auc_one_vs_one([0, 1, 1, 0], np.zeros(4), score_type="llr")
 
 
 def test_decision_curve_refuses_bad_input():
@@ -360,15 +361,15 @@ def test_decision_curve_refuses_bad_input():
     labels = [0, 1, 1, 0]
     for bad in (0.0, 1.0, 1.5, np.nan, [0.2, -0.1], [[0.2, 0.3]], []):
         with pytest.raises(InputError, match="`threshold_probabilities`"):
-            curves.decision_curve(labels, llr, threshold_probabilities=bad, priors=[0.5, 0.5], score_type="llr")
+            decision_curve(labels, llr, threshold_probabilities=bad, priors=[0.5, 0.5], score_type="llr")
     with pytest.raises(InputError, match="`priors` is required"):
-        curves.decision_curve(labels, llr, threshold_probabilities=0.2, score_type="llr")
+        decision_curve(labels, llr, threshold_probabilities=0.2, score_type="llr")
     with pytest.raises(InputError, match="`priors` must be > 0"):
-        curves.decision_curve(labels, llr, threshold_probabilities=0.2, priors=[1.0, 0.0], score_type="llr")
+        decision_curve(labels, llr, threshold_probabilities=0.2, priors=[1.0, 0.0], score_type="llr")
     log_post = np.log(np.full((4, 2), 0.5))
     with pytest.raises(InputError, match="`priors` cannot be combined"):
-        curves.decision_curve(labels, log_post, threshold_probabilities=0.2, priors=[0.5, 0.5])
+        decision_curve(labels, log_post, threshold_probabilities=0.2, priors=[0.5, 0.5])
     with pytest.raises(InputError, match="`labels` has no sample of class 1"):
-        curves.decision_curve([0, 0, 0, 0], log_post, threshold_probabilities=0.2)
+        decision_curve([0, 0, 0, 0], log_post, threshold_probabilities=0.2)
     with pytest.raises(InputError, match="`scores` must be binary"):
-        curves.decision_curve([0, 1, 2, 0], np.log(np.full((4, 3), 1 / 3)), threshold_probabilities=0.2)
+        decision_curve([0, 1, 2, 0], np.log(np.full((4, 3), 1 / 3)), threshold_probabilities=0.2)

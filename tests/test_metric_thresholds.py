@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from conftest import load_dataset
 from ecjax.inputs import InputError
 from ecjax import calibration, cli
-from ecjax.metric_thresholds import calibrated_metric_threshold, optimal_metric_threshold
+from ecjax import calibrated_metric_threshold, optimal_metric_threshold
 from ecjax.scores import eer, optimal_threshold_expected_cost
 
 METRIC_CASES = [("f1", 1.0), ("f_beta", 0.5), ("f_beta", 2.0), ("mcc", 1.0), ("youden", 1.0)]

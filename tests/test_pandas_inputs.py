@@ -81,7 +81,7 @@ def test_binary_series_and_weights_match_sklearn():
 def _public_functions_of_labels_and_scores():
     """Every public function of ecjax whose first arguments are ``labels, scores``."""
     found = {}
-    for module in (ecjax, ecjax.scores, ecjax.curves, ecjax.calibration_error):
+    for module in (ecjax, ecjax.scores, ecjax.scores.ranking_curves, ecjax.scores.calibration_errors):
         for name in dir(module):
             f = getattr(module, name)
             if name.startswith("_") or isinstance(f, type) or not callable(f):

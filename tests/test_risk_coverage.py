@@ -1,4 +1,4 @@
-"""Risk-coverage curves (``ecjax.risk_coverage``) against a NumPy loop over the thresholds."""
+"""Risk-coverage curves (``ecjax.scores.risk_coverage``) against a NumPy loop over the thresholds."""
 
 import numpy as np
 import pytest
@@ -8,7 +8,7 @@ import jax
 
 import ecjax
 from conftest import load_dataset
-from ecjax.risk_coverage import risk_coverage_curve
+from ecjax.scores.risk_coverage import risk_coverage_curve
 
 
 def _loop(labels, log_post, w=None):

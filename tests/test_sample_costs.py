@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 
 import ecjax
-from ecjax import sample_costs as sc
+from ecjax.scores import sample_costs as sc
 
 # scikit-learn's "Post-tuning the decision threshold for cost-sensitive learning", credit-card part, as
 # utilities (rows: legitimate, fraud; columns: accept, refuse).

@@ -274,9 +274,10 @@ def test_zero_weight_class_with_positive_prior_is_refused():
 
 from scipy import special  # noqa: E402
 
-from ecjax import calibration_error as ce  # noqa: E402
-from ecjax import curves  # noqa: E402
-from ecjax.metric_thresholds import optimal_metric_threshold  # noqa: E402
+from ecjax.scores import calibration_errors as ce  # noqa: E402
+from ecjax.scores import ranking_curves as curves, roc  # noqa: E402
+from ecjax.scores.bayes_decisions import decision_curve  # noqa: E402
+from ecjax.scores.thresholds import optimal_metric_threshold  # noqa: E402
 from ecjax.scores import (  # noqa: E402
     auc_one_vs_rest,
     bayes_risk_curve,
@@ -304,10 +305,10 @@ _WEIGHTED_FUNCTIONS = [
     ("pr_ap_det_curves", "binary", lambda y, s, w: (curves.precision_recall_curve(y, s, sample_weight=w),
                                                     curves.average_precision(y, s, sample_weight=w),
                                                     curves.det_curve(y, s, sample_weight=w))),
-    ("auc_one_vs_one", "multiclass", lambda y, s, w: [curves.auc_one_vs_one(y, s, average=a, sample_weight=w)
+    ("auc_one_vs_one", "multiclass", lambda y, s, w: [roc.auc_one_vs_one(y, s, average=a, sample_weight=w)
                                                       for a in ("macro", "weighted")]),
-    ("decision_curve", "binary", lambda y, s, w: curves.decision_curve(y, s, threshold_probabilities=[0.1, 0.4, 0.7],
-                                                                       sample_weight=w)),
+    ("decision_curve", "binary", lambda y, s, w: decision_curve(y, s, threshold_probabilities=[0.1, 0.4, 0.7],
+                                                                sample_weight=w)),
     # One compiled program serves the three metrics.
     ("optimal_metric_threshold", "binary", lambda y, s, w: [optimal_metric_threshold(y, s, metric=m, sample_weight=w)
                                                             for m in ("f1", "mcc", "youden")]),
@@ -395,7 +396,7 @@ def test_auc_one_vs_one_matches_sklearn_on_repeated_samples_and_numpy_pairs(aver
     y, lp, w, u = _case("multiclass")
     p = np.exp(lp) / np.exp(lp).sum(1, keepdims=True)
     yr, pr_ = _repeat(w, y, p)  # scikit-learn's one-vs-one AUC takes no sample_weight
-    np.testing.assert_allclose(float(curves.auc_one_vs_one(y, lp, average=average, sample_weight=w)),
+    np.testing.assert_allclose(float(roc.auc_one_vs_one(y, lp, average=average, sample_weight=w)),
                                skm.roc_auc_score(yr, pr_, multi_class="ovo", average=average), rtol=1e-6)
     # Real weights: Hand & Till's pair AUCs over weighted pairs, written out.
     total, norm = 0.0, 0.0
@@ -408,7 +409,7 @@ def test_auc_one_vs_one_matches_sklearn_on_repeated_samples_and_numpy_pairs(aver
             pair_weight = 1.0 if average == "macro" else (u[y == i].sum() + u[y == j].sum()) / u.sum()
             total += pair_weight * (a(i, i, j) + a(j, j, i)) / 2
             norm += pair_weight
-    np.testing.assert_allclose(float(curves.auc_one_vs_one(y, lp, average=average, sample_weight=u)), total / norm,
+    np.testing.assert_allclose(float(roc.auc_one_vs_one(y, lp, average=average, sample_weight=u)), total / norm,
                                rtol=1e-6)
 
 
@@ -424,13 +425,13 @@ def test_decision_curve_matches_numpy():
     tp = np.sum(u[:, None] * (y == 1)[:, None] * treat, 0)
     fp = np.sum(u[:, None] * (y == 0)[:, None] * treat, 0)
     prev = np.sum(u * y) / u.sum()
-    got = curves.decision_curve(y, lp, threshold_probabilities=p_t, sample_weight=u)
+    got = decision_curve(y, lp, threshold_probabilities=p_t, sample_weight=u)
     np.testing.assert_allclose(np.asarray(got.net_benefit), tp / u.sum() - fp / u.sum() * odds, atol=1e-6)
     np.testing.assert_allclose(np.asarray(got.treat_all), prev - (1 - prev) * odds, atol=1e-6)
     # Likelihood-type scores with given priors: NB = P_2 TP / W_2 - P_1 FP / W_1 odds.
     pri = np.array([0.7, 0.3])
     llr = _binary_data()[3]
-    got = curves.decision_curve(y, llr, threshold_probabilities=p_t, priors=pri, score_type="llr", sample_weight=u)
+    got = decision_curve(y, llr, threshold_probabilities=p_t, priors=pri, score_type="llr", sample_weight=u)
     treat = (llr + np.log(pri[1] / pri[0]))[:, None] >= cut[None, :]
     tp = np.sum(u[:, None] * (y == 1)[:, None] * treat, 0) / np.sum(u * (y == 1))
     fp = np.sum(u[:, None] * (y == 0)[:, None] * treat, 0) / np.sum(u * (y == 0))

@@ -14,7 +14,7 @@ def before_after(args, run: Run, st, out_type, test, out, labels, record, out_di
     """Cross-entropy and Brier score of --scores before and after calibration, and reliability diagrams."""
     from ecjax import plots
     from ecjax.scores import brier, cross_entropy
-    from ecjax.smooth_calibration_error import smooth_ece
+    from ecjax.scores.smooth_calibration_error import smooth_ece
 
     # Likelihood-type scores need priors to become posteriors: the labels' class frequencies, for both sides.
     data_priors = class_frequencies(labels, 2 if out_type == "llr" else test.shape[1], weights)
@@ -54,8 +54,8 @@ CALIBRATION_ERRORS = (("ECE", "l1", "auto", "equal_width"), ("MCE", "max", "auto
 
 def _calibration_errors(sides, labels, prior, weights):
     """``{name: {"before": x, "after": y}}`` for :data:`CALIBRATION_ERRORS` and the smooth ECE."""
-    from ecjax.calibration_error import binned_calibration_error
-    from ecjax.smooth_calibration_error import smooth_ece
+    from ecjax.scores.calibration_errors import binned_calibration_error
+    from ecjax.scores.smooth_calibration_error import smooth_ece
 
     errors = {name: {side: float(binned_calibration_error(labels, s, norm=norm, variant=variant, binning=binning,
                                                           priors=prior[t], score_type=t, sample_weight=weights))

@@ -62,7 +62,7 @@ def _decision_rule(args):
 def _compare_sample_costs(args, run, kind, labels, arrays, names, spec, k):
     """compare --sample-costs: P(best) and EC intervals with the per-sample part's scale uniform in
     --sample-cost-scale (ecjax.prob.compare_sample_costs); per-sample Bayes decisions for --scores."""
-    from ecjax import sample_costs as sc
+    from ecjax.scores import sample_costs as sc
     from ecjax.prob.sample_costs import compare_sample_costs
 
     costs = load_sample_costs(args, run, labels, args.labels, k, spec.costs)

@@ -152,9 +152,9 @@ def load_sample_weight(run, path, labels, label_file, option="--sample-weight"):
 def load_sample_costs(args, run, labels, label_files, num_classes, base):
     """--sample-costs FILE: a 3-D ``.npy`` of ``(N, K, D)`` per-sample cost matrices, or an ``.npz`` with
     ``amount`` (``(N,)`` or ``(N, M)``), ``scale`` (``(K, D)`` or ``(M, K, D)``) and optionally ``base``
-    (``(K, D)``; default: the --costs matrix): ``c_n = base + amount_n scale`` (:mod:`ecjax.sample_costs`)."""
+    (``(K, D)``; default: the --costs matrix): ``c_n = base + amount_n scale`` (:mod:`ecjax.scores.sample_costs`)."""
     from ecjax.inputs import as_per_sample_costs, as_sample_cost_parts, check_one_sample_set
-    from ecjax.sample_costs import SampleCosts
+    from ecjax.scores.sample_costs import SampleCosts
 
     path = args.sample_costs
     where = f"--sample-costs {path}"

@@ -32,7 +32,7 @@ def _calibrated_threshold(args, y, s, metric, spec, w):
     """The metric's best threshold on cross-validated affine-calibrated scores (LLR calibration for LLRs), or why
     none was computed (a class with fewer samples than folds)."""
     from ecjax import calibration
-    from ecjax.metric_thresholds import calibrated_metric_threshold
+    from ecjax.refinement import calibrated_metric_threshold
 
     st = args.score_type
     out_type = "llr" if st == "llr" else "log_posteriors"
@@ -48,8 +48,10 @@ def _calibrated_threshold(args, y, s, metric, spec, w):
 
 def threshold_and_curve_extras(args, run: Run, data: Inputs, spec, k, record):
     """--metric-thresholds and --curves: into ``record``; returns the lines they add to the table's text."""
-    from ecjax.curves import auc_one_vs_one, average_precision, decision_curve, det_curve, precision_recall_curve
-    from ecjax.metric_thresholds import optimal_metric_threshold
+    from ecjax.scores.bayes_decisions import decision_curve
+    from ecjax.scores.ranking_curves import average_precision, det_curve, precision_recall_curve
+    from ecjax.scores.roc import auc_one_vs_one
+    from ecjax.scores.thresholds import optimal_metric_threshold
 
     if not (args.metric_thresholds or args.curves):
         return ""
@@ -82,7 +84,7 @@ def threshold_and_curve_extras(args, run: Run, data: Inputs, spec, k, record):
                          + (f"calibrated, {cal['implied_cost_ratio']:.3g} (implied NEC {cal['implied_nec']:.3g})"
                             if "implied_cost_ratio" in cal else f"not calibrated: {cal['not_computed']}"))
     if args.curves:
-        from ecjax.risk_coverage import risk_coverage_curve
+        from ecjax.scores.risk_coverage import risk_coverage_curve
 
         record["curves"] = {}
         bands = []
@@ -178,7 +180,7 @@ def bootstrap_extras(args, data: Inputs, spec, k, record):
 
 def sample_cost_extras(args, run: Run, data: Inputs, decisions, k, spec, record):
     """The EC (NEC, and for binary scores the best single threshold) of each system under --sample-costs."""
-    from ecjax import sample_costs as sc
+    from ecjax.scores import sample_costs as sc
 
     kind, labels, arrays, names, weights = data.kind, data.labels, data.arrays, data.names, data.weights
     costs = load_sample_costs(args, run, labels, args.labels, k, spec.costs)

@@ -1,9 +1,9 @@
 """Compare systems under per-sample costs whose per-sample part has an uncertain scale.
 
-Costs ``c_n(s) = base + s sum_m amount[n, m] scale[m]`` (:mod:`ecjax.sample_costs`)
+Costs ``c_n(s) = base + s sum_m amount[n, m] scale[m]`` (:mod:`ecjax.scores.sample_costs`)
 with ``s`` known only to lie in ``[lo, hi]`` (how much of a fraud's amount is
 really lost?), and a finite test set.  For fixed decisions the EC is linear
-in ``s`` (:func:`ecjax.sample_costs.sample_expected_cost_parts`), so each
+in ``s`` (:func:`ecjax.scores.sample_costs.sample_expected_cost_parts`), so each
 posterior draw needs only two weighted sums per system and class:
 
     EC_m(g, s) = sum_i P_i / W_i(g) [ B_mi(g) + s A_mi(g) ],
@@ -37,7 +37,7 @@ from jax.typing import ArrayLike
 from ecjax import inputs as v
 from ecjax.precision import einsum, matmul
 from ecjax.prob.ranking import RankedSystems, check_hdi_prob, check_rope, hdi, ranking_fields, summarize
-from ecjax.sample_costs import (
+from ecjax.scores.sample_costs import (
     SampleCosts,
     decision_inputs,
     expected_cost_parts_kernel,
@@ -108,7 +108,7 @@ def compare_sample_costs(labels: ArrayLike, decisions: ArrayLike, costs: SampleC
     Args:
       labels: ``(N,)`` true classes.
       decisions: ``(M, N)`` decisions of the systems on the same samples.
-      costs: :class:`~ecjax.sample_costs.SampleCosts` (or a dense ``(N, K, D)`` tensor, all per sample); its
+      costs: :class:`~ecjax.scores.sample_costs.SampleCosts` (or a dense ``(N, K, D)`` tensor, all per sample); its
         per-sample part is scaled by ``s ~ U(lo, hi)``.
       scale: ``(lo, hi)`` with ``lo <= hi`` (``(1, 1)``: a known scale; only the test set is uncertain).
       key: a ``jax.random`` key.

@@ -1,9 +1,13 @@
-"""Scores judged by decisions: the EC of Bayes decisions and of the best threshold.
+"""Scores judged by decisions: the EC of Bayes decisions and of the best threshold, Bayes-risk and decision curves.
 
 The EC of Bayes decisions is the proper scoring rule of Ferrer (2022b) §4.1
 (eq. 53) for a cost matrix; the EC of the empirically optimal threshold is
 its optimistic "minimum" counterpart (what ``expected-cost`` calls
 ``average_cost_for_bayes_decisions`` and ``average_cost_for_optimal_decisions``).
+The Bayes-risk curve (Ferrer 2022b, §4.4) traces both over the effective
+priors of binary scores; the decision curve (net benefit, Vickers & Elkin
+2006) is the EC of Bayes decisions over a family of cost ratios (Ferrer
+2025, App. C.1).
 """
 
 from __future__ import annotations
@@ -21,8 +25,14 @@ from ecjax import inputs as v
 from ecjax.confusion import class_counts
 from ecjax.decisions import class_one_log_odds_kernel, log_posteriors_kernel, naive_expected_cost
 from ecjax.precision import check_precision, einsum, matmul
-from ecjax.scores.inputs import evaluation_priors, labels_and_scores, without_zero_weights
+from ecjax.scores.inputs import (
+    binary_inputs, binary_ok, checked_threshold_probabilities, class1_fraction, evaluation_priors, labels_and_scores,
+    without_zero_weights,
+)
 from ecjax.scores.scoring_rules import class_weights
+from ecjax.scores.ranking_curves import (
+    binary_labels, binary_labels_ok, binary_weights, binary_weights_ok, per_system, ranking_log_odds, suffix_sums,
+)
 from ecjax.scores.roc import SortedScores, cut_threshold, rates_at_cuts, sort_scores, weighted_rates_at_cuts
 
 
@@ -273,3 +283,253 @@ def optimal_threshold_expected_cost(labels: ArrayLike, scores: ArrayLike, costs:
                                                                   sample_weight)
     ec, thr = _threshold_sweep(labels, s, costs, p, sample_weight)
     return OptimalThreshold(ec / _normalizer(costs, p, normalize), thr)
+
+
+class BayesRiskCurve(NamedTuple):
+    """Bayes-risk (normalized DCF / APE) curve over effective prior log-odds.
+
+    ``actual``: (normalized) EC of Bayes decisions with the scores taken as
+    LLRs; ``minimum``: the same at the best threshold for each prior (the
+    ROC-convex-hull / PAV "minimum DCF", optimistic); ``naive``: the EC of the
+    best naive decision, ``min(pi, 1 - pi)`` (1 when normalized).
+    """
+
+    prior_log_odds: jax.Array
+    actual: jax.Array
+    minimum: jax.Array
+    naive: jax.Array
+
+
+@partial(jax.jit, static_argnames=("normalize",))
+def _bayes_risk_kernel(labels, llr, plo, sample_weight=None, *, normalize):
+    s_sorted, miss, fa, valid = rates_at_cuts(labels, llr, sample_weight)
+    # Bayes decision: class 1 iff llr > -plo (ties go to class 0, as decisions.bayes_decisions), the
+    # cut below which lie all scores <= -plo; its rates are those of the one-sort ROC.
+    cut = jnp.searchsorted(s_sorted, -plo, side="right")
+    act_miss, act_fa = miss[cut], fa[cut]
+    # 1 - pi as sigmoid(-theta): in float32, 1 - sigmoid(theta) loses up to 2.4e-5 relative at theta = 6.
+    pi, pi0 = jax.nn.sigmoid(plo), jax.nn.sigmoid(-plo)
+    actual = pi * act_miss + pi0 * act_fa
+
+    def min_one(p):
+        # A linear function of the ROC points is minimized at a vertex of their convex hull.
+        p1, p0 = p
+        return jnp.min(jnp.where(valid, p1 * miss + p0 * fa, jnp.inf))
+
+    minimum = jax.lax.map(min_one, (pi, pi0), batch_size=64)
+    naive = jnp.minimum(pi, pi0)
+    if normalize:
+        return actual / naive, minimum / naive, jnp.ones_like(naive)
+    return actual, minimum, naive
+
+
+def bayes_risk_curve(labels: ArrayLike, scores: ArrayLike, *, prior_log_odds: ArrayLike | None = None,
+                     priors: ArrayLike | None = None, score_type: str = "llr", normalize: bool = True,
+                     sample_weight: ArrayLike | None = None) -> BayesRiskCurve:
+    """Actual and minimum Bayes risk of binary scores over effective priors.
+
+    For each effective prior log-odds ``theta`` (prior ``pi = sigmoid(theta)``
+    of class 1, 0-1 costs; any binary cost matrix reduces to one ``theta``,
+    Ferrer (2022b) eq. 9), the actual risk is ``pi R_21 + (1 - pi) R_12`` of the
+    Bayes decisions "class 1 iff LLR > -theta" (Ferrer 2022b, eq. 48) and the
+    minimum is the least risk over all thresholds, found on the one-sort ROC
+    (the minimum of a linear function lies on the ROC convex hull, as in the
+    PAV/ROCCH "min DCF").  Normalized by the naive risk ``min(pi, 1 - pi)``
+    this is the NEC of Ferrer (2022b) eq. 8 and the speaker-verification normalized
+    DCF; the gap between the two curves is the calibration loss of the Bayes
+    EC at each operating point (Ferrer 2022b, §4.2).
+
+    Args:
+      labels: ``(N,)`` classes in {0, 1}.
+      scores: LLRs ``(N,)`` (default ``score_type="llr"``), or binary
+        log-likelihoods / posterior-type scores ``(N, 2)``.
+      prior_log_odds: ``(T,)`` values of ``theta`` (default 121 values in
+        ``[-6, 6]``).
+      priors: only for posterior-type scores: the priors the posteriors were
+        computed with (default: the data priors), removed to get LLRs.
+      normalize: divide by ``min(pi, 1 - pi)``.
+      sample_weight: optional ``(N,)`` non-negative weights: ``R_21`` and
+        ``R_12`` are fractions of each class's weight total (as
+        :func:`roc_curve`), and the data priors removed from posterior-type
+        scores are the weighted class fractions.
+
+    Returns:
+      :class:`BayesRiskCurve`.
+    """
+    labels_c, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
+                                                         drop_zero_weights=False)
+    if score_type in v.POSTERIOR_TYPES:
+        if priors is None:
+            p1 = class1_fraction(labels_c, sample_weight)
+            prior_odds = np.log(p1 / (1.0 - p1))
+        else:
+            p = np.asarray(v.as_positive_priors(priors, num_classes=2, why=" (to turn posteriors into LLRs)"),
+                           dtype=np.float64)
+            prior_odds = np.log(p[1] / p[0])
+        llr = s - prior_odds
+    else:
+        if priors is not None:
+            v.check_posterior_type(score_type, "priors", why=": the priors of a Bayes-risk curve are swept by "
+                                   "`prior_log_odds`")
+        llr = s
+    if prior_log_odds is None:
+        plo = jnp.linspace(-6.0, 6.0, 121)
+    else:
+        given = v.check_finite(v.as_array(prior_log_odds, "prior_log_odds", min_ndim=1), "prior_log_odds")
+        plo = jnp.asarray(v.check_shape(given, "prior_log_odds", "(T,)"), dtype=llr.dtype)
+    actual, minimum, naive = _bayes_risk_kernel(labels_c, llr, plo, sample_weight, normalize=bool(normalize))
+    if v.any_traced(labels_c, llr, sample_weight):
+        ok = binary_ok(labels_c, llr, sample_weight)
+        actual, minimum = v.nan_where_invalid(actual, ok), v.nan_where_invalid(minimum, ok)
+    return BayesRiskCurve(plo, actual, minimum, naive)
+
+
+# ------------------------------------------------------------ decision curve
+
+class DecisionCurve(NamedTuple):
+    """Net benefit of treating when ``P(1|x) >= p_t``, with the two default strategies as references.
+
+    ``net_benefit`` has the systems' batch axes followed by those of
+    ``threshold_probabilities``; ``treat_all`` and ``treat_none`` have the
+    shape of ``threshold_probabilities`` (they do not depend on the scores).
+    """
+
+    threshold_probabilities: jax.Array
+    net_benefit: jax.Array
+    treat_all: jax.Array
+    treat_none: jax.Array
+
+
+def _decision_one(labels, s, cut, odds, p1, sample_weight=None):
+    is1 = labels == 1
+    if sample_weight is None:
+        n1 = jnp.sum(is1)
+        n0 = labels.shape[0] - n1
+        # Padding with +inf: never below a finite cut, so "samples below" counts only the class's own scores.
+        pos_sorted = jnp.sort(jnp.where(is1, s, jnp.inf))
+        neg_sorted = jnp.sort(jnp.where(is1, jnp.inf, s))
+        tp = n1 - jnp.minimum(jnp.searchsorted(pos_sorted, cut, side="left"), n1)
+        fp = n0 - jnp.minimum(jnp.searchsorted(neg_sorted, cut, side="left"), n0)
+    else:
+        # Weight totals of each class at or above the cut (suffix sums of the sorted weights).
+        order = jnp.argsort(s)
+        below = jnp.searchsorted(s[order], cut, side="left")
+        tp = suffix_sums(jnp.where(is1, sample_weight, 0.0)[order])[below]
+        fp = suffix_sums(jnp.where(is1, 0.0, sample_weight)[order])[below]
+        n1 = jnp.sum(jnp.where(is1, sample_weight, 0.0))
+        n0 = jnp.sum(jnp.where(is1, 0.0, sample_weight))
+    # P_i / N_i weights (Ferrer 2022a, eq. 2): with data priors P_1 TP/N_1 = TP/N.
+    return p1 * (tp / n1) - (1.0 - p1) * (fp / n0) * odds
+
+
+@partial(jax.jit, static_argnames=("score_type",))
+def _decision_kernel(labels, scores, log_p, cut, odds, sample_weight=None, *, score_type):
+    s = ranking_log_odds(scores, score_type)
+    if score_type in v.LIKELIHOOD_TYPES:
+        s = s + (log_p[1] - log_p[0])  # posterior log-odds: Bayes' rule (Ferrer 2022b, eqs. 45-47)
+        p1 = jnp.exp(log_p[1])
+    elif sample_weight is None:
+        p1 = jnp.mean(labels == 1, dtype=s.dtype)
+    else:
+        p1 = jnp.sum(jnp.where(labels == 1, sample_weight, 0.0)) / jnp.sum(sample_weight)
+    flat_cut, flat_odds = cut.reshape(-1), odds.reshape(-1)
+
+    def one_system(lab, one):
+        return jax.vmap(lambda c, o: _decision_one(lab, one, c, o, p1, sample_weight))(flat_cut, flat_odds)
+
+    nb = per_system(one_system, labels, s)
+    return nb.reshape(s.shape[:-1] + cut.shape), p1 - (1.0 - p1) * odds
+
+
+def _threshold_log_odds(threshold_probabilities, dtype):
+    """``(p_t, cut, odds)``: the log-odds cut realizing "treat iff P(1|x) >= p_t" on scores of ``dtype``.
+
+    For concrete ``p_t`` the cut is ``logit(p_t)`` computed in float64 and
+    rounded up to ``dtype``: for log-odds ``s`` of that dtype, ``s >= cut``
+    holds exactly when ``s >= logit(p_t)``.
+    """
+    a = checked_threshold_probabilities(threshold_probabilities)
+    if v.is_tracer(a):
+        p = jnp.asarray(a, dtype)
+        return p, jnp.log(p) - jnp.log1p(-p), p / (1.0 - p)
+    logit = np.log(a) - np.log1p(-a)
+    dt = np.dtype(dtype)
+    cut = logit.astype(dt)
+    cut = np.where(cut < logit, np.nextafter(cut, np.array(np.inf, dt)), cut)
+    return v.to_device(a, dt), v.to_device(cut, dt), v.to_device(a / (1.0 - a), dt)
+
+
+def decision_curve(labels: ArrayLike, scores: ArrayLike, *, threshold_probabilities: ArrayLike,
+                   priors: ArrayLike | None = None, score_type: str = "log_posteriors",
+                   sample_weight: ArrayLike | None = None) -> DecisionCurve:
+    """Decision curve analysis (Vickers & Elkin, Med. Decis. Making 26, 565-574, 2006).
+
+    For each threshold probability ``p_t``, the system treats (decides class
+    1) iff ``P(1|x) >= p_t``, and its net benefit is
+
+        ``NB = TP/N - FP/N * p_t / (1 - p_t) = P_2 R_22 - P_1 R_12 p_t / (1 - p_t)``
+
+    (Ferrer 2025, eqs. 25-26, Ferrer (2022b) eqs. 12-13; ``P_2`` = prevalence of
+    class 1).  References: treat all, ``P_2 - P_1 p_t / (1 - p_t)``, and
+    treat none, 0.
+
+    Link to the expected cost (Ferrer 2025, eqs. 26-27, App. C.1): ``NB = P_2 -
+    EC``, the EC (Ferrer 2022a, eq. 2) with ``c_21 = 1`` (a miss), ``c_12 = p_t /
+    (1 - p_t)`` (a false alarm) and no cost for hits; so ``NB = P_2 -
+    min(P_2, P_1 p_t / (1 - p_t)) NEC`` and, since treat none has ``EC =
+    P_2``, NB is the EC saved over treating nobody (the utility yield of
+    Dyrland et al. (2022) eq. 10 with utilities ``-c``, shifted by ``P_2``).  For those
+    costs "``P(1|x) >= p_t``" is the Bayes decision (Ferrer 2025, eq. 7, up to
+    ties), which is why ``p_t`` is called a threshold probability; the curve
+    is thus the EC of Bayes decisions over a family of cost ratios, and it
+    judges calibration as well as discrimination.
+
+    The posterior is taken from the scores as given: ``P(1|x) >= p_t`` is
+    evaluated as class-1 log-odds ``>= logit(p_t)``, with the log-odds in the
+    scores' float precision (``logit(p_t)`` rounded up to it, so the
+    comparison is exact for those log-odds).
+
+    Args:
+      labels: ``(N,)`` classes in {0, 1}; both must be present.
+      scores: binary scores ``(..., N, 2)`` (``(..., N)`` for ``"llr"``);
+        leading axes are systems.
+      threshold_probabilities: ``p_t``, a number or ``(T,)`` array in ``(0, 1)``.
+      priors: ``(2,)`` class priors, required for (and only for) ``"llr"``
+        and ``"log_likelihoods"``, like :func:`ecjax.scores.cross_entropy`:
+        they turn the likelihoods into posteriors and are the population the
+        net benefit is computed for (``NB = P_2 TP/N_2 - P_1 FP/N_1 p_t / (1 -
+        p_t)`` with ``N_2``, ``N_1`` the numbers of class-1 and class-0
+        samples, which is ``TP/N - FP/N p_t/(1 - p_t)`` when the priors equal
+        the class frequencies of ``labels``; the prior-shift reading of Ferrer
+        (2022a) eq. 2).  Posterior-type scores use the class frequencies of
+        ``labels``.
+      score_type: any score type.
+      sample_weight: optional ``(N,)`` non-negative weights (frequency
+        weights): ``TP``, ``FP``, ``N_1``, ``N_2`` and ``N`` become weight
+        totals (and the class frequencies of posterior-type scores weighted
+        fractions), so an integer weight ``k`` is ``k`` copies of the sample.
+
+    Returns:
+      :class:`DecisionCurve`; ``net_benefit`` has shape ``scores_batch +
+      threshold_probabilities.shape``.
+    """
+    a, neg_inf = v.as_log_domain_scores(scores, score_type)
+    s, log_p = v.scores_and_log_priors(a, priors, score_type)
+    s = v.restore_neg_inf(s, neg_inf)
+    v.check_binary_scores(s, score_type)
+    if score_type in v.LIKELIHOOD_TYPES:
+        v.as_positive_priors(priors, num_classes=2, why=" (Bayes' rule takes their log)")
+    labels = binary_labels(labels, s, score_type, what="a decision curve")
+    labels, s, w = binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=False)
+    p_t, cut, odds = _threshold_log_odds(threshold_probabilities, s.dtype)
+    nb, treat_all = _decision_kernel(labels, s, log_p, cut, odds, w, score_type=score_type)
+    if v.any_traced(labels, s, p_t, log_p, w):
+        p_ok = (p_t > 0) & (p_t < 1)
+        batch = s.shape[:-1] if score_type == "llr" else s.shape[:-2]
+        common = p_ok & binary_labels_ok(labels) & binary_weights_ok(labels, w)
+        if score_type in v.LIKELIHOOD_TYPES:  # traced priors: a distribution with both classes possible
+            common = common & jnp.all(jnp.isfinite(log_p)) & (jnp.abs(jnp.sum(jnp.exp(log_p)) - 1.0) <= v.SUM_TOL)
+        ok = ~jnp.any(jnp.isnan(ranking_log_odds(s, score_type)), axis=-1).reshape(batch + (1,) * p_t.ndim)
+        nb = v.nan_where_invalid(nb, ok & common)
+        treat_all = v.nan_where_invalid(treat_all, common)
+    return DecisionCurve(p_t, nb, treat_all, v.to_device(np.zeros(treat_all.shape, treat_all.dtype)))

@@ -11,6 +11,7 @@ counts and the evaluation priors (:mod:`ecjax.confusion`,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -105,6 +106,57 @@ def resolved_variant(variant: str, num_classes: int, choices: Sequence[str]) -> 
         return "binary" if num_classes == 2 else "top_label"
     return variant
 
+
+def check_padded(padded: bool, s: jax.Array, labels: ArrayLike, score_type: str) -> bool:
+    """``padded`` as a flag; ``padded=False`` (one point per distinct threshold, a length that depends on the data)
+    only for one system's concrete scores."""
+    padded = v.as_flag(padded, "padded")
+    batched = s.ndim != (1 if score_type == "llr" else 2)
+    if not padded and (batched or v.any_traced(labels, s)):
+        why = "scores with batch axes" if batched else "traced inputs (inside jit/vmap)"
+        raise v.InputError(f"`padded=False` gives one point per distinct threshold, a length that depends on the "
+                           f"data; for {why} pass padded=True (one point per sample, equal length for every system)")
+    return padded
+
+
+def checked_threshold_probabilities(threshold_probabilities: ArrayLike) -> jax.Array | np.ndarray:
+    """The threshold probabilities ``p_t`` of a decision curve, a number or ``(T,)``: as given when traced (the NaN
+    contract marks those outside ``(0, 1)``), else a float64 array, not empty, each in ``(0, 1)``."""
+    p = v.check_shape(v.as_array(threshold_probabilities, "threshold_probabilities"), "threshold_probabilities",
+                      "()", "(T,)", why=" (a number or a 1-D array)")
+    if v.is_tracer(p):
+        return p
+    a = v.check_numbers(np.asarray(p), "threshold_probabilities", finite=False).astype(np.float64)
+    if a.size == 0:
+        raise v.InputError("`threshold_probabilities` is empty: give at least one threshold probability")
+    v.check_between(threshold_probabilities, "threshold_probabilities", 0.0, 1.0)  # the message shows it as given
+    return a
+
+
+def target_sensitivity(sensitivity: float) -> float:
+    """``sensitivity`` as a float in ``[0, 1]``: the target of an operating point."""
+    target = float(sensitivity)
+    if not 0.0 <= target <= 1.0:
+        raise v.InputError(f"`sensitivity` must be in [0, 1], got {sensitivity}")
+    return target
+
+
+def increasing_alphas(alphas: ArrayLike) -> np.ndarray:
+    """``alphas`` as a float64 ``(A,)`` array of positive finite values, strictly increasing (a sweep of cost
+    ratios)."""
+    a = np.asarray(v.as_array(alphas, "alphas", min_ndim=1), dtype=np.float64)
+    if a.ndim != 1 or np.any(~np.isfinite(a)) or np.any(a <= 0) or np.any(np.diff(a) <= 0):
+        raise v.InputError("`alphas` must be a 1-D increasing array of positive finite values")
+    return a
+
+
+def checked_beta(beta: float, metric: str) -> Any:
+    """``beta`` of F-beta, a positive number, given only with ``metric="f_beta"`` (1.0 otherwise)."""
+    # A traced beta cannot be told from the default 1.0, so with another metric it is refused.
+    b = beta if v.is_tracer(beta) else v.as_positive_real(beta, "beta")
+    if metric != "f_beta" and (v.is_tracer(b) or b != 1.0):
+        raise v.InputError(f"`beta` is only used with metric='f_beta', got beta={beta!r} with metric={metric!r}")
+    return b
 
 def weights_ok(sample_weight: jax.Array | None) -> jax.Array:
     """Traced-input mask of valid weights (the NaN contract): finite, non-negative, some positive."""

@@ -1,8 +1,11 @@
-"""Binary scores judged by their ranking alone: ROC, AUC, EER and operating points (Ferrer 2022b, §4.5).
+"""Scores judged by their ranking alone: ROC, the AUCs, EER and operating points (Ferrer 2022b, §4.5, §4.7).
 
-Every function sorts the class-1 log-odds once and reads the error rates
-at every cut (:func:`rates_at_cuts`); no priors or costs enter, except in
-:func:`nec_for_target_sensitivity`.
+The binary functions sort the class-1 log-odds once and read the error
+rates at every cut (:func:`rates_at_cuts`); the multiclass AUCs average
+binary ones, over each class against the rest (:func:`auc_one_vs_rest`) or
+over pairs of classes (:func:`auc_one_vs_one`).  No priors or costs enter,
+except in :func:`nec_for_target_sensitivity` (and priors that turn
+likelihood-type scores into the posteriors being ranked).
 """
 
 from __future__ import annotations
@@ -16,10 +19,14 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
+from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import einsum, matmul
 from ecjax.scores.inputs import (
-    binary_inputs, binary_ok, class1_fraction, posterior_inputs, scores_ok, validated_sample_weight, weights_ok,
+    binary_inputs, binary_ok, class1_fraction, increasing_alphas, posterior_inputs, scores_ok, target_sensitivity,
+    validated_sample_weight, weights_ok,
 )
+
+AUC_AVERAGES = ("macro", "weighted")  # how auc_one_vs_one averages its pairs of classes
 
 
 def rates_at_cuts(labels: jax.Array, s: jax.Array,
@@ -384,6 +391,125 @@ def auc_one_vs_rest(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike |
     return out
 
 
+def _pairwise_auc(labels, log_post, sample_weight=None):
+    """Kernel: ``A[i, j] = P(s_i(x) > s_i(x')) + P(=)/2`` for ``x`` of class ``i``, ``x'`` of class ``j``.
+
+    ``s_i = log P(i|x)`` ``(N, K)``.  One sort per column ``i``: cumulative
+    class counts along the sorted scores give, for every sample, how many
+    samples of each class lie strictly below and at or below it; each
+    sample's share (a fraction of ``N_j`` in ``[0, 1]``, so float32 sums stay
+    accurate) is summed over the samples of class ``i``.  The diagonal is
+    meaningless.  With ``sample_weight`` every count is a weight total (the
+    probabilities are over weighted pairs) and ``n_i`` the class totals.
+    """
+    n, k = log_post.shape
+    if sample_weight is None:
+        one_hot = jax.nn.one_hot(labels, k, dtype=jnp.int32)
+    else:
+        one_hot = jax.nn.one_hot(labels, k, dtype=sample_weight.dtype) * sample_weight[:, None]
+    n_i = jnp.sum(one_hot, axis=0)
+    of_class = labels[:, None] == jnp.arange(k)[None, :]
+    # Each sample of class i enters the class-i average with its weight (1 unweighted).
+    mass = of_class if sample_weight is None else jnp.where(of_class, sample_weight[:, None], 0.0)
+
+    def column(i):
+        s = log_post[:, i]
+        order = jnp.argsort(s)
+        s_sorted = s[order]
+        cum = jnp.concatenate([jnp.zeros((1, k), one_hot.dtype), jnp.cumsum(one_hot[order], axis=0)])
+        below = cum[jnp.searchsorted(s_sorted, s, side="left")]  # (N, K): per class, samples with score < s_n
+        not_above = cum[jnp.searchsorted(s_sorted, s, side="right")]  # ... with score <= s_n
+        share = (below + not_above) / (2 * jnp.where(n_i > 0, n_i, 1))
+        return jnp.sum(mass[:, i, None] * share, axis=0) / jnp.where(n_i[i] > 0, n_i[i], 1)
+
+    return jax.lax.map(column, jnp.arange(k)), n_i
+
+
+def _ovo_one(labels, log_post, weighted, sample_weight=None):
+    pairwise, n_i = _pairwise_auc(labels, log_post, sample_weight)
+    k = log_post.shape[-1]
+    off_diagonal = ~jnp.eye(k, dtype=bool)
+    # Every pair appears twice (A_ij and A_ji), so the mean over the off-diagonal is the mean of
+    # (A_ij + A_ji) / 2 over the pairs, with the same (symmetric) weights.
+    # A traced switch, so "macro" and "weighted" share one compiled program.
+    weights = jnp.where(weighted, (n_i[:, None] + n_i[None, :]) / jnp.sum(n_i), 1.0)
+    weights = jnp.where(off_diagonal, weights, 0.0)
+    return jnp.sum(weights * pairwise) / jnp.sum(weights)
+
+
+@jax.jit
+def _ovo_kernel(labels, scores, log_p, weighted, sample_weight=None):
+    # For every (N, K) score type the log-posteriors are log_softmax(scores + log-priors), the log-priors
+    # being 0 for posterior types: one compiled program serves them all.
+    log_post = log_posteriors_kernel(scores, log_p, "log_likelihoods")
+    batch = log_post.shape[:-2]
+    flat = log_post.reshape((-1,) + log_post.shape[-2:])
+    return jax.vmap(lambda lp: _ovo_one(labels, lp, weighted, sample_weight))(flat).reshape(batch)
+
+
+def auc_one_vs_one(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike | None = None,
+                   score_type: str = "log_posteriors", average: str = "macro",
+                   sample_weight: ArrayLike | None = None) -> jax.Array:
+    """Multiclass AUC of Hand & Till (2001): the AUC averaged over all pairs of classes.
+
+    For classes ``i != j``, ``A(i|j)`` is the Mann-Whitney statistic of the
+    posterior ``P(i|x)`` on the samples of classes ``i`` and ``j`` only:
+    ``P(P(i|x) > P(i|x')) + P(P(i|x) = P(i|x')) / 2`` for ``x`` of class
+    ``i`` and ``x'`` of class ``j`` (ties count one half, as in
+    :func:`ecjax.scores.auc`).  Hand & Till's ``M`` ("A simple
+    generalisation of the area under the ROC curve for multiple class
+    classification problems", Machine Learning 45, 171-186) averages ``A_ij
+    = (A(i|j) + A(j|i)) / 2`` over the ``K (K - 1) / 2`` pairs.  Unlike
+    :func:`ecjax.scores.auc_one_vs_rest`, whose "rest" mixes the other
+    classes in their data proportions, each term compares two classes only,
+    so ``M`` does not depend on the class distribution; Ferrer (2022b) §4.7
+    explains why such averages of binary detection metrics need not track
+    classification performance.  Equal to
+    ``sklearn.metrics.roc_auc_score(labels, posteriors, multi_class="ovo")``;
+    for ``K = 2`` it is the binary AUC.
+
+    Args:
+      labels: ``(N,)`` true classes; every one of the ``K`` classes needs samples.
+      scores: ``(..., N, K)`` scores; leading axes are systems.
+      priors, score_type: as in :func:`ecjax.scores.auc_one_vs_rest`: only
+        likelihood-type scores take (and need) priors, to form the
+        posteriors whose ranking is used; posterior-type scores need none.
+      average: ``"macro"`` (Hand & Till: every pair counts the same) or
+        ``"weighted"`` (pair ``{i, j}`` weighted by its share of the samples
+        ``(N_i + N_j) / N``, as scikit-learn's ``average="weighted"``).
+      sample_weight: optional ``(N,)`` non-negative weights (frequency
+        weights): ``A(i|j)`` is taken over pairs weighted by the product of
+        their weights, and ``N_i`` are the class weight totals, so an integer
+        weight ``k`` is ``k`` copies of the sample (scikit-learn's
+        ``multi_class="ovo"`` takes no ``sample_weight``).  Every class needs
+        a positive weight total.
+
+    Returns:
+      The multiclass AUC, one per system.
+    """
+    v.check_choice(average, "average", AUC_AVERAGES)
+    if score_type == "llr":
+        raise v.InputError("`score_type` 'llr' is binary; the one-vs-one AUC of two classes is "
+                           "ecjax.scores.auc, or pass (N, K) scores of another score type")
+    a, neg_inf = v.as_log_domain_scores(scores, score_type)
+    s, log_p = v.scores_and_log_priors(a, priors, score_type)
+    s = v.restore_neg_inf(s, neg_inf)
+    k = s.shape[-1]
+    y = v.as_label_vector(labels, num_classes=k, scores=s, upper_is="the number of classes in `scores`")
+    sw = None if sample_weight is None else v.as_sample_weight(sample_weight, y)
+    v.check_classes_present(y, sw, k, why="the AUC of its pairs is undefined")
+    out = _ovo_kernel(y, s, log_p, np.bool_(average == "weighted"), sw)
+    if v.any_traced(y, s, log_p, sw):
+        log_post = log_posteriors_kernel(s, log_p, score_type)
+        w = jnp.ones(y.shape, log_post.dtype) if sw is None else sw
+        totals = jax.ops.segment_sum(jnp.where(y >= 0, w, 0.0), jnp.where(y >= 0, y, 0),
+                                     num_segments=k)
+        ok = (jnp.all(y >= 0) & jnp.all(totals > 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
+              & jnp.all(jnp.isfinite(w) & (w >= 0)))
+        out = v.nan_where_invalid(out, ok)
+    return out
+
+
 def eer_of_rates(miss: jax.Array, fa: jax.Array, valid: jax.Array) -> jax.Array:
     """Kernel: the ROCCH-EER of the rates at the cuts (:func:`rates_at_cuts`), ``max_pi min_cut [pi miss + (1 - pi) fa]``.
 
@@ -499,19 +625,12 @@ def specificity_at_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
       achieved sensitivity may exceed the target when ties or few samples do
       not allow it exactly.
     """
-    target = _target_sensitivity(sensitivity)
+    target = target_sensitivity(sensitivity)
     labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
                                                        drop_zero_weights=True)
     out = _sp_at_se_kernel(labels, s, jnp.asarray(target, s.dtype), sample_weight)
     traced = v.any_traced(labels, s, sample_weight)
     return v.nan_where_invalid(out, binary_ok(labels, s, sample_weight)) if traced else out
-
-
-def _target_sensitivity(sensitivity):
-    target = float(sensitivity)
-    if not 0.0 <= target <= 1.0:
-        raise v.InputError(f"`sensitivity` must be in [0, 1], got {sensitivity}")
-    return target
 
 
 class SensitivityTargetNEC(NamedTuple):
@@ -576,17 +695,13 @@ def nec_for_target_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
       :class:`SensitivityTargetNEC`.  Raises :class:`InputError` when no
       ``alpha`` of the sweep reaches the target.
     """
-    target = _target_sensitivity(sensitivity)
+    target = target_sensitivity(sensitivity)
     labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
                                                        drop_zero_weights=True)
     if alphas is None:
         alphas = jnp.logspace(-4.0, 4.0, 801)
     else:
-        alphas = v.as_array(alphas, "alphas", min_ndim=1)
-        a = np.asarray(alphas, dtype=np.float64)
-        if a.ndim != 1 or np.any(~np.isfinite(a)) or np.any(a <= 0) or np.any(np.diff(a) <= 0):
-            raise v.InputError("`alphas` must be a 1-D increasing array of positive finite values")
-        alphas = jnp.asarray(a, dtype=s.dtype)
+        alphas = jnp.asarray(increasing_alphas(alphas), dtype=s.dtype)
     alpha, thr, sens, spec, nec, found = _nec_target_kernel(labels, s, jnp.asarray(target, s.dtype), alphas,
                                                             sample_weight)
     if not bool(found):

@@ -5,7 +5,7 @@
 * :func:`sweep_counts` (decisions given) and :func:`sweep_scores` (Bayes
   decisions recomputed at every point), :func:`sweep_map` (any point function);
 * :func:`sweep_sample_costs`, :func:`sweep_sample_costs_of_decisions`: the scale of the per-sample part of
-  per-sample costs (:mod:`ecjax.sample_costs`);
+  per-sample costs (:mod:`ecjax.scores.sample_costs`);
 * :func:`utility_space_map`: winners over the binary utility plane of Dyrland et al. (2022) Fig. 1;
 * :func:`roc_convex_hull`, :func:`roc_tangent_winners`: the ROC tangent
   criterion (Dyrland et al. 2022, eqs. 24-25);

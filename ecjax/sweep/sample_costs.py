@@ -1,4 +1,4 @@
-"""Sweeps over the scale of the per-sample part of per-sample costs (:mod:`ecjax.sample_costs`).
+"""Sweeps over the scale of the per-sample part of per-sample costs (:mod:`ecjax.scores.sample_costs`).
 
 The amount-dependent part of the costs is often known only up to a factor
 (is a missed fraud worth its amount, or half of it once recovered?).  With
@@ -26,7 +26,7 @@ from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
-from ecjax.sample_costs import (
+from ecjax.scores.sample_costs import (
     SampleCosts,
     decision_inputs,
     expected_cost_parts_kernel,
@@ -87,9 +87,9 @@ def sweep_sample_costs(labels: ArrayLike, scores: ArrayLike, costs: SampleCosts 
     Args:
       labels: ``(N,)`` true classes, shared by the systems (per-sample costs belong to the samples).
       scores: ``(S, N, K)`` (or ``(N, K)``) scores of ``S`` systems; ``(S, N)`` for ``"llr"``.
-      costs: :class:`~ecjax.sample_costs.SampleCosts` (or a dense ``(N, K, D)`` tensor, all of it scaled).
+      costs: :class:`~ecjax.scores.sample_costs.SampleCosts` (or a dense ``(N, K, D)`` tensor, all of it scaled).
       scales: a scalar axis, e.g. ``grids.linspace(0, 2, 101)``.
-      priors, score_type, sample_weight: as in :func:`ecjax.sample_costs.sample_bayes_expected_cost`.
+      priors, score_type, sample_weight: as in :func:`ecjax.scores.sample_costs.sample_bayes_expected_cost`.
       normalize: NEC: each point's EC over that point's best single decision.
       settings: the sweep engine's settings.
     """

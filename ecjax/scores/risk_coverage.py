@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
-from ecjax.calibration_error import calibration_inputs, nan_where_traced_inputs_invalid
+from ecjax.scores.calibration_errors import calibration_inputs, nan_where_traced_inputs_invalid
 
 
 class RiskCoverageCurve(NamedTuple):

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
-from ecjax.calibration_error import (VARIANTS, calibration_inputs, confidences_and_hits,
+from ecjax.scores.calibration_errors import (VARIANTS, calibration_inputs, confidences_and_hits,
                                      nan_where_traced_inputs_invalid)
 from ecjax.precision import EXACT
 from ecjax.scores.inputs import resolved_variant
@@ -174,7 +174,7 @@ def smooth_ece(labels: ArrayLike, scores: ArrayLike, *, variant: str = "auto", b
       scores: ``(..., N, K)`` scores (``(..., N)`` for ``"llr"``); leading axes are systems.
       variant: ``"auto"`` (binary for K = 2, else top-label), ``"binary"``, ``"top_label"`` (relplot's
         ``multiclass_logits_to_confidences``) or ``"classwise"`` (the mean over the classes of each class's
-        smooth ECE), as in :func:`ecjax.calibration_error.binned_calibration_error`.
+        smooth ECE), as in :func:`ecjax.scores.calibration_errors.binned_calibration_error`.
       bandwidth: a fixed ``sigma > 0`` (``smECE_sigma``) instead of the fixed point.
       grid_size: points of the grid on ``[0, 1]`` (odd keeps 0.5 on it).
       priors, score_type: to turn the scores into posteriors, as everywhere.

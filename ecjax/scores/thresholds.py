@@ -17,7 +17,7 @@ Ferrer's ``c_12`` and ``c_21``).
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
@@ -26,6 +26,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
+from ecjax.scores.inputs import checked_beta
 
 METRICS = ("f1", "f_beta", "mcc", "youden")
 _METRIC_INDEX = {"f1": 0, "f_beta": 0, "mcc": 1, "youden": 2}  # rows of _metric_at_cuts
@@ -209,14 +210,6 @@ def _flat_padded(x, batch, fill):
     return v.to_device(np.pad(np.broadcast_to(np.asarray(x), batch + (n,)).reshape(-1, n), pad, constant_values=fill))
 
 
-def _check_beta(beta, metric):
-    # A traced beta cannot be told from the default 1.0, so with another metric it is refused.
-    b = beta if v.is_tracer(beta) else v.as_positive_real(beta, "beta")
-    if metric != "f_beta" and (v.is_tracer(b) or b != 1.0):
-        raise v.InputError(f"`beta` is only used with metric='f_beta', got beta={beta!r} with metric={metric!r}")
-    return b
-
-
 def optimal_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, metric: str = "f1", beta: float = 1.0,
                              score_type: str = "log_posteriors", priors: ArrayLike | None = None,
                              sample_weight: ArrayLike | None = None) -> MetricThreshold:
@@ -290,7 +283,7 @@ def optimal_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, metric: st
       (-1.0, 0.5, 2.7183)
     """
     v.check_choice(metric, "metric", METRICS)
-    beta = _check_beta(beta, metric)
+    beta = checked_beta(beta, metric)
     v.check_score_type(score_type)
     s = _class1_log_odds(scores, score_type)
     y = v.as_index_array(labels, "labels", upper=2, upper_is="binary labels: 0 or 1")
@@ -325,46 +318,3 @@ def optimal_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, metric: st
     if v.any_traced(y, s, p, beta, w):
         out = MetricThreshold(*(v.nan_where_invalid(x, ok, extra_axes=x.ndim - 1) for x in out))
     return MetricThreshold(*(x.reshape(batch + x.shape[1:]) for x in out))
-
-
-def calibrated_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, protocol: Any, metric: str = "f1",
-                                beta: float = 1.0, method: str = "affine", score_type: str = "log_posteriors",
-                                priors: ArrayLike | None = None,
-                                sample_weight: ArrayLike | None = None) -> MetricThreshold:
-    """:func:`optimal_metric_threshold` of the scores after calibration: the cost ratio a metric implies, honestly.
-
-    A threshold is the Bayes threshold of ``r = exp(-t)`` only where the
-    posteriors are calibrated (Ferrer 2025, §4.1): on raw scores the
-    ``implied_cost_ratio`` of :func:`optimal_metric_threshold` is the ratio
-    the *scores* would imply if they were probabilities (SST-2's GPT-2: 0.273
-    raw, 1.41 after an in-sample affine fit of the same cut).  This
-    calibrates ``scores`` under ``protocol`` (:func:`ecjax.calibration.calibrate`:
-    ``calibration.CrossValidation(key)`` for an honest estimate,
-    ``"train_on_test"`` to map the raw cut itself) with ``method``
-    (``"llr"`` for LLR scores, whose output stays LLRs), then finds the
-    metric's best cut on the calibrated scores and the costs it implies.
-    With a monotone calibrator fitted on all the data (``"train_on_test"``)
-    the decisions are those of the raw cut; cross-validated, each fold's map
-    differs a little, so the cut may move by a few samples.
-
-    Args:
-      protocol: ``calibration.CrossValidation(key, num_folds)``,
-        ``calibration.HeldOut(train_scores, train_labels)`` or
-        ``"train_on_test"``.
-      method: the calibrator (:data:`ecjax.calibration.METHODS`; default
-        ``"affine"``, Platt scaling of binary scores).
-      others: as in :func:`optimal_metric_threshold`; ``priors`` weigh the
-      implied NEC (the calibrator is fitted with the data priors).
-
-    Returns:
-      :class:`MetricThreshold` on the scale of the calibrated scores
-      (posterior log-odds, or LLRs for ``score_type="llr"``).
-    """
-    from ecjax import calibration  # optax: only on this path
-
-    method = "llr" if score_type == "llr" else method
-    res = calibration.calibrate(scores, labels, protocol=protocol, method=method, score_type=score_type,
-                                sample_weight=sample_weight)
-    out_type = calibration.CALIBRATORS[method].output_type
-    return optimal_metric_threshold(labels, res.scores, metric=metric, beta=beta, score_type=out_type,
-                                    priors=priors, sample_weight=sample_weight)
