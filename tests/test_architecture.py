@@ -180,8 +180,9 @@ LARGE_MODULES = {
     "ecjax/prob/from_results.py": "four models of per-fold results (correlated t, hierarchical t, joint-t draws, "
                                   "hierarchical results) with their result types; one module per model is issue "
                                   "32.3's redesign, not yet done",
-    "ecjax/prob/compare.py": "compare's draw models (_Model with its kinds) still live here; one module per model is "
-                             "issue 32.3, not yet done",
+    "ecjax/prob/compare.py": "compare() and compare_counts() with their documentation (about 250 lines: the module "
+                             "docstring states the comparison's statistics), the canonical systems, and the "
+                             "orchestration of the draw models, which live one per module in prob/draw_models/",
     "ecjax/calibration.py": "the calibrator maps, the counting calibrators (histogram, isotonic), the fitters and the "
                             "protocols; calibrators as records of one table (issue 32.8) would give each its module",
     "ecjax/inputs.py": "the input layer: every check the library starts from, in one module so that the count of "

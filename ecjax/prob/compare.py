@@ -70,29 +70,8 @@ weights) without changing the amount of evidence, scale the weights to sum
 to ``N``, or to the Kish effective sample size ``(sum_n w_n)^2 / sum_n
 w_n^2``.
 
-**Doubt decomposition** (:class:`~ecjax.prob.Doubt`).  With ``r`` the
-recommendation, the doubt is ``P(some system other than r, or than those
-tied with r, has a higher yield)``: systems with identical confusion counts
-are *tied* (their expected yields are equal in every component) and a tie is
-not doubt.  It is computed four times, with one decision rule throughout:
-
-* ``all``: every source uncertain;
-* ``costs_only``: ``U_s`` drawn, ``P`` at ``E[P]``, the rates at their
-  posterior mean;
-* ``priors_only``: uncertain deployment priors drawn, ``U`` at ``U_hat``,
-  the rates at their posterior mean;
-* ``rates_only``: the rates drawn (with the test set's class frequencies
-  when ``priors=None``), ``U`` at ``U_hat``, ``P`` at ``E[P]``.
-
-``costs_only`` is exactly 0 for a fixed utility matrix and ``priors_only``
-for fixed priors or the test set's own frequencies (a certain source is
-not drawn at all); ``rates_only`` tends to 0 as the test set grows without
-bound (the rates posterior concentrates on its mean).  With fixed
-decisions every component has the same expected yield (the closed form
-above), so all four are about the same system ``r``; with per-draw
-decisions each component is about the system its own expected yield
-recommends, and ties are judged draw by draw (identical counts in that
-draw).  The doubt is not additive: sources can reinforce each other.
+**Doubt decomposition** (:class:`~ecjax.prob.Doubt`): how sure the recommendation is with every source
+uncertain, and with the costs, the deployment priors or the rates alone uncertain (:mod:`ecjax.prob.doubt`).
 
 **Draws in fixed memory.**  The draws are made in *blocks*: block ``b`` of
 ``B`` draws takes its random numbers from ``fold_in(key, b)`` (utilities,
@@ -106,22 +85,11 @@ array comes near ``2^31`` elements; and the numbers are the same for every
 chunk size.  Only the ``(S, M)`` draws of the yields (EC, NEC, and those of
 the doubt components) are kept.
 
-**Merged cells.**  With a fixed utility matrix and fixed decisions the rates
-of decisions of equal utility enter every yield only through their sum, so
-the draws are over merged cells (:mod:`ecjax.prob.aggregation`: the
-Dirichlet's aggregation property, exact): two per class under 0-1 costs
-(unpaired), ``2^M`` per class for ``M`` paired systems, whatever ``D``;
-``info["merged_cells"]`` says so.  The NEC's naive EC is computed from the
-original matrix, the closed-form expected yield and the ties from the
-original counts.
-
-**Occupied cells.**  With drawn utilities nothing merges, but most cells
-of a large confusion matrix are empty: the unpaired and paired draws are
-then made over the occupied cells only, each row's (or the joint table's)
-empty cells getting their mass as a Gamma total split by stick breaking
-(:mod:`ecjax.prob.occupied_cells` eq. 1: exact in distribution up to a
-``1e-12`` truncation of the sticks), whenever that needs fewer random
-variates than the ``M K D`` rate cells; ``info["occupied_cells"]`` says so.
+**The draw models** (:mod:`ecjax.prob.draw_models`, one module per model behind one protocol): unpaired,
+paired (joint outcome cells), clustered, per-draw decisions; with a fixed utility matrix and fixed decisions the
+cells of equal utility are drawn merged (:mod:`~ecjax.prob.draw_models.merged`: exact, ``info["merged_cells"]``
+says so); with drawn utilities, a large confusion matrix's fixed counts are drawn over their occupied cells
+only (:mod:`~ecjax.prob.draw_models.occupied`, ``info["occupied_cells"]``) when that is the cheaper draw.
 
 **How many draws.**  ``num_draws=None`` (the default) draws until every
 reported probability is precise to a standard error of 0.005 (at most
@@ -143,17 +111,15 @@ from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax import random_bits
-from ecjax.draw_runner import Block, run_blocks
-from ecjax.confusion import rates
 from ecjax.costs import StructuredCosts, costs_to_utilities
 from ecjax.prob import adaptive_draws
 from ecjax.prob import paired as paired_mod
 from ecjax.prob import ranking
 from ecjax.prob import doubt
-from ecjax.prob.draw_models import clustered, joint, merged, occupied, per_draw, unpaired
+from ecjax.prob.draw_models import blocks, clustered, expectations, joint, merged, occupied, per_draw, unpaired
 from ecjax.prob.draw_models.fixed_decisions import bayes_decisions_of, bucket_size, fixed_counts, padded_bayes_decisions
-from ecjax.prob.draw_models.outputs import component_yield, evaluate_draws, fixed_outputs, masked_sum, tie_labels_of
-from ecjax.prob.draw_models.protocol import BlockDraws, Centre, FixedModel
+from ecjax.prob.draw_models.outputs import evaluate_draws, tie_labels_of
+from ecjax.prob.draw_models.protocol import Centre, FixedModel
 from ecjax.prob.rates import (
     PriorDistribution,
     as_class_priors,
@@ -195,100 +161,6 @@ def _positive_samples(label_list, items, weight_list, groups):
     if all(np.all(w == 1) for w in weight_list):
         weight_list = None
     return label_list, items, weight_list, groups
-
-
-
-# ---------------------------------------------------------------- the draw loop
-
-class _Run(NamedTuple):
-    """Static settings of one run of draws, shared by every model.
-
-    ``joint_priors``: the class priors are the class marginals of the
-    paired model's joint weights (the test set's frequencies); else they
-    come in as arrays.  ``components``: the doubt components reported (the
-    uncertain sources).  ``fixed_point_only``: the second pass of a model
-    without a closed-form mean (the components at the Monte Carlo mean
-    weights).  Whether a source is uncertain is not static: fixed utilities
-    and priors come in broadcast, so one compiled step serves every such
-    combination.
-    """
-
-    block: int
-    num_draws: int
-    joint_priors: bool
-    decompose: bool
-    components: tuple[str, ...] = ()
-    fixed_point_only: bool = False
-
-
-def _block(b, key_all, key_rates, draws, centre, model, run):
-    """All outputs of block ``b``, ``(B, M)`` each: yield / EC / NEC draws and the doubt components.
-
-    Plain Python over jitted kernels (the samplers, the decisions, the
-    yields), each compiled once per shape and shared by every comparison
-    of that shape, whatever its priors, components or chunk size.
-    ``draws``: the block's :class:`BlockDraws` (a certain source broadcast
-    at its mean); ``centre``: the :class:`Centre`.  ``model``: a prepared
-    :class:`FixedModel` or a :class:`per_draw.PerDrawState`.
-    """
-    bsz, jp = run.block, run.joint_priors
-    if run.fixed_point_only:
-        return {"costs_only": component_yield(draws.utilities, centre.mean_weights, centre.priors, joint_priors=jp,
-                                              block=bsz),
-                "priors_only": component_yield(centre.utilities, centre.mean_weights, draws.priors, joint_priors=jp,
-                                               block=bsz)}
-    if isinstance(model, per_draw.PerDrawState):
-        return per_draw.block_outputs(key_all, key_rates, model, draws, centre, joint_priors=jp, block=bsz,
-                                      decompose=run.decompose)
-    if isinstance(model.state, occupied.CellsState):
-        return occupied.block_outputs(key_all, model.state, draws, centre, joint_priors=jp, block=bsz,
-                                      components=run.components if run.decompose else ())
-    w = model.draw(key_all, model.state, draws.utilities, draws.priors, num_draws=bsz)
-    monte_carlo_mean = model.mean_weights is None
-    components = ()
-    if run.decompose:
-        # A model without a closed-form mean (clustered) gets its mean weights from a first pass: its other
-        # components come in a second.  A certain source's component is not reported (doubt exactly 0): not computed.
-        components = ("rates_only",) if monte_carlo_mean else run.components
-    out = fixed_outputs(w, draws, centre, None if model.merged is None else model.merged.naive_costs,
-                        joint_priors=jp, block=bsz, components=components)
-    if monte_carlo_mean:
-        # Per-block sums of the weights (P_i R_ij) or of the rates, for their Monte Carlo posterior mean.
-        valid = (b * bsz + np.arange(bsz)) < run.num_draws
-        out["mean_sum"] = masked_sum(w if jp else rates(w), valid)
-    return out
-
-
-class _Inputs(NamedTuple):
-    """Per-block draws of the utilities and priors (``None``: fixed at ``U_hat`` / ``E[P]``)."""
-
-    sample_u: Callable[[int], jax.Array] | None
-    sample_p: Callable[[int], jax.Array] | None
-    rates_use_p: bool  # the rates_only component keeps the drawn priors (the test set's frequencies)
-
-
-def _run_draws(model, run, plan, centre, keys, inputs, progress):
-    """Per-block utility and prior draws in, ``(S, ...)`` numpy draws and the float64 ``mean_sum`` out.
-
-    The host loop, its chunks and its progress are :func:`ecjax.draw_runner.run_blocks`'s: device memory
-    holds one chunk's outputs, and a reporter gets the running yields (``draws_done``) and the measured time left.
-    """
-    bsz = plan.block
-    key_all, key_rates = keys
-    # Broadcast on the host: an eager broadcast would be one more compiled program per shape.
-    fixed_u, fixed_p = (jax.device_put(np.broadcast_to(np.asarray(x), (bsz,) + x.shape))
-                        for x in (centre.utilities, centre.priors))
-
-    def block(b):
-        u = fixed_u if inputs.sample_u is None else inputs.sample_u(b)
-        p = fixed_p if inputs.sample_p is None else inputs.sample_p(b)
-        out = _block(b, random_bits.fold_in(key_all, b), random_bits.fold_in(key_rates, b),
-                     BlockDraws(u, p, p if inputs.rates_use_p else fixed_p), centre, model, run)
-        mean_sum = out.pop("mean_sum", None)
-        return Block(draws=out, sums=mean_sum)
-
-    host, mean_sum = run_blocks(block, plan, progress=progress, shown=lambda draws: draws.get("yields"))
-    return ({} if host is None else host), mean_sum
 
 
 
@@ -509,7 +381,7 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
     info = {"model": model_name, "concentration": alpha}
     if s.weight_info is not None:
         info["sample_weight"] = s.weight_info
-    p_decide = _decision_priors(class_priors, s.class_counts, s.joint)
+    p_decide = expectations.decision_priors(class_priors, s.class_counts, s.joint)
     common = dict(key=key, num_draws=num_draws, rope=rope, hdi_prob=hdi_prob, systems=s.names, decompose=decompose,
                   chunk_size=settings.chunk_size, progress=settings.progress)
     if scores is None:
@@ -701,60 +573,6 @@ def _check_class_priors(priors, k, class_counts, weighted=False):
     return class_priors
 
 
-def _expected_priors(class_priors, class_counts):
-    """``E[P]``: the fixed or expected deployment priors, or the posterior mean of the test set's frequencies.
-
-    The test set's frequencies are drawn from ``Dirichlet(n_i + alpha_P)``
-    (:func:`~ecjax.prob.sample_class_priors`), of mean ``(n_i + alpha_P) /
-    (N + K alpha_P)``.
-    """
-    if class_priors is None:
-        n = np.asarray(class_counts, np.float64)
-        alpha_p = default_class_concentration(n.shape[0])
-        return (n + alpha_p) / (n.sum() + n.shape[0] * alpha_p)
-    if isinstance(class_priors, PriorDistribution):
-        return np.asarray(class_priors.mean, np.float64)
-    return np.asarray(class_priors, np.float64)
-
-
-def _decision_priors(class_priors, class_counts, joint):
-    """The priors with which likelihood-type scores decide when the priors are at their mean."""
-    if class_priors is None and joint:
-        n = np.asarray(class_counts, np.float64)
-        return n / n.sum()
-    return _expected_priors(class_priors, class_counts)
-
-
-
-def _closed_form_yield(u_hat, mean_weights, p_bar, joint_priors):
-    """``sum_ij U_hat_ij E[P_i R_m,ij]`` in float64 from the mean weights (Dyrland et al. 2022, eq. 19)."""
-    w = np.asarray(mean_weights, np.float64)
-    totals = w.sum(-1, keepdims=True)
-    r = np.divide(w, totals, out=np.zeros_like(w), where=totals > 0)
-    p = w[0].sum(-1) / w[0].sum() if joint_priors else np.asarray(p_bar, np.float64)
-    return np.einsum("ij,i,mij->m", np.asarray(u_hat, np.float64), p, r)
-
-
-
-def _expected_utilities(prior, plan, sample_u):
-    """``U_hat = E[U]`` (Dyrland et al. 2022, eq. 18) and how it was obtained.
-
-    The prior's exact mean when it has one; otherwise the mean of the very
-    draws the comparison uses (block by block in float64, so the same for
-    every chunk size).
-    """
-    if not isinstance(prior, UtilityPrior):
-        return np.asarray(prior, np.float64), "fixed"
-    if prior.mean is not None:
-        return np.asarray(prior.mean, np.float64), prior.mean_method
-    total = 0.0
-    for b in range(plan.num_blocks):
-        n = min(plan.block, plan.num_draws - b * plan.block)
-        total = total + np.asarray(sample_u(b)[:n], np.float64).sum(0)
-    return total / plan.num_draws, "monte_carlo"
-
-
-
 def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, num_draws, rope, hdi_prob, systems,
                  decompose, chunk_size, progress, info, source=None, per_draw_state=None, cells_bound=0):
     """Draw utilities, priors and rates block by block; summarize; decompose the doubt.
@@ -790,11 +608,11 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
         return sample_class_priors(kb, None, v.to_device(class_counts, f), num_draws=plan.block,
                                    concentration=default_class_concentration(k))
 
-    u_hat, u_method = _expected_utilities(prior, plan, sample_u)
-    p_bar = _expected_priors(class_priors, class_counts)
+    u_hat, u_method = expectations.expected_utilities(prior, plan, sample_u)
+    p_bar = expectations.expected_priors(class_priors, class_counts)
     joint_priors = class_priors is None and joint
     data_priors_drawn = class_priors is None and not joint  # the unpaired model's test-set frequencies
-    inputs = _Inputs(sample_u if utilities_drawn else None,
+    inputs = blocks.Inputs(sample_u if utilities_drawn else None,
                      sample_p if (deployment_uncertain or data_priors_drawn) else None, data_priors_drawn)
     # A certain source leaves no doubt: its component is not reported (doubt exactly 0).
     sources = (("costs_only", utilities_drawn), ("priors_only", deployment_uncertain), ("rates_only", True))
@@ -830,8 +648,8 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
                                                           sub_batch=1)[0])
         static_ties = None
 
-    run = _Run(plan.block, num_draws, joint_priors, bool(decompose), components)
-    host, mean_sum = _run_draws(model, run, plan, centre, (key_all, key_rates), inputs, progress)
+    run = blocks.Run(plan.block, num_draws, joint_priors, bool(decompose), components)
+    host, mean_sum = blocks.run_draws(model, run, plan, centre, (key_all, key_rates), inputs, progress)
     yields = host["yields"]
     if isinstance(model, per_draw.PerDrawState):
         expected_yield, method = yields.mean(0, dtype=np.float64), "Monte Carlo"
@@ -841,9 +659,9 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
             mean_w, method = mean_sum / num_draws, "Monte Carlo (posterior mean rates from the draws)"
             if decompose:
                 centre = centre._replace(mean_weights=v.to_device(mean_w, f))
-                host.update(_run_draws(model, run._replace(fixed_point_only=True), plan, centre, (key_all, key_rates),
+                host.update(blocks.run_draws(model, run._replace(fixed_point_only=True), plan, centre, (key_all, key_rates),
                                        inputs, progress)[0])
-        expected_yield = _closed_form_yield(u_hat, mean_w, p_bar, joint_priors)
+        expected_yield = expectations.closed_form_yield(u_hat, mean_w, p_bar, joint_priors)
     rec = int(np.argmax(expected_yield))
     yields_j = v.to_device(yields)
     summary = ranking.summarize(key_rank, yields_j, rope=rope, hdi_prob=hdi_prob)

@@ -1,9 +1,28 @@
 """The doubt decomposition of :func:`~ecjax.prob.compare` and its per-draw ties.
 
-With ``r`` the recommendation, the doubt is ``P(some system other than r, or than those tied with r, has a higher
-yield)``, computed with every source uncertain (``all``) and with one source at a time (``costs_only``,
-``priors_only``, ``rates_only``: the others at their means); see :mod:`ecjax.prob.compare` and
-:class:`~ecjax.prob.Doubt`.  Systems with identical confusion counts are *tied*: a tie is not doubt.
+**Doubt decomposition** (:class:`~ecjax.prob.Doubt`).  With ``r`` the
+recommendation, the doubt is ``P(some system other than r, or than those
+tied with r, has a higher yield)``: systems with identical confusion counts
+are *tied* (their expected yields are equal in every component) and a tie is
+not doubt.  It is computed four times, with one decision rule throughout:
+
+* ``all``: every source uncertain;
+* ``costs_only``: ``U_s`` drawn, ``P`` at ``E[P]``, the rates at their
+  posterior mean;
+* ``priors_only``: uncertain deployment priors drawn, ``U`` at ``U_hat``,
+  the rates at their posterior mean;
+* ``rates_only``: the rates drawn (with the test set's class frequencies
+  when ``priors=None``), ``U`` at ``U_hat``, ``P`` at ``E[P]``.
+
+``costs_only`` is exactly 0 for a fixed utility matrix and ``priors_only``
+for fixed priors or the test set's own frequencies (a certain source is
+not drawn at all); ``rates_only`` tends to 0 as the test set grows without
+bound (the rates posterior concentrates on its mean).  With fixed
+decisions every component has the same expected yield (the closed form
+of :mod:`ecjax.prob.compare`), so all four are about the same system ``r``; with per-draw
+decisions each component is about the system its own expected yield
+recommends, and ties are judged draw by draw (identical counts in that
+draw).  The doubt is not additive: sources can reinforce each other.
 """
 
 from __future__ import annotations

@@ -3,8 +3,10 @@
 The rates enter every yield only through the sums over each class's groups of equal utility, so the draws are over
 the merged cells (:mod:`ecjax.prob.aggregation` eq. 1, the Dirichlet's aggregation property): ``G`` per class
 unpaired, ``K G^M`` joint cells paired.  Only the draws change: the per-system counts (ties) and the closed-form mean
-weights stay those of the decisions.  Structured costs (:mod:`ecjax.prob.structured_cells`) are counted into their
-groups straight from the decisions, without a ``K x D`` array.
+weights stay those of the decisions, and the NEC's naive EC is computed from the original matrix: two cells per class
+under 0-1 costs (unpaired), ``2^M`` per class for ``M`` paired systems, whatever ``D``.  Structured costs
+(:mod:`ecjax.prob.structured_cells`) are counted into their groups straight from the decisions, without a ``K x D``
+array.
 """
 
 from __future__ import annotations
