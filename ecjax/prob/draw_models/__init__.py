@@ -9,4 +9,6 @@
 * :mod:`~ecjax.prob.draw_models.merged`: the cells of equal utility merged (fixed utilities, structured costs).
 * :mod:`~ecjax.prob.draw_models.occupied`: fixed counts drawn over their occupied cells only.
 * :mod:`~ecjax.prob.draw_models.per_draw`: each draw makes the Bayes decisions of its own utilities.
+* :mod:`~ecjax.prob.draw_models.expectations`: the fixed point (``U_hat``, ``E[P]``) and the closed-form expected yield.
+* :mod:`~ecjax.prob.draw_models.blocks`: the draw loop, one block of any model at a time.
 """
