@@ -19,7 +19,6 @@ system's accuracy, else a uniform class.
 
 from __future__ import annotations
 
-import importlib
 import sys
 from pathlib import Path
 
@@ -32,7 +31,7 @@ import jax  # noqa: E402
 
 from ecjax import prob  # noqa: E402
 
-compare_module = importlib.import_module("ecjax.prob.compare")
+from ecjax.prob.draw_models import merged as merged_model
 FORMER_DRAWS = 20_000
 
 
@@ -64,7 +63,7 @@ def error_costs(k, low, high):
 
 def timed(systems, kwargs, num_draws, repeats, merge=True):
     """(first s, steady s, draws used, P(best)) of ``prob.compare``; ``num_draws`` None: the adaptive default."""
-    compare_module._MERGE_CELLS = merge
+    merged_model._MERGE_CELLS = merge
     settings = prob.MonteCarloSettings(num_draws=num_draws)
 
     def run():
@@ -73,7 +72,7 @@ def timed(systems, kwargs, num_draws, repeats, merge=True):
     try:
         first, steady, result = _common.time_jax(run, repeats=repeats)
     finally:
-        compare_module._MERGE_CELLS = True
+        merged_model._MERGE_CELLS = True
     return first, steady, result.num_draws, np.asarray(result.p_best)
 
 

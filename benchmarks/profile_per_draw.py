@@ -4,8 +4,8 @@
 that workload (3 systems x N samples x K classes of logits, uncertain K x K costs, ``PerDraw(rate_draws=1)``)
 into the steps ``compare`` runs for it, each jitted alone and timed after a compiling call:
 
-- the Bayes decisions and their counts (``_scores_counts``), and the bare decision kernel on the same products;
-- the Dirichlet rate draws given those counts (``_per_draw_rates``, the exact Gamma sampler);
+- the Bayes decisions and their counts (``per_draw.scores_counts``), and the bare decision kernel on the same products;
+- the Dirichlet rate draws given those counts (``per_draw.per_draw_rates``, the exact Gamma sampler);
 - the yields, EC and NEC of the block, and the tie labels;
 - the block's utility draws (the interval prior of the costs) and its class-prior draws (the test set's frequencies),
   which the unpaired model draws per block before deciding.
@@ -21,7 +21,6 @@ loop on the device shows directly.
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from pathlib import Path
 
@@ -40,7 +39,7 @@ from ecjax.prob import sampling  # noqa: E402
 from ecjax.prob.rates import default_class_concentration, sample_class_priors  # noqa: E402
 from ecjax.prob.utility_priors import as_utility_prior  # noqa: E402
 
-compare_mod = importlib.import_module("ecjax.prob.compare")  # the name prob.compare is the function
+from ecjax.prob.draw_models import outputs as outputs_model, per_draw as per_draw_model
 
 UNROLLED = sampling._UNROLLED_ROUNDS
 # The Gamma sampler's paths (all draw the same numbers): a CPU's work queue (4096 proposals an iteration); the queue
@@ -83,16 +82,16 @@ def main() -> None:
     lab = jnp.asarray(np.broadcast_to(labels, (m, n)))
     costs = jnp.asarray(rng.uniform(0.5, 2.0, (b, k, k)) * off, jnp.float32)
     log_p = jnp.zeros((b, k), jnp.float32) - np.log(k)
-    sub_batch = max(1, min(b, compare_mod._decision_slab() // (m * n * k)))
-    counts = compare_mod._scores_counts(log_scores, log_p, lab, costs, score_type="logits", num_classes=k,
+    sub_batch = max(1, min(b, per_draw_model.decision_slab() // (m * n * k)))
+    counts = per_draw_model.scores_counts(log_scores, log_p, lab, costs, score_type="logits", num_classes=k,
                                         num_decisions=k, paired=False, batch_size=sub_batch)
     log_post = jax.nn.log_softmax(log_scores, -1)
     kernel = jax.jit(lambda lp, c: jax.lax.map(lambda cb: bayes_decisions_kernel(lp[None], cb[:, None]),
                                                c.reshape(-1, 16, k, k)))
     u = -costs
     p = jnp.full((b, k), 1.0 / k)
-    outputs = jax.jit(lambda u, w, p: compare_mod._all_outputs(u, w, p, joint_priors=False))
-    ties = compare_mod._tie_labels
+    outputs = jax.jit(lambda u, w, p: outputs_model.all_outputs(u, w, p, joint_priors=False))
+    ties = outputs_model.tie_labels
     interval = prob.intervals(0.5 * off, 2.0 * off, kind="cost")
     utility_prior = as_utility_prior(interval)
     class_counts = jnp.asarray(np.bincount(labels, minlength=k), jnp.float32)
@@ -101,13 +100,13 @@ def main() -> None:
     for name, settings in PATHS.items():
         use(*settings)
         steps = {
-            f"decisions + counts (_scores_counts, sub-batch {sub_batch})": lambda: compare_mod._scores_counts(
+            f"decisions + counts (per_draw.scores_counts, sub-batch {sub_batch})": lambda: per_draw_model.scores_counts(
                 log_scores, log_p, lab, costs, score_type="logits", num_classes=k, num_decisions=k, paired=False,
                 batch_size=sub_batch),
             "bare decision kernel (16 draws a batch)": lambda: kernel(log_post, costs),
-            "rate draws given the counts (_per_draw_rates)": lambda: compare_mod._per_draw_rates(
+            "rate draws given the counts (per_draw.per_draw_rates)": lambda: per_draw_model.per_draw_rates(
                 key, counts, 1.0, small_shapes=False),
-            "yields, EC, NEC (_all_outputs)": lambda: outputs(u, compare_mod._per_draw_rates(
+            "yields, EC, NEC (outputs.all_outputs)": lambda: outputs(u, per_draw_model.per_draw_rates(
                 key, counts, 1.0, small_shapes=False), p),
             "tie labels": lambda: ties(counts),
             "utility draws (interval prior of the costs)": lambda: utility_prior.sample(key, b),

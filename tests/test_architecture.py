@@ -221,8 +221,9 @@ LARGE_MODULES = {
     "ecjax/prob/from_results.py": "four models of per-fold results (correlated t, hierarchical t, joint-t draws, "
                                   "hierarchical results) with their result types; one module per model is issue "
                                   "32.3's redesign, not yet done",
-    "ecjax/prob/compare.py": "compare's draw models (_Model with its kinds) still live here; one module per model is "
-                             "issue 32.3, not yet done",
+    "ecjax/prob/compare.py": "compare() and compare_counts() with their documentation (about 250 lines: the module "
+                             "docstring states the comparison's statistics), the canonical systems, and the "
+                             "orchestration of the draw models, which live one per module in prob/draw_models/",
     "ecjax/calibration.py": "the calibrators as rows of one table (CALIBRATORS: maps, counting methods, fitters) "
                             "and the protocols; the table with its fitters (the affine Newton fit included) can move "
                             "to a module of its own, not yet done",

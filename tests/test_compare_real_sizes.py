@@ -16,9 +16,8 @@ import jax
 
 from ecjax import prob
 from ecjax.prob import adaptive_draws, aggregation
-import importlib
 
-compare_mod = importlib.import_module("ecjax.prob.compare")  # the module (prob.compare is the function)
+from ecjax.prob.draw_models import merged as merged_model
 
 KEY = jax.random.key(11)
 
@@ -70,7 +69,7 @@ def test_merged_joint_concentrations_are_sums_over_every_joint_cell():
 
 def _both(monkeypatch, systems, **kwargs):
     merged = prob.compare(systems, key=KEY, **kwargs)
-    monkeypatch.setattr(compare_mod, "_MERGE_CELLS", False)
+    monkeypatch.setattr(merged_model, "_MERGE_CELLS", False)
     unmerged = prob.compare(systems, key=jax.random.key(12), **kwargs)
     return merged, unmerged
 

@@ -4,7 +4,6 @@ independent numpy sampler, within their Monte Carlo errors."""
 
 from __future__ import annotations
 
-import importlib
 
 import numpy as np
 import pytest
@@ -17,7 +16,7 @@ from ecjax.confusion import joint_outcome_table
 from ecjax.prob import occupied_cells as oc
 from ecjax.prob.paired import stick_atoms, stick_weights
 
-compare_module = importlib.import_module("ecjax.prob.compare")
+from ecjax.prob.draw_models import occupied as occupied_model
 
 
 # ------------------------------------------------------------------ sticks
@@ -161,7 +160,7 @@ def _error_costs(k):
 
 
 def _run(monkeypatch, mode, systems, costs, draws, seed, **kwargs):
-    monkeypatch.setattr(compare_module, "_OCCUPIED_CELLS", mode)
+    monkeypatch.setattr(occupied_model, "_OCCUPIED_CELLS", mode)
     return prob.compare(systems, costs=costs, key=jax.random.key(seed),
                         settings=prob.MonteCarloSettings(num_draws=draws), **kwargs)
 

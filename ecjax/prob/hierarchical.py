@@ -41,7 +41,7 @@ from ecjax import inputs as v
 from ecjax import random_bits
 from ecjax.confusion import confusion_counts
 from ecjax.prob import ranking
-from ecjax.prob.compare import evaluate_draws
+from ecjax.prob.draw_models.outputs import evaluate_draws
 from ecjax.prob.inputs import as_named_counts
 from ecjax.prob.mcmc import NUTSDiagnostics, NUTSSettings, check_nuts_settings, fit_nuts
 from ecjax.prob.rates import PriorDistribution, as_class_priors, check_concentration
