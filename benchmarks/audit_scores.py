@@ -7,7 +7,8 @@ Three measures:
 * **validations per score array**: the calls of :func:`ecjax.inputs.as_scores` (the score check) while one
   ``ecjax compare`` run of two score files, one :class:`ecjax.prob.Systems` of two systems made and compared
   (:func:`ecjax.prob.compare`) or bootstrapped (:func:`ecjax.prob.bootstrap.bootstrap_metric`), divided by the
-  number of arrays (2); a :class:`ecjax.inputs.Scores` value passed through unchecked is not a check;
+  number of arrays (2; 3 for ``ecjax calibrate`` of a held-out file with labels: the two score files and the
+  calibrated scores its report measures); a :class:`ecjax.inputs.Scores` value passed through unchecked is not a check;
 * **hops of score_type**: the longest chain of nested calls each holding a ``score_type`` argument, from the
   command line (or the public function) down to the kernel;
 * **branch sites**: the lines of ``ecjax/`` that compare ``score_type`` (``==``, ``!=``, ``in``, ``not in``), and
@@ -85,6 +86,13 @@ def measure() -> dict[str, tuple[float, int]]:
                 assert main(argv + ["--draws", "200", "--decision-rule", rule]) == 0
             out[f"ecjax compare ({rule})"] = (audit.calls / 2, audit.hops)
             print(f"longest score_type chain of `ecjax compare --decision-rule {rule}`:", " -> ".join(audit.chain))
+        files = [str(d / f"{name}.npy") for name in ("a", "y", "b", "y")]
+        calibrate = ["calibrate", "--score-type", "probabilities", "--method", "temperature", "--quiet", "--output",
+                     str(d / "calibrated.npy"), *[x for pair in zip(("--scores", "--labels", "--train-scores",
+                                                                      "--train-labels"), files) for x in pair]]
+        with CallAudit(inputs.as_scores).running() as audit, contextlib.redirect_stdout(io.StringIO()):
+            assert main(calibrate) == 0
+        out["ecjax calibrate (held out)"] = (audit.calls / 3, audit.hops)  # two files and the calibrated output
         with CallAudit(inputs.as_scores).running() as audit:
             systems = prob.Systems(y, scores=probs, score_type="probabilities")
             prob.compare(systems, costs=1 - np.eye(3), key=jax.random.key(0),

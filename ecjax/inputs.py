@@ -696,13 +696,16 @@ class Scores:
 
     ``values``: finite float scores in the log domain, ``(..., N, K)`` (``(..., N)`` for an LLR), probabilities
     logged; ``kind``: one of :data:`SCORE_KINDS`, what the kernels branch on; ``num_classes``: ``K`` (2 for an LLR);
-    ``score_type``: what they were given as (for messages and records).
+    ``score_type``: what they were given as (for messages and records); ``exact_zeros``: for probabilities, where
+    they were exactly 0 (a host mask of ``values``' shape, ``None`` when none was or the scores were traced), which
+    ``values`` floor (:func:`as_scores`) and the proper scoring rules read as ``-inf`` (:func:`as_log_domain_scores`).
     """
 
     values: jax.Array
     kind: str
     num_classes: int
     score_type: str
+    exact_zeros: np.ndarray | None = None
 
 
 def canonical_scores(x: object, name: str = "scores", *, score_type: str) -> Scores:
@@ -711,7 +714,12 @@ def canonical_scores(x: object, name: str = "scores", *, score_type: str) -> Sco
     if isinstance(x, Scores):
         return _same_score_type(x, score_type)
     values = as_scores(x, name, score_type=score_type)
-    return Scores(values, score_kind(score_type), 2 if score_type == "llr" else int(values.shape[-1]), score_type)
+    zeros = None
+    if score_type == "probabilities" and not is_tracer(x):
+        zeros = np.asarray(x) == 0  # the check passed: concrete probabilities, of the shape of values
+        zeros = zeros if zeros.any() else None
+    return Scores(values, score_kind(score_type), 2 if score_type == "llr" else int(values.shape[-1]), score_type,
+                  zeros)
 
 
 def _same_score_type(x: Scores, score_type: str) -> Scores:
@@ -1035,7 +1043,7 @@ def check_classes_present(labels: ArrayLike, sample_weight: ArrayLike | None, nu
         raise InputError(f"`sample_weight` is 0 for every sample of {_class_list(zero)}: {why}")
 
 
-def as_log_domain_scores(scores: object, score_type: str) -> tuple[jax.Array | np.ndarray,
+def as_log_domain_scores(scores: object, score_type: str) -> tuple[jax.Array | np.ndarray | Scores,
                                                                               jax.Array | np.ndarray | None]:
     """Scores that may hold a zero probability: ``(array, where)`` with ``-inf`` replaced by a finite stand-in.
 
@@ -1047,8 +1055,10 @@ def as_log_domain_scores(scores: object, score_type: str) -> tuple[jax.Array | n
     probabilities, ``where`` marks the exact zeros (which :func:`as_scores`
     floors to keep decisions finite) so that their logarithm is ``-inf``
     again.  ``where`` is ``None`` when there is nothing to put back (and for
-    traced scores).
+    traced scores).  A :class:`Scores` value is returned as it is, with the zeros it keeps.
     """
+    if isinstance(scores, Scores):  # checked once already: its values, and the zeros its probabilities had
+        return _same_score_type(scores, score_type), scores.exact_zeros
     check_score_type(score_type)
     arr = as_array(scores, "scores", min_ndim=1 if score_type == "llr" else 2)
     if is_tracer(arr):

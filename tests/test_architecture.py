@@ -523,6 +523,36 @@ def test_scores_are_checked_once_from_the_command_line_to_the_kernels(tmp_path):
                                                  settings=prob.MonteCarloSettings(num_draws=200))) == 0
 
 
+def test_calibrate_checks_each_score_file_once(tmp_path):
+    # Issue 32.1: `ecjax calibrate` has the library check --scores and --train-scores once each (said of the file)
+    # and fits, applies and reports on the kept value; the calibrated output, a new array, is made canonical once
+    # for the report.  Before (the command line's check thrown away, then the fit, the calibrator and each measure
+    # of the report checking again): 7, 4, 8 and 6 checks for the runs below.
+    import contextlib
+    import io
+
+    import numpy as np
+
+    from ecjax.cli import main
+
+    y, probs, _ = score_files(tmp_path)
+    probs[1][0] = [0.0, 0.5, 0.5]  # an exact zero, which the canonical value keeps for the report
+    np.save(tmp_path / "b.npy", probs[1])
+    f = {name: str(tmp_path / f"{name}.npy") for name in ("a", "b", "y")}
+    common = ["calibrate", "--score-type", "probabilities", "--method", "temperature", "--force", "--quiet"]
+    runs = {"in sample": (["--scores", f["a"], "--labels", f["y"]], 1 + 1),
+            "unlabelled": (["--scores", f["a"], "--train-scores", f["b"], "--train-labels", f["y"]], 2),
+            "held out": (["--scores", f["a"], "--labels", f["y"], "--train-scores", f["b"], "--train-labels", f["y"]],
+                         2 + 1),
+            "cross-validated": (["--scores", f["b"], "--labels", f["y"], "--cv", "3"], 1 + 1)}
+    for name, (argv, checks) in runs.items():
+        out = tmp_path / f"{name}.npy"
+        codes = []
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert score_checks(lambda: codes.append(main(common + argv + ["--output", str(out)]))) == checks, name
+        assert codes == [0], name
+
+
 def test_the_score_check_count_can_fail():
     import numpy as np
 

@@ -589,7 +589,7 @@ def test_library_messages_name_the_command_line_option():
 
 def test_the_command_line_says_the_library_check_of_its_file_and_in_its_options():
     # One condition, checked once (ecjax.inputs.as_scores); the command line says it of the file, with its options.
-    from ecjax.cli.files import check_scores
+    from ecjax.cli.files import canonical_score_file
     from ecjax.cli.rules import said
     from ecjax.inputs import as_scores
 
@@ -601,7 +601,7 @@ def test_the_command_line_says_the_library_check_of_its_file_and_in_its_options(
         "score_type='probabilities'")
     assert str(info.value).startswith("`scores` rows look like probabilities")
     with pytest.raises(InputError) as info:
-        check_scores(p, "p.npy", "logits")
+        canonical_score_file(p, "p.npy", "logits")
     assert said(info.value) == ("p.npy: the rows look like probabilities (in [0, 1], summing to 1), not log-domain "
                                 "scores: pass --score-type probabilities")
 

@@ -111,6 +111,22 @@ def test_cross_entropy_zero_true_class_posterior_is_inf_not_nan():
     np.testing.assert_allclose(float(S.brier([1, 0, 1], lp)), (1.0 + 0.25 + 0.0) / 3, rtol=1e-6)
 
 
+def test_canonical_probabilities_keep_their_exact_zeros_for_the_scoring_rules():
+    # Issue 32.1: scores checked once (ecjax.inputs.canonical_scores, as `ecjax calibrate` keeps them) floor a zero
+    # probability in their values (decisions stay finite) and keep where it was, so the proper scoring rules read
+    # it exactly, as they read the probabilities themselves: -log 0 = inf on the true class.
+    from ecjax.inputs import canonical_scores
+
+    p = np.array([[1.0, 0.0], [0.5, 0.5], [0.0, 1.0], [0.25, 0.75]])
+    s = canonical_scores(p, score_type="probabilities")
+    assert float(S.cross_entropy([1, 0, 1, 1], s, score_type="probabilities")) == np.inf
+    y = np.array([0, 0, 1, 1])  # zeros only on wrong classes: the closed form (data priors: the mean over samples)
+    np.testing.assert_allclose(float(S.cross_entropy(y, s, score_type="probabilities")),
+                               -np.mean(np.log(p[np.arange(4), y])), rtol=1e-6)
+    np.testing.assert_allclose(float(S.brier(y, s, score_type="probabilities")),
+                               np.mean((p - np.eye(2)[y]) ** 2), rtol=1e-6)
+
+
 def test_cross_entropy_of_huge_llrs_is_exact():
     llr = np.array([1e4, -1e4, 1e4, -1e4, 3.0])
     labels = np.array([1, 0, 0, 1, 1])

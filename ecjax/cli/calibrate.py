@@ -13,8 +13,8 @@ from ecjax import random_bits
 from ecjax.cli import progress
 from ecjax.cli.calibrate_report import before_after
 from ecjax.cli.data import check_classes_count, load_sample_weight, scores_and_labels
-from ecjax.cli.files import (Run, check_labels, check_of, check_output, check_scores, output_folder, same_samples,
-                             within)
+from ecjax.cli.files import (Run, canonical_score_file, check_labels, check_of, check_output, output_folder,
+                             same_samples, score_file, within)
 from ecjax.cli.output import JSON_SCHEMA_VERSION, emit
 from ecjax.cli.rules import or_default
 from ecjax.inputs import as_group_ids, check_numbers, check_shape
@@ -22,7 +22,9 @@ from ecjax.inputs import as_group_ids, check_numbers, check_shape
 
 def _calibration_files(args, run, st):
     """``(train, train_labels, test, labels, protocol, train weights, weights)``: which data fit the calibrator and
-    how to name the result; the weights are ``None`` or the frequency weights of the training / --scores samples.
+    how to name the result; the scores are the files' :class:`ecjax.inputs.Scores`, checked once by the library
+    (said of the file) and taken as they are by the fit, the calibrator and the report; the weights are ``None``
+    or the frequency weights of the training / --scores samples.
 
     ``protocol`` is ``"held_out"`` (a separate training file), ``"cross_validation"`` (``--cv``) or
     ``"in_sample"`` (fitted on the very scores it calibrates, by omitting the training file or giving
@@ -30,26 +32,31 @@ def _calibration_files(args, run, st):
     """
     want = 1 if st == "llr" else 2
     test, labels = scores_and_labels(args, run, args.scores, args.labels)
-    test = check_scores(test, args.scores, st)
-    check_classes_count(args, 2 if want == 1 else test.shape[1])
+    test = canonical_score_file(score_file(test, args.scores, st), args.scores, st)
+    check_classes_count(args, test.num_classes)
     if labels is not None:  # validated before anything is fitted or written
         labels = check_labels(labels, args.labels)
-        same_samples(args.labels, labels, "labels", args.scores, test, "scores")
+        same_samples(args.labels, labels, "labels", args.scores, test.values, "scores")
     weights = load_sample_weight(run, args.sample_weight, labels, args.labels)
     if args.train_scores is None:
         return test, labels, test, labels, "cross_validation" if args.cv else "in_sample", weights, weights
     train, train_labels = scores_and_labels(args, run, args.train_scores, args.train_labels)
     train_labels = check_labels(train_labels, args.train_labels)
-    train = check_scores(train, args.train_scores, st)
-    same_samples(args.train_scores, train, "scores", args.train_labels, train_labels, "labels")
+    train = canonical_score_file(score_file(train, args.train_scores, st), args.train_scores, st)
+    same_samples(args.train_scores, train.values, "scores", args.train_labels, train_labels, "labels")
     if want == 2:
-        check_of(args.train_scores, check_shape, train, "scores", "(N, K)", sizes={"K": test.shape[1]},
+        check_of(args.train_scores, check_shape, train.values, "scores", "(N, K)", sizes={"K": test.num_classes},
                  why=f" (the classes of {args.scores})")
-    same = Path(args.train_scores).resolve() == Path(args.scores).resolve() or (
-        train.shape == test.shape and np.array_equal(train, test))
+    same = Path(args.train_scores).resolve() == Path(args.scores).resolve() or _same_scores(train, test)
     train_weights = load_sample_weight(run, args.train_sample_weight, train_labels, args.train_labels,
                                        "--train-sample-weight")
     return train, train_labels, test, labels, "in_sample" if same else "held_out", train_weights, weights
+
+
+def _same_scores(a, b):
+    """Two files' canonical scores are the same data: equal values, and exact zeros at the same places."""
+    za, zb = (np.zeros(np.shape(s.values), bool) if s.exact_zeros is None else s.exact_zeros for s in (a, b))
+    return np.shape(a.values) == np.shape(b.values) and np.array_equal(a.values, b.values) and np.array_equal(za, zb)
 
 
 def _load_groups(run, path, n):
@@ -84,7 +91,7 @@ def _fit_calibrator(args, run, method, st, train, train_labels, test, protocol, 
     common = dict(method=method, score_type=st, settings=calibration.FitSettings(loss=args.loss),
                   sample_weight=train_weights)
     if protocol == "saved":  # --calibrator: applied as it is, with the statistics of its own fit
-        cal = _saved_calibrator(args, run, st, 2 if st == "llr" else test.shape[1])
+        cal = _saved_calibrator(args, run, st, test.num_classes)
         _record_fit(record, cal)
         record.update(calibrator=str(args.calibrator), loss=cal.loss_name)
         out = check_of(args.calibrator, cal.apply, test, score_type=st)
@@ -99,9 +106,9 @@ def _fit_calibrator(args, run, method, st, train, train_labels, test, protocol, 
                 run.defer(path, data, "--save-calibrator")
         _record_fit(record, cal)
         where = args.train_scores or args.scores
-        line = f"fitted {method} calibrator on {where} ({train.shape[0]} samples, loss {args.loss})"
+        line = f"fitted {method} calibrator on {where} ({np.shape(train.values)[0]} samples, loss {args.loss})"
         return np.asarray(cal.apply(test), dtype=np.float64), line + _optimizer_note(method, record, False)
-    groups = None if args.groups is None else _load_groups(run, args.groups, test.shape[0])
+    groups = None if args.groups is None else _load_groups(run, args.groups, np.shape(test.values)[0])
     seed = or_default(args.seed, 0)
     # The folds come from --cv (and --groups): their errors name them.
     res = check_of(f"--cv {args.cv}{' with --groups' if groups is not None else ''}",
@@ -166,7 +173,7 @@ def cmd_calibrate(args: argparse.Namespace, run: Run) -> int:
             check_output(path, args.force, "--save-calibrator")
     out_dir = output_folder(args)
     train, train_labels, test, labels, protocol, train_weights, weights = _calibration_files(args, run, st)
-    k = 2 if st == "llr" else train.shape[1]
+    k = train.num_classes
     for y, f in ((train_labels, args.train_labels or args.labels), (labels, args.labels)):
         if y is not None:
             within(f, y, k, "labels", "the classes of the scores")

@@ -6,19 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from ecjax.cli.files import Run
-from ecjax.inputs import LIKELIHOOD_TYPES
+from ecjax.inputs import LIKELIHOOD_TYPES, canonical_scores
 from ecjax.scores.inputs import class_frequencies
 
 
 def before_after(args, run: Run, st, out_type, test, out, labels, record, out_dir, weights):
-    """Cross-entropy and Brier score of --scores before and after calibration, and reliability diagrams."""
+    """Cross-entropy and Brier score of --scores before and after calibration, and reliability diagrams.
+
+    ``test``: the canonical scores of --scores (:class:`ecjax.inputs.Scores`, checked once); ``out``, the calibrated
+    scores, is made canonical here, once, for every measure of the report."""
     from ecjax import plots
     from ecjax.scores import brier, cross_entropy
     from ecjax.scores.smooth_calibration_error import smooth_ece
 
     # Likelihood-type scores need priors to become posteriors: the labels' class frequencies, for both sides.
-    data_priors = class_frequencies(labels, 2 if out_type == "llr" else test.shape[1], weights)
-    sides = {"before": (test, st), "after": (out, out_type)}
+    data_priors = class_frequencies(labels, test.num_classes, weights)
+    sides = {"before": (test, st), "after": (canonical_scores(out, score_type=out_type), out_type)}
     prior = {t: data_priors if t in LIKELIHOOD_TYPES else None for t in (st, out_type)}
     scores = {}
     for name, fn in (("xe", cross_entropy), ("brier", brier)):

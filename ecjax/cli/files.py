@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ecjax.inputs import as_index_array, as_scores, canonical_scores, check_same_length, check_shape
+from ecjax.inputs import as_index_array, canonical_scores, check_same_length, check_shape
 from ecjax.io import DEFAULT_MAX_BYTES, said_of
 
 
@@ -102,14 +102,6 @@ def canonical_score_file(a, path, score_type):
     """The scores of a file (:func:`score_file`) made canonical by the library, once, said of the file: the
     :class:`ecjax.inputs.Scores` value that :class:`ecjax.prob.Systems` takes without checking it again."""
     return check_of(path, canonical_scores, a, "scores", score_type=score_type)
-
-
-def check_scores(a, path, score_type):
-    """:func:`score_file`, checked by the library (:func:`ecjax.inputs.as_scores`: numbers, finite, K >= 2, not
-    probabilities read as logs), said of the file: for the functions that take the file's scores as given."""
-    a = score_file(a, path, score_type)
-    check_of(path, as_scores, a, "scores", score_type=score_type)
-    return a
 
 
 def check_labels(y, path):

@@ -348,9 +348,13 @@ def stacked_scores(systems: Systems) -> v.Scores:
     canonical = systems.canonical
     assert canonical is not None, "stacked_scores needs the scores of paired_scores"
     first = canonical[0]
+    zeros = None
+    if any(s.exact_zeros is not None for s in canonical):
+        zeros = np.stack([np.zeros(np.shape(s.values), bool) if s.exact_zeros is None else s.exact_zeros
+                          for s in canonical])
     # Stacked on the host: an eager device stack would compile a program for every new shape.
     return v.Scores(v.to_device(np.stack([np.asarray(s.values) for s in canonical])), first.kind,
-                    first.num_classes, first.score_type)
+                    first.num_classes, first.score_type, zeros)
 
 
 @dataclass(frozen=True)
