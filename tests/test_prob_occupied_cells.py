@@ -144,6 +144,24 @@ def test_joint_evaluation_equals_the_dense_marginals_of_the_same_draw(deployment
         np.testing.assert_allclose(np.asarray(g, np.float64), ref, rtol=2e-5, atol=2e-6)
 
 
+def test_naive_ec_from_candidate_columns_equals_the_exact_minimum():
+    # min_j sum_i P_i (max_j' U_ij' - U_ij) in float64 numpy, against the candidates found by one product: random
+    # matrices; a dominating decision (exactly 0, the NEC NaN) among more tied columns than candidates; ties of
+    # equal columns beyond the candidates (the minimum still within float32 rounding).
+    rng = np.random.default_rng(7)
+    b, k, d = 6, 40, 50
+    u = rng.uniform(-3, 0, (b, k, d)).astype(np.float32)
+    u[1, :, 5:20] = 0.5  # 15 columns best for every class: naive EC exactly 0
+    u[2, :, 3:30] = u[2, :, 3:4]  # 27 equal columns, the smallest of them among the rest or not
+    u[3, :, :] = u[3, :, :1]  # every column the same: each one best for every class
+    p = rng.dirichlet(np.ones(k), b).astype(np.float32)
+    got = np.asarray(oc._naive_ec(jnp.asarray(u).max(-1), jnp.asarray(u), jnp.asarray(p)), np.float64)
+    u64, p64 = u.astype(np.float64), p.astype(np.float64)
+    want = np.einsum("bk,bkd->bd", p64, u64.max(-1, keepdims=True) - u64).min(-1)
+    assert got[1] == 0.0 and got[3] == 0.0
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+
+
 # ------------------------------------------------- compare, end to end
 
 def _systems(k, n, paired, seed=0):

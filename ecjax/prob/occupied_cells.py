@@ -60,8 +60,10 @@ would be too narrow by the split's share.  The prior's mass is small
 
 **NEC** (Ferrer 2022a, eq. 4) with the row-normalized costs ``max_j U_ij -
 U_ij``: rows of ``R`` sum to 1, so the EC is ``sum_i P_i max_j U_ij -
-yield``; the naive EC, ``min_j sum_i P_i (max_j' U_ij' - U_ij)``, still
-reads the whole drawn matrix (one ``(K,) @ (K, D)`` product per draw).
+yield``; the naive EC, ``min_j sum_i P_i (max_j' U_ij' - U_ij)``, reads
+the whole drawn matrix, once: the column values ``sum_i P_i max_j' U_ij' -
+(P U)_j`` from one ``(K,) @ (K, D)`` product locate the smallest few
+columns, and only those are summed in the exact form (:func:`_naive_ec`).
 """
 
 from __future__ import annotations
@@ -75,9 +77,9 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import inputs as v
-from ecjax.decisions import naive_expected_cost
 from ecjax.prob.paired import stick_atoms, stick_weights
 from ecjax.prob.sampling import gamma_draws
+from ecjax.precision import einsum
 from ecjax.random_bits import uniform_and_index, uniform_pair
 
 # Cell lists are padded to one of 16 lengths per power of two (at least 8): similar tables share compiled
@@ -251,7 +253,7 @@ def cell_draw(key: jax.Array, shapes: jax.Array, counts: jax.Array, *, layout: C
 
 def _gather(u_flat, index):
     """``u_flat`` ``(B, K D)`` or ``(K D,)`` at ``index`` ``(C,)`` (the same for every draw) or ``(B, X)``."""
-    if index.ndim == 1:
+    if index.ndim == 1 or u_flat.ndim == 1:  # a fixed matrix is read where asked, not broadcast to every draw first
         return jnp.take(u_flat, index, axis=-1, mode="clip")
     u = jnp.broadcast_to(u_flat, (index.shape[0], u_flat.shape[-1]))
     return jnp.take_along_axis(u, index, axis=-1, mode="clip")
@@ -345,15 +347,38 @@ def _yields(num, den, kind, priors):
     return (p[:, None, :] * row).sum(-1), p
 
 
+# Columns of the naive EC summed in the exact form: the smallest of their values by one product, and a few more.
+_NAIVE_CANDIDATES = 8
+
+
+def _naive_ec(top, u, p):
+    """``min_j sum_i P_i (top_i - U_ij)`` of ``top`` ``(B, K)`` row maxima, ``u`` ``(B, K, D)``, ``p`` ``(B, K)``.
+
+    The exact form sums the normalized costs ``top_i - U_ij`` themselves,
+    so a decision best for every class gives exactly 0 (a NaN NEC), not a
+    rounding error; over every column it costs a ``(B, K, D)`` array of
+    them and a product with it.  Here one product with ``U`` gives every
+    column's value as ``sum_i P_i top_i - (P U)_j``, within a rounding
+    error ``e`` of its exact form, and only the :data:`_NAIVE_CANDIDATES`
+    smallest of those are summed in the exact form.  The result is the
+    exact form's minimum whenever its column is a candidate, and otherwise
+    within ``2 e`` of it (every candidate is then within ``2 e``): the
+    float32 rounding of the sums themselves.
+    """
+    approx = (p * top).sum(-1)[:, None] - einsum("bi,bij->bj", p, u)  # (B, D)
+    _, cand = jax.lax.top_k(-approx, min(_NAIVE_CANDIDATES, u.shape[-1]))  # (B, C)
+    columns = jnp.take_along_axis(u, cand[:, None, :], axis=-1)  # (B, K, C)
+    return einsum("bi,bij->bj", p, top[..., None] - columns).min(-1)
+
+
 def _ec_nec(y, p, u):
     """EC ``-yield`` and NEC (module docstring) of yields ``(B, M)``, priors ``(B, K)`` and utilities ``(B, K, D)``.
 
-    The naive EC from the normalized costs ``max_j' U_ij' - U_ij`` themselves, not as ``sum_i P_i max_j' U_ij' -
-    max_j sum_i P_i U_ij``: a decision best for every class then gives exactly 0 (NaN NEC), not a rounding error.
+    The naive EC in the exact form of the normalized costs ``max_j' U_ij' - U_ij`` (:func:`_naive_ec`).
     """
     top = u.max(-1)  # (B, K)
     ec_normalized = (p * top).sum(-1)[:, None] - y
-    naive = naive_expected_cost(top[..., None] - u, p)
+    naive = _naive_ec(top, u, p)
     nec = jnp.where(naive[:, None] > 0, ec_normalized / jnp.where(naive > 0, naive, 1.0)[:, None], jnp.nan)
     return -y, nec
 
