@@ -43,6 +43,26 @@ def test_stick_atoms_leave_an_expected_mass_below_1e_minus_12(mass):
     assert t == 2 or ratio ** (t - 2) > 1e-12
 
 
+# Slow lane: compiling the sampler for this table takes about 10 s; the default lane keeps the comparison with an
+# independent numpy sampler below (12 classes, every cell over the occupied ones), which these weights feed.
+@pytest.mark.slow
+def test_cell_weights_are_gamma_of_their_counts():
+    # Each occupied cell's data weight h_c ~ Gamma(n_c): Exp(1) cells, Gamma(2) as a sum of two Exp(1), the others
+    # through the Marsaglia-Tsang sampler; Kolmogorov-Smirnov against scipy's Gamma, padding cells exactly 0.
+    from scipy import stats
+
+    counts = np.zeros((1, 2, 3))
+    counts[0, 0] = [1, 2, 5]
+    counts[0, 1] = [2, 1, 3]
+    table = oc.unpaired_cells(counts, 0.5)
+    draw = oc.cell_draw(jax.random.key(11), table.shapes, table.counts, layout=table.layout, num_draws=4000)
+    n = np.asarray(table.counts)
+    h = np.concatenate([np.asarray(x, np.float64) for x in draw.h], axis=1)
+    assert sorted(n[n > 0].tolist()) == [1, 1, 2, 2, 3, 5] and np.all(h[:, n == 0] == 0)
+    for c in np.nonzero(n)[0]:
+        assert stats.kstest(h[:, c], stats.gamma(n[c]).cdf).pvalue > 1e-3, n[c]
+
+
 # ---------------------------------------------- eq. (1) against a dense draw
 
 def _dense_unpaired(draw, table):

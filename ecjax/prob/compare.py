@@ -429,8 +429,7 @@ def _draw_fixed(key, data, model):
 
 def _cells_block(key, u, p_all, p_rates, data, model):
     """A block of fixed counts drawn over their occupied cells only (:mod:`ecjax.prob.occupied_cells`)."""
-    table = data["cell_table"]
-    parts = occupied_cells.ComponentParts(data["u_hat"], data["costs_coef"], data["priors_rows"])
+    table, parts = data["cell_table"], data["component_parts"]
     return occupied_cells.cell_outputs(key, table, u, p_all, p_rates, parts, joint_priors=model.joint_priors,
                                        block=model.block, components=model.components if model.decompose else ())
 
@@ -1220,10 +1219,9 @@ def _occupied_source(src, u_hat, p_bar, alpha, joint_priors):
     else:
         costs_coef = np.asarray(p_bar, np.float64) / row_weight
     priors_rows = np.einsum("ij,mij->mi", np.asarray(u_hat, np.float64), src.mean_weights) / row_weight
-    f = jnp.result_type(float)
-    data = {"cell_table": table, "costs_coef": v.to_device(costs_coef, f), "priors_rows": v.to_device(priors_rows, f),
+    data = {"cell_table": table, "component_parts": occupied_cells.component_parts(table, u_hat, costs_coef, priors_rows),
             "mean_weights": None}
-    return src._replace(kind=src.kind + "_cells", data=data, elements=table.elements)
+    return src._replace(kind=src.kind + "_cells", data=data, elements=occupied_cells.plan_elements(table))
 
 
 def _closed_form_yield(u_hat, mean_weights, p_bar, joint_priors):
