@@ -110,17 +110,18 @@ def breakdown(systems, costs, num_draws=1000):
         for m, (lab, dec) in enumerate(zip(labels, decisions)):
             np.add.at(counts[m], (lab, dec), 1)
         table = occupied_cells.unpaired_cells(counts, alpha)
-    b = plan_draws(num_draws, table.elements + k * d, group=2).block  # as compare plans the occupied cells
+    b = plan_draws(num_draws, occupied_cells.plan_elements(table) + k * d, group=2).block  # as compare plans them
     key = jax.random.key(0)
     u = costs.sample(key, b)
     p = jnp.full((b, k), 1.0 / k)
     coef = np.zeros((len(decisions), k))
+    parts = occupied_cells.component_parts(table, np.asarray(u[0]), coef, coef)  # on the host, once (as compare)
     pieces = {
         "utility draw": lambda: costs.sample(key, b),
         "occupied-cell draw": lambda: occupied_cells.cell_draw(key, table.shapes, table.counts, layout=table.layout,
                                                                num_draws=b),
         "all of a block (draw, outputs, components)": lambda: occupied_cells.cell_outputs(
-            key, table, u, p, p, occupied_cells.component_parts(table, u[0], coef, coef), joint_priors=bool(systems.paired),
+            key, table, u, p, p, parts, joint_priors=bool(systems.paired),
             block=b, components=("costs_only", "rates_only")),
     }
     out = {}

@@ -55,7 +55,8 @@ would be too narrow by the split's share.  The prior's mass is small
 (``2`` pseudo-observations against ``N``), but the draws stay exact.
 
 **Cells of count one** (most errors at 100 classes) draw ``h = Exp(1) =
--log(1 - u)``, the others ``Gamma(n_c)`` from
+-log(1 - u)``, those of count two ``Gamma(2) = -log((1 - u)(1 - v))`` (a
+sum of two ``Exp(1)``), the others ``Gamma(n_c)`` from
 :func:`ecjax.prob.sampling.gamma_draws`.
 
 **NEC** (Ferrer 2022a, eq. 4) with the row-normalized costs ``max_j U_ij -
