@@ -42,6 +42,26 @@ def test_stick_atoms_leave_an_expected_mass_below_1e_minus_12(mass):
     assert t == 2 or ratio ** (t - 2) > 1e-12
 
 
+# Slow lane: compiling the sampler for this table takes about 10 s; the default lane keeps the comparison with an
+# independent numpy sampler below (12 classes, every cell over the occupied ones), which these weights feed.
+@pytest.mark.slow
+def test_cell_weights_are_gamma_of_their_counts():
+    # Each occupied cell's data weight h_c ~ Gamma(n_c): Exp(1) cells, Gamma(2) as a sum of two Exp(1), the others
+    # through the Marsaglia-Tsang sampler; Kolmogorov-Smirnov against scipy's Gamma, padding cells exactly 0.
+    from scipy import stats
+
+    counts = np.zeros((1, 2, 3))
+    counts[0, 0] = [1, 2, 5]
+    counts[0, 1] = [2, 1, 3]
+    table = oc.unpaired_cells(counts, 0.5)
+    draw = oc.cell_draw(jax.random.key(11), table.shapes, table.counts, layout=table.layout, num_draws=4000)
+    n = np.asarray(table.counts)
+    h = np.concatenate([np.asarray(x, np.float64) for x in draw.h], axis=1)
+    assert sorted(n[n > 0].tolist()) == [1, 1, 2, 2, 3, 5] and np.all(h[:, n == 0] == 0)
+    for c in np.nonzero(n)[0]:
+        assert stats.kstest(h[:, c], stats.gamma(n[c]).cdf).pvalue > 1e-3, n[c]
+
+
 # ---------------------------------------------- eq. (1) against a dense draw
 
 def _dense_unpaired(draw, table):
@@ -141,6 +161,85 @@ def test_joint_evaluation_equals_the_dense_marginals_of_the_same_draw(deployment
     assert np.all(np.isnan(np.asarray(got[2])[0]))
     for g, ref in zip(got, want):
         np.testing.assert_allclose(np.asarray(g, np.float64), ref, rtol=2e-5, atol=2e-6)
+
+
+def test_naive_ec_from_candidate_columns_equals_the_exact_minimum():
+    # min_j sum_i P_i (max_j' U_ij' - U_ij) in float64 numpy, against the candidates found by one product: random
+    # matrices; a dominating decision (exactly 0, the NEC NaN) among more tied columns than candidates; ties of
+    # equal columns beyond the candidates (the minimum still within float32 rounding).
+    rng = np.random.default_rng(7)
+    b, k, d = 6, 40, 50
+    u = rng.uniform(-3, 0, (b, k, d)).astype(np.float32)
+    u[1, :, 5:20] = 0.5  # 15 columns best for every class: naive EC exactly 0
+    u[2, :, 3:30] = u[2, :, 3:4]  # 27 equal columns, the smallest of them among the rest or not
+    u[3, :, :] = u[3, :, :1]  # every column the same: each one best for every class
+    p = rng.dirichlet(np.ones(k), b).astype(np.float32)
+    got = np.asarray(oc._naive_ec(jnp.asarray(u).max(-1), jnp.asarray(u), jnp.asarray(p)), np.float64)
+    u64, p64 = u.astype(np.float64), p.astype(np.float64)
+    want = np.einsum("bk,bkd->bd", p64, u64.max(-1, keepdims=True) - u64).min(-1)
+    assert got[1] == 0.0 and got[3] == 0.0
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-7)
+
+
+# The paired table compiles its own sampler (about 10 s): slow lane; the unpaired one shares the counts, block and
+# key of the dense-rebuild test above (its draw is compiled once) and stays in the default lane.
+@pytest.mark.parametrize("paired", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_doubt_components_over_the_cells_equal_numpy(paired):
+    # costs_only: sum_i c_mi (sum_j n_m,ij U_ij + alpha sum_j U_ij) per draw (the count weights at the cells and the
+    # matrix term from the naive EC's product); rates_only: the draw's yields under U_hat (evaluate, checked above
+    # against a dense rebuild); priors_only: sum_i P_i priors_rows_mi.
+    m, k, d, b = 2, 5, 6, 64
+    alpha = 2 / (k * d)
+    if paired:
+        rng = np.random.default_rng(5)
+        labels = rng.integers(0, k, 60)
+        decisions = np.where(rng.random((m, 60)) < 0.6, labels, rng.integers(0, d, (m, 60)))
+        counts = np.zeros((m, k, d))
+        for s in range(m):
+            np.add.at(counts[s], (labels, decisions[s]), 1)
+        jt = joint_outcome_table(labels, decisions, num_classes=k, num_decisions=d)
+        table = oc.joint_cells(np.asarray(jt.cells), np.asarray(jt.counts), num_classes=k, num_decisions=d,
+                               alpha=alpha)
+    else:
+        rng = np.random.default_rng(1)
+        counts = _random_counts(rng, m, k, d, 7)  # as the dense-rebuild test: the same table and draw
+        table = oc.unpaired_cells(counts, alpha)
+    u = rng.uniform(-3, 0, (b, k, d)).astype(np.float32)
+    u_hat = rng.uniform(-3, 0, (k, d))
+    coef, rows_yield = rng.uniform(0, 1, (m, k)), rng.uniform(-1, 0, (m, k))
+    p = rng.dirichlet(np.ones(k), b).astype(np.float32)
+    parts = oc.component_parts(table, u_hat, coef, rows_yield)
+    comps = ("costs_only", "priors_only", "rates_only")
+    out = oc.cell_outputs(jax.random.key(3), table, jnp.asarray(u), jnp.asarray(p), jnp.asarray(p), parts,
+                          joint_priors=False, block=b, components=comps)
+    u64 = u.astype(np.float64)
+    want = np.einsum("mi,bmi->bm", coef, np.einsum("mij,bij->bmi", counts, u64) + alpha * u64.sum(-1)[:, None])
+    np.testing.assert_allclose(np.asarray(out["costs_only"], np.float64), want, rtol=2e-5, atol=2e-6)
+    np.testing.assert_allclose(np.asarray(out["priors_only"], np.float64), p.astype(np.float64) @ rows_yield.T,
+                               rtol=2e-5, atol=2e-6)
+    draw = oc.cell_draw(jax.random.key(3), table.shapes, table.counts, layout=table.layout, num_draws=b)
+    rates = oc.evaluate(draw, table, jnp.asarray(u_hat, jnp.float32), jnp.asarray(p))[0]
+    np.testing.assert_allclose(np.asarray(out["rates_only"]), np.asarray(rates), rtol=2e-5, atol=2e-6)
+
+
+def test_blocks_of_occupied_cells_fit_their_class_priors_in_the_small_unit():
+    # compare plans the occupied cells' blocks from plan_elements: at 100 classes of 100 samples a block holds at
+    # most SMALL_UNIT / K draws (B K class-prior variates in the sampler's small unit; the table's own elements gave
+    # blocks of 100 draws, 10^4 variates in a unit of 2^18), and never fewer than the table's elements ask.
+    from ecjax.prob.draw_plan import plan_draws
+    from ecjax.prob.sampling import SMALL_UNIT
+
+    rng = np.random.default_rng(0)
+    k = 100
+    counts = np.zeros((3, k, k))
+    for s in range(3):
+        y = rng.integers(0, k, 10_000)
+        np.add.at(counts[s], (y, np.where(rng.random(10_000) < 0.75, y, rng.integers(0, k, 10_000))), 1)
+    table = oc.unpaired_cells(counts, 2 / k**2)
+    block = plan_draws(1000, oc.plan_elements(table) + k * k, group=2).block
+    assert 2 <= block and block * k <= SMALL_UNIT
+    assert plan_draws(1000, table.elements + k * k, group=2).block * k > SMALL_UNIT  # what the elements alone gave
+    assert oc.plan_elements(table) >= table.elements
 
 
 # ------------------------------------------------- compare, end to end

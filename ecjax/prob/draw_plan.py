@@ -147,6 +147,7 @@ def as_decision_rule(decision_rule: object) -> tuple[str, PerDraw | None]:
 # A block's largest intermediate (its rate draws (B, M, K, D), its per-draw counts or decisions) holds at
 # most this many elements, far below 2**31 (int32 indexing); blocks hold at most _MAX_BLOCK draws.
 _BLOCK_ELEMENTS = 1 << 22
+BLOCK_ELEMENTS = _BLOCK_ELEMENTS  # for a source that sizes its blocks by other limits too
 _MAX_BLOCK = 1 << 16
 # Automatic chunk: the utility draws of a chunk, (C, K, D), hold about this many elements (and C <= 2**16).
 _CHUNK_ELEMENTS = 1 << 24

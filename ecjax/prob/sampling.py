@@ -262,7 +262,8 @@ def _gamma_exact(key, shape, *, boost, constants=None):
 _BLOCK = 1 << 18
 # Concrete (untraced) requests are drawn by one compiled sampler per unit size: the smaller unit keeps a
 # request of a few thousand variates from paying for a whole block.
-_UNITS = (1 << 12, _BLOCK)
+SMALL_UNIT = 1 << 12
+_UNITS = (SMALL_UNIT, _BLOCK)
 
 
 def _is_traced(*xs):

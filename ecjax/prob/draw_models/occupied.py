@@ -13,10 +13,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import jax
-import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from ecjax import inputs as v
 from ecjax.prob import occupied_cells
 from ecjax.prob.draw_models.joint import JointState
 from ecjax.prob.draw_models.protocol import BlockDraws, Centre, FixedModel
@@ -28,11 +26,11 @@ _OCCUPIED_CELLS = "auto"
 
 
 class CellsState(NamedTuple):
-    """The occupied cells' ``table`` and the doubt components' fixed parts (device, see :func:`prepare`)."""
+    """The occupied cells' ``table`` and the doubt components' fixed parts (computed once on the host, see
+    :func:`prepare` and :func:`ecjax.prob.occupied_cells.component_parts`)."""
 
     table: Any
-    costs_coef: jax.Array
-    priors_rows: jax.Array
+    parts: occupied_cells.ComponentParts
 
 
 def prepare(model: FixedModel, u_hat: ArrayLike, p_bar: ArrayLike, alpha: float, joint_priors: bool) -> FixedModel:
@@ -66,14 +64,12 @@ def prepare(model: FixedModel, u_hat: ArrayLike, p_bar: ArrayLike, alpha: float,
     else:
         costs_coef = np.asarray(p_bar, np.float64) / row_weight
     priors_rows = np.einsum("ij,mij->mi", np.asarray(u_hat, np.float64), model.mean_weights) / row_weight
-    f = jnp.result_type(float)
-    state = CellsState(table, v.to_device(costs_coef, f), v.to_device(priors_rows, f))
-    return model._replace(draw=None, state=state, elements=table.elements)
+    parts = occupied_cells.component_parts(table, np.asarray(u_hat, np.float64), costs_coef, priors_rows)
+    return model._replace(draw=None, state=CellsState(table, parts), elements=occupied_cells.plan_elements(table))
 
 
 def block_outputs(key: jax.Array, state: CellsState, draws: BlockDraws, centre: Centre, *, joint_priors: bool,
                   block: int, components: tuple[str, ...]) -> dict[str, jax.Array]:
     """A block of fixed counts drawn over their occupied cells only: the yield, EC, NEC and ``components`` draws."""
-    parts = occupied_cells.ComponentParts(centre.utilities, state.costs_coef, state.priors_rows)
-    return occupied_cells.cell_outputs(key, state.table, draws.utilities, draws.priors, draws.rates_priors, parts,
+    return occupied_cells.cell_outputs(key, state.table, draws.utilities, draws.priors, draws.rates_priors, state.parts,
                                        joint_priors=joint_priors, block=block, components=components)
