@@ -30,14 +30,6 @@ points to ``"exact"``.  Two reasons, both measured:
   bound by writing and reducing its ``N B D`` float32 outputs, not by its
   multiply-adds, so a bfloat16 product, which writes the same outputs and
   needs a second reduction for the near ties, has no 3x to gain.
-
-Sums of floats in another order differ in their last digit; on a GPU the
-order can change from one run to the next.  XLA adds scatter-adds of floats
-(``x.at[i].add``: weighted counts, histogram bins, EM steps) with atomics,
-so on an H100 (2026-11-27) two runs of the same command printed an ECE of
-0.14928104 and 0.14928105, and label-shift intervals 3e-7 apart.
-:func:`reproducible_xla_flags` turns on XLA's deterministic GPU ops, with
-which both repeat exactly; the command line uses it.
 """
 
 from __future__ import annotations
@@ -52,23 +44,6 @@ from ecjax import inputs as v
 
 EXACT = jax.lax.Precision.HIGHEST
 PRECISIONS = ("exact",)
-
-DETERMINISTIC_OPS = "--xla_gpu_deterministic_ops"
-
-
-def reproducible_xla_flags(flags: str) -> str:
-    """``XLA_FLAGS`` with XLA's deterministic GPU ops turned on, unless ``flags`` set them either way already.
-
-    With the flag, XLA gives every op one order of summation (scatter-adds
-    sorted instead of atomic, no autotuned algorithm that differs between
-    runs), so a program run twice on a GPU prints the same digits.  It must be
-    in the environment before JAX starts its backend; CPUs are unaffected.
-    A user's explicit ``--xla_gpu_deterministic_ops=false`` is kept.
-    """
-    if any(f.split("=", 1)[0] == DETERMINISTIC_OPS for f in flags.split()):
-        return flags
-    return f"{flags} {DETERMINISTIC_OPS}=true".strip()
-
 
 def matmul(a: ArrayLike, b: ArrayLike) -> jax.Array:
     """``a @ b`` in float32 on every backend (``Precision.HIGHEST``)."""

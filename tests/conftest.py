@@ -26,11 +26,6 @@ os.environ.setdefault("ECJAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="ec
 # never read a half-written entry. Tests of the command line's own cache start their processes without it.
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.environ["ECJAX_COMPILATION_CACHE_DIR"])
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**31))
-# As the command line does (ecjax.precision.reproducible_xla_flags): tests that compare the library in this process
-# with a command line's output exactly hold on a GPU too, where atomic float sums otherwise differ from run to run.
-from ecjax.precision import reproducible_xla_flags  # noqa: E402 (imports JAX, starts no backend)
-
-os.environ["XLA_FLAGS"] = reproducible_xla_flags(os.environ.get("XLA_FLAGS", ""))
 
 import numpy as np
 import pytest
@@ -88,6 +83,32 @@ def dataset(request):
     """Each dataset of ``../shared/data`` in turn: ``(name, targets, scores, score_type)``."""
     targets, scores, score_type = load_dataset(request.param)
     return request.param, targets, scores, score_type
+
+
+# Two runs of one computation on a GPU may differ in the last float32 digits: XLA adds float scatter-adds (weighted
+# counts, histogram bins) with atomics in an order that changes from run to run (an H100, 2026-11-27: an ECE of
+# 0.14928104 then 0.14928105, label-shift intervals 3.5e-7 apart).  XLA's --xla_gpu_deterministic_ops would fix the
+# order but gave wrong numbers there (a sweep's decision flips 2664 against 0), so ecjax does not use it.  On a CPU
+# every run repeats exactly; elsewhere, records of separate runs agree to 8 float32 ulps.
+def run_to_run_rtol() -> float:
+    """0 on a CPU (runs repeat exactly); 8 float32 ulps, ``2^-20``, on an accelerator."""
+    import jax
+
+    return 0.0 if jax.default_backend() == "cpu" else 2.0**-20
+
+
+def same_across_runs(a, b, rtol=None):
+    """Whether the JSON-like records ``a`` and ``b`` of two runs agree: numbers to :func:`run_to_run_rtol` (exactly
+    on a CPU), structure and strings exactly."""
+    if rtol is None:
+        rtol = run_to_run_rtol()
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_across_runs(a[k], b[k], rtol) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_across_runs(x, y, rtol) for x, y in zip(a, b))
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return a == b or (rtol > 0 and np.isclose(a, b, rtol=rtol, atol=0.0))
+    return a == b
 
 
 def run_cli(*args, cwd):

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import ecjax
 from ecjax import InputError, bayes_decisions, bayes_expected_cost
 from ecjax.decisions import bayes_decisions_kernel
-from ecjax.precision import argmin_of_products, matmul, reproducible_xla_flags
+from ecjax.precision import argmin_of_products, matmul
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -299,33 +299,3 @@ def test_nec_over_many_cost_matrices_is_one_product_without_a_copy_of_the_costs(
     np.testing.assert_allclose(out, ref, rtol=2e-6)
     expected = np.asarray(ecjax.expected_cost(cm[:, None], c[None].astype(np.float32)))
     np.testing.assert_allclose(expected, np.einsum("si,sij,bij->sb", p, r, c), rtol=2e-6)
-
-
-def test_reproducible_xla_flags_turns_on_deterministic_ops_once_and_keeps_the_users_choice():
-    # Two runs of one command on an H100 printed ECEs 0.14928104 and 0.14928105 (atomic float scatter-adds) until
-    # XLA's deterministic ops were on; the command line turns them on unless the user chose.
-    assert reproducible_xla_flags("") == "--xla_gpu_deterministic_ops=true"
-    assert reproducible_xla_flags("--xla_dump_to=/tmp/d") == (
-        "--xla_dump_to=/tmp/d --xla_gpu_deterministic_ops=true")
-    on = reproducible_xla_flags("--a=1")
-    assert reproducible_xla_flags(on) == on
-    assert reproducible_xla_flags("--xla_gpu_deterministic_ops=false") == "--xla_gpu_deterministic_ops=false"
-    # A flag whose name only starts the same is another flag.
-    assert reproducible_xla_flags("--xla_gpu_deterministic_ops_x=1").endswith(
-        "--xla_gpu_deterministic_ops=true")
-
-
-def test_the_command_line_sets_the_flag_before_any_backend_starts(tmp_path):
-    # The flag only acts if it is in the environment before JAX starts a backend: importing ecjax (and its command
-    # line, the samplers and the sweeps) must start none, and the command line's main() must set it.
-    code = ("import os\n"
-            "import ecjax.cli, ecjax.prob, ecjax.sweep\n"
-            "from jax._src import xla_bridge\n"
-            "assert not xla_bridge._backends, 'a backend started at import'\n"
-            "os.environ.pop('XLA_FLAGS', None)\n"
-            "code = ecjax.cli.main(['--version'])\n"
-            "print('XLA_FLAGS', os.environ['XLA_FLAGS'])\n")
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.splitlines()[-1] == "XLA_FLAGS --xla_gpu_deterministic_ops=true"

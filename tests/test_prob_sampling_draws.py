@@ -179,25 +179,3 @@ def test_on_an_accelerator_the_samplers_draw_the_same_numbers_in_a_few_rounds(mo
     assert cpu_rounds >= 9 * (1 if sampler == "dirichlet" else 3)  # 36,864 / 4096 batches at least (per block)
     assert accelerator_rounds <= 12  # one round for all full batches, then the rejected and the partial batches
 
-
-def test_the_first_rounds_run_without_a_loop(monkeypatch):
-    # On the H100 (2026-11-27) a loop iteration cost ~0.15 ms whatever its size (its predicate goes to the host): the
-    # 1.3e4 class priors of a block took as long as its 4e6 rates.  The first rounds are unrolled, so a block of
-    # typical shapes leaves the loop (almost) nothing, while the draws stay the queue's (the test above).
-    iterations = []
-    original = jax.lax.while_loop
-
-    def counted(cond, body, state):
-        def body_counted(s):
-            jax.debug.callback(lambda: iterations.append(1))
-            return body(s)
-        return original(cond, body_counted, state)
-
-    monkeypatch.setattr(_sampling.jax.lax, "while_loop", counted)
-    shape = jnp.asarray(np.random.default_rng(2).uniform(0.5, 40.0, 50_000), jnp.float32)
-    queue = jax.block_until_ready(jax.jit(lambda k, s: _sampling._gamma_block(k, s, boost=True))(KEY, shape))
-    queue_iterations, iterations[:] = len(iterations), []
-    rounds = jax.jit(lambda k, s: _sampling._gamma_rounds(k, s, boost=True))(KEY, shape)
-    np.testing.assert_array_equal(np.asarray(rounds), np.asarray(queue))
-    assert queue_iterations >= 50_000 // 4096  # the counter sees the queue's loop
-    assert len(iterations) <= 1

@@ -37,7 +37,6 @@ from ecjax.cli.parser import build_parser
 from ecjax.cli.rules import OPTION_RULES, check_option_rules, said
 from ecjax.cli.sweep import cmd_sweep
 from ecjax.inputs import InputError
-from ecjax.precision import reproducible_xla_flags
 
 __all__ = ["COMMANDS", "EXIT_CLOSED_PIPE", "OPTION_RULES", "build_parser", "check_option_rules",
            "compilation_cache_dir", "main"]
@@ -102,9 +101,6 @@ def _use_compilation_cache():
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``ecjax`` with the arguments ``argv`` (default: the process's); the exit code (see the module's)."""
-    # Before JAX starts its backend (importing ecjax starts none; tests/test_precision.py checks): a rerun on a GPU
-    # prints the same digits (ecjax.precision.reproducible_xla_flags).
-    os.environ["XLA_FLAGS"] = reproducible_xla_flags(os.environ.get("XLA_FLAGS", ""))
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -188,12 +188,6 @@ def _finish(value, log_free, shape, boost):
     return jnp.where(shape > 0.0, value, 0.0)
 
 
-# Rounds of _gamma_rounds run without a loop: each round leaves the rejected ones (at most about 5 %), so after 8
-# rounds a block of 4e6 variates has on average 4e6 x 0.05^8 ~ 2e-4 proposals left for the loop.  On an H100 a loop iteration cost ~0.15 ms whatever its size (2026-11-27: the
-# class priors of a block, 1.3e4 variates, took 1.8 ms, as long as its 4e6 rates).
-_UNROLLED_ROUNDS = 8
-
-
 def _gamma_rounds(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH):
     """The draws of :func:`_gamma_block` bit for bit, in a few rounds of whole-array proposals (for accelerators).
 
@@ -241,10 +235,6 @@ def _gamma_rounds(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH):
     zeros = jnp.zeros_like(d)
     int_zero = jnp.zeros((), jnp.int32)
     state = (j, zeros, zeros, int_zero, int_zero, jnp.full((), n, jnp.int32))
-    # The first rounds unrolled: no loop predicate goes to the host for them (a round with nothing pending changes
-    # nothing but the unused iteration counter), and the loop takes the rare rest.
-    for _ in range(_UNROLLED_ROUNDS):
-        state = propose_round(state)
     _, value, log_free, _, _, _ = jax.lax.while_loop(pending, propose_round, state)
     return _finish(value, log_free, shape, boost)
 
