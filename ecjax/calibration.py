@@ -1,4 +1,8 @@
-"""Calibration: optax-fitted calibrators, training protocols and calibration loss.
+"""Calibration: the public API over the table of calibrators, training protocols and calibration loss.
+
+The methods themselves (a row each: fitter, apply kernel, parameters, inputs) are :data:`CALIBRATORS` of
+:mod:`ecjax.calibrators`, re-exported here; this module validates the inputs, fits and applies a row, and runs the
+protocols over it.
 
 Ferrer (2022b) §4.2-4.3.  A calibrator maps a system's scores to new
 log-posteriors; it is fitted by minimizing an expected proper scoring rule
