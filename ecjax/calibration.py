@@ -1,4 +1,8 @@
-"""Calibration: optax-fitted calibrators, training protocols and calibration loss.
+"""Calibration: the public API over the table of calibrators, training protocols and calibration loss.
+
+The methods themselves (a row each: fitter, apply kernel, parameters, inputs) are :data:`CALIBRATORS` of
+:mod:`ecjax.calibrators`, re-exported here; this module validates the inputs, fits and applies a row, and runs the
+protocols over it.
 
 Ferrer (2022b) §4.2-4.3.  A calibrator maps a system's scores to new
 log-posteriors; it is fitted by minimizing an expected proper scoring rule
@@ -34,7 +38,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, NamedTuple
@@ -43,193 +47,36 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
-import optax
-import optax.tree_utils as otu
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
-from ecjax.confusion import weight_totals
-from ecjax.decisions import log_posteriors_kernel
-from ecjax.precision import matmul
-from ecjax.scores import (
-    bayes_expected_cost,
-    brier,
-    brier_kernel,
-    cross_entropy,
-    cross_entropy_kernel,
+from ecjax.calibrators import (  # the table of methods and what it exports, part of this module's API
+    CALIBRATORS,
+    ISOTONIC_CLIP,
+    METHODS,
+    NON_ITERATIVE_METHODS,
+    CalibratorMethod,
+    FitProblem,
+    fit_affine_newton_kernel,
 )
+from ecjax.decisions import log_posteriors_kernel
+from ecjax.scores import bayes_expected_cost, brier, cross_entropy
 from ecjax.scores.inputs import EPSR_METRICS, epsr_metric
 
-# Isotonic and histogram outputs are clipped to [ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]: PAV (or a bin) gives exactly 0
-# or 1 where its training samples are all of one class, and log 0 = -inf would make one held-out sample of the other
-# class cost an infinite cross-entropy (and the output file unreadable).  With the clip it costs at most
-# -log(1e-6) = 13.8 nats.
-ISOTONIC_CLIP = 1e-6
+__all__ = [
+    "BINNINGS", "CALIBRATION_METRICS", "CALIBRATORS", "ISOTONIC_CLIP", "LOSSES", "METHODS", "NON_ITERATIVE_METHODS",
+    "PROTOCOLS", "CalibrationDiagnosis", "CalibrationResult", "Calibrator", "CalibratorMethod", "CrossValidation",
+    "FitSettings", "HeldOut", "calibrate", "calibrate_cross_validated", "calibrate_held_out",
+    "calibrate_train_on_test", "calibration_loss", "class_totals_to_calibrate", "diagnose", "fit",
+    "fit_affine_newton_kernel", "grouped_folds", "relative_calibration_loss", "stratified_folds",
+]
+
 LOSSES = ("xe", "brier")
 BINNINGS = ("equal_width", "equal_mass")
 # The protocols by name (``CalibrationResult.protocol``, ``CalibrationDiagnosis.protocol``); :func:`diagnose` takes
 # them as a :class:`CrossValidation` or :class:`HeldOut` object or the string ``"train_on_test"``.
 PROTOCOLS = ("cross_validation", "held_out", "train_on_test")
 CALIBRATION_METRICS = EPSR_METRICS
-
-
-# --------------------------------------------------------------- transforms
-
-def _softmax_log_posteriors(z, log_prior_odds):
-    return jax.nn.log_softmax(z, axis=-1)
-
-
-def _llr_log_posteriors(llr, log_prior_odds):
-    logit = llr + log_prior_odds
-    return jnp.stack([jax.nn.log_sigmoid(-logit), jax.nn.log_sigmoid(logit)], axis=-1)
-
-
-def _log_softmax(z):
-    return jax.nn.log_softmax(z, axis=-1)
-
-
-def _unchanged(z):
-    return z
-
-
-class _Map(NamedTuple):
-    """A parametric calibrator, one row of :data:`_MAPS`.
-
-    ``identity(k, dtype)``: the parameters that leave the scores alone (alpha = 1, beta = 0, as psrcal starts);
-    ``transform(params, s)``: the calibrated logits (for ``llr``, the calibrated LLRs) of inputs ``s``;
-    ``shift(params, m)``: what the bias absorbs when the inputs are centred at ``m`` (``None``: the map has no
-    bias, or no scale to protect, and is fitted uncentred); ``penalty(penalties, params)``: the regularizer added
-    to the objective, ``penalties = [l2, off_diagonal_l2, intercept_l2]`` (:class:`FitSettings`);
-    ``log_posteriors(z, log_prior_odds)``: the log-posteriors the objective scores (softmax of the logits, or the
-    LLRs plus the log prior odds); ``output(z)``: what the calibrator returns (log-posteriors, or the LLRs).
-    """
-
-    identity: Callable[[int, Any], dict]
-    transform: Callable[[dict, jax.Array], jax.Array]
-    shift: Callable[[dict, jax.Array], jax.Array] | None
-    penalty: Callable[[jax.Array, dict], jax.Array]
-    log_posteriors: Callable[[jax.Array, jax.Array], jax.Array] = _softmax_log_posteriors
-    output: Callable[[jax.Array], jax.Array] = _log_softmax
-
-
-def _scaled(params, s):
-    """``a s + b``, scalar or per-class ``a``: affine (Ferrer 2022b, eq. 61), vector scaling, LLR calibration."""
-    return params["scale"] * s + params["bias"]
-
-
-def _linear(params, s):
-    """``W s + b``: matrix scaling and Dirichlet calibration (on log-posteriors)."""
-    return matmul(s, params["weight"].T) + params["bias"]
-
-
-def _beta_logits(params, s):
-    """The logits ``(0, a log p - b log(1 - p) + c)`` of beta calibration (Kull, Silva Filho & Flach 2017), with
-    ``log p = s_1`` and ``log(1 - p) = s_0`` the input log-posteriors (no probability rounded before its log)."""
-    t = params["scale"][0] * s[..., 1] - params["scale"][1] * s[..., 0] + params["bias"]
-    return jnp.stack([jnp.zeros_like(t), t], axis=-1)
-
-
-def _no_penalty(penalties, params):
-    return jnp.zeros((), penalties.dtype)
-
-
-def _identity_distance(penalties, params):
-    """``l2 ||W - I||_F^2``: matrix scaling shrunk towards leaving the scores alone."""
-    k = params["weight"].shape[-1]
-    return penalties[0] * jnp.sum((params["weight"] - jnp.eye(k, dtype=params["weight"].dtype)) ** 2)
-
-
-def _odir(penalties, params):
-    """ODIR, Kull et al. (2019) §3.2: ``lambda / (K (K - 1)) sum_{i != j} W_ij^2 + mu / K sum_j b_j^2``.  The
-    diagonal is free, so the per-class scalings of vector scaling cost nothing; off-diagonal terms and intercepts
-    shrink to 0."""
-    w, b = params["weight"], params["bias"]
-    k = w.shape[-1]
-    off_diagonal = jnp.sum(w**2) - jnp.sum(jnp.diagonal(w) ** 2)
-    return penalties[1] * off_diagonal / (k * (k - 1)) + penalties[2] * jnp.sum(b**2) / k
-
-
-def _scale_shift(params, m):  # a (s - m) + b
-    return params["scale"] * m
-
-
-def _weight_shift(params, m):  # W (s - m) + b
-    return matmul(params["weight"], m)
-
-
-def _beta_shift(params, m):  # a (s_1 - m_1) - b (s_0 - m_0) + c
-    return params["scale"][0] * m[1] - params["scale"][1] * m[0]
-
-
-def _ones(shape, dtype):
-    return jnp.ones(shape, dtype)
-
-
-def _zeros(shape, dtype):
-    return jnp.zeros(shape, dtype)
-
-
-# The parametric calibrators (the counting ones, histogram and isotonic, have no map to optimize).  Temperature has
-# no bias to absorb a centring and bias no scale to protect, so both are fitted on the inputs as given.
-_MAPS: dict[str, _Map] = {
-    "affine": _Map(lambda k, dt: {"scale": _ones((), dt), "bias": _zeros((k,), dt)}, _scaled, _scale_shift,
-                   _no_penalty),
-    "temperature": _Map(lambda k, dt: {"scale": _ones((), dt)}, lambda p, s: p["scale"] * s, None, _no_penalty),
-    "bias": _Map(lambda k, dt: {"bias": _zeros((k,), dt)}, lambda p, s: s + p["bias"], None, _no_penalty),
-    "vector": _Map(lambda k, dt: {"scale": _ones((k,), dt), "bias": _zeros((k,), dt)}, _scaled, _scale_shift,
-                   _no_penalty),
-    "matrix": _Map(lambda k, dt: {"weight": jnp.eye(k, dtype=dt), "bias": _zeros((k,), dt)}, _linear,
-                   _weight_shift, _identity_distance),
-    "dirichlet": _Map(lambda k, dt: {"weight": jnp.eye(k, dtype=dt), "bias": _zeros((k,), dt)}, _linear,
-                      _weight_shift, _odir),
-    "llr": _Map(lambda k, dt: {"scale": _ones((), dt), "bias": _zeros((), dt)}, _scaled, _scale_shift,
-                _no_penalty, _llr_log_posteriors, _unchanged),
-    # a = b = 1, c = 0: logit = log p - log(1 - p), the input log-odds unchanged.
-    "beta": _Map(lambda k, dt: {"scale": _ones((2,), dt), "bias": _zeros((), dt)}, _beta_logits, _beta_shift,
-                 _no_penalty),
-}
-
-
-def _apply_map(m, params, s):
-    """Kernel: the calibrated log-posteriors (LLRs for ``"llr"``) of the parametric map ``m`` (:data:`_MAPS`)."""
-    return m.output(m.transform(params, s))
-
-
-def _objective(m, loss, penalties, params, s, labels, weights, log_prior_odds, centre):
-    """Training objective: the prior-weighted EPSR of the calibrated scores, plus the map's penalty (:data:`_MAPS`)
-    on the parameters of the map of the uncentred inputs ``s + centre``."""
-    log_post = m.log_posteriors(m.transform(params, s), log_prior_odds)
-    value = (cross_entropy_kernel if loss == "xe" else brier_kernel)(labels, log_post, weights)
-    return value + m.penalty(penalties, _uncentred(m, params, centre))
-
-
-def _lbfgs_minimize(objective, init_params, max_iter, tol):
-    """optax L-BFGS with zoom line search until ``||grad|| < tol`` or ``max_iter``.
-
-    The pattern of the optax docs: the line search stores the value and
-    gradient at the accepted point in the state, and
-    ``value_and_grad_from_state`` reuses them, so each iteration costs one
-    gradient plus the line-search evaluations.
-    """
-    solver = optax.lbfgs()
-    value_and_grad = optax.value_and_grad_from_state(objective)
-
-    def step(carry):
-        params, state = carry
-        value, grad = value_and_grad(params, state=state)
-        updates, state = solver.update(grad, state, params, value=value, grad=grad, value_fn=objective)
-        return optax.apply_updates(params, updates), state
-
-    def keep_going(carry):
-        _, state = carry
-        count = otu.tree_get(state, "count")
-        grad_norm = otu.tree_norm(otu.tree_get(state, "grad"))
-        # A NaN gradient also stops the loop (it compares False), and is reported.
-        return (count == 0) | ((count < max_iter) & (grad_norm >= tol))
-
-    params, state = jax.lax.while_loop(keep_going, step, (init_params, solver.init(init_params)))
-    grad_norm = otu.tree_norm(otu.tree_get(state, "grad"))
-    return params, otu.tree_get(state, "count"), grad_norm, otu.tree_get(state, "value")
 
 
 # ---------------------------------------------------------------- calibrator
@@ -309,219 +156,6 @@ def _apply_kernel(cal, s):
 _apply_jit = jax.jit(_apply_kernel)
 
 
-def _apply_isotonic(params, s):
-    """Kernel: isotonic log-posteriors of the class-1 log-odds ``(N,)`` (binary) or of the ``(N, K)`` one-vs-rest
-    log-odds (:func:`_one_vs_rest_isotonic`)."""
-    return _isotonic_log_posteriors(params, s) if s.ndim == 1 else _one_vs_rest_isotonic(params, s)
-
-
-def _apply_histogram(params, s):
-    """Kernel: the clipped class frequencies of the bin of each class-1 log-posterior of ``s`` ``(N, 2)``."""
-    return _clipped_log_posteriors(params["frequencies"][_histogram_bins(params, s[..., 1])])
-
-
-def _isotonic_log_posteriors(params, log_odds):
-    """Kernel: ``(..., 2)`` log-posteriors of a fitted isotonic calibrator at the class-1 ``log_odds``.
-
-    The fitted step values are joined linearly between consecutive knots
-    (``thresholds``) and held constant beyond the first and last knot: the
-    prediction of ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip")``
-    with the log-odds as ``X``.  Both class probabilities are interpolated
-    (the class-0 one from its own exact value, so that ``1 - p`` near 1 keeps
-    its digits) and clipped to ``[ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]``; the
-    log of the larger one is ``log1p(-smaller)``, exact where float32 cannot
-    hold ``1 - 1e-6`` itself.
-    """
-    x, f = params["thresholds"], params["frequencies"]
-    m = x.shape[-1]
-    i = jnp.clip(jnp.searchsorted(x, log_odds, side="right"), 1, m - 1)
-    x0, x1 = x[i - 1], x[i]
-    dx = x1 - x0
-    # dx = 0 only between padding knots (or below the first knot via the clip on i): hold the value.
-    t = jnp.where(dx > 0, jnp.clip((log_odds - x0) / jnp.where(dx > 0, dx, 1.0), 0.0, 1.0), 0.0)
-    return _clipped_log_posteriors(f[i - 1] + t[..., None] * (f[i] - f[i - 1]))
-
-
-def _one_vs_rest_isotonic(params, log_odds):
-    """Kernel: ``(..., K)`` log-posteriors of a fitted one-vs-rest isotonic calibrator at the ``(..., K)``
-    one-vs-rest log-odds (:func:`_one_vs_rest_log_odds`).
-
-    Class ``k``'s binary calibrator (``params`` with a leading class axis) gives ``q_k``, clipped to
-    ``[ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]``; the posteriors are ``q_k / sum_j q_j``, as scikit-learn's
-    ``CalibratedClassifierCV(method="isotonic")`` normalizes its one-vs-rest outputs.
-    """
-    per_class = jax.vmap(_isotonic_log_posteriors, in_axes=(0, -1), out_axes=-2)(params, log_odds)  # (..., K, 2)
-    log_q = per_class[..., 1]
-    return log_q - jax.nn.logsumexp(log_q, axis=-1, keepdims=True)
-
-
-def _one_vs_rest_log_odds(s):
-    """``(..., K)`` log-odds of each class against the others, ``s_k - log sum_{j != k} exp(s_j)``, from scores
-    ``s`` (``(..., K)``, log-posteriors up to a constant per row).
-
-    For every class but the top one, ``s_k - logsumexp(s) <= -log 2``, so ``log1p(-exp(.))`` of it keeps its
-    digits; the top class's rest is summed directly (without it), so a posterior that rounds to 1 still gets a
-    finite log-odds from the mass of the others.
-    """
-    lse = jax.nn.logsumexp(s, axis=-1, keepdims=True)
-    is_top = jnp.arange(s.shape[-1]) == jnp.argmax(s, axis=-1)[..., None]
-    rest_of_top = jax.nn.logsumexp(jnp.where(is_top, -jnp.inf, s), axis=-1, keepdims=True)
-    rest = lse + jnp.log1p(-jnp.exp(jnp.minimum(s - lse, -jnp.log(2.0).astype(s.dtype))))
-    return s - jnp.where(is_top, rest_of_top, rest)
-
-
-def _clipped_log_posteriors(p):
-    """``(..., 2)`` log-posteriors of the class probabilities ``p`` ``(..., 2)`` clipped to ``[ISOTONIC_CLIP, 1 -
-    ISOTONIC_CLIP]``: never ``-inf``.  The log of the larger one is ``log1p(-smaller)``, exact where float32 cannot
-    hold ``1 - 1e-6`` itself."""
-    p = jnp.clip(p, ISOTONIC_CLIP, 1.0 - ISOTONIC_CLIP)
-    return jnp.where(p < 0.5, jnp.log(p), jnp.log1p(-p[..., ::-1]))
-
-
-def _pool_adjacent_violators(log_odds, labels, weights, sample_weight, class_weight=None):
-    """Weighted isotonic regression of ``[label = 1]`` on ``log_odds`` (samples of weight 0 ignored).
-
-    As ``sklearn.isotonic.IsotonicRegression``: samples with equal log-odds
-    are first pooled into one point (their weighted class-1 frequency), then
-    the stack-based pool-adjacent-violators algorithm (Ayer et al. 1955;
-    Barlow et al. 1972) scans the points in increasing order, pushing each as
-    a block and merging the top two blocks while the lower one's frequency is
-    >= the upper one's: O(N) after the sort, each point pushed and merged at
-    most once.  Blocks hold per-class totals ``(n_0, n_1)`` of the frequency
-    weights ``sample_weight`` (exact integer counts when they are all 1);
-    their value is ``w_1 n_1 / (w_0 n_0 + w_1 n_1)`` with the class weights
-    ``w_i = P_i / W_i`` of the fit, ``weights = w_{y_n} u_n``.  (Which
-    blocks merge depends only on ``n_1 / n_0``, so on the counts and not on
-    the priors.)  With integer ``sample_weight`` this is the fit on the
-    repeated samples: ``IsotonicRegression(sample_weight=)``.  ``class_weight`` ``(2,)`` overrides the class
-    weights derived from ``weights / sample_weight`` (the one-vs-rest fits, whose "rest" mixes classes).
-
-    Returns ``{"thresholds", "frequencies"}`` (see :class:`Calibrator`).
-    """
-    n = log_odds.shape[0]
-    dtype = log_odds.dtype
-    in_train = weights > 0
-    order = jnp.argsort(jnp.where(in_train, log_odds, jnp.inf), stable=True)
-    z, y, kept = log_odds[order], labels[order], in_train[order]
-    starts_point = kept & jnp.concatenate([jnp.ones((1,), bool), z[1:] != z[:-1]])
-    point = jnp.cumsum(starts_point) - 1  # ignored samples (at the end) fall in the last point with count 0
-    num_points = point[-1] + 1
-    u = jnp.where(kept, sample_weight[order], 0.0).astype(dtype)
-    counts = weight_totals(point, (jax.nn.one_hot(y, 2, dtype=dtype) * u[:, None]).T, n).T  # compensated sums
-    knots = jnp.zeros((n,), dtype).at[jnp.where(starts_point, point, n)].set(z, mode="drop")
-    if class_weight is None:
-        class_weight = _class_weights_of_fit(weights, sample_weight, labels)
-
-    def class1_frequency(c):
-        w = class_weight * c.astype(dtype)
-        return w[1] / (w[0] + w[1])
-
-    def push(i, carry):
-        block_counts, block_start, top = carry
-        block_counts = block_counts.at[top].set(counts[i])
-        block_start = block_start.at[top].set(i)
-
-        def violated(c):
-            bc, _, t = c
-            return (t >= 2) & (class1_frequency(bc[t - 2]) >= class1_frequency(bc[t - 1]))
-
-        def merge(c):
-            bc, bs, t = c
-            return bc.at[t - 2].add(bc[t - 1]), bs, t - 1
-
-        return jax.lax.while_loop(violated, merge, (block_counts, block_start, top + 1))
-
-    init = (jnp.zeros((n, 2), dtype), jnp.zeros((n,), jnp.int32), jnp.zeros((), jnp.int32))
-    block_counts, block_start, top = jax.lax.fori_loop(0, num_points, push, init)
-    first_of_block = jnp.zeros((n,), jnp.int32).at[jnp.where(jnp.arange(n) < top, block_start, n)].set(
-        1, mode="drop")
-    block_of_point = jnp.cumsum(first_of_block) - 1
-    w = class_weight * block_counts[block_of_point].astype(dtype)
-    freqs = w / jnp.sum(w, axis=-1, keepdims=True)
-    # Past the last point: repeat the last knot, so the knots stay sorted and the fit is held constant there.
-    real = jnp.arange(n) < num_points
-    knots = jnp.where(real, knots, knots[num_points - 1])
-    freqs = jnp.where(real[:, None], freqs, freqs[num_points - 1])
-    return {"thresholds": knots, "frequencies": freqs}
-
-
-def _class_weights_of_fit(weights, sample_weight, labels):
-    """``(2,)``: the class weights ``P_i / W_i`` of a binary fit, its per-sample weights without the frequency weights.
-
-    Unweighted (``sample_weight`` all 1) the division is exact; samples outside the training set (weight 0)
-    are skipped.
-    """
-    in_train = weights > 0
-    per_sample = jnp.where(in_train, weights / jnp.where(in_train, sample_weight, 1.0), 0.0)
-    return jax.ops.segment_max(per_sample, labels, num_segments=2)
-
-
-def _pool_adjacent_violators_one_vs_rest(log_odds, labels, weights, sample_weight):
-    """One weighted isotonic regression per class, of ``[label = k]`` on the ``(N, K)`` one-vs-rest
-    ``log_odds[:, k]``: :func:`_pool_adjacent_violators` with a leading class axis on its outputs.
-
-    Each fit minimizes ``sum_n w_n ([y_n = k] - f(z_nk))^2`` over monotone ``f``, with the objective's weights
-    ``w_n = u_n P_i / W_i``.  They enter as frequency weights ``u_n r_{y_n}``, ``r_i = c_i / max_j c_j`` with the
-    class weights ``c_i = P_i / W_i``, and equal class weights in the fit: with the data priors every ``r_i`` is
-    1 up to rounding, so unweighted blocks still hold (near-)integer counts.
-    """
-    k = log_odds.shape[-1]
-    in_train = weights > 0
-    per_sample = jnp.where(in_train, weights / jnp.where(in_train, sample_weight, 1.0), 0.0)
-    c = jax.ops.segment_max(per_sample, labels, num_segments=k)
-    frequency_weight = sample_weight * (c / jnp.max(c))[labels]
-    equal = jnp.ones((2,), log_odds.dtype)
-
-    def one_class(i):
-        return _pool_adjacent_violators(log_odds[:, i], (labels == i).astype(labels.dtype), weights,
-                                        frequency_weight, equal)
-
-    return jax.vmap(one_class)(jnp.arange(k))
-
-
-def _histogram_bins(params, log_p1):
-    """Bin of each class-1 log-posterior: the first bin whose upper edge is >= it (ties go to the lower bin).
-
-    Edges and inputs are compared in the log domain, as given: no ``exp`` whose last bit may differ between
-    backends decides a bin.
-    """
-    upper = params["upper_log_edges"]
-    idx = jnp.searchsorted(upper, log_p1, side="left")
-    return jnp.clip(idx, 0, upper.shape[-1] - 1)
-
-
-def _histogram_log_edges(log_p1: np.ndarray, sample_weight: np.ndarray, num_bins: int, binning: str) -> np.ndarray:
-    """``(M,)`` upper edges of the histogram's bins in the log domain, computed on the host (the last is ``+inf``).
-
-    ``"equal_width"``: ``log(m / M)``.  ``"equal_mass"``: the rule of
-    :func:`ecjax.scores.equal_mass_upper_edges`: one stable sort of the
-    training samples' class-1 log-posteriors (``sample_weight > 0``), the
-    float64 cumulative weight in that order, and edge ``m`` the value of the
-    first sample whose cumulative weight reaches ``e_m = (m + 1) q + min(m +
-    1, r)`` (``q, r`` the quotient and remainder of the total weight by
-    ``M``): with unit weights the sorted values split as ``np.array_split``,
-    edges at order statistics.  Each edge is a training value itself, and bins are assigned by
-    ``searchsorted(side="left")``, so tied values share a bin.  Numpy on the
-    host, sequential float64 sums: the same edges on every backend, with or
-    without the padding of cross-validation (weight 0).
-    """
-    if binning == "equal_width":
-        with np.errstate(divide="ignore"):
-            upper = np.log(np.arange(1, num_bins + 1) / num_bins)
-    else:
-        kept = sample_weight > 0
-        order = np.argsort(log_p1[kept], kind="stable")
-        values = log_p1[kept][order]
-        cum = np.cumsum(sample_weight[kept][order].astype(np.float64))
-        q = np.floor(cum[-1] / num_bins)
-        m = np.arange(1, num_bins + 1)
-        ends = m * q + np.minimum(m, cum[-1] - q * num_bins)
-        pos = np.clip(np.searchsorted(cum, ends, side="left"), 0, len(values) - 1)
-        upper = np.where(ends > 0, values[pos], -np.inf)  # e_m = 0: a bin with nothing in it
-    upper[-1] = np.inf
-    return upper.astype(log_p1.dtype)
-
-
 # -------------------------------------------------------------------- inputs
 
 def _calibration_inputs(scores, score_type, method, num_classes=None):
@@ -551,25 +185,6 @@ def _calibration_inputs(scores, score_type, method, num_classes=None):
     if row.binary and k != 2:
         raise v.InputError(f"method={method!r} is for binary scores (K = 2), got K = {k}; use 'affine'")
     return row.inputs(s, score_type)
-
-
-def _as_given(s, score_type):
-    return s
-
-
-def _class_one_log_odds(s, score_type):
-    """The class-1 log-odds of binary log-posteriors (or log-likelihoods: their LLR), the input of ``"llr"``."""
-    return s[:, 1] - s[:, 0]
-
-
-def _isotonic_inputs(s, score_type):
-    """The class-1 log-odds ``(N,)`` of binary scores, else the ``(N, K)`` one-vs-rest log-odds."""
-    return _class_one_log_odds(s, score_type) if s.shape[-1] == 2 else _one_vs_rest_log_odds(s)
-
-
-def _beta_inputs(s, score_type):
-    """Binary log-posteriors; log-likelihoods normalized (the posteriors for equal priors, a shift ``c`` absorbs)."""
-    return jax.nn.log_softmax(s, axis=-1) if score_type == "log_likelihoods" else s
 
 
 @dataclass(frozen=True)
@@ -680,374 +295,21 @@ def _bin_edges_for(method, s, sample_weight, settings):
     return CALIBRATORS[method].bin_edges(s, sample_weight, settings)
 
 
-def _no_bins(s, sample_weight, settings):
-    return np.zeros((1,), np.float32)
-
-
-def _histogram_edges_of(s, sample_weight, settings):
-    """The histogram's edges (:func:`_histogram_log_edges`) of the class-1 log-posteriors of ``s`` ``(N, 2)``."""
-    return _histogram_log_edges(np.asarray(s[:, 1]), np.asarray(sample_weight), settings.num_bins, settings.binning)
-
-
 @partial(jax.jit, static_argnames=("method", "loss", "max_iter", "num_bins", "binning"))
 def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, method, loss,
                 max_iter, num_bins, binning):
     """Fit one calibrator on weighted samples (weights 0 = not in the training set): its method's ``fit``
-    (:data:`CALIBRATORS`), ``(params, iterations, gradient norm, objective)``.
+    (:data:`CALIBRATORS`) of the :class:`~ecjax.calibrators.FitProblem` of these arguments, ``(params, iterations,
+    gradient norm, objective)``.
 
     ``weights`` are the objective's per-sample weights ``u_n P_i / W_i``;
     ``sample_weight`` the frequency weights ``u_n`` alone (1 without), which
     the counting methods (histogram, isotonic) need apart from the class
     weights.  ``upper_log_edges`` are the histogram's bins
-    (:func:`_histogram_log_edges`, on the host), unused by other methods.
+    (the row's ``bin_edges``, on the host), unused by other methods.
     """
-    return CALIBRATORS[method].fit(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges,
-                                   loss=loss, max_iter=max_iter, num_bins=num_bins)
-
-
-def _fit_histogram(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, loss,
-                   max_iter, num_bins):
-    """The histogram's per-bin class frequencies (counted, not optimized)."""
-    dtype = s.dtype
-    in_train = weights > 0
-    u = jnp.where(in_train, sample_weight, 0.0).astype(dtype)  # frequency weight of each training sample
-    params = {"upper_log_edges": upper_log_edges}
-    idx = _histogram_bins(params, s[:, 1])
-    # Per-bin class totals of the frequency weights (exact counts unweighted), then the class
-    # weights P_i / W_i: the (prior-weighted) class frequencies without a long float32 sum of weights.
-    cw = _class_weights_of_fit(weights, sample_weight, labels)
-    # Compensated sums (ecjax.confusion.weight_totals): bin weight totals past 2^24 stay exact.
-    n = weight_totals(idx, (jax.nn.one_hot(labels, 2, dtype=dtype) * u[:, None]).T, num_bins).T  # (M, 2)
-    w = cw * n
-    w_all = w.sum(-1, keepdims=True)
-    # Empty bin (no training sample): the class prior of the objective.  Both classes divided apart (not
-    # 1 - the other), so a bin of one class gives exactly 0 and 1 on every backend, clipped when applied.
-    prior = cw * n.sum(0) / jnp.sum(cw * n.sum(0))
-    params["frequencies"] = jnp.where(w_all > 0, w / jnp.where(w_all > 0, w_all, 1.0), prior)
-    zero = jnp.zeros((), jnp.int32)
-    return params, zero, jnp.zeros((), dtype), jnp.zeros((), dtype)
-
-
-def _fit_isotonic(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, loss,
-                  max_iter, num_bins):
-    """Pool-adjacent-violators on the class-1 log-odds ``(N,)``, or one per class on the ``(N, K)`` one-vs-rest
-    log-odds.  PAV minimizes every proper scoring rule over monotone maps at once (Brummer & du Preez 2013):
-    ``loss`` only chooses which one is reported, on the clipped outputs."""
-    pav = _pool_adjacent_violators if s.ndim == 1 else _pool_adjacent_violators_one_vs_rest
-    params = pav(s, labels, weights, sample_weight)
-    value = (cross_entropy_kernel if loss == "xe" else brier_kernel)(labels, _apply_isotonic(params, s), weights)
-    return params, jnp.zeros((), jnp.int32), jnp.zeros((), s.dtype), value
-
-
-def _fit_map(m, s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, loss,
-             max_iter, num_bins):
-    """L-BFGS fit of the parametric map ``m`` (:data:`_MAPS`)."""
-    return _fit_lbfgs(m, s, labels=labels, weights=weights, log_prior_odds=log_prior_odds, penalties=penalties,
-                      tol=tol, loss=loss, max_iter=max_iter)
-
-
-def _fit_affine(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, loss,
-                max_iter, num_bins):
-    """One fitter per objective: the cross-entropy by the damped Newton fit that the bootstrap's calibration loss
-    maps over its draws, the Brier score by L-BFGS."""
-    if loss == "xe":
-        return _affine_xe_fit(labels, s, weights, max_iter)
-    return _fit_map(_MAPS["affine"], s, labels, weights, sample_weight, log_prior_odds, penalties, tol,
-                    upper_log_edges, loss=loss, max_iter=max_iter, num_bins=num_bins)
-
-
-def _fit_beta(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, loss, max_iter,
-              num_bins):
-    """Beta calibration with its coefficients kept ``>= 0``.
-
-    Kull et al. (2017) and their betacal package: a and b must be >= 0 for a monotone map.  If the
-    unconstrained fit gives a < 0, refit without the log p feature (a = 0); else if b < 0, without
-    -log(1 - p) (b = 0).  The remaining coefficient is kept as refitted, as in betacal.
-    Two stages of one loop, so that the L-BFGS program is compiled once: stage 0 fits both coefficients,
-    stage 1 refits only when stage 0 found one negative.
-    """
-    dtype = s.dtype
-    m = _MAPS["beta"]
-    fit_with = partial(_fit_lbfgs, m, labels=labels, weights=weights, log_prior_odds=log_prior_odds,
-                       penalties=penalties, tol=tol, loss=loss, max_iter=max_iter)
-
-    def stage(i, carry):
-        result, keep = carry  # keep = [keep a, keep b]
-
-        def run():
-            # Zeroing a feature's column freezes its coefficient (zero gradient); it is then set to 0.
-            params, n_iter, gnorm, value = fit_with(s * keep[::-1])
-            return {"scale": params["scale"] * keep, "bias": params["bias"]}, result[1] + n_iter, gnorm, value
-
-        result = jax.lax.cond((i == 0) | jnp.any(keep == 0), run, lambda: result)
-        a, b = result[0]["scale"][0], result[0]["scale"][1]
-        keep = jnp.where(i == 0, jnp.stack([a >= 0, (a < 0) | (b >= 0)]).astype(dtype), keep)
-        return result, keep
-
-    zero = jnp.zeros((), dtype)
-    init = (m.identity(2, dtype), jnp.zeros((), jnp.int32), zero, zero)
-    result, _ = jax.lax.fori_loop(0, 2, stage, (init, jnp.ones((2,), dtype)))
-    return result
-
-
-def _fit_lbfgs(m, s, *, labels, weights, log_prior_odds, penalties, tol, loss, max_iter):
-    """L-BFGS fit of a parametric calibrator: ``(params, iterations, gradient norm, objective)``."""
-    dtype = s.dtype
-    k = 2 if s.ndim == 1 else s.shape[-1]
-    # Precondition: optimize the scales times the RMS spread sigma of the training inputs, so that
-    # scale and bias gradients are of comparable size (log-posteriors can span tens or thousands
-    # of nats).  The objective is unchanged; matrix scaling needs ~4x fewer iterations this way.
-    in_train = weights > 0
-    mask = (in_train if s.ndim == 1 else in_train[:, None]).astype(dtype)
-    # Centre the inputs at the midrange of each training column (the bias absorbs the shift): a
-    # constant column becomes exactly 0, so its scale gets a gradient of exactly 0 and stays put, and the bias
-    # alone fits the class frequencies.  Uncentred, a constant input makes scale and bias a flat valley whose
-    # rounding-level curvature sent L-BFGS to parameters of 1e8 (issue 30).  The midrange, not the mean: (c + c) / 2
-    # is c exactly, a float32 mean of N copies of c need not be.
-    centre = _midrange(s, in_train) if m.shift else jnp.zeros(s.shape[1:], dtype)
-    s = s - centre
-    count = jnp.sum(mask) * (1 if s.ndim == 1 else k)
-    mean = jnp.sum(mask * s) / count
-    sigma = jnp.sqrt(jnp.sum(mask * (s - mean) ** 2) / count)
-    sigma = jnp.where(sigma > 0, sigma, 1.0)
-    init = _to_internal(m.identity(k, dtype), sigma)
-    objective = partial(_objective, m, loss, penalties, s=s, labels=labels, weights=weights,
-                        log_prior_odds=log_prior_odds, centre=centre)
-    q, n_iter, gnorm, value = _lbfgs_minimize(lambda q: objective(_from_internal(q, sigma)), init, max_iter, tol)
-    return _uncentred(m, _from_internal(q, sigma), centre), n_iter, gnorm, value
-
-
-def _midrange(s, in_train):
-    """``(min + max) / 2`` of each column of ``s`` over the training samples (``s`` itself if it is ``(N,)``)."""
-    where = in_train if s.ndim == 1 else in_train[:, None]
-    low = jnp.min(jnp.where(where, s, jnp.inf), axis=0)
-    high = jnp.max(jnp.where(where, s, -jnp.inf), axis=0)
-    return low / 2 + high / 2  # halves first: no overflow, and exact for low == high
-
-
-def _uncentred(m, params, centre):
-    """The parameters of the map ``m`` of ``s`` from those fitted on ``s - centre``."""
-    shift = m.shift
-    return params if shift is None else {**params, "bias": params["bias"] - shift(params, centre)}
-
-
-# The shortest Newton step _affine_newton tries, as a fraction of the full step (1, 1/4, ..., 4^-5).
-_SMALLEST_NEWTON_STEP = 4.0**-5
-
-
-def _affine_xe_derivatives(theta, s, onehot, weights):
-    """Gradient and Hessian in ``theta = (a, b)`` of the weighted cross-entropy of ``log_softmax(a s + b)``."""
-    a, b = theta[0], theta[1:]
-    p = jax.nn.softmax(a * s + b, axis=-1)
-    mean_s = jnp.sum(p * s, -1)  # E_p[s] per sample
-    dev = s - mean_s[:, None]
-    wp = weights[:, None] * p
-    grad = jnp.concatenate([jnp.sum(weights * (mean_s - jnp.sum(onehot * s, -1)))[None],
-                            jnp.sum(wp - weights[:, None] * onehot, 0)])
-    h_ab = jnp.sum(wp * dev, 0)
-    h_bb = jnp.diag(jnp.sum(wp, 0)) - matmul(wp.T, p)
-    hess = jnp.block([[jnp.sum(wp * dev * dev)[None, None], h_ab[None, :]], [h_ab[:, None], h_bb]])
-    return grad, hess
-
-
-def _affine_newton(labels, log_posteriors, weights, max_iter):
-    """The affine calibrator of Ferrer (2022b) eq. 61 that minimizes a weighted cross-entropy, by damped Newton:
-    ``(theta = (a, b), iterations, sigma)``, ``sigma`` the weighted spread of the inputs that scaled the start.
-
-    Minimizes ``f(a, b) = sum_n w_n [logsumexp_k(a s_nk + b_k) - a s_{n y_n}
-    - b_{y_n}]`` over the scale ``a`` and the bias vector ``b`` (``s`` the
-    input log-posteriors ``(N, K)``, ``w`` the weights ``(N,)``): the
-    objective of :func:`fit` with ``method="affine"``, ``loss="xe"``, and its
-    one fitter: :func:`fit` and the protocols use it, and so does
-    :func:`fit_affine_newton_kernel` inside ``vmap`` over many weight vectors
-    (the Bayesian bootstrap of :mod:`ecjax.prob.bootstrap`), where L-BFGS's
-    line search would cost more.
-    ``f`` is convex (a multinomial logistic regression with one shared
-    feature per class), with, for ``p = softmax(a s + b)`` and ``E_p`` the
-    mean under ``p`` of each sample,
-
-        df/da = sum_n w_n (E_p[s_n] - s_{n y_n}),   df/db = sum_n w_n (p_n - e_{y_n}),
-        d2f/da2 = sum_n w_n Var_p[s_n],   d2f/da db_j = sum_n w_n p_nj (s_nj - E_p[s_n]),
-        d2f/db db' = sum_n w_n (diag(p_n) - p_n p_n^T).
-
-    ``f`` does not change along ``b -> b + c 1``; the term ``(sum_k b_k)^2 /
-    2`` (zero at the start and along every Newton step) removes that flat
-    direction.  Each iteration solves ``(H + mu I) d = -g`` (``mu`` a
-    relative ``1e-6`` of ``H``'s mean eigenvalue, for separable data where
-    ``H`` tends to 0) and takes the first of the steps ``t d``, ``t`` in
-    ``1, 1/4, ..., 1/1024``, that decreases ``f`` (none: it stops), so ``f``
-    never increases beyond its rounding (the last, full step, taken when the decrement is at the rounding of
-    ``f``, may leave it where it was).  It starts
-    from ``a = 1 / sigma``, ``b = 0`` (``sigma`` the weighted spread of
-    ``s``), where the softmax is not saturated, and returns the identity map
-    ``(1, 0)`` if that is better (so calibration never costs).  It stops when the predicted decrease ``-g.d/2``
-    falls below float rounding of ``f``, when no step decreases ``f``, or after
-    ``max_iter`` iterations (separable data, where ``a`` grows without bound
-    and ``f`` tends to 0).
-
-    """
-    s = log_posteriors
-    k = s.shape[-1]
-    dtype = s.dtype
-    onehot = jax.nn.one_hot(labels, k, dtype=dtype)
-    on_bias = jnp.concatenate([jnp.zeros((1,), dtype), jnp.ones((k,), dtype)])
-    tiny = jnp.finfo(dtype).tiny
-    eps = jnp.finfo(dtype).eps
-
-    def value_at(theta):
-        lp = jax.nn.log_softmax(theta[0] * s + theta[1:], axis=-1)
-        return cross_entropy_kernel(labels, lp, weights) + 0.5 * jnp.sum(theta[1:]) ** 2
-
-    def step(carry):
-        theta, value, _, it = carry
-        grad, hess = _affine_xe_derivatives(theta, s, onehot, weights)
-        # The gauge term (sum_k b_k)^2 / 2.
-        grad, hess = grad + jnp.sum(theta[1:]) * on_bias, hess + on_bias[:, None] * on_bias[None, :]
-        mu = 1e-6 * jnp.trace(hess) / (k + 1) + tiny
-        direction = -jnp.linalg.solve(hess + mu * jnp.eye(k + 1, dtype=dtype), grad)
-        # Backtracking: the full step is almost always taken, so one evaluation per iteration.
-        def shorter(search):
-            size, _ = search
-            size = size / 4
-            return size, value_at(theta + size * direction)
-
-        decrement = -jnp.sum(grad * direction)
-        # At the minimum to within the rounding of f (or a NaN decrement): no need to search.
-        small = ~(0.5 * decrement > eps * jnp.maximum(value, tiny))
-
-        def worse(search):
-            size, trial = search
-            return ~small & ~(trial < value) & (size > _SMALLEST_NEWTON_STEP)
-
-        size, trial = jax.lax.while_loop(worse, shorter, (jnp.ones((), dtype), value_at(theta + direction)))
-        # At the minimum to within f's rounding, f can no longer judge a step, but the quadratic model is exact
-        # there: the full Newton step is taken unless f rises beyond its rounding, and shrinks the gradient to its
-        # rounding too (stopping on f alone left gradient norms of 3e-5 in a 10-class fit, above fit's tol).
-        improved = (trial < value) | (small & (trial <= value + 4 * eps * jnp.abs(value)))  # False for NaN
-        new_theta = jnp.where(improved, theta + size * direction, theta)
-        return new_theta, jnp.where(improved, trial, value), ~improved | small, it + 1
-
-    def keep_going(carry):
-        _, _, done, it = carry
-        return (~done) & (it < max_iter)
-
-    # Start from a = 1 / sigma (sigma the weighted RMS spread of s), where the softmax is not saturated: from the
-    # identity, scores spanning hundreds of nats give a Hessian of ~0 and Newton steps that overshoot.
-    total = jnp.sum(weights) * k
-    mean = jnp.sum(weights[:, None] * s) / total
-    sigma = jnp.sqrt(jnp.sum(weights[:, None] * (s - mean) ** 2) / total)
-    zeros = jnp.zeros((k,), dtype)
-    start = jnp.concatenate([jnp.where(sigma > 0, 1.0 / sigma, 1.0)[None], zeros])
-    theta, value, _, iterations = jax.lax.while_loop(keep_going, step, (start, value_at(start), jnp.zeros((), bool),
-                                                                        jnp.zeros((), jnp.int32)))
-    identity = jnp.concatenate([jnp.ones((1,), dtype), zeros])
-    theta = jnp.where(value <= value_at(identity), theta, identity)  # never worse than no calibration
-    return theta, iterations, jnp.where(sigma > 0, sigma, 1.0)
-
-
-def fit_affine_newton_kernel(labels: jax.Array, log_posteriors: jax.Array, weights: jax.Array, *,
-                             max_iter: int = 50) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """Kernel: the affine calibrator of Ferrer (2022b) eq. 61 that minimizes a weighted cross-entropy.
-
-    The fitter of :func:`fit` with ``method="affine"``, ``loss="xe"`` (damped Newton, :func:`_affine_newton`),
-    without validation, for use inside ``vmap`` over many weight vectors ``(N,)`` (the Bayesian bootstrap of
-    :mod:`ecjax.prob.bootstrap`); ``log_posteriors`` ``(N, K)``.
-
-    Returns:
-      ``(scale (), bias (K,), calibrated log-posteriors (N, K))``.
-    """
-    theta, _, _ = _affine_newton(labels, log_posteriors, weights, max_iter)
-    return theta[0], theta[1:], jax.nn.log_softmax(theta[0] * log_posteriors + theta[1:], axis=-1)
-
-
-def _affine_xe_fit(labels, s, weights, max_iter):
-    """:func:`_fit_kernel`'s ``(params, iterations, gradient norm, objective)`` of the affine XE calibrator.
-
-    The gradient norm is that of L-BFGS's parameters ``(a sigma, b)`` (the scale times the inputs' spread), so that
-    ``Calibrator.converged`` (``gradient norm < tol``) means the same for every map.
-    """
-    theta, iterations, sigma = _affine_newton(labels, s, weights, max_iter)
-    grad, _ = _affine_xe_derivatives(theta, s, jax.nn.one_hot(labels, s.shape[-1], dtype=s.dtype), weights)
-    grad_norm = jnp.linalg.norm(grad.at[0].divide(sigma))
-    value = cross_entropy_kernel(labels, jax.nn.log_softmax(theta[0] * s + theta[1:], axis=-1), weights)
-    return {"scale": theta[0], "bias": theta[1:]}, iterations, grad_norm, value
-
-
-def _to_internal(params, sigma):
-    return {name: p * sigma if name in ("scale", "weight") else p for name, p in params.items()}
-
-
-def _from_internal(params, sigma):
-    return {name: p / sigma if name in ("scale", "weight") else p for name, p in params.items()}
-
-
-# ------------------------------------------------------------ the methods
-
-class CalibratorMethod(NamedTuple):
-    """One calibration method: a row of :data:`CALIBRATORS`, all that differs between methods.
-
-    Attributes:
-      fit: kernel ``(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, loss,
-        max_iter, num_bins) -> (params, iterations, gradient norm, objective)`` on the inputs ``s`` of
-        :attr:`inputs` (arguments as :func:`_fit_kernel` takes them; each method reads those it needs).
-      apply: kernel ``(params, s) -> calibrated scores``: ``(N, K)`` log-posteriors, or ``(N,)`` LLRs.
-      parameters: name -> shape of each parameter (letters as in :func:`ecjax.inputs.check_shape`: ``K`` classes,
-        ``M`` knots or bins), what a calibrator file holds (:mod:`ecjax.calibrator_files`).
-      one_vs_rest_parameters: the shapes for ``K > 2`` where they differ (one binary calibrator per class).
-      inputs: ``(log-posteriors or log-likelihoods (N, K), score_type) -> s``, what :attr:`fit` and :attr:`apply`
-        read (LLR scores are read as they are, by the method whose :attr:`output_type` is ``"llr"`` only).
-      binary: for ``K = 2`` only.
-      iterative: fitted by an optimizer (iterations and a gradient norm to judge); ``False``: counted exactly,
-        always converged.
-      output_type: the score type of the calibrated scores, ``"log_posteriors"`` or ``"llr"``.
-      bin_edges: host function ``(s, sample_weight, settings) -> (M,)`` bin edges in the log domain (the
-        histogram's), a placeholder for methods without bins.
-    """
-
-    fit: Callable[..., tuple]
-    apply: Callable[[dict, jax.Array], jax.Array]
-    parameters: dict[str, str]
-    one_vs_rest_parameters: dict[str, str] | None = None
-    inputs: Callable[[jax.Array, str], jax.Array] = _as_given
-    binary: bool = False
-    iterative: bool = True
-    output_type: str = "log_posteriors"
-    bin_edges: Callable[[jax.Array, Any, Any], np.ndarray] = _no_bins
-
-    def parameter_shapes(self, num_classes: int) -> dict[str, str]:
-        """The shapes of :attr:`parameters` for ``num_classes`` classes."""
-        if num_classes > 2 and self.one_vs_rest_parameters is not None:
-            return self.one_vs_rest_parameters
-        return self.parameters
-
-
-def _parametric(name: str, parameters: dict[str, str], **fields: Any) -> CalibratorMethod:
-    """The row of the parametric map ``_MAPS[name]``: L-BFGS on its objective, applied through the map."""
-    m = _MAPS[name]
-    return CalibratorMethod(partial(_fit_map, m), partial(_apply_map, m), parameters, **fields)
-
-
-# Every calibration method, one row each: what differs between methods lives here, not in branches on its name.
-CALIBRATORS: dict[str, CalibratorMethod] = {
-    "affine": CalibratorMethod(_fit_affine, partial(_apply_map, _MAPS["affine"]), {"scale": "()", "bias": "(K,)"}),
-    "temperature": _parametric("temperature", {"scale": "()"}),
-    "bias": _parametric("bias", {"bias": "(K,)"}),
-    "vector": _parametric("vector", {"scale": "(K,)", "bias": "(K,)"}),
-    "matrix": _parametric("matrix", {"weight": "(K, K)", "bias": "(K,)"}),
-    "dirichlet": _parametric("dirichlet", {"weight": "(K, K)", "bias": "(K,)"}),
-    "llr": _parametric("llr", {"scale": "()", "bias": "()"}, inputs=_class_one_log_odds, binary=True,
-                       output_type="llr"),
-    "histogram": CalibratorMethod(_fit_histogram, _apply_histogram, {"upper_log_edges": "(M,)", "frequencies": "(M, 2)"},
-                                  binary=True, iterative=False, bin_edges=_histogram_edges_of),
-    "isotonic": CalibratorMethod(_fit_isotonic, _apply_isotonic, {"thresholds": "(M,)", "frequencies": "(M, 2)"},
-                                 {"thresholds": "(K, M)", "frequencies": "(K, M, 2)"}, inputs=_isotonic_inputs,
-                                 iterative=False),
-    "beta": CalibratorMethod(_fit_beta, partial(_apply_map, _MAPS["beta"]), {"scale": "(2,)", "bias": "()"},
-                             inputs=_beta_inputs, binary=True),
-}
-METHODS = tuple(CALIBRATORS)
-# Methods that count rather than optimize: no L-BFGS, ``converged`` is always True.
-NON_ITERATIVE_METHODS = tuple(name for name, row in CALIBRATORS.items() if not row.iterative)
+    problem = FitProblem(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges)
+    return CALIBRATORS[method].fit(problem, loss=loss, max_iter=max_iter, num_bins=num_bins)
 
 
 def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors: ArrayLike | None = None,

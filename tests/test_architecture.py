@@ -177,7 +177,7 @@ def calibrator_method_branches(path, methods):
     """``[(line, comparison)]``: where ``path`` compares a calibrator's method (a name ``method``, an attribute
     ``.method`` or ``.get("method")``) with a method's name, a tuple of names or a ``*METHODS`` constant.
 
-    What differs between calibrators is a field of their row in ``ecjax.calibration.CALIBRATORS`` (fit, apply,
+    What differs between calibrators is a field of their row in ``ecjax.calibrators.CALIBRATORS`` (fit, apply,
     parameters, inputs, output type; issue 32.8), not a branch on the name: 22 such branches in 6 modules before.
     """
     def is_method(n):
@@ -224,9 +224,9 @@ LARGE_MODULES = {
     "ecjax/prob/compare.py": "compare() and compare_counts() with their documentation (about 250 lines: the module "
                              "docstring states the comparison's statistics), the canonical systems, and the "
                              "orchestration of the draw models, which live one per module in prob/draw_models/",
-    "ecjax/calibration.py": "the calibrators as rows of one table (CALIBRATORS: maps, counting methods, fitters) "
-                            "and the protocols; the table with its fitters (the affine Newton fit included) can move "
-                            "to a module of its own, not yet done",
+    "ecjax/calibration.py": "the public API over the table of calibrators (ecjax/calibrators/): the Calibrator, "
+                            "FitSettings, fit, the three protocols with their folds (stratified, grouped), the "
+                            "calibration loss and diagnose; the folds could move to a module of their own",
     "ecjax/inputs.py": "the input layer: every check the library starts from, in one module so that the count of "
                        "raise sites outside it (below) means something",
     "ecjax/plots.py": "one function per figure (reliability, thresholds, ROC, posteriors, sweeps) sharing Frame and "

@@ -18,6 +18,8 @@ import jax
 
 from ecjax import InputError, cli
 from ecjax import calibration as C
+from ecjax.calibrators.counting import one_vs_rest_log_odds
+from ecjax.calibrators.maps import MAPS
 from ecjax.calibrator_files import load_calibrator, save_calibrator
 from ecjax.cli.options import CALIBRATE_METHODS
 
@@ -68,7 +70,7 @@ def _isotonic_tolerance(k):
 
 def test_one_vs_rest_log_odds_keep_their_digits():
     lp = log_softmax(np.array([[30.0, 0.0, -5.0], [1.0, 1.0, -2.0], [0.2, -0.1, 0.0], [-40.0, 3.0, 2.0]]), 1)
-    got = np.asarray(C._one_vs_rest_log_odds(lp.astype(np.float32)), np.float64)
+    got = np.asarray(one_vs_rest_log_odds(lp.astype(np.float32)), np.float64)
     want = _one_vs_rest_log_odds_float64(lp)
     # Row 0: p_0 rounds to 1 in float32, yet the log-odds 30 - log(1 + e^-5) stays finite and exact.
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=2e-6)
@@ -191,5 +193,5 @@ def test_calibrate_command_fits_one_vs_rest_isotonic(tmp_path, monkeypatch):
 
 def test_every_method_is_a_map_or_counted():
     # Each calibrator is one row of the table of maps, or one of the counting methods: none is branched elsewhere.
-    assert set(C._MAPS) | set(C.NON_ITERATIVE_METHODS) == set(C.METHODS)
-    assert not set(C._MAPS) & set(C.NON_ITERATIVE_METHODS)
+    assert set(MAPS) | set(C.NON_ITERATIVE_METHODS) == set(C.METHODS)
+    assert not set(MAPS) & set(C.NON_ITERATIVE_METHODS)
