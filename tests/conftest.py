@@ -26,10 +26,27 @@ os.environ.setdefault("ECJAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="ec
 # never read a half-written entry. Tests of the command line's own cache start their processes without it.
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.environ["ECJAX_COMPILATION_CACHE_DIR"])
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**31))
+# Every program, as the command line keeps them, not only those over JAX's default second of compilation: a process
+# started by a test (the demo, an example, a command) then loads the many small programs its parent or an earlier
+# process compiled. tests/test_demo.py from an empty cache: 10.4 CPU s with the default, 7.4 with 0 (the
+# subprocess demo loads the in-process demo's programs); tests/test_calibration_multiclass.py, all in one process,
+# 19.3 and 18.4 (writing every program costs no measurable time).
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+# One BLAS and OpenMP thread a process: the suite runs as many workers as cores, and each OpenBLAS (numpy, scipy)
+# or OpenMP (torch, under psrcal) pool as wide as the machine spins its idle threads on the other worker's core. On
+# small matrices it mostly spins: scipy's float64 L-BFGS-B reference of the matrix calibrator (test_calibration.py)
+# took 6.1 CPU s and 27.9 s with the default pools on the loaded 2-core machine, 0.45 CPU s and 3.4 s with one
+# thread. The variables reach the processes the tests start and libraries imported later (torch); numpy's
+# OpenBLAS is loaded before this file (by pytest's plugins), so its pool is narrowed at run time.
+for _threads in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
 
 import numpy as np
 import pytest
 from scipy.special import log_softmax, logsumexp
+from threadpoolctl import threadpool_limits
+
+threadpool_limits(limits=int(os.environ["OPENBLAS_NUM_THREADS"]), user_api="blas")
 
 DATA_DIR = pathlib.Path(os.environ.get("ECJAX_DATA_DIR") or
                         pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data").resolve()

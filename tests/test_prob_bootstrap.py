@@ -248,7 +248,10 @@ def _sklearn_calibration_loss(y, log_odds, u):
     """Relative XE calibration loss (Ferrer 2022b, eq. 60) with scikit-learn's unpenalized logistic regression on the
     log-odds as the affine calibrator (for K = 2, a s + b on the log-posteriors is a (s_1 - s_0) + b_1 - b_0)."""
     u = u / u.sum()
-    fit = LogisticRegression(penalty=None, tol=1e-10, max_iter=1000).fit(log_odds[:, None], y, sample_weight=u)
+    # Newton-Cholesky: the same optimum as the default L-BFGS (coefficients equal to 8 digits) at 1/20 of its time
+    # for these 600 two-parameter fits (28 CPU s with L-BFGS).
+    fit = LogisticRegression(penalty=None, tol=1e-10, max_iter=1000, solver="newton-cholesky").fit(
+        log_odds[:, None], y, sample_weight=u)
     z = fit.decision_function(log_odds[:, None])
     raw = np.sum(u * np.logaddexp(0, np.where(y == 1, -log_odds, log_odds)))
     calibrated = np.sum(u * np.logaddexp(0, np.where(y == 1, -z, z)))
