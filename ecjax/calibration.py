@@ -295,9 +295,10 @@ def _bin_edges_for(method, s, sample_weight, settings):
     return CALIBRATORS[method].bin_edges(s, sample_weight, settings)
 
 
-@partial(jax.jit, static_argnames=("method", "loss", "max_iter", "num_bins", "binning"))
+# The binning is not an argument: the bins arrive as upper_log_edges, made on the host by the method's bin_edges.
+@partial(jax.jit, static_argnames=("method", "loss", "max_iter", "num_bins"))
 def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, method, loss,
-                max_iter, num_bins, binning):
+                max_iter, num_bins):
     """Fit one calibrator on weighted samples (weights 0 = not in the training set): its method's ``fit``
     (:data:`CALIBRATORS`) of the :class:`~ecjax.calibrators.FitProblem` of these arguments, ``(params, iterations,
     gradient norm, objective)``.
@@ -414,7 +415,7 @@ def fit(scores: ArrayLike, labels: ArrayLike, *, method: str = "affine", priors:
     params, n_iter, gnorm, value = _fit_kernel(
         s, labels, jnp.asarray(w, dtype), jnp.asarray(sw, dtype), log_prior_odds, jnp.asarray(settings.penalties, dtype),
         jnp.asarray(tol, dtype), jnp.asarray(_bin_edges_for(method, s, sw, settings)),
-        method=method, loss=loss, max_iter=max_iter, num_bins=settings.num_bins, binning=settings.binning)
+        method=method, loss=loss, max_iter=max_iter, num_bins=settings.num_bins)
     converged = gnorm < tol if CALIBRATORS[method].iterative else jnp.asarray(True)
     return Calibrator(params, n_iter, gnorm, value, converged, method, k, score_type, loss)
 
@@ -530,11 +531,11 @@ def grouped_folds(key: jax.Array, labels: ArrayLike, groups: ArrayLike | Sequenc
     return fold_of_group[which]
 
 
-@partial(jax.jit, static_argnames=("method", "loss", "max_iter", "num_bins", "binning"))
+@partial(jax.jit, static_argnames=("method", "loss", "max_iter", "num_bins"))
 def _cross_validation_kernel(s, labels, train_idx, train_w, train_sw, folds, log_prior_odds, penalties, tol, edges, *,
-                             method, loss, max_iter, num_bins, binning):
+                             method, loss, max_iter, num_bins):
     """All folds in one compiled function: the fit mapped over padded training sets."""
-    fit_one = partial(_fit_kernel, method=method, loss=loss, max_iter=max_iter, num_bins=num_bins, binning=binning)
+    fit_one = partial(_fit_kernel, method=method, loss=loss, max_iter=max_iter, num_bins=num_bins)
 
     def one_fold(idx, w, sw, lpo, fold_edges):
         return fit_one(s[idx], labels[idx], w, sw, lpo, penalties, tol, fold_edges)
@@ -612,7 +613,7 @@ def calibrate_cross_validated(scores: ArrayLike, labels: ArrayLike, *, key: jax.
         s, labels, jnp.asarray(idx), jnp.asarray(w, dtype), jnp.asarray(train_sw, dtype), jnp.asarray(folds),
         jnp.asarray(lpo, dtype),
         jnp.asarray(settings.penalties, dtype), jnp.asarray(tol, dtype), jnp.asarray(edges), method=method, loss=loss, max_iter=max_iter,
-        num_bins=settings.num_bins, binning=settings.binning)
+        num_bins=settings.num_bins)
     converged = gnorm < tol if CALIBRATORS[method].iterative else jnp.ones(num_folds, bool)
     cal = Calibrator(params, n_iter, gnorm, value, converged, method, k, score_type, loss)
     return CalibrationResult(out, cal, "cross_validation", False, jnp.asarray(folds))

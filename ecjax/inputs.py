@@ -707,6 +707,11 @@ class Scores:
     score_type: str
     exact_zeros: np.ndarray | None = None
 
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape of ``values`` (what ``np.shape`` reads): consumers size their work by it alone."""
+        return tuple(self.values.shape)
+
 
 def canonical_scores(x: object, name: str = "scores", *, score_type: str) -> Scores:
     """``x`` checked once by :func:`as_scores` and kept as a :class:`Scores` value (a :class:`Scores` given is

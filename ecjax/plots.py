@@ -293,8 +293,7 @@ def reliability_diagram(bins: ReliabilityBins | ReliabilityBands | Sequence[Arra
         raise v.InputError("give the bins (a ReliabilityBins, a ReliabilityBands or a (confidence, frequency, count) "
                            "tuple) or `labels` and `scores` together, not both")
     if labels is not None and scores is not None:
-        k = scores.num_classes if isinstance(scores, v.Scores) else 2 if score_type == "llr" else int(
-            np.shape(scores)[-1])  # a Scores value (checked once) knows its classes
+        k = 2 if score_type == "llr" else int(np.shape(scores)[-1])
         if variant == "auto":
             variant = "binary" if k == 2 else "top_label"
         computed, binning_used = _reliability_from_scores(labels, scores, score_type, num_bins, binning, variant,

@@ -24,7 +24,7 @@ from ecjax.scores import brier_kernel, cross_entropy_kernel
 
 
 def _softmax_log_posteriors(z, log_prior_odds):
-    return jax.nn.log_softmax(z, axis=-1)
+    return _log_softmax(z)
 
 
 def _llr_log_posteriors(llr, log_prior_odds):

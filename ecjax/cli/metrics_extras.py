@@ -35,7 +35,7 @@ def _calibrated_threshold(args, y, s, metric, spec, w):
     from ecjax.refinement import calibrated_metric_threshold
 
     st = args.score_type
-    out_type = "llr" if st == "llr" else "log_posteriors"
+    out_type = calibration.CALIBRATORS["llr" if st == "llr" else "affine"].output_type
     try:
         r = calibrated_metric_threshold(
             y, s, protocol=calibration.CrossValidation(random_bits.key(or_default(args.seed, 0)), IMPLIED_COST_FOLDS),

@@ -436,7 +436,7 @@ def _validated_scores(labels, scores, spec, score_type, priors):
     stand_in = likelihood and priors is None and metric in _RANKING_METRICS
     k_guess = 2 if score_type == "llr" else None
     if stand_in:
-        k_guess = k_guess or np.shape(scores.values if isinstance(scores, v.Scores) else scores)[-1]
+        k_guess = k_guess or np.shape(scores)[-1]
     formed_with = np.full(k_guess, 1.0 / k_guess) if stand_in else priors
     s, log_p = v.scores_and_log_priors(scores, formed_with if likelihood else None, score_type)
     single, stacked = ("(N,)", "(M, N)") if score_type == "llr" else ("(N, K)", "(M, N, K)")

@@ -103,7 +103,7 @@ class Systems:
         for m, (lab, x) in enumerate(zip(label_list, items)):
             if lab.ndim != 1:
                 raise v.InputError(f"`labels` of system {m} must be a vector, got shape {tuple(lab.shape)}")
-            n = np.shape(_array_of(x))[0]
+            n = np.shape(x)[0]
             if lab.shape[0] != n:
                 raise v.InputError(f"`labels` of system {m} has {lab.shape[0]} entries, but its "
                                    f"{'scores' if scores is not None else 'decisions'} have {n}")

@@ -60,7 +60,6 @@ from ecjax.scores.inputs import posterior_inputs, resolved_variant, scores_ok, v
 ECE_BINNINGS = ("equal_width", "equal_mass")
 ECE_VARIANTS = ("auto", "binary", "top_label")
 NORMS = ("l1", "l2", "max")
-BINNINGS = ECE_BINNINGS  # every binned error takes the bins of the ECE
 VARIANTS = ("auto", "binary", "top_label", "classwise")
 INTERVALS = ("jeffreys", "equal_tailed", "hdi")
 # Bisection steps for the HDI's lower tail mass: halving (0, 1 - prob) 60 times reaches float64 resolution.
@@ -364,7 +363,7 @@ def binned_calibration_error(labels: ArrayLike, scores: ArrayLike, *, norm: str 
       score) gives NaN.
     """
     v.check_choice(norm, "norm", NORMS)
-    v.check_choice(binning, "binning", BINNINGS)
+    v.check_choice(binning, "binning", ECE_BINNINGS)  # every binned error takes the bins of the ECE
     v.check_choice(variant, "variant", VARIANTS)
     num_bins = v.as_positive_int(num_bins, "num_bins")
     y, log_post, w = calibration_inputs(labels, scores, priors, score_type, sample_weight)
@@ -380,10 +379,7 @@ def nan_where_traced_inputs_invalid(out: jax.Array, labels: jax.Array, log_post:
     traced inputs are invalid (a label out of range, a NaN score, bad weights): the NaN contract of ecjax.inputs."""
     if not v.any_traced(labels, log_post, sample_weight):
         return out
-    ok = jnp.all(labels >= 0) & ~jnp.any(jnp.isnan(log_post), axis=(-2, -1))
-    if sample_weight is not None:
-        ok = ok & jnp.all(jnp.isfinite(sample_weight) & (sample_weight >= 0)) & (jnp.sum(sample_weight) > 0)
-    return v.nan_where_invalid(out, ok)
+    return v.nan_where_invalid(out, scores_ok(labels, log_post) & weights_ok(sample_weight))
 
 
 def max_calibration_error(labels: ArrayLike, scores: ArrayLike, *, num_bins: int = 15, binning: str = "equal_width",

@@ -18,7 +18,6 @@ import numpy as np
 
 import jax
 import jax.numpy as jnp
-from jax.typing import ArrayLike
 
 from ecjax import inputs as v
 from ecjax.costs import StructuredCosts, costs_to_utilities, normalize_rows
