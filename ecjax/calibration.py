@@ -218,11 +218,11 @@ class FitSettings:
     def __post_init__(self):
         v.check_choice(self.loss, "loss", LOSSES)
         v.check_choice(self.binning, "binning", BINNINGS)
-        object.__setattr__(self, "max_iter", v.as_positive_int(self.max_iter, "max_iter"))
-        object.__setattr__(self, "num_bins", v.as_positive_int(self.num_bins, "num_bins"))
-        object.__setattr__(self, "tol", v.as_positive_real(self.tol, "tol"))
+        object.__setattr__(self, "max_iter", v.as_scalar(self.max_iter, "max_iter", integer=True, low=1))
+        object.__setattr__(self, "num_bins", v.as_scalar(self.num_bins, "num_bins", integer=True, low=1))
+        object.__setattr__(self, "tol", v.as_scalar(self.tol, "tol", low=0.0, strict=True))
         for name in ("l2", "off_diagonal_l2", "intercept_l2"):
-            object.__setattr__(self, name, v.as_nonnegative_real(getattr(self, name), name))
+            object.__setattr__(self, name, v.as_scalar(getattr(self, name), name, low=0.0))
 
     @property
     def penalties(self) -> tuple[float, float, float]:
@@ -471,7 +471,7 @@ def stratified_folds(key: jax.Array, labels: ArrayLike, num_folds: int) -> np.nd
     fold sizes differ by at most one.  Same key, same folds.
     """
     labels_np = np.asarray(v.as_index_array(labels, "labels"))
-    num_folds = v.as_positive_int(num_folds, "num_folds", minimum=2, maximum=labels_np.shape[0])
+    num_folds = v.as_scalar(num_folds, "num_folds", integer=True, low=2, high=labels_np.shape[0])
     folds = np.empty(labels_np.shape[0], np.int32)
     offset = 0
     classes = np.unique(labels_np)
@@ -504,7 +504,7 @@ def grouped_folds(key: jax.Array, labels: ArrayLike, groups: ArrayLike | Sequenc
       num_folds: at least 2 and at most the number of groups.
     """
     labels_np = np.asarray(v.as_index_array(labels, "labels"))
-    num_folds = v.as_positive_int(num_folds, "num_folds", minimum=2)
+    num_folds = v.as_scalar(num_folds, "num_folds", integer=True, low=2)
     ids, which = v.as_group_index(groups, labels_np.shape[0])
     if num_folds > len(ids):
         raise v.InputError(f"`num_folds` ({num_folds}) exceeds the number of groups ({len(ids)}): each fold "
@@ -696,7 +696,7 @@ class CrossValidation:
 
     def __post_init__(self):
         object.__setattr__(self, "key", v.as_key(self.key))
-        object.__setattr__(self, "num_folds", v.as_positive_int(self.num_folds, "num_folds", minimum=2))
+        object.__setattr__(self, "num_folds", v.as_scalar(self.num_folds, "num_folds", integer=True, low=2))
 
 
 @dataclass(frozen=True, eq=False)

@@ -136,7 +136,7 @@ def _check_description(d: object) -> tuple[str, int]:
     v.check_choice(table["version"], "version", (VERSION,))
     method = v.check_choice(table["method"], "method", METHODS)
     v.check_type(table["num_classes"], int, "num_classes", "an integer")
-    k = v.as_positive_int(table["num_classes"], "num_classes", minimum=2)
+    k = v.as_scalar(table["num_classes"], "num_classes", integer=True, low=2)
     v.check_choice(table["input_type"], "input_type", v.SCORE_TYPES)
     v.check_choice(table["loss_name"], "loss_name", LOSSES)
     names = tuple(PARAMETER_SHAPES[method])
@@ -147,7 +147,7 @@ def _check_description(d: object) -> tuple[str, int]:
         v.check_type(spec["shape"], list, f"parameters.{name}.shape", "a list of sizes")
         for size in spec["shape"]:
             v.check_type(size, int, f"parameters.{name}.shape", "a list of integer sizes")
-            v.as_positive_int(size, f"parameters.{name}.shape", minimum=0)
+            v.as_scalar(size, f"parameters.{name}.shape", integer=True, low=0)
     fit = v.check_table(table["fit"], "fit", _FIT_KEYS, required=_FIT_KEYS)
     v.check_type(fit["num_iterations"], int, "fit.num_iterations", "an integer")
     v.check_type(fit["converged"], bool, "fit.converged", "true or false")

@@ -173,10 +173,10 @@ def confusion_matrix(labels: ArrayLike, decisions: ArrayLike, *, num_classes: in
       [[1, 0], [1, 1]]
     """
     if num_classes is not None:
-        num_classes = v.as_positive_int(num_classes, "num_classes")
+        num_classes = v.as_scalar(num_classes, "num_classes", integer=True, low=1)
     y = v.as_index_array(labels, "labels", upper=num_classes)
     if num_decisions is not None:
-        num_decisions = v.as_positive_int(num_decisions, "num_decisions")
+        num_decisions = v.as_scalar(num_decisions, "num_decisions", integer=True, low=1)
     dec = v.as_index_array(decisions, "decisions", upper=num_decisions)
     v.check_same_length("labels", y, "decisions", dec)
     v.check_batch_axes_broadcast("labels", y.shape, y.shape[:-1], "decisions", dec.shape, dec.shape[:-1])
@@ -248,7 +248,7 @@ def _float_counts(counts, name):
     if not v.is_tracer(counts) and not isinstance(counts, jax.Array):
         a = np.asarray(counts)
         if a.dtype.kind in "iufb":
-            v.check_at_least(a, name, 0.0)
+            v.check_numbers(a, name, booleans=True, low=0.0)
             if a.dtype.kind in "iu":
                 # Host int64 values past int32 would wrap in jnp.asarray: convert through float64.
                 return jnp.asarray(a.astype(np.float64), dtype=jnp.result_type(float))
@@ -340,9 +340,9 @@ def joint_outcome_table(labels: ArrayLike, decisions: ArrayLike, *, num_classes:
     v.check_shape(decisions, "decisions", "(M, N)")
     v.check_same_length("labels", labels, "decisions", decisions)
     k = (v.inferred_size(int(labels.max()), "labels", argument="num_classes") if num_classes is None
-         else v.as_positive_int(num_classes, "num_classes"))
+         else v.as_scalar(num_classes, "num_classes", integer=True, low=1))
     d = (_decisions_size(int(decisions.max()), k) if num_decisions is None
-         else v.as_positive_int(num_decisions, "num_decisions"))
+         else v.as_scalar(num_decisions, "num_decisions", integer=True, low=1))
     if labels.shape[0] > v.INT32_MAX:
         raise v.InputError(f"`labels` has {labels.shape[0]} samples: joint outcome tables count at most 2**31 - 1")
     rows = np.concatenate([labels[None], decisions], 0).T

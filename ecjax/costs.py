@@ -117,16 +117,16 @@ def zero_one(num_classes: int, abstain: float | None = None, *, dense: bool = Tr
     them as :class:`StructuredCosts` (memory ``O(K)``, any ``K``); a dense
     matrix that cannot be held is refused with that advice.
     """
-    k = v.as_positive_int(num_classes, "num_classes", minimum=2)
+    k = v.as_scalar(num_classes, "num_classes", integer=True, low=2)
     if not v.as_flag(dense, "dense"):
-        return class_costs(np.ones(k), abstain=None if abstain is None else v.as_nonnegative_real(abstain, "abstain"))
+        return class_costs(np.ones(k), abstain=None if abstain is None else v.as_scalar(abstain, "abstain", low=0.0))
     v.check_dense_fits(k, k + (abstain is not None), "num_classes", what="cost matrix")
     c = 1.0 - jnp.eye(k)
     if abstain is not None:
         if v.is_tracer(abstain):
             a = jnp.where(jnp.isfinite(abstain) & (abstain >= 0), abstain, jnp.nan)
             return _nan_if_nan(jnp.concatenate([c, jnp.full((k, 1), a, dtype=c.dtype)], axis=1), a)
-        a = jnp.asarray(v.as_nonnegative_real(abstain, "abstain"))
+        a = jnp.asarray(v.as_scalar(abstain, "abstain", low=0.0))
         c = jnp.concatenate([c, jnp.full((k, 1), a, dtype=c.dtype)], axis=1)
     return c
 
@@ -174,7 +174,7 @@ def f_beta(beta: ArrayLike = 1.0) -> jax.Array:
     Class index 1 is the positive class: a miss costs ``beta**2``, a false
     alarm costs 1.  An array of ``beta`` gives a batch of matrices.
     """
-    b = _scalar_parameter(beta, "beta", check=lambda a, name: v.check_at_least(a, name, 0.0, strict=True),
+    b = _scalar_parameter(beta, "beta", check=lambda a, name: v.check_numbers(a, name, low=0.0, strict=True),
                           valid=lambda a: a > 0)
     return _nan_if_nan(_binary_off_diagonal(jnp.ones_like(b), b * b), b)
 
@@ -186,7 +186,8 @@ def net_benefit(threshold_probability: ArrayLike) -> jax.Array:
     between treating and not treating.
     """
     p = _scalar_parameter(threshold_probability, "threshold_probability",
-                          check=lambda a, name: v.check_between(a, name, 0.0, 1.0), valid=lambda a: (a > 0) & (a < 1))
+                          check=lambda a, name: v.check_numbers(a, name, low=0.0, high=1.0, strict=True),
+                          valid=lambda a: (a > 0) & (a < 1))
     return _nan_if_nan(_binary_off_diagonal(p / (1.0 - p), jnp.ones_like(p)), p)
 
 

@@ -467,82 +467,83 @@ def as_class_cost_fields(correct: object, wrong: object, abstain: object, name: 
 
 @overload
 def as_scalar(x: object, name: str, *, integer: Literal[True], low: float | None = None, high: float | None = None,
-              strict: bool = False, finite: bool = True) -> int: ...
+              strict: bool = False, finite: bool = True, traced: Literal[False] = False) -> int: ...
 
 
 @overload
 def as_scalar(x: object, name: str, *, integer: Literal[False] = False, low: float | None = None,
-              high: float | None = None, strict: bool = False, finite: bool = True) -> float: ...
+              high: float | None = None, strict: bool = False, finite: bool = True,
+              traced: Literal[False] = False) -> float: ...
+
+
+@overload
+def as_scalar(x: object, name: str, *, integer: bool = False, low: float | None = None, high: float | None = None,
+              strict: bool = False, finite: bool = True, traced: Literal[True]) -> Any: ...
 
 
 def as_scalar(x: object, name: str, *, integer: bool = False, low: float | None = None, high: float | None = None,
-              strict: bool = False, finite: bool = True) -> int | float:
-    """The one scalar check: one number (Python or numpy scalar, or a 0-d array for a real), within bounds.
+              strict: bool = False, finite: bool = True, traced: bool = False) -> Any:
+    """The one check of one number (Python or numpy scalar, or a 0-d array for a real), within bounds.
 
     ``integer``: a Python or numpy integer (a count, a size), returned as ``int``; else a real number, returned as
     ``float`` (strings, booleans and ``None`` are refused either way; ``finite=False`` lets a real be ``nan`` or
-    ``+/-inf``).  ``low``/``high``: bounds, inclusive, or exclusive with ``strict``.  The message names the argument
-    and the bound it broke.  :func:`as_real`, :func:`as_number_between`, :func:`as_positive_real`,
-    :func:`as_nonnegative_real` and :func:`as_positive_int` are its common cases.
+    ``+/-inf``).  ``low``/``high``: bounds, inclusive, or exclusive with ``strict`` (``low=0, strict=True``: a
+    positive number; ``low=0, high=1, strict=True``: a probability in ``(0, 1)``).  ``traced``: a traced ``x``
+    (inside ``jit``) is returned as it is, for the NaN contract to mark.  The error names the argument
+    (:attr:`InputError.argument`) and the bound it broke.  :func:`check_numbers` is its form for every entry of an
+    array.
     """
+    if traced and is_tracer(x):
+        return x
     if integer:
         if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)):
-            raise InputError(f"`{name}` must be an integer, got {x!r}")
+            raise InputError(f"`{name}` must be an integer, got {x!r}", argument=name)
         count = int(x)
         if low is not None and (count <= low if strict else count < low):
-            raise InputError(f"`{name}` must be {'>' if strict else '>='} {low}, got {count}")
+            raise InputError(f"`{name}` must be {'>' if strict else '>='} {low}, got {count}", argument=name)
         if high is not None and (count >= high if strict else count > high):
-            raise InputError(f"`{name}` must be {'<' if strict else '<='} {high}, got {count}")
+            raise InputError(f"`{name}` must be {'<' if strict else '<='} {high}, got {count}", argument=name)
         return count
     if isinstance(x, (bool, np.bool_, str, bytes)) or x is None:
-        raise InputError(f"`{name}` must be a number, got {x!r}")
+        raise InputError(f"`{name}` must be a number, got {x!r}", argument=name)
     try:
         arr = np.asarray(x)
         if arr.shape != () or arr.dtype.kind not in "iuf":
             raise TypeError
         value = float(arr)
     except (TypeError, ValueError, OverflowError):
-        raise InputError(f"`{name}` must be a number, got {x!r}") from None
+        raise InputError(f"`{name}` must be a number, got {x!r}", argument=name) from None
     if finite and not np.isfinite(value):
-        raise InputError(f"`{name}` must be finite, got {x!r}")
-    above = low is None or (value > low if strict else value >= low)
-    below = high is None or (value < high if strict else value <= high)
-    if not (above and below):
-        raise InputError(f"`{name}` must be {_range_words(low, high, strict)}, got {x!r}")
+        raise InputError(f"`{name}` must be finite, got {x!r}", argument=name)
+    if not np.all(_within(value, low, high, strict)):
+        raise InputError(f"`{name}` must be {_range_words(low, high, strict)}, got {x!r}", argument=name)
     return value
 
 
-def _range_words(low, high, strict):
-    """What :func:`as_scalar` asks of a real: ``in (0, 1)``, ``a positive finite number``, ``>= 2``..."""
+def _within(a, low, high, strict):
+    """Where ``a`` (a number or an array) lies within the bounds of :func:`as_scalar` (NaN nowhere)."""
+    above = True if low is None else (a > low if strict else a >= low)
+    below = True if high is None else (a < high if strict else a <= high)
+    return np.logical_and(above, below)
+
+
+def _range_words(low, high, strict, entries=False):
+    """What :func:`as_scalar` asks of a real (``in (0, 1)``, ``a positive finite number``, ``>= 2``), and
+    :func:`check_numbers` of every entry (``in (0, 1)``, ``finite and > 0``)."""
     if low is not None and high is not None:
         return f"in {'(' if strict else '['}{low:g}, {high:g}{')' if strict else ']'}"
-    if high is None and low == 0:
+    if high is None and low == 0 and not entries:
         return "a positive finite number" if strict else "a non-negative finite number"
-    if high is None:
-        return f"{'>' if strict else '>='} {low:g}"
-    return f"{'<' if strict else '<='} {high:g}"
-
-
-def as_real(x: object, name: str, *, finite: bool = True) -> float:
-    """One real number (Python or numpy scalar, or a 0-d array); strings and booleans are refused (:func:`as_scalar`)."""
-    return as_scalar(x, name, finite=finite)
-
-
-def as_number_between(x: object, name: str, low: float, high: float) -> float:
-    """One real number strictly between ``low`` and ``high`` (a probability in ``(0, 1)``, a target error...)."""
-    return as_scalar(x, name, low=low, high=high, strict=True)
-
-
-def as_positive_real(x: object, name: str) -> float:
-    """One finite real number > 0 (a ``beta``, a scale, a bound)."""
-    return as_scalar(x, name, low=0.0, strict=True)
+    bound = f"{'>' if strict else '>='} {low:g}" if high is None else f"{'<' if strict else '<='} {high:g}"
+    return f"finite and {bound}" if entries else bound
 
 
 def as_group_ids(groups: ArrayLike | Sequence[Any], num_samples: int) -> np.ndarray:
     """Cluster ids: one hashable id per sample (a ``(N,)`` array), kept on the host."""
     g = np.asarray(groups)
     if g.ndim != 1 or g.shape[0] != num_samples:
-        raise InputError(f"`groups` must be a vector with one id per sample ({num_samples}), got shape {g.shape}")
+        problem = f"must be a vector with one id per sample ({num_samples}), got shape {g.shape}"
+        raise InputError(f"`groups` {problem}", argument="groups", problem=problem)
     return g
 
 
@@ -572,13 +573,6 @@ def check_naive_cost_positive(naive: ArrayLike) -> None:
     """The NEC (Ferrer 2022a, eq. 4) divides by the best naive system's expected cost: every one must be > 0."""
     if not is_tracer(naive) and np.any(np.asarray(naive) <= 0):
         raise InputError("the best naive system has zero expected cost for these `costs` and priors: NEC is undefined")
-
-
-def check_zero_division(z: ArrayLike, name: str = "zero_division") -> float | jax.Array:
-    """The value returned for 0/0: a number (``nan`` allowed), possibly traced."""
-    if is_tracer(z):
-        return z
-    return as_real(z, name, finite=False)
 
 
 def as_key(key: Any, name: str = "key") -> jax.Array:
@@ -636,14 +630,26 @@ def check_finite(arr: _T, name: str) -> _T:
     return arr
 
 
-def check_numbers(arr: _T, name: str, *, booleans: bool = False, finite: bool = True) -> _T:
-    """Integers or floats (and booleans when ``booleans``), none NaN or inf when ``finite`` (skipped for tracers)."""
+def check_numbers(arr: _T, name: str, *, booleans: bool = False, finite: bool = True, low: float | None = None,
+                  high: float | None = None, strict: bool = False) -> _T:
+    """Integers or floats (and booleans when ``booleans``), none NaN or inf when ``finite``; with ``low``/``high``,
+    every entry finite and within them (:func:`as_scalar`'s bounds, entry by entry: concentrations, scales,
+    threshold probabilities), the message showing the first entry that is not.  Traced ``arr`` passes (the NaN
+    contract)."""
     if is_tracer(arr):
         return arr
-    dtype = np.asarray(arr).dtype
-    if dtype.kind not in ("iufb" if booleans else "iuf"):
-        raise InputError(f"`{name}` must be numeric, got dtype {dtype}")
-    return check_finite(arr, name) if finite else arr
+    a = np.asarray(arr)
+    if a.dtype.kind not in ("iufb" if booleans else "iuf"):
+        raise InputError(f"`{name}` must be numeric, got dtype {a.dtype}", argument=name)
+    if low is None and high is None:
+        return check_finite(arr, name) if finite else arr
+    a = a.astype(np.float64)
+    ok = np.isfinite(a) & _within(a, low, high, strict)
+    if not np.all(ok):
+        got = repr(arr) if a.ndim == 0 else f"{a[~ok].flat[0]} at entry {_first(~ok)}"
+        raise InputError(f"`{name}` must be {_range_words(low, high, strict, entries=True)}, got {got}",
+                         argument=name)
+    return arr
 
 
 def as_matrix(x: object, name: str, *, shape: tuple[int | None, ...] | None = None,
@@ -683,26 +689,18 @@ def check_score_type(score_type: str) -> str:
     return score_type
 
 
-def score_kind(score_type: str) -> str:
-    """The kind (:data:`SCORE_KINDS`) of scores given as ``score_type``; a kind is its own kind."""
-    if score_type not in SCORE_KINDS:
-        check_score_type(score_type)
-    return KIND_OF_SCORE_TYPE[score_type]
-
-
 @dataclass(frozen=True, eq=False)
 class Scores:
     """Scores made canonical once (:func:`canonical_scores`): what every consumer takes instead of re-checking.
 
     ``values``: finite float scores in the log domain, ``(..., N, K)`` (``(..., N)`` for an LLR), probabilities
-    logged; ``kind``: one of :data:`SCORE_KINDS`, what the kernels branch on; ``num_classes``: ``K`` (2 for an LLR);
-    ``score_type``: what they were given as (for messages and records); ``exact_zeros``: for probabilities, where
+    logged; ``num_classes``: ``K`` (2 for an LLR); ``score_type``: what they were given as (the kernels branch on
+    its kind, :data:`KIND_OF_SCORE_TYPE`; messages and records say it); ``exact_zeros``: for probabilities, where
     they were exactly 0 (a host mask of ``values``' shape, ``None`` when none was or the scores were traced), which
     ``values`` floor (:func:`as_scores`) and the proper scoring rules read as ``-inf`` (:func:`as_log_domain_scores`).
     """
 
     values: jax.Array
-    kind: str
     num_classes: int
     score_type: str
     exact_zeros: np.ndarray | None = None
@@ -723,8 +721,7 @@ def canonical_scores(x: object, name: str = "scores", *, score_type: str) -> Sco
     if score_type == "probabilities" and not is_tracer(x):
         zeros = np.asarray(x) == 0  # the check passed: concrete probabilities, of the shape of values
         zeros = zeros if zeros.any() else None
-    return Scores(values, score_kind(score_type), 2 if score_type == "llr" else int(values.shape[-1]), score_type,
-                  zeros)
+    return Scores(values, 2 if score_type == "llr" else int(values.shape[-1]), score_type, zeros)
 
 
 def _same_score_type(x: Scores, score_type: str) -> Scores:
@@ -1132,11 +1129,6 @@ def check_same_length(name_a: str, a: jax.Array | np.ndarray, name_b: str, b: ja
         raise InputError(said["problem"], **said)
 
 
-def as_positive_int(x: object, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
-    """One integer ``>= minimum`` (1 by default) and ``<= maximum`` where given (:func:`as_scalar`)."""
-    return as_scalar(x, name, integer=True, low=minimum, high=maximum)
-
-
 def check_batch_axes_broadcast(name_a: str, shape_a: tuple[int, ...], batch_a: tuple[int, ...], name_b: str,
                                shape_b: tuple[int, ...], batch_b: tuple[int, ...]) -> tuple[int, ...]:
     """The leading (batch) axes ``batch_a`` of ``name_a`` and ``batch_b`` of ``name_b`` broadcast: their shape."""
@@ -1229,11 +1221,6 @@ def as_flag(x: object, name: str) -> bool:
     if not isinstance(x, (bool, np.bool_)):
         raise InputError(f"`{name}` must be True or False, got {x!r}")
     return bool(x)
-
-
-def as_nonnegative_real(x: object, name: str) -> float:
-    """One finite real number >= 0 (a regularization weight, a ROPE half-width, a cost)."""
-    return as_scalar(x, name, low=0.0)
 
 
 def as_positive_priors(x: object, name: str = "priors", *, num_classes: int | None = None,
@@ -1337,26 +1324,6 @@ def check_callable(x: _T, name: str, what: str) -> _T:
     return x
 
 
-def _check_entries(x: _T, name: str, holds: Callable[[np.ndarray], np.ndarray], need: str) -> _T:
-    """``x`` if every entry is finite and ``holds``, else :class:`InputError` saying ``need`` and the first entry
-    that fails; traced ``x`` passes (the NaN contract)."""
-    if is_tracer(x):
-        return x
-    a = np.asarray(x, dtype=np.float64)
-    ok = np.isfinite(a) & holds(a)
-    if not np.all(ok):
-        got = repr(x) if a.ndim == 0 else f"{a[~ok].flat[0]} at entry {_first(~ok)}"
-        raise InputError(f"`{name}` must be {need}, got {got}")
-    return x
-
-
-def check_at_least(x: _T, name: str, minimum: float = 0.0, *, strict: bool = False) -> _T:
-    """Every entry of ``x`` (a number or an array: a concentration, a scale) finite and ``>= minimum`` (``>`` when
-    ``strict``); traced ``x`` passes (the NaN contract)."""
-    return _check_entries(x, name, (lambda a: a > minimum) if strict else (lambda a: a >= minimum),
-                          f"finite and {'>' if strict else '>='} {minimum:g}")
-
-
 def check_class_vector(x: _Arr, name: str, *, num_classes: int | None = None) -> _Arr:
     """``x`` if it is one vector with an entry per class: ``(K,)`` with ``K = num_classes`` when given, else any
     ``K >= 2`` (priors, a Dirichlet's concentration, per-class bounds)."""
@@ -1386,13 +1353,6 @@ def check_type(x: _T, types: type | tuple[type, ...], name: str, what: str) -> _
     if not isinstance(x, types):
         raise InputError(f"`{name}` must be {what}, got {type(x).__name__}")
     return x
-
-
-def check_between(x: _T, name: str, low: float, high: float) -> _T:
-    """Every entry of ``x`` (a number or an array: probabilities, threshold probabilities) finite and strictly
-    between ``low`` and ``high``, the array form of :func:`as_number_between`; traced ``x`` passes (the NaN
-    contract)."""
-    return _check_entries(x, name, lambda a: (a > low) & (a < high), f"in ({low:g}, {high:g})")
 
 
 def check_axis_at_least(x: _T, name: str, minimum: int, what: str, *, axis: int = -1) -> _T:

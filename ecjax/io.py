@@ -81,8 +81,10 @@ DEFAULT_MAX_BYTES = 2**30
 @contextlib.contextmanager
 def said_of(source: object, files: dict[str, object] | None = None):
     """Errors of the checks inside, said of ``source`` (a file, an option): ``"<source>: <problem>"``, with each
-    argument named in ``files`` (argument name -> what the user knows it as) said by that name.  The error keeps
-    the arguments its problem mentions (:attr:`InputError.mentions`), for a front end to say its way."""
+    argument named in ``files`` (argument name -> what the user knows it as) said by that name, from the error's
+    fields only (:class:`InputError`: its ``argument`` and ``problem``, or the arguments its ``template``
+    mentions); the text of a message is never edited.  The error keeps the mentions ``files`` does not name, for
+    a front end to say its way."""
     try:
         yield
     except InputError as err:  # the problem without the library's subject, where it has one
@@ -90,10 +92,10 @@ def said_of(source: object, files: dict[str, object] | None = None):
             template, mentions = _known_as(err.template, err.mentions, files or {})
             said = mentioning(f"{literal(source)}: {template}", **mentions)
             raise InputError(said["problem"], **said) from None
-        problem = err.problem or str(err)
-        for argument, known_as in (files or {}).items():
-            problem = problem.replace(f"`{argument}`", str(known_as))
-        raise InputError(f"{source}: {problem}") from None
+        known_as = (files or {}).get(err.argument) if err.argument is not None else None
+        if known_as is not None and err.problem is not None:  # its subject, by the name the user knows it by
+            raise InputError(f"{source}: {known_as} {err.problem}") from None
+        raise InputError(f"{source}: {err.problem or err}") from None
 
 
 def _known_as(template, mentions, files):

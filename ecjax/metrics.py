@@ -315,7 +315,7 @@ def _select(kind, counts, pos_label, average, zero_division, b2=1.0):
     """
     v.check_choice(average, "average", AVERAGES)
     pos = v.as_pos_label(pos_label, counts.shape[-1]) if average == "binary" else 0
-    zero_division = v.check_zero_division(zero_division)
+    zero_division = v.as_scalar(zero_division, "zero_division", finite=False, traced=True)
     out = _select_kernel(counts, pos, zero_division, b2, kind=kind, average=average)
     beta_ok = (lambda: jnp.isfinite(b2) & (b2 > 0)) if v.is_tracer(b2) else (lambda: True)
     return _guard(out, lambda: _counts_ok(counts) & beta_ok(), counts, b2,
@@ -367,7 +367,7 @@ def f_beta_score(counts: ArrayLike, *, beta: float = 1.0, pos_label: int = 1, av
     if v.is_tracer(beta):
         b2 = jnp.where(beta > 0, jnp.asarray(beta, jnp.result_type(float)) ** 2, jnp.nan)
     else:
-        b = v.as_positive_real(beta, "beta")
+        b = v.as_scalar(beta, "beta", low=0.0, strict=True)
         b2 = b * b
     return _select("f_beta", counts, pos_label, average, zero_division, b2)
 
@@ -448,7 +448,7 @@ def matthews_corrcoef(counts: ArrayLike, *, zero_division: float = 0.0) -> jax.A
     Returns ``zero_division`` when a denominator factor is 0 (all samples in
     one class or one decision), as scikit-learn.
     """
-    return _counts_metric(_mcc_kernel, counts, v.check_zero_division(zero_division))
+    return _counts_metric(_mcc_kernel, counts, v.as_scalar(zero_division, "zero_division", finite=False, traced=True))
 
 
 @jax.jit
@@ -462,7 +462,7 @@ def _kappa_kernel(c, zero_division):
 
 def cohen_kappa(counts: ArrayLike, *, zero_division: float = 0.0) -> jax.Array:
     """Cohen's kappa ``(p_o - p_e) / (1 - p_e)``, with ``p_e = sum_k p_k t_k / N^2``."""
-    return _counts_metric(_kappa_kernel, counts, v.check_zero_division(zero_division))
+    return _counts_metric(_kappa_kernel, counts, v.as_scalar(zero_division, "zero_division", finite=False, traced=True))
 
 
 def fowlkes_mallows(counts: ArrayLike, *, pos_label: int = 1, average: str | None = "binary",
@@ -534,7 +534,7 @@ def net_benefit(counts: ArrayLike, *, threshold_probability: float, pos_label: i
         p = jnp.asarray(threshold_probability, jnp.result_type(float))
         p_ok = (p > 0) & (p < 1)
     else:
-        p = v.as_number_between(threshold_probability, "threshold_probability", 0.0, 1.0)
+        p = v.as_scalar(threshold_probability, "threshold_probability", low=0.0, high=1.0, strict=True)
         p_ok = True
     return _guard(_net_benefit_kernel(c, p / (1.0 - p), pos), lambda: _counts_ok(c) & p_ok, c, p)
 

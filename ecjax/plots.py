@@ -837,8 +837,8 @@ def rank_diagram(result: Any, *, equivalence_prob: float = 0.95, rank_prob: floa
       frame: :class:`Frame` (title, axis labels, ``ax``, ``path``; no class names).
     """
     frame = _check_frame(frame, "rank_diagram")
-    equivalence_prob = v.as_number_between(equivalence_prob, "equivalence_prob", 0.0, 1.0)
-    rank_prob = v.as_number_between(rank_prob, "rank_prob", 0.0, 1.0)
+    equivalence_prob = v.as_scalar(equivalence_prob, "equivalence_prob", low=0.0, high=1.0, strict=True)
+    rank_prob = v.as_scalar(rank_prob, "rank_prob", low=0.0, high=1.0, strict=True)
     names = list(result.systems)
     ranks = _expected_ranks(result.rank_probabilities)
     intervals = _rank_intervals(result.rank_probabilities, rank_prob)

@@ -59,8 +59,8 @@ from ecjax.decisions import log_posteriors_kernel
 
 def first_class_priors(num_classes: int, first_prior: float) -> np.ndarray:
     """``P_1 = first_prior`` and ``P_i = (1 - P_1) / (K - 1)`` for the rest (both papers, step 1)."""
-    k = v.as_positive_int(num_classes, "num_classes", minimum=2)
-    first_prior = v.as_number_between(first_prior, "first_prior", 0.0, 1.0)
+    k = v.as_scalar(num_classes, "num_classes", integer=True, low=2)
+    first_prior = v.as_scalar(first_prior, "first_prior", low=0.0, high=1.0, strict=True)
     return np.array([first_prior] + [(1.0 - first_prior) / (k - 1)] * (k - 1))
 
 
@@ -121,7 +121,7 @@ def calibration_study_from_features(features: ArrayLike, labels: ArrayLike, num_
                                     feature_variance: float = 0.15, mc1_scale: float = 0.5, mc1_shift: float = 0.5,
                                     mc2_scale: float = 0.2) -> CalibrationStudy:
     """Steps 4-7 of Ferrer (2022b) §4.8 for given features (see :func:`calibration_study`)."""
-    k = v.as_positive_int(num_classes, "num_classes", minimum=2)
+    k = v.as_scalar(num_classes, "num_classes", integer=True, low=2)
     features = jnp.asarray(features, dtype=jnp.result_type(float))
     data_priors = first_class_priors(k, first_prior)
     mism = first_class_priors(k, mismatched_last_prior)[::-1].copy()  # the last class gets 0.9
@@ -165,8 +165,8 @@ def calibration_study(key: jax.Array, num_classes: int, *, num_samples: int = 10
     Returns:
       :class:`CalibrationStudy`.
     """
-    k = v.as_positive_int(num_classes, "num_classes", minimum=2)
-    n = v.as_positive_int(num_samples, "num_samples", minimum=k)
+    k = v.as_scalar(num_classes, "num_classes", integer=True, low=2)
+    n = v.as_scalar(num_samples, "num_samples", integer=True, low=k)
     sizes = class_sizes(first_class_priors(k, first_prior), n)
     x, labels = gaussian_features(key, sizes, variance=feature_variance)
     return calibration_study_from_features(
@@ -195,8 +195,8 @@ def ec_study(key: jax.Array, num_classes: int = 10, *, num_samples: int = 100_00
     prints the spread as ``sigma = 0.20``; its Table 1 needs it to be the
     variance (see the module docstring).
     """
-    k = v.as_positive_int(num_classes, "num_classes", minimum=2)
-    n = v.as_positive_int(num_samples, "num_samples", minimum=k)
+    k = v.as_scalar(num_classes, "num_classes", integer=True, low=2)
+    n = v.as_scalar(num_samples, "num_samples", integer=True, low=k)
     priors = first_class_priors(k, first_prior)
     x, labels = gaussian_features(key, class_sizes(priors, n), variance=feature_variance)
     llk = gaussian_log_likelihoods(x, k, variance=feature_variance)

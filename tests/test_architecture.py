@@ -171,6 +171,87 @@ def test_the_counts_can_fail(tmp_path):
     assert wide_public_functions(p) == [("wide", 11), ("n", 11)]
 
 
+# ------------------------------------------------------------------ one scalar check
+
+# ``ecjax.inputs.as_scalar`` is the one check of one number (issue 32.7: it replaced as_real, as_number_between,
+# as_positive_real, as_nonnegative_real, as_positive_int, check_zero_division and scores' target_sensitivity;
+# check_at_least and check_between became the bounds of ``check_numbers``, its form for every entry of an array).
+# Names that promise one number and are not as_scalar:
+SCALAR_CHECK_NAME = re.compile(r"(as|check)_(real|number|float|int|integer|scalar|probability|fraction|between|"
+                               r"at_least|at_most|zero_division|(positive|nonnegative|non_negative|negative)_"
+                               r"(real|int|integer|number|float))")
+# Input-layer functions that pass an argument through float() or int() and raise, each with why it is not one
+# number checked within bounds (as_scalar's job).  An entry whose function is gone fails the test.
+NOT_SCALAR_CHECKS = {
+    "as_scalar": "the one scalar check",
+    "as_range": "two numbers, lo <= hi (an axis' or a grid's range), said as a range",
+    "as_pos_label": "a class index, in [0, K): its message says so",
+    "inferred_size": "the number of classes a data set's largest index implies, against a memory cap",
+    "check_dense_fits": "the memory of a K x D build",
+}
+
+
+def scalar_checks(path):
+    """``[(function, why)]``: the functions of ``path`` besides ``as_scalar`` that check one number: a name that
+    says so (:data:`SCALAR_CHECK_NAME`), a wrapper whose body (at most two statements) ends returning
+    ``as_scalar(...)`` (renamed options), or a check by hand (an argument through ``float()``/``int()`` and a
+    ``raise``) not in :data:`NOT_SCALAR_CHECKS`."""
+    found = []
+    for fn in ast.parse(Path(path).read_text()).body:
+        if not isinstance(fn, ast.FunctionDef) or fn.name == "as_scalar":
+            continue
+        body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        last = body[-1].value if body and isinstance(body[-1], ast.Return) else None
+        wraps = isinstance(last, ast.Call) and ast.unparse(last.func).split(".")[-1] == "as_scalar"
+        a = fn.args
+        params = {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
+        by_hand = any(isinstance(c, ast.Raise) for c in ast.walk(fn)) and any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in ("float", "int") and c.args
+            and isinstance(c.args[0], ast.Name) and c.args[0].id in params for c in ast.walk(fn))
+        if SCALAR_CHECK_NAME.fullmatch(fn.name.lstrip("_")):
+            found.append((fn.name, "its name"))
+        elif wraps and len(body) <= 2:
+            found.append((fn.name, "a wrapper of as_scalar"))
+        elif by_hand and fn.name not in NOT_SCALAR_CHECKS:
+            found.append((fn.name, "by hand"))
+    return found
+
+
+def test_one_scalar_check_in_the_input_layer():
+    layer = {name: path for name, path in _modules().items() if name in VALIDATOR_MODULES}
+    assert {name: found for name, path in layer.items() if (found := scalar_checks(path))} == {}
+    defined = {fn.name for path in layer.values() for fn in ast.parse(path.read_text()).body
+               if isinstance(fn, ast.FunctionDef)}
+    assert set(NOT_SCALAR_CHECKS) <= defined, set(NOT_SCALAR_CHECKS) - defined  # no stale reason
+
+
+def test_the_scalar_check_rule_can_fail(tmp_path):
+    # The checks this rule replaced, each caught: a name, a wrapper (with a traced pass), a check by hand; a
+    # function that calls as_scalar and adds a rule of its own is no second check.
+    p = tmp_path / "inputs.py"
+    p.write_text('def as_positive_int(x, name, *, minimum=1):\n'
+                 '    """One integer >= minimum."""\n'
+                 '    return check(x, name, minimum)\n\n'
+                 'def level_of(z, name="level"):\n'
+                 '    if is_tracer(z):\n'
+                 '        return z\n'
+                 '    return v.as_scalar(z, name, low=0, high=1)\n\n'
+                 'def target_sensitivity(sensitivity):\n'
+                 '    target = float(sensitivity)\n'
+                 '    if not 0.0 <= target <= 1.0:\n'
+                 '        raise InputError("`sensitivity` must be in [0, 1]")\n'
+                 '    return target\n\n'
+                 'def as_scalar(x, name):\n'
+                 '    return float(x)\n\n'
+                 'def checked_beta(beta, metric):\n'
+                 '    b = as_scalar(beta, "beta")\n'
+                 '    if metric != "f_beta" and b != 1.0:\n'
+                 '        raise InputError("beta")\n'
+                 '    return b\n')
+    assert scalar_checks(p) == [("as_positive_int", "its name"), ("level_of", "a wrapper of as_scalar"),
+                                ("target_sensitivity", "by hand")]
+
+
 # ------------------------------------------------------------------ calibrators: rows of one table
 
 def calibrator_method_branches(path, methods):
@@ -612,6 +693,8 @@ def test_the_command_line_is_a_package_of_thin_modules():
 
 def test_the_command_line_does_not_rewrite_library_messages():
     assert {p.name: found for p in sorted(CLI.glob("*.py")) if (found := message_surgery(p))} == {}
+    # Nor does io.said_of, which says the library's errors of a file or an option: from the fields only.
+    assert message_surgery(ROOT / "io.py") == []
 
 
 def test_the_command_line_checks_can_fail(tmp_path):

@@ -677,13 +677,26 @@ def test_compare_and_diagnose_refuse_non_keys(key):
 
 
 @pytest.mark.parametrize("x, ok", [(3, 3.0), (np.float32(2.5), 2.5), (np.array(1.0), 1.0)])
-def test_as_real_accepts_numbers(x, ok):
-    assert v.as_real(x, "x") == ok
+def test_as_scalar_accepts_numbers(x, ok):
+    assert v.as_scalar(x, "x") == ok
 
 
 @pytest.mark.parametrize("x", ["a", "1.0", True, None, [1.0], np.array([1.0, 2.0]), 10**400, np.inf])
-def test_as_real_refuses_non_numbers(x):
-    raises("`low`", v.as_real, x, "low")
+def test_as_scalar_refuses_non_numbers(x):
+    raises("`low`", v.as_scalar, x, "low")
+
+
+@pytest.mark.parametrize("sensitivity", [True, "0.5", 1.5, -0.1, np.nan])
+def test_target_sensitivity_is_one_number_in_the_unit_interval(sensitivity):
+    # True (read as 1.0) and the string "0.5" were taken by float() before the one scalar check.
+    for fn in (ecjax.scores.specificity_at_sensitivity, ecjax.scores.nec_for_target_sensitivity):
+        raises("`sensitivity`", fn, Y, S, sensitivity)
+
+
+@pytest.mark.parametrize("zero_division", ["nan", None, True, [0.0]])
+def test_zero_division_is_one_number(zero_division):
+    raises("`zero_division`", ecjax.metrics.precision, COUNTS, zero_division=zero_division)
+    raises("`zero_division`", ecjax.metrics.matthews_corrcoef, COUNTS, zero_division=zero_division)
 
 
 def test_cost_ratio_of_a_string():

@@ -525,6 +525,23 @@ def test_said_of_says_the_problem_of_the_source_in_its_names():
         pass
 
 
+def test_said_of_names_the_files_from_the_fields_only():
+    from ecjax.inputs import as_group_ids
+
+    with pytest.raises(InputError) as info:  # the subject (`argument`) said by its file, before the `problem`
+        with eio.said_of("g.npy", {"groups": "--groups"}):
+            as_group_ids(np.zeros(2), 3)
+    assert str(info.value) == "g.npy: --groups must be a vector with one id per sample (3), got shape (2,)"
+    with pytest.raises(InputError) as info:  # a message without fields is said as it is: its text is not edited
+        with eio.said_of("w.npy", {"labels": "y.npy"}):
+            raise InputError("`labels` and `sample_weight` differ")
+    assert str(info.value) == "w.npy: `labels` and `sample_weight` differ"
+    with pytest.raises(InputError) as info:  # an argument `files` does not name: the problem, said of the source
+        with eio.said_of("--x", {"labels": "y.npy"}):
+            raise InputError("`x` must be 1, got `labels`", argument="x", problem="must be 1, got `labels`")
+    assert str(info.value) == "--x: must be 1, got `labels`"
+
+
 def test_said_of_keeps_the_mentions_it_does_not_name():
     # A templated problem (InputError.mentions): the arguments `files` names are said by their files, the others
     # stay mentions for the front end (the command line says them as its options); a source with braces is text.

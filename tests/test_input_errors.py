@@ -472,19 +472,27 @@ def test_check_type():
         inputs.check_type((1,), list, "ax", "a list")
 
 
-def test_check_between():
-    assert inputs.check_between(0.5, "p", 0.0, 1.0) == 0.5
+def test_check_numbers_between_bounds():
+    def between(x, name, low, high):
+        return inputs.check_numbers(x, name, low=low, high=high, strict=True)
+
+    assert between(0.5, "p", 0.0, 1.0) == 0.5
     x = np.array([0.1, 0.9])
-    assert inputs.check_between(x, "p", 0.0, 1.0) is x
-    inputs.check_between([[-0.5, 2.5]], "x", -1.0, 3.0)
+    assert between(x, "p", 0.0, 1.0) is x
+    between([[-0.5, 2.5]], "x", -1.0, 3.0)
     for bad, got in ((0.0, "0.0"), (1.0, "1.0"), (np.nan, "nan"), (np.inf, "inf")):  # open: the ends are out
         with pytest.raises(InputError, match=rf"^`p` must be in \(0, 1\), got {got}$"):
-            inputs.check_between(bad, "p", 0.0, 1.0)
+            between(bad, "p", 0.0, 1.0)
     with pytest.raises(InputError, match=r"^`p` must be in \(0, 0\.5\), got 0\.7 at entry \(1, 0\)$"):
-        inputs.check_between([[0.1, 0.2], [0.7, 0.9]], "p", 0.0, 0.5)
+        between([[0.1, 0.2], [0.7, 0.9]], "p", 0.0, 0.5)
+    with pytest.raises(InputError, match=r"^`p` must be in \[0, 1\], got 1\.5 at entry \(1,\)$"):  # closed ends
+        inputs.check_numbers([1.0, 1.5], "p", low=0.0, high=1.0)
+    assert inputs.check_numbers([0.0, 1.0], "p", low=0.0, high=1.0) == [0.0, 1.0]
+    with pytest.raises(InputError, match="^`p` must be numeric, got dtype <U3$"):  # strings: not numbers
+        between(["0.5"], "p", 0.0, 1.0)
     import jax
 
-    out = jax.jit(lambda p: inputs.check_between(p, "p", 0.0, 1.0))(jnp.array([2.0]))  # traced: the NaN contract
+    out = jax.jit(lambda p: between(p, "p", 0.0, 1.0))(jnp.array([2.0]))  # traced: the NaN contract
     np.testing.assert_array_equal(np.asarray(out), [2.0])
 
 
@@ -532,8 +540,8 @@ def test_check_shape_accepts_exactly_the_forms(shape, forms, sizes, ok):
     assert str(info.value) == f"`x` must be {' or '.join(forms)}{pinned} (a reason), got shape {shape}"
 
 
-def test_check_exclusive_check_binary_as_flag_and_as_nonnegative_real():
-    from ecjax.inputs import as_flag, as_nonnegative_real, check_binary, check_exclusive
+def test_check_exclusive_check_binary_as_flag_and_a_nonnegative_scalar():
+    from ecjax.inputs import as_flag, as_scalar, check_binary, check_exclusive
 
     check_exclusive({"a": 1, "b": None})
     check_exclusive({"a": None, "b": None}, required=False)
@@ -552,11 +560,11 @@ def test_check_exclusive_check_binary_as_flag_and_as_nonnegative_real():
     for bad in (1, 0, "True", None):
         with pytest.raises(InputError, match="`f` must be True or False"):
             as_flag(bad, "f")
-    assert as_nonnegative_real(0, "r") == 0.0 and as_nonnegative_real(np.float32(2.5), "r") == 2.5
+    assert as_scalar(0, "r", low=0) == 0.0 and as_scalar(np.float32(2.5), "r", low=0) == 2.5
     for bad, said in [(-1e-9, "`r` must be a non-negative finite number"), (np.inf, "`r` must be finite"),
                       ("1", "`r` must be a number")]:
         with pytest.raises(InputError, match=said):
-            as_nonnegative_real(bad, "r")
+            as_scalar(bad, "r", low=0)
 
 
 def test_check_choice_refuses_arrays_and_lists_with_an_input_error():

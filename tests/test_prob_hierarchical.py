@@ -73,7 +73,7 @@ def test_bad_hierarchical_inputs():
     counts = np.ones((3, 2, 2, 2))
     with pytest.raises(ecjax.InputError, match="T, M, K, D"):
         prob.compare_test_sets(np.ones((2, 2, 2)), utilities=np.eye(2), key=KEY)
-    with pytest.raises(ecjax.InputError, match="> 0"):
+    with pytest.raises(ecjax.InputError, match="`concentration` must be a positive finite number, got 0.0"):
         prob.compare_test_sets(counts, utilities=np.eye(2), key=KEY, concentration=0.0)
     with pytest.raises(ecjax.InputError, match="dispersion"):
         prob.compare_test_sets(counts, utilities=np.eye(2), key=KEY, dispersion=-1)

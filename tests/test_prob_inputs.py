@@ -175,7 +175,7 @@ def test_systems_make_their_scores_canonical_once_and_take_canonical_values_as_t
     for got, p in zip(canonical, probs):
         # Probabilities in the log domain (numpy's float64 log, cast as the library casts: float32).
         np.testing.assert_allclose(np.asarray(got.values), np.log(p), rtol=1e-6)
-        assert (got.kind, got.num_classes, got.score_type) == ("posterior", 3, "probabilities")
+        assert (got.num_classes, got.score_type) == (3, "probabilities")
     stacked = pin.stacked_scores(systems)
     np.testing.assert_allclose(np.asarray(stacked.values), np.log(np.stack(probs)), rtol=1e-6)
     # Values made canonical already (the command line's) are kept as they are, not checked again.
@@ -188,7 +188,7 @@ def test_systems_make_their_scores_canonical_once_and_take_canonical_values_as_t
                                                "'probabilities'"):
         _ = prob.Systems(labels, scores=list(canonical), score_type="logits").canonical
     llr = inputs.canonical_scores(rng.normal(size=30), score_type="llr")
-    assert (llr.kind, llr.num_classes) == ("llr", 2)
+    assert (llr.score_type, llr.num_classes) == ("llr", 2)
     assert prob.Systems(labels, decisions=np.zeros((2, 30), int)).canonical is None
 
 

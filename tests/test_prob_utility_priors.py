@@ -184,7 +184,7 @@ def test_bad_priors_raise_input_error():
         prob.intervals([[0, 0.8], [0, 0]], [[0.5, 1], [1, 1]], correct_dominates=True)
     with pytest.raises(ecjax.InputError, match="low <= high"):
         prob.cost_ratio(50, 10)
-    with pytest.raises(ecjax.InputError, match="> 0"):
+    with pytest.raises(ecjax.InputError, match="`low` must be a positive finite number, got 0"):
         prob.cost_ratio(0, 10)
     with pytest.raises(ecjax.InputError, match="scale"):
         prob.truncated_normal(np.eye(2), -0.1)
@@ -274,7 +274,7 @@ def test_as_broadcast_gives_float64_of_the_shape_and_allows_infinite_bounds():
 def test_prior_arguments_are_checked_by_the_shared_validators():
     with pytest.raises(ecjax.InputError, match=r"`scale` must be finite and >= 0, got -0.1 at entry \(0, 1\)"):
         prob.truncated_normal(np.eye(2), [[0.1, -0.1], [0.1, 0.1]])
-    with pytest.raises(ecjax.InputError, match="`low` must be finite and > 0, got 0.0"):
+    with pytest.raises(ecjax.InputError, match="^`low` must be a positive finite number, got 0$"):  # as given
         prob.cost_ratio(0, 10)
     for distribution in ("log_uniform", "log_normal"):
         with pytest.raises(ecjax.InputError, match=f"a {distribution.replace('_', '-')} ratio needs low < high"):

@@ -40,22 +40,71 @@ def test_accepted_values_come_back_as_python_numbers():
     assert v.as_scalar(0.0, "x", low=0) == 0.0 and v.as_scalar(1, "x", integer=True, low=1, high=1) == 1
 
 
-@pytest.mark.parametrize("named, options", [
-    (lambda x: v.as_real(x, "x"), {}),
-    (lambda x: v.as_number_between(x, "x", 0.0, 1.0), {"low": 0.0, "high": 1.0, "strict": True}),
-    (lambda x: v.as_positive_real(x, "x"), {"low": 0.0, "strict": True}),
-    (lambda x: v.as_nonnegative_real(x, "x"), {"low": 0.0}),
-    (lambda x: v.as_positive_int(x, "x"), {"integer": True, "low": 1}),
+def _accepted_by_hand(value, integer=False, low=None, high=None, strict=False, finite=True):
+    """The contract written out with Python's own types and comparisons, independent of as_scalar."""
+    if isinstance(value, (bool, np.bool_, str)) or value is None:
+        return False
+    if integer and not isinstance(value, (int, np.integer)):
+        return False
+    if not isinstance(value, (int, float, np.integer, np.floating)):
+        return False
+    x = float(value)
+    if finite and not math.isfinite(x):
+        return False
+    if math.isnan(x):
+        return (low, high) == (None, None)
+    above = low is None or (x > low if strict else x >= low)
+    below = high is None or (x < high if strict else x <= high)
+    return above and below
+
+
+@pytest.mark.parametrize("options", [
+    {}, {"finite": False}, {"low": 0.0, "high": 1.0, "strict": True}, {"low": 0.0, "strict": True}, {"low": 0.0},
+    {"integer": True, "low": 1}, {"integer": True, "low": 2, "high": 3}, {"high": 0.5}, {"low": 0.0, "high": 0.5},
 ])
-def test_the_named_checks_are_cases_of_the_one_check(named, options):
-    # Same value or the same message as as_scalar with the options each name stands for, over a spread of inputs.
-    for value in (-1, 0, 1, 2, 0.5, -0.5, 1.0, math.inf, math.nan, "1", None, True, np.int32(3), np.float64(0.25)):
+def test_the_options_accept_exactly_what_the_contract_says(options):
+    for value in (-1, 0, 1, 2, 3, 0.5, -0.5, 1.0, math.inf, -math.inf, math.nan, "1", None, True, np.int32(3),
+                  np.float64(0.25), np.float32(1.0)):
         try:
-            want = ("ok", v.as_scalar(value, "x", **options))
+            got = v.as_scalar(value, "x", **options)
         except InputError as e:
-            want = ("error", str(e))
-        try:
-            got = ("ok", named(value))
-        except InputError as e:
-            got = ("error", str(e))
-        assert got == want or (got[0] == want[0] == "ok" and math.isnan(got[1]) and math.isnan(want[1])), value
+            assert not _accepted_by_hand(value, **options), (value, str(e))
+            assert e.argument == "x" and str(e).startswith("`x` must be ")  # the field a front end names
+            continue
+        assert _accepted_by_hand(value, **options), value
+        assert type(got) is (int if options.get("integer") else float)
+        assert got == value or (math.isnan(got) and math.isnan(value))
+
+
+def test_traced_values_pass_only_when_asked():
+    import jax
+    import jax.numpy as jnp
+
+    out = jax.jit(lambda z: v.as_scalar(z, "zero_division", finite=False, traced=True) + 0)(jnp.float32(2.0))
+    assert float(out) == 2.0
+    assert type(v.as_scalar(np.float32(0.5), "x", traced=True)) is float  # concrete values are checked as ever
+    with pytest.raises(InputError, match="`x` must be a number"):  # without traced=True a tracer is refused
+        jax.jit(lambda z: v.as_scalar(z, "x"))(jnp.float32(2.0))
+
+
+def test_check_numbers_is_the_entrywise_form_with_the_same_bounds():
+    # Each entry of an array checked by check_numbers as as_scalar checks it alone (finite reals).
+    values = np.array([-1.0, 0.0, 0.25, 0.5, 1.0, 2.0])
+    for options in ({"low": 0.0}, {"low": 0.0, "strict": True}, {"low": 0.0, "high": 1.0, "strict": True},
+                    {"low": 0.0, "high": 1.0}, {"high": 0.5}):
+        for x in values:
+            alone = _accepted_by_hand(float(x), **options)
+            try:
+                v.check_numbers(np.array([0.25, x]), "a", **options)  # 0.25 passes every option set
+                entrywise = True
+            except InputError:
+                entrywise = False
+            assert entrywise == alone, (options, x)
+
+
+def test_no_other_scalar_check_in_the_input_layer():
+    # The named cases (as_real, as_number_between, as_positive_real, as_nonnegative_real, as_positive_int,
+    # check_at_least, check_between, check_zero_division) are gone: as_scalar's options say each.
+    for gone in ("as_real", "as_number_between", "as_positive_real", "as_nonnegative_real", "as_positive_int",
+                 "check_at_least", "check_between", "check_zero_division"):
+        assert not hasattr(v, gone), gone

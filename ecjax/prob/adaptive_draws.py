@@ -82,8 +82,8 @@ def draw_until_precise(run: Callable[[int], R], largest_error: Callable[[R], flo
       ``(result, sizes, met)``: the last run's result, the sizes of all runs
       and whether the target was met.
     """
-    target = v.as_number_between(target, "mc_error", 0.0, 0.5)  # a standard error of a probability
-    max_draws = v.as_positive_int(max_draws, "max_draws", minimum=num_draws)  # at least the first run's draws
+    target = v.as_scalar(target, "mc_error", low=0.0, high=0.5, strict=True)  # a standard error of a probability
+    max_draws = v.as_scalar(max_draws, "max_draws", integer=True, low=num_draws)  # at least the first run's draws
     sizes, s = [], num_draws
     while True:
         result = run(s)

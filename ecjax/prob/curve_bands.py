@@ -237,8 +237,8 @@ def curve_band(labels: ArrayLike, scores: ArrayLike, *, curve: str = "roc", key:
       True
     """
     curve = v.check_choice(curve, "curve", CURVES)
-    num_draws = v.as_positive_int(num_draws, "num_draws", minimum=2)
-    level = v.as_number_between(level, "level", 0.0, 1.0)
+    num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=2)
+    level = v.as_scalar(level, "level", low=0.0, high=1.0, strict=True)
     g = check_curve_grid(DEFAULT_GRIDS[curve] if grid is None else grid, "recall" if curve != "roc" else "fpr")
     key = v.as_key(key)
     y, s, w = binary_inputs(labels, scores, score_type, sample_weight, drop_zero_weights=True)

@@ -49,15 +49,15 @@ class MonteCarloSettings:
     def __post_init__(self):
         for name in ("num_draws", "chunk_size"):
             if getattr(self, name) is not None:
-                object.__setattr__(self, name, v.as_positive_int(getattr(self, name), name))
+                object.__setattr__(self, name, v.as_scalar(getattr(self, name), name, integer=True, low=1))
         if not (isinstance(self.progress, bool) or callable(self.progress)):
             raise v.InputError(f"`progress` must be True, False or a callable, got {self.progress!r}")
         if self.mc_error is not None:
             # A standard error of a probability: above 0.5 it says nothing.
-            object.__setattr__(self, "mc_error", v.as_number_between(self.mc_error, "mc_error", 0.0, 0.5))
+            object.__setattr__(self, "mc_error", v.as_scalar(self.mc_error, "mc_error", low=0.0, high=0.5, strict=True))
         # max_draws only bounds an mc_error target, which starts from num_draws.
         floor = self.num_draws if self.mc_error is not None and self.num_draws is not None else 1
-        object.__setattr__(self, "max_draws", v.as_positive_int(self.max_draws, "max_draws", minimum=floor))
+        object.__setattr__(self, "max_draws", v.as_scalar(self.max_draws, "max_draws", integer=True, low=floor))
 
     def draws(self, default: int) -> int:
         """``num_draws``, or the calling function's ``default``."""
@@ -111,7 +111,7 @@ class PerDraw:
                 paired: bool) -> int:
         """``r``: as given, or the default above for this shape."""
         if self.rate_draws is not None:
-            return v.as_positive_int(self.rate_draws, "PerDraw.rate_draws")
+            return v.as_scalar(self.rate_draws, "PerDraw.rate_draws", integer=True, low=1)
         ratio = per_draw_cost_ratio(num_systems=num_systems, num_samples=num_samples, num_classes=num_classes,
                             num_decisions=num_decisions, paired=paired)
         return int(max(1, min(_MAX_RATE_DRAWS, math.floor(math.sqrt(ratio * _VARIANCE_RATIO)))))
@@ -202,9 +202,9 @@ def plan_draws(num_draws: int, elements_per_draw: int, chunk_size: int | None = 
     wasted.
     The chunk size only groups blocks, so it changes no number.
     """
-    num_draws = v.as_positive_int(num_draws, "num_draws")
+    num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
     if chunk_size is not None:
-        chunk_size = v.as_positive_int(chunk_size, "chunk_size")
+        chunk_size = v.as_scalar(chunk_size, "chunk_size", integer=True, low=1)
     largest = max(1, min(_MAX_BLOCK, _BLOCK_ELEMENTS // max(1, int(elements_per_draw))))
     largest = max(group, largest - largest % group)
     num_blocks = -(-num_draws // largest)

@@ -64,7 +64,7 @@ def expected_utility_matrix(utilities: UtilityPrior | Callable[..., Any] | Array
     if prior.mean is not None:
         return ExpectedUtility(prior.mean, prior.mean_method, None)
     key = v.as_key(key)  # required here: no closed form, so Monte Carlo
-    num_draws = v.as_positive_int(num_draws, "num_draws", minimum=2)
+    num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=2)
     draws = prior.sample(key, num_draws)
     return ExpectedUtility(draws.mean(0), "monte_carlo", draws.std(0, ddof=1) / jnp.sqrt(num_draws))
 

@@ -98,9 +98,9 @@ def fold_correlation(num_folds_total: int, *, runs: int = 1, test_fraction: floa
     as in baycomp; give ``test_fraction`` for other schemes (repeated
     hold-out).  Raises :class:`InputError` unless ``0 < rho < 1``.
     """
-    runs = v.as_positive_int(runs, "runs")
+    runs = v.as_scalar(runs, "runs", integer=True, low=1)
     if test_fraction is not None:
-        return v.as_number_between(test_fraction, "test_fraction", 0.0, 1.0)
+        return v.as_scalar(test_fraction, "test_fraction", low=0.0, high=1.0, strict=True)
     if num_folds_total % runs:
         raise v.InputError(f"`runs` must divide the number of results: {num_folds_total} results are not "
                            f"{runs} runs of k folds")
@@ -369,7 +369,7 @@ def correlated_t_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
     rho = fold_correlation(differences.shape[-1], runs=runs, test_fraction=test_fraction)
     if key is not None:
         key = v.as_key(key)
-        num_draws = v.as_positive_int(num_draws, "num_draws")
+        num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
         check_draws_fit(num_draws, 12 * math.prod(differences.shape[:-1]))  # the draws and two loop arrays
     else:
         num_draws = 0
@@ -420,7 +420,7 @@ class HyperpriorBounds(NamedTuple):
 def check_hyperprior_bounds(bounds: object) -> HyperpriorBounds:
     """The bounds as floats, checked: each > 0, ``lower_alpha < upper_alpha``, ``lower_beta < upper_beta``."""
     given = v.check_instance(bounds, HyperpriorBounds, "bounds", "ecjax.prob.HyperpriorBounds")
-    checked = HyperpriorBounds(*(v.as_number_between(x, f"bounds.{name}", 0.0, math.inf)
+    checked = HyperpriorBounds(*(v.as_scalar(x, f"bounds.{name}", low=0.0, high=math.inf, strict=True)
                                  for name, x in zip(HyperpriorBounds._fields, given)))
     for low, high in (("lower_alpha", "upper_alpha"), ("lower_beta", "upper_beta")):
         if not getattr(checked, low) < getattr(checked, high):
@@ -1035,7 +1035,7 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
     rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(n, runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
-    num_draws = v.as_positive_int(num_draws, "num_draws")
+    num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
     hdi_prob = ranking.check_hdi_prob(hdi_prob, num_draws)
     systems = v.system_names(systems, None, m)
     check_draws_fit(num_draws, _BYTES_PER_DRAW_AND_SYSTEM * (m + 1))
@@ -1047,7 +1047,8 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
         draws, relative = mean_score_draws(key_draws, x, rho, num_draws=num_draws, progress=progress)
     else:
         draws, relative = _mean_score_draws_to_precision(key_draws, key_ranks, x, rho, num_draws=num_draws,
-                                                         mc_error=v.as_number_between(mc_error, "mc_error", 0.0, 0.5),
+                                                         mc_error=v.as_scalar(mc_error, "mc_error", low=0.0,
+                                                                              high=0.5, strict=True),
                                                          progress=progress)
         num_draws = draws.shape[0]
     rank_draws = ranking.ranks(key_ranks, relative)

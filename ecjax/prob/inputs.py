@@ -353,8 +353,8 @@ def stacked_scores(systems: Systems) -> v.Scores:
         zeros = np.stack([np.zeros(np.shape(s.values), bool) if s.exact_zeros is None else s.exact_zeros
                           for s in canonical])
     # Stacked on the host: an eager device stack would compile a program for every new shape.
-    return v.Scores(v.to_device(np.stack([np.asarray(s.values) for s in canonical])), first.kind,
-                    first.num_classes, first.score_type, zeros)
+    return v.Scores(v.to_device(np.stack([np.asarray(s.values) for s in canonical])), first.num_classes,
+                    first.score_type, zeros)
 
 
 @dataclass(frozen=True)

@@ -176,7 +176,7 @@ def estimate_priors(deployment_scores: ArrayLike, *, training_priors: ArrayLike,
     t = _log_posteriors(deployment_scores, score_type, "deployment_scores", batched=True)
     k = t.shape[-1]
     p = v.as_positive_priors(training_priors, "training_priors", num_classes=k)
-    max_iter = v.as_positive_int(max_iter, "max_iter")
+    max_iter = v.as_scalar(max_iter, "max_iter", integer=True, low=1)
     flat = t.reshape((-1,) + t.shape[-2:])
     run = jax.vmap(lambda x: em_priors_kernel(x, jnp.log(p), jnp.ones(x.shape[0], x.dtype), max_iter=max_iter)[0])
     return jnp.exp(jax.jit(run)(flat)).reshape(t.shape[:-2] + (k,))
@@ -222,7 +222,7 @@ def label_shift_posterior(labels: ArrayLike, scores: ArrayLike, deployment_score
     y = v.as_label_vector(labels, num_classes=k, scores=s)
     v.check_classes_present(y, None, k, why="its training prior would be 0, and no deployment sample could be "
                                              "read as that class")
-    num_draws = v.as_positive_int(num_draws, "num_draws", minimum=2)
+    num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=2)
     calibrate = v.as_flag(calibrate, "calibrate")
     chunk = max(1, min(num_draws, (1 << 24) // max(1, (s.shape[0] + t.shape[0]) * k)))
     point, draws, steps = _posterior_kernel(v.as_key(key), y, s, t, num_draws=num_draws, calibrate=calibrate,

@@ -44,10 +44,10 @@ class NUTSSettings:
 
     def __post_init__(self):
         for name in ("num_warmup", "num_samples", "num_chains"):
-            object.__setattr__(self, name, v.as_positive_int(getattr(self, name), name))
+            object.__setattr__(self, name, v.as_scalar(getattr(self, name), name, integer=True, low=1))
         if self.target_accept_prob is not None:
-            object.__setattr__(self, "target_accept_prob", v.as_number_between(
-                self.target_accept_prob, "target_accept_prob", 0.0, 1.0))
+            object.__setattr__(self, "target_accept_prob", v.as_scalar(
+                self.target_accept_prob, "target_accept_prob", low=0.0, high=1.0, strict=True))
 
     @property
     def num_draws(self) -> int:

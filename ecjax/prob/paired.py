@@ -336,7 +336,7 @@ def _checked(table, table_type, num_draws, concentration):
     """Validated ``(num_draws, K, D, concentration, prior plan)`` for a sampler of ``table`` (of ``table_type``)."""
     public_name = f"ecjax.{table_type.__module__.split('.', 1)[1]}.{table_type.__name__}"
     v.check_instance(table, table_type, "table", public_name)
-    num_draws = v.as_positive_int(num_draws, "num_draws")
+    num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
     k, d = table.num_classes, table.num_decisions
     alpha = resolve_concentration(concentration, k, d)
     return num_draws, k, d, alpha, _prior_plan(alpha, k, d, table.num_systems)
@@ -453,7 +453,8 @@ def sample_joint_confusions_per_draw(key: jax.Array, labels: ArrayLike, decision
     Returns:
       ``(S, M, K, D)`` joint probabilities, as :func:`sample_joint_confusions`.
     """
-    k, d = v.as_positive_int(num_classes, "num_classes"), v.as_positive_int(num_decisions, "num_decisions")
+    k = v.as_scalar(num_classes, "num_classes", integer=True, low=1)
+    d = v.as_scalar(num_decisions, "num_decisions", integer=True, low=1)
     labels = v.as_index_array(labels, "labels", upper=k)
     decisions = v.as_index_array(decisions, "decisions", upper=d, min_ndim=3)
     v.check_shape(labels, "labels", "(N,)")

@@ -266,14 +266,14 @@ def check_rope(rope: float | None, *, optional: bool = True) -> float | None:
     """The half-width of a region of practical equivalence: a finite number >= 0 (``None`` when ``optional``)."""
     if rope is None and optional:
         return None
-    value = v.as_real(rope, "rope")
+    value = v.as_scalar(rope, "rope")
     if value < 0:
         raise v.InputError(f"`rope` must be >= 0 (a finite number), got {rope!r}")
     return value
 
 
 def check_hdi_prob(prob: float, num_draws: int) -> float:
-    p = v.as_number_between(prob, "hdi_prob", 0.0, 1.0)
+    p = v.as_scalar(prob, "hdi_prob", low=0.0, high=1.0, strict=True)
     need = min_draws_for_hdi(p)
     if num_draws < need:
         raise v.InputError(

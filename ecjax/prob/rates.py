@@ -115,7 +115,7 @@ def default_class_concentration(num_classes: int) -> float:
 def check_concentration(concentration: float, name: str = "concentration", *, allow_zero: bool = True) -> float:
     """A Dirichlet concentration: one finite number ``>= 0`` (``> 0`` unless ``allow_zero``: NUTS needs a proper
     prior)."""
-    return v.check_at_least(v.as_real(concentration, name), name, 0.0, strict=not allow_zero)
+    return v.as_scalar(concentration, name, low=0.0, strict=not allow_zero)
 
 
 
@@ -153,7 +153,7 @@ def sample_rates(key: jax.Array, counts: ArrayLike, *, num_draws: int,
       ``(S, ..., K, D)`` rate draws; each row sums to 1.
     """
     counts = v.as_counts(counts)
-    num_draws = v.as_positive_int(num_draws, "num_draws")
+    num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
     k, d = counts.shape[-2:]
     alpha = default_concentration(d, k) if concentration is None else check_concentration(concentration)
     check_rows_for_concentration(counts, alpha)
@@ -187,7 +187,7 @@ class PriorDistribution:
 
     def sample(self, key: jax.Array, num_draws: int) -> jax.Array:
         """``(num_draws, K)`` prior vectors."""
-        num_draws = v.as_positive_int(num_draws, "num_draws")
+        num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
         if self._draw is None:
             raise v.InputError("this PriorDistribution has no sampler: build it with prob.dirichlet_priors or "
                                "prob.interval_priors")
@@ -208,7 +208,7 @@ def dirichlet_priors(concentration: ArrayLike) -> PriorDistribution:
     """Deployment priors ``P ~ Dirichlet(concentration)`` (a ``(K,)`` vector, entries > 0)."""
     a = v.as_array(concentration, "concentration", min_ndim=1)
     a = np.asarray(v.check_finite(a, "concentration"), dtype=np.float64)
-    v.check_at_least(v.check_class_vector(a, "concentration"), "concentration", 0.0, strict=True)
+    v.check_numbers(v.check_class_vector(a, "concentration"), "concentration", low=0.0, strict=True)
     conc = jnp.asarray(a, jnp.result_type(float))
     draw = partial(_dirichlet_priors_draw, conc)
     return PriorDistribution(partial(_dirichlet_priors_model, conc), a.shape[0], conc / conc.sum(),
@@ -430,9 +430,9 @@ def sample_rates_nuts(key: jax.Array, counts: ArrayLike, *, num_draws: int = 100
     counts = v.as_counts(counts)
     alpha = default_concentration(counts.shape[-1], counts.shape[-2]) if concentration is None else check_concentration(
         concentration, allow_zero=False)
-    num_draws = v.as_positive_int(num_draws, "num_draws")
-    num_warmup = v.as_positive_int(num_warmup, "num_warmup")
-    num_chains = v.as_positive_int(num_chains, "num_chains")
+    num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
+    num_warmup = v.as_scalar(num_warmup, "num_warmup", integer=True, low=1)
+    num_chains = v.as_scalar(num_chains, "num_chains", integer=True, low=1)
     if class_counts is not None:
         class_counts = jnp.asarray(v.as_counts(jnp.asarray(class_counts)[None], "class_counts")[0])
     mcmc = MCMC(NUTS(rates_model), num_warmup=num_warmup, num_samples=num_draws, num_chains=num_chains,

@@ -122,7 +122,7 @@ def compare_sample_costs(labels: ArrayLike, decisions: ArrayLike, costs: SampleC
     d = v.check_shape(d, "decisions", "(M, N)", why=" (the systems' decisions on the same samples)")
     bounds = v.check_shape(v.as_array(scale, "scale"), "scale", "(2,)", why=" (lo, hi)")
     lo, hi = v.as_range(bounds[0], bounds[1], "scale")
-    num_draws = v.as_positive_int(num_draws, "num_draws")
+    num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
     hdi_prob = check_hdi_prob(hdi_prob, num_draws)
     rope = check_rope(rope)
     k = num_classes(c)

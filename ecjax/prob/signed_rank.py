@@ -161,9 +161,9 @@ def signed_rank_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *, 
     """
     differences, _, _ = fold_differences(scores_a, scores_b, min_ndim=1)
     rope = ranking.check_rope(rope, optional=False)
-    prior_strength = v.as_positive_real(prior_strength, "prior_strength")
+    prior_strength = v.as_scalar(prior_strength, "prior_strength", low=0.0, strict=True)
     key = v.as_key(key)
-    num_draws = v.as_positive_int(num_draws, "num_draws")
+    num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
     batch = int(np.prod(differences.shape[:-1]))
     check_draws_fit(num_draws, 4 * batch * (differences.shape[-1] + 8))  # the weights, two sums and the triple
     below, above = signed_rank_indicators(differences, rope)

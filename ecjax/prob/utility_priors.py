@@ -305,7 +305,7 @@ class UtilityPrior:
 
     def sample(self, key: jax.Array, num_draws: int) -> jax.Array:
         """``(num_draws, K, D)`` utility matrices (negated when the site is ``"cost"``)."""
-        num_draws = v.as_positive_int(num_draws, "num_draws")
+        num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
         draw = lambda k, n: self._sampler(n)(k)  # noqa: E731
         if self.constraint is None:
             draws = draw(key, num_draws)
@@ -432,7 +432,7 @@ def truncated_normal(nominal: ArrayLike, scale: ArrayLike, *, low: ArrayLike = -
     shape = (k, d)
     sc, lo, hi = (v.as_broadcast(val, name, shape) for name, val in (("scale", scale), ("low", low), ("high", high)))
     nom = np.asarray(nominal_m, dtype=np.float64)
-    v.check_at_least(sc, "scale", 0.0)
+    v.check_numbers(sc, "scale", low=0.0)
     v.check_bounds(lo, hi, "truncation bounds")
     v.check_inside(nom, lo, hi, "`nominal`")
     _check_dominance_shape(shape, correct_dominates)
@@ -481,7 +481,7 @@ def cost_ratio(low: float, high: float, *, distribution: str = "log_uniform", po
     """
     v.check_choice(distribution, "distribution", ("log_uniform", "log_normal"))
     v.check_choice(positive, "positive", (0, 1))
-    lo, hi = v.check_at_least(v.as_real(low, "low"), "low", 0.0, strict=True), v.as_real(high, "high")
+    lo, hi = v.as_scalar(low, "low", low=0.0, strict=True), v.as_scalar(high, "high")
     v.check_bounds(lo, hi)
     if lo == hi:
         raise v.InputError(f"a {distribution.replace('_', '-')} ratio needs low < high (use a fixed cost matrix for a "
@@ -489,7 +489,7 @@ def cost_ratio(low: float, high: float, *, distribution: str = "log_uniform", po
     if distribution == "log_uniform":
         mean_r = (hi - lo) / math.log(hi / lo)
     else:
-        interval_mass = v.as_number_between(interval_mass, "interval_mass", 0.0, 1.0)
+        interval_mass = v.as_scalar(interval_mass, "interval_mass", low=0.0, high=1.0, strict=True)
         loc, sigma = _log_normal_params(lo, hi, float(interval_mass))
         mean_r = math.exp(loc + 0.5 * sigma * sigma)
     cost_mean = np.zeros((2, 2))
@@ -579,8 +579,8 @@ def seed004_gaussian(center: Sequence[float] = (0.0, 0.0), sd: float = 1.0 / 3.0
     ``x+ = max(x, 0)``, ...), with the four expectations computed by
     quadrature (method ``"quadrature"``).
     """
-    cx, cy = (v.as_real(c, "center") for c in center)
-    sd = v.as_positive_real(sd, "sd")
+    cx, cy = (v.as_scalar(c, "center") for c in center)
+    sd = v.as_scalar(sd, "sd", low=0.0, strict=True)
     xp, xn, yp, yn = _hexagon_gaussian_moments(cx, cy, sd)
     if not np.all(np.isfinite([xp, xn, yp, yn])):
         raise v.InputError("the Gaussian has (numerically) no mass on the hexagon of valid binary utilities (|x|, |y|, |x - y| <= 1)")

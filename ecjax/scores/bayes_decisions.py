@@ -128,7 +128,7 @@ def bayes_expected_cost(labels: ArrayLike, scores: ArrayLike, costs: ArrayLike, 
     class_weights = jnp.where(n_i > 0, p / jnp.where(n_i > 0, n_i, 1), 0.0)  # P_i / K_i* (Ferrer 2022a, eq. 2)
     if batch_size is None:
         batch_size = _default_batch_size(flat_scores.shape[0] * labels.shape[0], c.shape[-1], flat_costs.shape[0])
-    batch_size = v.as_positive_int(batch_size, "batch_size")
+    batch_size = v.as_scalar(batch_size, "batch_size", integer=True, low=1)
     out = _bayes_ec(labels, flat_scores, log_p, flat_costs, class_weights, p, w,
                     score_type=score_type, normalize=bool(normalize), batch_size=batch_size)
     return out.reshape(s_batch + c.shape[:-2])

@@ -196,7 +196,7 @@ def ece_kernel(labels: jax.Array, log_post: jax.Array, sample_weight: jax.Array 
 def _ece_inputs(labels, scores, num_bins, binning, variant, priors, score_type, sample_weight=None):
     v.check_choice(binning, "binning", ECE_BINNINGS)
     v.check_choice(variant, "variant", ECE_VARIANTS)
-    num_bins = v.as_positive_int(num_bins, "num_bins")
+    num_bins = v.as_scalar(num_bins, "num_bins", integer=True, low=1)
     labels, log_post, _, _ = posterior_inputs(labels, scores, priors, score_type, sample_weight)
     v.check_one_system(log_post, 2)
     top_label = resolved_variant(variant, log_post.shape[-1], ECE_VARIANTS) == "top_label"
@@ -365,7 +365,7 @@ def binned_calibration_error(labels: ArrayLike, scores: ArrayLike, *, norm: str 
     v.check_choice(norm, "norm", NORMS)
     v.check_choice(binning, "binning", ECE_BINNINGS)  # every binned error takes the bins of the ECE
     v.check_choice(variant, "variant", VARIANTS)
-    num_bins = v.as_positive_int(num_bins, "num_bins")
+    num_bins = v.as_scalar(num_bins, "num_bins", integer=True, low=1)
     y, log_post, w = calibration_inputs(labels, scores, priors, score_type, sample_weight)
     variant = resolved_variant(variant, log_post.shape[-1], VARIANTS)
     out = _calibration_errors_kernel(y, log_post, w, num_bins=num_bins, binning=binning,
@@ -509,10 +509,10 @@ def binomial_interval(hits: ArrayLike, count: ArrayLike, *, prob: float = 0.9,
     """
     from scipy import special  # a dependency of jax; imported here to keep `import ecjax` light
 
-    prob = v.as_number_between(prob, "prob", 0.0, 1.0)
+    prob = v.as_scalar(prob, "prob", low=0.0, high=1.0, strict=True)
     v.check_choice(interval, "interval", INTERVALS)
-    n = np.asarray(v.check_at_least(np.asarray(count, np.float64), "count"))
-    h = np.asarray(v.check_at_least(np.asarray(hits, np.float64), "hits"))
+    n = np.asarray(v.check_numbers(np.asarray(count, np.float64), "count", low=0.0))
+    h = np.asarray(v.check_numbers(np.asarray(hits, np.float64), "hits", low=0.0))
     v.check_inside(h, 0.0, n, "hits")
     if interval == "hdi":
         return _hdi_of_beta(1.0 + h, 1.0 + n - h, prob)
@@ -580,7 +580,7 @@ def reliability_bands(labels: ArrayLike, scores: ArrayLike, *, prob: float = 0.9
       :class:`ReliabilityBands` (NumPy arrays, one entry per bin).
     """
     v.check_host_only("reliability_bands", labels=labels, scores=scores, priors=priors, sample_weight=sample_weight)
-    prob = v.as_number_between(prob, "prob", 0.0, 1.0)
+    prob = v.as_scalar(prob, "prob", low=0.0, high=1.0, strict=True)
     v.check_choice(interval, "interval", INTERVALS)
     bins = reliability_bins(labels, scores, num_bins=num_bins, binning=binning, variant=variant, priors=priors,
                             score_type=score_type, sample_weight=sample_weight)

@@ -129,16 +129,9 @@ def checked_threshold_probabilities(threshold_probabilities: ArrayLike) -> jax.A
     a = v.check_numbers(np.asarray(p), "threshold_probabilities", finite=False).astype(np.float64)
     if a.size == 0:
         raise v.InputError("`threshold_probabilities` is empty: give at least one threshold probability")
-    v.check_between(threshold_probabilities, "threshold_probabilities", 0.0, 1.0)  # the message shows it as given
+    # On the values as given, which the message shows.
+    v.check_numbers(threshold_probabilities, "threshold_probabilities", low=0.0, high=1.0, strict=True)
     return a
-
-
-def target_sensitivity(sensitivity: float) -> float:
-    """``sensitivity`` as a float in ``[0, 1]``: the target of an operating point."""
-    target = float(sensitivity)
-    if not 0.0 <= target <= 1.0:
-        raise v.InputError(f"`sensitivity` must be in [0, 1], got {sensitivity}")
-    return target
 
 
 def increasing_alphas(alphas: ArrayLike) -> np.ndarray:
@@ -153,7 +146,7 @@ def increasing_alphas(alphas: ArrayLike) -> np.ndarray:
 def checked_beta(beta: float, metric: str) -> Any:
     """``beta`` of F-beta, a positive number, given only with ``metric="f_beta"`` (1.0 otherwise)."""
     # A traced beta cannot be told from the default 1.0, so with another metric it is refused.
-    b = beta if v.is_tracer(beta) else v.as_positive_real(beta, "beta")
+    b = v.as_scalar(beta, "beta", low=0.0, strict=True, traced=True)
     if metric != "f_beta" and (v.is_tracer(b) or b != 1.0):
         raise v.InputError(f"`beta` is only used with metric='f_beta', got beta={beta!r} with metric={metric!r}")
     return b

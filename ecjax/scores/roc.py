@@ -22,7 +22,7 @@ from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import einsum, matmul
 from ecjax.scores.inputs import (
-    binary_inputs, binary_ok, class1_fraction, increasing_alphas, posterior_inputs, scores_ok, target_sensitivity,
+    binary_inputs, binary_ok, class1_fraction, increasing_alphas, posterior_inputs, scores_ok,
     validated_sample_weight, weights_ok,
 )
 
@@ -625,7 +625,7 @@ def specificity_at_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
       achieved sensitivity may exceed the target when ties or few samples do
       not allow it exactly.
     """
-    target = target_sensitivity(sensitivity)
+    target = v.as_scalar(sensitivity, "sensitivity", low=0.0, high=1.0)
     labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
                                                        drop_zero_weights=True)
     out = _sp_at_se_kernel(labels, s, jnp.asarray(target, s.dtype), sample_weight)
@@ -695,7 +695,7 @@ def nec_for_target_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
       :class:`SensitivityTargetNEC`.  Raises :class:`InputError` when no
       ``alpha`` of the sweep reaches the target.
     """
-    target = target_sensitivity(sensitivity)
+    target = v.as_scalar(sensitivity, "sensitivity", low=0.0, high=1.0)
     labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
                                                        drop_zero_weights=True)
     if alphas is None:

@@ -193,8 +193,8 @@ def smooth_ece(labels: ArrayLike, scores: ArrayLike, *, variant: str = "auto", b
         (True, (1, 2001))
     """
     v.check_choice(variant, "variant", VARIANTS)
-    grid_size = v.as_positive_int(grid_size, "grid_size", minimum=3)
-    sigma = None if bandwidth is None else v.as_positive_real(bandwidth, "bandwidth")
+    grid_size = v.as_scalar(grid_size, "grid_size", integer=True, low=3)
+    sigma = None if bandwidth is None else v.as_scalar(bandwidth, "bandwidth", low=0.0, strict=True)
     y, log_post, w = calibration_inputs(labels, scores, priors, score_type, sample_weight)
     variant = resolved_variant(variant, log_post.shape[-1], VARIANTS)
     res = smooth_ece_kernel(y, log_post, w, None if sigma is None else jnp.asarray(sigma, log_post.dtype),

@@ -87,9 +87,9 @@ class SweepSettings:
 
     def __post_init__(self):
         if self.chunk_size is not None:
-            object.__setattr__(self, "chunk_size", v.as_positive_int(self.chunk_size, "chunk_size"))
-        object.__setattr__(self, "max_flips", v.as_positive_int(self.max_flips, "max_flips"))
-        object.__setattr__(self, "point_batch", v.as_positive_int(self.point_batch, "point_batch"))
+            object.__setattr__(self, "chunk_size", v.as_scalar(self.chunk_size, "chunk_size", integer=True, low=1))
+        object.__setattr__(self, "max_flips", v.as_scalar(self.max_flips, "max_flips", integer=True, low=1))
+        object.__setattr__(self, "point_batch", v.as_scalar(self.point_batch, "point_batch", integer=True, low=1))
 
 
 def check_sweep_settings(settings: object) -> SweepSettings:
@@ -140,7 +140,7 @@ def plan_chunks(num_points: int, chunk_size: int, num_devices: int) -> tuple[int
     the same shape, so the per-point results do not depend on the number of
     devices.
     """
-    chunk_size = v.as_positive_int(chunk_size, "chunk_size")
+    chunk_size = v.as_scalar(chunk_size, "chunk_size", integer=True, low=1)
     if num_points < 1:
         raise v.InputError("the sweep has no points: every swept grid must be non-empty")
     if num_points > MAX_POINTS:

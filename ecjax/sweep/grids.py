@@ -116,7 +116,7 @@ def _linspace_coords(lo, hi, num, log):
 
 def linspace(lo: float, hi: float, num: int, *, log: bool = False) -> Axis:
     """``num`` scalars from ``lo`` to ``hi`` (geometrically spaced with ``log=True``)."""
-    num = v.as_positive_int(num, "num")
+    num = v.as_scalar(num, "num", integer=True, low=1)
     lo, hi = v.as_range(lo, hi, "linspace", minimum=0.0 if log else None, exclusive=True, why=" (log-spaced)")
     data = (jnp.asarray(lo, jnp.float32), jnp.asarray(hi, jnp.float32))
     return Axis((num,), _Linspace(num, bool(log)), data, (_linspace_coords(lo, hi, num, log),))
@@ -153,7 +153,7 @@ def cost_ratios(lo: float, hi: float, num: int, *, log: bool = True) -> Axis:
     is the positive class); false alarms cost 1.  The Bayes decision is 1
     when the log posterior odds exceed ``-log r`` (Ferrer 2025, eq. 20).
     """
-    num = v.as_positive_int(num, "num")
+    num = v.as_scalar(num, "num", integer=True, low=1)
     lo, hi = v.as_range(lo, hi, "cost_ratios", minimum=0.0, exclusive=log, why=" (log-spaced)" if log else "")
     base = linspace(lo, hi, num, log=log)
     return transform(base, _binary_costs_from_ratio)
@@ -171,7 +171,7 @@ def effective_priors(lo: float, hi: float, num: int, *, logit: bool = True) -> A
     Sweeping the *effective* prior of a cost matrix (Ferrer 2022b, §4.8.1) is
     sweeping these priors with 0-1 costs.
     """
-    num = v.as_positive_int(num, "num")
+    num = v.as_scalar(num, "num", integer=True, low=1)
     lo, hi = v.as_range(lo, hi, "effective_priors", minimum=0.0, maximum=1.0, exclusive=True)
     if logit:
         lg = linspace(math.log(lo / (1 - lo)), math.log(hi / (1 - hi)), num)
@@ -193,8 +193,8 @@ def simplex(num_classes: int, resolution: int) -> Axis:
     ``C(resolution + K - 1, K - 1)`` points, including the vertices and edges
     of the simplex (priors with zeros: classes absent from the deployment).
     """
-    k = v.as_positive_int(num_classes, "num_classes", minimum=2)
-    r = v.as_positive_int(resolution, "resolution")
+    k = v.as_scalar(num_classes, "num_classes", integer=True, low=2)
+    r = v.as_scalar(resolution, "resolution", integer=True, low=1)
     size = math.comb(r + k - 1, k - 1)
     if size > 10**7:
         raise v.InputError(f"the simplex lattice has {size} points; lower `resolution` (it is materialized)")
@@ -233,7 +233,7 @@ def random(sample: Callable[[jax.Array, int], Any], key: jax.Array, num: int) ->
     same draws whatever the chunk size, the number of devices or the other
     swept axes.  ``sample`` must be traceable and hashable (a function).
     """
-    num = v.as_positive_int(num, "num")
+    num = v.as_scalar(num, "num", integer=True, low=1)
     v.check_callable(sample, "sample", "a callable sample(key, n)")
     key = v.as_key(key)
     return Axis((num,), _Random(sample), key, (None,))

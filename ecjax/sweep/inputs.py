@@ -169,7 +169,7 @@ def resolve_devices(devices: int | Sequence[jax.Device] | None = None) -> tuple[
     if devices is None:
         return tuple(available)
     if isinstance(devices, (int, np.integer)) and not isinstance(devices, bool):
-        n = v.as_positive_int(devices, "devices")
+        n = v.as_scalar(devices, "devices", integer=True, low=1)
         if n > len(available):
             raise v.InputError(
                 f"`devices` asks for {n} devices but only {len(available)} are visible to JAX "
@@ -209,7 +209,7 @@ def as_error_levels(utility_error_sd: float | Sequence[float]) -> tuple[np.ndarr
     sds = np.atleast_1d(np.asarray(utility_error_sd, dtype=np.float64))
     v.check_shape(sds, "utility_error_sd", "(E,)", why=" (a number or a 1-D sequence)")
     v.check_leading_axis([sds], "utility_error_sd")
-    return v.check_at_least(sds, "utility_error_sd", 0.0), np.ndim(utility_error_sd) == 0
+    return v.check_numbers(sds, "utility_error_sd", low=0.0), np.ndim(utility_error_sd) == 0
 
 
 def as_utility_distribution(distribution: Any) -> Any:

@@ -395,7 +395,7 @@ def metric_reliability(key: jax.Array, *, num_pairs: int, utility_error_sd: floa
       >>> round(float(res["accuracy"].fraction), 2)  # Dyrland et al. (2022): 8.7 %
       0.09
     """
-    num_pairs = v.as_positive_int(num_pairs, "num_pairs")
+    num_pairs = v.as_scalar(num_pairs, "num_pairs", integer=True, low=1)
     key = v.as_key(key)
     sds, scalar_sd = as_error_levels(utility_error_sd)
     as_utility_distribution(utility_distribution)
@@ -407,7 +407,7 @@ def metric_reliability(key: jax.Array, *, num_pairs: int, utility_error_sd: floa
             raise v.InputError(f"`costs` name {name!r} clashes with a metric name")
         extra.append(v.as_matrix(c, f"costs[{name!r}]", shape=(2, 2), batched=False))
         names.append(name)
-    chunk_size = v.as_positive_int(chunk_size, "chunk_size")
+    chunk_size = v.as_scalar(chunk_size, "chunk_size", integer=True, low=1)
     num_blocks = math.ceil(num_pairs / BLOCK)
     kernel = _Slice(utility_distribution)
     args = (key, jnp.asarray(num_pairs, jnp.int32), tuple(extra), jnp.asarray(sds, jnp.float32))

@@ -731,7 +731,7 @@ def scores_problem(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLike | 
         s0, s1 = sorted_by_class(labels, log_odds)
         return Problem(_ThresholdPoint(axis.fn, layout, kind, likelihood), (s0, s1, n_i, fixed_m, fixed_p, axis.data),
                        axis, num_systems, kind)
-    point_batch = v.as_positive_int(point_batch, "point_batch")
+    point_batch = v.as_scalar(point_batch, "point_batch", integer=True, low=1)
     recompute = likelihood and p_axis is not None
     if likelihood and not recompute:
         assert fixed_p is not None, "prior_source gives fixed priors or an axis of priors"

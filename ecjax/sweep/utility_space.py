@@ -99,7 +99,7 @@ class _Masked:
 
 def utility_plane(resolution: int) -> Axis:
     """The ``(y, x)`` grid over ``[-1, 1]^2`` as an axis of eq. 13 utility matrices (rows = y)."""
-    r = v.as_positive_int(resolution, "resolution", minimum=2)
+    r = v.as_scalar(resolution, "resolution", integer=True, low=2)
     base = product(linspace(-1.0, 1.0, r), linspace(-1.0, 1.0, r))
     return transform(base, _plane_utilities)
 
@@ -129,7 +129,7 @@ def utility_space_map(counts: ArrayLike | None = None, *, labels: ArrayLike | Se
     Returns:
       :class:`UtilitySpaceMap`.
     """
-    r = v.as_positive_int(resolution, "resolution", minimum=2)
+    r = v.as_scalar(resolution, "resolution", integer=True, low=2)
     settings = check_sweep_settings(settings)
     plane = utility_plane(r)
     # Decisions given (counts) or made from scores (labels and scores): exactly one of the two.

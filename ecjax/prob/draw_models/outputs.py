@@ -69,7 +69,7 @@ def evaluate_draws(utilities: ArrayLike, weights: ArrayLike, priors: ArrayLike, 
     if chunk_size is None:
         chunk = max(1, (1 << 22) // max(1, math.prod(weights.shape[1:])))
     else:
-        chunk = v.as_positive_int(chunk_size, "chunk_size")
+        chunk = v.as_scalar(chunk_size, "chunk_size", integer=True, low=1)
     return _evaluate_chunked(utilities, weights, priors, chunk=min(chunk, s))
 
 
