@@ -151,6 +151,18 @@ def uniform_pair(key: jax.Array, shape: Sequence[int]) -> tuple[jax.Array, jax.A
     return _to_unit_float(y0).reshape(shape), _to_unit_float(y1).reshape(shape)
 
 
+def uniform_pair_head(key: jax.Array, n: int, count: int) -> tuple[jax.Array, jax.Array]:
+    """The first ``count`` elements of ``uniform_pair(key, (n,))``, computing only those (lane ``i`` hashes the
+    counters ``(i, n + i)`` whatever ``count``)."""
+    words = _key_words(key)
+    if words is None or count == n:
+        u, v = uniform_pair(key, (n,))
+        return u[:count], v[:count]
+    i = jnp.arange(count, dtype=jnp.uint32)
+    y0, y1 = threefry2x32(*words, i, i + np.uint32(n))
+    return _to_unit_float(y0), _to_unit_float(y1)
+
+
 def folded_uniform_pair(key: jax.Array, folds: jax.Array, lanes: jax.Array,
                         num_lanes: int) -> tuple[jax.Array, jax.Array] | None:
     """Element ``j`` of ``uniform_pair(jax.random.fold_in(key, folds[j]), (num_lanes,))`` at ``lanes[j]``, for all ``j``.
