@@ -12,8 +12,9 @@ and the element index (identical under any sharding).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -53,19 +54,38 @@ def threefry2x32(k0: _Words, k1: _Words, x0: _Words, x1: _Words) -> tuple[_Words
     return x0, x1
 
 
+# The words of recently seen concrete keys, by identity (each entry holds its key, so that its id is not reused
+# while it is here): a comparison derives every block's keys from the same few parents, and reading a typed key's
+# words back costs about 0.3 ms of jax's machinery each time (a 1000-class comparison derives 1500 keys).
+_KNOWN_WORDS: OrderedDict[int, tuple[Any, tuple[int, int] | None]] = OrderedDict()
+_MAX_KNOWN_WORDS = 64
+
+
+def _remember(key, words):
+    if not isinstance(key, jax.Array):  # a numpy key may change in place
+        return words
+    _KNOWN_WORDS[id(key)] = (key, words)
+    while len(_KNOWN_WORDS) > _MAX_KNOWN_WORDS:
+        _KNOWN_WORDS.popitem(last=False)
+    return words
+
+
 def _host_words(key) -> tuple[int, int] | None:
     """The two words of a concrete threefry key as Python ints, or None (traced, or another generator)."""
     if isinstance(key, jax.core.Tracer):
         return None
+    known = _KNOWN_WORDS.get(id(key))
+    if known is not None and known[0] is key:
+        return known[1]
     if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         if str(jax.random.key_impl(key)) != "threefry2x32" or key.shape != ():
-            return None
+            return _remember(key, None)
         data = np.asarray(jax.random.key_data(key))
     else:
         data = np.asarray(key)
         if data.dtype != np.uint32:
-            return None
-    return (int(data[0]), int(data[1])) if data.shape == (2,) else None
+            return _remember(key, None)
+    return _remember(key, (int(data[0]), int(data[1])) if data.shape == (2,) else None)
 
 
 def _threefry_ints(k0: int, k1: int, x0: int, x1: int) -> tuple[int, int]:
@@ -86,9 +106,9 @@ def _threefry_ints(k0: int, k1: int, x0: int, x1: int) -> tuple[int, int]:
 def _as_key_like(key, words):
     """The two words (ints) of a key as a key of the kind of ``key``: typed ones stay typed, raw ones raw."""
     data = np.array(words, np.uint32)
-    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        return _wrap(data)
-    return jnp.asarray(data)
+    made = _wrap(data) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else jnp.asarray(data)
+    _remember(made, words)
+    return made
 
 
 def _wrap(words: np.ndarray):
@@ -131,7 +151,9 @@ def key(seed: int) -> jax.Array:
     if (getattr(jax.config, "jax_default_prng_impl") != "threefry2x32" or not isinstance(seed, (int, np.integer))
             or not 0 <= int(seed) < 2**32):
         return jax.random.key(seed)
-    return _wrap(np.array([0, seed], np.uint32))
+    made = _wrap(np.array([0, seed], np.uint32))
+    _remember(made, (0, int(seed)))
+    return made
 
 
 def _key_words(key: jax.Array) -> tuple[jax.Array, jax.Array] | None:
