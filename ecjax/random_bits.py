@@ -12,8 +12,9 @@ and the element index (identical under any sharding).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +30,7 @@ _Words = TypeVar("_Words", np.ndarray, jax.Array)
 # rotation constants alternating between these two groups of four, key injection after every four rounds.
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _KEY_PARITY = np.uint32(0x1BD11BDA)
+_MASK = 0xFFFFFFFF
 
 
 def _rotate_left(x, r):
@@ -52,27 +54,61 @@ def threefry2x32(k0: _Words, k1: _Words, x0: _Words, x1: _Words) -> tuple[_Words
     return x0, x1
 
 
-def _host_words(key) -> tuple[np.ndarray, np.ndarray] | None:
-    """The two words of a concrete threefry key as host ``uint32`` arrays, or None (traced, or another generator)."""
+# The words of recently seen concrete keys, by identity (each entry holds its key, so that its id is not reused
+# while it is here): a comparison derives every block's keys from the same few parents, and reading a typed key's
+# words back costs about 0.3 ms of jax's machinery each time (a 1000-class comparison derives 1500 keys).
+_KNOWN_WORDS: OrderedDict[int, tuple[Any, tuple[int, int] | None]] = OrderedDict()
+_MAX_KNOWN_WORDS = 64
+
+
+def _remember(key, words):
+    if not isinstance(key, jax.Array):  # a numpy key may change in place
+        return words
+    _KNOWN_WORDS[id(key)] = (key, words)
+    while len(_KNOWN_WORDS) > _MAX_KNOWN_WORDS:
+        _KNOWN_WORDS.popitem(last=False)
+    return words
+
+
+def _host_words(key) -> tuple[int, int] | None:
+    """The two words of a concrete threefry key as Python ints, or None (traced, or another generator)."""
     if isinstance(key, jax.core.Tracer):
         return None
+    known = _KNOWN_WORDS.get(id(key))
+    if known is not None and known[0] is key:
+        return known[1]
     if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
         if str(jax.random.key_impl(key)) != "threefry2x32" or key.shape != ():
-            return None
+            return _remember(key, None)
         data = np.asarray(jax.random.key_data(key))
     else:
         data = np.asarray(key)
         if data.dtype != np.uint32:
-            return None
-    return (data[:1], data[1:]) if data.shape == (2,) else None
+            return _remember(key, None)
+    return _remember(key, (int(data[0]), int(data[1])) if data.shape == (2,) else None)
+
+
+def _threefry_ints(k0: int, k1: int, x0: int, x1: int) -> tuple[int, int]:
+    """:func:`threefry2x32` of one counter pair, in Python ints: deriving one key on the host, where numpy spends
+    about 2 us an operation on one-element arrays (0.2 ms a hash; a 100-class comparison derives 140 keys)."""
+    k2 = k0 ^ k1 ^ int(_KEY_PARITY)
+    keys = (k0, k1, k2)
+    x0, x1 = (x0 + k0) & _MASK, (x1 + k1) & _MASK
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x0 = (x0 + x1) & _MASK
+            x1 = (((x1 << r) | (x1 >> (32 - r))) & _MASK) ^ x0
+        x0 = (x0 + keys[(i + 1) % 3]) & _MASK
+        x1 = (x1 + keys[(i + 2) % 3] + i + 1) & _MASK
+    return x0, x1
 
 
 def _as_key_like(key, words):
-    """``(2,)`` words ``(n,)`` each as keys of the kind of ``key``: typed ones stay typed, raw ones raw."""
-    data = np.stack(words, axis=-1)
-    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
-        return _wrap(data)
-    return jnp.asarray(data)
+    """The two words (ints) of a key as a key of the kind of ``key``: typed ones stay typed, raw ones raw."""
+    data = np.array(words, np.uint32)
+    made = _wrap(data) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key) else jnp.asarray(data)
+    _remember(made, words)
+    return made
 
 
 def _wrap(words: np.ndarray):
@@ -93,8 +129,7 @@ def fold_in(key: jax.Array, data: int) -> jax.Array:
     words = _host_words(key)
     if words is None or not isinstance(data, (int, np.integer)) or not 0 <= int(data) < 2**32:
         return jax.random.fold_in(key, data)
-    y0, y1 = threefry2x32(words[0], words[1], np.zeros(1, np.uint32), np.array([data], np.uint32))
-    return _as_key_like(key, (y0[0], y1[0]))
+    return _as_key_like(key, _threefry_ints(*words, 0, int(data)))
 
 
 def split_keys(key: jax.Array, num: int = 2) -> tuple[jax.Array, ...]:
@@ -107,8 +142,7 @@ def split_keys(key: jax.Array, num: int = 2) -> tuple[jax.Array, ...]:
     words = _host_words(key)
     if words is None or not getattr(jax.config, "jax_threefry_partitionable"):  # a flag jax does not annotate
         return tuple(jax.random.split(key, num))
-    y0, y1 = threefry2x32(words[0], words[1], np.zeros(num, np.uint32), np.arange(num, dtype=np.uint32))
-    return tuple(_as_key_like(key, (a, b)) for a, b in zip(y0, y1))
+    return tuple(_as_key_like(key, _threefry_ints(*words, 0, i)) for i in range(num))
 
 
 def key(seed: int) -> jax.Array:
@@ -117,7 +151,9 @@ def key(seed: int) -> jax.Array:
     if (getattr(jax.config, "jax_default_prng_impl") != "threefry2x32" or not isinstance(seed, (int, np.integer))
             or not 0 <= int(seed) < 2**32):
         return jax.random.key(seed)
-    return _wrap(np.array([0, seed], np.uint32))
+    made = _wrap(np.array([0, seed], np.uint32))
+    _remember(made, (0, int(seed)))
+    return made
 
 
 def _key_words(key: jax.Array) -> tuple[jax.Array, jax.Array] | None:
@@ -149,6 +185,18 @@ def uniform_pair(key: jax.Array, shape: Sequence[int]) -> tuple[jax.Array, jax.A
     i = jnp.arange(n, dtype=jnp.uint32)
     y0, y1 = threefry2x32(*words, i, i + np.uint32(n))
     return _to_unit_float(y0).reshape(shape), _to_unit_float(y1).reshape(shape)
+
+
+def uniform_pair_head(key: jax.Array, n: int, count: int) -> tuple[jax.Array, jax.Array]:
+    """The first ``count`` elements of ``uniform_pair(key, (n,))``, computing only those (lane ``i`` hashes the
+    counters ``(i, n + i)`` whatever ``count``)."""
+    words = _key_words(key)
+    if words is None or count == n:
+        u, v = uniform_pair(key, (n,))
+        return u[:count], v[:count]
+    i = jnp.arange(count, dtype=jnp.uint32)
+    y0, y1 = threefry2x32(*words, i, i + np.uint32(n))
+    return _to_unit_float(y0), _to_unit_float(y1)
 
 
 def folded_uniform_pair(key: jax.Array, folds: jax.Array, lanes: jax.Array,

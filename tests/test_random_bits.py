@@ -114,6 +114,26 @@ def test_host_key_derivation_is_bit_identical_to_jax_random(seed):
             np.testing.assert_array_equal(np.stack([words(k) for k in mine]), words(ref))
 
 
+def test_host_key_derivation_remembers_words_only_of_keys_that_cannot_change(monkeypatch):
+    # The host path remembers the words of the jax keys it has read or made (by identity), so that deriving many
+    # keys from one parent reads it once; a numpy key can change in place, so it is read every time.  Reference:
+    # jax.random.fold_in.
+    reads = []
+    original = jax.random.key_data
+    monkeypatch.setattr(jax.random, "key_data", lambda k: reads.append(1) or original(k))
+    parent = random_bits.fold_in(random_bits.key(5), 1)  # made here: its words are known
+    ref_parent = jax.random.fold_in(jax.random.key(5), 1)
+    for data in range(4):
+        np.testing.assert_array_equal(np.asarray(original(random_bits.fold_in(parent, data))),
+                                      np.asarray(original(jax.random.fold_in(ref_parent, data))))
+    assert reads == []
+    raw = np.array([3, 4], np.uint32)
+    first = np.asarray(random_bits.fold_in(raw, 7))
+    raw[1] = 9
+    np.testing.assert_array_equal(np.asarray(random_bits.fold_in(raw, 7)), np.asarray(jax.random.fold_in(raw, 7)))
+    assert not np.array_equal(first, np.asarray(jax.random.fold_in(raw, 7)))
+
+
 def test_host_key_derivation_calls_no_jax_random_and_defers_to_it_under_a_trace(monkeypatch):
     # jax.random's key functions each compile a program on first use: the host path must not reach them.
     def refuse(*args, **kwargs):

@@ -295,23 +295,21 @@ class RowSums(NamedTuple):
     counted: jax.Array | None
 
 
-def _occupied_sums(draw, table, utilities, at_cells, count_weights):
+def _occupied_sums(draw, table, utilities, count_weights):
     """All the occupied cells' row sums of one draw in one sorted segment sum per cell group, and ``sum_c W_c U_c``.
 
     Columns: the weights ``h``; ``h U`` for each utility matrix and system
-    (``U`` gathered at the cells, or given there: ``at_cells``, ``(C, M')``
-    or None each).  ``count_weights`` ``(C, M', M)`` or None: fixed weights
-    of the first matrix at the cells, summed per system without a segment
-    sum.
+    (``U`` gathered at the cells: a fixed matrix once for the block, a
+    drawn one per draw).  ``count_weights`` ``(C, M', M)`` or None: fixed
+    weights of the first matrix at the cells, summed per system without a
+    segment sum.
     """
     lay = table.layout
     m_cols = table.flat.shape[1]
     b = draw.prior.shape[0]
     total, counted = 0.0, None
-    at_cells = tuple(at_cells) + (None,) * (len(utilities) - len(at_cells))
     for h, (a, e) in zip(draw.h, cell_groups(lay, table.counts.shape[0])):
-        gathered = [[_gather(u, table.flat[a:e, j]) if at is None else at[a:e, j] for j in range(m_cols)]
-                    for u, at in zip(utilities, at_cells)]
+        gathered = [[_gather(u, table.flat[a:e, j]) for j in range(m_cols)] for u in utilities]
         cols = [h] + [h * g for per_u in gathered for g in per_u]
         x = jnp.stack([jnp.broadcast_to(c, (b, e - a)) for c in cols], -1)  # (B, size, L)
         total = total + jax.ops.segment_sum(jnp.moveaxis(x, 1, 0), table.rows[a:e], num_segments=lay.rows,
@@ -322,7 +320,7 @@ def _occupied_sums(draw, table, utilities, at_cells, count_weights):
     return jnp.moveaxis(total, 0, 1), counted  # (B, rows, L), (B, M)
 
 
-def row_sums(draw: CellDraw, table: CellTable, utilities: tuple, *, at_cells: tuple = (),
+def row_sums(draw: CellDraw, table: CellTable, utilities: tuple, *,
              count_weights: jax.Array | None = None) -> RowSums:
     """The row sums of eq. (1) (unpaired) or the class sums of the joint draw, for each of ``utilities``.
 
@@ -330,12 +328,12 @@ def row_sums(draw: CellDraw, table: CellTable, utilities: tuple, *, at_cells: tu
     sum_{O_r} h + G_r``, and a row whose weights are all 0 (no samples,
     ``G_r`` underflowed) is its split, ``num = sum_t pi_rt U``, ``den = 1``;
     joint: the class sums of the occupied cells and the atoms.  Each of
-    ``utilities``: ``(B, K D)`` drawn or ``(K D,)`` fixed; ``at_cells``
-    and ``count_weights``: see :func:`_occupied_sums`.
+    ``utilities``: ``(B, K D)`` drawn or ``(K D,)`` fixed;
+    ``count_weights``: see :func:`_occupied_sums`.
     """
     lay = table.layout
     b, k, m = draw.prior.shape[0], lay.num_classes, lay.num_systems
-    sums, counted = _occupied_sums(draw, table, utilities, at_cells, count_weights)
+    sums, counted = _occupied_sums(draw, table, utilities, count_weights)
     n_u = len(utilities)
     if lay.kind == "unpaired":
         den = sums[..., 0]  # (B, M K)
@@ -429,20 +427,19 @@ def evaluate(draw: CellDraw, table: CellTable, utilities: jax.Array,
 
 class ComponentParts(NamedTuple):
     """The fixed parts of the doubt components (see :func:`cell_outputs`): ``U_hat`` ``(K, D)``, ``costs_coef`` and
-    ``priors_rows`` ``(M, K)``, and at the cells of a table (:func:`component_parts`) ``U_hat`` ``(C, M')`` and the
-    weights ``costs_coef_m,i_c n_c`` ``(C, M', M)`` of ``costs_only``."""
+    ``priors_rows`` ``(M, K)``, and at the cells of a table (:func:`component_parts`) the weights
+    ``costs_coef_m,i_c n_c`` ``(C, M', M)`` of ``costs_only``."""
 
     u_hat: jax.Array
     costs_coef: jax.Array
     priors_rows: jax.Array
-    u_hat_cells: jax.Array
     count_weights: jax.Array
 
 
 def component_parts(table: CellTable, u_hat: np.ndarray, costs_coef: np.ndarray,
                     priors_rows: np.ndarray) -> ComponentParts:
-    """:class:`ComponentParts` of a table, its cell arrays computed once on the host (the draws then read ``U_hat``
-    and the count weights at the cells without a gather or a segment sum)."""
+    """:class:`ComponentParts` of a table, its count weights computed once on the host (the draws then sum them per
+    system without a segment sum)."""
     lay = table.layout
     flat, rows, counts = (np.asarray(x) for x in (table.flat, table.rows, table.counts))
     coef = np.asarray(costs_coef, np.float64)
@@ -455,8 +452,8 @@ def component_parts(table: CellTable, u_hat: np.ndarray, costs_coef: np.ndarray,
         for j in range(m):
             weights[:, j, j] = coef[j, rows] * counts
     f = jnp.result_type(float)
-    return ComponentParts(*(v.to_device(np.asarray(x, np.float64), f) for x in (
-        u_hat, costs_coef, priors_rows, np.asarray(u_hat, np.float64).reshape(-1)[flat], weights)))
+    return ComponentParts(*(v.to_device(np.asarray(x, np.float64), f) for x in (u_hat, costs_coef, priors_rows,
+                                                                                  weights)))
 
 
 def cell_outputs(key: jax.Array, table: CellTable, u: jax.Array, p_all: jax.Array, p_rates: jax.Array,
@@ -484,8 +481,7 @@ def _outputs(draw, flat, rows, counts, u, p_all, p_rates, parts, *, layout, join
     uu = jnp.broadcast_to(u, (b,) + u.shape[-2:])
     fixed = "rates_only" in components
     utilities = (uu.reshape(b, -1),) + ((parts.u_hat.reshape(-1),) if fixed else ())
-    sums = row_sums(draw, table, utilities, at_cells=(None, parts.u_hat_cells) if fixed else (),
-                    count_weights=parts.count_weights if costs else None)
+    sums = row_sums(draw, table, utilities, count_weights=parts.count_weights if costs else None)
     priors = None if joint_priors else p_all
     y, p = _yields(sums.num[0], sums.den, layout.kind, priors)
     # One read of the drawn matrices for the naive EC's P U and costs_only's sum_ij c_mi U_ij.

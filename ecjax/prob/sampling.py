@@ -70,28 +70,23 @@ def _log1p_tail(t):
     return jnp.where(small, series, direct)
 
 
-def _mt_propose(key, d, c):
-    """One Marsaglia-Tsang proposal per element.
+def _mt_from_uniforms(u, v, d, c):
+    """One Marsaglia-Tsang proposal per element, from two uniforms (``v`` gives ``x ~ N(0, 1)`` by inversion).
 
-    With ``x ~ N(0, 1)``, ``t = c x`` and ``v = (1 + t)^3``, the proposal
-    ``d v`` is accepted when ``log u < 0.5 x^2 + d - d v + d log v``.  Since
+    With ``t = c x`` and ``w = (1 + t)^3``, the proposal ``d w`` is
+    accepted when ``log u < 0.5 x^2 + d - d w + d log w``.  Since
     ``c^2 = 1 / (9 d)``, that bound equals ``3 d S(t)`` with
     ``S(t) = log1p(t) - t + t^2/2 - t^3/3``: the textbook form subtracts
     numbers of size ``d`` and loses all precision in float32 for shapes of
     ``10^5`` and more (confusion counts of large test sets), this one does
     not.
 
-    Returns (accepted, value ``d v``, log of a free uniform).  The free uniform is
+    Returns (accepted, value ``d w``, log of a free uniform).  The free uniform is
     ``u / exp(h)``: given ``x`` and acceptance (``u < exp(h)``), ``u`` is
     uniform on ``(0, exp(h))``, so the ratio is a fresh ``U(0, 1)``
     independent of the accepted value; it serves the ``a < 1`` correction
     without drawing another uniform.
     """
-    return _mt_from_uniforms(*uniform_pair(key, d.shape), d, c)
-
-
-def _mt_from_uniforms(u, v, d, c):
-    """:func:`_mt_propose` given its two uniforms."""
     u = jnp.maximum(u, jnp.finfo(d.dtype).tiny)
     # x ~ N(0, 1) by inversion, as jax.random.normal does: keep 2v - 1 inside (-1, 1).
     x = jnp.sqrt(2.0).astype(d.dtype) * jax.lax.erf_inv(jnp.maximum(2.0 * v - 1.0, jnp.nextafter(
@@ -109,13 +104,16 @@ def _mt_from_uniforms(u, v, d, c):
 # Proposals made together by the work queue of _gamma_block: small enough to stay in cache, large enough that the
 # loop's per-iteration cost is small against the proposals.
 _QUEUE_BATCH = 4096
+# Once at most this many elements are pending (the few rejected, at the end), a batch computes only this many lanes:
+# the same proposals (each lane's uniforms depend on its iteration and lane, not on how many lanes are computed).
+_QUEUE_TAIL = 512
 
 
 def _on_accelerator() -> bool:
     return jax.default_backend() != "cpu"
 
 
-def _gamma_block(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH):
+def _gamma_block(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH, tail=_QUEUE_TAIL):
     """Gamma variates for a flat block of shapes (``constants``: ``(d, c)`` when already computed).
 
     A work queue of element indices, consumed ``batch`` at a time: each
@@ -131,27 +129,42 @@ def _gamma_block(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH):
     compacted retry buffers took 3.5 s; it drew 1.3-1.5 times faster
     (measured: 3x10^7 Dirichlet variates of shapes 1-900 in 1.5-1.8 s
     against 1.0-1.2 s, two CPU cores, noisy).
+
+    Once at most ``tail`` elements are pending, the batches compute only
+    their first ``tail`` lanes (lane ``l`` of iteration ``it`` keeps its
+    uniforms, :func:`ecjax.random_bits.uniform_pair_head`): the same draws,
+    without proposing ``batch`` lanes for the few retries (a unit of 4096
+    class priors spent most of its time there).
     """
     d, c = _mt_constants(shape) if constants is None else constants
     n = d.shape[0]
     b = min(batch, n)
-    lanes = jnp.arange(b, dtype=jnp.int32)
+    narrow = min(tail, b)
 
     def pending(state):
         return state[4] < state[5]
 
-    def propose_batch(state):
-        queue, value, log_free, it, head, tail = state
-        left = tail - head
+    def wide(state):
+        return state[5] - state[4] > narrow
+
+    def propose_batch(state, width):
+        queue, value, log_free, it, head, tail_ = state
+        lanes = jnp.arange(width, dtype=jnp.int32)
+        left = tail_ - head
         valid = lanes < left
-        # The first pass takes the elements in order, a slice: no gather or scatter of the ~95 % it accepts.
+        # The first pass takes the elements in order, a slice: no gather or scatter of the ~95 % it accepts.  A
+        # narrow batch never does (at most `narrow` < b pending: the first pass is over).
         in_order = head + b <= n
         slot = head + lanes
         idx = queue[jnp.where(slot >= n, slot - n, slot)]
-        start = jnp.minimum(head, n - b)
-        gathered = jnp.where(in_order, jax.lax.dynamic_slice_in_dim(d, start, b), d[idx]), \
-            jnp.where(in_order, jax.lax.dynamic_slice_in_dim(c, start, b), c[idx])
-        ok, proposal, free = _mt_propose(jax.random.fold_in(key, it), *gathered)
+        if width == b:
+            start = jnp.minimum(head, n - b)
+            gathered = jnp.where(in_order, jax.lax.dynamic_slice_in_dim(d, start, b), d[idx]), \
+                jnp.where(in_order, jax.lax.dynamic_slice_in_dim(c, start, b), c[idx])
+        else:
+            gathered = d[idx], c[idx]
+        u, v = random_bits.uniform_pair_head(jax.random.fold_in(key, it), b, width)
+        ok, proposal, free = _mt_from_uniforms(u, v, *gathered)
         ok = ok & valid
 
         def write_slice(arrays):
@@ -165,17 +178,22 @@ def _gamma_block(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH):
             return tuple(a.at[done_at].set(x, mode="drop", unique_indices=True)
                          for a, x in zip(arrays, (proposal, free)))
 
-        value, log_free = jax.lax.cond(in_order, write_slice, scatter, (value, log_free))
+        if width == b:
+            value, log_free = jax.lax.cond(in_order, write_slice, scatter, (value, log_free))
+        else:
+            value, log_free = scatter((value, log_free))
         again = valid & ~ok
-        back = tail + jnp.cumsum(again) - 1
+        back = tail_ + jnp.cumsum(again) - 1
         back_at = jnp.where(again, jnp.where(back >= n, back - n, back), n + lanes)
         queue = queue.at[back_at].set(idx, mode="drop", unique_indices=True)
-        return queue, value, log_free, it + 1, head + jnp.minimum(b, left), tail + jnp.sum(again, dtype=jnp.int32)
+        return queue, value, log_free, it + 1, head + jnp.minimum(b, left), tail_ + jnp.sum(again, dtype=jnp.int32)
 
     zeros = jnp.zeros_like(d)
     int_zero = jnp.zeros((), jnp.int32)
     state = (jnp.arange(n, dtype=jnp.int32), zeros, zeros, int_zero, int_zero, jnp.full((), n, jnp.int32))
-    _, value, log_free, _, _, _ = jax.lax.while_loop(pending, propose_batch, state)
+    if narrow < b:
+        state = jax.lax.while_loop(wide, partial(propose_batch, width=b), state)
+    _, value, log_free, _, _, _ = jax.lax.while_loop(pending, partial(propose_batch, width=narrow), state)
     return _finish(value, log_free, shape, boost)
 
 
