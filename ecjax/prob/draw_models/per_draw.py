@@ -234,7 +234,7 @@ _STATE_ARRAYS = ("log_scores", "labels", "weights", "log_p_decide", "hat_counts"
 
 def block_program(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState, draws: BlockDraws, centre: Centre,
                   *, joint_priors: bool, block: int, decompose: bool) -> dict[str, jax.Array]:
-    """:func:`block_outputs` as one compiled program: the same numbers, one dispatch a block.
+    """:func:`block_outputs` as one compiled program: the same draws, one dispatch a block.
 
     The decisions, counts, rate draws, yields and tie labels of a block run
     in one XLA program whose outputs stay on the device; called step by step
@@ -242,9 +242,11 @@ def block_program(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState,
     dispatch cost an H100 about 0.035 ms a draw (``benchmarks/README.md``,
     session 19).  The state's arrays are arguments and its settings static,
     so every comparison of the same shapes and settings shares the program.
-    Paired with sample weights, the ``Gamma(w_n)`` sample weights are drawn
-    first, by the sampler for concrete shapes (its numbers differ from the
-    traced sampler's), and go in.
+    The decisions and tie labels are those of the steps one by one; the
+    yields, EC and NEC may differ by float32 rounding (XLA orders the fused
+    sums its own way).  Paired with sample weights, the ``Gamma(w_n)``
+    sample weights are drawn first, by the sampler for concrete shapes (its
+    numbers differ from the traced sampler's), and go in.
     """
     arrays = {name: getattr(state, name) for name in _STATE_ARRAYS}
     settings = state._replace(**cast(dict[str, Any], dict.fromkeys(_STATE_ARRAYS)))
