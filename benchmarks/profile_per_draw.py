@@ -8,7 +8,11 @@ into the steps ``compare`` runs for it, each jitted alone and timed after a comp
 - the Dirichlet rate draws given those counts (``per_draw.per_draw_rates``, the exact Gamma sampler);
 - the yields, EC and NEC of the block, and the tie labels;
 - the block's utility draws (the interval prior of the costs) and its class-prior draws (the test set's frequencies),
-  which the unpaired model draws per block before deciding.
+  which the unpaired model draws per block before deciding, with the concentrations on the device (as ``compare``
+  passed them before session 20: a device-to-host copy a block) and on the host (as now); both draw a block's
+  ``B K`` variates in one unit of the concrete sampler, ``2^12`` variates or, above that, ``2^18``
+  (``ecjax.prob.sampling.SMALL_UNIT``): the fixed cost a block of the class priors measured on the H100;
+- the whole block as ``compare`` runs it, one compiled program (``per_draw.block_program``, decisions to yields).
 
 It does so for each path of the Gamma sampler (``PATHS``: a CPU's work queue of 4096 proposals an iteration; on an
 accelerator the same queue replayed in a few rounds, every block at once: the same draws), then times ``compare`` itself per draw with each, so that the effect of the sampler's
@@ -39,6 +43,7 @@ from ecjax.prob.rates import default_class_concentration, sample_class_priors  #
 from ecjax.prob.utility_priors import as_utility_prior  # noqa: E402
 
 from ecjax.prob.draw_models import outputs as outputs_model, per_draw as per_draw_model
+from ecjax.prob.draw_models.protocol import BlockDraws, Centre
 
 # The Gamma sampler's paths (both draw the same numbers): a CPU's work queue (4096 proposals an iteration), and on an
 # accelerator the same queue replayed in rounds of a loop, every block at once.  (Session 19 also tried its first 8
@@ -92,6 +97,11 @@ def main() -> None:
     interval = prob.intervals(0.5 * off, 2.0 * off, kind="cost")
     utility_prior = as_utility_prior(interval)
     class_counts = jnp.asarray(np.bincount(labels, minlength=k), jnp.float32)
+    host_counts = np.bincount(labels, minlength=k).astype(np.float32)
+    state = per_draw_model.PerDrawState(tuple(log_scores), (jnp.asarray(labels),) * m, None, log_p[0], "logits", False,
+                                        False, k, k, 1.0, n, 1,  # compare decides one unpaired system at a time
+                                        sub_batch=max(1, min(b, per_draw_model.decision_slab() // (n * k))))
+    centre = Centre(jnp.mean(u, 0), p[0], None)
     key = jax.random.key(1)
     rows = []
     for name, settings in PATHS.items():
@@ -107,8 +117,14 @@ def main() -> None:
                 key, counts, 1.0, small_shapes=False), p),
             "tie labels": lambda: ties(counts),
             "utility draws (interval prior of the costs)": lambda: utility_prior.sample(key, b),
-            "class-prior draws (test-set frequencies)": lambda: sample_class_priors(
+            "class-prior draws (test-set frequencies, concentrations on the device)": lambda: sample_class_priors(
                 key, None, class_counts, num_draws=b, concentration=default_class_concentration(k)),
+            f"class-prior draws (concentrations on the host; {b * k} variates in a unit of "
+            f"{sampling.SMALL_UNIT if b * k <= sampling.SMALL_UNIT else 1 << 18})": lambda: sample_class_priors(
+                key, None, host_counts, num_draws=b, concentration=default_class_concentration(k)),
+            "whole block, one program (per_draw.block_program: decisions to yields and ties)": lambda: (
+                per_draw_model.block_program(key, key, state, BlockDraws(u, p, p), centre, joint_priors=False,
+                                             block=b, decompose=False)),
         }
         for step, run in steps.items():
             rows.append((name, step, best_ms(run) / b))

@@ -45,7 +45,7 @@ def test_every_model_of_fixed_counts_draws_through_the_one_protocol(module):
 def test_the_models_without_dense_weights_name_their_parts():
     # Per-draw decisions split the draw in two (the doubt components reuse both); the occupied cells evaluate fused.
     assert list(inspect.signature(per_draw.decide).parameters)[:3] == ["state", "utilities", "log_priors"]
-    assert list(inspect.signature(per_draw.draw_given).parameters) == ["key", "state", "counts"]
+    assert list(inspect.signature(per_draw.draw_given).parameters)[:3] == ["key", "state", "counts"]
     assert list(inspect.signature(occupied.block_outputs).parameters)[:4] == ["key", "state", "draws", "centre"]
 
 

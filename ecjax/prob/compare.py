@@ -605,7 +605,7 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
         kb = random_bits.fold_in(key_p, b)
         if deployment_uncertain:
             return class_priors.sample(kb, plan.block)
-        return sample_class_priors(kb, None, v.to_device(class_counts, f), num_draws=plan.block,
+        return sample_class_priors(kb, None, np.asarray(class_counts, f), num_draws=plan.block,
                                    concentration=default_class_concentration(k))
 
     u_hat, u_method = expectations.expected_utilities(prior, plan, sample_u)

@@ -464,24 +464,34 @@ def sample_joint_confusions_per_draw(key: jax.Array, labels: ArrayLike, decision
                                             num_decisions=d)
 
 
+def weight_gammas(key: jax.Array, sample_weight: ArrayLike, num_draws: int) -> jax.Array:
+    """``(S, N)`` ``Gamma(w_n)`` draws, the data part of eq. (1) for frequency weights ``w_n`` (see below).
+
+    A sample of frequency weight ``w_n`` draws ``Gamma(w_n)`` where it would
+    draw ``Exp(1)``: summed over a cell, the Gamma of the cell's weighted
+    count.  Drawn from the key :func:`joint_confusions_per_draw_kernel` uses
+    for the ``Exp(1)`` weights, by the sampler compiled once per process
+    (with concrete weights: call it outside a trace for the same numbers).
+    """
+    return gamma_draws(jax.random.split(key, 3)[0], jnp.asarray(sample_weight, jnp.result_type(float)), num_draws)
+
+
 def joint_confusions_per_draw_kernel(key: jax.Array, labels: jax.Array, decisions: jax.Array, concentration: float, *,
-                                     num_classes: int, num_decisions: int,
-                                     sample_weight: ArrayLike | None = None) -> jax.Array:
+                                     num_classes: int, num_decisions: int, sample_weight: ArrayLike | None = None,
+                                     sample_gammas: jax.Array | None = None) -> jax.Array:
     """Kernel of :func:`sample_joint_confusions_per_draw` (no validation): ``(S, M, N)`` decisions -> ``(S, M, K, D)``.
 
     ``concentration`` is the resolved ``a`` (a Python float); the prior's
     plan (dense cells or sticks) depends on it and on the shapes only.
     ``sample_weight``: ``(N,)`` frequency weights (the data part draws
-    ``Gamma(w_n)`` per sample instead of ``Exp(1)``), or ``None``.
+    ``Gamma(w_n)`` per sample instead of ``Exp(1)``), or ``None``;
+    ``sample_gammas``: those ``(S, N)`` draws when already made
+    (:func:`weight_gammas`).
     """
     plan = _prior_plan(concentration, num_classes, num_decisions, decisions.shape[1])
-    e = None
-    if sample_weight is not None:
-        # A sample of frequency weight w_n draws Gamma(w_n) where it would draw Exp(1): summed over a cell, the
-        # Gamma of the cell's weighted count.  Drawn outside the kernel's jit, by the sampler compiled once per
-        # process, from the key the kernel would use for the Exp(1) weights.
-        e = gamma_draws(jax.random.split(key, 3)[0], jnp.asarray(sample_weight, jnp.result_type(float)),
-                        decisions.shape[0])
+    e = sample_gammas
+    if e is None and sample_weight is not None:
+        e = weight_gammas(key, sample_weight, decisions.shape[0])
     return _per_draw_kernel(key, labels, decisions, concentration * num_classes * num_decisions, e,
                             num_classes=num_classes, num_decisions=num_decisions, plan=plan)
 

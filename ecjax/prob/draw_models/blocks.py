@@ -63,7 +63,7 @@ def block_outputs(b: int, keys: tuple[jax.Array, jax.Array], draws: BlockDraws, 
         return {"costs_only": component_yield(draws.utilities, mean, centre.priors, joint_priors=jp, block=bsz),
                 "priors_only": component_yield(centre.utilities, mean, draws.priors, joint_priors=jp, block=bsz)}
     if isinstance(model, per_draw.PerDrawState):
-        return per_draw.block_outputs(key_all, key_rates, model, draws, centre, joint_priors=jp, block=bsz,
+        return per_draw.block_program(key_all, key_rates, model, draws, centre, joint_priors=jp, block=bsz,
                                       decompose=run.decompose)
     if isinstance(model.state, occupied.CellsState):
         return occupied.block_outputs(key_all, model.state, draws, centre, joint_priors=jp, block=bsz,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -40,9 +40,10 @@ _DECISION_ELEMENTS = {"cpu": 1 << 17}
 _DECISION_ELEMENTS_ACCELERATOR = 1 << 26
 
 
-def decision_slab() -> int:
-    """The most elements of one slab of per-draw decisions on this backend (see the module's constants)."""
-    return _DECISION_ELEMENTS.get(jax.default_backend(), _DECISION_ELEMENTS_ACCELERATOR)
+def decision_slab(backend: str | None = None) -> int:
+    """The most elements of one slab of per-draw decisions on ``backend`` (default: this one; see the constants)."""
+    return _DECISION_ELEMENTS.get(jax.default_backend() if backend is None else backend,
+                                  _DECISION_ELEMENTS_ACCELERATOR)
 
 
 class PerDrawState(NamedTuple):
@@ -151,25 +152,34 @@ def posterior_mean(state: PerDrawState, counts: jax.Array) -> jax.Array:
     return marginal_counts(state, counts) + jnp.asarray(state.alpha, jnp.result_type(float))
 
 
-def draw_given(key: jax.Array, state: PerDrawState, counts: jax.Array) -> jax.Array:
-    """``(B, M, K, D)`` posterior weights given a block's :func:`decide` output."""
+def draw_given(key: jax.Array, state: PerDrawState, counts: jax.Array,
+               sample_gammas: jax.Array | None = None) -> jax.Array:
+    """``(B, M, K, D)`` posterior weights given a block's :func:`decide` output.
+
+    ``sample_gammas``: paired with sample weights, the block's
+    :func:`ecjax.prob.paired.weight_gammas` of ``key`` when already drawn.
+    """
     if state.paired:
         # Eq. (1) of ecjax.prob.paired from the decisions: memory O(M (N + K D)) per draw, whatever K D**M.
         return paired_mod.joint_confusions_per_draw_kernel(key, state.labels[0], counts, state.alpha,
                                                            num_classes=state.num_classes,
                                                            num_decisions=state.num_decisions,
-                                                           sample_weight=cast(jax.Array | None, state.weights))
+                                                           sample_weight=cast(jax.Array | None, state.weights),
+                                                           sample_gammas=sample_gammas)
     return per_draw_rates(key, counts, state.alpha, small_shapes=0 < state.alpha < 1)
 
 
 def block_outputs(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState, draws: BlockDraws, centre: Centre,
-                  *, joint_priors: bool, block: int, decompose: bool) -> dict[str, jax.Array]:
+                  *, joint_priors: bool, block: int, decompose: bool,
+                  sample_gammas: tuple[jax.Array | None, jax.Array | None] = (None, None)) -> dict[str, jax.Array]:
     """All outputs of a block, ``(B, M)`` each: yield / EC / NEC draws, the tie labels and the doubt components.
 
     ``costs_only`` uses ``(U_s, E[P], the mean weights of U_s's decisions)``,
     ``priors_only`` ``(U_hat, P_s, those of U_hat's)``, ``rates_only``
     ``(U_hat, P_rates, rates drawn given U_hat's decisions)``; each
-    component's decisions and ties are its own.
+    component's decisions and ties are its own.  ``sample_gammas``: the
+    paired weighted data part of ``key_all``'s and ``key_rates``' draws
+    (:func:`draw_given`), or ``None``.
     """
     u, p_all, p_rates = draws
     u_hat, p_bar = centre.utilities, centre.priors
@@ -202,7 +212,7 @@ def block_outputs(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState,
     if state.rates_by_p:
         p_rates = spread(p_rates)
     c_all = decide_spread(u, jnp.log(p_all) if state.all_by_p else lp_bar)
-    w = draw_given(key_all, state, c_all)
+    w = draw_given(key_all, state, c_all, sample_gammas[0])
     out["yields"], out["ec"], out["nec"] = all_outputs(u, w, p_all, joint_priors=joint_priors)
     out["ties_all"] = tie_labels(marginal_counts(state, c_all))
     if decompose:
@@ -213,9 +223,46 @@ def block_outputs(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState,
         component("priors_only", u_hat, posterior_mean(state, c), p_all)
         out["ties_priors_only"] = tie_labels(marginal_counts(state, c))
         c = decide_spread(u_hat, jnp.log(p_rates)) if state.rates_by_p else per_block(hat)
-        component("rates_only", u_hat, draw_given(key_rates, state, c), p_rates)
+        component("rates_only", u_hat, draw_given(key_rates, state, c, sample_gammas[1]), p_rates)
         out["ties_rates_only"] = tie_labels(marginal_counts(state, c))
     return out
+
+
+# The arrays of a PerDrawState; its other fields are static settings (one compiled block program per setting).
+_STATE_ARRAYS = ("log_scores", "labels", "weights", "log_p_decide", "hat_counts")
+
+
+def block_program(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState, draws: BlockDraws, centre: Centre,
+                  *, joint_priors: bool, block: int, decompose: bool) -> dict[str, jax.Array]:
+    """:func:`block_outputs` as one compiled program: the same draws, one dispatch a block.
+
+    The decisions, counts, rate draws, yields and tie labels of a block run
+    in one XLA program whose outputs stay on the device; called step by step
+    they were some thirty programs and eager operations a block, whose
+    dispatch cost an H100 about 0.035 ms a draw (``benchmarks/README.md``,
+    session 19).  The state's arrays are arguments and its settings static,
+    so every comparison of the same shapes and settings shares the program.
+    The decisions and tie labels are those of the steps one by one; the
+    yields, EC and NEC may differ by float32 rounding (XLA orders the fused
+    sums its own way).  Paired with sample weights, the ``Gamma(w_n)``
+    sample weights are drawn first, by the sampler for concrete shapes (its
+    numbers differ from the traced sampler's), and go in.
+    """
+    arrays = {name: getattr(state, name) for name in _STATE_ARRAYS}
+    settings = state._replace(**cast(dict[str, Any], dict.fromkeys(_STATE_ARRAYS)))
+    gammas: tuple[jax.Array | None, jax.Array | None] = (None, None)
+    if state.paired and state.weights is not None:
+        weights = cast(jax.Array, state.weights)  # paired: one (N,) vector
+        gammas = (paired_mod.weight_gammas(key_all, weights, block),
+                  paired_mod.weight_gammas(key_rates, weights, block) if decompose else None)
+    return _block_program(key_all, key_rates, arrays, draws, centre, gammas, settings=settings,
+                          joint_priors=joint_priors, block=block, decompose=decompose)
+
+
+@partial(jax.jit, static_argnames=("settings", "joint_priors", "block", "decompose"))
+def _block_program(key_all, key_rates, arrays, draws, centre, gammas, *, settings, joint_priors, block, decompose):
+    return block_outputs(key_all, key_rates, settings._replace(**arrays), draws, centre, joint_priors=joint_priors,
+                         block=block, decompose=decompose, sample_gammas=gammas)
 
 
 def two_stage_info(yields: ArrayLike, rec: int, state: PerDrawState) -> dict:
