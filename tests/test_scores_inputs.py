@@ -94,3 +94,18 @@ def test_the_priors_the_score_functions_are_given():
         else:
             assert got is None and score_priors(st, None, y, 3) is None
             assert score_priors(st, deployment, y, 3) is deployment
+
+
+def test_binary_ranking_measures_share_one_input_check():
+    # Issue 32.8: ROC/AUC/EER and the PR/DET curves took binary labels through two sets of helpers (scores/inputs.py
+    # and ranking_curves.py) that said the same problem differently; one check now serves both, naming the measure.
+    lp = np.log(np.array([[0.3, 0.7], [0.6, 0.4], [0.5, 0.5]]))
+    for f, what in [(S.auc, "ROC, AUC or EER"), (S.eer, "ROC, AUC or EER"),
+                    (S.precision_recall_curve, "a precision-recall curve"), (S.det_curve, "a DET curve"),
+                    (S.average_precision, "average precision")]:
+        with pytest.raises(InputError, match=rf"^`labels` has no sample of class 0: {what} needs samples of both "
+                                             r"classes \(a single class has nothing to rank\)$"):
+            f([1, 1, 1], lp)
+        with pytest.raises(InputError, match=rf"^`sample_weight` is 0 for every sample of class 1: {what} needs "
+                                             "weight in both classes$"):
+            f([1, 0, 1], lp, sample_weight=[0.0, 1.0, 0.0])

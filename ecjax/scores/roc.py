@@ -22,8 +22,8 @@ from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import einsum, matmul
 from ecjax.scores.inputs import (
-    binary_inputs, binary_ok, class1_fraction, increasing_alphas, posterior_inputs, scores_ok, target_sensitivity,
-    validated_sample_weight, weights_ok,
+    binary_log_odds_inputs, binary_ok, class1_fraction, increasing_alphas, posterior_inputs, scores_ok,
+    target_sensitivity, validated_sample_weight, weights_ok,
 )
 
 AUC_AVERAGES = ("macro", "weighted")  # how auc_one_vs_one averages its pairs of classes
@@ -295,8 +295,7 @@ def roc_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_po
       ``tpr = R_22``, both within ``[0, 1]``.  Concrete input only (the
       number of points depends on the data), so not usable inside ``jit``.
     """
-    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
-                                                       drop_zero_weights=True)
+    labels, s, sample_weight = binary_log_odds_inputs(labels, scores, score_type, sample_weight, drop_zero_weights=True)
     fpr, tpr, thr, valid = _roc_kernel(labels, s, sample_weight)
     keep = np.asarray(valid)
     return fpr[keep], tpr[keep], thr[keep]
@@ -340,8 +339,8 @@ def auc(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posterio
     sum_{n: y=0} u_m u_n ([s_m > s_n] + [s_m = s_n] / 2) / (W_1 W_0)``, the
     area under the weighted ROC (``roc_auc_score(..., sample_weight=)``).
     """
-    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
-                                             drop_zero_weights=False, order_only=True)
+    labels, s, sample_weight = binary_log_odds_inputs(labels, scores, score_type, sample_weight,
+                                                      drop_zero_weights=False, order_only=True)
     out = _auc_kernel(labels, s) if sample_weight is None else _weighted_auc_kernel(labels, s, sample_weight)
     traced = v.any_traced(labels, s, sample_weight)
     return v.nan_where_invalid(out, binary_ok(labels, s, sample_weight)) if traced else out
@@ -579,8 +578,8 @@ def eer(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posterio
     With ``sample_weight`` the ROC is the weighted one of :func:`roc_curve`
     (rates as fractions of each class's weight total).
     """
-    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
-                                             drop_zero_weights=False, order_only=True)
+    labels, s, sample_weight = binary_log_odds_inputs(labels, scores, score_type, sample_weight,
+                                                      drop_zero_weights=False, order_only=True)
     out = _eer_kernel(labels, s, sample_weight)
     traced = v.any_traced(labels, s, sample_weight)
     return v.nan_where_invalid(out, binary_ok(labels, s, sample_weight)) if traced else out
@@ -626,8 +625,7 @@ def specificity_at_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
       not allow it exactly.
     """
     target = target_sensitivity(sensitivity)
-    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
-                                                       drop_zero_weights=True)
+    labels, s, sample_weight = binary_log_odds_inputs(labels, scores, score_type, sample_weight, drop_zero_weights=True)
     out = _sp_at_se_kernel(labels, s, jnp.asarray(target, s.dtype), sample_weight)
     traced = v.any_traced(labels, s, sample_weight)
     return v.nan_where_invalid(out, binary_ok(labels, s, sample_weight)) if traced else out
@@ -696,8 +694,7 @@ def nec_for_target_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
       ``alpha`` of the sweep reaches the target.
     """
     target = target_sensitivity(sensitivity)
-    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
-                                                       drop_zero_weights=True)
+    labels, s, sample_weight = binary_log_odds_inputs(labels, scores, score_type, sample_weight, drop_zero_weights=True)
     if alphas is None:
         alphas = jnp.logspace(-4.0, 4.0, 801)
     else:
