@@ -176,11 +176,8 @@ def sorted_threshold_expected_costs(ranked: SortedScores, weights: jax.Array, co
 @jax.jit
 def _threshold_curve(labels, s, costs, p, sample_weight=None):
     """One sort: the EC at every cut of the sorted scores (``+inf`` where a cut would split ties); weighted, the
-    kernel :func:`sorted_threshold_expected_costs` that the bootstrap maps over its draws."""
-    if sample_weight is not None:
-        ranked = sort_scores(labels, s)
-        return ranked.s_sorted, sorted_threshold_expected_costs(ranked, sample_weight, costs, p)
-    s_sorted, miss, fa, valid = rates_at_cuts(labels, s)
+    rates and costs of :func:`sorted_threshold_expected_costs`, the kernel that the bootstrap maps over its draws."""
+    s_sorted, miss, fa, valid = rates_at_cuts(labels, s, sample_weight)
     return s_sorted, _expected_costs_at_cuts(miss, fa, valid, costs, p)
 
 

@@ -143,9 +143,19 @@ def _traced_guard(out, labels, scores, score_type, sample_weight=None, *, extra_
     return v.nan_where_invalid(out, ok, extra_axes=extra_axes)
 
 
-def _kept(arrays, keep):
-    """Host-side selection of the points in ``keep`` (device indexing would compile per shape)."""
-    return tuple(v.to_device(np.asarray(a)[k]) for a, k in zip(arrays, keep))
+def _curve_points(labels, scores, score_type, sample_weight, padded, *, curve, what):
+    """The points of the padded ``curve`` (``"pr"`` or ``"det"`` of :func:`_binary_curves_kernel`), or with
+    ``padded=False`` only the first of each run of tied thresholds, selected on the host (device indexing would
+    compile per shape; a curve's last point, past its thresholds, is always kept)."""
+    s = binary_scores(scores, score_type)
+    padded = check_padded(padded, s, labels, score_type)
+    labels = binary_labels(labels, s, score_type, what=what)
+    labels, s, w = binary_weights(labels, s, score_type, sample_weight, what=what, drop_zero_weights=not padded)
+    *points, keep = _binary_curves_kernel(labels, s, w, score_type=score_type)[curve]
+    if padded:
+        return _traced_guard(tuple(points), labels, s, score_type, w, extra_axes=1)
+    keep = np.asarray(keep)
+    return tuple(v.to_device(np.asarray(a)[keep[:a.shape[-1]]]) for a in points)
 
 
 def precision_recall_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors",
@@ -184,17 +194,8 @@ def precision_recall_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: 
       >>> [float(x) for x in c.precision], [float(x) for x in c.recall], [float(x) for x in c.thresholds]
       ([0.5, 0.6666666865348816, 1.0, 1.0], [1.0, 1.0, 0.5, 0.0], [-1.0, 0.5, 2.0])
     """
-    s = binary_scores(scores, score_type)
-    padded = check_padded(padded, s, labels, score_type)
-    labels = binary_labels(labels, s, score_type, what="a precision-recall curve")
-    labels, s, w = binary_weights(labels, s, score_type, sample_weight, what="a precision-recall curve",
-                                  drop_zero_weights=not padded)
-    precision, recall, thresholds, keep = _binary_curves_kernel(labels, s, w, score_type=score_type)["pr"]
-    if padded:
-        out = PrecisionRecallCurve(precision, recall, thresholds)
-        return _traced_guard(out, labels, s, score_type, w, extra_axes=1)
-    keep = np.asarray(keep)
-    return PrecisionRecallCurve(*_kept((precision, recall, thresholds), (keep, keep, keep[:-1])))
+    return PrecisionRecallCurve(*_curve_points(labels, scores, score_type, sample_weight, padded, curve="pr",
+                                               what="a precision-recall curve"))
 
 
 def average_precision(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors",
@@ -320,13 +321,5 @@ def det_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_po
       :class:`DetCurve`; its ``probit_false_positive_rate`` and
       ``probit_false_negative_rate`` give the DET plot's axes.
     """
-    s = binary_scores(scores, score_type)
-    padded = check_padded(padded, s, labels, score_type)
-    labels = binary_labels(labels, s, score_type, what="a DET curve")
-    labels, s, w = binary_weights(labels, s, score_type, sample_weight, what="a DET curve",
-                                  drop_zero_weights=not padded)
-    fpr, fnr, thresholds, keep = _binary_curves_kernel(labels, s, w, score_type=score_type)["det"]
-    if padded:
-        return _traced_guard(DetCurve(fpr, fnr, thresholds), labels, s, score_type, w, extra_axes=1)
-    keep = np.asarray(keep)
-    return DetCurve(*_kept((fpr, fnr, thresholds), (keep,) * 3))
+    return DetCurve(*_curve_points(labels, scores, score_type, sample_weight, padded, curve="det",
+                                   what="a DET curve"))

@@ -557,9 +557,8 @@ def sorted_weighted_eer(ranked: SortedScores, weights: jax.Array, *, in_sorted_o
 
 @jax.jit
 def _eer_kernel(labels, s, sample_weight=None):
-    if sample_weight is not None:
-        return sorted_weighted_eer(sort_scores(labels, s), sample_weight)
-    _, miss, fa, valid = rates_at_cuts(labels, s)
+    # Weighted, rates_at_cuts is the sort and the rates of sorted_weighted_eer (the bootstrap's kernel).
+    _, miss, fa, valid = rates_at_cuts(labels, s, sample_weight)
     return eer_of_rates(miss, fa, valid)
 
 
