@@ -238,18 +238,6 @@ def check_normalizable(naive: ArrayLike, what: str) -> None:
         )
 
 
-def _centered_llr(a, neg_inf):
-    """Concrete float64 LLRs less their median, in float64: the same order, and no common offset to cast.
-
-    A common offset of ``1e4`` leaves float32 a resolution of ``1e-3``, which merges nearby LLRs into ties
-    (AUC 0.746 for 0.769); AUC and EER depend only on the order, so removing it first changes nothing else.
-    """
-    if not isinstance(a, np.ndarray) or a.dtype != np.float64:
-        return a
-    finite = a if neg_inf is None else a[~neg_inf]
-    return a - np.median(finite) if finite.size else a
-
-
 def binary_scores(scores: ArrayLike, score_type: str, *, order_only: bool = False) -> jax.Array:
     """Validated binary scores ``(..., N, 2)`` (``(..., N)`` for ``"llr"``), as given (not yet log-odds).
 
@@ -259,7 +247,9 @@ def binary_scores(scores: ArrayLike, score_type: str, *, order_only: bool = Fals
     """
     a, neg_inf = v.as_log_domain_scores(scores, score_type)
     if order_only and score_type == "llr":
-        a = _centered_llr(a, neg_inf)
+        if isinstance(a, v.Scores):  # checked once: its float64 LLRs centred as the file's
+            return v.ranking_llr_values(a)
+        a = v.centred_llr(a, neg_inf)
     return v.check_binary_scores(v.restore_neg_inf(v.as_scores(a, score_type=score_type), neg_inf), score_type)
 
 
