@@ -566,7 +566,7 @@ CHECKED_ONCE_RUNS = {"metrics llr": ["metrics", "binary"], "sweep llr": ["sweep"
                                  for r in CHECKED_ONCE_RUNS])
 def test_metrics_and_sweep_check_each_score_file_once(tmp_path, run):
     # Issue 32.1: `ecjax metrics` and `ecjax sweep` (without --bootstrap) pass the files' canonical scores to the
-    # library, which takes them unchecked.  Before: 6, 3, 16, 12 and 3 checks for the runs above (XE, Brier, ECE, AUC
+    # library, which takes them unchecked.  Before: 14, 3, 24, 12 and 3 checks for the runs above (XE, Brier, ECE, AUC
     # and the Bayes decisions each checked every file again; the sweeps checked the stacked files again).  The
     # binary files are float64 LLRs with a common offset of 1e4 and a float32 copy: AUC and EER rank the float64
     # ones centred before the cast, and the two dtypes stack as one array would.
