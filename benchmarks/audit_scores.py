@@ -5,7 +5,8 @@
 Three measures:
 
 * **validations per score array**: the calls of :func:`ecjax.inputs.as_scores` (the score check) while one
-  ``ecjax compare`` run of two score files, one :class:`ecjax.prob.Systems` of two systems made and compared
+  ``ecjax compare``, ``ecjax metrics`` or ``ecjax sweep`` run of two score files, one :class:`ecjax.prob.Systems`
+  of two systems made and compared
   (:func:`ecjax.prob.compare`) or bootstrapped (:func:`ecjax.prob.bootstrap.bootstrap_metric`), divided by the
   number of arrays (2; 3 for ``ecjax calibrate`` of a held-out file with labels: the two score files and the
   calibrated scores its report measures); a :class:`ecjax.inputs.Scores` value passed through unchecked is not a check;
@@ -86,6 +87,12 @@ def measure() -> dict[str, tuple[float, int]]:
                 assert main(argv + ["--draws", "200", "--decision-rule", rule]) == 0
             out[f"ecjax compare ({rule})"] = (audit.calls / 2, audit.hops)
             print(f"longest score_type chain of `ecjax compare --decision-rule {rule}`:", " -> ".join(audit.chain))
+        given = argv[argv.index("--labels"):argv.index("--json")]  # the two files, their labels and costs
+        for what, run in {"ecjax metrics": ["metrics", *given, "--json"],
+                          "ecjax sweep (matrices)": ["sweep", *given, "--over", "matrices", "--json"]}.items():
+            with CallAudit(inputs.as_scores).running() as audit, contextlib.redirect_stdout(io.StringIO()):
+                assert main(run + ["--quiet"]) == 0
+            out[what] = (audit.calls / 2, audit.hops)
         files = [str(d / f"{name}.npy") for name in ("a", "y", "b", "y")]
         calibrate = ["calibrate", "--score-type", "probabilities", "--method", "temperature", "--quiet", "--output",
                      str(d / "calibrated.npy"), *[x for pair in zip(("--scores", "--labels", "--train-scores",

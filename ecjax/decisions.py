@@ -90,7 +90,9 @@ def _with_training_priors(scores, priors, score_type, training_priors):
     if training_priors is None:
         return scores, priors, score_type
     log_likelihoods = log_likelihoods_from_posteriors(scores, training_priors, score_type=score_type)
-    return log_likelihoods, training_priors if priors is None else priors, "log_likelihoods"
+    # Made here from checked scores (finite): kept as canonical, not checked again.
+    canonical = v.Scores(log_likelihoods, int(log_likelihoods.shape[-1]), "log_likelihoods")
+    return canonical, training_priors if priors is None else priors, "log_likelihoods"
 
 
 def log_posteriors(scores: ArrayLike, *, priors: ArrayLike | None = None, score_type: str = "log_posteriors",

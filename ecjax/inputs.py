@@ -697,13 +697,17 @@ class Scores:
     logged; ``num_classes``: ``K`` (2 for an LLR); ``score_type``: what they were given as (the kernels branch on
     its kind, :data:`KIND_OF_SCORE_TYPE`; messages and records say it); ``exact_zeros``: for probabilities, where
     they were exactly 0 (a host mask of ``values``' shape, ``None`` when none was or the scores were traced), which
-    ``values`` floor (:func:`as_scores`) and the proper scoring rules read as ``-inf`` (:func:`as_log_domain_scores`).
+    ``values`` floor (:func:`as_scores`) and the proper scoring rules read as ``-inf`` (:func:`as_log_domain_scores`);
+    ``given``: the concrete host array as given (``None`` when traced), for what depends on its digits beyond
+    ``values``' float32: AUC and EER rank float64 LLRs centred before the cast (:func:`ranking_llr_values`), and
+    systems of different dtypes stack as one array would (:func:`stack_scores`).
     """
 
     values: jax.Array
     num_classes: int
     score_type: str
     exact_zeros: np.ndarray | None = None
+    given: np.ndarray | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -717,15 +721,70 @@ def canonical_scores(x: object, name: str = "scores", *, score_type: str) -> Sco
     if isinstance(x, Scores):
         return _same_score_type(x, score_type)
     values = as_scores(x, name, score_type=score_type)
-    zeros = None
-    if score_type == "probabilities" and not is_tracer(x):
-        zeros = np.asarray(x) == 0  # the check passed: concrete probabilities, of the shape of values
-        zeros = zeros if zeros.any() else None
-    return Scores(values, 2 if score_type == "llr" else int(values.shape[-1]), score_type, zeros)
+    given = None if is_tracer(x) else np.asarray(x)
+    return Scores(values, 2 if score_type == "llr" else int(values.shape[-1]), score_type,
+                  _exact_zeros(given) if score_type == "probabilities" else None, given)
+
+
+def _exact_zeros(probabilities: np.ndarray | None) -> np.ndarray | None:
+    """Where checked concrete probabilities are exactly 0 (``None`` if nowhere, or traced)."""
+    if probabilities is None:
+        return None
+    zeros = probabilities == 0
+    return zeros if zeros.any() else None
+
+
+def stack_scores(systems: Sequence[Scores]) -> Scores:
+    """The :class:`Scores` of systems scored on the same samples, stacked on a leading axis, with the values that
+    checking the stacked arrays would give: ``values`` stacked where the given dtypes agree (every step of
+    :func:`as_scores` acts on one row), else made again from the given arrays stacked in their common dtype (a
+    float64 file promotes a float32 one, as ``np.stack`` does).  Nothing is checked again."""
+    first = systems[0]
+    for s in systems:
+        _same_score_type(s, first.score_type)
+    if len({s.shape for s in systems}) > 1:
+        raise InputError("the systems in `scores` must have the same number of samples")
+    givens = [s.given for s in systems if s.given is not None]
+    if len(givens) < len(systems):  # traced: stacked as they are
+        return Scores(jnp.stack([s.values for s in systems]), first.num_classes, first.score_type)
+    given = np.stack(givens)
+    if len({g.dtype for g in givens}) == 1:
+        return Scores(jnp.stack([s.values for s in systems]), first.num_classes, first.score_type,
+                      _stacked_zeros(systems), given)
+    return Scores(_canonical_values(given, first.score_type), first.num_classes, first.score_type,
+                  _stacked_zeros(systems), given)
+
+
+def _stacked_zeros(systems: Sequence[Scores]) -> np.ndarray | None:
+    if all(s.exact_zeros is None for s in systems):
+        return None
+    return np.stack([np.zeros(s.shape, bool) if s.exact_zeros is None else s.exact_zeros for s in systems])
+
+
+def ranking_llr_values(scores: Scores) -> jax.Array:
+    """The LLRs of ``scores`` as AUC and EER rank them: concrete float64 ones less their median, in float64, before
+    the float32 cast (:func:`centred_llr`); otherwise ``values``."""
+    if scores.given is None or scores.given.dtype != np.float64:
+        return scores.values
+    return to_device(centred_llr(scores.given, None), dtype=jnp.result_type(float))
+
+
+def centred_llr(a: Any, neg_inf: Any) -> Any:
+    """Concrete float64 LLRs less their median, in float64: the same order, and no common offset to cast.
+
+    A common offset of ``1e4`` leaves float32 a resolution of ``1e-3``, which merges nearby LLRs into ties
+    (AUC 0.746 for 0.769); AUC and EER depend only on the order, so removing it first changes nothing else.
+    ``neg_inf`` marks entries that stand for ``-inf`` (left out of the median).
+    """
+    if not isinstance(a, np.ndarray) or a.dtype != np.float64:
+        return a
+    finite = a if neg_inf is None else a[~neg_inf]
+    return a - np.median(finite) if finite.size else a
 
 
 def _same_score_type(x: Scores, score_type: str) -> Scores:
-    if x.score_type != check_score_type(score_type):
+    # Equal to the (valid) type the value was made as, ``score_type`` is valid: checked only when it differs.
+    if score_type != x.score_type and x.score_type != check_score_type(score_type):
         raise InputError(f"`score_type` is {score_type!r}, but the scores were made canonical as {x.score_type!r}")
     return x
 
@@ -779,16 +838,7 @@ def as_scores(x: object, name: str = "scores", *, score_type: str) -> jax.Array:
             f"`{name}` rows look like probabilities (in [0, 1], summing to 1), not log-domain scores: pass "
             "score_type='probabilities' (logits that happen to look like this can be shifted by a constant per "
             "row, which leaves their posteriors unchanged)", argument=name, **said)
-    if score_type in ("logits", "log_likelihoods") and not is_tracer(arr):
-        a = np.asarray(arr)
-        if a.dtype.kind in "iu" or (a.dtype.kind == "f" and a.dtype.itemsize > 4):
-            # Adding a constant to a row leaves its posteriors (and every log-odds) unchanged.
-            # Removing the row maximum here, exactly in float64, keeps the float32 cast below
-            # from rounding away the digits that matter (a common offset of 1e7 would
-            # otherwise leave ~1 of absolute precision).
-            a = a.astype(np.float64)
-            arr = a - a.max(-1, keepdims=True)
-    arr = to_device(arr, dtype=jnp.result_type(float))
+    arr = _canonical_values(arr, score_type)
     if score_type == "log_posteriors" and not is_tracer(arr):
         a = np.asarray(arr, dtype=np.float64)
         norm = np.log(np.exp(a - a.max(-1, keepdims=True)).sum(-1)) + a.max(-1)
@@ -820,10 +870,29 @@ def _log_of_probabilities(x, name: str):
         worst = sums.reshape(-1)[np.argmax(np.abs(sums - 1.0))]
         raise InputError(f"`{name}` rows must sum to 1 (probabilities of the K classes), got a row summing to "
                          f"{worst:.6g}")
-    a = a.astype(np.float64 if a.dtype.itemsize > 4 or a.dtype.kind != "f" else np.float32)
-    with np.errstate(divide="ignore"):
-        log_p = np.log(np.maximum(a, np.finfo(a.dtype).tiny))
-    return jnp.asarray(log_p, dtype=jnp.result_type(float))
+    return _canonical_values(a, "probabilities")
+
+
+def _canonical_values(arr: Any, score_type: str) -> jax.Array:
+    """The values of checked scores (:func:`as_scores`, which documents each step; traced ones only cast; nothing
+    is checked): probabilities logged, float64 logits and log-likelihoods less their row maximum, then cast."""
+    if is_tracer(arr):
+        return to_device(arr, dtype=jnp.result_type(float))
+    a = np.asarray(arr)
+    if score_type == "probabilities":
+        a = a.astype(np.float64 if a.dtype.itemsize > 4 or a.dtype.kind != "f" else np.float32)
+        with np.errstate(divide="ignore"):
+            log_p = np.log(np.maximum(a, np.finfo(a.dtype).tiny))
+        return jnp.asarray(log_p, dtype=jnp.result_type(float))
+    if score_type in ("logits", "log_likelihoods") and (
+            a.dtype.kind in "iu" or (a.dtype.kind == "f" and a.dtype.itemsize > 4)):
+        # Adding a constant to a row leaves its posteriors (and every log-odds) unchanged.
+        # Removing the row maximum here, exactly in float64, keeps the float32 cast below
+        # from rounding away the digits that matter (a common offset of 1e7 would
+        # otherwise leave ~1 of absolute precision).
+        a = a.astype(np.float64)
+        return to_device(a - a.max(-1, keepdims=True), dtype=jnp.result_type(float))
+    return to_device(arr, dtype=jnp.result_type(float))
 
 
 def as_counts(counts: object, name: str = "counts", *, square: bool = False, nonzero: bool = False) -> jax.Array:

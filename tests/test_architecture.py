@@ -8,6 +8,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1] / "ecjax"
 
 
@@ -632,6 +634,50 @@ def test_calibrate_checks_each_score_file_once(tmp_path):
         with contextlib.redirect_stdout(io.StringIO()):
             assert score_checks(lambda: codes.append(main(common + argv + ["--output", str(out)]))) == checks, name
         assert codes == [0], name
+
+
+# ~4 s of CPU each (compiling): the binary metrics and sweep runs stay in the default lane, the others are slow.
+CHECKED_ONCE_RUNS = {"metrics llr": ["metrics", "binary"], "sweep llr": ["sweep", "binary", "--over", "cost-ratio",
+                                                                      "--resolution", "11"],
+                     "metrics curves": ["metrics", "binary", "--curves"], "metrics 3 classes": ["metrics", "ternary"],
+                     "sweep 3 classes": ["sweep", "ternary", "--over", "matrices", "--resolution", "20"]}
+
+
+@pytest.mark.parametrize("run", [r if r.endswith("llr") else pytest.param(r, marks=pytest.mark.slow)
+                                 for r in CHECKED_ONCE_RUNS])
+def test_metrics_and_sweep_check_each_score_file_once(tmp_path, run):
+    # Issue 32.1: `ecjax metrics` and `ecjax sweep` (without --bootstrap) pass the files' canonical scores to the
+    # library, which takes them unchecked.  Before: 14, 3, 24, 12 and 3 checks for the runs above (XE, Brier, ECE, AUC
+    # and the Bayes decisions each checked every file again; the sweeps checked the stacked files again).  The
+    # binary files are float64 LLRs with a common offset of 1e4 and a float32 copy: AUC and EER rank the float64
+    # ones centred before the cast, and the two dtypes stack as one array would.
+    import contextlib
+    import io
+    import json
+
+    import numpy as np
+    from sklearn.metrics import roc_auc_score
+
+    from ecjax.cli import main
+
+    _, _, compare = score_files(tmp_path)
+    rng = np.random.default_rng(1)
+    y2 = rng.integers(0, 2, 60)
+    llr = 1e4 + rng.normal(0, 1e-3, 60) + 1e-3 * y2
+    np.save(tmp_path / "y2.npy", y2)
+    np.save(tmp_path / "l64.npy", llr)
+    np.save(tmp_path / "l32.npy", (llr - 1e4).astype(np.float32))
+    files = {"ternary": compare[compare.index("--labels"):compare.index("--json")],
+             "binary": ["--labels", str(tmp_path / "y2.npy"), "--scores", str(tmp_path / "l64.npy"),
+                        str(tmp_path / "l32.npy"), "--score-type", "llr"]}
+    command, data, *options = CHECKED_ONCE_RUNS[run]
+    codes = []
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        assert score_checks(lambda: codes.append(main([command, *files[data], *options, "--json", "--quiet"]))) == 2
+    assert codes == [0]
+    if command == "metrics" and data == "binary":  # the canonical float64 LLRs ranked as the file's
+        auc = json.loads(out.getvalue())["metrics"]["AUC"]
+        np.testing.assert_allclose([auc["l64"], auc["l32"]], roc_auc_score(y2, llr), rtol=0, atol=1e-6)
 
 
 def test_the_score_check_count_can_fail():

@@ -94,3 +94,45 @@ def test_the_priors_the_score_functions_are_given():
         else:
             assert got is None and score_priors(st, None, y, 3) is None
             assert score_priors(st, deployment, y, 3) is deployment
+
+
+def test_binary_ranking_measures_share_one_input_check():
+    # Issue 32.8: ROC/AUC/EER and the PR/DET curves took binary labels through two sets of helpers (scores/inputs.py
+    # and ranking_curves.py) that said the same problem differently; one check now serves both, naming the measure.
+    lp = np.log(np.array([[0.3, 0.7], [0.6, 0.4], [0.5, 0.5]]))
+    for f, what in [(S.auc, "ROC, AUC or EER"), (S.eer, "ROC, AUC or EER"),
+                    (S.precision_recall_curve, "a precision-recall curve"), (S.det_curve, "a DET curve"),
+                    (S.average_precision, "average precision")]:
+        with pytest.raises(InputError, match=rf"^`labels` has no sample of class 0: {what} needs samples of both "
+                                             r"classes \(a single class has nothing to rank\)$"):
+            f([1, 1, 1], lp)
+        with pytest.raises(InputError, match=rf"^`sample_weight` is 0 for every sample of class 1: {what} needs "
+                                             "weight in both classes$"):
+            f([1, 0, 1], lp, sample_weight=[0.0, 1.0, 0.0])
+
+
+def test_stacked_canonical_scores_have_the_values_of_the_stacked_files():
+    # `ecjax sweep` stacks the files' canonical scores instead of checking the stacked files again: the values must
+    # be those of the stacked array, where a float64 file promotes a float32 one (logits less their row maximum in
+    # float64, probabilities logged in float64) -- stacking the per-file float32 values would differ in the last bits.
+    from ecjax.inputs import canonical_scores, stack_scores
+
+    rng = np.random.default_rng(0)
+    l64 = 1e3 + rng.normal(size=(50, 3))
+    l32 = (1e3 + rng.normal(size=(50, 3))).astype(np.float32)
+    stacked = stack_scores([canonical_scores(a, score_type="logits") for a in (l64, l32)])
+    a = np.stack([l64, l32])  # float64, as numpy stacks them
+    np.testing.assert_array_equal(stacked.values, (a - a.max(-1, keepdims=True)).astype(np.float32))
+    same = stack_scores([canonical_scores(a, score_type="logits") for a in (l32, l32 + 1)])
+    np.testing.assert_array_equal(same.values, np.stack([l32, l32 + 1]))  # float32 files: cast only, no shift
+    p64 = rng.dirichlet(np.ones(3), 50)
+    p64[0] = [0.0, 0.5, 0.5]
+    p32 = rng.dirichlet(np.ones(3), 50).astype(np.float32)
+    stacked = stack_scores([canonical_scores(p, score_type="probabilities") for p in (p64, p32)])
+    p = np.stack([p64, p32])
+    with np.errstate(divide="ignore"):
+        expected = np.log(np.maximum(p, np.finfo(np.float64).tiny)).astype(np.float32)
+    np.testing.assert_array_equal(stacked.values, expected)
+    np.testing.assert_array_equal(stacked.exact_zeros, p == 0)
+    with pytest.raises(InputError, match="same number of samples"):
+        stack_scores([canonical_scores(p, score_type="probabilities") for p in (p64, p32[:40])])

@@ -43,7 +43,7 @@ def cmd_metrics(args: argparse.Namespace, run: Run) -> int:
         check_naive(spec.costs, spec.priors, y, lf, args.costs, w)
     training = training_priors(args, spec, labels, label_files, k, weights)
     if kind == "scores":
-        decisions = _nominal_decisions(spec, st, labels, arrays, training, weights, k)
+        decisions = _nominal_decisions(spec, st, labels, canonical, training, weights, k)
     else:
         decisions = arrays
         for f, a in zip(files, arrays):
@@ -52,8 +52,9 @@ def cmd_metrics(args: argparse.Namespace, run: Run) -> int:
     counts = np.stack([np.asarray(confusion_matrix(y, dm, num_classes=k, num_decisions=d, sample_weight=w))
                        for y, dm, w in zip(labels, decisions, weights)])
     cols = metric_columns(counts, costs=spec.costs, priors=priors, pos_label=args.pos_label)
+    # The library takes the files' canonical scores (ecjax.inputs.Scores) as their check made them: not checked again.
     if kind == "scores":  # how good the scores are as posteriors, whatever the decisions
-        cols += score_columns(labels, arrays, priors=[score_priors(st, priors, y, k, w)
+        cols += score_columns(labels, canonical, priors=[score_priors(st, priors, y, k, w)
                                                       for y, w in zip(labels, weights)],
                               score_type=st, sample_weight=weights)
     if out_dir is not None and len(names) >= 2:
@@ -134,7 +135,7 @@ def _name_or_none(index, names):
     return None if index is None else names[index]
 
 
-def _nominal_decisions(spec, score_type, labels, arrays, training, weights, num_classes):
+def _nominal_decisions(spec, score_type, labels, scores, training, weights, num_classes):
     """Each system's Bayes decisions for the nominal cost matrix of the cost specification (its ``costs``, whatever
     its [uncertainty] table says), with the deployment priors where it gives them (posteriors re-weighted from the
     ``training`` priors), else the system's own class frequencies: the decisions of `metrics`, and of `compare`
@@ -145,7 +146,7 @@ def _nominal_decisions(spec, score_type, labels, arrays, training, weights, num_
     return [np.asarray(bayes_decisions(s, spec.costs, score_type=score_type, training_priors=t,
                                        priors=likelihood_priors(score_type, priors, y, num_classes, w) if t is None
                                        else priors))
-            for s, y, t, w in zip(arrays, labels, training, weights)]
+            for s, y, t, w in zip(scores, labels, training, weights)]
 
 
 def _lose_to_argmax(kind, score_type, spec, labels, arrays, decisions, names, k, d, weights):

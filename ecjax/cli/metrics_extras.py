@@ -57,7 +57,8 @@ def threshold_and_curve_extras(args, run: Run, data: Inputs, spec, k, record):
         return ""
     if args.metric_thresholds:
         check_of("--metric-thresholds", check_binary, k, "the threshold of a metric")
-    labels, arrays, names, weights = data.labels, data.arrays, data.names, data.weights
+    # The files' canonical scores (ecjax.inputs.Scores): the library does not check them again.
+    labels, arrays, names, weights = data.labels, data.scores, data.names, data.weights
     st = args.score_type
     text = ""
     if args.metric_thresholds:
@@ -182,7 +183,9 @@ def sample_cost_extras(args, run: Run, data: Inputs, decisions, k, spec, record)
     """The EC (NEC, and for binary scores the best single threshold) of each system under --sample-costs."""
     from ecjax.scores import sample_costs as sc
 
-    kind, labels, arrays, names, weights = data.kind, data.labels, data.arrays, data.names, data.weights
+    # Scores as their canonical value (checked once), decisions as given.
+    kind, labels, names, weights = data.kind, data.labels, data.names, data.weights
+    arrays = data.scores if kind == "scores" else data.arrays
     costs = load_sample_costs(args, run, labels, args.labels, k, spec.costs)
     y, w = labels[0], weights[0]
     if kind == "scores":  # Bayes decisions of each sample's own matrix

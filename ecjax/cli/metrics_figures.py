@@ -20,7 +20,8 @@ def binary_extras(args, run: Run, data: Inputs, spec, out_dir, record, training)
     from ecjax.costs import normalize_rows
     from ecjax.scores import bayes_risk_curve, expected_cost_vs_threshold, optimal_threshold_expected_cost, roc_curve
 
-    labels, arrays, names, weights = data.labels, data.arrays, data.names, data.weights
+    # The files' canonical scores (ecjax.inputs.Scores): the library does not check them again.
+    labels, arrays, names, weights = data.labels, data.scores, data.names, data.weights
     st = args.score_type
     costs = np.asarray(normalize_rows(spec.costs))
     result = {}

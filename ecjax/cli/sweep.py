@@ -15,7 +15,7 @@ from ecjax.cli.files import Run, check_of, output_folder, within
 from ecjax.cli.output import JSON_SCHEMA_VERSION, emit, float_dict
 from ecjax.cli.priors import check_naive, check_test_covers_priors
 from ecjax.cli.sweep_report import cost_ratio_flips, priors_line, sorted_nec_figure
-from ecjax.inputs import InputError
+from ecjax.inputs import InputError, stack_scores
 from ecjax.scores.inputs import class_frequencies, score_priors
 
 
@@ -60,20 +60,21 @@ def _sweep_priors(spec, labels, names, k, fixed, costs_arg):
             "the class frequencies of the labels")
 
 
-def _sweep_sample_costs(args, run, kind, labels, arrays, names, spec, k):
+def _sweep_sample_costs(args, run, kind, labels, systems, names, spec, k):
     """sweep --sample-costs: each system's EC as the factor on the per-sample part runs over --sample-cost-scale
-    (per-sample Bayes decisions at every factor for --scores; the decisions as given otherwise)."""
+    (per-sample Bayes decisions at every factor for --scores, given as canonical Scores; the decisions as given
+    otherwise)."""
     from ecjax.sweep import grids, sweep_sample_costs, sweep_sample_costs_of_decisions
 
     costs = load_sample_costs(args, run, labels, args.labels, k, spec.costs)
     lo, hi = args.sample_cost_scale or (0.0, 2.0)
     axis = check_of("--sample-cost-scale", grids.linspace, lo, hi, args.resolution or 101)
     if kind == "scores":
-        res = sweep_sample_costs(labels[0], np.stack(arrays), costs, axis, priors=spec.priors,
+        res = sweep_sample_costs(labels[0], stack_scores(systems), costs, axis, priors=spec.priors,
                                  score_type=args.score_type)
     else:
         res = check_of(f"--decisions {args.decisions[0]}", sweep_sample_costs_of_decisions, labels[0],
-                       np.stack(arrays), costs, axis, priors=spec.priors)
+                       np.stack(systems), costs, axis, priors=spec.priors)
     factors = np.asarray(res.coords[0]).ravel()
     runs = [(float(factors[a]), float(factors[b]), names[w] if w >= 0 else "tie") for a, b, w in res.winner_runs()]
     record = {"schema": JSON_SCHEMA_VERSION, "command": "sweep", "systems": names, "over": "sample-cost-scale",
@@ -95,7 +96,7 @@ def cmd_sweep(args: argparse.Namespace, run: Run) -> int:
     from ecjax import sweep
     from ecjax.confusion import confusion_matrix
 
-    kind, labels, label_files, arrays, names, weights, _ = load_inputs(args, run)
+    kind, labels, label_files, arrays, names, weights, canonical = load_inputs(args, run)
     st = args.score_type
     if kind == "scores":
         k = 2 if st == "llr" else arrays[0].shape[1]
@@ -106,7 +107,7 @@ def cmd_sweep(args: argparse.Namespace, run: Run) -> int:
         within(lf, y, k, "labels", "the classes of the scores")
     spec = cost_spec(args, k)
     if args.sample_costs is not None:
-        return _sweep_sample_costs(args, run, kind, labels, arrays, names, spec, k)
+        return _sweep_sample_costs(args, run, kind, labels, canonical or arrays, names, spec, k)
     over = _sweep_over(args.over, k, spec)
     resolution = args.resolution or (1000 if over == "matrices" else 101)
     if over == "utility-space" and resolution > 4001:
@@ -134,7 +135,8 @@ def cmd_sweep(args: argparse.Namespace, run: Run) -> int:
     lab = labels[0] if shared else np.stack(labels) if len({len(y) for y in labels}) == 1 else None
     if kind == "scores" and lab is None:
         raise InputError("--labels: systems with test sets of different sizes cannot be swept together")
-    swept = _Swept(names, spec, kind, lab, np.stack(arrays) if kind == "scores" else None, counts, priors,
+    # The files' scores as their check made them canonical, stacked as one array would be: not checked again.
+    swept = _Swept(names, spec, kind, lab, stack_scores(canonical) if kind == "scores" else None, counts, priors,
                    score_priors(st, priors, labels[0], k), resolution,
                    sweep.SweepSettings(progress=progress.sweep_progress(args)))
     used, source = _sweep_priors(spec, labels, names, k, swept.score_priors if kind == "scores" else None, args.costs)
@@ -163,7 +165,7 @@ class _Swept(NamedTuple):
     spec: Any  # the cost specification (ecjax.io.CostSpec)
     kind: str  # "scores" or "decisions"
     labels: Any  # one (N,) vector shared by the systems, or (M, N); None for decisions of different test sets
-    scores: Any  # (M, N, K) for scores, else None
+    scores: Any  # (M, N, K) for scores (ecjax.inputs.Scores, checked once), else None
     counts: Any  # (M, K, D) confusion counts for decisions, else None
     priors: Any  # the cost specification's priors (None: the data's)
     score_priors: Any  # the priors of the score-based sweeps (ecjax.scores.inputs.score_priors)

@@ -56,7 +56,7 @@ from ecjax import inputs as v
 from ecjax.prob import sampling
 from ecjax.prob.inputs import check_curve_grid
 from ecjax.scores.roc import SortedScores, sort_scores, weighted_rates_at_cuts
-from ecjax.scores.inputs import binary_inputs
+from ecjax.scores.inputs import binary_log_odds_inputs
 
 CURVES = ("roc", "precision_recall")
 # Rates within this many float epsilons of a grid point count as on it (a ratio of sums rounds a few times).
@@ -241,7 +241,7 @@ def curve_band(labels: ArrayLike, scores: ArrayLike, *, curve: str = "roc", key:
     level = v.as_scalar(level, "level", low=0.0, high=1.0, strict=True)
     g = check_curve_grid(DEFAULT_GRIDS[curve] if grid is None else grid, "recall" if curve != "roc" else "fpr")
     key = v.as_key(key)
-    y, s, w = binary_inputs(labels, scores, score_type, sample_weight, drop_zero_weights=True)
+    y, s, w = binary_log_odds_inputs(labels, scores, score_type, sample_weight, drop_zero_weights=True)
     out = _band_kernel(key, y, s, w, jnp.asarray(g, s.dtype), curve=curve, num_draws=num_draws, level=level)
     estimate, draws, pl, pu, sl, su = out
     return CurveBand(curve, jnp.asarray(g, s.dtype), estimate, pl, pu, sl, su, level, draws)

@@ -26,13 +26,11 @@ from ecjax.confusion import class_counts
 from ecjax.decisions import class_one_log_odds_kernel, log_posteriors_kernel, naive_expected_cost
 from ecjax.precision import check_precision, einsum, matmul
 from ecjax.scores.inputs import (
-    binary_inputs, binary_ok, checked_threshold_probabilities, class1_fraction, evaluation_priors, labels_and_scores,
-    without_zero_weights,
+    binary_labels, binary_labels_ok, binary_log_odds_inputs, binary_ok, binary_weights, binary_weights_ok,
+    checked_threshold_probabilities, class1_fraction, evaluation_priors, labels_and_scores, without_zero_weights,
 )
 from ecjax.scores.scoring_rules import class_weights
-from ecjax.scores.ranking_curves import (
-    binary_labels, binary_labels_ok, binary_weights, binary_weights_ok, per_system, ranking_log_odds, suffix_sums,
-)
+from ecjax.scores.ranking_curves import per_system, ranking_log_odds, suffix_sums
 from ecjax.scores.roc import SortedScores, cut_threshold, rates_at_cuts, sort_scores, weighted_rates_at_cuts
 
 
@@ -178,11 +176,8 @@ def sorted_threshold_expected_costs(ranked: SortedScores, weights: jax.Array, co
 @jax.jit
 def _threshold_curve(labels, s, costs, p, sample_weight=None):
     """One sort: the EC at every cut of the sorted scores (``+inf`` where a cut would split ties); weighted, the
-    kernel :func:`sorted_threshold_expected_costs` that the bootstrap maps over its draws."""
-    if sample_weight is not None:
-        ranked = sort_scores(labels, s)
-        return ranked.s_sorted, sorted_threshold_expected_costs(ranked, sample_weight, costs, p)
-    s_sorted, miss, fa, valid = rates_at_cuts(labels, s)
+    rates and costs of :func:`sorted_threshold_expected_costs`, the kernel that the bootstrap maps over its draws."""
+    s_sorted, miss, fa, valid = rates_at_cuts(labels, s, sample_weight)
     return s_sorted, _expected_costs_at_cuts(miss, fa, valid, costs, p)
 
 
@@ -356,8 +351,8 @@ def bayes_risk_curve(labels: ArrayLike, scores: ArrayLike, *, prior_log_odds: Ar
     Returns:
       :class:`BayesRiskCurve`.
     """
-    labels_c, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
-                                                         drop_zero_weights=False)
+    labels_c, s, sample_weight = binary_log_odds_inputs(labels, scores, score_type, sample_weight,
+                                                        drop_zero_weights=False)
     if score_type in v.POSTERIOR_TYPES:
         if priors is None:
             p1 = class1_fraction(labels_c, sample_weight)
@@ -520,7 +515,8 @@ def decision_curve(labels: ArrayLike, scores: ArrayLike, *, threshold_probabilit
     if score_type in v.LIKELIHOOD_TYPES:
         v.as_positive_priors(priors, num_classes=2, why=" (Bayes' rule takes their log)")
     labels = binary_labels(labels, s, score_type, what="a decision curve")
-    labels, s, w = binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=False)
+    labels, s, w = binary_weights(labels, s, score_type, sample_weight, what="a decision curve",
+                                  drop_zero_weights=False)
     p_t, cut, odds = _threshold_log_odds(threshold_probabilities, s.dtype)
     nb, treat_all = _decision_kernel(labels, s, log_p, cut, odds, w, score_type=score_type)
     if v.any_traced(labels, s, p_t, log_p, w):

@@ -166,20 +166,21 @@ def evaluation_priors(labels: jax.Array, k: int, priors: ArrayLike | None,
     return counts, resolve_priors(counts, priors)
 
 
-def without_zero_weights(labels: jax.Array, s: jax.Array,
-                         sample_weight: jax.Array | None) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+def without_zero_weights(labels: jax.Array, s: jax.Array, sample_weight: jax.Array | None,
+                         sample_axis: int = -1) -> tuple[jax.Array, jax.Array, jax.Array | None]:
     """Concrete input: leave out samples of weight 0, as if absent (as scikit-learn's curves do).
 
     Otherwise their scores would add cuts (thresholds) that no sample with
     weight moves; under ``jit`` they stay, with the same rates at every cut.
+    ``sample_axis`` is the sample axis of ``s`` (``-2`` for ``(..., N, K)`` rows).
     """
     if sample_weight is None or v.any_traced(labels, s, sample_weight):
         return labels, s, sample_weight
     keep = np.asarray(sample_weight) > 0
     if keep.all():
         return labels, s, sample_weight
-    mask = jnp.asarray(keep)
-    return labels[mask], s[mask], sample_weight[mask]
+    idx = v.to_device(np.flatnonzero(keep))
+    return labels[idx], jnp.take(s, idx, axis=sample_axis), sample_weight[idx]
 
 
 def posterior_inputs(labels: ArrayLike, scores: ArrayLike, priors: ArrayLike | None, score_type: str,
@@ -230,74 +231,90 @@ def check_normalizable(naive: ArrayLike, what: str) -> None:
         )
 
 
-def _centered_llr(a, neg_inf):
-    """Concrete float64 LLRs less their median, in float64: the same order, and no common offset to cast.
+def binary_scores(scores: ArrayLike, score_type: str, *, order_only: bool = False) -> jax.Array:
+    """Validated binary scores ``(..., N, 2)`` (``(..., N)`` for ``"llr"``), as given (not yet log-odds).
 
-    A common offset of ``1e4`` leaves float32 a resolution of ``1e-3``, which merges nearby LLRs into ties
-    (AUC 0.746 for 0.769); AUC and EER depend only on the order, so removing it first changes nothing else.
-    """
-    if not isinstance(a, np.ndarray) or a.dtype != np.float64:
-        return a
-    finite = a if neg_inf is None else a[~neg_inf]
-    return a - np.median(finite) if finite.size else a
-
-
-def binary_log_odds(labels: ArrayLike, scores: ArrayLike, score_type: str, *,
-                    need_both: bool = True, order_only: bool = False) -> tuple[jax.Array, jax.Array]:
-    """Validated ``(labels, s)`` with ``s`` the class-1 log-odds (or the LLR).
-
-    Only the ranking matters to ROC, AUC and EER, so no priors are needed:
-    ``"llr"`` is used as is, ``"log_likelihoods"`` gives ``l_1 - l_0`` and
-    posterior-type scores give ``log P(1|x) - log P(0|x)``.  ``order_only``
-    (AUC, EER: no threshold is returned) centres float64 LLRs on their median
-    before the float32 cast, so a common offset does not merge them into ties.
+    ``order_only`` (AUC, EER: only the order counts, no threshold is returned)
+    centres float64 LLRs on their median before the float32 cast, so a common
+    offset does not merge them into ties.
     """
     a, neg_inf = v.as_log_domain_scores(scores, score_type)
     if order_only and score_type == "llr":
-        a = _centered_llr(a, neg_inf)
-    s = v.restore_neg_inf(v.as_scores(a, score_type=score_type), neg_inf)
-    if score_type != "llr" and s.shape[-1] != 2:
-        raise v.InputError(f"binary scores are needed (K = 2), got shape {tuple(s.shape)}")
-    s = class_one_log_odds_kernel(s, score_type)
-    v.check_one_system(s, 1)
-    y = v.as_index_array(labels, "labels", upper=2)
-    v.check_same_length("labels", y, "scores", s)
-    if need_both and not v.is_tracer(y):
-        n1 = int(np.sum(np.asarray(y)))
-        if n1 == 0 or n1 == y.shape[0]:
-            raise v.InputError("`labels` has a single class: ROC, AUC and EER need samples of both classes")
-    return y, s
+        if isinstance(a, v.Scores):  # checked once: its float64 LLRs centred as the file's
+            return v.ranking_llr_values(a)
+        a = v.centred_llr(a, neg_inf)
+    return v.check_binary_scores(v.restore_neg_inf(v.as_scores(a, score_type=score_type), neg_inf), score_type)
 
 
-def binary_ok(labels: jax.Array, s: jax.Array, sample_weight: jax.Array | None = None) -> jax.Array:
-    """Traced-input mask of ROC/AUC/EER inputs: valid labels, no NaN score, both classes present.
+def binary_labels(labels: ArrayLike, s: jax.Array, score_type: str, *, what: str) -> jax.Array:
+    """Binary labels ``(N,)`` matching the sample axis of validated scores ``s``; both classes needed (concrete
+    input: ``what`` names the measure in the message)."""
+    labels = v.as_label_vector(labels, num_classes=2, scores=s, sample_axis=-1 if score_type == "llr" else -2,
+                               upper_is="binary labels are 0 or 1")
+    v.check_classes_present(labels, None, 2, why=f"{what} needs samples of both classes (a single class has "
+                            "nothing to rank)")
+    return labels
 
-    With ``sample_weight``: valid weights, and each class with a positive weight total.
+
+def binary_weights(labels: jax.Array, s: jax.Array, score_type: str, sample_weight: ArrayLike | None, *, what: str,
+                   drop_zero_weights: bool) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+    """Validated ``(labels, s, sample_weight)``: both classes need a positive weight total (concrete input).
+
+    With ``drop_zero_weights`` (concrete input only) samples of weight 0 are
+    left out (:func:`without_zero_weights`).
     """
-    if sample_weight is not None:
-        w1 = jnp.sum(jnp.where(labels == 1, sample_weight, 0.0))
-        w0 = jnp.sum(jnp.where(labels == 0, sample_weight, 0.0))
-        return (jnp.all((labels == 0) | (labels == 1)) & ~jnp.any(jnp.isnan(s)) & weights_ok(sample_weight)
-                & (w1 > 0) & (w0 > 0))
-    n1 = jnp.sum(labels == 1)
-    return jnp.all((labels == 0) | (labels == 1)) & ~jnp.any(jnp.isnan(s)) & (n1 > 0) & (n1 < labels.shape[0])
+    if sample_weight is None:
+        return labels, s, None
+    w = v.as_sample_weight(sample_weight, labels)
+    v.check_classes_present(labels, w, 2, why=f"{what} needs weight in both classes")
+    if not drop_zero_weights:
+        return labels, s, w
+    return without_zero_weights(labels, s, w, sample_axis=-1 if score_type == "llr" else -2)
 
 
 def binary_inputs(labels: ArrayLike, scores: ArrayLike, score_type: str, sample_weight: ArrayLike | None, *,
-                  drop_zero_weights: bool, order_only: bool = False) -> tuple[jax.Array, jax.Array, jax.Array | None]:
-    """:func:`binary_log_odds` plus validated weights ``(labels, s, sample_weight)``.
+                  what: str, drop_zero_weights: bool,
+                  order_only: bool = False) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+    """Validated ``(labels, scores, sample_weight)`` of a binary ranking measure (:func:`binary_scores`,
+    :func:`binary_labels`, :func:`binary_weights`); the scores keep their batch axes and their type."""
+    s = binary_scores(scores, score_type, order_only=order_only)
+    y = binary_labels(labels, s, score_type, what=what)
+    return binary_weights(y, s, score_type, sample_weight, what=what, drop_zero_weights=drop_zero_weights)
 
-    Both classes need a positive weight total (checked on concrete input).
+
+def binary_log_odds_inputs(labels: ArrayLike, scores: ArrayLike, score_type: str, sample_weight: ArrayLike | None, *,
+                           drop_zero_weights: bool,
+                           order_only: bool = False) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+    """:func:`binary_inputs` of one system, its scores as class-1 log-odds ``s`` ``(N,)`` (the LLR as is).
+
+    Only the ranking matters to ROC, AUC and EER, so no priors are needed:
+    ``"log_likelihoods"`` give ``l_1 - l_0`` and posterior-type scores
+    ``log P(1|x) - log P(0|x)``.
     """
+    y, s, w = binary_inputs(labels, scores, score_type, sample_weight, what="ROC, AUC or EER",
+                            drop_zero_weights=drop_zero_weights, order_only=order_only)
+    return y, v.check_one_system(class_one_log_odds_kernel(s, score_type), 1), w
+
+
+def binary_labels_ok(labels: jax.Array) -> jax.Array:
+    """Traced-input mask of binary labels: all in {0, 1} (invalid ones arrive as -1), both classes present."""
+    n1 = jnp.sum(labels == 1)
+    return jnp.all((labels == 0) | (labels == 1)) & (n1 > 0) & (n1 < labels.shape[0])
+
+
+def binary_weights_ok(labels: jax.Array, sample_weight: jax.Array | None) -> jax.Array:
+    """Traced-input mask of weights: :func:`weights_ok`, and a positive total in each class (True without)."""
     if sample_weight is None:
-        y, s = binary_log_odds(labels, scores, score_type, order_only=order_only)
-        return y, s, None
-    y, s = binary_log_odds(labels, scores, score_type, need_both=False, order_only=order_only)
-    w = v.as_sample_weight(sample_weight, y)
-    v.check_classes_present(y, w, 2, why="ROC, AUC and EER need weight in both classes")
-    if drop_zero_weights:
-        y, s, w = without_zero_weights(y, s, w)
-    return y, s, w
+        return jnp.asarray(True)
+    w1 = jnp.sum(jnp.where(labels == 1, sample_weight, 0.0))
+    w0 = jnp.sum(jnp.where(labels == 0, sample_weight, 0.0))
+    return weights_ok(sample_weight) & (w1 > 0) & (w0 > 0)
+
+
+def binary_ok(labels: jax.Array, s: jax.Array, sample_weight: jax.Array | None = None) -> jax.Array:
+    """Traced-input mask of binary ranking inputs, one entry per system of the log-odds ``s`` ``(..., N)``:
+    :func:`binary_labels_ok`, no NaN score, :func:`binary_weights_ok`."""
+    return binary_labels_ok(labels) & ~jnp.any(jnp.isnan(s), axis=-1) & binary_weights_ok(labels, sample_weight)
 
 
 def class1_fraction(labels: ArrayLike, sample_weight: ArrayLike | None) -> float:

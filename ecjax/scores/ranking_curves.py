@@ -10,7 +10,7 @@ share one set of thresholds.  Ferrer (2025) App. C.3 and Ferrer (2022b) §4.5 ex
 what such threshold-free curves can and cannot tell (they ignore calibration
 and threshold selection); the decision curve, in contrast, is a family of
 expected costs of Bayes decisions (Ferrer 2025, App. C.1), in
-:mod:`ecjax.scores.bayes_decisions` (which shares the binary inputs below).
+:mod:`ecjax.scores.bayes_decisions` (both take the binary inputs of :mod:`ecjax.scores.inputs`).
 
 Curves with one point per distinct threshold have a data-dependent length:
 with ``padded=True`` they instead have one point per sample (its score as
@@ -35,77 +35,24 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax import inputs as v
-from ecjax.scores.inputs import check_padded
+from ecjax.scores.inputs import (binary_inputs, binary_labels, binary_ok, binary_scores, binary_weights,
+                                check_padded)
 
-# ----------------------------------------------------------------- inputs
+# ----------------------------------------------------------------- kernels
 
 def ranking_log_odds(s: jax.Array, score_type: str) -> jax.Array:
     """Kernel: class-1 log-odds of validated binary scores, up to a constant shift (the ranking).
 
-    The same expression as :func:`ecjax.scores.roc_curve`, so both give the same thresholds.
+    Log-posteriors (and logged probabilities) give ``s_1 - s_0`` as they are,
+    so the thresholds are the given scores' differences; logits are
+    normalized first (:func:`ecjax.decisions.class_one_log_odds_kernel`
+    also normalizes log-posteriors, which moves a threshold by an ulp).
     """
     if score_type == "llr":
         return s
     if score_type == "logits":
         s = jax.nn.log_softmax(s, axis=-1)
     return s[..., 1] - s[..., 0]
-
-
-def binary_labels(labels: ArrayLike, s: jax.Array, score_type: str, *, what: str) -> jax.Array:
-    """Binary labels ``(N,)`` matching the sample axis of validated scores ``s``; both classes needed."""
-    labels = v.as_label_vector(labels, num_classes=2, scores=s, sample_axis=-1 if score_type == "llr" else -2,
-                               upper_is="binary labels are 0 or 1")
-    v.check_classes_present(labels, None, 2, why=f"{what} needs samples of both classes")
-    return labels
-
-
-def _binary_inputs(labels, scores, score_type, *, what):
-    """Validated ``(labels, scores)``; the kernels turn the scores into class-1 log-odds (no priors)."""
-    a, neg_inf = v.as_log_domain_scores(scores, score_type)
-    s = v.restore_neg_inf(v.as_scores(a, score_type=score_type), neg_inf)
-    v.check_binary_scores(s, score_type)
-    return binary_labels(labels, s, score_type, what=what), s
-
-
-def binary_weights(labels: Any, s: jax.Array, score_type: str, sample_weight: Any, *,
-                   drop_zero_weights: bool) -> tuple[Any, jax.Array, Any]:
-    """Validated ``(labels, s, sample_weight)``: both classes need a positive weight total.
-
-    With ``drop_zero_weights`` (concrete input only) samples of weight 0 are
-    left out, as scikit-learn's curves do: otherwise their scores would add
-    thresholds that no sample with weight moves.
-    """
-    if sample_weight is None:
-        return labels, s, None
-    sample_weight = v.as_sample_weight(sample_weight, labels)
-    if v.any_traced(labels, s, sample_weight):
-        return labels, s, sample_weight
-    v.check_classes_present(labels, sample_weight, 2, why="the curve needs weight in both classes")
-    keep = np.asarray(sample_weight) > 0
-    if not drop_zero_weights or keep.all():
-        return labels, s, sample_weight
-    idx = v.to_device(np.flatnonzero(keep))
-    return labels[idx], jnp.take(s, idx, axis=-1 if score_type == "llr" else -2), sample_weight[idx]
-
-
-def binary_weights_ok(labels: Any, sample_weight: Any) -> jax.Array:
-    """Traced-input mask of weights: finite, non-negative, a positive total in each class (True without)."""
-    if sample_weight is None:
-        return jnp.asarray(True)
-    w1 = jnp.sum(jnp.where(labels == 1, sample_weight, 0.0))
-    w0 = jnp.sum(jnp.where(labels == 0, sample_weight, 0.0))
-    return jnp.all(jnp.isfinite(sample_weight) & (sample_weight >= 0)) & (w1 > 0) & (w0 > 0)
-
-
-def binary_labels_ok(labels: Any) -> jax.Array:
-    """Traced-input mask of binary labels: all in {0, 1} (invalid ones arrive as -1), both classes present."""
-    n1 = jnp.sum(labels == 1)
-    return jnp.all((labels == 0) | (labels == 1)) & (n1 > 0) & (n1 < labels.shape[0])
-
-
-def _binary_ok(labels, s):
-    """Traced-input mask, one entry per system: valid labels and no NaN score."""
-    return binary_labels_ok(labels) & ~jnp.any(jnp.isnan(s), axis=-1)
 
 
 def per_system(kernel: Callable[..., Any], labels: jax.Array, s: jax.Array, *args: Any) -> Any:
@@ -192,13 +139,23 @@ def _traced_guard(out, labels, scores, score_type, sample_weight=None, *, extra_
     """The NaN contract for traced input (inside a caller's jit/vmap, so nothing compiles here)."""
     if not v.any_traced(labels, scores, sample_weight):
         return out
-    ok = _binary_ok(labels, ranking_log_odds(scores, score_type)) & binary_weights_ok(labels, sample_weight)
+    ok = binary_ok(labels, ranking_log_odds(scores, score_type), sample_weight)
     return v.nan_where_invalid(out, ok, extra_axes=extra_axes)
 
 
-def _kept(arrays, keep):
-    """Host-side selection of the points in ``keep`` (device indexing would compile per shape)."""
-    return tuple(v.to_device(np.asarray(a)[k]) for a, k in zip(arrays, keep))
+def _curve_points(labels, scores, score_type, sample_weight, padded, *, curve, what):
+    """The points of the padded ``curve`` (``"pr"`` or ``"det"`` of :func:`_binary_curves_kernel`), or with
+    ``padded=False`` only the first of each run of tied thresholds, selected on the host (device indexing would
+    compile per shape; a curve's last point, past its thresholds, is always kept)."""
+    s = binary_scores(scores, score_type)
+    padded = check_padded(padded, s, labels, score_type)
+    labels = binary_labels(labels, s, score_type, what=what)
+    labels, s, w = binary_weights(labels, s, score_type, sample_weight, what=what, drop_zero_weights=not padded)
+    *points, keep = _binary_curves_kernel(labels, s, w, score_type=score_type)[curve]
+    if padded:
+        return _traced_guard(tuple(points), labels, s, score_type, w, extra_axes=1)
+    keep = np.asarray(keep)
+    return tuple(v.to_device(np.asarray(a)[keep[:a.shape[-1]]]) for a in points)
 
 
 def precision_recall_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors",
@@ -237,15 +194,8 @@ def precision_recall_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: 
       >>> [float(x) for x in c.precision], [float(x) for x in c.recall], [float(x) for x in c.thresholds]
       ([0.5, 0.6666666865348816, 1.0, 1.0], [1.0, 1.0, 0.5, 0.0], [-1.0, 0.5, 2.0])
     """
-    labels, s = _binary_inputs(labels, scores, score_type, what="a precision-recall curve")
-    padded = check_padded(padded, s, labels, score_type)
-    labels, s, w = binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=not padded)
-    precision, recall, thresholds, keep = _binary_curves_kernel(labels, s, w, score_type=score_type)["pr"]
-    if padded:
-        out = PrecisionRecallCurve(precision, recall, thresholds)
-        return _traced_guard(out, labels, s, score_type, w, extra_axes=1)
-    keep = np.asarray(keep)
-    return PrecisionRecallCurve(*_kept((precision, recall, thresholds), (keep, keep, keep[:-1])))
+    return PrecisionRecallCurve(*_curve_points(labels, scores, score_type, sample_weight, padded, curve="pr",
+                                               what="a precision-recall curve"))
 
 
 def average_precision(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posteriors",
@@ -272,8 +222,8 @@ def average_precision(labels: ArrayLike, scores: ArrayLike, *, score_type: str =
     Returns:
       AP in ``[0, 1]``, one per system.
     """
-    labels, s = _binary_inputs(labels, scores, score_type, what="average precision")
-    labels, s, w = binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=False)
+    labels, s, w = binary_inputs(labels, scores, score_type, sample_weight, what="average precision",
+                                 drop_zero_weights=False)
     return _traced_guard(_binary_curves_kernel(labels, s, w, score_type=score_type)["ap"], labels, s, score_type, w)
 
 
@@ -371,11 +321,5 @@ def det_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_po
       :class:`DetCurve`; its ``probit_false_positive_rate`` and
       ``probit_false_negative_rate`` give the DET plot's axes.
     """
-    labels, s = _binary_inputs(labels, scores, score_type, what="a DET curve")
-    padded = check_padded(padded, s, labels, score_type)
-    labels, s, w = binary_weights(labels, s, score_type, sample_weight, drop_zero_weights=not padded)
-    fpr, fnr, thresholds, keep = _binary_curves_kernel(labels, s, w, score_type=score_type)["det"]
-    if padded:
-        return _traced_guard(DetCurve(fpr, fnr, thresholds), labels, s, score_type, w, extra_axes=1)
-    keep = np.asarray(keep)
-    return DetCurve(*_kept((fpr, fnr, thresholds), (keep,) * 3))
+    return DetCurve(*_curve_points(labels, scores, score_type, sample_weight, padded, curve="det",
+                                   what="a DET curve"))

@@ -22,7 +22,7 @@ from ecjax import inputs as v
 from ecjax.decisions import log_posteriors_kernel
 from ecjax.precision import einsum, matmul
 from ecjax.scores.inputs import (
-    binary_inputs, binary_ok, class1_fraction, increasing_alphas, posterior_inputs, scores_ok,
+    binary_log_odds_inputs, binary_ok, class1_fraction, increasing_alphas, posterior_inputs, scores_ok,
     validated_sample_weight, weights_ok,
 )
 
@@ -295,8 +295,7 @@ def roc_curve(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_po
       ``tpr = R_22``, both within ``[0, 1]``.  Concrete input only (the
       number of points depends on the data), so not usable inside ``jit``.
     """
-    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
-                                                       drop_zero_weights=True)
+    labels, s, sample_weight = binary_log_odds_inputs(labels, scores, score_type, sample_weight, drop_zero_weights=True)
     fpr, tpr, thr, valid = _roc_kernel(labels, s, sample_weight)
     keep = np.asarray(valid)
     return fpr[keep], tpr[keep], thr[keep]
@@ -340,8 +339,8 @@ def auc(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posterio
     sum_{n: y=0} u_m u_n ([s_m > s_n] + [s_m = s_n] / 2) / (W_1 W_0)``, the
     area under the weighted ROC (``roc_auc_score(..., sample_weight=)``).
     """
-    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
-                                             drop_zero_weights=False, order_only=True)
+    labels, s, sample_weight = binary_log_odds_inputs(labels, scores, score_type, sample_weight,
+                                                      drop_zero_weights=False, order_only=True)
     out = _auc_kernel(labels, s) if sample_weight is None else _weighted_auc_kernel(labels, s, sample_weight)
     traced = v.any_traced(labels, s, sample_weight)
     return v.nan_where_invalid(out, binary_ok(labels, s, sample_weight)) if traced else out
@@ -558,9 +557,8 @@ def sorted_weighted_eer(ranked: SortedScores, weights: jax.Array, *, in_sorted_o
 
 @jax.jit
 def _eer_kernel(labels, s, sample_weight=None):
-    if sample_weight is not None:
-        return sorted_weighted_eer(sort_scores(labels, s), sample_weight)
-    _, miss, fa, valid = rates_at_cuts(labels, s)
+    # Weighted, rates_at_cuts is the sort and the rates of sorted_weighted_eer (the bootstrap's kernel).
+    _, miss, fa, valid = rates_at_cuts(labels, s, sample_weight)
     return eer_of_rates(miss, fa, valid)
 
 
@@ -579,8 +577,8 @@ def eer(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posterio
     With ``sample_weight`` the ROC is the weighted one of :func:`roc_curve`
     (rates as fractions of each class's weight total).
     """
-    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
-                                             drop_zero_weights=False, order_only=True)
+    labels, s, sample_weight = binary_log_odds_inputs(labels, scores, score_type, sample_weight,
+                                                      drop_zero_weights=False, order_only=True)
     out = _eer_kernel(labels, s, sample_weight)
     traced = v.any_traced(labels, s, sample_weight)
     return v.nan_where_invalid(out, binary_ok(labels, s, sample_weight)) if traced else out
@@ -626,8 +624,7 @@ def specificity_at_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
       not allow it exactly.
     """
     target = v.as_scalar(sensitivity, "sensitivity", low=0.0, high=1.0)
-    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
-                                                       drop_zero_weights=True)
+    labels, s, sample_weight = binary_log_odds_inputs(labels, scores, score_type, sample_weight, drop_zero_weights=True)
     out = _sp_at_se_kernel(labels, s, jnp.asarray(target, s.dtype), sample_weight)
     traced = v.any_traced(labels, s, sample_weight)
     return v.nan_where_invalid(out, binary_ok(labels, s, sample_weight)) if traced else out
@@ -696,8 +693,7 @@ def nec_for_target_sensitivity(labels: ArrayLike, scores: ArrayLike, sensitivity
       ``alpha`` of the sweep reaches the target.
     """
     target = v.as_scalar(sensitivity, "sensitivity", low=0.0, high=1.0)
-    labels, s, sample_weight = binary_inputs(labels, scores, score_type, sample_weight,
-                                                       drop_zero_weights=True)
+    labels, s, sample_weight = binary_log_odds_inputs(labels, scores, score_type, sample_weight, drop_zero_weights=True)
     if alphas is None:
         alphas = jnp.logspace(-4.0, 4.0, 801)
     else:

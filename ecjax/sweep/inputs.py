@@ -116,10 +116,13 @@ def check_values_kept(kept: Any, what: str) -> None:
                            "SweepSettings(return_values=True)")
 
 
-def systems_scores(labels: ArrayLike | Sequence[ArrayLike], scores: ArrayLike | Sequence[ArrayLike],
+def systems_scores(labels: ArrayLike | Sequence[ArrayLike], scores: Any,
                    score_type: str) -> tuple[jax.Array, jax.Array, int]:
-    """Validated ``(S, N)`` labels and ``(S, N, K)`` (or ``(S, N)`` llr) scores."""
-    if isinstance(scores, (list, tuple)):
+    """Validated ``(S, N)`` labels and ``(S, N, K)`` (or ``(S, N)`` llr) scores: an array, a sequence of arrays,
+    or of :class:`ecjax.inputs.Scores` values (checked once already: stacked, not checked again)."""
+    if isinstance(scores, (list, tuple)) and scores and all(isinstance(s, v.Scores) for s in scores):
+        scores = v.stack_scores(scores)  # checked once, each: stacked as one array would be, not checked again
+    elif isinstance(scores, (list, tuple)):
         try:
             scores = np.stack([np.asarray(s) for s in scores])
         except ValueError:
