@@ -237,3 +237,37 @@ def test_compare_results_to_a_precision_meets_it_and_agrees_with_the_fixed_draws
     assert np.all(np.abs(z) < 4), z
     clear = compare_results(scores + np.array([[0.0], [0.0], [0.2]]), key=KEY, mc_error=0.005)
     assert clear.draws.shape[0] == 1000 and clear.p_best[2] == 1.0  # a clear winner: one round
+
+
+def test_compare_results_default_draws_stop_early_for_a_clear_winner_and_draw_more_on_a_close_call():
+    # Issue 33.2: by default compare_results draws until every P(best) has the binomial error sqrt(p (1 - p) / S)
+    # <= 0.005 (adaptive_draws.DEFAULT_MC_ERROR), from 1000 draws, at most 20 000 (before: always 20 000).
+    from ecjax.prob import compare_results
+    from ecjax.prob.adaptive_draws import DEFAULT_MC_ERROR
+
+    rng = np.random.default_rng(12)
+    noise = 0.02 * rng.normal(size=(2, 12))
+    clear = compare_results(0.8 + noise + np.array([[0.0], [0.2]]), key=KEY)
+    assert clear.num_draws == 1000 and clear.p_best[1] == 1.0 and clear.precision["met"]
+    # Fold differences (e, -e): their mean is 0, so the posterior of the difference is a t centred on 0 and
+    # P(best) = 1/2 exactly; the binomial error needs 0.25 / 0.005^2 = 10 000 draws.
+    a = 0.8 + noise[0]
+    e = 0.01 * np.arange(1, 7)
+    pair = np.stack([a, a + np.concatenate([e, -e])])
+    close = compare_results(pair, key=KEY)
+    need = 0.25 / DEFAULT_MC_ERROR**2
+    assert 0.8 * need <= close.num_draws <= 20_000, close.num_draws
+    assert close.precision["met"] and close.num_draws % 1000 == 0  # rounds of whole first-round blocks
+    assert np.all(np.sqrt(close.p_best * (1 - close.p_best) / close.num_draws) <= DEFAULT_MC_ERROR)
+    assert abs(close.p_best[0] - 0.5) < 4 * np.sqrt(0.25 / close.num_draws)
+    record = close.to_dict()
+    assert record["num_draws"] == close.num_draws and record["precision"]["cap"] == 20_000
+    assert f"({close.num_draws} independent draws)" in close.summary()
+    assert "drawn until every P(best)'s Monte Carlo error <= 0.005 (at most 20000): met" in close.summary()
+    # num_draws alone is still that many, fixed (as many as above: the compiled shapes are shared); another key's
+    # fixed draws agree with the adaptive ones within their Monte Carlo errors (the slow lane has three systems).
+    fixed = compare_results(pair, key=jax.random.key(8), num_draws=close.num_draws)
+    assert fixed.num_draws == close.num_draws and fixed.precision is None and fixed.to_dict()["draws"] == "fixed"
+    z = (close.p_best - fixed.p_best) / np.hypot(close.errors["p_best"], fixed.errors["p_best"])
+    assert np.all(np.abs(z) < 4), z
+

@@ -98,7 +98,8 @@ from ecjax.draw_runner import Block, ProgressOption, plan_blocks, run_blocks
 from ecjax.precision import matmul
 from ecjax.prob import sampling
 from ecjax.prob.draw_plan import MonteCarloSettings, check_monte_carlo_settings
-from ecjax.prob.adaptive_draws import BOOTSTRAP_MC_ERROR, DEFAULT_MAX_DRAWS, FIRST_DRAWS, draw_until
+from ecjax.prob.adaptive_draws import (BOOTSTRAP_MC_ERROR, DEFAULT_MAX_DRAWS, FIRST_DRAWS, describe_draws, draw_until,
+                                      precision_record)
 from ecjax.prob.inputs import (Systems, as_metric_spec, check_class_support, check_draws_fit, paired_scores,
                                stacked_scores)
 from ecjax.prob.ranking import (
@@ -1070,7 +1071,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
         until = draw_until(draw, probability_errors, target=counts.target, first_round=num_draws, cap=counts.cap,
                            join=jnp.concatenate, multiple=1 if sample_weight is None else chunk_size)
         drawn, num_draws = until.draws, until.num_draws
-        precision = {"mc_error": counts.target, "max_error": until.max_error, "met": until.met, "cap": counts.cap}
+        precision = precision_record(until, counts.target, counts.cap)
     draws = _recentred(drawn, estimates[0], y, checked, sample_weight, options, metric=metric,
                        score_type=score_type)
     estimate = np.asarray(estimates[0], np.float64)
@@ -1100,9 +1101,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
             "priors": "data (resampled)" if evaluation_priors is None else "given (fixed)",
             "sample_weight": "none" if sample_weight is None else "frequency weights (Gamma(s_n) draws, eq. 3)",
             "num_draws": num_draws,
-            "draws": "fixed" if precision is None else (
-                f"until every reported probability's Monte Carlo error <= {precision['mc_error']:g} "
-                f"(at most {precision['cap']}): {'met' if precision['met'] else 'not met, cap reached'}"),
+            "draws": describe_draws(precision),
             "precision": precision}
     return MetricPosterior(
         systems=names, metric=name, higher_is_better=higher, draws=draws, estimate=estimate, mean=mean,
