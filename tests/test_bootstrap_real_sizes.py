@@ -170,6 +170,51 @@ def test_tied_pairs_listed_or_every_tie_end_give_scikit_learns_auc():
     assert int(ranked.num_tied_pairs) > ranked.tied_class1.shape[0]  # the rounded scores overflowed the list
 
 
+@pytest.mark.parametrize("n, spread", [(2000, 2.0), (2**19, 0.0)])
+def test_the_count_of_tied_pairs_saturates_exactly_past_the_list(n, spread):
+    # The count is a prefix sum of each class-1 position's tied class-0 samples (each capped at the list's capacity
+    # + 1), saturated at the capacity + 1: a numpy int64 count is the reference.  All 2^19 scores tied: 2^18 class-1
+    # positions each with 2^18 class-0 ties, capped at 32769, sum to 8.6e9 > 2^32 (a plain uint32 or int32 running
+    # sum would wrap and report a small count).
+    from ecjax.scores.roc import tie_capacity
+
+    rng = np.random.default_rng(0)
+    y = (np.arange(n) % 2) if spread == 0 else rng.integers(0, 2, n)
+    s = np.zeros(n) if spread == 0 else np.round(rng.normal(size=n) * spread)
+    cap = tie_capacity(n)
+    _, group = np.unique(s, return_inverse=True)
+    class0_in_group = np.bincount(group, weights=(y == 0)).astype(np.int64)
+    per_class1 = np.minimum(class0_in_group[group[y == 1]], cap + 1)
+    got = jax.jit(sort_scores)(jnp.asarray(y), jnp.asarray(s, jnp.float32)).num_tied_pairs  # one program
+    assert int(got) == min(int(per_class1.sum()), cap + 1)
+
+
+def test_a_first_bootstrap_call_compiles_two_programs():
+    # Issue 33.3: a first call used to compile about 20 programs (eager key words, the mean, each error, the HDI);
+    # now the draws and the summaries are one program each.  New sizes (N = 777, 1237 draws): nothing cached.
+    import logging
+
+    compiled = []
+
+    class Counter(logging.Handler):
+        def emit(self, record):
+            if record.getMessage().startswith("Finished XLA compilation"):
+                compiled.append(record.getMessage().split(" in ")[0])
+
+    y, _, lp = _binary(777, seed=8)
+    counter, logger = Counter(), logging.getLogger("jax")
+    logger.addHandler(counter)
+    try:
+        with jax.log_compiles(True):
+            post = bootstrap_metric(Systems(y, scores=lp), "auc", key=KEY,
+                                    settings=MonteCarloSettings(num_draws=1237))
+    finally:
+        logger.removeHandler(counter)
+    assert len(compiled) <= 2 and any("_bootstrap_draws" in c for c in compiled), compiled
+    assert post.num_draws == 1237
+    np.testing.assert_allclose(post.estimate[0], roc_auc_score(y, lp[:, 1] - lp[:, 0]), rtol=1e-6)
+
+
 def test_draw_until_stops_where_the_closed_form_error_of_a_bernoulli_mean_meets_the_target():
     rng_p = 0.3
 

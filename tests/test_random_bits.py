@@ -114,6 +114,15 @@ def test_host_key_derivation_is_bit_identical_to_jax_random(seed):
             np.testing.assert_array_equal(np.stack([words(k) for k in mine]), words(ref))
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2**32 - 1])
+def test_host_uint32_bits_are_jax_random_bits(seed):
+    # bootstrap_metric's key words come from the host (issue 33.3: no eager programs to compile on a first call).
+    for key in (jax.random.key(seed), jax.random.PRNGKey(seed), random_bits.split_keys(jax.random.key(seed))[1]):
+        for num in (1, 2, 5):
+            np.testing.assert_array_equal(np.asarray(random_bits.uint32_bits(key, num)),
+                                          np.asarray(jax.random.bits(key, (num,), jnp.uint32)))
+
+
 def test_host_key_derivation_calls_no_jax_random_and_defers_to_it_under_a_trace(monkeypatch):
     # jax.random's key functions each compile a program on first use: the host path must not reach them.
     def refuse(*args, **kwargs):
