@@ -9,7 +9,8 @@ Workloads (synthetic: no data set of ../shared/data has 10^6 scored samples or 1
    code measured: 2000 draws at the issue's time), timed once, compilation included: the whole call a user waits
    for (the issue's 134 s), and the number of XLA compilations it makes (JAX's compile log);
 2. the same with ``"cross_entropy"`` (the issue's second measurement: a weighted mean, no sort);
-3. ``prob.compare_results`` of 3 systems on ``F`` folds (full: ``F = 10^5``), 20 000 draws (its default): time
+3. ``prob.compare_results`` of 3 systems on ``F`` folds (full: ``F = 10^5``), its default draws (until every
+   P(best) has Monte Carlo error 0.005, at most 20 000; a close call here): time
    and the process's peak resident memory.
 
 Each workload runs in a child process of its own (so its peak resident size is its own), with the ``ecjax``
