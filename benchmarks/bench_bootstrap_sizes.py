@@ -7,9 +7,10 @@ Workloads (synthetic: no data set of ../shared/data has 10^6 scored samples or 1
    number of draws once the program is compiled, and 2000 draws of the former code take minutes);
 1b. ``auc_default``: the same call with the default settings (draws until precise, or the fixed default of the
    code measured: 2000 draws at the issue's time), timed once, compilation included: the whole call a user waits
-   for (the issue's 134 s);
+   for (the issue's 134 s), and the number of XLA compilations it makes (JAX's compile log);
 2. the same with ``"cross_entropy"`` (the issue's second measurement: a weighted mean, no sort);
-3. ``prob.compare_results`` of 3 systems on ``F`` folds (full: ``F = 10^5``), 20 000 draws (its default): time
+3. ``prob.compare_results`` of 3 systems on ``F`` folds (full: ``F = 10^5``), its default draws (until every
+   P(best) has Monte Carlo error 0.005, at most 20 000; a close call here): time
    and the process's peak resident memory.
 
 Each workload runs in a child process of its own (so its peak resident size is its own), with the ``ecjax``
@@ -58,19 +59,45 @@ def _timed(run):
     return time.perf_counter() - w0, time.process_time() - c0, out
 
 
+def _count_compilations():
+    """A list that gets one entry per XLA compilation from now on (JAX's compile log, ``jax_log_compiles``)."""
+    import logging
+
+    import jax
+
+    compiled: list[str] = []
+
+    class Counter(logging.Handler):
+        def emit(self, record):
+            if record.getMessage().startswith("Finished XLA compilation"):
+                compiled.append(record.getMessage())
+
+    logger = logging.getLogger("jax")
+    logger.addHandler(Counter())
+    logger.setLevel(logging.WARNING)  # the compile log comes at WARNING with jax_log_compiles
+    for handler in logging.getLogger().handlers + logger.handlers[:-1]:
+        handler.setLevel(logging.ERROR)  # counted, not printed
+    jax.config.update("jax_log_compiles", True)
+    return compiled
+
+
 def workload(name: str, n: int, folds: int, draws: int) -> dict:
-    """One workload in this process: its times, draws and peak resident bytes."""
+    """One workload in this process: its times, draws and peak resident bytes (and, for ``auc_default``, the
+    compilations of its first call)."""
     import jax
 
     from ecjax import prob
 
     if name == "auc_default":
         y, lp = _binary(n)
+        key = jax.random.key(1)
+        compiled = _count_compilations()
         w0, c0 = time.perf_counter(), time.process_time()
-        res = prob.bootstrap_metric(prob.Systems(y, scores=lp), "auc", key=jax.random.key(1))
+        res = prob.bootstrap_metric(prob.Systems(y, scores=lp), "auc", key=key)
         np.asarray(res.draws)
         wall, cpu = time.perf_counter() - w0, time.process_time() - c0
-        out = {"draws": res.num_draws, "mean": float(res.mean[0]), "interval": [float(x) for x in res.equal_tailed[0]]}
+        out = {"draws": res.num_draws, "mean": float(res.mean[0]), "interval": [float(x) for x in res.equal_tailed[0]],
+               "compilations": len(compiled)}
     elif name in ("auc", "cross_entropy"):
         y, lp = _binary(n)
         systems = prob.Systems(y, scores=lp)
@@ -127,7 +154,7 @@ def main():
             cpu.append(r["cpu_s"] / (1 if name == "auc_default" else r["draws"]))  # the whole call: draws differ
             size = f"N = {n:,}" if name != "compare_results" else f"{folds:,} folds, 3 systems"
             if name == "auc_default":
-                size += ", default draws, one call with compilation"
+                size += f", default draws, one call with compilation ({r['compilations']} compilations)"
             ratio = f"{cpu[0] / cpu[1]:.2f}x" if len(cpu) == 2 and cpu[1] > 0 else "-"
             print(f"| {name}, {size} | {code} | {r['draws']} | {r['wall_s']:.2f} s | {r['cpu_s']:.2f} s | "
                   f"{1e3 * r['wall_s'] / r['draws']:.2f} / {1e3 * r['cpu_s'] / r['draws']:.2f} ms | "

@@ -1186,7 +1186,7 @@ def scores_and_log_priors(scores: object, priors: ArrayLike | None,
                 "the training priors. To shift them to deployment priors, also pass `training_priors` (the "
                 "priors they were trained with)"
             )
-        log_p = jnp.zeros(k)
+        log_p = to_device(np.zeros(k), jnp.result_type(float))  # no program to compile, as jnp.zeros would
     return scores, log_p
 
 

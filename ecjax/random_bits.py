@@ -145,6 +145,20 @@ def split_keys(key: jax.Array, num: int = 2) -> tuple[jax.Array, ...]:
     return tuple(_as_key_like(key, _threefry_ints(*words, 0, i)) for i in range(num))
 
 
+def uint32_bits(key: jax.Array, num: int) -> np.ndarray | jax.Array:
+    """``jax.random.bits(key, (num,), jnp.uint32)``, computed on the host when ``key`` is a concrete threefry key.
+
+    With jax's default partitionable threefry, word ``i`` is the exclusive or of the two output words of the hash
+    of the counter pair ``(0, i)``.
+    """
+    words = _host_words(key)
+    if words is None or not getattr(jax.config, "jax_threefry_partitionable"):  # a flag jax does not annotate
+        return jax.random.bits(key, (num,), jnp.uint32)
+    y0, y1 = threefry2x32(np.full(num, words[0], np.uint32), np.full(num, words[1], np.uint32),
+                          np.zeros(num, np.uint32), np.arange(num, dtype=np.uint32))
+    return y0 ^ y1
+
+
 def key(seed: int) -> jax.Array:
     """``jax.random.key(seed)`` without a device program, for the default threefry generator and ``0 <= seed < 2^32``."""
     # getattr: a flag that jax's type annotations do not declare.

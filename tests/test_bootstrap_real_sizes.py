@@ -170,6 +170,51 @@ def test_tied_pairs_listed_or_every_tie_end_give_scikit_learns_auc():
     assert int(ranked.num_tied_pairs) > ranked.tied_class1.shape[0]  # the rounded scores overflowed the list
 
 
+@pytest.mark.parametrize("n, spread", [(2000, 2.0), (2**19, 0.0)])
+def test_the_count_of_tied_pairs_saturates_exactly_past_the_list(n, spread):
+    # The count is a prefix sum of each class-1 position's tied class-0 samples (each capped at the list's capacity
+    # + 1), saturated at the capacity + 1: a numpy int64 count is the reference.  All 2^19 scores tied: 2^18 class-1
+    # positions each with 2^18 class-0 ties, capped at 32769, sum to 8.6e9 > 2^32 (a plain uint32 or int32 running
+    # sum would wrap and report a small count).
+    from ecjax.scores.roc import tie_capacity
+
+    rng = np.random.default_rng(0)
+    y = (np.arange(n) % 2) if spread == 0 else rng.integers(0, 2, n)
+    s = np.zeros(n) if spread == 0 else np.round(rng.normal(size=n) * spread)
+    cap = tie_capacity(n)
+    _, group = np.unique(s, return_inverse=True)
+    class0_in_group = np.bincount(group, weights=(y == 0)).astype(np.int64)
+    per_class1 = np.minimum(class0_in_group[group[y == 1]], cap + 1)
+    got = jax.jit(sort_scores)(jnp.asarray(y), jnp.asarray(s, jnp.float32)).num_tied_pairs  # one program
+    assert int(got) == min(int(per_class1.sum()), cap + 1)
+
+
+def test_a_first_bootstrap_call_compiles_two_programs():
+    # Issue 33.3: a first call used to compile about 20 programs (eager key words, the mean, each error, the HDI);
+    # now the draws and the summaries are one program each.  New sizes (N = 777, 1237 draws): nothing cached.
+    import logging
+
+    compiled = []
+
+    class Counter(logging.Handler):
+        def emit(self, record):
+            if record.getMessage().startswith("Finished XLA compilation"):
+                compiled.append(record.getMessage().split(" in ")[0])
+
+    y, _, lp = _binary(777, seed=8)
+    counter, logger = Counter(), logging.getLogger("jax")
+    logger.addHandler(counter)
+    try:
+        with jax.log_compiles(True):
+            post = bootstrap_metric(Systems(y, scores=lp), "auc", key=KEY,
+                                    settings=MonteCarloSettings(num_draws=1237))
+    finally:
+        logger.removeHandler(counter)
+    assert len(compiled) <= 2 and any("_bootstrap_draws" in c for c in compiled), compiled
+    assert post.num_draws == 1237
+    np.testing.assert_allclose(post.estimate[0], roc_auc_score(y, lp[:, 1] - lp[:, 0]), rtol=1e-6)
+
+
 def test_draw_until_stops_where_the_closed_form_error_of_a_bernoulli_mean_meets_the_target():
     rng_p = 0.3
 
@@ -237,3 +282,37 @@ def test_compare_results_to_a_precision_meets_it_and_agrees_with_the_fixed_draws
     assert np.all(np.abs(z) < 4), z
     clear = compare_results(scores + np.array([[0.0], [0.0], [0.2]]), key=KEY, mc_error=0.005)
     assert clear.draws.shape[0] == 1000 and clear.p_best[2] == 1.0  # a clear winner: one round
+
+
+def test_compare_results_default_draws_stop_early_for_a_clear_winner_and_draw_more_on_a_close_call():
+    # Issue 33.2: by default compare_results draws until every P(best) has the binomial error sqrt(p (1 - p) / S)
+    # <= 0.005 (adaptive_draws.DEFAULT_MC_ERROR), from 1000 draws, at most 20 000 (before: always 20 000).
+    from ecjax.prob import compare_results
+    from ecjax.prob.adaptive_draws import DEFAULT_MC_ERROR
+
+    rng = np.random.default_rng(12)
+    noise = 0.02 * rng.normal(size=(2, 12))
+    clear = compare_results(0.8 + noise + np.array([[0.0], [0.2]]), key=KEY)
+    assert clear.num_draws == 1000 and clear.p_best[1] == 1.0 and clear.precision["met"]
+    # Fold differences (e, -e): their mean is 0, so the posterior of the difference is a t centred on 0 and
+    # P(best) = 1/2 exactly; the binomial error needs 0.25 / 0.005^2 = 10 000 draws.
+    a = 0.8 + noise[0]
+    e = 0.01 * np.arange(1, 7)
+    pair = np.stack([a, a + np.concatenate([e, -e])])
+    close = compare_results(pair, key=KEY)
+    need = 0.25 / DEFAULT_MC_ERROR**2
+    assert 0.8 * need <= close.num_draws <= 20_000, close.num_draws
+    assert close.precision["met"] and close.num_draws % 1000 == 0  # rounds of whole first-round blocks
+    assert np.all(np.sqrt(close.p_best * (1 - close.p_best) / close.num_draws) <= DEFAULT_MC_ERROR)
+    assert abs(close.p_best[0] - 0.5) < 4 * np.sqrt(0.25 / close.num_draws)
+    record = close.to_dict()
+    assert record["num_draws"] == close.num_draws and record["precision"]["cap"] == 20_000
+    assert f"({close.num_draws} independent draws)" in close.summary()
+    assert "drawn until every P(best)'s Monte Carlo error <= 0.005 (at most 20000): met" in close.summary()
+    # num_draws alone is still that many, fixed (as many as above: the compiled shapes are shared); another key's
+    # fixed draws agree with the adaptive ones within their Monte Carlo errors (the slow lane has three systems).
+    fixed = compare_results(pair, key=jax.random.key(8), num_draws=close.num_draws)
+    assert fixed.num_draws == close.num_draws and fixed.precision is None and fixed.to_dict()["draws"] == "fixed"
+    z = (close.p_best - fixed.p_best) / np.hypot(close.errors["p_best"], fixed.errors["p_best"])
+    assert np.all(np.abs(z) < 4), z
+

@@ -134,6 +134,15 @@ def test_host_key_derivation_remembers_words_only_of_keys_that_cannot_change(mon
     assert not np.array_equal(first, np.asarray(jax.random.fold_in(raw, 7)))
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2**32 - 1])
+def test_host_uint32_bits_are_jax_random_bits(seed):
+    # bootstrap_metric's key words come from the host (issue 33.3: no eager programs to compile on a first call).
+    for key in (jax.random.key(seed), jax.random.PRNGKey(seed), random_bits.split_keys(jax.random.key(seed))[1]):
+        for num in (1, 2, 5):
+            np.testing.assert_array_equal(np.asarray(random_bits.uint32_bits(key, num)),
+                                          np.asarray(jax.random.bits(key, (num,), jnp.uint32)))
+
+
 def test_host_key_derivation_calls_no_jax_random_and_defers_to_it_under_a_trace(monkeypatch):
     # jax.random's key functions each compile a program on first use: the host path must not reach them.
     def refuse(*args, **kwargs):

@@ -32,8 +32,9 @@ bootstrap's), a run need not start afresh: :func:`draw_until` extends the
 draws made so far by rounds sized by the same eq. (1), and the adaptive
 answer is identical to a fixed one of the same length.
 :func:`ecjax.prob.bootstrap_metric` (default target
-:data:`BOOTSTRAP_MC_ERROR`) and :func:`ecjax.prob.compare_results` (with
-``mc_error=``) draw this way.
+:data:`BOOTSTRAP_MC_ERROR`) and :func:`ecjax.prob.compare_results` (default
+target :data:`DEFAULT_MC_ERROR`, as the comparisons) draw this way, and report
+what they drew with :func:`precision_record` and :func:`describe_draws`.
 """
 
 from __future__ import annotations
@@ -148,3 +149,18 @@ def draw_until(draw: Callable[[int, int], Any], errors: Callable[[Any], np.ndarr
         more = rounded(max(next_draws(total, worst, target, cap), total + 1)) - total
         drawn = join([drawn, draw(total, more)])
         total += more
+
+
+def precision_record(until: DrawnUntil, target: float, cap: int) -> dict:
+    """The JSON-ready record of a :func:`draw_until` run: the target, the largest error reached, whether the target
+    was met, and the cap."""
+    return {"mc_error": float(target), "max_error": float(until.max_error), "met": bool(until.met), "cap": int(cap)}
+
+
+def describe_draws(precision: dict | None, probabilities: str = "every reported probability") -> str:
+    """How the draws were made, in words: ``"fixed"`` (``precision`` None) or the target of a
+    :func:`precision_record` on ``probabilities`` and whether it was met."""
+    if precision is None:
+        return "fixed"
+    return (f"until {probabilities}'s Monte Carlo error <= {precision['mc_error']:g} "
+            f"(at most {precision['cap']}): {'met' if precision['met'] else 'not met, cap reached'}")

@@ -98,12 +98,12 @@ from ecjax.draw_runner import Block, ProgressOption, plan_blocks, run_blocks
 from ecjax.precision import matmul
 from ecjax.prob import sampling
 from ecjax.prob.draw_plan import MonteCarloSettings, check_monte_carlo_settings
-from ecjax.prob.adaptive_draws import BOOTSTRAP_MC_ERROR, DEFAULT_MAX_DRAWS, FIRST_DRAWS, draw_until
+from ecjax.prob.adaptive_draws import (BOOTSTRAP_MC_ERROR, DEFAULT_MAX_DRAWS, FIRST_DRAWS, describe_draws, draw_until,
+                                      precision_record)
 from ecjax.prob.inputs import (Systems, as_metric_spec, check_class_support, check_draws_fit, paired_scores,
                                stacked_scores)
 from ecjax.prob.ranking import (
     RankedSystems,
-    batch_means_error,
     check_hdi_prob,
     check_rope,
     hdi,
@@ -663,31 +663,30 @@ def _frequency_weighted_chunk(key, c, labels, scores, groups, options, sample_we
 def _bootstrap_draws(words, start, labels, scores, groups, options, *, metric, score_type, num_draws, chunk_size,
                      num_groups):
     """``(S, M)`` draws ``start, ..., start + S - 1`` and the ``(M,)`` metric on the data (uniform weights), in one
-    compiled program (``start`` traced: later rounds of the same size reuse it)."""
+    compiled program (``start`` traced: later rounds of the same size reuse it).
+
+    The rows evaluated are the uniform weights, then the ``S`` draws, in chunks of ``chunk_size`` rows: one vmapped
+    copy of the metric to compile (not a second one for the estimate), and one extra evaluation per call, not one
+    per chunk (a fifth more work at 4 draws a chunk, ``N = 10^6``).
+    """
     log_post = log_posteriors_kernel(scores.values, scores.log_priors, score_type)
     n, m = labels.shape[0], log_post.shape[0]
-    num_chunks = -(-num_draws // chunk_size)
-    index = (jnp.asarray(start, jnp.uint32)
-             + jnp.arange(num_chunks * chunk_size, dtype=jnp.uint32)).reshape(num_chunks, chunk_size)
-    # Row 0 of every chunk has uniform weights (the metric on the data): one vmapped copy of the metric to compile
-    # instead of two, for one extra evaluation per chunk.
-    uniform = jnp.full((1, n), 1.0 / n, log_post.dtype)
+    num_chunks = -(-(num_draws + 1) // chunk_size)
+    row = jnp.arange(num_chunks * chunk_size, dtype=jnp.uint32).reshape(num_chunks, chunk_size)
+    uniform = jnp.asarray(1.0 / n, log_post.dtype)
 
     # A ranking metric's sorts, once for every draw; without clusters its draws come in the first system's order.
     prepared = _prepared(metric, labels, log_post, exchangeable=groups is None)
 
-    def chunk(ids):
-        drawn = _draw_weights(words, ids, groups, n, num_groups, normalized=not _is_ranked(metric))
-        w = jnp.concatenate([uniform, drawn])
+    def chunk(rows):
+        # Row r > 0 is draw start + r - 1 (row 0's draw, replaced by the uniform weights, is never used).
+        drawn = _draw_weights(words, jnp.asarray(start, jnp.uint32) + rows - 1, groups, n, num_groups,
+                              normalized=not _is_ranked(metric))
+        w = jnp.where((rows == 0)[:, None], uniform, drawn)
         return _evaluate(metric, labels, prepared, w, options, n)
 
-    if num_chunks == 1:
-        out = chunk(index[0])
-        estimate, draws = out[0], out[1:]
-    else:
-        out = jax.lax.map(chunk, index)
-        estimate, draws = out[0, 0], out[:, 1:].reshape(-1, m)
-    return draws[:num_draws], estimate
+    out = chunk(row[0]) if num_chunks == 1 else jax.lax.map(chunk, row).reshape(-1, m)
+    return out[1:num_draws + 1], out[0]
 
 
 @partial(jax.jit, static_argnames=("metric", "score_type"))
@@ -1018,22 +1017,26 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     sample_weight = _checked_sample_weight(sample_weight, y, metric, evaluation_priors, checked.shape[-1])
     group_index, num_groups = _group_index(groups, n)
     chunk_size = counts.chunk_size
+    # The rows a chunk can hold: the draws, and without frequency weights the uniform weights' row (the estimate).
+    rows = num_draws + (sample_weight is None)
     if chunk_size is None:
         per_sample = max(1, BUILTIN_METRICS[metric].arrays_per_sample_and_class * k) if isinstance(metric, str) else 1
-        chunk_size = max(1, min(num_draws, _CHUNK_ELEMENTS // (n * m * per_sample)))
-    chunk_size = min(chunk_size, num_draws)
+        chunk_size = max(1, min(rows, _CHUNK_ELEMENTS // (n * m * per_sample)))
+    chunk_size = min(chunk_size, rows)
 
     key_weights, key_rank = random_bits.split_keys(key)
-    # Two threefry key words from any key type: the counter-based draws of _exponentials need them.
-    words = jax.random.bits(key_weights, (2,), jnp.uint32)
+    # Two threefry key words from any key type: the counter-based draws of _exponentials need them (on the host for
+    # a threefry key: no programs to compile).
+    words = random_bits.uint32_bits(key_weights, 2)
     # The host loop's blocks (ecjax.draw_runner): whole chunks, one compiled call each, the last one cut to the
     # round.  Counter-based draws start anywhere: a block is the first round (one call per round, so one sort of a
     # ranking metric's scores), or with progress about 1/_PROGRESS_BLOCKS of it, a sort each, so that reports and the
     # measured time left come regularly.  Frequency-weighted draws take a key per chunk: a block is a chunk, and
     # rounds start on one (draw_until's `multiple`).  Without progress the host copies the round once, at its end.
+    # A block's program evaluates the uniform weights and its draws: whole chunks of them, so one fewer draw.
     reported = bool(counts.progress)
     block = chunk_size if sample_weight is not None else chunk_size * -(
-        -(-(-num_draws // _PROGRESS_BLOCKS) if reported else num_draws) // chunk_size)
+        -((-(-num_draws // _PROGRESS_BLOCKS) if reported else num_draws) + 1) // chunk_size) - 1
     estimates = [] if sample_weight is None else [
         _weighted_kernel(y, checked, sample_weight[None], options, metric=metric, score_type=score_type)[0]]
 
@@ -1051,15 +1054,20 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
             return Block(draws=d)
 
         plan = plan_blocks(count, block, 1 if reported else count)
-        return jnp.asarray(run_blocks(one_block, plan, progress=counts.progress).draws)
+        return run_blocks(one_block, plan, progress=counts.progress).draws  # on the host
+
+    def summary_of(draws):
+        # One compiled program for all summaries and their errors: each round's and the final one (the same
+        # arguments, so a final summary of the last round's shape compiles nothing).  The ranking functions take
+        # "higher is better" draws; the HDI of the negated draws would be another program's (ties at its ends).
+        return summarize(key_rank, draws if higher else -draws, rope=rope, hdi_prob=hdi_prob if higher else None,
+                         indicator_errors=True)
 
     def probability_errors(drawn):
-        signed = drawn if higher else -drawn
-        if m == 1 or not bool(jnp.all(jnp.isfinite(drawn))):
+        if m == 1 or not np.all(np.isfinite(drawn)):
             return np.zeros(0)
-        found = summarize(key_rank, signed, rope=rope)["errors"]
-        pairwise = batch_means_error((signed[:, :, None] > signed[:, None, :]).astype(jnp.float32))
-        return np.concatenate([np.ravel(found["p_best"]), np.ravel(pairwise)]
+        found = summary_of(drawn)["errors"]
+        return np.concatenate([np.ravel(found["p_best"]), np.ravel(found["pairwise"])]
                               + ([np.ravel(found["rope_probabilities"])] if rope is not None else []))
 
     if counts.target is None:
@@ -1068,10 +1076,10 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     else:
         # Counter-based draws start anywhere; frequency-weighted ones draw a key per chunk, so rounds start on one.
         until = draw_until(draw, probability_errors, target=counts.target, first_round=num_draws, cap=counts.cap,
-                           join=jnp.concatenate, multiple=1 if sample_weight is None else chunk_size)
+                           join=np.concatenate, multiple=1 if sample_weight is None else chunk_size)
         drawn, num_draws = until.draws, until.num_draws
-        precision = {"mc_error": counts.target, "max_error": until.max_error, "met": until.met, "cap": counts.cap}
-    draws = _recentred(drawn, estimates[0], y, checked, sample_weight, options, metric=metric,
+        precision = precision_record(until, counts.target, counts.cap)
+    draws = _recentred(v.to_device(drawn), estimates[0], y, checked, sample_weight, options, metric=metric,
                        score_type=score_type)
     estimate = np.asarray(estimates[0], np.float64)
     bad = int(np.sum(~np.all(np.isfinite(np.asarray(draws)), axis=-1)))
@@ -1079,17 +1087,12 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
         raise v.InputError(f"`metric` returned NaN or inf in {bad} of {num_draws} draws; a posterior needs a finite "
                            "metric for every weighting of the samples")
 
-    # The ranking functions take "higher is better" draws.
-    signed = draws if higher else -draws
-    summary = summarize(key_rank, signed, rope=rope)
-    rank_draws = summary["ranks"]
-    mean = np.asarray(jnp.mean(draws, 0), np.float64)
-    errors = {
-        "mean": batch_means_error(draws),
-        "p_best": summary["errors"]["p_best"],
-        "rank_probabilities": batch_means_error(jax.nn.one_hot(rank_draws, m, dtype=jnp.float32)),
-        "pairwise": batch_means_error((signed[:, :, None] > signed[:, None, :]).astype(jnp.float32)),
-    }
+    summary = summary_of(draws)
+    mean = np.mean(np.asarray(draws, np.float64), 0)
+    # The batch means of the negated draws are the negated batch means (exactly): their error is the draws'.
+    errors = {"mean": summary["errors"]["mean_yield"], "p_best": summary["errors"]["p_best"],
+              "rank_probabilities": summary["errors"]["rank_probabilities"],
+              "pairwise": summary["errors"]["pairwise"]}
     if rope is not None:
         errors["rope_probabilities"] = summary["errors"]["rope_probabilities"]
     best_mean = mean if higher else -mean
@@ -1100,11 +1103,9 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
             "priors": "data (resampled)" if evaluation_priors is None else "given (fixed)",
             "sample_weight": "none" if sample_weight is None else "frequency weights (Gamma(s_n) draws, eq. 3)",
             "num_draws": num_draws,
-            "draws": "fixed" if precision is None else (
-                f"until every reported probability's Monte Carlo error <= {precision['mc_error']:g} "
-                f"(at most {precision['cap']}): {'met' if precision['met'] else 'not met, cap reached'}"),
+            "draws": describe_draws(precision),
             "precision": precision}
     return MetricPosterior(
         systems=names, metric=name, higher_is_better=higher, draws=draws, estimate=estimate, mean=mean,
-        hdi_prob=hdi_prob, hdi=np.asarray(hdi(draws, hdi_prob)), equal_tailed=equal_tailed_interval(draws, hdi_prob), **ranking_fields(summary, rope),
+        hdi_prob=hdi_prob, hdi=np.asarray(summary["hdi"] if higher else hdi(draws, hdi_prob)), equal_tailed=equal_tailed_interval(draws, hdi_prob), **ranking_fields(summary, rope),
         recommendation=int(np.argmax(best_mean)), errors=errors, info=info)

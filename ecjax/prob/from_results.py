@@ -63,14 +63,15 @@ from numpyro.infer.reparam import LocScaleReparam
 from ecjax import inputs as v
 from ecjax import random_bits
 from ecjax import result_formats
-from ecjax.draw_runner import Block, ProgressOption, run_blocks
+from ecjax.draw_runner import Block, ProgressOption, plan_blocks, run_blocks
 from ecjax.precision import einsum, matmul
 from ecjax.prob import ranking
 from ecjax.prob.inputs import (as_fold_results, check_dataset_spread, check_draws_fit, check_fold_spread,
                                check_pair_spread, check_several_datasets, flat_fold_rows, fold_differences,
                                fold_rounding, results_per_dataset)
 from ecjax.prob.mcmc import NUTSDiagnostics, NUTSSettings, check_nuts_settings, fit_nuts
-from ecjax.prob.adaptive_draws import FIRST_DRAWS, draw_until
+from ecjax.prob.adaptive_draws import (DEFAULT_MAX_DRAWS, DEFAULT_MC_ERROR, describe_draws, draw_until, first_draws,
+                                      precision_record)
 from ecjax.prob.draw_plan import plan_draws
 from ecjax.report import aligned
 
@@ -819,7 +820,7 @@ def _unit_draws(key, factor, c, relative_mean, systems, num_folds, *, num_draws:
 
 
 def mean_score_draws(key: jax.Array, scores: ArrayLike, rho: float, *, num_draws: int,
-                     progress: ProgressOption = False) -> tuple[np.ndarray, jax.Array]:
+                     progress: ProgressOption = False, block_size: int | None = None) -> tuple[np.ndarray, jax.Array]:
     """``(draws, relative)``: ``(num_draws, M)`` draws of the ``M`` mean scores from their joint posterior.
 
     ``mu | X ~ St_M(n - 1, mean(X), (1/n + rho/(1 - rho)) S)``, the
@@ -842,9 +843,11 @@ def mean_score_draws(key: jax.Array, scores: ArrayLike, rho: float, *, num_draws
     systems get identical draws (exact ties).  Concrete input, no checks.
 
     The draws are made in blocks (:func:`ecjax.prob.draw_plan.plan_draws`: at
-    most ``2^22`` numbers a block), block ``b`` from ``fold_in(key, b)``, by
-    :func:`ecjax.draw_runner.run_blocks`, which reports to ``progress``
-    (the ``relative`` draws so far to ``draws_done``).
+    most ``2^22`` numbers a block; or blocks of ``block_size`` draws,
+    whatever ``num_draws``: one compiled shape for runs of any length), block
+    ``b`` from ``fold_in(key, b)``, by :func:`ecjax.draw_runner.run_blocks`,
+    which reports to ``progress`` (the ``relative`` draws so far to
+    ``draws_done``).
     """
     x = np.asarray(scores, np.float64)
     first: dict[bytes, int] = {}  # each distinct row of results, by its bytes (np.unique(axis=0) is ~1 s at 10^5 folds)
@@ -855,7 +858,8 @@ def mean_score_draws(key: jax.Array, scores: ArrayLike, rho: float, *, num_draws
     # Each system's mean minus the systems' average, in the same units: the ranking's location part.
     relative_mean = (joint.mean - joint.mean.mean()) / joint.rel_unit
     factor, systems = jnp.asarray(joint.factor, f), jnp.asarray(inverse)
-    plan = plan_draws(num_draws, factor.shape[0] + factor.shape[1] + len(inverse))
+    plan = (plan_draws(num_draws, factor.shape[0] + factor.shape[1] + len(inverse)) if block_size is None else
+            plan_blocks(num_draws, block_size))
 
     def block(b):
         return Block(draws=_unit_draws(random_bits.fold_in(key, b), factor, jnp.asarray(c, f),
@@ -946,6 +950,8 @@ class ResultsComparison(ranking.BestMeanRecommended):
       hdi_prob, hdi: ``(M, 2)`` highest-density intervals of the mean results.
       errors: Monte Carlo standard errors of ``p_best``, ``sqrt(p (1 - p) / S)`` (the draws are independent,
         :func:`independent_draws_error`).
+      precision: how the draws were made: ``None`` for a fixed ``num_draws``, else the target, the largest error
+        reached, whether it was met and the cap (:func:`~ecjax.prob.adaptive_draws.precision_record`).
     """
 
     systems: tuple
@@ -959,6 +965,7 @@ class ResultsComparison(ranking.BestMeanRecommended):
     hdi_prob: float
     hdi: np.ndarray
     errors: dict = field(default_factory=dict)
+    precision: dict | None = None
 
     CENTRE = "mean_scores"
     ARVIZ_NAME = "mean_result"
@@ -966,7 +973,9 @@ class ResultsComparison(ranking.BestMeanRecommended):
 
     def to_dict(self) -> dict:
         """The result part of ``ecjax compare-folds --json``'s record for one data set."""
-        return self.model_record("mean")
+        return {**self.model_record("mean"), "num_draws": self.num_draws,
+                "draws": describe_draws(self.precision, "every P(best)"),
+                "precision": self.precision}
 
     def pair_tables(self) -> dict[str, np.ndarray]:
         """The three closed-form ROPE probabilities of every pair (:attr:`pairwise`, :func:`ranking.rope_tables`)."""
@@ -975,8 +984,10 @@ class ResultsComparison(ranking.BestMeanRecommended):
     def summary(self) -> str:
         """Mean result, HDI and P(best) per system, then ``(P(left), P(rope), P(right))`` for every pair."""
         lines = _ranking_lines(self.systems, self.mean_scores, self)
-        lines.append(f"± Monte Carlo standard error ({self.draws.shape[0]} independent draws); "
+        lines.append(f"± Monte Carlo standard error ({self.num_draws} independent draws); "
                      f"fold correlation rho = {self.rho:.4g}")
+        if self.precision is not None:
+            lines.append(f"drawn {describe_draws(self.precision, 'every P(best)')}")
         lines.append(f"pairs (P(left), P(rope), P(right)) with rope {self.rope:g}, closed form (correlated t-test):")
         for a in range(len(self.systems)):
             for b in range(a + 1, len(self.systems)):
@@ -995,7 +1006,7 @@ _BYTES_PER_DRAW_AND_SYSTEM = 64
 
 
 def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test_fraction: float | None = None,
-                    key: jax.Array | None = None, num_draws: int = 20_000, systems: Sequence[str] | None = None,
+                    key: jax.Array | None = None, num_draws: int | None = None, systems: Sequence[str] | None = None,
                     hdi_prob: float = 0.9, mc_error: float | None = None,
                     progress: ProgressOption = False) -> ResultsComparison:
     """Rank ``M`` systems from their ``(M, n)`` per-fold results on one data set (higher is better).
@@ -1013,20 +1024,26 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
       scores: ``(M, n)`` results of ``M`` systems on the same ``n`` folds.
       rope, runs, test_fraction: as in :func:`correlated_t_test`.
       key: ``jax.random`` key (required).
-      num_draws: posterior draws (>= what ``hdi_prob`` needs).
+      num_draws: posterior draws (>= what ``hdi_prob`` needs): exactly this
+        many, or with ``mc_error`` the most.  Default (``None``, no
+        ``mc_error``): adaptive, as :func:`~ecjax.prob.compare` (below).
       systems: names (default ``"system 0"``, ...).
       hdi_prob: mass of the highest-density intervals.
       mc_error: draw in rounds (:func:`ecjax.prob.adaptive_draws.draw_until`,
-        from 1000 draws) until every P(best) has a Monte Carlo error
-        ``sqrt(p (1 - p) / S)`` at most this, in ``(0, 0.5)``; ``num_draws``
-        is then the most draws.  ``None``: ``num_draws`` draws.
+        from 1000 draws, or what ``hdi_prob`` needs) until every P(best) has
+        a Monte Carlo error ``sqrt(p (1 - p) / S)`` at most this, in ``(0,
+        0.5)``, at most ``num_draws`` draws (default 20 000).  With neither
+        ``mc_error`` nor ``num_draws`` the target is
+        :data:`~ecjax.prob.adaptive_draws.DEFAULT_MC_ERROR` (0.005): a clear
+        winner costs the first round, a close call up to 20 000 draws.
       progress: as in :class:`~ecjax.prob.MonteCarloSettings` (the draws
-        of :func:`mean_score_draws`; of each round with ``mc_error``).
+        of :func:`mean_score_draws`; of each round when adaptive).
 
     Returns:
-      :class:`ResultsComparison`.  Two systems whose difference is the same
-      non-zero number on every fold raise :class:`InputError`, as in
-      :func:`correlated_t_test`.
+      :class:`ResultsComparison` (its :attr:`~ResultsComparison.precision`
+      says how the draws were made; ``num_draws`` how many).  Two systems
+      whose difference is the same non-zero number on every fold raise
+      :class:`InputError`, as in :func:`correlated_t_test`.
     """
     results = v.check_shape(as_fold_results(scores, "scores", min_ndim=2), "scores", "(M, n)",
                             why=": one row of n fold results per system (for (M, q, n) results on several data sets "
@@ -1035,49 +1052,71 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
     rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(n, runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
-    num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
-    hdi_prob = ranking.check_hdi_prob(hdi_prob, num_draws)
+    first, target, cap = _results_draw_counts(num_draws, mc_error, hdi_prob)
+    hdi_prob = ranking.check_hdi_prob(hdi_prob, first)
     systems = v.system_names(systems, None, m)
-    check_draws_fit(num_draws, _BYTES_PER_DRAW_AND_SYSTEM * (m + 1))
+    check_draws_fit(cap, _BYTES_PER_DRAW_AND_SYSTEM * (m + 1))
     x = np.asarray(results)
     rtol = fold_rounding(scores)
     check_pair_spread(x, "scores", systems, rtol)
     key_draws, key_ranks = random_bits.split_keys(key)
-    if mc_error is None:
-        draws, relative = mean_score_draws(key_draws, x, rho, num_draws=num_draws, progress=progress)
+    precision = None
+    if target is None:
+        draws, relative = mean_score_draws(key_draws, x, rho, num_draws=first, progress=progress)
     else:
-        draws, relative = _mean_score_draws_to_precision(key_draws, key_ranks, x, rho, num_draws=num_draws,
-                                                         mc_error=v.as_scalar(mc_error, "mc_error", low=0.0,
-                                                                              high=0.5, strict=True),
-                                                         progress=progress)
-        num_draws = draws.shape[0]
+        until = _mean_score_draws_to_precision(key_draws, x, rho, first=first, cap=cap, mc_error=target,
+                                               progress=progress)
+        (draws, relative), precision = (until.draws[0], jnp.asarray(until.draws[1])), precision_record(
+            until, target, cap)
+    num_draws = draws.shape[0]
     rank_draws = ranking.ranks(key_ranks, relative)
     rank_probs = np.asarray(ranking.rank_probabilities(rank_draws, num_systems=m))
     return ResultsComparison(
         systems=systems, mean_scores=x.mean(-1), draws=draws, p_best=rank_probs[:, 0],
         rank_probabilities=rank_probs, pairwise=_pairwise_closed_form(x, rho, rope, rtol),
         rope=rope, rho=rho, hdi_prob=hdi_prob, hdi=_hdi_at_any_scale(draws, hdi_prob),
-        errors={"p_best": independent_draws_error(rank_probs[:, 0], num_draws)},
+        errors={"p_best": independent_draws_error(rank_probs[:, 0], num_draws)}, precision=precision,
     )
 
 
-def _mean_score_draws_to_precision(key, key_ranks, results, rho, *, num_draws, mc_error, progress):
-    """:func:`mean_score_draws` in rounds (round ``r`` from ``fold_in(key, start)``) until every P(best) has the
-    independent-draws error ``sqrt(p (1 - p) / S)`` at most ``mc_error``, at most ``num_draws`` draws."""
-    m = results.shape[0]
+def _results_draw_counts(num_draws, mc_error, hdi_prob):
+    """``(first, target, cap)`` of :func:`compare_results`: ``num_draws`` alone, that many (``target`` None);
+    otherwise rounds from :func:`~ecjax.prob.adaptive_draws.first_draws` (at most the cap) to the target
+    ``mc_error`` (default :data:`~ecjax.prob.adaptive_draws.DEFAULT_MC_ERROR`), at most ``num_draws`` (default
+    :data:`~ecjax.prob.adaptive_draws.DEFAULT_MAX_DRAWS`)."""
+    if num_draws is not None:
+        num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
+        if mc_error is None:
+            return num_draws, None, num_draws
+    target = (DEFAULT_MC_ERROR if mc_error is None
+              else v.as_scalar(mc_error, "mc_error", low=0.0, high=0.5, strict=True))
+    cap = DEFAULT_MAX_DRAWS if num_draws is None else num_draws
+    first = first_draws(ranking.min_draws_for_hdi(v.as_scalar(hdi_prob, "hdi_prob", low=0.0, high=1.0, strict=True)))
+    return min(first, cap), target, cap
 
-    def draw(start, count):
-        return mean_score_draws(random_bits.fold_in(key, start), results, rho, num_draws=count, progress=progress)
+
+def _p_best_ties_split(draws: np.ndarray) -> np.ndarray:
+    """``(M,)`` P(best) of ``(S, M)`` draws with each exact tie for the best split evenly (the mean of
+    :func:`ranking.ranks`' random split), on the host: the stopping rule of the rounds compiles nothing."""
+    top = draws == draws.max(1, keepdims=True)
+    return (top / top.sum(1, keepdims=True)).mean(0)
+
+
+def _mean_score_draws_to_precision(key, results, rho, *, first, cap, mc_error, progress):
+    """:func:`mean_score_draws` in rounds (round ``r`` from ``fold_in(key, start)``) from ``first`` draws until
+    every P(best) has the independent-draws error ``sqrt(p (1 - p) / S)`` at most ``mc_error``, at most ``cap``
+    draws: the :class:`~ecjax.prob.adaptive_draws.DrawnUntil` of ``(draws, relative)``."""
+    def draw(start, count):  # blocks of the first round's size: every round runs the same compiled program
+        return mean_score_draws(random_bits.fold_in(key, start), results, rho, num_draws=count, progress=progress,
+                                block_size=first)
 
     def errors(drawn):
-        p_best = np.asarray(ranking.rank_probabilities(ranking.ranks(key_ranks, drawn[1]), num_systems=m))[:, 0]
-        return independent_draws_error(p_best, drawn[0].shape[0])
+        return independent_draws_error(_p_best_ties_split(drawn[1]), drawn[0].shape[0])
 
-    def join(rounds):
-        return np.concatenate([r[0] for r in rounds]), jnp.concatenate([r[1] for r in rounds])
+    def join(rounds):  # on the host: no program per round's shape
+        return np.concatenate([r[0] for r in rounds]), np.concatenate([np.asarray(r[1]) for r in rounds])
 
-    return draw_until(draw, errors, target=mc_error, first_round=min(FIRST_DRAWS, num_draws), cap=num_draws,
-                      join=join).draws
+    return draw_until(draw, errors, target=mc_error, first_round=first, cap=cap, join=join, multiple=first)
 
 
 # ---------------------------------------------------------------------------------------------------------------------

@@ -370,8 +370,8 @@ def batch_means_error(per_draw: ArrayLike, num_batches: int = NUM_BATCHES) -> np
     return np.asarray(_batch_means_error_jit(x, num_batches=num_batches), np.float64)
 
 
-@partial(jax.jit, static_argnames=("has_rope", "hdi_prob"))
-def _summary_kernel(key, yields, rope, *, has_rope, hdi_prob):
+@partial(jax.jit, static_argnames=("has_rope", "hdi_prob", "indicator_errors"))
+def _summary_kernel(key, yields, rope, *, has_rope, hdi_prob, indicator_errors):
     m = yields.shape[1]
     r = ranks(key, yields)
     out = {"ranks": r, "rank_probabilities": rank_probabilities(r, num_systems=m), "pairwise": pairwise_better(yields)}
@@ -380,6 +380,9 @@ def _summary_kernel(key, yields, rope, *, has_rope, hdi_prob):
     if _num_batches(yields.shape[0], NUM_BATCHES) is not None:
         errors = {"p_best": _batch_means_error_kernel(r == 0, NUM_BATCHES),
                   "mean_yield": _batch_means_error_kernel(yields, NUM_BATCHES)}
+        if indicator_errors:
+            errors["rank_probabilities"] = _batch_means_error_kernel(jax.nn.one_hot(r, m), NUM_BATCHES)
+            errors["pairwise"] = _batch_means_error_kernel(yields[:, :, None] > yields[:, None, :], NUM_BATCHES)
     if has_rope:
         out["rope_probabilities"] = rope_probabilities(yields, rope)
         batches = _batches(yields, NUM_BATCHES)
@@ -391,12 +394,14 @@ def _summary_kernel(key, yields, rope, *, has_rope, hdi_prob):
 
 
 def summarize(key: jax.Array, yields: jax.Array, *, rope: float | None = None,
-              hdi_prob: float | None = None) -> dict[str, Any]:
+              hdi_prob: float | None = None, indicator_errors: bool = False) -> dict[str, Any]:
     """All ranking summaries of ``(S, M)`` yield draws, as a dict of arrays.
 
     ``errors`` holds the batch-means standard errors of ``p_best``,
-    ``mean_yield`` (the Monte Carlo mean of the yields) and, with a ``rope``,
-    ``rope_probabilities`` (float64 numpy; NaN with fewer than 4 draws).
+    ``mean_yield`` (the Monte Carlo mean of the yields), with a ``rope``,
+    ``rope_probabilities``, and with ``indicator_errors`` those of
+    ``rank_probabilities`` and ``pairwise`` (float64 numpy; NaN with fewer
+    than 4 draws).
     With ``hdi_prob`` (checked by the caller, see :func:`check_hdi_prob`),
     ``hdi`` holds the ``(M, 2)`` highest-density intervals (:func:`hdi`).
     One compiled program: the summaries of a comparison cost one trace and
@@ -406,10 +411,13 @@ def summarize(key: jax.Array, yields: jax.Array, *, rope: float | None = None,
     has_rope = rope is not None
     rope_value = np.asarray(rope if has_rope else 0.0, yields.dtype)  # host: no program to convert it
     out, errors = _summary_kernel(key, yields, rope_value, has_rope=has_rope,
-                                  hdi_prob=None if hdi_prob is None else float(hdi_prob))
+                                  hdi_prob=None if hdi_prob is None else float(hdi_prob),
+                                  indicator_errors=bool(indicator_errors))
     nan = {"p_best": np.full((m,), np.nan), "mean_yield": np.full((m,), np.nan),
-           "rope_probabilities": np.full((m, m, 3), np.nan)}
-    names = ("p_best", "mean_yield") + (("rope_probabilities",) if has_rope else ())
+           "rope_probabilities": np.full((m, m, 3), np.nan), "rank_probabilities": np.full((m, m), np.nan),
+           "pairwise": np.full((m, m), np.nan)}
+    names = (("p_best", "mean_yield") + (("rope_probabilities",) if has_rope else ())
+             + (("rank_probabilities", "pairwise") if indicator_errors else ()))
     out["errors"] = {name: np.asarray(errors[name], np.float64) if name in errors else nan[name] for name in names}
     return out
 

