@@ -4,12 +4,10 @@ The numbers the examples print come from functions tested elsewhere against inde
 here each example must run end to end, and a few printed facts are checked against the seeds.
 """
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from conftest import DATA_DIR  # ../shared/data, or ECJAX_DATA_DIR
+from conftest import DATA_DIR, run_script  # DATA_DIR: ../shared/data, or ECJAX_DATA_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 # The tour runs in tests/test_readme.py, which checks what it prints against the README.
@@ -26,13 +24,14 @@ EXAMPLE_PARAMS = [pytest.param(p, marks=pytest.mark.slow) if p.stem == "breast_c
 
 @pytest.mark.parametrize("script", EXAMPLE_PARAMS, ids=lambda p: p.stem)
 def test_example_runs(script):
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert proc.stdout.strip()
+    # In this process (conftest.run_script): the kernels the suite compiled are reused.  A new interpreter's start
+    # is tested by tests/test_demo.py's subprocess run of the command.
+    stdout = run_script(script, cwd=ROOT)
+    assert stdout.strip()
     if script.stem == "factory_and_medical":
         # Dyrland et al. (2022) eq. (3) and §1 (a): 3.5 / -3.5 EUR, then 4.7 / 7.3 EUR per component.
-        assert "yield A =    3.50  B =   -3.50" in proc.stdout
-        assert "yield A =    4.70  B =    7.30" in proc.stdout
+        assert "yield A =    3.50  B =   -3.50" in stdout
+        assert "yield A =    4.70  B =    7.30" in stdout
 
 
 def _code_cells(nb):
