@@ -380,10 +380,10 @@ def inferred_size(max_index: int, name: str, *, argument: str) -> int:
     """``max_index + 1`` as the number of classes/decisions, bounded by :data:`MAX_INFERRED_CLASSES`."""
     size = int(max_index) + 1
     if size > MAX_INFERRED_CLASSES:
-        raise InputError(
-            f"`{name}` holds the index {int(max_index)}, which would make {size} classes/decisions; more than "
-            f"{MAX_INFERRED_CLASSES} are only built when `{argument}` is given explicitly"
-        )
+        said = mentioning(f"holds the index {int(max_index)}, which would make {size} classes/decisions; more than "
+                          f"{MAX_INFERRED_CLASSES} are only built when {{given}} is given explicitly",
+                          given=(argument, None))
+        raise InputError(f"`{name}` {said['problem']}", argument=name, **said)
     return size
 
 

@@ -174,8 +174,8 @@ def test_tied_pairs_listed_or_every_tie_end_give_scikit_learns_auc():
 def test_the_count_of_tied_pairs_saturates_exactly_past_the_list(n, spread):
     # The count is a prefix sum of each class-1 position's tied class-0 samples (each capped at the list's capacity
     # + 1), saturated at the capacity + 1: a numpy int64 count is the reference.  All 2^19 scores tied: 2^18 class-1
-    # positions each with 2^18 class-0 ties, capped at 32769, sum to 8.6e9 > 2^32 (a plain uint32 or int32 running
-    # sum would wrap and report a small count).
+    # positions each with 2^18 class-0 ties, capped at 32769, sum to 8.6e9 > 2^32 (the wrap itself is tested below,
+    # where a wrapped running sum would land under the limit).
     from ecjax.scores.roc import tie_capacity
 
     rng = np.random.default_rng(0)
@@ -187,6 +187,22 @@ def test_the_count_of_tied_pairs_saturates_exactly_past_the_list(n, spread):
     per_class1 = np.minimum(class0_in_group[group[y == 1]], cap + 1)
     got = jax.jit(sort_scores)(jnp.asarray(y), jnp.asarray(s, jnp.float32)).num_tied_pairs  # one program
     assert int(got) == min(int(per_class1.sum()), cap + 1)
+
+
+@pytest.mark.parametrize("counts, limit", [
+    ([5, 2**31 - 1, 2**31 - 1, 3, 7, 1], 100),  # wraps at the third entry, to 3 + 5 - 2: a plain min would say 6
+    ([2**31 - 1] * 5 + [0, 9], 2**31 - 1),  # wraps twice
+    ([1, 2, 3, 4], 7),  # saturates without wrapping
+    ([0, 0, 0], 1),
+])
+def test_saturated_prefix_sums_are_exact_past_a_wrap(counts, limit):
+    # The tie count's running sum in uint32: after it wraps, every later entry is past the limit.  Reference: numpy's
+    # int64 cumsum; the first case gives [5, 100, 3, 6, 13, 14] with a running sum that wraps and is then capped.
+    from ecjax.scores.roc import _saturated_prefix_sums
+
+    expected = np.minimum(np.cumsum(np.asarray(counts, np.int64)), limit)
+    got = jax.jit(_saturated_prefix_sums, static_argnums=1)(jnp.asarray(counts, jnp.int32), limit)
+    np.testing.assert_array_equal(np.asarray(got, np.int64), expected)
 
 
 def test_a_first_bootstrap_call_compiles_two_programs():

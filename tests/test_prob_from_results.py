@@ -155,7 +155,7 @@ def test_correlated_t_test_bad_inputs():
         fr.correlated_t_test(a, np.where(np.arange(10) == 3, np.nan, b))
     with pytest.raises(ecjax.InputError, match="`differences` needs at least 2 folds"):
         fr.correlated_t_test([0.01])
-    with pytest.raises(ecjax.InputError, match="`rope` must be >= 0"):
+    with pytest.raises(ecjax.InputError, match="`rope` must be a non-negative finite number"):
         fr.correlated_t_test(a, b, rope=-0.01)
     for bad in (0.0, 1.0, 1.5, -0.2):
         with pytest.raises(ecjax.InputError, match="`test_fraction`"):
@@ -313,7 +313,7 @@ def test_hierarchical_bad_inputs():
     flat[2] = 0.004
     with pytest.raises(ecjax.InputError, match="data set 2 has the same difference on every fold"):
         fr.hierarchical_test(flat, key=KEY)
-    with pytest.raises(ecjax.InputError, match="`rope` must be >= 0"):
+    with pytest.raises(ecjax.InputError, match="`rope` must be a non-negative finite number"):
         fr.hierarchical_test(X, Y, rope=-1, key=KEY)
     with pytest.raises(ecjax.InputError, match="`key` is required"):
         fr.hierarchical_test(X, Y)

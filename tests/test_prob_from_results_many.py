@@ -192,7 +192,7 @@ def test_input_errors():
         fr.hierarchical_compare_results(dep, key=KEY)
     with pytest.raises(ecjax.InputError, match="`key` is required"):
         fr.hierarchical_compare_results(scores)
-    with pytest.raises(ecjax.InputError, match="`rope` must be >= 0"):
+    with pytest.raises(ecjax.InputError, match="`rope` must be a non-negative finite number"):
         fr.hierarchical_compare_results(scores, rope=-0.1, key=KEY)
     with pytest.raises(ecjax.InputError, match="`within_prior`"):
         fr.hierarchical_compare_results(scores, key=KEY, within_prior="flat")

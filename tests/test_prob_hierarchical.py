@@ -77,6 +77,9 @@ def test_bad_hierarchical_inputs():
         prob.compare_test_sets(counts, utilities=np.eye(2), key=KEY, concentration=0.0)
     with pytest.raises(ecjax.InputError, match="dispersion"):
         prob.compare_test_sets(counts, utilities=np.eye(2), key=KEY, dispersion=-1)
+    for given in (True, "0.5"):  # one number, not something float() turns into one
+        with pytest.raises(ecjax.InputError, match="`dispersion` must be a number"):
+            prob.compare_test_sets(counts, utilities=np.eye(2), key=KEY, dispersion=given)
     with pytest.raises(ecjax.InputError, match="row of `counts` is 0"):
         prob.compare_test_sets(counts * np.array([1, 0])[:, None], utilities=np.eye(2), key=KEY)
     with pytest.raises(ecjax.InputError, match="shape"):

@@ -32,9 +32,12 @@ bootstrap's), a run need not start afresh: :func:`draw_until` extends the
 draws made so far by rounds sized by the same eq. (1), and the adaptive
 answer is identical to a fixed one of the same length.
 :func:`ecjax.prob.bootstrap_metric` (default target
-:data:`BOOTSTRAP_MC_ERROR`) and :func:`ecjax.prob.compare_results` (default
-target :data:`DEFAULT_MC_ERROR`, as the comparisons) draw this way, and report
-what they drew with :func:`precision_record` and :func:`describe_draws`.
+:data:`BOOTSTRAP_MC_ERROR`) draws this way.  :func:`ecjax.prob.compare_results`
+(default target :data:`DEFAULT_MC_ERROR`, as the comparisons) extends its draws
+by rounds too, but its rounds are keyed by their first draw's index, not by the
+blocks of a fixed run: its adaptive answer is as precise as a fixed one, not
+identical to one of the same length.  Both report what they drew with
+:func:`precision_record` and :func:`describe_draws`.
 """
 
 from __future__ import annotations

@@ -193,7 +193,7 @@ def _checked_test_sets(counts, utilities, costs, priors, concentration, dispersi
     names, counts = as_named_counts(counts, system_axis=1)
     alpha = check_concentration(concentration, allow_zero=False)
     if dispersion is not None:
-        dispersion = v.as_scalar(float(dispersion), "dispersion", low=0.0, strict=True)
+        dispersion = v.as_scalar(dispersion, "dispersion", low=0.0, strict=True)
     prior = resolve_utilities(utilities, costs)
     k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     v.check_shape(counts, "counts", "(T, M, K, D)", sizes={"K": k, "D": d}, why=" (the shape of the utility matrix)")

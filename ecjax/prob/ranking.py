@@ -266,10 +266,7 @@ def check_rope(rope: float | None, *, optional: bool = True) -> float | None:
     """The half-width of a region of practical equivalence: a finite number >= 0 (``None`` when ``optional``)."""
     if rope is None and optional:
         return None
-    value = v.as_scalar(rope, "rope")
-    if value < 0:
-        raise v.InputError(f"`rope` must be >= 0 (a finite number), got {rope!r}")
-    return value
+    return v.as_scalar(rope, "rope", low=0.0)
 
 
 def check_hdi_prob(prob: float, num_draws: int) -> float:
