@@ -34,9 +34,10 @@ import jax
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ecjax import inputs, prob  # noqa: E402
+from ecjax import prob
+from ecjax._src import inputs  # noqa: E402
 from ecjax.cli import main  # noqa: E402
-from ecjax.prob.bootstrap import bootstrap_metric  # noqa: E402
+from ecjax._src.prob.bootstrap import bootstrap_metric  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "tests"))
 from test_architecture import score_files  # noqa: E402

@@ -24,7 +24,8 @@ import numpy as np
 
 import jax
 
-from ecjax.sweep import SweepSettings, engine, grids, sweep_counts, sweep_scores
+from ecjax.sweep import SweepSettings, grids, sweep_counts, sweep_scores
+from ecjax._src.sweep import engine
 
 from _common import machine, parser
 

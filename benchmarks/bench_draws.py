@@ -72,7 +72,7 @@ def kernel_ratio(n: int, k: int, num_draws: int) -> None:
     """Time per draw of compare's per-draw decisions against the bare decision kernel on the same products."""
     import jax.numpy as jnp
 
-    from ecjax.decisions import bayes_decisions_kernel
+    from ecjax._src.decisions import bayes_decisions_kernel
 
     rng = np.random.default_rng(0)
     labels = rng.integers(0, k, n)

@@ -31,7 +31,7 @@ import jax  # noqa: E402
 
 from ecjax import prob  # noqa: E402
 
-from ecjax.prob.draw_models import merged as merged_model
+from ecjax._src.prob.draw_models import merged as merged_model
 FORMER_DRAWS = 20_000
 
 
@@ -94,8 +94,8 @@ def breakdown(systems, costs, num_draws=1000):
     import jax.numpy as jnp
 
     from ecjax.confusion import joint_outcome_table
-    from ecjax.prob import occupied_cells
-    from ecjax.prob.draw_plan import plan_draws
+    from ecjax._src.prob import occupied_cells
+    from ecjax._src.prob.draw_plan import plan_draws
 
     labels, decisions = systems.labels, np.stack(systems.decisions)
     k, d = costs.shape

@@ -37,13 +37,13 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from ecjax import prob  # noqa: E402
-from ecjax.decisions import bayes_decisions_kernel  # noqa: E402
-from ecjax.prob import sampling  # noqa: E402
-from ecjax.prob.rates import default_class_concentration, sample_class_priors  # noqa: E402
-from ecjax.prob.utility_priors import as_utility_prior  # noqa: E402
+from ecjax._src.decisions import bayes_decisions_kernel  # noqa: E402
+from ecjax._src.prob import sampling  # noqa: E402
+from ecjax._src.prob.rates import default_class_concentration, sample_class_priors  # noqa: E402
+from ecjax._src.prob.utility_priors import as_utility_prior  # noqa: E402
 
-from ecjax.prob.draw_models import outputs as outputs_model, per_draw as per_draw_model
-from ecjax.prob.draw_models.protocol import BlockDraws, Centre
+from ecjax._src.prob.draw_models import outputs as outputs_model, per_draw as per_draw_model
+from ecjax._src.prob.draw_models.protocol import BlockDraws, Centre
 
 # The Gamma sampler's paths (both draw the same numbers): a CPU's work queue (4096 proposals an iteration), and on an
 # accelerator the same queue replayed in rounds of a loop, every block at once.  (Session 19 also tried its first 8

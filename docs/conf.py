@@ -45,8 +45,9 @@ myst_heading_slug_func = "github"  # the README's own "#section" links are GitHu
 nb_execution_mode = "off"
 
 autosummary_generate = True
-# Each object is documented once, in the module that defines it (a package's __all__ re-exports are links).
-autodoc_default_options = {"members": True, "ignore-module-all": True}
+# The public modules re-export ecjax._src's objects: each is documented under the public module whose __all__
+# lists it (autosummary leaves the private ecjax._src out).
+autodoc_default_options = {"members": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 napoleon_google_docstring = True
@@ -95,10 +96,25 @@ def _write_command_line_reference() -> None:
         path.write_text(text, encoding="utf-8")
 
 
+# (module, qualified name) of each object of ecjax._src -> the page that documents it.
+_DOCUMENTED: dict[tuple[str, str], str] = {}
+
+
 def _skip_member(app, what, name, obj, skip, options):
-    """scikit-learn writes ``set_*_request`` methods (metadata routing) onto every estimator class: not ecjax's API."""
+    """scikit-learn writes ``set_*_request`` methods (metadata routing) onto every estimator class: not ecjax's API.
+
+    An object two public modules export (``ecjax.sweep.Axis`` is ``ecjax.sweep.grids.Axis``) is documented on the
+    first page that lists it; the other links to it.
+    """
     if name.startswith("set_") and name.endswith("_request"):
         return True
+    current = getattr(getattr(app.env, "current_document", None), "autodoc_module", None)  # Sphinx >= 8.2
+    module = sys.modules.get(current or "")
+    if what == "module" and not skip and name in getattr(module, "__all__", ()) and \
+            getattr(obj, "__module__", "").startswith("ecjax._src"):
+        key = (obj.__module__, getattr(obj, "__qualname__", name))
+        if _DOCUMENTED.setdefault(key, app.env.docname) != app.env.docname:
+            return True
     return None
 
 

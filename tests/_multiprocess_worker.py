@@ -37,7 +37,7 @@ def run(devices=None) -> dict:
     import jax
 
     from ecjax.sweep import SweepSettings, grids, metric_reliability, sweep_counts, sweep_scores
-    from ecjax.sweep import reliability as R
+    from ecjax._src.sweep import reliability as R
 
     counts, labels, llr = inputs()
     out = {}

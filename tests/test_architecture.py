@@ -11,11 +11,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1] / "ecjax"
+SRC = ROOT / "_src"  # the implementation (issue 32.7): the house rules below are of its modules
 
 
 def _modules():
     out = {}
-    for path in sorted(ROOT.rglob("*.py")):
+    for path in sorted(SRC.rglob("*.py")):
+        if path.parent == SRC and path.name == "__init__.py":
+            continue
         parts = path.relative_to(ROOT.parent).with_suffix("").parts
         name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
         out[name] = path
@@ -24,6 +27,11 @@ def _modules():
 
 def _private(name):
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_part(part):
+    """A private part of a module path (``ecjax._src`` itself is the implementation, not a private name)."""
+    return _private(part) and part != "_src"
 
 
 def private_names_crossing(modules):
@@ -35,14 +43,14 @@ def private_names_crossing(modules):
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "ecjax":
                 for alias in node.names:
-                    if _private(alias.name) or any(_private(part) for part in node.module.split(".")):
+                    if _private(alias.name) or any(_private_part(part) for part in node.module.split(".")):
                         found.append((name, f"from {node.module} import {alias.name}", node.lineno))
                     if f"{node.module}.{alias.name}" in modules:
                         aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     if alias.name.split(".")[0] == "ecjax":
-                        if any(_private(part) for part in alias.name.split(".")):
+                        if any(_private_part(part) for part in alias.name.split(".")):
                             found.append((name, f"import {alias.name}", node.lineno))
                         if alias.asname:
                             aliases[alias.asname] = alias.name
@@ -113,13 +121,13 @@ def test_every_name_ecjax_prob_exports_resolves():
     for name in prob.__all__:
         value = getattr(prob, name)
         module = importlib.import_module(getattr(value, "__module__", None) or "ecjax.prob")
-        if module.__name__.startswith("ecjax.prob."):
+        if module.__name__.startswith("ecjax._src.prob."):
             assert getattr(module, name) is value, name
     assert set(prob.__all__) <= set(dir(prob))
 
 
 # Validation lives in the input layer: these modules hold the checks that every other module calls.
-VALIDATOR_MODULES = {"ecjax.inputs", "ecjax.scores.inputs", "ecjax.sweep.inputs", "ecjax.prob.inputs"}
+VALIDATOR_MODULES = {"ecjax._src.inputs", "ecjax._src.scores.inputs", "ecjax._src.sweep.inputs", "ecjax._src.prob.inputs"}
 # Half of the 278 sites outside the input layer when the house rules were written (issue 14).
 MAX_RAISE_SITES_OUTSIDE_THE_INPUT_LAYER = 139
 
@@ -301,33 +309,33 @@ MAX_MODULE_LINES = 600
 # fails the test until it is split or its reason is written here; a reason whose module has shrunk below the limit
 # fails too, as does a reason for a module that no longer exists, so the list stays true.
 LARGE_MODULES = {
-    "ecjax/prob/from_results.py": "four models of per-fold results (correlated t, hierarchical t, joint-t draws, "
+    "ecjax/_src/prob/from_results.py": "four models of per-fold results (correlated t, hierarchical t, joint-t draws, "
                                   "hierarchical results) with their result types; one module per model is issue "
                                   "32.3's redesign, not yet done",
-    "ecjax/prob/compare.py": "compare() and compare_counts() with their documentation (about 250 lines: the module "
+    "ecjax/_src/prob/compare.py": "compare() and compare_counts() with their documentation (about 250 lines: the module "
                              "docstring states the comparison's statistics), the canonical systems, and the "
                              "orchestration of the draw models, which live one per module in prob/draw_models/",
-    "ecjax/calibration.py": "the public API over the table of calibrators (ecjax/calibrators/): the Calibrator, "
+    "ecjax/_src/calibration.py": "the public API over the table of calibrators (ecjax/calibrators/): the Calibrator, "
                             "FitSettings, fit, the three protocols with their folds (stratified, grouped), the "
                             "calibration loss and diagnose; the folds could move to a module of their own",
-    "ecjax/inputs.py": "the input layer: every check the library starts from, in one module so that the count of "
+    "ecjax/_src/inputs.py": "the input layer: every check the library starts from, in one module so that the count of "
                        "raise sites outside it (below) means something",
-    "ecjax/plots.py": "one function per figure (reliability, thresholds, ROC, posteriors, sweeps) sharing Frame and "
+    "ecjax/_src/plots.py": "one function per figure (reliability, thresholds, ROC, posteriors, sweeps) sharing Frame and "
                       "the axis helpers; a split by figure kind is possible and not yet done",
-    "ecjax/prob/bootstrap.py": "the weighted kernels of the built-in metrics and the bootstrap's draw loop; the loop "
+    "ecjax/_src/prob/bootstrap.py": "the weighted kernels of the built-in metrics and the bootstrap's draw loop; the loop "
                                "moves to the chunked-draw runner (issue 32.4)",
-    "ecjax/io.py": "every file the library reads or writes (arrays, class names, results tables, cost "
+    "ecjax/_src/io.py": "every file the library reads or writes (arrays, class names, results tables, cost "
                    "specifications, atomic writes), each with the checks of its contents",
-    "ecjax/prob/ranking.py": "the one family of ranked results (issue 32.6) and the ranking statistics they share "
+    "ecjax/_src/prob/ranking.py": "the one family of ranked results (issue 32.6) and the ranking statistics they share "
                              "(ranks, HDI, ROPE, batch-means errors, doubt)",
-    "ecjax/sweep/sweeps.py": "the sweep result, its reductions and the point kinds of the three problems (user map, "
+    "ecjax/_src/sweep/sweeps.py": "the sweep result, its reductions and the point kinds of the three problems (user map, "
                              "counts, scores)",
-    "ecjax/scores/roc.py": "the ranking alone (issue 32.5): rates at every cut, ROC, the binary, one-vs-rest and "
+    "ecjax/_src/scores/roc.py": "the ranking alone (issue 32.5): rates at every cut, ROC, the binary, one-vs-rest and "
                            "one-vs-one AUCs together, EER and operating points, sharing one sort and its kernels",
-    "ecjax/metrics.py": "EC, NEC, utility yield and about twenty classical metrics of counts, each a short formula",
-    "ecjax/prob/utility_priors.py": "the NumPyro utility-prior models and the UtilityPrior constructors that wrap "
+    "ecjax/_src/metrics.py": "EC, NEC, utility yield and about twenty classical metrics of counts, each a short formula",
+    "ecjax/_src/prob/utility_priors.py": "the NumPyro utility-prior models and the UtilityPrior constructors that wrap "
                                     "them, one pair per prior",
-    "ecjax/prob/inputs.py": "the prob package's input layer (systems, metric specs, per-fold results)",
+    "ecjax/_src/prob/inputs.py": "the prob package's input layer (systems, metric specs, per-fold results)",
 }
 
 
@@ -372,6 +380,11 @@ def readme_layout(text):
             path = line.split()[0].rstrip("/")
             entries.append(path.removesuffix(".py").replace("/", "."))
     return entries
+
+
+def implementation(entry):
+    """The module of ``ecjax/_src/`` a README entry ``ecjax.x`` names."""
+    return "ecjax._src." + entry.removeprefix("ecjax.")
 
 
 def layering_violations(entries, imports_of):
@@ -424,7 +437,8 @@ def _imports_of_every_module():
 
 
 def test_the_readme_layout_is_the_import_graph():
-    entries = readme_layout(README.read_text())
+    # The README lists the implementation modules by their path under ecjax/_src/ without the _src.
+    entries = [implementation(e) for e in readme_layout(README.read_text())]
     assert len(entries) == len(set(entries)) >= 20, entries
     assert layering_violations(entries, _imports_of_every_module()) == []
 
@@ -480,8 +494,8 @@ def package_order_violations(package, order, imports_of):
 
 
 def test_the_readme_order_inside_a_package_is_its_import_graph():
-    orders = readme_package_orders(README.read_text())
-    assert len(orders["ecjax.scores"]) >= 8, orders
+    orders = {implementation(pkg): order for pkg, order in readme_package_orders(README.read_text()).items()}
+    assert len(orders["ecjax._src.scores"]) >= 8, orders
     imports = _imports_of_every_module()
     found = {pkg: package_order_violations(pkg, order, imports) for pkg, order in orders.items()}
     assert {pkg: problems for pkg, problems in found.items() if problems} == {}
@@ -500,7 +514,7 @@ def test_the_package_order_check_can_fail():
 def ranked_results_outside_the_family(classes):
     """The public classes among ``classes`` that hold a ``p_best`` (a field, an annotation or a property) without
     deriving from the one base of ranked results, :class:`ecjax.prob.ranking.RankedResult`."""
-    from ecjax.prob.ranking import RankedResult
+    from ecjax._src.prob.ranking import RankedResult
 
     def has_p_best(cls):
         return any("p_best" in vars(k) or "p_best" in getattr(k, "__annotations__", {}) for k in cls.__mro__)
@@ -544,7 +558,7 @@ def score_checks(run):
     check imported under another name (``from ecjax.inputs import as_scores``) counts too."""
     import sys
 
-    from ecjax import inputs
+    from ecjax._src import inputs
 
     code, calls = inputs.as_scores.__code__, []
 
@@ -589,7 +603,7 @@ def test_scores_are_checked_once_from_the_command_line_to_the_kernels(tmp_path):
 
     from ecjax import prob
     from ecjax.cli import main
-    from ecjax.prob.bootstrap import bootstrap_metric
+    from ecjax._src.prob.bootstrap import bootstrap_metric
 
     y, probs, argv = score_files(tmp_path)
     codes = []
@@ -683,7 +697,7 @@ def test_metrics_and_sweep_check_each_score_file_once(tmp_path, run):
 def test_the_score_check_count_can_fail():
     import numpy as np
 
-    from ecjax import inputs
+    from ecjax._src import inputs
 
     s = np.log(np.full((4, 2), 0.5))
 
@@ -698,7 +712,7 @@ def test_the_score_check_count_can_fail():
 
 # ------------------------------------------------------------------ the command line: thin commands
 
-CLI = ROOT / "cli"
+CLI = SRC / "cli"
 MAX_CLI_MODULE_LINES = 300  # issue 32.2: one module per command that only orchestrates
 
 
@@ -733,7 +747,7 @@ def message_surgery(path):
 
 
 def test_the_command_line_is_a_package_of_thin_modules():
-    assert CLI.is_dir() and not (ROOT / "cli.py").exists()
+    assert CLI.is_dir() and not (SRC / "cli.py").exists()
     assert long_cli_modules(CLI) == {}
 
 
@@ -761,3 +775,129 @@ def test_the_command_line_checks_can_fail(tmp_path):
                  "    return 'a-b'.replace('-', '_')\n")
     assert sorted(message_surgery(p)) == [(4, "re.sub"), (5, "message.replace"), (11, "err.problem.replace"),
                                           (11, "str(err).replace")]
+
+
+# ------------------------------------------------------------------ the public surface: facades over ecjax._src
+
+PUBLIC_ROOT = ROOT  # the public modules: every module of ecjax/ outside ecjax/_src/, the root package aside
+
+
+def public_modules(root=PUBLIC_ROOT):
+    """``{module: file}`` of the public facades under ``root`` (an ``ecjax`` folder): its modules outside ``_src``."""
+    out = {}
+    for path in sorted(Path(root).rglob("*.py")):
+        parts = path.relative_to(Path(root).parent).with_suffix("").parts
+        if "_src" in parts or parts == ("ecjax", "__init__") or parts[-1] == "__main__":
+            continue
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+def facade_problems(path):
+    """``[(line, what)]``: what a public module does besides a docstring, imports, ``__all__``, a ``TYPE_CHECKING``
+    block of imports and the lazy ``__getattr__``/``__dir__`` that load names on first use.  Everything else
+    belongs in ``ecjax/_src/``."""
+    tree = ast.parse(Path(path).read_text())
+    found = []
+    for i, node in enumerate(tree.body):
+        if i == 0 and isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["__all__"]:
+            continue
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING" and not node.orelse and all(
+                isinstance(n, (ast.Import, ast.ImportFrom)) for n in node.body):
+            continue
+        if isinstance(node, ast.FunctionDef) and node.name in ("__getattr__", "__dir__"):
+            continue
+        found.append((node.lineno, ast.unparse(node).splitlines()[0]))
+    if literal_all_of(tree) is None:
+        found.append((0, "no __all__"))
+    return found
+
+
+def literal_all_of(tree):
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["__all__"]:
+            return ast.literal_eval(node.value)
+    return None
+
+
+def unresolved_names(module):
+    """``[name]`` of ``module.__all__`` that the module cannot give (lazy names included)."""
+    return [name for name in module.__all__ if not hasattr(module, name)]
+
+
+def test_every_public_module_is_a_facade_with_an_all():
+    modules = public_modules()
+    assert {"ecjax.metrics", "ecjax.prob", "ecjax.scores", "ecjax.cli"} <= set(modules), sorted(modules)
+    assert {name: found for name, path in modules.items() if (found := facade_problems(path))} == {}
+
+
+def test_every_name_of_every_public_all_resolves():
+    import importlib
+
+    assert {name: bad for name in public_modules()
+            if (bad := unresolved_names(importlib.import_module(name)))} == {}
+
+
+def test_the_facade_checks_can_fail(tmp_path):
+    import types
+
+    pkg = tmp_path / "ecjax"
+    (pkg / "_src").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "_src" / "impl.py").write_text("def f():\n    return 1\n")
+    (pkg / "good.py").write_text('"""Doc."""\n\nfrom ecjax._src.impl import f\n\n__all__ = ["f"]\n')
+    (pkg / "bad.py").write_text('"""Doc."""\n\nfrom ecjax._src.impl import f\n\n\ndef g():\n    return f()\n')
+    assert set(public_modules(pkg)) == {"ecjax.good", "ecjax.bad"}
+    assert facade_problems(pkg / "good.py") == []
+    assert facade_problems(pkg / "bad.py") == [(6, "def g():"), (0, "no __all__")]
+    fake = types.ModuleType("fake")
+    fake.__all__ = ["here", "gone"]
+    fake.here = 1
+    assert unresolved_names(fake) == ["gone"]
+
+
+def private_layer_mentions(texts):
+    """``[(file, line)]``: where a user-facing text (``{file: text}``) names the private layer ``_src``."""
+    return [(name, i) for name, text in texts.items() for i, line in enumerate(text.splitlines(), 1) if "_src" in line]
+
+
+def user_facing_texts():
+    """The README outside its "Layout" section (which lists the implementation modules), the examples and the
+    code and text of the notebooks: what users copy from."""
+    import json
+
+    readme = README.read_text()
+    start = readme.index("## Layout")
+    end = readme.index("\n## ", start + 1)
+    texts = {"README.md": readme[:start] + readme[end:]}
+    for path in sorted((ROOT.parent / "examples").glob("*")):
+        texts[f"examples/{path.name}"] = path.read_text()
+    for path in sorted((ROOT.parent / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text())["cells"]
+        texts[f"notebooks/{path.name}"] = "\n".join("".join(c["source"]) for c in cells)
+    return texts
+
+
+def test_users_are_never_shown_the_private_layer():
+    texts = user_facing_texts()
+    assert len(texts) >= 5 and any(name.startswith("notebooks/") for name in texts)
+    assert private_layer_mentions(texts) == []
+
+
+def test_the_command_runs_as_a_module():
+    # The console script's entry point, `ecjax.cli:main`, is public; so are `python -m ecjax.cli` and `python -m ecjax`.
+    import subprocess
+    import sys
+
+    for module in ("ecjax", "ecjax.cli"):
+        proc = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0 and proc.stdout.startswith("ecjax "), (module, proc.stdout, proc.stderr[-2000:])
+
+
+def test_the_private_layer_check_can_fail():
+    assert private_layer_mentions({"a.py": "import ecjax\nfrom ecjax._src.metrics import x\n",
+                                   "b.md": "no mention"}) == [("a.py", 2)]

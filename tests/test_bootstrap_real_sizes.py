@@ -14,12 +14,12 @@ from sklearn.metrics import roc_auc_score, roc_curve
 import jax
 import jax.numpy as jnp
 
-from ecjax import random_bits
+from ecjax._src import random_bits
 from ecjax import scores as S
 from ecjax.prob import BUILTIN_METRICS, MonteCarloSettings, Systems, bootstrap_metric, weighted_metric
-from ecjax.prob.adaptive_draws import draw_until, draws_needed
+from ecjax._src.prob.adaptive_draws import draw_until, draws_needed
 from ecjax.scores import eer_of_rates, sort_scores, sorted_weighted_auc, weighted_rates_at_cuts
-from ecjax.scores.roc import prefix_sums
+from ecjax._src.scores.roc import prefix_sums
 
 KEY = jax.random.key(3)
 
@@ -98,7 +98,7 @@ def _sorted_draw_weights(key, draws, y, s):
     """The sample weights of bootstrap draws ``draws`` of a ranking metric without clusters (float64, ``(D, N)``):
     counter-based Exp(1) variates of (key, d), entry ``k`` given to the ``k``-th sample of the first system's sort
     (by score, class 1 first among ties), rebuilt with numpy's sort."""
-    from ecjax.prob import bootstrap as b
+    from ecjax._src.prob import bootstrap as b
 
     key_weights, _ = random_bits.split_keys(key)
     words = jax.random.bits(key_weights, (2,), jnp.uint32)
@@ -176,7 +176,7 @@ def test_the_count_of_tied_pairs_saturates_exactly_past_the_list(n, spread):
     # + 1), saturated at the capacity + 1: a numpy int64 count is the reference.  All 2^19 scores tied: 2^18 class-1
     # positions each with 2^18 class-0 ties, capped at 32769, sum to 8.6e9 > 2^32 (the wrap itself is tested below,
     # where a wrapped running sum would land under the limit).
-    from ecjax.scores.roc import tie_capacity
+    from ecjax._src.scores.roc import tie_capacity
 
     rng = np.random.default_rng(0)
     y = (np.arange(n) % 2) if spread == 0 else rng.integers(0, 2, n)
@@ -198,7 +198,7 @@ def test_the_count_of_tied_pairs_saturates_exactly_past_the_list(n, spread):
 def test_saturated_prefix_sums_are_exact_past_a_wrap(counts, limit):
     # The tie count's running sum in uint32: after it wraps, every later entry is past the limit.  Reference: numpy's
     # int64 cumsum; the first case gives [5, 100, 3, 6, 13, 14] with a running sum that wraps and is then capped.
-    from ecjax.scores.roc import _saturated_prefix_sums
+    from ecjax._src.scores.roc import _saturated_prefix_sums
 
     expected = np.minimum(np.cumsum(np.asarray(counts, np.int64)), limit)
     got = jax.jit(_saturated_prefix_sums, static_argnums=1)(jnp.asarray(counts, jnp.int32), limit)
@@ -304,7 +304,7 @@ def test_compare_results_default_draws_stop_early_for_a_clear_winner_and_draw_mo
     # Issue 33.2: by default compare_results draws until every P(best) has the binomial error sqrt(p (1 - p) / S)
     # <= 0.005 (adaptive_draws.DEFAULT_MC_ERROR), from 1000 draws, at most 20 000 (before: always 20 000).
     from ecjax.prob import compare_results
-    from ecjax.prob.adaptive_draws import DEFAULT_MC_ERROR
+    from ecjax._src.prob.adaptive_draws import DEFAULT_MC_ERROR
 
     rng = np.random.default_rng(12)
     noise = 0.02 * rng.normal(size=(2, 12))

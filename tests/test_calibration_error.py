@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import InputError
-from ecjax.scores import calibration_errors as E
+from ecjax._src.scores import calibration_errors as E
 
 from conftest import load_dataset
 

@@ -18,10 +18,11 @@ import jax
 
 from ecjax import InputError, cli
 from ecjax import calibration as C
-from ecjax.calibrators.counting import one_vs_rest_log_odds
-from ecjax.calibrators.maps import MAPS
-from ecjax.calibrator_files import load_calibrator, save_calibrator
-from ecjax.cli.options import CALIBRATE_METHODS
+from ecjax._src.calibrators.counting import one_vs_rest_log_odds
+from ecjax._src.calibrators.maps import MAPS
+from ecjax.calibrator_files import save_calibrator
+from ecjax._src.calibrator_files import load_calibrator
+from ecjax._src.cli.options import CALIBRATE_METHODS
 
 from conftest import load_dataset
 

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from ecjax import InputError, calibration
-from ecjax.calibrator_files import PARAMETER_SHAPES, arrays_path, load_calibrator, save_calibrator
+from ecjax.calibrator_files import save_calibrator
+from ecjax._src.calibrator_files import PARAMETER_SHAPES, arrays_path, load_calibrator
 from ecjax.cli import main
 
 

@@ -521,8 +521,8 @@ def test_compare_draws_until_precise_by_default_and_exactly_the_draws_asked(file
     # Issue 33: the command's default is the library's precision target (1000 draws, more until every reported
     # probability has a Monte Carlo standard error of at most 0.005, at most 20,000), not a fixed 20,000.
     # References: the library's own constants, and the errors the record reports against the target.
-    from ecjax.cli import options
-    from ecjax.prob import adaptive_draws
+    from ecjax._src.cli import options
+    from ecjax._src.prob import adaptive_draws
 
     assert (options.FIRST_DRAWS, options.DEFAULT_MC_ERROR, options.DEFAULT_MAX_DRAWS) == (
         adaptive_draws.FIRST_DRAWS, adaptive_draws.DEFAULT_MC_ERROR, adaptive_draws.DEFAULT_MAX_DRAWS)

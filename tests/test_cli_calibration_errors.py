@@ -76,7 +76,7 @@ def test_a_class_absent_from_the_training_labels_is_refused_by_the_library_check
 # Issue 30 item 7: a calibrator that fails writes no file (it wrote one, exit 0, with "NOT converged" beside it), and
 # the histogram's bins of one class no longer write -inf (145 of 1821 SST-2 rows with --cv 5).
 def test_a_fit_that_does_not_converge_writes_nothing(tmp_path, monkeypatch, capsys):
-    from ecjax import calibration
+    from ecjax._src import calibration
 
     _binary_files(tmp_path, np.random.default_rng(3), "d", 200)
     monkeypatch.chdir(tmp_path)

@@ -134,7 +134,7 @@ def test_run_clock_warns_from_the_measured_time_and_prints_progress_lines():
     # --progress a plain line at most every `every` seconds (a fake clock: no sleeping).
     import io
 
-    from ecjax.cli.progress import RunClock
+    from ecjax._src.cli.progress import RunClock
 
     now = [0.0]
     stream = io.StringIO()

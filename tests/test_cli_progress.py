@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ecjax import cli
-from ecjax.cli import progress
+from ecjax._src.cli import progress
 
 
 def test_progress_line_shows_the_running_answer():
@@ -121,7 +121,7 @@ def test_sweep_progress_only_for_a_person_watching(monkeypatch, json_out, termin
 def test_sweep_at_a_terminal_reports_chunks_and_the_same_answer(tmp_path, capsys, monkeypatch):
     # 100,000 cost ratios: two automatic chunks of 2^16 points on a CPU.  An accelerator's automatic chunk
     # (up to 2^22 points) would hold them all, so it is set to the CPU's here: two chunks on any backend.
-    from ecjax.sweep import engine
+    from ecjax._src.sweep import engine
 
     monkeypatch.setattr(engine, "ACCELERATOR_CHUNK", engine.CPU_CHUNK)
     rng = np.random.default_rng(2)
@@ -190,7 +190,7 @@ def test_progress_lines_for_the_bootstrap_and_the_sweep_and_the_same_answer(tmp_
     # `metrics --bootstrap ... --progress S` and `sweep --progress S`: plain lines on stderr (also when it is a
     # file), and the printed answer that of the run without them.  A time of 0 between lines: every chunk says one
     # (the fake clock of ProgressLines is tested in tests/test_draw_runner.py).
-    from ecjax.sweep import engine
+    from ecjax._src.sweep import engine
 
     monkeypatch.setattr(engine, "ACCELERATOR_CHUNK", engine.CPU_CHUNK)  # two chunks of points on any backend
     rng = np.random.default_rng(3)

@@ -15,9 +15,9 @@ from scipy import stats
 import jax
 
 from ecjax import prob
-from ecjax.prob import adaptive_draws, aggregation
+from ecjax._src.prob import adaptive_draws, aggregation
 
-from ecjax.prob.draw_models import merged as merged_model
+from ecjax._src.prob.draw_models import merged as merged_model
 
 KEY = jax.random.key(11)
 

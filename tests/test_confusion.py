@@ -20,14 +20,8 @@ from sklearn.metrics import confusion_matrix as sk_confusion_matrix
 import jax
 import jax.numpy as jnp
 
-from ecjax.confusion import (
-    class_counts,
-    confusion_counts,
-    confusion_matrix,
-    data_priors,
-    joint_outcome_table,
-    rates,
-)
+from ecjax.confusion import confusion_matrix, data_priors, joint_outcome_table, rates
+from ecjax._src.confusion import class_counts, confusion_counts
 
 
 def _bincount(y, d, k, n_dec, w=None):

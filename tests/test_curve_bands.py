@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 
 import ecjax
-from ecjax.prob.curve_bands import bands_of_draws, curve_band, curve_draws
+from ecjax._src.prob.curve_bands import bands_of_draws, curve_band, curve_draws
 
 MU, SD1 = 1.5, 1.3  # positives ~ N(MU, SD1^2), negatives ~ N(0, 1)
 INTERIOR = {"roc": np.linspace(0.05, 0.9, 35), "precision_recall": np.linspace(0.3, 0.95, 27)}
@@ -176,7 +176,7 @@ def test_figure_draws_the_estimate_and_both_bands(tmp_path):
 def test_metrics_curves_record_the_bands(tmp_path, monkeypatch):
     import json
 
-    from ecjax.cli import metrics_extras
+    from ecjax._src.cli import metrics_extras
 
     from conftest import run_cli
 

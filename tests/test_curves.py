@@ -20,8 +20,8 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import InputError
-from ecjax.scores import ranking_curves as curves, roc
-from ecjax.scores.bayes_decisions import decision_curve
+from ecjax._src.scores import ranking_curves as curves, roc
+from ecjax._src.scores.bayes_decisions import decision_curve
 
 from conftest import load_dataset
 

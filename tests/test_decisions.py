@@ -8,7 +8,7 @@ import pytest
 
 import jax.numpy as jnp
 
-from ecjax.decisions import class_one_log_odds_kernel, log_posteriors_kernel
+from ecjax._src.decisions import class_one_log_odds_kernel, log_posteriors_kernel
 
 RNG = np.random.default_rng(12)
 PROBS = RNG.dirichlet([1.0, 1.0], size=50)  # (N, 2) posteriors
@@ -74,7 +74,7 @@ def test_binary_bayes_threshold_separates_the_cheaper_decisions(score_type, trai
     # Reference: the expected cost of each decision, sum_i c_id P(i | x), written out in float64 from the
     # posterior Bayes' rule gives at scores just below and just above the threshold (issue 32.2: the threshold moved
     # from the command line into the library).
-    from ecjax.decisions import binary_bayes_threshold
+    from ecjax._src.decisions import binary_bayes_threshold
 
     rng = np.random.default_rng(5)
     for _ in range(20):

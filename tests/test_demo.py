@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from ecjax import demo
+from ecjax._src import demo
 
 
 def _run_demo() -> str:

@@ -22,7 +22,7 @@ PACKAGE = ROOT / "ecjax"
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 # Modules whose examples compile large programs (the Monte Carlo comparison, the bootstrap, the 10^5-pair
 # reliability study): 4-7 s each on two cores.
-SLOW_DOCTESTS = {"ecjax.prob.bootstrap", "ecjax.prob.compare", "ecjax.sweep.reliability"}
+SLOW_DOCTESTS = {"ecjax._src.prob.bootstrap", "ecjax.prob.compare", "ecjax._src.sweep.reliability"}
 
 
 def _modules_with_examples() -> list[str]:
@@ -40,7 +40,7 @@ MODULES = _modules_with_examples()
 
 def test_the_package_has_docstring_examples() -> None:
     # The discovery above must see the examples the docstrings carry (a broken walk would pass every test below).
-    assert {"ecjax.metrics", "ecjax.calibration", "ecjax.sklearn"} <= set(MODULES)
+    assert {"ecjax._src.metrics", "ecjax._src.calibration", "ecjax._src.sklearn"} <= set(MODULES)
 
 
 @pytest.mark.parametrize("name", [

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import prob
-from ecjax.draw_runner import Block, ProgressLines, padded_map, plan_blocks, run_blocks
+from ecjax._src.draw_runner import Block, ProgressLines, padded_map, plan_blocks, run_blocks
 
 KEY = jax.random.key(5)
 

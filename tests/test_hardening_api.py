@@ -18,8 +18,8 @@ import jax.numpy as jnp
 
 import ecjax
 from ecjax import InputError, costs
-from ecjax import inputs as v
-from ecjax import confusion
+from ecjax._src import inputs as v
+from ecjax._src import confusion
 from ecjax.confusion import confusion_matrix, joint_outcome_table
 
 COUNTS = np.array([[30, 10], [20, 40]])
@@ -154,7 +154,7 @@ def test_unit_weights_after_a_weight_of_2_24_are_counted():
 def test_weighted_metric_class_totals_of_10_6_normalized_weights():
     # weighted_metric's class weight totals W_i of weights summing to 1 (~1e-6 each): one float32 running sum
     # was off by 1.7e-5 relative; numpy float64 reference.
-    from ecjax.prob.bootstrap import weighted_metric
+    from ecjax._src.prob.bootstrap import weighted_metric
     n = 10**6
     rng = np.random.default_rng(0)
     y = rng.integers(0, 2, n)
@@ -587,7 +587,7 @@ def _binary_scores(n=300, seed=6):
 
 @pytest.mark.parametrize("metric", ["auc", "eer", "cross_entropy", "brier", "ece"])
 def test_weighted_metric_of_a_label_out_of_range_is_nan_under_jit(metric):
-    from ecjax.prob.bootstrap import weighted_metric
+    from ecjax._src.prob.bootstrap import weighted_metric
     y, _, lp = _binary_scores()
     bad = y.copy()
     bad[5] = 2  # a concrete call refuses it; under jit the AUC was 0.992
@@ -602,7 +602,7 @@ def test_weighted_metric_of_a_label_out_of_range_is_nan_under_jit(metric):
 
 def test_weighted_metric_under_jit_matches_scikit_learn():
     metrics = pytest.importorskip("sklearn.metrics")
-    from ecjax.prob.bootstrap import weighted_metric
+    from ecjax._src.prob.bootstrap import weighted_metric
     y, llr, lp = _binary_scores()
     w = np.random.default_rng(7).integers(1, 4, len(y)).astype(float)
     got = jax.jit(lambda a, b, c: weighted_metric(a, b, c, "auc"))(y, lp, w)

@@ -443,7 +443,7 @@ def test_out_read_only_folder(d, capsys):
 
 @pytest.mark.parametrize("err", [28, 30])  # ENOSPC, EROFS while writing
 def test_full_or_read_only_disk_exit_2_and_rolls_back(d, capsys, monkeypatch, err):
-    from ecjax import io as eio
+    from ecjax._src import io as eio
 
     real, calls = eio._write_all, []
 
@@ -575,8 +575,8 @@ def test_probabilities_file_is_refused_with_command_line_advice(tmp_path, capsys
 def test_library_messages_name_the_command_line_option():
     # The library says which arguments its problem mentions (InputError.mentions), so the command line says them as
     # its options without editing the text (it once rewrote `score_type='llr'` with a regular expression).
-    from ecjax.cli.rules import said
-    from ecjax.inputs import mentioning
+    from ecjax._src.cli.rules import said
+    from ecjax._src.inputs import mentioning
 
     fields = mentioning("pass {logits}; or {llr}; {score_type} must be one of ...", logits=("score_type", "logits"),
                         llr=("score_type", "llr"), score_type=("score_type", None))
@@ -591,9 +591,9 @@ def test_library_messages_name_the_command_line_option():
 
 def test_the_command_line_says_the_library_check_of_its_file_and_in_its_options():
     # One condition, checked once (ecjax.inputs.as_scores); the command line says it of the file, with its options.
-    from ecjax.cli.files import canonical_score_file
-    from ecjax.cli.rules import said
-    from ecjax.inputs import as_scores
+    from ecjax._src.cli.files import canonical_score_file
+    from ecjax._src.cli.rules import said
+    from ecjax._src.inputs import as_scores
 
     p = np.random.default_rng(1).dirichlet(np.ones(3), size=20)
     with pytest.raises(InputError) as info:
@@ -769,7 +769,7 @@ def _earlier_run(d, capsys):
 
 @pytest.mark.parametrize("fail_at", ["first", "last", "placing"])
 def test_force_over_an_earlier_run_and_a_failed_write_leave_the_earlier_run(d, capsys, monkeypatch, fail_at):
-    from ecjax import io as eio
+    from ecjax._src import io as eio
 
     old = _earlier_run(d, capsys)
     assert len(old) >= 4  # figures and the JSON record
@@ -791,7 +791,7 @@ def test_force_over_an_earlier_run_and_a_failed_write_leave_the_earlier_run(d, c
 
 def test_force_without_hard_links_puts_back_copies(d, capsys, monkeypatch):
     # A file system without hard links: the files a run replaces are kept as copies until it has succeeded.
-    from ecjax import io as eio
+    from ecjax._src import io as eio
 
     old = _earlier_run(d, capsys)
     real_link, real_move, moves = os.link, eio._move_into_place, []

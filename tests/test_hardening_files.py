@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from ecjax import InputError
-from ecjax import io as eio
+from ecjax._src import io as eio
 
 
 def raises(name, fn, *args, **kwargs):
@@ -391,8 +391,8 @@ def test_stale_temp_files_of_dead_processes_are_removed(tmp_path, monkeypatch):
 
 _SIGTERM_SCRIPT = r"""
 import os, sys, time
-from ecjax import io as eio
-from ecjax import cli
+from ecjax._src import io as eio
+from ecjax._src import cli
 import signal
 signal.signal(signal.SIGTERM, cli._on_sigterm)
 eio._ANONYMOUS["works"] = {anonymous}
@@ -460,7 +460,7 @@ def test_sigkill_during_a_write_leaves_nothing_after_the_next_write(tmp_path):
 
 
 def test_strict_json_of_infinities():
-    from ecjax.cli.output import dumps
+    from ecjax._src.cli.output import dumps
 
     text = dumps({"threshold": float("-inf"), "x": [float("inf"), float("nan"), np.float32(1.5)]})
 
@@ -511,7 +511,7 @@ def test_cost_spec_schema_accepts_what_it_documents():
 
 
 def test_said_of_says_the_problem_of_the_source_in_its_names():
-    from ecjax.inputs import check_same_length
+    from ecjax._src.inputs import check_same_length
 
     with pytest.raises(InputError) as info:
         with eio.said_of("w.npy", {"labels": "y.npy"}):
@@ -526,7 +526,7 @@ def test_said_of_says_the_problem_of_the_source_in_its_names():
 
 
 def test_said_of_names_the_files_from_the_fields_only():
-    from ecjax.inputs import as_group_ids
+    from ecjax._src.inputs import as_group_ids
 
     with pytest.raises(InputError) as info:  # the subject (`argument`) said by its file, before the `problem`
         with eio.said_of("g.npy", {"groups": "--groups"}):
@@ -545,7 +545,7 @@ def test_said_of_names_the_files_from_the_fields_only():
 def test_said_of_keeps_the_mentions_it_does_not_name():
     # A templated problem (InputError.mentions): the arguments `files` names are said by their files, the others
     # stay mentions for the front end (the command line says them as its options); a source with braces is text.
-    from ecjax.inputs import check_same_length
+    from ecjax._src.inputs import check_same_length
 
     with pytest.raises(InputError) as info:
         with eio.said_of("w{1}.npy", {"labels": "y.npy"}):

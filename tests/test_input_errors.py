@@ -15,7 +15,8 @@ import pytest
 
 import jax.numpy as jnp
 
-from ecjax import InputError, costs, inputs, metrics
+from ecjax import InputError, costs, metrics
+from ecjax._src import inputs
 from ecjax.confusion import confusion_matrix, joint_outcome_table
 from ecjax.decisions import bayes_decisions, log_posteriors, naive_decision
 from ecjax.scores import bayes_expected_cost, optimal_threshold_expected_cost
@@ -322,7 +323,7 @@ def test_traced_labels_need_num_classes():
 def test_an_input_error_carries_its_argument_problem_and_mentions():
     # Issue 32.2: what a front end needs to say an error in its own names, as fields; str(err) as before. Reference:
     # the messages as the library wrote them before the fields.
-    from ecjax import inputs as v
+    from ecjax._src import inputs as v
 
     p = np.random.default_rng(0).dirichlet(np.ones(3), size=10)
     with pytest.raises(InputError) as info:
@@ -352,7 +353,7 @@ def test_an_input_error_carries_its_argument_problem_and_mentions():
 def test_the_shared_class_and_weight_checks_say_which_class_and_why():
     # One check each for "a class without samples", "all weights 0" and "a prior on a class without samples",
     # which the score functions, curves, bootstrap, comparisons and the command line all call.
-    from ecjax import inputs as v
+    from ecjax._src import inputs as v
 
     y = np.array([0, 0, 2, 2])
     with pytest.raises(InputError, match=r"`labels` has no sample of class 1: because"):
@@ -528,7 +529,7 @@ def test_check_axis_at_least():
     ((5, 1), ("(N,)",), None, False),
 ])
 def test_check_shape_accepts_exactly_the_forms(shape, forms, sizes, ok):
-    from ecjax.inputs import check_shape
+    from ecjax._src.inputs import check_shape
 
     x = np.zeros(shape)
     if ok:
@@ -541,7 +542,7 @@ def test_check_shape_accepts_exactly_the_forms(shape, forms, sizes, ok):
 
 
 def test_check_exclusive_check_binary_as_flag_and_a_nonnegative_scalar():
-    from ecjax.inputs import as_flag, as_scalar, check_binary, check_exclusive
+    from ecjax._src.inputs import as_flag, as_scalar, check_binary, check_exclusive
 
     check_exclusive({"a": 1, "b": None})
     check_exclusive({"a": None, "b": None}, required=False)
@@ -569,7 +570,7 @@ def test_check_exclusive_check_binary_as_flag_and_a_nonnegative_scalar():
 
 def test_check_choice_refuses_arrays_and_lists_with_an_input_error():
     # `x in choices` compares an array elementwise (numpy raises a plain ValueError): none of them is a choice.
-    from ecjax.inputs import check_choice
+    from ecjax._src.inputs import check_choice
 
     assert check_choice("fast", "precision", ("exact", "fast")) == "fast"
     for bad in (np.array(["exact", "fast"]), np.array("exact"), ["exact"], None, 1):
@@ -579,7 +580,7 @@ def test_check_choice_refuses_arrays_and_lists_with_an_input_error():
 
 def test_system_names_are_one_per_system_distinct_and_non_empty():
     # Results are keyed by name (p_best, the CLI's records): two systems of one name would collapse into one entry.
-    from ecjax.inputs import system_names
+    from ecjax._src.inputs import system_names
     from ecjax.prob import Systems
 
     assert system_names(["a", "b"], None, 2) == ("a", "b")
@@ -606,7 +607,7 @@ def test_systems_paired_must_be_a_boolean(paired):
 def test_systems_from_a_mapping_whose_keys_print_alike_are_refused():
     # {1: ..., "1": ...} gave two systems both named "1": results keyed by name collapsed into one.
     from ecjax.prob import Systems
-    from ecjax.prob.inputs import as_named_counts
+    from ecjax._src.prob.inputs import as_named_counts
 
     with pytest.raises(InputError, match=r"the keys of `decisions` must name each system once, but \['1'\]"):
         Systems(np.array([0, 1, 1]), decisions={1: np.array([0, 1, 1]), "1": np.array([1, 1, 0])})
@@ -633,7 +634,7 @@ def test_nan_group_ids_are_refused(groups, said):
 
 def test_positive_priors_problem_and_posterior_type():
     # `problem` says every failure of the priors the one way a front end asks for them.
-    from ecjax.inputs import as_positive_priors, check_posterior_type
+    from ecjax._src.inputs import as_positive_priors, check_posterior_type
 
     for given, said in [([0.5, 0.6], "`p` must sum to 1"), ([1.0, 0.0], "`p` must be > 0 for every class"),
                         ([0.5, 0.25, 0.25], "`p` must have 2 entries (one per class)")]:

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 
 import ecjax
 from ecjax import prob
-from ecjax.prob.label_shift import estimate_priors, label_shift_kernel, label_shift_posterior
+from ecjax._src.prob.label_shift import estimate_priors, label_shift_kernel, label_shift_posterior
 
 from conftest import load_dataset, same_across_runs
 
@@ -186,7 +186,7 @@ def test_draws_priors_refuses_rows_that_are_not_priors():
 # lane (against scipy's maximum of the likelihood and the resampled data sets).
 @pytest.mark.slow
 def test_compare_command_draws_the_estimated_deployment_priors(tmp_path, monkeypatch):
-    from ecjax.cli import priors
+    from ecjax._src.cli import priors
 
     from conftest import run_cli
 

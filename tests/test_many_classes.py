@@ -13,8 +13,9 @@ import jax
 import jax.numpy as jnp
 
 import ecjax
-from ecjax import costs, sparse_metrics
-from ecjax import inputs as v
+from ecjax import costs
+from ecjax._src import sparse_metrics
+from ecjax._src import inputs as v
 
 
 def _data(k, n, seed=0, abstain=False):
@@ -307,7 +308,7 @@ def test_compare_refuses_dense_counts_too_large_and_says_the_fix(monkeypatch):
 
 @pytest.mark.parametrize("shape, high", [((3000, 4), 50), ((3000, 2), 2**31 - 1), ((7, 1), 3), ((0, 3), 2)])
 def test_unique_rows_is_numpy_unique_along_rows(shape, high):
-    from ecjax.confusion import unique_rows
+    from ecjax._src.confusion import unique_rows
 
     rows = np.random.default_rng(7).integers(0, high, shape)
     cells, inverse = unique_rows(rows)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import run_cli as run, run_to_run_rtol, same_across_runs
 
-from ecjax import formats
+from ecjax._src import formats
 
 
 @pytest.fixture(scope="module")
@@ -186,7 +186,7 @@ def test_format_option_rules_are_said_before_any_file_is_read(tmp_path, argv, sa
 
 def test_json_with_format_json_is_allowed():
     from ecjax import cli
-    from ecjax.cli.output import output_format
+    from ecjax._src.cli.output import output_format
 
     args = cli.build_parser().parse_args(["compare-folds", "r.csv", "--json", "--format", "json"])
     cli.check_option_rules(args)  # no error: the same request twice

@@ -16,6 +16,8 @@ from conftest import run_cli as run, same_across_runs
 import jax
 
 import ecjax
+import ecjax._src.scores.calibration_errors
+import ecjax._src.scores.ranking_curves
 from ecjax import InputError, class_indices
 from ecjax import scores as S
 
@@ -81,7 +83,7 @@ def test_binary_series_and_weights_match_sklearn():
 def _public_functions_of_labels_and_scores():
     """Every public function of ecjax whose first arguments are ``labels, scores``."""
     found = {}
-    for module in (ecjax, ecjax.scores, ecjax.scores.ranking_curves, ecjax.scores.calibration_errors):
+    for module in (ecjax, ecjax.scores, ecjax._src.scores.ranking_curves, ecjax._src.scores.calibration_errors):
         for name in dir(module):
             f = getattr(module, name)
             if name.startswith("_") or isinstance(f, type) or not callable(f):

@@ -9,7 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from ecjax import InputError, plots
+from ecjax import InputError
+from ecjax._src import plots
 
 
 def _png_ok(path):

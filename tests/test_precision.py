@@ -37,8 +37,8 @@ import jax.numpy as jnp
 
 import ecjax
 from ecjax import InputError, bayes_decisions, bayes_expected_cost
-from ecjax.decisions import bayes_decisions_kernel
-from ecjax.precision import argmin_of_products, matmul
+from ecjax._src.decisions import bayes_decisions_kernel
+from ecjax._src.precision import argmin_of_products, matmul
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -66,7 +66,8 @@ _WORKLOAD = textwrap.dedent(
     """
     import numpy as np, jax, jax.numpy as jnp
     import ecjax
-    from ecjax import prob, calibration, costs as C
+    from ecjax import calibration, costs as C
+    from ecjax._src import prob
     from ecjax.sweep import grids, metric_reliability, sweep_counts, sweep_scores
 
     rng = np.random.default_rng(0)
@@ -265,7 +266,7 @@ def test_bad_precision_names_the_argument():
                                         ((4, 5), (6, 4, 5), 2), ((2, 3, 1, 4), (2, 1, 6, 4), 1),
                                         ((3, 4, 5), (3, 4, 5), 2), ((2, 9, 1, 1, 3), (2, 1, 5, 1, 3), 1)])
 def test_broadcast_contract_equals_the_float64_broadcast_sum(sa, sb, axes):
-    from ecjax.precision import broadcast_contract
+    from ecjax._src.precision import broadcast_contract
 
     rng = np.random.default_rng(len(sa) + sum(sb))
     a, b = rng.normal(size=sa).astype(np.float32), rng.normal(size=sb).astype(np.float32)

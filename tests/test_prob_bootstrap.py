@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 
 from ecjax.inputs import InputError
-from ecjax.prob.bootstrap import BUILTIN_METRICS, bootstrap_metric, weighted_metric
+from ecjax._src.prob.bootstrap import BUILTIN_METRICS, bootstrap_metric, weighted_metric
 from ecjax.prob import MonteCarloSettings, Systems
 
 from conftest import load_dataset

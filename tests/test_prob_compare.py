@@ -377,7 +377,7 @@ def _posterior_mean_rates(counts, alpha):
 
 
 def test_scores_mode_per_draw_decisions_follow_the_drawn_costs():
-    from ecjax.prob.rates import default_class_concentration
+    from ecjax._src.prob.rates import default_class_concentration
 
     names = ("sst2_gpt2", "sst2_gpt2_4shot")
     labels = {n: np.load(DATA / n / "targets.npy", allow_pickle=False) for n in names}

@@ -19,7 +19,7 @@ import jax
 
 import ecjax
 from ecjax import prob
-from ecjax.prob.rates import default_class_concentration
+from ecjax._src.prob.rates import default_class_concentration
 from conftest import DATA_DIR
 
 KEY = jax.random.key(16)
@@ -203,7 +203,7 @@ def test_cli_decision_rule_and_doubt_record(tmp_path, capsys):
 @pytest.mark.parametrize("paired", [False, True])
 def test_counts_of_padded_samples_are_exact(n, paired):
     # The samples reach the compiled kernels padded to a power of two (bucket_size); the padding must not count.
-    from ecjax.prob.compare import bucket_size
+    from ecjax._src.prob.compare import bucket_size
 
     assert bucket_size(n) >= max(n, 1024) and bucket_size(n) & (bucket_size(n) - 1) == 0
     rng = np.random.default_rng(n)

@@ -16,7 +16,7 @@ import jax
 
 import ecjax
 from ecjax import prob
-from ecjax.prob import draw_plan
+from ecjax._src.prob import draw_plan
 
 KEY = jax.random.key(11)
 INT32_LIMIT = 2**31
@@ -109,7 +109,7 @@ def test_compare_counts_chunks_and_closed_form():
                                                                             chunk_size=one.info["draw_block"]))
     _same(one, two)
     # E[yield_m] = -(E[P_0] E[R_m,01] + E[r] E[P_1] E[R_m,10]) with Dirichlet means (numpy closed form).
-    from ecjax.prob.rates import default_class_concentration
+    from ecjax._src.prob.rates import default_class_concentration
 
     n_i = counts.sum(-1).mean(0)
     a_p = default_class_concentration(2)

@@ -20,7 +20,7 @@ import pytest
 import jax
 
 from ecjax import prob
-from ecjax.prob.rates import default_class_concentration
+from ecjax._src.prob.rates import default_class_concentration
 from conftest import DATA_DIR
 
 KEY = jax.random.key(31)

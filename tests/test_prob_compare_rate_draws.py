@@ -12,8 +12,8 @@ import pytest
 import jax
 
 from ecjax import InputError, prob
-from ecjax.prob.draw_plan import plan_draws
-from ecjax.prob.rates import default_class_concentration, default_concentration
+from ecjax._src.prob.draw_plan import plan_draws
+from ecjax._src.prob.rates import default_class_concentration, default_concentration
 
 KEY = jax.random.key(11)
 

@@ -19,8 +19,8 @@ import jax
 
 import ecjax
 from ecjax import prob
-from ecjax.prob import paired as paired_mod
-from ecjax.prob.hierarchical import counts_from_sets, dirichlet_multinomial_log_likelihood
+from ecjax._src.prob import paired as paired_mod
+from ecjax._src.prob.hierarchical import counts_from_sets, dirichlet_multinomial_log_likelihood
 
 KEY = jax.random.key(13)
 COSTS = prob.cost_ratio(2, 5)  # an uncertain binary cost ratio: decisions per draw differ

@@ -8,7 +8,7 @@ from scipy import stats
 import jax
 import jax.numpy as jnp
 
-from ecjax.prob.distributions import TruncatedStandardNormal
+from ecjax._src.prob.distributions import TruncatedStandardNormal
 
 KEY = jax.random.key(7)
 

@@ -11,7 +11,7 @@ import pytest
 
 import jax
 
-from ecjax.prob.draw_models import clustered, joint, merged, occupied, per_draw, unpaired
+from ecjax._src.prob.draw_models import clustered, joint, merged, occupied, per_draw, unpaired
 
 KEY = jax.random.key(5)
 DRAWS = 2000

@@ -14,7 +14,7 @@ import jax
 
 import ecjax
 from ecjax import prob
-from ecjax.prob import draw_plan
+from ecjax._src.prob import draw_plan
 
 KEY = jax.random.key(9)
 COUNTS = np.array([[[50, 10], [5, 35]], [[45, 15], [3, 37]]])

@@ -15,9 +15,9 @@ import jax
 import jax.numpy as jnp
 
 import ecjax
-from ecjax.prob import from_results as fr
+from ecjax._src.prob import from_results as fr
 from ecjax.prob import NUTSSettings
-from ecjax.prob import ranking
+from ecjax._src.prob import ranking
 
 baycomp = pytest.importorskip("baycomp")
 

@@ -16,7 +16,7 @@ from scipy import stats
 import jax
 
 import ecjax
-from ecjax.prob import from_results as fr
+from ecjax._src.prob import from_results as fr
 
 baycomp = pytest.importorskip("baycomp")
 

@@ -17,9 +17,9 @@ import jax
 import jax.numpy as jnp
 
 import ecjax
-from ecjax.prob import from_results as fr
+from ecjax._src.prob import from_results as fr
 from ecjax.prob import NUTSSettings
-from ecjax.prob import ranking
+from ecjax._src.prob import ranking
 
 # baycomp's data preparation, the 5 x 10 test vectors and the quadrature of baycomp's model are defined there.
 from test_prob_from_results import X, Y, _baycomp_stan_data, _quadrature_posterior, _quadrature_predictive

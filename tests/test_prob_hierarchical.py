@@ -14,7 +14,7 @@ import jax
 
 import ecjax
 from ecjax import prob
-from ecjax.prob.hierarchical import counts_from_sets
+from ecjax._src.prob.hierarchical import counts_from_sets
 
 KEY = jax.random.key(5)
 

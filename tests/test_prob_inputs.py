@@ -130,7 +130,7 @@ def test_the_systems_say_what_they_hold():
 
 # ------------------------------------------------------------------ the canonical forms of ecjax.prob.inputs
 
-from ecjax.prob import inputs as pin  # noqa: E402
+from ecjax._src.prob import inputs as pin  # noqa: E402
 
 
 def test_paired_scores_stack_the_systems_of_one_test_set():

@@ -10,7 +10,7 @@ import numpyro.distributions as dist
 
 import ecjax
 from ecjax.prob import NUTSSettings
-from ecjax.prob.mcmc import check_nuts_settings, fit_nuts
+from ecjax._src.prob.mcmc import check_nuts_settings, fit_nuts
 
 
 def _normal_mean_model(x):

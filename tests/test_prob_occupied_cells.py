@@ -13,10 +13,10 @@ import jax.numpy as jnp
 
 from ecjax import prob
 from ecjax.confusion import joint_outcome_table
-from ecjax.prob import occupied_cells as oc
-from ecjax.prob.paired import stick_atoms, stick_weights
+from ecjax._src.prob import occupied_cells as oc
+from ecjax._src.prob.paired import stick_atoms, stick_weights
 
-from ecjax.prob.draw_models import occupied as occupied_model
+from ecjax._src.prob.draw_models import occupied as occupied_model
 
 
 # ------------------------------------------------------------------ sticks
@@ -226,8 +226,8 @@ def test_blocks_of_occupied_cells_fit_their_class_priors_in_the_small_unit():
     # compare plans the occupied cells' blocks from plan_elements: at 100 classes of 100 samples a block holds at
     # most SMALL_UNIT / K draws (B K class-prior variates in the sampler's small unit; the table's own elements gave
     # blocks of 100 draws, 10^4 variates in a unit of 2^18), and never fewer than the table's elements ask.
-    from ecjax.prob.draw_plan import plan_draws
-    from ecjax.prob.sampling import SMALL_UNIT
+    from ecjax._src.prob.draw_plan import plan_draws
+    from ecjax._src.prob.sampling import SMALL_UNIT
 
     rng = np.random.default_rng(0)
     k = 100

@@ -15,9 +15,9 @@ import jax
 import jax.numpy as jnp
 
 import ecjax
-from ecjax import prob
+from ecjax._src import prob
 from ecjax.confusion import JointOutcomeTable, joint_outcome_table
-from ecjax.prob import paired
+from ecjax._src.prob import paired
 from conftest import DATA_DIR
 
 KEY = jax.random.key(11)

@@ -13,9 +13,9 @@ import jax
 import jax.numpy as jnp
 
 import ecjax
-from ecjax import prob
+from ecjax._src import prob
 from ecjax.confusion import joint_outcome_table
-from ecjax.prob import paired
+from ecjax._src.prob import paired
 
 KEY = jax.random.key(11)
 

@@ -13,9 +13,9 @@ import jax
 import jax.numpy as jnp
 
 from ecjax import prob
-from ecjax.inputs import is_tracer
-from ecjax.prob.draw_models import per_draw
-from ecjax.prob.draw_models.protocol import BlockDraws, Centre
+from ecjax._src.inputs import is_tracer
+from ecjax._src.prob.draw_models import per_draw
+from ecjax._src.prob.draw_models.protocol import BlockDraws, Centre
 
 K, N, B = 3, 50, 12
 compare_mod = importlib.import_module("ecjax.prob.compare")  # ecjax.prob.compare is also the function

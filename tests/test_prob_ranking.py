@@ -12,7 +12,7 @@ import pytest
 import jax
 
 import ecjax
-from ecjax import prob
+from ecjax._src import prob
 
 KEY = jax.random.key(5)
 

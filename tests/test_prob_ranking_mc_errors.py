@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ecjax import InputError, cli, prob
-from ecjax.prob.ranking import batch_means_error, with_error
+from ecjax._src.prob.ranking import batch_means_error, with_error
 
 
 def test_independent_draws_match_sigma_over_root_n():

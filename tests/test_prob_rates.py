@@ -13,7 +13,7 @@ import arviz as az
 import jax
 
 import ecjax
-from ecjax import prob
+from ecjax._src import prob
 
 KEY = jax.random.key(7)
 
@@ -145,7 +145,7 @@ def test_bad_rate_inputs():
 
 
 def test_check_numbers_passes_numbers_and_arrays_at_or_above_the_minimum():
-    from ecjax.inputs import check_numbers
+    from ecjax._src.inputs import check_numbers
 
     assert check_numbers(0.0, "concentration", low=0.0) == 0.0
     a = np.array([0.5, 2.0])
@@ -162,7 +162,7 @@ def test_check_numbers_passes_numbers_and_arrays_at_or_above_the_minimum():
 
 
 def test_check_class_vector():
-    from ecjax.inputs import check_class_vector
+    from ecjax._src.inputs import check_class_vector
 
     p = np.array([0.3, 0.7])
     assert check_class_vector(p, "priors") is p

@@ -22,7 +22,7 @@ from scipy import stats
 import jax
 import jax.numpy as jnp
 
-from ecjax import prob
+from ecjax._src import prob
 from ecjax.confusion import JointOutcomeTable
 
 KEY = jax.random.key(16)

@@ -8,7 +8,7 @@ from scipy import stats
 import jax
 import jax.numpy as jnp
 
-from ecjax.prob.sampling import dirichlet, gamma
+from ecjax._src.prob.sampling import dirichlet, gamma
 
 KEY = jax.random.key(20240611)
 N_DRAWS = 40_000
@@ -29,7 +29,7 @@ def test_gamma_sampler_matches_scipy(shape):
 
 
 def test_gamma_large_inputs_drawn_in_blocks():
-    from ecjax.prob.sampling import _BLOCK
+    from ecjax._src.prob.sampling import _BLOCK
 
     n = 3 * _BLOCK + 123  # several blocks and a padded tail
     shapes = np.where(np.arange(n) % 2 == 0, 2.5, 0.3)

@@ -11,7 +11,7 @@ from scipy import stats
 import jax
 import jax.numpy as jnp
 
-from ecjax.prob import sampling as _sampling
+from ecjax._src.prob import sampling as _sampling
 
 KEY = jax.random.key(7)
 

@@ -18,7 +18,7 @@ import numpyro.distributions as dist
 from numpyro.infer import Predictive
 
 import ecjax
-from ecjax import prob
+from ecjax._src import prob
 
 KEY = jax.random.key(20240611)
 N_DRAWS = 40_000
@@ -224,7 +224,7 @@ def test_constraints_without_support_are_reported_not_looped():
 def test_a_prior_finds_its_sampler_once_per_size(monkeypatch):
     # The shared sampler's key hashes the bound arrays (two 1000 x 1000 bounds: 0.1 s); compare asks once per
     # block of draws, so the prior keeps what it found: a second draw of the same size hashes nothing.
-    from ecjax.prob import utility_priors
+    from ecjax._src.prob import utility_priors
     prior = prob.intervals(np.zeros((3, 3)), np.ones((3, 3)))
     calls = []
     real = utility_priors._model_key
@@ -260,7 +260,7 @@ def test_equal_priors_share_one_compiled_sampler():
 
 
 def test_as_broadcast_gives_float64_of_the_shape_and_allows_infinite_bounds():
-    from ecjax.inputs import as_broadcast
+    from ecjax._src.inputs import as_broadcast
 
     out = as_broadcast(-np.inf, "low", (2, 2))
     assert out.dtype == np.float64 and out.shape == (2, 2) and np.all(out == -np.inf)
@@ -299,7 +299,7 @@ def test_a_prior_made_without_kind_takes_it_from_the_argument():
     # No repeated words in a call (issue 32.7): `costs=prob.intervals(low, high)` reads the bounds as costs, the
     # same prior as kind="cost" (draw for draw), with the closed-form expected utility -(low + high) / 2; passed as
     # `utilities=` (or used alone) it is a utility prior, and an explicit kind is kept.
-    from ecjax.prob.utility_priors import resolve_utilities
+    from ecjax._src.prob.utility_priors import resolve_utilities
 
     low, high = np.array([[0.0, 1.0], [10.0, 0.0]]), np.array([[0.0, 3.0], [50.0, 0.0]])
     as_costs = resolve_utilities(None, ecjax.prob.intervals(low, high))

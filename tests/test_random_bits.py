@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 from jax.extend.random import threefry_2x32
 
-from ecjax import random_bits
-from ecjax.random_bits import first_true_indices, threefry2x32, uniform, uniform_pair
+from ecjax._src import random_bits
+from ecjax._src.random_bits import first_true_indices, threefry2x32, uniform, uniform_pair
 
 KEY = jax.random.key(7)
 

@@ -4,7 +4,8 @@ factory counts against Dyrland et al. (2022) §0 and hand computations."""
 import numpy as np
 
 from ecjax import demo
-from ecjax.report import disagreements, format_table, metric_columns
+from ecjax.report import metric_columns
+from ecjax._src.report import disagreements, format_table
 
 
 def test_factory_yields_match_seed_004():

@@ -14,8 +14,8 @@ from scipy.special import log_softmax
 from test_cli_sweep_calibrate import d, nec_of_bayes_decisions, ok_json, run  # noqa: F401 (d is a fixture)
 
 from ecjax import cli
-from ecjax.prob.ranking import with_error
-from ecjax.report import Column, apart, cell_digits, disagreements, format_table, winner, winners
+from ecjax._src.prob.ranking import with_error
+from ecjax._src.report import Column, apart, cell_digits, disagreements, format_table, winner, winners
 
 
 def _cells(table, column):
@@ -92,7 +92,7 @@ def test_metrics_record_names_conventions_and_ties(d, capsys):  # noqa: F811
 
 
 def test_no_better_than_naive_allows_float32_rounding_of_nec_one():
-    from ecjax.report import no_better_than_naive
+    from ecjax._src.report import no_better_than_naive
 
     # NEC of the naive decisions is 1 exactly; float32 may give 1 - 1 ulp (an H100 did at 6 of 41 sweep points).
     below = np.nextafter(np.float32(1), np.float32(0))

@@ -13,8 +13,8 @@ import pytest
 import jax
 
 from ecjax import prob
-from ecjax.prob.from_results import compare_results, hierarchical_compare_results, hierarchical_test
-from ecjax.prob.ranking import RankedResult
+from ecjax._src.prob.from_results import compare_results, hierarchical_compare_results, hierarchical_test
+from ecjax._src.prob.ranking import RankedResult
 
 pd = pytest.importorskip("pandas")
 az = pytest.importorskip("arviz")
@@ -232,7 +232,7 @@ def test_to_arviz_holds_the_draws_and_arviz_hdi_agrees(which, request):
 def _synthetic_nuts_result(rng, chains, draws, datasets=4):
     """A HierarchicalResultsComparison of made-up draws and a run's InferenceData with made-up sample stats: what
     to_arviz does with the chains and the statistics, without a NUTS fit."""
-    from ecjax.prob.from_results import HierarchicalResultsComparison
+    from ecjax._src.prob.from_results import HierarchicalResultsComparison
 
     s, m = chains * draws, len(NAMES)
     effect = rng.normal(size=(s, m))
@@ -272,7 +272,7 @@ def test_nuts_to_arviz_splits_the_draws_by_chain_and_keeps_the_sample_stats():
 
 def test_test_sets_comparison_to_arviz_by_chain(comparison):
     # compare_test_sets' result wraps a Comparison of NUTS draws: here the 2000 draws of the fixture as 4 chains.
-    from ecjax.prob.hierarchical import HierarchicalComparison
+    from ecjax._src.prob.hierarchical import HierarchicalComparison
 
     rng = np.random.default_rng(13)
     run = az.from_dict(posterior={"dispersion": rng.normal(size=(4, 500))},
@@ -290,7 +290,7 @@ def test_test_sets_comparison_to_arviz_by_chain(comparison):
 
 def test_hierarchical_test_frame_dict_and_arviz_without_a_fit():
     # Two systems on several data sets (baycomp's test): made-up draws of 2 chains, baycomp's shares by numpy.
-    from ecjax.prob.from_results import HierarchicalTTest
+    from ecjax._src.prob.from_results import HierarchicalTTest
 
     rng = np.random.default_rng(12)
     per_draw = rng.dirichlet([1, 1, 1], 400)
@@ -367,7 +367,7 @@ def test_compare_folds_writes_the_results_to_dict(tmp_path):
     code, out, err = run_cli("compare-folds", "f.csv", "--rope", "0.01", "--seed", "3", "--json", cwd=tmp_path)
     assert code == 0, err
     rec = json.loads(out)
-    from ecjax import random_bits
+    from ecjax._src import random_bits
 
     res = compare_results(scores, rope=0.01, key=random_bits.key(3), systems=("A", "B", "C"))
     # The same keys and numbers, up to the last bit of a mean (the file's table is summed as a strided view).

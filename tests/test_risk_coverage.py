@@ -8,7 +8,7 @@ import jax
 
 import ecjax
 from conftest import load_dataset
-from ecjax.scores.risk_coverage import risk_coverage_curve
+from ecjax._src.scores.risk_coverage import risk_coverage_curve
 
 
 def _loop(labels, log_post, w=None):

@@ -274,10 +274,10 @@ def test_zero_weight_class_with_positive_prior_is_refused():
 
 from scipy import special  # noqa: E402
 
-from ecjax.scores import calibration_errors as ce  # noqa: E402
-from ecjax.scores import ranking_curves as curves, roc  # noqa: E402
-from ecjax.scores.bayes_decisions import decision_curve  # noqa: E402
-from ecjax.scores.thresholds import optimal_metric_threshold  # noqa: E402
+from ecjax._src.scores import calibration_errors as ce  # noqa: E402
+from ecjax._src.scores import ranking_curves as curves, roc  # noqa: E402
+from ecjax._src.scores.bayes_decisions import decision_curve  # noqa: E402
+from ecjax._src.scores.thresholds import optimal_metric_threshold  # noqa: E402
 from ecjax.scores import (  # noqa: E402
     auc_one_vs_rest,
     bayes_risk_curve,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ecjax import InputError
-from ecjax import inputs as v
+from ecjax._src import inputs as v
 
 
 @pytest.mark.parametrize("value, options, message", [

@@ -44,7 +44,7 @@ def test_bad_inputs_raise_input_error():
 
 
 def test_resolved_variant_resolves_auto_and_refuses_binary_beyond_two_classes():
-    from ecjax.scores.inputs import resolved_variant
+    from ecjax._src.scores.inputs import resolved_variant
 
     choices = ("auto", "binary", "top_label", "classwise")
     assert resolved_variant("auto", 2, choices) == "binary"
@@ -60,7 +60,7 @@ def test_resolved_variant_resolves_auto_and_refuses_binary_beyond_two_classes():
 
 
 def test_epsr_metric_names_a_scoring_rule_with_what_it_needs():
-    from ecjax.scores.inputs import EPSR_METRICS, epsr_metric
+    from ecjax._src.scores.inputs import EPSR_METRICS, epsr_metric
 
     assert EPSR_METRICS == ("xe", "brier", "bayes_ec")
     assert epsr_metric("xe", None) == "xe" and epsr_metric("brier", np.eye(2)) == "brier"
@@ -76,8 +76,8 @@ def test_the_priors_the_score_functions_are_given():
     # Reference: numpy's class counts over their total, and the rule written out: likelihoods get priors (the
     # deployment priors, else the test set's frequencies), posteriors keep theirs (issue 32.2: moved from the command
     # line into the library).
-    from ecjax.inputs import LIKELIHOOD_TYPES, SCORE_TYPES
-    from ecjax.scores.inputs import class_frequencies, likelihood_priors, priors_or_frequencies, score_priors
+    from ecjax._src.inputs import LIKELIHOOD_TYPES, SCORE_TYPES
+    from ecjax._src.scores.inputs import class_frequencies, likelihood_priors, priors_or_frequencies, score_priors
 
     y = np.array([0, 2, 2, 1, 2, 0])
     w = np.array([1.0, 0.5, 2.0, 0.0, 1.0, 3.0])

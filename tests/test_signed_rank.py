@@ -14,7 +14,7 @@ from scipy import stats
 import jax
 
 import ecjax
-from ecjax.prob.signed_rank import signed_rank_test
+from ecjax._src.prob.signed_rank import signed_rank_test
 from conftest import DATASETS, load_dataset
 
 baycomp = pytest.importorskip("baycomp")

@@ -30,13 +30,8 @@ from sklearn.preprocessing import StandardScaler  # noqa: E402
 from sklearn.utils import estimator_checks  # noqa: E402
 
 from ecjax import InputError, calibration  # noqa: E402
-from ecjax.sklearn import (  # noqa: E402
-    CHECKS_THAT_DO_NOT_APPLY,
-    CostSensitiveClassifier,
-    ScoreCalibrator,
-    cost_scorer,
-    utility_scorer,
-)
+from ecjax.sklearn import CHECKS_THAT_DO_NOT_APPLY, CostSensitiveClassifier, ScoreCalibrator, cost_scorer
+from ecjax._src.sklearn import utility_scorer
 
 # Asymmetric costs of the 3 wine classes: missing class 2 is expensive.
 COSTS = np.array([[0.0, 1.0, 2.0], [1.0, 0.0, 1.0], [8.0, 4.0, 0.0]])

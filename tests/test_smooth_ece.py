@@ -16,7 +16,7 @@ import jax
 
 import ecjax
 from conftest import load_dataset
-from ecjax.scores.smooth_calibration_error import BISECTION_STEPS, smooth_ece
+from ecjax._src.scores.smooth_calibration_error import BISECTION_STEPS, smooth_ece
 
 relplot = pytest.importorskip("relplot")
 

@@ -88,7 +88,7 @@ SHARDED_SCRIPT = textwrap.dedent(
     import numpy as np
     import jax
     from ecjax.sweep import SweepSettings, grids, metric_reliability, sweep_counts, sweep_scores, utility_space_map
-    from ecjax.sweep import reliability as R
+    from ecjax._src.sweep import reliability as R
 
     def run(devices):
         rng = np.random.default_rng(0)
@@ -143,7 +143,7 @@ class _FakeDevice:
 
 
 def test_automatic_chunk_follows_the_backend_and_its_memory():
-    from ecjax.sweep import engine
+    from ecjax._src.sweep import engine
 
     assert engine.auto_chunk_size([_FakeDevice("cpu", None)]) == engine.CPU_CHUNK
     assert engine.auto_chunk_size([_FakeDevice("cpu", None)], cpu_chunk=256) == 256
@@ -171,7 +171,7 @@ def test_automatic_chunk_follows_the_backend_and_its_memory():
 
 
 def test_devices_of_another_platform_are_accepted_and_mixed_platforms_refused():
-    from ecjax.sweep import engine
+    from ecjax._src.sweep import engine
 
     cpu = jax.devices("cpu")
     assert engine.resolve_devices(cpu[:1]) == tuple(cpu[:1])

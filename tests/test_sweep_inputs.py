@@ -124,7 +124,7 @@ def test_bad_input_raises_input_error_naming_the_argument(call, match):
 # ------------------------------------------------- the validators the sweeps are canonicalized with
 
 def test_as_range_gives_two_floats_and_refuses_each_bad_range():
-    from ecjax.inputs import as_range
+    from ecjax._src.inputs import as_range
 
     assert as_range(1, np.float32(2.5), "linspace") == (1.0, 2.5)
     assert as_range(0, 0, "cost_ratios", minimum=0.0) == (0.0, 0.0)  # closed: lo = minimum is inside
@@ -144,7 +144,7 @@ def test_as_range_gives_two_floats_and_refuses_each_bad_range():
 
 
 def test_check_leading_axis_gives_the_shared_length():
-    from ecjax.inputs import check_leading_axis
+    from ecjax._src.inputs import check_leading_axis
 
     assert check_leading_axis([np.zeros((3, 2)), np.zeros(3)], "values") == 3
     with pytest.raises(InputError, match="`values` is empty: its leading"):
@@ -156,7 +156,7 @@ def test_check_leading_axis_gives_the_shared_length():
 
 
 def test_check_callable():
-    from ecjax.inputs import check_callable
+    from ecjax._src.inputs import check_callable
 
     assert check_callable(len, "sample", "a callable sample(key, n)") is len
     with pytest.raises(InputError, match=r"`sample` must be a callable sample\(key, n\), got int"):
@@ -180,7 +180,7 @@ def test_grid_ranges_are_refused_by_as_range():
 
 
 def test_resolve_devices_canonical_tuple_and_refusals():
-    from ecjax.sweep.inputs import resolve_devices
+    from ecjax._src.sweep.inputs import resolve_devices
 
     cpu = jax.devices()
     assert resolve_devices() == tuple(cpu)
@@ -199,7 +199,7 @@ def test_resolve_devices_canonical_tuple_and_refusals():
 
 
 def test_check_correct_dominates():
-    from ecjax.sweep.inputs import check_correct_dominates
+    from ecjax._src.sweep.inputs import check_correct_dominates
 
     u = np.array([[[1.0, 0.0], [0.0, 1.0]], [[0.5, 0.5], [0.2, 0.3]]])
     assert check_correct_dominates(u, "utilities") is u
@@ -210,7 +210,7 @@ def test_check_correct_dominates():
 
 
 def test_as_error_levels():
-    from ecjax.sweep.inputs import as_error_levels
+    from ecjax._src.sweep.inputs import as_error_levels
 
     sds, scalar = as_error_levels(0.1)
     assert scalar and sds.dtype == np.float64 and sds.tolist() == [0.1]
@@ -229,7 +229,7 @@ def test_as_error_levels():
 def test_as_utility_distribution():
     import jax.numpy as jnp
 
-    from ecjax.sweep.inputs import as_utility_distribution
+    from ecjax._src.sweep.inputs import as_utility_distribution
 
     def good(key, n):
         return jnp.broadcast_to(jnp.array([[0.9, 0.1], [0.2, 0.8]]), (n, 2, 2))

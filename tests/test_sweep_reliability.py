@@ -22,7 +22,7 @@ import jax.numpy as jnp
 
 from ecjax import metrics as M
 from ecjax.sweep import metric_reliability
-from ecjax.sweep import reliability as R
+from ecjax._src.sweep import reliability as R
 
 METRIC_NAMES = list(R.METRICS)
 

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 from expected_cost import ec as ec_ref
 
 from ecjax.sweep import SweepSettings, grids, sweep_counts, sweep_map, sweep_scores
-from ecjax.sweep.sweeps import TIE
+from ecjax._src.sweep.sweeps import TIE
 
 RNG = np.random.default_rng(20240601)
 

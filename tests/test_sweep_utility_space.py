@@ -20,7 +20,7 @@ from sklearn.metrics import roc_curve
 
 import ecjax
 from ecjax.sweep import SweepSettings, roc_convex_hull, roc_tangent_winners, utility_plane, utility_space_map
-from ecjax.sweep.sweeps import TIE
+from ecjax._src.sweep.sweeps import TIE
 
 
 def seed_eq13(x, y):

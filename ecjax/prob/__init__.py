@@ -1,68 +1,42 @@
-"""Uncertain costs and finite test sets: NumPyro models for ranking classifiers.
-
-* :mod:`~ecjax.prob.distributions`: NumPyro distributions with fast exact
-  samplers (the truncated normal of the cost priors).
-* :mod:`~ecjax.prob.utility_priors`: priors over utility/cost matrices as
-  NumPyro models (intervals, truncated normal, binary cost ratios, Dyrland
-  et al.'s (2022) two distributions over the normalized binary space, any user model).
-* :mod:`~ecjax.prob.expected_utility`: the expected utility matrix (Dyrland et al. (2022)
-  eqs. 18-19) and the decisions it implies.
-* :mod:`~ecjax.prob.rates`: Dirichlet-multinomial posterior of confusion
-  rates (conjugate sampler, and the same model for NUTS); deployment priors.
-* :mod:`~ecjax.prob.paired`: Dirichlet over joint outcome cells (Bayesian
-  bootstrap), the cluster bootstrap over groups of samples.
-* :mod:`~ecjax.prob.mcmc`: NUTS settings, runs and diagnostics of the
-  hierarchical models.
-* :mod:`~ecjax.prob.hierarchical`: several test sets pooled by a
-  hierarchical model fitted with NUTS.
-* :mod:`~ecjax.prob.draw_plan`: the Monte Carlo settings, the decision rule
-  and the memory plan of the posterior draws.
-* :mod:`~ecjax.prob.inputs`: :class:`Systems`, the classifiers' outputs on
-  their test samples, checked once.
-* :mod:`~ecjax.prob.label_shift`: deployment priors from unlabelled
-  deployment scores (calibrated EM), with a Bayesian-bootstrap posterior.
-* :mod:`~ecjax.prob.curve_bands`: ROC and precision-recall curves with
-  pointwise and simultaneous credible bands.
-* :func:`compare`: which classifier, and how sure are we.
-"""
+"""Uncertain costs and finite test sets: NumPyro models for ranking classifiers."""
 
 from typing import TYPE_CHECKING
 
-from ecjax.prob.compare import compare, compare_counts, draw_to_precision, evaluate_draws
-from ecjax.prob.draw_plan import MonteCarloSettings, PerDraw
-from ecjax.draw_runner import ProgressLines  # progress=ProgressLines(): plain lines for logs and batch jobs
-from ecjax.prob.expected_utility import (
+from ecjax._src.prob import (
+    ClusteredOutcomeTable,
+    Comparison,
+    Doubt,
     ExpectedUtility,
+    MonteCarloSettings,
+    NUTSSettings,
+    PerDraw,
+    PriorDistribution,
+    ProgressLines,
+    Systems,
+    UtilityPrior,
+    clustered_outcome_table,
+    compare,
+    compare_counts,
+    cost_ratio,
+    cost_ratio_model,
+    dirichlet_priors,
+    draw_to_precision,
+    draws_priors,
+    evaluate_draws,
     expected_utility_bayes_decisions,
     expected_utility_decision,
     expected_utility_matrix,
-)
-from ecjax.prob.inputs import Systems
-from ecjax.prob.mcmc import NUTSSettings
-from ecjax.prob.paired import (
-    ClusteredOutcomeTable,
-    clustered_outcome_table,
-    sample_clustered_confusions,
-    sample_joint_confusions,
-)
-from ecjax.prob.ranking import Comparison, Doubt, hdi
-from ecjax.prob.rates import (
-    PriorDistribution,
-    dirichlet_priors,
-    draws_priors,
+    from_model,
+    hdi,
+    interval_model,
     interval_priors,
+    intervals,
     rates_model,
     sample_class_priors,
+    sample_clustered_confusions,
+    sample_joint_confusions,
     sample_rates,
     sample_rates_nuts,
-)
-from ecjax.prob.utility_priors import (
-    UtilityPrior,
-    cost_ratio,
-    cost_ratio_model,
-    from_model,
-    interval_model,
-    intervals,
     seed004_gaussian,
     seed004_gaussian_model,
     seed004_uniform,
@@ -70,92 +44,123 @@ from ecjax.prob.utility_priors import (
     truncated_normal,
     truncated_normal_model,
 )
+from ecjax._src.prob.mcmc import NUTSDiagnostics
+from ecjax._src.prob.ranking import RankedResult
+from ecjax._src import prob as _impl
 
-# Modules that import NumPyro's inference or optax load on first use of one of their names (PEP 562), so that
-# `from ecjax import prob; prob.compare(...)` (and the command line) do not import them: about 0.5 s a process.
-_LAZY = {
-    'BUILTIN_METRICS': 'ecjax.prob.bootstrap',
-    'MetricPosterior': 'ecjax.prob.bootstrap',
-    'bootstrap_metric': 'ecjax.prob.bootstrap',
-    'weighted_metric': 'ecjax.prob.bootstrap',
-    'CurveBand': 'ecjax.prob.curve_bands',
-    'curve_band': 'ecjax.prob.curve_bands',
-    'TruncatedStandardNormal': 'ecjax.prob.distributions',
-    'CorrelatedTTest': 'ecjax.prob.from_results',
-    'HierarchicalResultsComparison': 'ecjax.prob.from_results',
-    'HierarchicalTTest': 'ecjax.prob.from_results',
-    'HyperpriorBounds': 'ecjax.prob.from_results',
-    'ResultsComparison': 'ecjax.prob.from_results',
-    'compare_results': 'ecjax.prob.from_results',
-    'correlated_t_test': 'ecjax.prob.from_results',
-    'hierarchical_compare_results': 'ecjax.prob.from_results',
-    'hierarchical_results_model': 'ecjax.prob.from_results',
-    'hierarchical_t_model': 'ecjax.prob.from_results',
-    'hierarchical_test': 'ecjax.prob.from_results',
-    'SignedRankTest': 'ecjax.prob.signed_rank',
-    'signed_rank_test': 'ecjax.prob.signed_rank',
-    'HierarchicalComparison': 'ecjax.prob.hierarchical',
-    'compare_test_sets': 'ecjax.prob.hierarchical',
-    'hierarchical_model': 'ecjax.prob.hierarchical',
-    'LabelShiftPosterior': 'ecjax.prob.label_shift',
-    'estimate_priors': 'ecjax.prob.label_shift',
-    'label_shift_posterior': 'ecjax.prob.label_shift',
-    'SampleCostComparison': 'ecjax.prob.sample_costs',
-    'compare_sample_costs': 'ecjax.prob.sample_costs',
-}
-
-if TYPE_CHECKING:  # the lazy names, for type checkers
-    from ecjax.prob.bootstrap import BUILTIN_METRICS, MetricPosterior, bootstrap_metric, weighted_metric
-    from ecjax.prob.curve_bands import CurveBand, curve_band
-    from ecjax.prob.distributions import TruncatedStandardNormal
-    from ecjax.prob.from_results import (
+if TYPE_CHECKING:  # the names that load on first use, for type checkers
+    from ecjax._src.prob import (
+        BUILTIN_METRICS,
         CorrelatedTTest,
+        CurveBand,
+        HierarchicalComparison,
         HierarchicalResultsComparison,
         HierarchicalTTest,
         HyperpriorBounds,
+        LabelShiftPosterior,
+        MetricPosterior,
         ResultsComparison,
+        SampleCostComparison,
+        SignedRankTest,
+        TruncatedStandardNormal,
+        bootstrap_metric,
         compare_results,
+        compare_sample_costs,
+        compare_test_sets,
         correlated_t_test,
+        counts_from_sets,
+        curve_band,
+        estimate_priors,
         hierarchical_compare_results,
+        hierarchical_model,
         hierarchical_results_model,
         hierarchical_t_model,
         hierarchical_test,
+        label_shift_posterior,
+        signed_rank_test,
+        weighted_metric,
     )
-    from ecjax.prob.hierarchical import HierarchicalComparison, compare_test_sets, hierarchical_model
-    from ecjax.prob.label_shift import LabelShiftPosterior, estimate_priors, label_shift_posterior
-    from ecjax.prob.signed_rank import SignedRankTest, signed_rank_test
-    from ecjax.prob.sample_costs import SampleCostComparison, compare_sample_costs
 
 
-def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ecjax.prob' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later lookups skip __getattr__
-    return value
+def __getattr__(name):  # heavier names load on first use, as ecjax._src.prob loads them
+    if name in __all__:
+        return getattr(_impl, name)
+    raise AttributeError(f"module 'ecjax.prob' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
-
+    return sorted(set(globals()) | set(__all__))
 
 __all__ = [
-    "BUILTIN_METRICS", "MetricPosterior", "bootstrap_metric", "weighted_metric",
-    "CorrelatedTTest", "SignedRankTest", "signed_rank_test", "HierarchicalTTest", "ResultsComparison", "compare_results", "correlated_t_test",
-    "hierarchical_t_model", "hierarchical_test", "HierarchicalResultsComparison", "hierarchical_compare_results",
-    "hierarchical_results_model", "HyperpriorBounds", "NUTSSettings", "MonteCarloSettings", "Systems",
-    "ClusteredOutcomeTable", "Comparison", "Doubt", "ExpectedUtility", "HierarchicalComparison", "PerDraw",
-    "PriorDistribution", "TruncatedStandardNormal", "UtilityPrior", "clustered_outcome_table", "compare", "compare_counts",
-    "compare_test_sets", "cost_ratio", "cost_ratio_model", "dirichlet_priors", "draw_to_precision", "evaluate_draws",
-    "expected_utility_bayes_decisions", "expected_utility_decision", "expected_utility_matrix", "from_model", "hdi",
-    "hierarchical_model", "interval_model", "interval_priors", "intervals", "rates_model", "sample_class_priors",
-    "sample_clustered_confusions", "sample_joint_confusions", "sample_rates", "sample_rates_nuts",
-    "seed004_gaussian", "seed004_gaussian_model", "seed004_uniform", "seed004_uniform_model", "truncated_normal",
-    "truncated_normal_model", "CurveBand", "curve_band", "LabelShiftPosterior", "estimate_priors",
-    "label_shift_posterior", "draws_priors",
-    "SampleCostComparison", "compare_sample_costs",
+    "BUILTIN_METRICS",
+    "MetricPosterior",
+    "bootstrap_metric",
+    "weighted_metric",
+    "CorrelatedTTest",
+    "SignedRankTest",
+    "signed_rank_test",
+    "HierarchicalTTest",
+    "ResultsComparison",
+    "compare_results",
+    "correlated_t_test",
+    "hierarchical_t_model",
+    "hierarchical_test",
+    "HierarchicalResultsComparison",
+    "hierarchical_compare_results",
+    "hierarchical_results_model",
+    "HyperpriorBounds",
+    "NUTSSettings",
+    "MonteCarloSettings",
+    "Systems",
+    "ClusteredOutcomeTable",
+    "Comparison",
+    "Doubt",
+    "ExpectedUtility",
+    "HierarchicalComparison",
+    "PerDraw",
+    "PriorDistribution",
+    "TruncatedStandardNormal",
+    "UtilityPrior",
+    "clustered_outcome_table",
+    "compare",
+    "compare_counts",
+    "compare_test_sets",
+    "counts_from_sets",
+    "cost_ratio",
+    "cost_ratio_model",
+    "dirichlet_priors",
+    "draw_to_precision",
+    "evaluate_draws",
+    "expected_utility_bayes_decisions",
+    "expected_utility_decision",
+    "expected_utility_matrix",
+    "from_model",
+    "hdi",
+    "hierarchical_model",
+    "interval_model",
+    "interval_priors",
+    "intervals",
+    "rates_model",
+    "sample_class_priors",
+    "sample_clustered_confusions",
+    "sample_joint_confusions",
+    "sample_rates",
+    "sample_rates_nuts",
+    "seed004_gaussian",
+    "seed004_gaussian_model",
+    "seed004_uniform",
+    "seed004_uniform_model",
+    "truncated_normal",
+    "truncated_normal_model",
+    "CurveBand",
+    "curve_band",
+    "LabelShiftPosterior",
+    "estimate_priors",
+    "label_shift_posterior",
+    "draws_priors",
+    "SampleCostComparison",
+    "compare_sample_costs",
     "ProgressLines",
+    "RankedResult",
+    "NUTSDiagnostics",
 ]
