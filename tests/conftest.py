@@ -160,8 +160,8 @@ def run_script(path, *, cwd):
     out = io.StringIO()
     here = os.getcwd()
     os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out):
+    try:  # np.printoptions: what the script sets for its printing is undone for the tests after it
+        with contextlib.redirect_stdout(out), np.printoptions():
             runpy.run_path(str(path), run_name="__main__")
     finally:
         os.chdir(here)

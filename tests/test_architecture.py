@@ -310,31 +310,35 @@ MAX_MODULE_LINES = 600
 # fails too, as does a reason for a module that no longer exists, so the list stays true.
 LARGE_MODULES = {
     "ecjax/_src/prob/from_results.py": "four models of per-fold results (correlated t, hierarchical t, joint-t draws, "
-                                  "hierarchical results) with their result types; one module per model is issue "
-                                  "32.3's redesign, not yet done",
-    "ecjax/_src/prob/compare.py": "compare() and compare_counts() with their documentation (about 250 lines: the module "
-                             "docstring states the comparison's statistics), the canonical systems, and the "
-                             "orchestration of the draw models, which live one per module in prob/draw_models/",
+                                       "hierarchical results) with their result types and the rounds that draw them "
+                                       "until precise; a module per model, as prob/draw_models/ holds compare's, is "
+                                       "not done",
+    "ecjax/_src/prob/compare.py": "compare() and compare_counts() with their documentation (about 250 lines: the "
+                                  "module docstring states the comparison's statistics), the canonical systems, and "
+                                  "the orchestration of the draw models, which live one per module in "
+                                  "prob/draw_models/",
     "ecjax/_src/calibration.py": "the public API over the table of calibrators (ecjax/calibrators/): the Calibrator, "
-                            "FitSettings, fit, the three protocols with their folds (stratified, grouped), the "
-                            "calibration loss and diagnose; the folds could move to a module of their own",
+                                 "FitSettings, fit, the three protocols with their folds (stratified, grouped), the "
+                                 "calibration loss and diagnose; the folds could move to a module of their own",
     "ecjax/_src/inputs.py": "the input layer: every check the library starts from, in one module so that the count of "
-                       "raise sites outside it (below) means something",
-    "ecjax/_src/plots.py": "one function per figure (reliability, thresholds, ROC, posteriors, sweeps) sharing Frame and "
-                      "the axis helpers; a split by figure kind is possible and not yet done",
-    "ecjax/_src/prob/bootstrap.py": "the weighted kernels of the built-in metrics and the bootstrap's draw loop; the loop "
-                               "moves to the chunked-draw runner (issue 32.4)",
+                            "raise sites outside it (below) means something",
+    "ecjax/_src/plots.py": "one function per figure (reliability, thresholds, ROC, posteriors, sweeps) sharing Frame "
+                           "and the axis helpers; a split by figure kind is possible and not yet done",
+    "ecjax/_src/prob/bootstrap.py": "the weighted kernels of the built-in metrics (the public kernel mapped over draws "
+                                    "where one exists) and the bootstrap's blocks on the chunked-draw runner "
+                                    "(ecjax/_src/draw_runner.py)",
     "ecjax/_src/io.py": "every file the library reads or writes (arrays, class names, results tables, cost "
-                   "specifications, atomic writes), each with the checks of its contents",
+                        "specifications, atomic writes), each with the checks of its contents",
     "ecjax/_src/prob/ranking.py": "the one family of ranked results (issue 32.6) and the ranking statistics they share "
-                             "(ranks, HDI, ROPE, batch-means errors, doubt)",
-    "ecjax/_src/sweep/sweeps.py": "the sweep result, its reductions and the point kinds of the three problems (user map, "
-                             "counts, scores)",
+                                  "(ranks, HDI, ROPE, batch-means errors, doubt)",
+    "ecjax/_src/sweep/sweeps.py": "the sweep result, its reductions and the point kinds of the three problems (user "
+                                  "map, counts, scores)",
     "ecjax/_src/scores/roc.py": "the ranking alone (issue 32.5): rates at every cut, ROC, the binary, one-vs-rest and "
-                           "one-vs-one AUCs together, EER and operating points, sharing one sort and its kernels",
-    "ecjax/_src/metrics.py": "EC, NEC, utility yield and about twenty classical metrics of counts, each a short formula",
+                                "one-vs-one AUCs together, EER and operating points, sharing one sort and its kernels",
+    "ecjax/_src/metrics.py": "EC, NEC, utility yield and about twenty classical metrics of counts, each a short "
+                             "formula",
     "ecjax/_src/prob/utility_priors.py": "the NumPyro utility-prior models and the UtilityPrior constructors that wrap "
-                                    "them, one pair per prior",
+                                         "them, one pair per prior",
     "ecjax/_src/prob/inputs.py": "the prob package's input layer (systems, metric specs, per-fold results)",
 }
 

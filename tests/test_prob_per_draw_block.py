@@ -18,7 +18,7 @@ from ecjax._src.prob.draw_models import per_draw
 from ecjax._src.prob.draw_models.protocol import BlockDraws, Centre
 
 K, N, B = 3, 50, 12
-compare_mod = importlib.import_module("ecjax.prob.compare")  # ecjax.prob.compare is also the function
+compare_mod = importlib.import_module("ecjax._src.prob.compare")  # ecjax.prob.compare is the function
 
 
 def _state(paired, weighted, rate_draws):
