@@ -8,7 +8,8 @@
 #                                                           # GPU_CHECK_LIMIT_SCALE=4: every time limit x4)
 #
 # Data: ECJAX_DATA_DIR, else .gpu_data/ (git-ignored) if it exists, else ../shared/data.  Writes OUT_DIR/report.txt
-# (device, versions, each step's exit status, time and numbers) and one log per step (6 files, one folder).
+# (device, versions, each step's exit status, time and numbers), one log per step and the tests' durations.log
+# (7 files, one folder).
 # Every step runs under `timeout`, so one hang costs its own slot only.
 set -u
 OUT=${1:-gpu_check_out}
@@ -76,7 +77,8 @@ else
   t0=$(date +%s)
   # -v: each failure is named as it happens, so a run stopped at its time limit still says which tests failed.
   # ECJAX_FAILURE_LOG: tests/conftest.py appends each failure's traceback as it happens (kept if the limit stops pytest).
-  ECJAX_FAILURE_LOG="$OUT/failures.log" timeout --kill-after=15 "$PYTEST_LIMIT" $PY -m pytest -n "$PYTEST_WORKERS" --dist worksteal -v -p no:cacheprovider -rf --tb=short \
+  # ECJAX_DURATION_LOG: each test phase's seconds as it ends (where the time went, also in a stopped run).
+  ECJAX_FAILURE_LOG="$OUT/failures.log" ECJAX_DURATION_LOG="$OUT/durations.log" timeout --kill-after=15 "$PYTEST_LIMIT" $PY -m pytest -n "$PYTEST_WORKERS" --dist worksteal -v -p no:cacheprovider -rf --tb=short \
     -k "not notebook_executes" tests > "$OUT/pytest.log" 2>&1
   rc=$?
   say "--- pytest -n $PYTEST_WORKERS (default lane): rc $rc in $(( $(date +%s) - t0 )) s (limit $PYTEST_LIMIT s)$([ $rc -eq 124 ] && echo ': TIMED OUT')"
@@ -84,6 +86,7 @@ else
   echo "tests passed (as reported): $(grep -cE 'PASSED tests/' "$OUT/pytest.log")" >> "$REPORT"
   [ -s "$OUT/failures.log" ] && { echo "--- failures (failures.log, first 200 lines)"; head -n 200 "$OUT/failures.log"; } >> "$REPORT"
   tail -n 1 "$OUT/pytest.log" >> "$REPORT"
+  [ -s "$OUT/durations.log" ] && { echo "--- the 25 longest test phases (durations.log)"; sort -rn "$OUT/durations.log" | head -n 25; } >> "$REPORT"
 fi
 
 wait "$TINY_PID"

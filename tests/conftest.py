@@ -26,12 +26,10 @@ os.environ.setdefault("ECJAX_COMPILATION_CACHE_DIR", tempfile.mkdtemp(prefix="ec
 # never read a half-written entry. Tests of the command line's own cache start their processes without it.
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.environ["ECJAX_COMPILATION_CACHE_DIR"])
 os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**31))
-# Every program, as the command line keeps them, not only those over JAX's default second of compilation: a process
-# started by a test (the demo, an example, a command) then loads the many small programs its parent or an earlier
-# process compiled. tests/test_demo.py from an empty cache: 10.4 CPU s with the default, 7.4 with 0 (the
-# subprocess demo loads the in-process demo's programs); tests/test_calibration_multiclass.py, all in one process,
-# 19.3 and 18.4 (writing every program costs no measurable time).
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+# Only the programs over JAX's default second of compilation are kept (not every program, as the command line
+# keeps them): with a size bound, JAX's cache scans every entry of the folder under its lock at each write (glob,
+# stat and a read per entry), and a session that kept every program wrote about 6,400 entries, the last writes
+# taking 0.15 s each: about 460 CPU s of a 2,200 CPU s lane, most of it with the other worker waiting on the lock.
 # One BLAS and OpenMP thread a process: the suite runs as many workers as cores, and each OpenBLAS (numpy, scipy)
 # or OpenMP (torch, under psrcal) pool as wide as the machine spins its idle threads on the other worker's core. On
 # small matrices it mostly spins: scipy's float64 L-BFGS-B reference of the matrix calibrator (test_calibration.py)
@@ -61,9 +59,16 @@ def pytest_runtest_logreport(report):
     """
     path = os.environ.get("ECJAX_FAILURE_LOG")
     # Under xdist a report reaches this hook in its worker and again in the controller: the controller writes.
-    if path and report.failed and "PYTEST_XDIST_WORKER" not in os.environ:
+    controller = "PYTEST_XDIST_WORKER" not in os.environ
+    if path and report.failed and controller:
         with open(path, "a", encoding="utf-8") as log:
             log.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}\n")
+    # With ECJAX_DURATION_LOG=FILE, each phase's seconds as it ends: a run stopped at its limit (the H100 run of
+    # 2026-11-28 was half done after 388 s) still says where its time went, which --durations prints only at the end.
+    durations = os.environ.get("ECJAX_DURATION_LOG")
+    if durations and controller:
+        with open(durations, "a", encoding="utf-8") as log:
+            log.write(f"{report.duration:.3f} {report.when} {report.nodeid}\n")
 
 
 # Score type of each dataset (``../shared/data/README.md``).

@@ -750,10 +750,15 @@ def test_a_billion_kept_draws_are_refused_before_any_is_drawn(which):
 
     from ecjax import prob
 
+    import os
+
     y = np.array([0, 1, 0, 1, 1, 0])
-    settings = prob.MonteCarloSettings(num_draws=10**9)
-    # 10^9 draws x 2 systems, kept in float32 with their summaries' copies: tens of GiB, more than half of this
-    # machine (and of CI's 24 GiB): the library says so instead of failing in XLA's allocator.
+    # The kept draws live in host memory (a chunk at a time on the device), so what cannot fit depends on the
+    # machine: 10^9 draws x 2 systems (tens of GiB) fit the 128 GiB of the lent H100's host and ran there
+    # (2026-11-28). One draw of 2 systems keeps at least 2 x 4 bytes, so memory / 4 draws need at least twice the
+    # machine's memory on any machine: the library says so instead of failing in XLA's allocator.
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    settings = prob.MonteCarloSettings(num_draws=max(10**9, memory // 4))
     with pytest.raises(InputError, match="num_draws.*GiB"):
         if which == "compare":
             prob.compare(prob.Systems(y, [y, 1 - y]), costs=np.array([[0, 1], [1, 0]]), key=jax.random.key(0),

@@ -1052,8 +1052,9 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
     rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(n, runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
-    first, target, cap = _results_draw_counts(num_draws, mc_error, hdi_prob)
-    hdi_prob = ranking.check_hdi_prob(hdi_prob, first)
+    hdi_prob = v.as_scalar(hdi_prob, "hdi_prob", low=0.0, high=1.0, strict=True)
+    first, target, cap = _results_draw_counts(num_draws, mc_error, ranking.min_draws_for_hdi(hdi_prob))
+    ranking.check_hdi_prob(hdi_prob, first)
     systems = v.system_names(systems, None, m)
     check_draws_fit(cap, _BYTES_PER_DRAW_AND_SYSTEM * (m + 1))
     x = np.asarray(results)
@@ -1079,9 +1080,10 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
     )
 
 
-def _results_draw_counts(num_draws, mc_error, hdi_prob):
+def _results_draw_counts(num_draws, mc_error, hdi_draws):
     """``(first, target, cap)`` of :func:`compare_results`: ``num_draws`` alone, that many (``target`` None);
-    otherwise rounds from :func:`~ecjax.prob.adaptive_draws.first_draws` (at most the cap) to the target
+    otherwise rounds from :func:`~ecjax.prob.adaptive_draws.first_draws` of the ``hdi_draws`` the HDI needs (at
+    most the cap) to the target
     ``mc_error`` (default :data:`~ecjax.prob.adaptive_draws.DEFAULT_MC_ERROR`), at most ``num_draws`` (default
     :data:`~ecjax.prob.adaptive_draws.DEFAULT_MAX_DRAWS`)."""
     if num_draws is not None:
@@ -1091,8 +1093,7 @@ def _results_draw_counts(num_draws, mc_error, hdi_prob):
     target = (DEFAULT_MC_ERROR if mc_error is None
               else v.as_scalar(mc_error, "mc_error", low=0.0, high=0.5, strict=True))
     cap = DEFAULT_MAX_DRAWS if num_draws is None else num_draws
-    first = first_draws(ranking.min_draws_for_hdi(v.as_scalar(hdi_prob, "hdi_prob", low=0.0, high=1.0, strict=True)))
-    return min(first, cap), target, cap
+    return min(first_draws(hdi_draws), cap), target, cap
 
 
 def _p_best_ties_split(draws: np.ndarray) -> np.ndarray:

@@ -514,7 +514,9 @@ def decision_curve(labels: ArrayLike, scores: ArrayLike, *, threshold_probabilit
     v.check_binary_scores(s, score_type)
     if score_type in v.LIKELIHOOD_TYPES:
         v.as_positive_priors(priors, num_classes=2, why=" (Bayes' rule takes their log)")
-    labels = binary_labels(labels, s, score_type, what="a decision curve")
+    labels = binary_labels(labels, s, score_type, what="a decision curve",
+                           one_class="its net benefit weighs the true-positive rate, among class 1, against the "
+                                     "false-positive rate, among class 0")
     labels, s, w = binary_weights(labels, s, score_type, sample_weight, what="a decision curve",
                                   drop_zero_weights=False)
     p_t, cut, odds = _threshold_log_odds(threshold_probabilities, s.dtype)

@@ -246,13 +246,13 @@ def binary_scores(scores: ArrayLike, score_type: str, *, order_only: bool = Fals
     return v.check_binary_scores(v.restore_neg_inf(v.as_scores(a, score_type=score_type), neg_inf), score_type)
 
 
-def binary_labels(labels: ArrayLike, s: jax.Array, score_type: str, *, what: str) -> jax.Array:
+def binary_labels(labels: ArrayLike, s: jax.Array, score_type: str, *, what: str,
+                  one_class: str = "a single class has nothing to rank") -> jax.Array:
     """Binary labels ``(N,)`` matching the sample axis of validated scores ``s``; both classes needed (concrete
-    input: ``what`` names the measure in the message)."""
+    input: ``what`` names the measure in the message, ``one_class`` says why one class is not enough)."""
     labels = v.as_label_vector(labels, num_classes=2, scores=s, sample_axis=-1 if score_type == "llr" else -2,
                                upper_is="binary labels are 0 or 1")
-    v.check_classes_present(labels, None, 2, why=f"{what} needs samples of both classes (a single class has "
-                            "nothing to rank)")
+    v.check_classes_present(labels, None, 2, why=f"{what} needs samples of both classes ({one_class})")
     return labels
 
 
