@@ -50,10 +50,22 @@ def _run(args, cwd, **env):
 
 
 def test_second_run_loads_what_the_first_compiled(tmp_path):
+    from jax._src.lru_cache import LRUCache
+
+    from ecjax._src.cli import COMPILATION_CACHE_BYTES
+
     args = _files(tmp_path)
     cache = tmp_path / "cache"
+    # A folder that earlier runs filled past the bound, written through JAX's own cache (its entries and their
+    # access times): the run evicts the least recently used, so a write never scans more than the bound's entries.
+    old = LRUCache(str(cache), max_size=2**40)
+    for i in range(65):  # few large entries: each write of the filling scans the folder too
+        old.put(f"old-{i:05d}", bytes(COMPILATION_CACHE_BYTES // 64))
     hits_first, out_first = _run(args, tmp_path, ECJAX_COMPILATION_CACHE_DIR=str(cache))
-    assert any(cache.iterdir())
+    entries = list(cache.glob("*-cache"))
+    assert sum(e.stat().st_size for e in entries) <= COMPILATION_CACHE_BYTES
+    assert not (cache / "old-00000-cache").exists()  # the oldest went first
+    assert any(not e.name.startswith("old-") for e in entries)
     compiled_first = _run.compiled
     hits_second, out_second = _run(args, tmp_path, ECJAX_COMPILATION_CACHE_DIR=str(cache))
     assert hits_first == 0 and compiled_first >= 10

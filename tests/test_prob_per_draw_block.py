@@ -43,7 +43,8 @@ def _state(paired, weighted, rate_draws):
 
 
 @pytest.mark.parametrize("paired, weighted, rate_draws", [(False, True, 4), (True, True, 2)])
-def test_one_program_gives_the_numbers_of_the_steps_one_by_one(paired, weighted, rate_draws):
+def test_one_program_gives_the_numbers_of_the_steps_one_by_one(paired, weighted, rate_draws, monkeypatch):
+    monkeypatch.setattr(per_draw, "one_program", lambda backend=None: True)  # the accelerator's path, on this CPU
     state, draws, centre = _state(paired, weighted, rate_draws)
     keys = jax.random.key(3), jax.random.key(4)
     kw = dict(joint_priors=paired, block=B, decompose=True)
@@ -61,7 +62,8 @@ def test_one_program_gives_the_numbers_of_the_steps_one_by_one(paired, weighted,
             np.testing.assert_allclose(y, x, rtol=4 * eps, atol=eps, err_msg=name)
 
 
-def test_compare_runs_each_block_traced_with_the_class_priors_from_the_host(monkeypatch):
+def test_an_accelerator_runs_each_block_traced_a_cpu_step_by_step_with_the_class_priors_from_the_host(monkeypatch):
+    assert per_draw.one_program("gpu") and per_draw.one_program("tpu") and not per_draw.one_program("cpu")
     traced, counts_types = [], []
     outputs, sample = per_draw.block_outputs, compare_mod.sample_class_priors
 
@@ -77,15 +79,25 @@ def test_compare_runs_each_block_traced_with_the_class_priors_from_the_host(monk
     monkeypatch.setattr(compare_mod, "sample_class_priors", spy_sample)
     state, _, _ = _state(False, False, 1)
     y = np.asarray(state.labels[0])
-    prob.compare(prob.Systems(y, scores=[np.asarray(x) for x in state.log_scores], decision_rule=prob.PerDraw(1), score_type="logits",
-                              paired=False),
-                 costs=prob.intervals(0.5 * (1 - np.eye(K)), 2.0 * (1 - np.eye(K)), kind="cost"),
-                 key=jax.random.key(0), concentration=0.371,  # settings of no other test: traced here, not cached
-                 settings=prob.MonteCarloSettings(num_draws=120, chunk_size=40))
-    # The block's steps are traced into one program (not dispatched one by one), and the concentrations of the
-    # test set's class frequencies reach the sampler on the host: no device-to-host copy, a wait on a GPU, a block.
-    assert traced and all(traced)
+    systems = prob.Systems(y, scores=[np.asarray(x) for x in state.log_scores], decision_rule=prob.PerDraw(1),
+                           score_type="logits", paired=False)
+    costs = prob.intervals(0.5 * (1 - np.eye(K)), 2.0 * (1 - np.eye(K)), kind="cost")
+    results = {}
+    for accelerator in (True, False):
+        monkeypatch.setattr(per_draw, "one_program", lambda backend=None, a=accelerator: a)
+        traced.clear()
+        # Settings of no other test (the concentration): the one program is traced here, not found compiled.
+        results[accelerator] = prob.compare(systems, costs=costs, key=jax.random.key(0), concentration=0.371,
+                                            settings=prob.MonteCarloSettings(num_draws=120, chunk_size=40))
+        # An accelerator traces the block's steps into one program; a CPU dispatches them one by one.
+        assert traced and all(t == accelerator for t in traced), (accelerator, traced)
+    # The concentrations of the test set's class frequencies reach the sampler on the host: no device-to-host copy,
+    # a wait on a GPU, a block.
     assert counts_types and all(t is np.ndarray for t in counts_types)
+    # The same draws either way: the rankings exactly, the yields to float32 rounding of their fused sums.
+    np.testing.assert_array_equal(results[True].p_best, results[False].p_best)
+    eps = np.finfo(np.float32).eps
+    np.testing.assert_allclose(results[True].yields, results[False].yields, rtol=4 * eps, atol=eps)
 
 
 def test_the_accelerator_slab_decides_more_draws_at_once_and_changes_no_draw(monkeypatch):

@@ -232,21 +232,35 @@ def block_outputs(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState,
 _STATE_ARRAYS = ("log_scores", "labels", "weights", "log_p_decide", "hat_counts")
 
 
+def one_program(backend: str | None = None) -> bool:
+    """Whether a block runs as one compiled program on ``backend`` (default: this one): on accelerators only.
+
+    On an accelerator the block's thirty-odd programs and eager operations,
+    dispatched one by one, cost an H100 about 0.035 ms a draw; as one
+    program a draw cost 0.094 ms where it had cost 0.108 (``bench_draws.py
+    --ratio``, ``benchmarks/README.md``, sessions 19 and 21).  On a CPU
+    dispatch is small next to the work, and one program a configuration
+    (decomposed or not, rate draws, block size) costs a compilation of the
+    whole block each: four configurations of a binary comparison took 9.2 s
+    cold against 5.6 s for the steps, whose programs the configurations
+    share, and the same time warm (``tests/test_prob_compare_rate_draws.py``).
+    """
+    return (jax.default_backend() if backend is None else backend) != "cpu"
+
+
 def block_program(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState, draws: BlockDraws, centre: Centre,
                   *, joint_priors: bool, block: int, decompose: bool) -> dict[str, jax.Array]:
-    """:func:`block_outputs` as one compiled program: the same draws, one dispatch a block.
+    """:func:`block_outputs` as one compiled program on an accelerator (:func:`one_program`), step by step on a CPU.
 
-    The decisions, counts, rate draws, yields and tie labels of a block run
-    in one XLA program whose outputs stay on the device; called step by step
-    they were some thirty programs and eager operations a block, whose
-    dispatch cost an H100 about 0.035 ms a draw (``benchmarks/README.md``,
-    session 19).  The state's arrays are arguments and its settings static,
-    so every comparison of the same shapes and settings shares the program.
-    The decisions and tie labels are those of the steps one by one; the
-    yields, EC and NEC may differ by float32 rounding (XLA orders the fused
-    sums its own way).  Paired with sample weights, the ``Gamma(w_n)``
-    sample weights are drawn first, by the sampler for concrete shapes (its
-    numbers differ from the traced sampler's), and go in.
+    As one program, the decisions, counts, rate draws, yields and tie labels
+    of a block run in one XLA program whose outputs stay on the device.  The
+    state's arrays are arguments and its settings static, so every
+    comparison of the same shapes and settings shares the program.  The
+    decisions and tie labels are those of the steps one by one; the yields,
+    EC and NEC may differ by float32 rounding (XLA orders the fused sums its
+    own way).  Paired with sample weights, the ``Gamma(w_n)`` sample weights
+    are drawn first, by the sampler for concrete shapes (its numbers differ
+    from the traced sampler's), and go in.
     """
     arrays = {name: getattr(state, name) for name in _STATE_ARRAYS}
     settings = state._replace(**cast(dict[str, Any], dict.fromkeys(_STATE_ARRAYS)))
@@ -255,14 +269,17 @@ def block_program(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState,
         weights = cast(jax.Array, state.weights)  # paired: one (N,) vector
         gammas = (paired_mod.weight_gammas(key_all, weights, block),
                   paired_mod.weight_gammas(key_rates, weights, block) if decompose else None)
-    return _block_program(key_all, key_rates, arrays, draws, centre, gammas, settings=settings,
-                          joint_priors=joint_priors, block=block, decompose=decompose)
+    program = _block_program if one_program() else _block_steps
+    return program(key_all, key_rates, arrays, draws, centre, gammas, settings=settings, joint_priors=joint_priors,
+                   block=block, decompose=decompose)
 
 
-@partial(jax.jit, static_argnames=("settings", "joint_priors", "block", "decompose"))
-def _block_program(key_all, key_rates, arrays, draws, centre, gammas, *, settings, joint_priors, block, decompose):
+def _block_steps(key_all, key_rates, arrays, draws, centre, gammas, *, settings, joint_priors, block, decompose):
     return block_outputs(key_all, key_rates, settings._replace(**arrays), draws, centre, joint_priors=joint_priors,
                          block=block, decompose=decompose, sample_gammas=gammas)
+
+
+_block_program = jax.jit(_block_steps, static_argnames=("settings", "joint_priors", "block", "decompose"))
 
 
 def two_stage_info(yields: ArrayLike, rec: int, state: PerDrawState) -> dict:
