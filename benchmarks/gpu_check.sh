@@ -8,8 +8,8 @@
 #                                                           # GPU_CHECK_LIMIT_SCALE=4: every time limit x4)
 #
 # Data: ECJAX_DATA_DIR, else .gpu_data/ (git-ignored) if it exists, else ../shared/data.  Writes OUT_DIR/report.txt
-# (device, versions, each step's exit status, time and numbers), one log per step and the tests' durations.log
-# (7 files, one folder).
+# (device, versions, each step's exit status, time and numbers), one log per step, the tests' durations.log and,
+# when a test fails, failures.log (at most 8 files, one folder).
 # Every step runs under `timeout`, so one hang costs its own slot only.
 set -u
 OUT=${1:-gpu_check_out}

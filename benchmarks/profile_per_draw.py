@@ -12,7 +12,9 @@ into the steps ``compare`` runs for it, each jitted alone and timed after a comp
   passed them before session 20: a device-to-host copy a block) and on the host (as now); both draw a block's
   ``B K`` variates in one unit of the concrete sampler, ``2^12`` variates or, above that, ``2^18``
   (``ecjax.prob.sampling.SMALL_UNIT``): the fixed cost a block of the class priors measured on the H100;
-- the whole block as ``compare`` runs it, one compiled program (``per_draw.block_program``, decisions to yields).
+- the whole block as ``compare`` runs it on an accelerator, one compiled program (``per_draw.block_program`` with
+  ``per_draw.one_program`` true, decisions to yields; a CPU's ``compare`` runs the steps one by one), and as a CPU's
+  ``compare`` runs it, step by step.
 
 It does so for each path of the Gamma sampler (``PATHS``: a CPU's work queue of 4096 proposals an iteration; on an
 accelerator the same queue replayed in a few rounds, every block at once: the same draws), then times ``compare`` itself per draw with each, so that the effect of the sampler's
@@ -103,6 +105,16 @@ def main() -> None:
                                         sub_batch=max(1, min(b, per_draw_model.decision_slab() // (n * k))))
     centre = Centre(jnp.mean(u, 0), p[0], None)
     key = jax.random.key(1)
+
+    def one_block(as_one_program):
+        chosen = per_draw_model.one_program
+        per_draw_model.one_program = lambda backend=None: as_one_program
+        try:
+            return per_draw_model.block_program(key, key, state, BlockDraws(u, p, p), centre, joint_priors=False,
+                                                block=b, decompose=False)
+        finally:
+            per_draw_model.one_program = chosen
+
     rows = []
     for name, settings in PATHS.items():
         use(settings)
@@ -122,9 +134,9 @@ def main() -> None:
             f"class-prior draws (concentrations on the host; {b * k} variates in a unit of "
             f"{sampling.SMALL_UNIT if b * k <= sampling.SMALL_UNIT else 1 << 18})": lambda: sample_class_priors(
                 key, None, host_counts, num_draws=b, concentration=default_class_concentration(k)),
-            "whole block, one program (per_draw.block_program: decisions to yields and ties)": lambda: (
-                per_draw_model.block_program(key, key, state, BlockDraws(u, p, p), centre, joint_priors=False,
-                                             block=b, decompose=False)),
+            "whole block, one program (per_draw.block_program on an accelerator: decisions to yields and ties)":
+                lambda: one_block(True),
+            "whole block, step by step (per_draw.block_program on a CPU)": lambda: one_block(False),
         }
         for step, run in steps.items():
             rows.append((name, step, best_ms(run) / b))

@@ -50,6 +50,17 @@ DATA_DIR = pathlib.Path(os.environ.get("ECJAX_DATA_DIR") or
                         pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data").resolve()
 
 
+# The log files as the session started: without workers a report is written while a test's monkeypatch.chdir still
+# holds, where a relative path would name another folder (or none).
+_LOG_PATHS = {(name, os.environ[name]): os.path.abspath(os.environ[name])
+              for name in ("ECJAX_FAILURE_LOG", "ECJAX_DURATION_LOG") if os.environ.get(name)}
+
+
+def _log_path(name):
+    value = os.environ.get(name)
+    return (_LOG_PATHS.get((name, value)) or os.path.abspath(value)) if value else None
+
+
 def pytest_runtest_logreport(report):
     """With ``ECJAX_FAILURE_LOG=FILE``, each failure's traceback is appended to FILE as it happens.
 
@@ -57,7 +68,7 @@ def pytest_runtest_logreport(report):
     its time limit (a lent GPU, ``benchmarks/gpu_check.sh``) would otherwise
     name its failures (``-v``) without saying why they failed.
     """
-    path = os.environ.get("ECJAX_FAILURE_LOG")
+    path = _log_path("ECJAX_FAILURE_LOG")
     # Under xdist a report reaches this hook in its worker and again in the controller: the controller writes.
     controller = "PYTEST_XDIST_WORKER" not in os.environ
     if path and report.failed and controller:
@@ -65,7 +76,7 @@ def pytest_runtest_logreport(report):
             log.write(f"=== {report.nodeid} ({report.when})\n{report.longreprtext}\n")
     # With ECJAX_DURATION_LOG=FILE, each phase's seconds as it ends: a run stopped at its limit (the H100 run of
     # 2026-11-28 was half done after 388 s) still says where its time went, which --durations prints only at the end.
-    durations = os.environ.get("ECJAX_DURATION_LOG")
+    durations = _log_path("ECJAX_DURATION_LOG")
     if durations and controller:
         with open(durations, "a", encoding="utf-8") as log:
             log.write(f"{report.duration:.3f} {report.when} {report.nodeid}\n")

@@ -10,6 +10,8 @@ plausible number.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -749,8 +751,6 @@ def test_a_billion_kept_draws_are_refused_before_any_is_drawn(which):
     import jax
 
     from ecjax import prob
-
-    import os
 
     y = np.array([0, 1, 0, 1, 1, 0])
     # The kept draws live in host memory (a chunk at a time on the device), so what cannot fit depends on the

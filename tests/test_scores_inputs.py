@@ -106,14 +106,14 @@ def test_binary_ranking_measures_share_one_input_check():
         with pytest.raises(InputError, match=rf"^`labels` has no sample of class 0: {what} needs samples of both "
                                              r"classes \(a single class has nothing to rank\)$"):
             f([1, 1, 1], lp)
+        with pytest.raises(InputError, match=rf"^`sample_weight` is 0 for every sample of class 1: {what} needs "
+                                             "weight in both classes$"):
+            f([1, 0, 1], lp, sample_weight=[0.0, 1.0, 0.0])
     # The decision curve shares the check; one class is not enough for another reason, which it gives.
     with pytest.raises(InputError, match=r"^`labels` has no sample of class 1: a decision curve needs samples of "
                                          r"both classes \(its net benefit weighs the true-positive rate, among "
                                          r"class 1, against the false-positive rate, among class 0\)$"):
         S.decision_curve([0, 0, 0], lp, threshold_probabilities=0.5)
-        with pytest.raises(InputError, match=rf"^`sample_weight` is 0 for every sample of class 1: {what} needs "
-                                             "weight in both classes$"):
-            f([1, 0, 1], lp, sample_weight=[0.0, 1.0, 0.0])
 
 
 def test_stacked_canonical_scores_have_the_values_of_the_stacked_files():

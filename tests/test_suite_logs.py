@@ -24,3 +24,12 @@ def test_failure_and_duration_logs_are_written_as_each_phase_ends(tmp_path, monk
     monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
     conftest.pytest_runtest_logreport(_report("tests/a.py::u", "call", 2.0, failed=True))
     assert len(durations.read_text().splitlines()) == 2 and failures.read_text().count("===") == 1
+    # A relative path names the folder the session started in, not the one a test has moved to (monkeypatch.chdir).
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    monkeypatch.setenv("ECJAX_DURATION_LOG", "relative.log")
+    monkeypatch.setattr(conftest, "_LOG_PATHS", {("ECJAX_DURATION_LOG", "relative.log"): str(durations)})
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    conftest.pytest_runtest_logreport(_report("tests/a.py::v", "call", 3.0))
+    assert durations.read_text().splitlines()[-1] == "3.000 call tests/a.py::v"
+    assert not (tmp_path / "elsewhere" / "relative.log").exists()

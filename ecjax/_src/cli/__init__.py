@@ -71,8 +71,19 @@ def _on_sigterm(signum, frame):
 # lock (about 23 us an entry here: 0.145 s at 6,400 entries), and the command line keeps every program. `ecjax
 # demo` writes 65 entries, 280 KB: under the former 1 GiB a folder grew for ever (10^4 entries: a cold demo would
 # scan for about 15 s), under 4 MiB it holds the programs of a dozen or so commands, least recently used first out,
-# and a write scans at most about 1,000 entries (~0.02 s).
+# and a write scans at most about 1,000 entries (~0.02 s). Sized on a CPU; an accelerator's programs carry their
+# device code (larger entries, not measured here), so it gets 16 times the bytes for about as many entries, and no
+# program of its own is refused as larger than the whole cache.
 COMPILATION_CACHE_BYTES = 2**22
+_ACCELERATOR_CACHE_BYTES = 2**26
+
+
+def compilation_cache_bytes(backend: str | None = None) -> int:
+    """The bound of the command line's compilation cache on ``backend`` (default: this one)."""
+    import jax
+
+    on_cpu = (jax.default_backend() if backend is None else backend) == "cpu"
+    return COMPILATION_CACHE_BYTES if on_cpu else _ACCELERATOR_CACHE_BYTES
 
 
 def compilation_cache_dir() -> str | None:
@@ -99,7 +110,7 @@ def _use_compilation_cache():
     except OSError:
         return  # no writable cache folder: run without one
     jax.config.update("jax_compilation_cache_dir", path)
-    jax.config.update("jax_compilation_cache_max_size", COMPILATION_CACHE_BYTES)  # LRU eviction, file-locked
+    jax.config.update("jax_compilation_cache_max_size", compilation_cache_bytes())  # LRU eviction, file-locked
     # Every program: a warm run otherwise still spends ~2.5 s compiling dozens of small ones (measured).
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
 

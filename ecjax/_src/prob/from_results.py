@@ -1083,9 +1083,8 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
 def _results_draw_counts(num_draws, mc_error, hdi_draws):
     """``(first, target, cap)`` of :func:`compare_results`: ``num_draws`` alone, that many (``target`` None);
     otherwise rounds from :func:`~ecjax.prob.adaptive_draws.first_draws` of the ``hdi_draws`` the HDI needs (at
-    most the cap) to the target
-    ``mc_error`` (default :data:`~ecjax.prob.adaptive_draws.DEFAULT_MC_ERROR`), at most ``num_draws`` (default
-    :data:`~ecjax.prob.adaptive_draws.DEFAULT_MAX_DRAWS`)."""
+    most the cap) to the target ``mc_error`` (default :data:`~ecjax.prob.adaptive_draws.DEFAULT_MC_ERROR`), at
+    most ``num_draws`` (default :data:`~ecjax.prob.adaptive_draws.DEFAULT_MAX_DRAWS`)."""
     if num_draws is not None:
         num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
         if mc_error is None:
