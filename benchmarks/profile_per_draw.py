@@ -14,13 +14,19 @@ into the steps ``compare`` runs for it, each jitted alone and timed after a comp
   (``ecjax.prob.sampling.SMALL_UNIT``): the fixed cost a block of the class priors measured on the H100;
 - the whole block as ``compare`` runs it on an accelerator, one compiled program (``per_draw.block_program`` with
   ``per_draw.one_program`` true, decisions to yields; a CPU's ``compare`` runs the steps one by one), and as a CPU's
-  ``compare`` runs it, step by step.
+  ``compare`` runs it, step by step;
+- ``G`` blocks in one program (``per_draw.blocks_per_program``, as an accelerator's ``compare`` runs 4000 draws),
+  and the class priors of ``G`` blocks in one program (a tuple of keys).
+
+Then ``compare`` per draw with its blocks grouped as this backend groups them and one block a program, and with
+``--trace DIR`` a ``jax.profiler`` trace of one ``compare`` call, summarized by ``trace_summary.py`` (the device's
+busy and idle time, and what the host did while the device waited).
 
 It does so for each path of the Gamma sampler (``PATHS``: a CPU's work queue of 4096 proposals an iteration; on an
 accelerator the same queue replayed in a few rounds, every block at once: the same draws), then times ``compare`` itself per draw with each, so that the effect of the sampler's
 loop on the device shows directly.
 
-    python benchmarks/profile_per_draw.py [--shape N K] [--draws S]
+    python benchmarks/profile_per_draw.py [--shape N K] [--draws S] [--trace DIR]
 """
 
 from __future__ import annotations
@@ -33,19 +39,22 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _common  # noqa: E402
+import trace_summary  # noqa: E402
 from bench_draws import best_seconds  # noqa: E402
 
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 
 from ecjax import prob  # noqa: E402
+from ecjax._src import random_bits  # noqa: E402
+from ecjax._src.draw_runner import plan_blocks  # noqa: E402
 from ecjax._src.decisions import bayes_decisions_kernel  # noqa: E402
 from ecjax._src.prob import sampling  # noqa: E402
 from ecjax._src.prob.rates import default_class_concentration, sample_class_priors  # noqa: E402
 from ecjax._src.prob.utility_priors import as_utility_prior  # noqa: E402
 
-from ecjax._src.prob.draw_models import outputs as outputs_model, per_draw as per_draw_model
-from ecjax._src.prob.draw_models.protocol import BlockDraws, Centre
+from ecjax._src.prob.draw_models import outputs as outputs_model, per_draw as per_draw_model  # noqa: E402
+from ecjax._src.prob.draw_models.protocol import BlockDraws, Centre  # noqa: E402
 
 # The Gamma sampler's paths (both draw the same numbers): a CPU's work queue (4096 proposals an iteration), and on an
 # accelerator the same queue replayed in rounds of a loop, every block at once.  (Session 19 also tried its first 8
@@ -69,6 +78,7 @@ def main() -> None:
     p.add_argument("--draws", type=int, default=None, help="draws of the timed compare calls")
     p.add_argument("--block", type=int, default=128,
                    help="draws in the block whose steps are timed (a multiple of 16: the bare kernel takes 16 a batch)")
+    p.add_argument("--trace", default=None, metavar="DIR", help="write a jax.profiler trace of one compare call there")
     args = p.parse_args()
     on_cpu = jax.devices()[0].platform == "cpu"
     n, k = args.shape or ((2000, 20) if on_cpu else (10_000, 100))
@@ -115,7 +125,18 @@ def main() -> None:
         finally:
             per_draw_model.one_program = chosen
 
+    # As an accelerator's compare groups the blocks of 4000 draws.
+    groups = per_draw_model.blocks_per_program(plan_blocks(4000, b), "gpu")
+    group_keys = random_bits.fold_in_stacked((key,) * groups, range(groups))
+    group_draws = BlockDraws(*(jnp.concatenate([x] * groups) for x in (u, p, p)))
+    prior_keys = tuple(random_bits.fold_in(key, i) for i in range(groups))
+
+    def one_group():
+        return per_draw_model.block_program(group_keys, group_keys, state, group_draws, centre, joint_priors=False,
+                                            block=groups * b, decompose=False, groups=groups)
+
     rows = []
+    traced = "no trace taken"
     for name, settings in PATHS.items():
         use(settings)
         steps = {
@@ -137,20 +158,43 @@ def main() -> None:
             "whole block, one program (per_draw.block_program on an accelerator: decisions to yields and ties)":
                 lambda: one_block(True),
             "whole block, step by step (per_draw.block_program on a CPU)": lambda: one_block(False),
+            f"{groups} blocks in one program (per_draw.block_program, groups={groups}), a block's share": one_group,
+            f"class-prior draws of {groups} blocks in one program (a tuple of keys), a block's share":
+                lambda: sample_class_priors(prior_keys, None, host_counts, num_draws=b,
+                                            concentration=default_class_concentration(k)),
         }
         for step, run in steps.items():
-            rows.append((name, step, best_ms(run) / b))
+            share = groups if "a block's share" in step else 1
+            rows.append((name, step, best_ms(run) / (b * share)))
         systems = prob.Systems(labels, scores=scores, score_type="logits", decision_rule=prob.PerDraw(rate_draws=1),
                                paired=False)
         settings_mc = prob.MonteCarloSettings(num_draws=num_draws)
-        ms = best_ms(lambda: prob.compare(systems, costs=interval, key=jax.random.key(0), decompose=False,
-                                          settings=settings_mc).yields, repeats=2)
-        rows.append((name, f"prob.compare per draw ({num_draws} draws)", ms / num_draws))
+
+        def call():
+            return prob.compare(systems, costs=interval, key=jax.random.key(0), decompose=False,
+                                settings=settings_mc).yields
+
+        grouping = per_draw_model.blocks_per_program
+        for label, blocks_per_program in (("blocks grouped as on this backend", grouping),
+                                          ("one block a program", lambda plan, backend=None: 1)):
+            per_draw_model.blocks_per_program = blocks_per_program
+            try:
+                ms = best_ms(call, repeats=2)
+            finally:
+                per_draw_model.blocks_per_program = grouping
+            rows.append((name, f"prob.compare per draw ({num_draws} draws, {label})", ms / num_draws))
+        if args.trace and settings == (not on_cpu):  # the sampler path of this backend
+            with jax.profiler.trace(args.trace, create_perfetto_trace=True):
+                jax.block_until_ready(call())
+            traced = trace_summary.summarize(args.trace)
     print("| sampler path | step | ms per draw |")
     print("|---|---|---|")
     for name, step, ms in rows:
         print(f"| {name} | {step} | {ms:.4f} |")
     print("(the yields row includes a rate draw: subtract the row above it)")
+    if args.trace:
+        print(f"\n### One compare call of {num_draws} draws, traced ({args.trace})\n")
+        print(traced)
 
 
 if __name__ == "__main__":

@@ -132,6 +132,17 @@ def fold_in(key: jax.Array, data: int) -> jax.Array:
     return _as_key_like(key, _threefry_ints(*words, 0, int(data)))
 
 
+def fold_in_stacked(keys: Sequence[jax.Array], data: Sequence[int]) -> jax.Array:
+    """``[fold_in(k, d) for k, d in zip(keys, data)]`` stacked along a new leading axis, computed on the host (one
+    array put on the device) when the keys are concrete threefry keys."""
+    words = [_host_words(k) for k in keys]
+    if any(w is None for w in words) or not all(isinstance(d, (int, np.integer)) and 0 <= int(d) < 2**32
+                                                for d in data):
+        return jnp.stack([jax.random.fold_in(k, d) for k, d in zip(keys, data)])
+    stacked = np.array([_threefry_ints(*w, 0, int(d)) for w, d in zip(words, data) if w is not None], np.uint32)
+    return _wrap(stacked) if jnp.issubdtype(keys[0].dtype, jax.dtypes.prng_key) else jnp.asarray(stacked)
+
+
 def split_keys(key: jax.Array, num: int = 2) -> tuple[jax.Array, ...]:
     """``tuple(jax.random.split(key, num))``, computed on the host when ``key`` is a concrete threefry key.
 

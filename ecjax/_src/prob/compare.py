@@ -601,12 +601,12 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
     def sample_u(b):
         return prior.sample(random_bits.fold_in(key_u, b), plan.block)
 
-    def sample_p(b):
-        kb = random_bits.fold_in(key_p, b)
-        if deployment_uncertain:
-            return class_priors.sample(kb, plan.block)
-        return sample_class_priors(kb, None, np.asarray(class_counts, f), num_draws=plan.block,
-                                   concentration=default_class_concentration(k))
+    def sample_p(blocks_drawn: range):
+        # Several blocks (on an accelerator, a program's): the test set's frequencies of every block in one program.
+        keys = tuple(random_bits.fold_in(key_p, b) for b in blocks_drawn)
+        return sample_class_priors(keys[0] if len(keys) == 1 else keys,
+                                   class_priors if deployment_uncertain else None, np.asarray(class_counts, f),
+                                   num_draws=plan.block, concentration=default_class_concentration(k))
 
     u_hat, u_method = expectations.expected_utilities(prior, plan, sample_u)
     p_bar = expectations.expected_priors(class_priors, class_counts)

@@ -358,7 +358,7 @@ def _class_prior_kernel(key, class_counts, concentration, *, num_draws):
     return dirichlet_draws(key, _plus(class_counts, concentration), num_draws)
 
 
-def sample_class_priors(key: jax.Array, priors: PriorDistribution | jax.Array | None,
+def sample_class_priors(key: jax.Array | tuple[jax.Array, ...], priors: PriorDistribution | jax.Array | None,
                         class_counts: jax.Array | np.ndarray, *, num_draws: int,
                         concentration: float | None = None) -> jax.Array:
     """``(S, K)`` draws of the class priors used in the expected cost.
@@ -366,11 +366,19 @@ def sample_class_priors(key: jax.Array, priors: PriorDistribution | jax.Array | 
     ``priors=None``: posterior of the test set's class frequencies,
     ``Dirichlet(class_counts + alpha_P)`` (default ``alpha_P = 2 / K``); a
     fixed vector: repeated; a :class:`PriorDistribution`: its draws.
+    ``key`` may be a tuple of ``G`` keys: each key's ``S`` draws as if
+    drawn alone, concatenated (``(G S, K)``); with ``priors=None`` and
+    concrete counts in one program (:func:`ecjax.prob.sampling.dirichlet_draws`).
     """
     k = class_counts.shape[-1]
     if priors is None:
         alpha = default_class_concentration(k) if concentration is None else check_concentration(concentration)
-        return _class_prior_kernel(key, jnp.asarray(class_counts, jnp.result_type(float)), alpha, num_draws=num_draws)
+        f = jnp.result_type(float)
+        # Concrete counts stay on the host: the sampler tiles them there (a device copy would come back each call).
+        counts = class_counts.astype(f) if v.is_tracer(class_counts) else np.asarray(class_counts, f)
+        return _class_prior_kernel(key, counts, alpha, num_draws=num_draws)
+    if isinstance(key, tuple):
+        return jnp.concatenate([sample_class_priors(kb, priors, class_counts, num_draws=num_draws) for kb in key])
     if isinstance(priors, PriorDistribution):
         return priors.sample(key, num_draws)
     return jnp.broadcast_to(priors, (num_draws, k))

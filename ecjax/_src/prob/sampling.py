@@ -346,8 +346,25 @@ def _gamma_unit(key, shape, *, boost):
     return _gamma_exact(key, shape, boost=boost)
 
 
+@partial(jax.jit, static_argnames=("boost",))
+def _gamma_units(keys, shape, *, boost):
+    """:func:`_gamma_unit` for a stack of keys (the same unit of shapes): one program, each key's draws as alone."""
+    return jax.vmap(lambda k: _gamma_exact(k, shape, boost=boost))(keys)
+
+
+@partial(jax.jit, static_argnames=("rows", "num_rows", "shape", "normalize"))
+def _assembled_many(units, *, rows, num_rows, shape, normalize):
+    """:func:`_assembled` of each key's units (``(G, unit)`` each), concatenated along the first axis."""
+    many = jax.vmap(lambda *u: _assemble(u, rows=rows, num_rows=num_rows, shape=shape, normalize=normalize))(*units)
+    return many.reshape((-1,) + shape[1:])
+
+
 @partial(jax.jit, static_argnames=("rows", "num_rows", "shape", "normalize"))
 def _assembled(units, *, rows, num_rows, shape, normalize):
+    return _assemble(units, rows=rows, num_rows=num_rows, shape=shape, normalize=normalize)
+
+
+def _assemble(units, *, rows, num_rows, shape, normalize):
     """``num_rows`` rows from the units of :func:`_concrete_draws`, as ``shape``, normalized over its last axis or not.
 
     Unit ``b`` holds rows ``[b rows, (b + 1) rows)`` (as ``in_blocks``
@@ -370,20 +387,35 @@ def _concrete_draws(key, flat, num_rows, boost, shape, normalize):
     b)``, and one small program per output shape (:func:`_assembled`)
     reshapes and normalizes them, so a new shape compiles nothing else.  A
     row longer than a block is drawn as consecutive units of its entries.
+    ``key`` may be a tuple of ``G`` concrete keys: each key's draws as if
+    drawn alone, concatenated along the first axis, every unit index of all
+    keys in one program (:func:`_gamma_units`).
     """
     size = flat.shape[0]
+    if isinstance(key, tuple):
+        if size == 0 or num_rows == 0 or size > _BLOCK:
+            return jnp.concatenate([_concrete_draws(k, flat, num_rows, boost, shape, normalize) for k in key])
+        tile, rows, count = _tiled(flat, num_rows)
+        units = tuple(_gamma_units(random_bits.fold_in_stacked(key, (b,) * len(key)), tile, boost=boost) for b in range(count))
+        return _assembled_many(units, rows=rows, num_rows=num_rows, shape=tuple(shape), normalize=normalize)
     if size == 0 or num_rows == 0:
         return jax.device_put(np.zeros(shape, flat.dtype))
     if size > _BLOCK:
         g = _long_rows(key, flat, num_rows, boost).reshape(shape)
         return _normalize_last(g) if normalize else g
+    tile, rows, count = _tiled(flat, num_rows)
+    units = tuple(_gamma_unit(random_bits.fold_in(key, b), tile, boost=boost) for b in range(count))
+    return _assembled(units, rows=rows, num_rows=num_rows, shape=tuple(shape), normalize=normalize)
+
+
+def _tiled(flat, num_rows):
+    """The unit of :func:`_concrete_draws` (on the device), the rows it holds and the units of ``num_rows`` rows."""
+    size = flat.shape[0]
     unit = next((u for u in _UNITS if num_rows * size <= u), _BLOCK)
     rows = min(num_rows, unit // size)
     tile = np.zeros(unit, flat.dtype)
     tile[:rows * size] = np.tile(flat, rows)  # zero shapes pad the unit (drawn as 0)
-    tile = jax.device_put(tile)
-    units = tuple(_gamma_unit(random_bits.fold_in(key, b), tile, boost=boost) for b in range(-(-num_rows // rows)))
-    return _assembled(units, rows=rows, num_rows=num_rows, shape=tuple(shape), normalize=normalize)
+    return jax.device_put(tile), rows, -(-num_rows // rows)
 
 
 def _long_rows(key, flat, num_rows, boost):
@@ -476,6 +508,9 @@ def gamma_draws(key: jax.Array, shape: ArrayLike, num_draws: int, *, small_shape
 def dirichlet_draws(key: jax.Array, concentration: ArrayLike, num_draws: int, *,
                     small_shapes: bool = True) -> jax.Array:
     """``(num_draws,) + concentration.shape`` independent ``Dirichlet`` draws over the last axis (as :func:`dirichlet`).
+
+    With concrete arguments ``key`` may be a tuple of ``G`` keys: their
+    draws concatenated (``G num_draws`` rows), each key's as if alone.
 
     Kernel.
     """

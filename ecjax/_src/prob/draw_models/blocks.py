@@ -14,10 +14,11 @@ from typing import NamedTuple
 import numpy as np
 
 import jax
+import jax.numpy as jnp
 
 from ecjax._src import random_bits
 from ecjax._src.confusion import rates
-from ecjax._src.draw_runner import Block, DrawPlan, ProgressOption, run_blocks
+from ecjax._src.draw_runner import Block, DrawPlan, ProgressOption, plan_blocks, run_blocks
 from ecjax._src.prob.draw_models import occupied, per_draw
 from ecjax._src.prob.draw_models.outputs import component_yield, fixed_outputs, masked_sum
 from ecjax._src.prob.draw_models.protocol import BlockDraws, Centre, FixedModel
@@ -42,6 +43,7 @@ class Run(NamedTuple):
     decompose: bool
     components: tuple[str, ...] = ()
     fixed_point_only: bool = False
+    groups: int = 1
 
 
 def block_outputs(b: int, keys: tuple[jax.Array, jax.Array], draws: BlockDraws, centre: Centre,
@@ -64,7 +66,7 @@ def block_outputs(b: int, keys: tuple[jax.Array, jax.Array], draws: BlockDraws, 
                 "priors_only": component_yield(centre.utilities, mean, draws.priors, joint_priors=jp, block=bsz)}
     if isinstance(model, per_draw.PerDrawState):
         return per_draw.block_program(key_all, key_rates, model, draws, centre, joint_priors=jp, block=bsz,
-                                      decompose=run.decompose)
+                                      decompose=run.decompose, groups=run.groups)
     if isinstance(model.state, occupied.CellsState):
         return occupied.block_outputs(key_all, model.state, draws, centre, joint_priors=jp, block=bsz,
                                       components=run.components if run.decompose else ())
@@ -88,8 +90,8 @@ def block_outputs(b: int, keys: tuple[jax.Array, jax.Array], draws: BlockDraws, 
 class Inputs(NamedTuple):
     """Per-block draws of the utilities and priors (``None``: fixed at ``U_hat`` / ``E[P]``)."""
 
-    sample_u: Callable[[int], jax.Array] | None
-    sample_p: Callable[[int], jax.Array] | None
+    sample_u: Callable[[int], jax.Array] | None  # block b's (B, K, D)
+    sample_p: Callable[[range], jax.Array] | None  # the (B, K) of these blocks, concatenated
     rates_use_p: bool  # the rates_only component keeps the drawn priors (the test set's frequencies)
 
 
@@ -101,19 +103,30 @@ def run_draws(model: FixedModel | per_draw.PerDrawState, run: Run, plan: DrawPla
     The host loop, its chunks and its progress are :func:`ecjax.draw_runner.run_blocks`'s: device memory
     holds one chunk's outputs, and a reporter gets the running yields (``draws_done``) and the measured time left.
     """
-    bsz = plan.block
     key_all, key_rates = keys
+    # Per-draw decisions on an accelerator: G blocks in a row run as one program, each from its own keys.
+    groups = per_draw.blocks_per_program(plan) if isinstance(model, per_draw.PerDrawState) else 1
+    size = plan.block * groups
     # Broadcast on the host: an eager broadcast would be one more compiled program per shape.
-    fixed_u, fixed_p = (jax.device_put(np.broadcast_to(np.asarray(x), (bsz,) + x.shape))
+    fixed_u, fixed_p = (jax.device_put(np.broadcast_to(np.asarray(x), (size,) + x.shape))
                         for x in (centre.utilities, centre.priors))
 
-    def block(b):
-        u = fixed_u if inputs.sample_u is None else inputs.sample_u(b)
-        p = fixed_p if inputs.sample_p is None else inputs.sample_p(b)
-        out = block_outputs(b, (random_bits.fold_in(key_all, b), random_bits.fold_in(key_rates, b)),
-                            BlockDraws(u, p, p if inputs.rates_use_p else fixed_p), centre, model, run)
+    def folded(key, first):
+        return random_bits.fold_in(key, first) if groups == 1 else random_bits.fold_in_stacked(
+            (key,) * groups, range(first, first + groups))
+
+    def block(b):  # blocks b G to b G + G - 1
+        first = b * groups
+        u = fixed_u if inputs.sample_u is None else inputs.sample_u(first) if groups == 1 else jnp.concatenate(
+            [inputs.sample_u(first + i) for i in range(groups)])
+        p = fixed_p if inputs.sample_p is None else inputs.sample_p(range(first, first + groups))
+        out = block_outputs(b, (folded(key_all, first), folded(key_rates, first)),
+                            BlockDraws(u, p, p if inputs.rates_use_p else fixed_p), centre, model,
+                            run._replace(block=size, groups=groups))
         mean_sum = out.pop("mean_sum", None)
         return Block(draws=out, sums=mean_sum)
 
+    if groups > 1:
+        plan = plan_blocks(plan.num_draws, size, plan.blocks_per_chunk // groups)  # whole programs, at least one
     host, mean_sum = run_blocks(block, plan, progress=progress, shown=lambda draws: draws.get("yields"))
     return ({} if host is None else host), mean_sum

@@ -24,7 +24,7 @@ from jax.typing import ArrayLike
 from ecjax._src import inputs as v
 from ecjax._src.confusion import confusion_counts
 from ecjax._src.decisions import bayes_decisions_kernel, log_posteriors_kernel
-from ecjax._src.draw_runner import padded_map
+from ecjax._src.draw_runner import DrawPlan, padded_map
 from ecjax._src.prob import paired as paired_mod
 from ecjax._src.prob.draw_models.outputs import all_outputs, component_yield, tie_labels
 from ecjax._src.prob.draw_models.protocol import BlockDraws, Centre
@@ -32,7 +32,7 @@ from ecjax._src.prob.draw_plan import per_draw_cost_ratio
 from ecjax._src.prob.sampling import dirichlet
 
 # One (draws, systems, samples, classes) slab of the per-draw Bayes decisions holds at most this many elements:
-# on a CPU a slab that stays in cache (2^19 floats, 2 MiB; 2^24 made 3 x 2000 x 20 x 20 decisions 4 times slower:
+# on a CPU a slab that stays in cache (2^17 floats, 512 KiB; 2^24 made 3 x 2000 x 20 x 20 decisions 4 times slower:
 # 3.1 against 0.8 ms a draw, benchmarks/bench_draws.py --ratio), on an accelerator large products.
 # On an accelerator each batch is an iteration of a loop whose predicate goes to the host (~0.1 ms on an H100,
 # whatever its size): 2^26 floats (256 MiB) make one block of 10^4 x 100 decisions 2 batches a system, not 7.
@@ -153,12 +153,20 @@ def posterior_mean(state: PerDrawState, counts: jax.Array) -> jax.Array:
 
 
 def draw_given(key: jax.Array, state: PerDrawState, counts: jax.Array,
-               sample_gammas: jax.Array | None = None) -> jax.Array:
+               sample_gammas: jax.Array | None = None, *, groups: int = 1) -> jax.Array:
     """``(B, M, K, D)`` posterior weights given a block's :func:`decide` output.
 
     ``sample_gammas``: paired with sample weights, the block's
     :func:`ecjax.prob.paired.weight_gammas` of ``key`` when already drawn.
+    ``groups``: ``G > 1`` blocks in a row (``B = G b``), ``key`` their
+    ``(G,)`` keys: each block's draws from its own key, as if drawn alone.
     """
+    if groups > 1:
+        def by_block(x):
+            return None if x is None else x.reshape((groups, -1) + x.shape[1:])
+
+        w = jax.vmap(lambda k, c, e: draw_given(k, state, c, e))(key, by_block(counts), by_block(sample_gammas))
+        return w.reshape((-1,) + w.shape[2:])
     if state.paired:
         # Eq. (1) of ecjax.prob.paired from the decisions: memory O(M (N + K D)) per draw, whatever K D**M.
         return paired_mod.joint_confusions_per_draw_kernel(key, state.labels[0], counts, state.alpha,
@@ -171,7 +179,8 @@ def draw_given(key: jax.Array, state: PerDrawState, counts: jax.Array,
 
 def block_outputs(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState, draws: BlockDraws, centre: Centre,
                   *, joint_priors: bool, block: int, decompose: bool,
-                  sample_gammas: tuple[jax.Array | None, jax.Array | None] = (None, None)) -> dict[str, jax.Array]:
+                  sample_gammas: tuple[jax.Array | None, jax.Array | None] = (None, None),
+                  groups: int = 1) -> dict[str, jax.Array]:
     """All outputs of a block, ``(B, M)`` each: yield / EC / NEC draws, the tie labels and the doubt components.
 
     ``costs_only`` uses ``(U_s, E[P], the mean weights of U_s's decisions)``,
@@ -179,7 +188,9 @@ def block_outputs(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState,
     ``(U_hat, P_rates, rates drawn given U_hat's decisions)``; each
     component's decisions and ties are its own.  ``sample_gammas``: the
     paired weighted data part of ``key_all``'s and ``key_rates``' draws
-    (:func:`draw_given`), or ``None``.
+    (:func:`draw_given`), or ``None``.  ``groups``: the draws are ``G``
+    blocks in a row, the keys theirs (:func:`draw_given`); every other step
+    treats each draw alone, so a group gives its blocks' draws.
     """
     u, p_all, p_rates = draws
     u_hat, p_bar = centre.utilities, centre.priors
@@ -193,7 +204,13 @@ def block_outputs(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState,
         out[name] = component_yield(utilities, weights, priors, joint_priors=joint_priors, block=block)
 
     def spread(x):
-        return x if r == 1 else jnp.repeat(x[:g], r, axis=0, total_repeat_length=block)
+        # g rows (one per group of r draws) repeated r times; of `block` rows, each block's first b / r are those.
+        if r == 1:
+            return x
+        if x.shape[0] == block:
+            per = block // groups
+            x = x.reshape((groups, per) + x.shape[1:])[:, :per // r].reshape((g,) + x.shape[1:])
+        return jnp.repeat(x, r, axis=0, total_repeat_length=block)
 
     def decide_spread(utilities, log_priors):
         # One decision per group: the groups' first draws (the spread arrays are constant within a group).
@@ -212,7 +229,7 @@ def block_outputs(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState,
     if state.rates_by_p:
         p_rates = spread(p_rates)
     c_all = decide_spread(u, jnp.log(p_all) if state.all_by_p else lp_bar)
-    w = draw_given(key_all, state, c_all, sample_gammas[0])
+    w = draw_given(key_all, state, c_all, sample_gammas[0], groups=groups)
     out["yields"], out["ec"], out["nec"] = all_outputs(u, w, p_all, joint_priors=joint_priors)
     out["ties_all"] = tie_labels(marginal_counts(state, c_all))
     if decompose:
@@ -223,7 +240,7 @@ def block_outputs(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState,
         component("priors_only", u_hat, posterior_mean(state, c), p_all)
         out["ties_priors_only"] = tie_labels(marginal_counts(state, c))
         c = decide_spread(u_hat, jnp.log(p_rates)) if state.rates_by_p else per_block(hat)
-        component("rates_only", u_hat, draw_given(key_rates, state, c, sample_gammas[1]), p_rates)
+        component("rates_only", u_hat, draw_given(key_rates, state, c, sample_gammas[1], groups=groups), p_rates)
         out["ties_rates_only"] = tie_labels(marginal_counts(state, c))
     return out
 
@@ -248,8 +265,31 @@ def one_program(backend: str | None = None) -> bool:
     return (jax.default_backend() if backend is None else backend) != "cpu"
 
 
+# On an accelerator up to this many blocks run as one program (each block holds at most 2^22 elements, so a
+# program at most 2^26 floats of rate draws): the host then waits for the device's loops once a group, not once a
+# block (benchmarks/README.md, session 22).
+_MAX_BLOCKS_PER_PROGRAM = 16
+
+
+def blocks_per_program(plan: DrawPlan, backend: str | None = None) -> int:
+    """``G``, the blocks of ``plan`` that run in one program (:func:`block_program`): 1 on a CPU (:func:`one_program`).
+
+    On an accelerator at most 16, as even as the blocks allow:
+    ``ceil(n / ceil(n / 16))`` of ``n`` blocks, so that fewer than
+    ``ceil(n / 16)`` blocks beyond the last are drawn and dropped.  Not a
+    function of the chunk size, whose chunks hold whole programs: the
+    programs, and so the draws, are the same for every chunk size.  Each
+    block keeps its keys; a program of ``G > 1`` blocks draws their Gamma
+    variates in a batched loop, whose compiled arithmetic rounds some of
+    them differently in the last float32 bits than one block alone.
+    """
+    if not one_program(backend):
+        return 1
+    return -(-plan.num_blocks // -(-plan.num_blocks // _MAX_BLOCKS_PER_PROGRAM))
+
+
 def block_program(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState, draws: BlockDraws, centre: Centre,
-                  *, joint_priors: bool, block: int, decompose: bool) -> dict[str, jax.Array]:
+                  *, joint_priors: bool, block: int, decompose: bool, groups: int = 1) -> dict[str, jax.Array]:
     """:func:`block_outputs` as one compiled program on an accelerator (:func:`one_program`), step by step on a CPU.
 
     As one program, the decisions, counts, rate draws, yields and tie labels
@@ -260,26 +300,35 @@ def block_program(key_all: jax.Array, key_rates: jax.Array, state: PerDrawState,
     EC and NEC may differ by float32 rounding (XLA orders the fused sums its
     own way).  Paired with sample weights, the ``Gamma(w_n)`` sample weights
     are drawn first, by the sampler for concrete shapes (its numbers differ
-    from the traced sampler's), and go in.
+    from the traced sampler's), and go in.  ``groups``: ``G`` blocks in a
+    row in one program (:func:`blocks_per_program`), ``block`` their draws
+    and the keys their ``(G,)`` keys.
     """
     arrays = {name: getattr(state, name) for name in _STATE_ARRAYS}
     settings = state._replace(**cast(dict[str, Any], dict.fromkeys(_STATE_ARRAYS)))
     gammas: tuple[jax.Array | None, jax.Array | None] = (None, None)
     if state.paired and state.weights is not None:
         weights = cast(jax.Array, state.weights)  # paired: one (N,) vector
-        gammas = (paired_mod.weight_gammas(key_all, weights, block),
-                  paired_mod.weight_gammas(key_rates, weights, block) if decompose else None)
+
+        def weight_gammas(keys):
+            if groups == 1:
+                return paired_mod.weight_gammas(keys, weights, block)
+            return jnp.concatenate([paired_mod.weight_gammas(keys[i], weights, block // groups)
+                                    for i in range(groups)])
+
+        gammas = (weight_gammas(key_all), weight_gammas(key_rates) if decompose else None)
     program = _block_program if one_program() else _block_steps
     return program(key_all, key_rates, arrays, draws, centre, gammas, settings=settings, joint_priors=joint_priors,
-                   block=block, decompose=decompose)
+                   block=block, decompose=decompose, groups=groups)
 
 
-def _block_steps(key_all, key_rates, arrays, draws, centre, gammas, *, settings, joint_priors, block, decompose):
+def _block_steps(key_all, key_rates, arrays, draws, centre, gammas, *, settings, joint_priors, block, decompose,
+                 groups):
     return block_outputs(key_all, key_rates, settings._replace(**arrays), draws, centre, joint_priors=joint_priors,
-                         block=block, decompose=decompose, sample_gammas=gammas)
+                         block=block, decompose=decompose, sample_gammas=gammas, groups=groups)
 
 
-_block_program = jax.jit(_block_steps, static_argnames=("settings", "joint_priors", "block", "decompose"))
+_block_program = jax.jit(_block_steps, static_argnames=("settings", "joint_priors", "block", "decompose", "groups"))
 
 
 def two_stage_info(yields: ArrayLike, rec: int, state: PerDrawState) -> dict:
