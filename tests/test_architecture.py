@@ -317,9 +317,10 @@ LARGE_MODULES = {
                                   "module docstring states the comparison's statistics), the canonical systems, and "
                                   "the orchestration of the draw models, which live one per module in "
                                   "prob/draw_models/",
-    "ecjax/_src/calibration.py": "the public API over the table of calibrators (ecjax/calibrators/): the Calibrator, "
-                                 "FitSettings, fit, the three protocols with their folds (stratified, grouped), the "
-                                 "calibration loss and diagnose; the folds could move to a module of their own",
+    "ecjax/_src/calibration.py": "the public API over the table of calibrators (ecjax/_src/calibrators/): the "
+                                 "Calibrator, FitSettings, fit, the three protocols with their folds (stratified, "
+                                 "grouped), the calibration loss and diagnose; the folds could move to a module of "
+                                 "their own",
     "ecjax/_src/inputs.py": "the input layer: every check the library starts from, in one module so that the count of "
                             "raise sites outside it (below) means something",
     "ecjax/_src/plots.py": "one function per figure (reliability, thresholds, ROC, posteriors, sweeps) sharing Frame "
