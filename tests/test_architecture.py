@@ -880,7 +880,8 @@ def user_facing_texts():
     end = readme.index("\n## ", start + 1)
     texts = {"README.md": readme[:start] + readme[end:]}
     for path in sorted((ROOT.parent / "examples").glob("*")):
-        texts[f"examples/{path.name}"] = path.read_text()
+        if path.is_file():  # not a __pycache__ folder left by a run
+            texts[f"examples/{path.name}"] = path.read_text()
     for path in sorted((ROOT.parent / "notebooks").glob("*.ipynb")):
         cells = json.loads(path.read_text())["cells"]
         texts[f"notebooks/{path.name}"] = "\n".join("".join(c["source"]) for c in cells)
