@@ -1039,7 +1039,7 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
     rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(n, runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
-    hdi_prob = v.as_scalar(hdi_prob, "hdi_prob", low=0.0, high=1.0, strict=True)
+    hdi_prob = ranking.as_hdi_prob(hdi_prob)
     first, target, cap = _results_draw_counts(num_draws, mc_error, ranking.min_draws_for_hdi(hdi_prob))
     ranking.check_hdi_prob(hdi_prob, first)
     systems = v.system_names(systems, None, m)
