@@ -62,11 +62,13 @@ def _log_path(name):
 
 
 def pytest_runtest_logreport(report):
-    """With ``ECJAX_FAILURE_LOG=FILE``, each failure's traceback is appended to FILE as it happens.
+    """With ``ECJAX_FAILURE_LOG=FILE``, each failure's traceback is appended to FILE as it happens; with
+    ``ECJAX_DURATION_LOG=FILE``, each test phase's seconds (a relative FILE: in the folder the session started in).
 
-    pytest prints tracebacks only at the end of a session: a run stopped at
-    its time limit (a lent GPU, ``benchmarks/gpu_check.sh``) would otherwise
-    name its failures (``-v``) without saying why they failed.
+    pytest prints tracebacks and ``--durations`` only at the end of a
+    session: a run stopped at its time limit (a lent GPU,
+    ``benchmarks/gpu_check.sh``) would otherwise name its failures (``-v``)
+    without saying why they failed, nor where its time went.
     """
     path = _log_path("ECJAX_FAILURE_LOG")
     # Under xdist a report reaches this hook in its worker and again in the controller: the controller writes.

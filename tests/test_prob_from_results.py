@@ -234,6 +234,25 @@ def test_compare_results_identical_systems_and_bad_inputs():
         fr.compare_results(np.where(scores > 0.8, np.nan, scores), key=KEY)
 
 
+def test_compare_results_refuses_its_hdi_prob_before_any_draw(monkeypatch):
+    def no_draws(*args, **kwargs):
+        raise AssertionError("drew before hdi_prob was checked")
+
+    monkeypatch.setattr(fr, "mean_score_draws", no_draws)  # the fixed run's and every round's draws
+    scores = _systems(2, m=2)
+    # hdi_prob is refused as such with fixed draws, rounds or the default, and against the draws it needs
+    # (min(p, 1 - p) S >= 10: 1000 for 0.99), which a fixed run or the rounds' cap must reach.
+    for draws in (dict(num_draws=S), dict(num_draws=S, mc_error=0.01), {}):
+        with pytest.raises(ecjax.InputError, match="^`hdi_prob` "):
+            fr.compare_results(scores, key=KEY, hdi_prob=1.5, **draws)
+    for draws in (dict(num_draws=999), dict(num_draws=999, mc_error=0.01)):
+        with pytest.raises(ecjax.InputError, match=r"^too few draws for a 0.99 HDI: got num_draws=999, need at "
+                                                   r"least 1000 "):
+            fr.compare_results(scores, key=KEY, hdi_prob=0.99, **draws)
+    with pytest.raises(AssertionError, match="drew before"):  # with 1000 draws it would draw
+        fr.compare_results(scores, key=KEY, hdi_prob=0.99, num_draws=1000)
+
+
 # ---------------------------------------------------------------------------------------------------------------------
 # Hierarchical model: baycomp's Stan model transcribed into scipy (no NUTS in the default lane)
 

@@ -387,12 +387,6 @@ def inferred_size(max_index: int, name: str, *, argument: str) -> int:
     return size
 
 
-def check_num_cells(k: int, d: int, name: str) -> None:
-    """Refuse a ``K x D`` matrix whose flat cell index would not fit ``int32``."""
-    if k * d > MAX_CELLS:
-        raise InputError(f"`{name}`: a {k} x {d} matrix has more than 2**31 - 1 cells, which is not supported")
-
-
 def available_memory_bytes() -> int:
     """The memory the operating system can still give this process (Linux ``MemAvailable``; elsewhere the free
     physical pages), in bytes."""

@@ -43,7 +43,7 @@ from jax.typing import ArrayLike
 from ecjax._src import inputs as v
 
 EXACT = jax.lax.Precision.HIGHEST
-PRECISIONS = ("exact",)
+
 
 def matmul(a: ArrayLike, b: ArrayLike) -> jax.Array:
     """``a @ b`` in float32 on every backend (``Precision.HIGHEST``)."""

@@ -225,8 +225,7 @@ def _to_precision(function: Callable[..., ranking.Comparison], data: Any, settin
 
     first = settings.num_draws
     if first is None:
-        first = adaptive_draws.first_draws(ranking.min_draws_for_hdi(
-            v.as_scalar(hdi_prob, "hdi_prob", low=0.0, high=1.0, strict=True)))
+        first = adaptive_draws.first_draws(ranking.min_draws_for_hdi(ranking.as_hdi_prob(hdi_prob)))
     if settings.mc_error is None:
         target, cap = adaptive_draws.DEFAULT_MC_ERROR, max(first, adaptive_draws.DEFAULT_MAX_DRAWS)
     else:

@@ -292,19 +292,6 @@ class CorrelatedTTest(NamedTuple):
         return "\n".join(lines)
 
 
-def correlated_t_posterior(differences: jax.Array | np.ndarray, rho: ArrayLike, tolerance: ArrayLike = 0.0) -> tuple:
-    """``(loc, scale)`` of the correlated t-test's posterior for ``(..., n)`` differences (no checks).
-
-    Corani & Benavoli (2015): ``mu ~ St(n - 1, loc, scale)``
-    with ``loc = mean(d)``, ``scale^2 = (1/n + rho/(1 - rho)) var(d, ddof=1)``,
-    computed in units of each row (:func:`correlated_t_statistics`; float64
-    on the host).  The scale is exactly 0 when every fold gives the same
-    difference up to ``tolerance``, and ``loc`` 0 when that difference is 0.
-    """
-    loc, scale, unit, *_ = correlated_t_statistics(differences, rho, 0.0, tolerance)
-    return loc * unit, scale * unit
-
-
 @partial(jax.jit, static_argnames=("df", "num_draws"))
 def _t_draws(key, loc, scale, unit, *, df: int, num_draws: int):
     """``(num_draws, ...)`` draws of ``unit (loc + scale T)``, ``T`` a standard t with ``df`` degrees of freedom."""
@@ -1052,7 +1039,7 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
     rope = ranking.check_rope(rope, optional=False)
     rho = fold_correlation(n, runs=runs, test_fraction=test_fraction)
     key = v.as_key(key)
-    hdi_prob = v.as_scalar(hdi_prob, "hdi_prob", low=0.0, high=1.0, strict=True)
+    hdi_prob = ranking.as_hdi_prob(hdi_prob)
     first, target, cap = _results_draw_counts(num_draws, mc_error, ranking.min_draws_for_hdi(hdi_prob))
     ranking.check_hdi_prob(hdi_prob, first)
     systems = v.system_names(systems, None, m)

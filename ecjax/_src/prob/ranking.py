@@ -269,8 +269,14 @@ def check_rope(rope: float | None, *, optional: bool = True) -> float | None:
     return v.as_scalar(rope, "rope", low=0.0)
 
 
+def as_hdi_prob(prob: float) -> float:
+    """The mass ``hdi_prob`` of a highest-density interval: a number strictly between 0 and 1."""
+    return v.as_scalar(prob, "hdi_prob", low=0.0, high=1.0, strict=True)
+
+
 def check_hdi_prob(prob: float, num_draws: int) -> float:
-    p = v.as_scalar(prob, "hdi_prob", low=0.0, high=1.0, strict=True)
+    """:func:`as_hdi_prob`, with enough of ``num_draws`` for its interval (:func:`min_draws_for_hdi`)."""
+    p = as_hdi_prob(prob)
     need = min_draws_for_hdi(p)
     if num_draws < need:
         raise v.InputError(

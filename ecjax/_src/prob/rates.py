@@ -384,16 +384,6 @@ def sample_class_priors(key: jax.Array | tuple[jax.Array, ...], priors: PriorDis
     return jnp.broadcast_to(priors, (num_draws, k))
 
 
-def expected_class_priors(priors: PriorDistribution | jax.Array | None, class_counts: ArrayLike) -> jax.Array:
-    """Point value of the class priors: data frequencies, the fixed vector, or the prior's mean."""
-    if priors is None:
-        c = jnp.asarray(class_counts, jnp.result_type(float))
-        return c / c.sum(-1, keepdims=True)
-    if isinstance(priors, PriorDistribution):
-        return priors.mean
-    return priors
-
-
 # ------------------------------------------------------------------ the model
 
 def rates_model(counts: ArrayLike, concentration: float | None = None, class_counts: ArrayLike | None = None,

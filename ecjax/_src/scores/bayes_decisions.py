@@ -26,7 +26,7 @@ from ecjax._src.confusion import class_counts
 from ecjax._src.decisions import class_one_log_odds_kernel, log_posteriors_kernel, naive_expected_cost
 from ecjax._src.precision import check_precision, einsum, matmul
 from ecjax._src.scores.inputs import (
-    binary_labels, binary_labels_ok, binary_log_odds_inputs, binary_ok, binary_weights, binary_weights_ok,
+    binary_labels_and_weights, binary_labels_ok, binary_log_odds_inputs, binary_ok, binary_weights_ok,
     checked_threshold_probabilities, class1_fraction, evaluation_priors, labels_and_scores, without_zero_weights,
 )
 from ecjax._src.scores.scoring_rules import class_weights
@@ -514,11 +514,10 @@ def decision_curve(labels: ArrayLike, scores: ArrayLike, *, threshold_probabilit
     v.check_binary_scores(s, score_type)
     if score_type in v.LIKELIHOOD_TYPES:
         v.as_positive_priors(priors, num_classes=2, why=" (Bayes' rule takes their log)")
-    labels = binary_labels(labels, s, score_type, what="a decision curve",
-                           one_class="its net benefit weighs the true-positive rate, among class 1, against the "
-                                     "false-positive rate, among class 0")
-    labels, s, w = binary_weights(labels, s, score_type, sample_weight, what="a decision curve",
-                                  drop_zero_weights=False)
+    labels, s, w = binary_labels_and_weights(
+        labels, s, score_type, sample_weight, what="a decision curve", drop_zero_weights=False,
+        one_class="its net benefit weighs the true-positive rate, among class 1, against the false-positive rate, "
+                  "among class 0")
     p_t, cut, odds = _threshold_log_odds(threshold_probabilities, s.dtype)
     nb, treat_all = _decision_kernel(labels, s, log_p, cut, odds, w, score_type=score_type)
     if v.any_traced(labels, s, p_t, log_p, w):

@@ -246,40 +246,37 @@ def binary_scores(scores: ArrayLike, score_type: str, *, order_only: bool = Fals
     return v.check_binary_scores(v.restore_neg_inf(v.as_scores(a, score_type=score_type), neg_inf), score_type)
 
 
-def binary_labels(labels: ArrayLike, s: jax.Array, score_type: str, *, what: str,
-                  one_class: str = "a single class has nothing to rank") -> jax.Array:
-    """Binary labels ``(N,)`` matching the sample axis of validated scores ``s``; both classes needed (concrete
-    input: ``what`` names the measure in the message, ``one_class`` says why one class is not enough)."""
-    labels = v.as_label_vector(labels, num_classes=2, scores=s, sample_axis=-1 if score_type == "llr" else -2,
+def binary_labels_and_weights(labels: ArrayLike, s: jax.Array, score_type: str, sample_weight: ArrayLike | None, *,
+                              what: str, drop_zero_weights: bool, one_class: str = "a single class has nothing to rank"
+                              ) -> tuple[jax.Array, jax.Array, jax.Array | None]:
+    """Validated ``(labels, s, sample_weight)`` for validated scores ``s``: binary labels ``(N,)`` matching its
+    sample axis, samples of both classes and, with weights, a positive weight total in each (concrete input).
+
+    ``what`` names the measure in the messages, ``one_class`` says why one
+    class is not enough.  With ``drop_zero_weights`` (concrete input only)
+    samples of weight 0 are left out (:func:`without_zero_weights`).
+    """
+    sample_axis = -1 if score_type == "llr" else -2
+    labels = v.as_label_vector(labels, num_classes=2, scores=s, sample_axis=sample_axis,
                                upper_is="binary labels are 0 or 1")
     v.check_classes_present(labels, None, 2, why=f"{what} needs samples of both classes ({one_class})")
-    return labels
-
-
-def binary_weights(labels: jax.Array, s: jax.Array, score_type: str, sample_weight: ArrayLike | None, *, what: str,
-                   drop_zero_weights: bool) -> tuple[jax.Array, jax.Array, jax.Array | None]:
-    """Validated ``(labels, s, sample_weight)``: both classes need a positive weight total (concrete input).
-
-    With ``drop_zero_weights`` (concrete input only) samples of weight 0 are
-    left out (:func:`without_zero_weights`).
-    """
     if sample_weight is None:
         return labels, s, None
     w = v.as_sample_weight(sample_weight, labels)
     v.check_classes_present(labels, w, 2, why=f"{what} needs weight in both classes")
     if not drop_zero_weights:
         return labels, s, w
-    return without_zero_weights(labels, s, w, sample_axis=-1 if score_type == "llr" else -2)
+    return without_zero_weights(labels, s, w, sample_axis=sample_axis)
 
 
 def binary_inputs(labels: ArrayLike, scores: ArrayLike, score_type: str, sample_weight: ArrayLike | None, *,
                   what: str, drop_zero_weights: bool,
                   order_only: bool = False) -> tuple[jax.Array, jax.Array, jax.Array | None]:
     """Validated ``(labels, scores, sample_weight)`` of a binary ranking measure (:func:`binary_scores`,
-    :func:`binary_labels`, :func:`binary_weights`); the scores keep their batch axes and their type."""
+    :func:`binary_labels_and_weights`); the scores keep their batch axes and their type."""
     s = binary_scores(scores, score_type, order_only=order_only)
-    y = binary_labels(labels, s, score_type, what=what)
-    return binary_weights(y, s, score_type, sample_weight, what=what, drop_zero_weights=drop_zero_weights)
+    return binary_labels_and_weights(labels, s, score_type, sample_weight, what=what,
+                                     drop_zero_weights=drop_zero_weights)
 
 
 def binary_log_odds_inputs(labels: ArrayLike, scores: ArrayLike, score_type: str, sample_weight: ArrayLike | None, *,

@@ -35,8 +35,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax._src import inputs as v
-from ecjax._src.scores.inputs import (binary_inputs, binary_labels, binary_ok, binary_scores, binary_weights,
-                                check_padded)
+from ecjax._src.scores.inputs import binary_inputs, binary_labels_and_weights, binary_ok, binary_scores, check_padded
 
 # ----------------------------------------------------------------- kernels
 
@@ -149,8 +148,8 @@ def _curve_points(labels, scores, score_type, sample_weight, padded, *, curve, w
     compile per shape; a curve's last point, past its thresholds, is always kept)."""
     s = binary_scores(scores, score_type)
     padded = check_padded(padded, s, labels, score_type)
-    labels = binary_labels(labels, s, score_type, what=what)
-    labels, s, w = binary_weights(labels, s, score_type, sample_weight, what=what, drop_zero_weights=not padded)
+    labels, s, w = binary_labels_and_weights(labels, s, score_type, sample_weight, what=what,
+                                             drop_zero_weights=not padded)
     *points, keep = _binary_curves_kernel(labels, s, w, score_type=score_type)[curve]
     if padded:
         return _traced_guard(tuple(points), labels, s, score_type, w, extra_axes=1)
