@@ -80,10 +80,9 @@ _ACCELERATOR_CACHE_BYTES = 2**26
 
 def compilation_cache_bytes(backend: str | None = None) -> int:
     """The bound of the command line's compilation cache on ``backend`` (default: this one)."""
-    import jax
+    from ecjax._src.backends import on_accelerator
 
-    on_cpu = (jax.default_backend() if backend is None else backend) == "cpu"
-    return COMPILATION_CACHE_BYTES if on_cpu else _ACCELERATOR_CACHE_BYTES
+    return _ACCELERATOR_CACHE_BYTES if on_accelerator(backend) else COMPILATION_CACHE_BYTES
 
 
 def compilation_cache_dir() -> str | None:

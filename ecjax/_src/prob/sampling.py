@@ -40,6 +40,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike, DTypeLike
 
 from ecjax._src import random_bits
+from ecjax._src.backends import on_accelerator
 from ecjax._src.random_bits import uniform_pair
 
 
@@ -110,7 +111,7 @@ _QUEUE_TAIL = 512
 
 
 def _on_accelerator() -> bool:
-    return jax.default_backend() != "cpu"
+    return on_accelerator()
 
 
 def _gamma_block(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH, tail=_QUEUE_TAIL):

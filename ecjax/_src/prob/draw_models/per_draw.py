@@ -22,6 +22,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax._src import inputs as v
+from ecjax._src.backends import on_accelerator
 from ecjax._src.confusion import confusion_counts
 from ecjax._src.decisions import bayes_decisions_kernel, log_posteriors_kernel
 from ecjax._src.draw_runner import DrawPlan, padded_map
@@ -36,14 +37,13 @@ from ecjax._src.prob.sampling import dirichlet
 # 3.1 against 0.8 ms a draw, benchmarks/bench_draws.py --ratio), on an accelerator large products.
 # On an accelerator each batch is an iteration of a loop whose predicate goes to the host (~0.1 ms on an H100,
 # whatever its size): 2^26 floats (256 MiB) make one block of 10^4 x 100 decisions 2 batches a system, not 7.
-_DECISION_ELEMENTS = {"cpu": 1 << 17}
+_DECISION_ELEMENTS_CPU = 1 << 17
 _DECISION_ELEMENTS_ACCELERATOR = 1 << 26
 
 
 def decision_slab(backend: str | None = None) -> int:
     """The most elements of one slab of per-draw decisions on ``backend`` (default: this one; see the constants)."""
-    return _DECISION_ELEMENTS.get(jax.default_backend() if backend is None else backend,
-                                  _DECISION_ELEMENTS_ACCELERATOR)
+    return _DECISION_ELEMENTS_ACCELERATOR if on_accelerator(backend) else _DECISION_ELEMENTS_CPU
 
 
 class PerDrawState(NamedTuple):
@@ -262,7 +262,7 @@ def one_program(backend: str | None = None) -> bool:
     cold against 5.6 s for the steps, whose programs the configurations
     share, and the same time warm (``tests/test_prob_compare_rate_draws.py``).
     """
-    return (jax.default_backend() if backend is None else backend) != "cpu"
+    return on_accelerator(backend)
 
 
 # On an accelerator up to this many blocks run as one program (each block holds at most 2^22 elements, so a
