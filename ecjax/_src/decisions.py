@@ -59,6 +59,25 @@ def class_one_log_odds_kernel(scores: jax.Array, score_type: str, log_priors: ja
     return lp[..., 1] - lp[..., 0]
 
 
+def one_vs_rest_log_odds_kernel(log_post: jax.Array) -> jax.Array:
+    """Kernel: ``(..., N, K)`` log-odds of each class against the rest, ``log P(i|x) - log(1 - P(i|x))``.
+
+    A strictly increasing function of ``P(i|x)``, so it ranks the samples as the posterior does, without the
+    posterior's saturation: in float32 ``log P(i|x)`` of a class ahead of the others by more than ~17 nats
+    rounds to exactly 0 (``log(1 + e^-17)``), which ties every such sample (a wrong answer of the one-vs-rest
+    and one-vs-one AUCs), while its log-odds, ``-log sum_{k != i} P(k|x)``, keeps them apart up to float32's
+    range.  The top class (when ``P(i|x) > 1/2``) takes the log-sum-exp of the other classes' log-posteriors,
+    which are accurate however small; every other class ``log P(i|x) - log1p(-P(i|x))``, a function of
+    ``log P(i|x)`` alone, so equal log-posteriors stay equal log-odds.
+    """
+    k = log_post.shape[-1]
+    is_top = jax.nn.one_hot(jnp.argmax(log_post, axis=-1), k, dtype=bool) & (log_post > -np.log(2.0))
+    log_rest = jax.nn.logsumexp(jnp.where(is_top, -jnp.inf, log_post), axis=-1, keepdims=True)
+    # For the other classes P(i|x) <= 1/2, where log1p(-exp) is accurate; the top-class branch is masked out.
+    log_not = jnp.where(is_top, log_rest, jnp.log1p(-jnp.exp(jnp.where(is_top, -1.0, log_post))))
+    return log_post - log_not
+
+
 def log_likelihoods_from_posteriors(scores: ArrayLike, training_priors: ArrayLike, *,
                                     score_type: str = "log_posteriors") -> jax.Array:
     """Posterior-type scores as log-likelihoods, given the priors they were trained with.

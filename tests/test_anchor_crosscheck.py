@@ -1,0 +1,158 @@
+"""Randomized cross-checks of ecjax against the anchors at the edges the other tests leave out.
+
+Each test draws inputs from fixed seeds at the corners where a silently wrong number hides: very
+confident scores (logits of scale 80), sample weights with zeros, deployment priors, every score type
+(logits, log-posteriors, probabilities, log-likelihoods, LLRs), K = 2 next to K > 2, absent classes,
+single samples and odd N.  References: scikit-learn and psrcal (the anchors), or a float64 numpy/scipy
+computation written here from the definition — never ecjax itself.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pytest
+import torch
+from psrcal import losses as psr_losses
+from scipy.special import log_softmax, logsumexp
+from sklearn import metrics as skm
+
+from ecjax import scores as S
+
+# ---------------------------------------------------------------- helpers
+
+
+def _one_vs_rest_log_odds64(logits):
+    """float64 ``log P(i|x) - log(1 - P(i|x))`` of every class: the order of ``P(i|x)``, unsaturated."""
+    k = logits.shape[1]
+    return np.stack([logits[:, c] - logsumexp(np.delete(logits, c, axis=1), axis=1) for c in range(k)], axis=1)
+
+
+def _hand_till(labels, ranking):
+    """Hand & Till's M from scikit-learn's binary AUC on each pair of classes, ranked by ``ranking[:, i]``."""
+    k = ranking.shape[1]
+    terms = []
+    for i, j in combinations(range(k), 2):
+        pair = (labels == i) | (labels == j)
+        a_ij = skm.roc_auc_score(labels[pair] == i, ranking[pair, i])
+        a_ji = skm.roc_auc_score(labels[pair] == j, ranking[pair, j])
+        terms.append((a_ij + a_ji) / 2)
+    return np.mean(terms)
+
+
+def _confident_logits(rng, n, k, scale):
+    labels = np.concatenate([np.arange(k), rng.integers(0, k, n - k)])
+    logits = rng.normal(0.0, scale, (n, k)) + 2.0 * np.eye(k)[labels]
+    return labels, logits
+
+
+# ------------------------------------------------- multiclass AUCs at confident scores
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_multiclass_aucs_rank_confident_samples_as_float64_posteriors_do(k):
+    # Regression: the one-vs-rest and one-vs-one AUCs ranked the samples by float32 log P(i|x), which is
+    # exactly 0 for every sample whose class i leads by more than ~17 nats: all such samples tied, so a
+    # confident error ranked level with the confident hits.  With logits of scale 80 the AUCs were off by up
+    # to 0.02 (0.3996 against 0.3778 for K = 3, N = 27 in a randomized check), and for K = 2 the one-vs-rest AUC differed from
+    # the binary AUC of the same scores.  Reference: scikit-learn's binary roc_auc_score on float64
+    # one-vs-rest log-odds (the order of P(i|x) without saturation).
+    rng = np.random.default_rng(k)
+    n = 30  # one size: one compilation per function and K
+    for scale in (80.0, 1.0):
+        labels, logits = _confident_logits(rng, n, k, scale)
+        ranking = _one_vs_rest_log_odds64(logits)
+        weights = rng.uniform(0.0, 2.0, n)
+        weights[rng.random(n) < 0.2] = 0.0
+        weights[:k] = 1.0  # every class keeps a positive total
+        ovr = np.mean([skm.roc_auc_score(labels == c, ranking[:, c]) for c in range(k)])
+        ovr_w = np.mean([skm.roc_auc_score(labels == c, ranking[:, c], sample_weight=weights) for c in range(k)])
+        np.testing.assert_allclose(float(S.auc_one_vs_rest(labels, logits, score_type="logits")), ovr,
+                                   rtol=0, atol=1e-6)
+        np.testing.assert_allclose(float(S.auc_one_vs_rest(labels, log_softmax(logits, axis=1))), ovr,
+                                   rtol=0, atol=1e-6)
+        np.testing.assert_allclose(
+            float(S.auc_one_vs_rest(labels, logits, score_type="logits", sample_weight=weights)), ovr_w,
+            rtol=0, atol=1e-6)
+        np.testing.assert_allclose(float(S.auc_one_vs_one(labels, logits, score_type="logits")),
+                                   _hand_till(labels, ranking), rtol=0, atol=1e-6)
+        if k == 2:
+            binary = skm.roc_auc_score(labels, logits[:, 1] - logits[:, 0])
+            np.testing.assert_allclose(float(S.auc(labels, logits, score_type="logits")), binary, atol=1e-6)
+            np.testing.assert_allclose(float(S.auc_one_vs_rest(labels, logits, score_type="logits")), binary,
+                                       atol=1e-6)
+
+
+def test_one_vs_rest_auc_of_two_classes_with_margins_past_float32_saturation():
+    # The smallest case of the regression above: class-1 margins 20, 30, 25 are all past the ~17 nats where
+    # float32 log P(1|x) rounds to 0; the positives (30, 25) beat the negative at 20, so every AUC is 1
+    # (the binary AUC by scikit-learn), where the saturated ranking gave 0.875.
+    labels = np.array([0, 1, 0, 1])
+    margin = np.array([20.0, 30.0, -5.0, 25.0])
+    logits = np.stack([np.zeros(4), margin], axis=1)
+    assert skm.roc_auc_score(labels, margin) == 1.0
+    for f in (S.auc_one_vs_rest, S.auc_one_vs_one):
+        assert float(f(labels, logits, score_type="logits")) == 1.0
+        assert float(f(labels, np.exp(log_softmax(logits, axis=1)), score_type="probabilities")) == 1.0
+
+
+# ------------------------------------------- proper scoring rules: priors, weights, score types
+
+
+def _weighted_class_average(labels, per_sample, priors, weights):
+    """``sum_i P_i / W_i sum_{n: y_n = i} u_n l_n`` (data priors ``W_i / W`` when ``priors`` is None)."""
+    k = int(labels.max()) + 1 if priors is None else len(priors)
+    totals = np.array([weights[labels == i].sum() for i in range(k)])
+    p = totals / totals.sum() if priors is None else priors
+    return sum(p[i] / totals[i] * np.sum(weights[labels == i] * per_sample[labels == i])
+               for i in range(k) if p[i] > 0)
+
+
+def _xe64(labels, log_post, priors, weights):
+    return _weighted_class_average(labels, -log_post[np.arange(len(labels)), labels], priors, weights)
+
+
+def _brier64(labels, log_post, priors, weights):
+    k = log_post.shape[1]
+    per_sample = ((np.eye(k)[labels] - np.exp(log_post)) ** 2).mean(axis=1)
+    return _weighted_class_average(labels, per_sample, priors, weights)
+
+
+@pytest.mark.parametrize("k", [2, 4])
+def test_scoring_rules_match_float64_definition_for_every_score_type_with_priors_and_weights(k):
+    rng = np.random.default_rng(10 + k)
+    n = 37
+    labels, logits = _confident_logits(rng, n, k, 5.0)
+    log_post = log_softmax(logits, axis=1)
+    priors = rng.dirichlet(2.0 * np.ones(k))
+    weights = rng.uniform(0.0, 3.0, n)
+    weights[rng.random(n) < 0.25] = 0.0
+    weights[:k] = 1.0
+    ones = np.ones(n)
+    posterior_types = [("logits", logits), ("log_posteriors", log_post), ("probabilities", np.exp(log_post))]
+    for score_type, scores in posterior_types:
+        for p, u in [(None, None), (priors, None), (None, weights), (priors, weights)]:
+            w = ones if u is None else u
+            kw = dict(priors=p, score_type=score_type, sample_weight=u)
+            np.testing.assert_allclose(float(S.cross_entropy(labels, scores, **kw)), _xe64(labels, log_post, p, w),
+                                       rtol=2e-5)
+            np.testing.assert_allclose(float(S.brier(labels, scores, **kw)), _brier64(labels, log_post, p, w),
+                                       rtol=2e-5)
+    # Likelihood-type scores: the posteriors are softmax(log-likelihoods + log priors).
+    log_lik = logits + rng.normal(0.0, 3.0, (n, 1))
+    lp_lik = log_softmax(log_lik + np.log(priors), axis=1)
+    np.testing.assert_allclose(
+        float(S.cross_entropy(labels, log_lik, priors=priors, score_type="log_likelihoods", sample_weight=weights)),
+        _xe64(labels, lp_lik, priors, weights), rtol=2e-5)
+    if k == 2:
+        llr = log_lik[:, 1] - log_lik[:, 0]
+        np.testing.assert_allclose(
+            float(S.brier(labels, llr, priors=priors, score_type="llr", sample_weight=weights)),
+            _brier64(labels, lp_lik, priors, weights), rtol=2e-5)
+    # Normalized, unweighted: psrcal's LogLoss and Brier with external priors (its mean over classes).
+    lp_t, y_t, p_t = torch.tensor(log_post), torch.tensor(labels), torch.tensor(priors)
+    np.testing.assert_allclose(float(S.cross_entropy(labels, log_post, priors=priors, normalize=True)),
+                               psr_losses.LogLoss(lp_t, y_t, norm=True, priors=p_t).item(), rtol=2e-5)
+    np.testing.assert_allclose(float(S.brier(labels, log_post, priors=priors, normalize=True)),
+                               psr_losses.Brier(lp_t, y_t, norm=True, priors=p_t).item(), rtol=2e-5)
