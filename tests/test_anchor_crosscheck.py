@@ -156,3 +156,37 @@ def test_scoring_rules_match_float64_definition_for_every_score_type_with_priors
                                psr_losses.LogLoss(lp_t, y_t, norm=True, priors=p_t).item(), rtol=2e-5)
     np.testing.assert_allclose(float(S.brier(labels, log_post, priors=priors, normalize=True)),
                                psr_losses.Brier(lp_t, y_t, norm=True, priors=p_t).item(), rtol=2e-5)
+
+
+# ------------------------------------------------------ risk-coverage at confident scores
+
+
+def _aurc64(labels, logits, weights):
+    """AURC from the definition in float64: samples by descending top posterior (its unsaturated log-odds),
+    ties sharing the point of the last of them, ``sum_n u_n risk(c_n) / W``."""
+    top = logits.argmax(axis=1)
+    key = _one_vs_rest_log_odds64(logits)[np.arange(len(labels)), top]
+    order = np.argsort(-key, kind="stable")
+    c, wrong, u = key[order], (top != labels)[order], weights[order]
+    last = np.searchsorted(-c, -c, side="right") - 1
+    kept = np.cumsum(u)[last]
+    risk = np.cumsum(u * wrong)[last] / np.where(kept > 0, kept, 1.0)  # nothing kept yet: risk 0
+    return np.sum(u * risk) / np.sum(u)
+
+
+def test_risk_coverage_ranks_confident_samples_as_float64_posteriors_do():
+    # Regression: the curve ranked the samples by float32 log max_i P(i|x), exactly 0 past a ~17-nat lead,
+    # so confident errors tied with confident hits: at logit scale 80 (N = 200, K = 3) the AURC was 0.7154
+    # where the float64 definition gives 0.7034 (0.6537 for 0.6580 at scale 20).
+    rng = np.random.default_rng(0)
+    n, k = 200, 3
+    for scale in (80.0, 20.0, 1.0):
+        labels, logits = _confident_logits(rng, n, k, scale)
+        weights = rng.integers(0, 4, n).astype(np.float64)
+        for u in (None, weights):
+            curve = S.risk_coverage_curve(labels, logits, score_type="logits", sample_weight=u)
+            np.testing.assert_allclose(float(curve.aurc), _aurc64(labels, logits, np.ones(n) if u is None else u),
+                                       rtol=1e-5)
+        # The thresholds stay the top posteriors, in descending order.
+        top64 = np.sort(np.exp(log_softmax(logits, axis=1)).max(axis=1))[::-1]
+        np.testing.assert_allclose(np.asarray(curve.thresholds), top64, rtol=1e-6)
