@@ -59,23 +59,25 @@ def class_one_log_odds_kernel(scores: jax.Array, score_type: str, log_priors: ja
     return lp[..., 1] - lp[..., 0]
 
 
-def one_vs_rest_log_odds_kernel(log_post: jax.Array) -> jax.Array:
-    """Kernel: ``(..., N, K)`` log-odds of each class against the rest, ``log P(i|x) - log(1 - P(i|x))``.
+def one_vs_rest_log_odds(s: jax.Array) -> jax.Array:
+    """``(..., K)`` log-odds of each class against the others, ``s_k - log sum_{j != k} exp(s_j)``, from scores
+    ``s`` (``(..., K)``, log-posteriors up to a constant per row).
 
-    A strictly increasing function of ``P(i|x)``, so it ranks the samples as the posterior does, without the
-    posterior's saturation: in float32 ``log P(i|x)`` of a class ahead of the others by more than ~17 nats
-    rounds to exactly 0 (``log(1 + e^-17)``), which ties every such sample (a wrong answer of the one-vs-rest
-    and one-vs-one AUCs), while its log-odds, ``-log sum_{k != i} P(k|x)``, keeps them apart up to float32's
-    range.  The top class (when ``P(i|x) > 1/2``) takes the log-sum-exp of the other classes' log-posteriors,
-    which are accurate however small; every other class ``log P(i|x) - log1p(-P(i|x))``, a function of
-    ``log P(i|x)`` alone, so equal log-posteriors stay equal log-odds.
+    A strictly increasing function of ``P(k|x)``, so it ranks samples as the posterior does, without its
+    saturation: in float32 ``log P(k|x)`` of a class ahead of the others by more than ~17 nats rounds to exactly
+    0, which would tie every such sample (the one-vs-rest and one-vs-one AUCs, risk-coverage curves), while its
+    log-odds ``-log sum_{j != k} P(j|x)`` keep them apart up to float32's range.  Also the input of the
+    one-vs-rest isotonic calibrator.
+
+    For every class but the top one, ``s_k - logsumexp(s) <= -log 2``, so ``log1p(-exp(.))`` of it keeps its
+    digits; the top class's rest is summed directly (without it), so a posterior that rounds to 1 still gets a
+    finite log-odds from the mass of the others.
     """
-    k = log_post.shape[-1]
-    is_top = jax.nn.one_hot(jnp.argmax(log_post, axis=-1), k, dtype=bool) & (log_post > -np.log(2.0))
-    log_rest = jax.nn.logsumexp(jnp.where(is_top, -jnp.inf, log_post), axis=-1, keepdims=True)
-    # For the other classes P(i|x) <= 1/2, where log1p(-exp) is accurate; the top-class branch is masked out.
-    log_not = jnp.where(is_top, log_rest, jnp.log1p(-jnp.exp(jnp.where(is_top, -1.0, log_post))))
-    return log_post - log_not
+    lse = jax.nn.logsumexp(s, axis=-1, keepdims=True)
+    is_top = jnp.arange(s.shape[-1]) == jnp.argmax(s, axis=-1)[..., None]
+    rest_of_top = jax.nn.logsumexp(jnp.where(is_top, -jnp.inf, s), axis=-1, keepdims=True)
+    rest = lse + jnp.log1p(-jnp.exp(jnp.minimum(s - lse, -jnp.log(2.0).astype(s.dtype))))
+    return s - jnp.where(is_top, rest_of_top, rest)
 
 
 def log_likelihoods_from_posteriors(scores: ArrayLike, training_priors: ArrayLike, *,

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax._src import inputs as v
-from ecjax._src.decisions import one_vs_rest_log_odds_kernel
+from ecjax._src.decisions import one_vs_rest_log_odds
 from ecjax._src.scores.calibration_errors import calibration_inputs, nan_where_traced_inputs_invalid
 
 
@@ -85,7 +85,7 @@ def risk_coverage_kernel(labels: jax.Array, log_post: jax.Array,
     """:class:`RiskCoverageCurve` of validated labels and ``(..., N, K)`` log-posteriors (no checks)."""
     # Ranked by the top class's log-odds against the rest, in the order of the top posterior: float32
     # log-posteriors round to 0 past ~17 nats and would tie every confident sample, right or wrong.
-    confidence = jnp.max(one_vs_rest_log_odds_kernel(log_post), axis=-1)
+    confidence = jnp.max(one_vs_rest_log_odds(log_post), axis=-1)
     loss = (jnp.argmax(log_post, axis=-1) != labels).astype(log_post.dtype)
     weights = jnp.ones(labels.shape, log_post.dtype) if sample_weight is None else sample_weight.astype(
         log_post.dtype)

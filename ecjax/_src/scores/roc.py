@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax._src import inputs as v
-from ecjax._src.decisions import log_posteriors_kernel, one_vs_rest_log_odds_kernel
+from ecjax._src.decisions import log_posteriors_kernel, one_vs_rest_log_odds
 from ecjax._src.precision import einsum, matmul
 from ecjax._src.scores.inputs import (
     binary_log_odds_inputs, binary_ok, class1_fraction, increasing_alphas, posterior_inputs, scores_ok,
@@ -364,7 +364,7 @@ def auc(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posterio
 def _auc_one_vs_rest_kernel(labels, log_post, sample_weight=None):
     classes = jnp.arange(log_post.shape[-1])
     # Ranked by each class's log-odds against the rest (the order of P(i|x)), which do not saturate near 1.
-    log_odds = one_vs_rest_log_odds_kernel(log_post)
+    log_odds = one_vs_rest_log_odds(log_post)
 
     def one(c):
         is_c = (labels == c).astype(labels.dtype)
@@ -459,7 +459,7 @@ def _ovo_kernel(labels, scores, log_p, weighted, sample_weight=None):
     log_post = log_posteriors_kernel(scores, log_p, "log_likelihoods")
     batch = log_post.shape[:-2]
     # Ranked by each class's log-odds against the rest (the order of P(i|x)), which do not saturate near 1.
-    flat = one_vs_rest_log_odds_kernel(log_post).reshape((-1,) + log_post.shape[-2:])
+    flat = one_vs_rest_log_odds(log_post).reshape((-1,) + log_post.shape[-2:])
     return jax.vmap(lambda lp: _ovo_one(labels, lp, weighted, sample_weight))(flat).reshape(batch)
 
 
