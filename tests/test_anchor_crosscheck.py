@@ -89,6 +89,18 @@ def test_one_vs_rest_auc_of_two_classes_with_margins_past_float32_saturation():
         assert float(f(labels, np.exp(log_softmax(logits, axis=1)), score_type="probabilities")) == 1.0
 
 
+def test_equal_posteriors_stay_tied_whether_or_not_their_class_is_the_top_one():
+    # P(0|x) = 1/3 in the first two rows: the top class of the first (an argmax among equals), not of the
+    # second.  Its log-odds must not depend on which: summing "the rest" of a top class directly broke this
+    # tie by a float32 ulp (AUCs 1.0 for scikit-learn's 0.97917 on the same float64 probabilities).
+    labels = np.array([0, 1, 2, 0, 1, 2])
+    p = np.array([[1 / 3, 1 / 3, 1 / 3], [1 / 3, 2 / 3, 0], [0.1, 0.1, 0.8],
+                  [0.5, 0.25, 0.25], [0.25, 0.5, 0.25], [0.25, 0.25, 0.5]])
+    for multi_class, f in (("ovr", S.auc_one_vs_rest), ("ovo", S.auc_one_vs_one)):
+        np.testing.assert_allclose(float(f(labels, p, score_type="probabilities")),
+                                   skm.roc_auc_score(labels, p, multi_class=multi_class), rtol=0, atol=1e-6)
+
+
 # ------------------------------------------- proper scoring rules: priors, weights, score types
 
 

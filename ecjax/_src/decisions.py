@@ -69,12 +69,13 @@ def one_vs_rest_log_odds(s: jax.Array) -> jax.Array:
     log-odds ``-log sum_{j != k} P(j|x)`` keep them apart up to float32's range.  Also the input of the
     one-vs-rest isotonic calibrator.
 
-    For every class but the top one, ``s_k - logsumexp(s) <= -log 2``, so ``log1p(-exp(.))`` of it keeps its
-    digits; the top class's rest is summed directly (without it), so a posterior that rounds to 1 still gets a
-    finite log-odds from the mass of the others.
+    Where ``s_k - logsumexp(s) <= -log 2`` (every class but the top one, and the top one at ``P(k|x) <= 1/2``),
+    ``log1p(-exp(.))`` of it keeps its digits and is a function of the log-posterior alone, so equal posteriors
+    keep equal log-odds (a tie stays a tie for the AUCs); a top class above 1/2 has its rest summed directly
+    (without it), so a posterior that rounds to 1 still gets a finite log-odds from the mass of the others.
     """
     lse = jax.nn.logsumexp(s, axis=-1, keepdims=True)
-    is_top = jnp.arange(s.shape[-1]) == jnp.argmax(s, axis=-1)[..., None]
+    is_top = (jnp.arange(s.shape[-1]) == jnp.argmax(s, axis=-1)[..., None]) & (s - lse > -jnp.log(2.0).astype(s.dtype))
     rest_of_top = jax.nn.logsumexp(jnp.where(is_top, -jnp.inf, s), axis=-1, keepdims=True)
     rest = lse + jnp.log1p(-jnp.exp(jnp.minimum(s - lse, -jnp.log(2.0).astype(s.dtype))))
     return s - jnp.where(is_top, rest_of_top, rest)
