@@ -18,7 +18,7 @@ import jax
 
 from ecjax import InputError, cli
 from ecjax import calibration as C
-from ecjax._src.calibrators.counting import one_vs_rest_log_odds
+from ecjax._src.decisions import one_vs_rest_log_odds
 from ecjax._src.calibrators.maps import MAPS
 from ecjax.calibrator_files import save_calibrator
 from ecjax._src.calibrator_files import load_calibrator

@@ -59,6 +59,28 @@ def class_one_log_odds_kernel(scores: jax.Array, score_type: str, log_priors: ja
     return lp[..., 1] - lp[..., 0]
 
 
+def one_vs_rest_log_odds(s: jax.Array) -> jax.Array:
+    """``(..., K)`` log-odds of each class against the others, ``s_k - log sum_{j != k} exp(s_j)``, from scores
+    ``s`` (``(..., K)``, log-posteriors up to a constant per row).
+
+    A strictly increasing function of ``P(k|x)``, so it ranks samples as the posterior does, without its
+    saturation: in float32 ``log P(k|x)`` of a class ahead of the others by more than ~17 nats rounds to exactly
+    0, which would tie every such sample (the one-vs-rest and one-vs-one AUCs, risk-coverage curves), while its
+    log-odds ``-log sum_{j != k} P(j|x)`` keep them apart up to float32's range.  Also the input of the
+    one-vs-rest isotonic calibrator.
+
+    Where ``s_k - logsumexp(s) <= -log 2`` (every class but the top one, and the top one at ``P(k|x) <= 1/2``),
+    ``log1p(-exp(.))`` of it keeps its digits and is a function of the log-posterior alone, so equal posteriors
+    keep equal log-odds (a tie stays a tie for the AUCs); a top class above 1/2 has its rest summed directly
+    (without it), so a posterior that rounds to 1 still gets a finite log-odds from the mass of the others.
+    """
+    lse = jax.nn.logsumexp(s, axis=-1, keepdims=True)
+    is_top = (jnp.arange(s.shape[-1]) == jnp.argmax(s, axis=-1)[..., None]) & (s - lse > -jnp.log(2.0).astype(s.dtype))
+    rest_of_top = jax.nn.logsumexp(jnp.where(is_top, -jnp.inf, s), axis=-1, keepdims=True)
+    rest = lse + jnp.log1p(-jnp.exp(jnp.minimum(s - lse, -jnp.log(2.0).astype(s.dtype))))
+    return s - jnp.where(is_top, rest_of_top, rest)
+
+
 def log_likelihoods_from_posteriors(scores: ArrayLike, training_priors: ArrayLike, *,
                                     score_type: str = "log_posteriors") -> jax.Array:
     """Posterior-type scores as log-likelihoods, given the priors they were trained with.

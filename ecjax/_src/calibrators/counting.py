@@ -61,7 +61,7 @@ def _isotonic_log_posteriors(params, log_odds):
 
 def _one_vs_rest_isotonic(params, log_odds):
     """Kernel: ``(..., K)`` log-posteriors of a fitted one-vs-rest isotonic calibrator at the ``(..., K)``
-    one-vs-rest log-odds (:func:`one_vs_rest_log_odds`).
+    one-vs-rest log-odds (:func:`ecjax._src.decisions.one_vs_rest_log_odds`).
 
     Class ``k``'s binary calibrator (``params`` with a leading class axis) gives ``q_k``, clipped to
     ``[ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]``; the posteriors are ``q_k / sum_j q_j``, as scikit-learn's
@@ -70,21 +70,6 @@ def _one_vs_rest_isotonic(params, log_odds):
     per_class = jax.vmap(_isotonic_log_posteriors, in_axes=(0, -1), out_axes=-2)(params, log_odds)  # (..., K, 2)
     log_q = per_class[..., 1]
     return log_q - jax.nn.logsumexp(log_q, axis=-1, keepdims=True)
-
-
-def one_vs_rest_log_odds(s):
-    """``(..., K)`` log-odds of each class against the others, ``s_k - log sum_{j != k} exp(s_j)``, from scores
-    ``s`` (``(..., K)``, log-posteriors up to a constant per row).
-
-    For every class but the top one, ``s_k - logsumexp(s) <= -log 2``, so ``log1p(-exp(.))`` of it keeps its
-    digits; the top class's rest is summed directly (without it), so a posterior that rounds to 1 still gets a
-    finite log-odds from the mass of the others.
-    """
-    lse = jax.nn.logsumexp(s, axis=-1, keepdims=True)
-    is_top = jnp.arange(s.shape[-1]) == jnp.argmax(s, axis=-1)[..., None]
-    rest_of_top = jax.nn.logsumexp(jnp.where(is_top, -jnp.inf, s), axis=-1, keepdims=True)
-    rest = lse + jnp.log1p(-jnp.exp(jnp.minimum(s - lse, -jnp.log(2.0).astype(s.dtype))))
-    return s - jnp.where(is_top, rest_of_top, rest)
 
 
 def _clipped_log_posteriors(p):

@@ -23,11 +23,11 @@ from ecjax._src.calibrators.counting import (
     fit_histogram,
     fit_isotonic,
     histogram_edges,
-    one_vs_rest_log_odds,
 )
 from ecjax._src.calibrators.maps import MAPS, apply_map, fit_beta, fit_map
 from ecjax._src.calibrators.newton import fit_affine_xe
 from ecjax._src.calibrators.problem import FitProblem
+from ecjax._src.decisions import one_vs_rest_log_odds
 
 # ------------------------------------------------------------- the inputs each method reads
 

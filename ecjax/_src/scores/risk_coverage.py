@@ -30,6 +30,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax._src import inputs as v
+from ecjax._src.decisions import one_vs_rest_log_odds
 from ecjax._src.scores.calibration_errors import calibration_inputs, nan_where_traced_inputs_invalid
 
 
@@ -82,7 +83,9 @@ def _curve_and_area(confidence, loss, weights):
 def risk_coverage_kernel(labels: jax.Array, log_post: jax.Array,
                          sample_weight: jax.Array | None = None) -> RiskCoverageCurve:
     """:class:`RiskCoverageCurve` of validated labels and ``(..., N, K)`` log-posteriors (no checks)."""
-    confidence = jnp.max(log_post, axis=-1)  # the log of the top posterior: same order
+    # Ranked by the top class's log-odds against the rest, in the order of the top posterior: float32
+    # log-posteriors round to 0 past ~17 nats and would tie every confident sample, right or wrong.
+    confidence = jnp.max(one_vs_rest_log_odds(log_post), axis=-1)
     loss = (jnp.argmax(log_post, axis=-1) != labels).astype(log_post.dtype)
     weights = jnp.ones(labels.shape, log_post.dtype) if sample_weight is None else sample_weight.astype(
         log_post.dtype)
@@ -90,7 +93,7 @@ def risk_coverage_kernel(labels: jax.Array, log_post: jax.Array,
     def one(conf, los):
         coverage, risk, c, aurc = _curve_and_area(conf, los, weights)
         *_, oracle = _curve_and_area(-los, los, weights)
-        return coverage, risk, jnp.exp(c), aurc, aurc - oracle
+        return coverage, risk, jnp.exp(jax.nn.log_sigmoid(c)), aurc, aurc - oracle  # log-odds -> posterior
 
     flat = confidence.shape[:-1]
     out = jax.vmap(one)(confidence.reshape((-1, labels.shape[-1])), loss.reshape((-1, labels.shape[-1])))

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from ecjax._src import inputs as v
-from ecjax._src.decisions import log_posteriors_kernel
+from ecjax._src.decisions import log_posteriors_kernel, one_vs_rest_log_odds
 from ecjax._src.precision import einsum, matmul
 from ecjax._src.scores.inputs import (
     binary_log_odds_inputs, binary_ok, class1_fraction, increasing_alphas, posterior_inputs, scores_ok,
@@ -363,12 +363,14 @@ def auc(labels: ArrayLike, scores: ArrayLike, *, score_type: str = "log_posterio
 @jax.jit
 def _auc_one_vs_rest_kernel(labels, log_post, sample_weight=None):
     classes = jnp.arange(log_post.shape[-1])
+    # Ranked by each class's log-odds against the rest (the order of P(i|x)), which do not saturate near 1.
+    log_odds = one_vs_rest_log_odds(log_post)
 
     def one(c):
         is_c = (labels == c).astype(labels.dtype)
         if sample_weight is None:
-            return _auc_kernel(is_c, log_post[:, c])
-        return weighted_auc_kernel(is_c, log_post[:, c], sample_weight)
+            return _auc_kernel(is_c, log_odds[:, c])
+        return weighted_auc_kernel(is_c, log_odds[:, c], sample_weight)
 
     return jnp.mean(jax.vmap(one)(classes))
 
@@ -407,7 +409,7 @@ def auc_one_vs_rest(labels: ArrayLike, scores: ArrayLike, *, priors: ArrayLike |
 def _pairwise_auc(labels, log_post, sample_weight=None):
     """Kernel: ``A[i, j] = P(s_i(x) > s_i(x')) + P(=)/2`` for ``x`` of class ``i``, ``x'`` of class ``j``.
 
-    ``s_i = log P(i|x)`` ``(N, K)``.  One sort per column ``i``: cumulative
+    ``s_i`` ``(N, K)`` ranks the samples as ``P(i|x)`` does (the one-vs-rest log-odds).  One sort per column ``i``: cumulative
     class counts along the sorted scores give, for every sample, how many
     samples of each class lie strictly below and at or below it; each
     sample's share (a fraction of ``N_j`` in ``[0, 1]``, so float32 sums stay
@@ -456,7 +458,8 @@ def _ovo_kernel(labels, scores, log_p, weighted, sample_weight=None):
     # being 0 for posterior types: one compiled program serves them all.
     log_post = log_posteriors_kernel(scores, log_p, "log_likelihoods")
     batch = log_post.shape[:-2]
-    flat = log_post.reshape((-1,) + log_post.shape[-2:])
+    # Ranked by each class's log-odds against the rest (the order of P(i|x)), which do not saturate near 1.
+    flat = one_vs_rest_log_odds(log_post).reshape((-1,) + log_post.shape[-2:])
     return jax.vmap(lambda lp: _ovo_one(labels, lp, weighted, sample_weight))(flat).reshape(batch)
 
 
