@@ -940,6 +940,54 @@ def test_the_name_check_can_fail():
                                               ("b.py", "ecjax.prob.no_such_name")]
 
 
+# The lead mends these three (issue 34 edits them now); drop each from the list once its names resolve.
+CITATIONS_MENDED_ELSEWHERE = ("_src/prob/draw_models/per_draw.py", "_src/prob/draw_models/blocks.py",
+                              "_src/prob/sampling.py")
+
+
+def docstrings_and_comments(path):
+    """One text of a module's docstrings (every string statement: those of the module, its classes, functions and
+    attributes) and its comments: where the library cites its own names, for a reader and for Sphinx."""
+    import io
+    import tokenize
+
+    source = path.read_text()
+    strings = [node.value.value for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Expr)
+               and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)]
+    comments = [token.string for token in tokenize.generate_tokens(io.StringIO(source).readline)
+                if token.type == tokenize.COMMENT]
+    return "\n".join(strings + comments)
+
+
+def unresolved_citations(paths):
+    """``[(file, name)]``: the dotted ``ecjax.`` names of the docstrings and comments of ``paths`` (``{file: path}``)
+    that do not resolve.  Only the files where such a name occurs at all are tokenized (parsing all of ``ecjax/``
+    takes seconds)."""
+    anywhere = {file for file, _ in unresolved_dotted_names({file: path.read_text() for file, path in paths.items()})}
+    return unresolved_dotted_names({file: docstrings_and_comments(paths[file]) for file in anywhere})
+
+
+def test_every_ecjax_name_the_library_cites_resolves():
+    # The README's convention (Layout, "Public and private"): a public name where the object is public, else its
+    # path under ecjax._src; a path that moved (as every module did under ecjax/_src/) fails here.
+    paths = {path.relative_to(ROOT).as_posix(): path for path in sorted(ROOT.rglob("*.py"))}
+    assert len(paths) > 100
+    assert unresolved_citations({file: path for file, path in paths.items()
+                                 if file not in CITATIONS_MENDED_ELSEWHERE}) == []
+
+
+def test_the_citation_check_can_fail(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text('"""From :func:`~ecjax.prob.adaptive_draws.first_draws` (moved), :func:`~ecjax.prob.compare`."""\n'
+                      "# ecjax.draw_runner.run_blocks moved too.\n"
+                      'NAMES = ("ecjax.exe",)  # not a citation: code is left to the tests of the code\n'
+                      "def f():\n"
+                      '    """:func:`~ecjax._src.prob.adaptive_draws.first_draws`, :class:`~ecjax.scores.Nope`."""\n')
+    assert unresolved_citations({"m.py": module}) == [
+        ("m.py", "ecjax.draw_runner.run_blocks"), ("m.py", "ecjax.prob.adaptive_draws.first_draws"),
+        ("m.py", "ecjax.scores.Nope")]
+
+
 def test_the_private_layer_check_can_fail():
     assert private_layer_mentions({"a.py": "import ecjax\nfrom ecjax._src.metrics import x\n",
                                    "b.md": "no mention"}) == [("a.py", 2)]

@@ -1,4 +1,5 @@
-"""Binned calibration errors (MCE, RMS, classwise ECE, ACE) and reliability bands (ecjax.scores.calibration_errors).
+"""Binned calibration errors (MCE, RMS, classwise ECE, ACE) and reliability bands
+(ecjax._src.scores.calibration_errors).
 
 References, never ecjax itself: the definitions written out in float64 numpy below (bins of psrcal's convention
 for equal width, ``np.array_split`` of the sorted values for equal mass, as Nixon et al. 2019 describe the ACE's
@@ -285,7 +286,7 @@ def test_weighted_bins_of_many_samples_keep_float32_accuracy():
     import ecjax
 
     # 3 * 10^5 uneven weights in one bin: one running float32 sum of the weighted gaps was 1.1e-5 off the float64
-    # value, the compensated chunk sums of ecjax.confusion.weight_totals are 1e-7 off.
+    # value, the compensated chunk sums of ecjax._src.confusion.weight_totals are 1e-7 off.
     rng = np.random.default_rng(0)
     n = 300_000
     p1 = rng.uniform(0.55, 0.6, n).astype(np.float32)  # all in one equal-width bin of 15

@@ -415,7 +415,7 @@ def test_compare_reweights_posteriors_to_the_deployment_priors(files):
     assert rec["training_priors"] == {"A": [0.5, 0.5], "B": [0.5, 0.5]}
     # Independent: decide 1 iff the posterior log-odds exceed log(0.9 / 0.1); the closed-form expected yield of
     # fixed decisions is -sum_i P_i E[R_i,wrong] with E[R_ij] = (n_ij + a) / (n_i + 2 a), a = 2 / (K D) = 0.5 per
-    # cell (the default prior, ecjax.prob.rates; paired or not, the within-class proportions have this mean).
+    # cell (the default prior, ecjax._src.prob.rates; paired or not, the within-class proportions have this mean).
     alpha = 0.5
     for name, s in (("A", a), ("B", b)):
         dec = (s[:, 1] - s[:, 0] > np.log(9.0)).astype(int)

@@ -1,4 +1,4 @@
-"""Credible bands on ROC and precision-recall curves (ecjax.prob.curve_bands).
+"""Credible bands on ROC and precision-recall curves (ecjax._src.prob.curve_bands).
 
 References: scikit-learn's weighted ``roc_curve`` / ``precision_recall_curve`` read on the grid by a short numpy
 computation; numpy quantiles and depths of the draws; the binormal ROC in closed form,

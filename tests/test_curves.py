@@ -1,4 +1,5 @@
-"""Precision-recall, DET and decision curves (ecjax.scores.ranking_curves), and the one-vs-one AUC (ecjax.scores.roc).
+"""Precision-recall, DET and decision curves (ecjax._src.scores.ranking_curves), and the one-vs-one AUC
+(ecjax._src.scores.roc).
 
 References: scikit-learn's ``precision_recall_curve``, ``average_precision_score``,
 ``det_curve`` and ``roc_auc_score(multi_class="ovo")`` on the same float32

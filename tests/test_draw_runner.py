@@ -1,4 +1,4 @@
-"""The one chunked runner (ecjax.draw_runner): padded maps, blocks and chunks, one progress protocol, the measured
+"""The one chunked runner (ecjax._src.draw_runner): padded maps, blocks and chunks, one progress protocol, the measured
 time left, progress lines for logs; and the same protocol in bootstrap_metric and compare_results (issues 32.4, 33.5).
 """
 

@@ -590,7 +590,7 @@ def test_library_messages_name_the_command_line_option():
 
 
 def test_the_command_line_says_the_library_check_of_its_file_and_in_its_options():
-    # One condition, checked once (ecjax.inputs.as_scores); the command line says it of the file, with its options.
+    # One condition, checked once (ecjax._src.inputs.as_scores); the command line says it of the file, with its options.
     from ecjax._src.cli.files import canonical_score_file
     from ecjax._src.cli.rules import said
     from ecjax._src.inputs import as_scores

@@ -1,4 +1,4 @@
-"""Deployment priors from unlabelled deployment scores (ecjax.prob.label_shift).
+"""Deployment priors from unlabelled deployment scores (ecjax._src.prob.label_shift).
 
 References: the likelihood (1) of the module maximized by scipy in float64; exact posteriors of Gaussian classes
 (perfectly calibrated, closed form); the mean calibrated posterior equal to the class frequencies (the score

@@ -1,4 +1,4 @@
-"""``--format table|json|csv|markdown`` at the command line (ecjax.formats).
+"""``--format table|json|csv|markdown`` at the command line (ecjax._src.formats).
 
 References: the command's own JSON record (``--format json``), read independently: every CSV cell read back with
 the :mod:`csv` module equals the record's number, and every markdown cell the number rounded to 6 significant

@@ -105,13 +105,13 @@ def _leaves(x):
 
 
 # The default lane reads pandas through a few functions; every function's compilation takes ~2 s on two loaded
-# cores, ~1 min in all: the rest runs in the slow lane (all read labels and scores through ecjax.inputs.as_array).
+# cores, ~1 min in all: the rest runs in the slow lane (all read labels and scores through ecjax._src.inputs.as_array).
 _DEFAULT_LANE = ("cross_entropy", "auc", "ece", "bayes_expected_cost")
 
 
 def _takes_labels_and_scores_alone(name):
     # A function that also needs a calibration protocol (calibrated_metric_threshold) is called differently; it reads
-    # labels and scores through the same ecjax.inputs.as_array, and its own tests call it.
+    # labels and scores through the same ecjax._src.inputs.as_array, and its own tests call it.
     return "protocol" not in inspect.signature(_public_functions_of_labels_and_scores()[name]).parameters
 
 

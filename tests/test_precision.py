@@ -159,7 +159,7 @@ def test_no_source_product_bypasses_ecjax_precision():
                 base = ast.unparse(node.func.value)
                 if base in ("jnp", "jax.numpy", "lax", "jax.lax", "jnp.linalg"):
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node.func)}")
-    assert not offenders, "use ecjax.precision.matmul/einsum:\n" + "\n".join(offenders)
+    assert not offenders, "use the matmul/einsum of ecjax._src.precision:\n" + "\n".join(offenders)
 
 
 # ------------------------------------------------------------ no "fast" argmin, and why

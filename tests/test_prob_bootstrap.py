@@ -1,4 +1,4 @@
-"""Bayesian-bootstrap posterior of any metric of the scores (``ecjax.prob.bootstrap``).
+"""Bayesian-bootstrap posterior of any metric of the scores (``ecjax._src.prob.bootstrap``).
 
 References, never ecjax itself: scikit-learn (``log_loss``, ``brier_score_loss``,
 ``roc_auc_score``, ``roc_curve`` with ``sample_weight``), short numpy

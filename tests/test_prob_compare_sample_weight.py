@@ -216,7 +216,7 @@ def test_closed_form_expected_yield_uses_the_weighted_counts(paired):
     else:
         # E[R_m,ij] = (n_m,ij + alpha) / (n_m,i* + D alpha); E[P_i] = (n_i + alpha_P) / (N_w + K alpha_P)
         rates = (counts + alpha) / (counts.sum(-1, keepdims=True) + k * alpha)
-        alpha_p = 2.0 / k  # two pseudo-observations spread over the classes (ecjax.prob.rates)
+        alpha_p = 2.0 / k  # two pseudo-observations spread over the classes (ecjax._src.prob.rates)
         n_i = np.bincount(y, weights=w, minlength=k)
         p = (n_i + alpha_p) / (w.sum() + k * alpha_p)
         reference = np.einsum("ij,i,mij->m", u, p, rates)

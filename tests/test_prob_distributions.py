@@ -1,4 +1,4 @@
-"""The truncated standard normal distribution (``ecjax.prob.distributions.TruncatedStandardNormal``) against
+"""The truncated standard normal distribution (``ecjax.prob.TruncatedStandardNormal``) against
 ``scipy.stats.truncnorm``."""
 
 import numpy as np

@@ -60,7 +60,7 @@ def test_unpaired_and_joint_draws_have_the_dirichlet_means():
     _within_errors(w, (n + alpha) / (n.sum(-1, keepdims=True) + k * alpha))
     model = joint.prepare(y, dec, alpha, k, k)
     w = model.draw(KEY, model.state, None, None, num_draws=DRAWS)
-    # Each system's joint weights W_m ~ Dirichlet(n_m + alpha) over its K D cells (ecjax.prob.paired eq. 1).
+    # Each system's joint weights W_m ~ Dirichlet(n_m + alpha) over its K D cells (ecjax._src.prob.paired eq. 1).
     _within_errors(w, (n + alpha) / (len(y) + k * k * alpha))
     np.testing.assert_allclose(np.asarray(w, np.float64).sum((-2, -1)), 1.0, atol=1e-5)
 

@@ -1,5 +1,5 @@
-"""The expected utility matrix and its decisions (``ecjax.prob.expected_utility``; Dyrland et al. (2022) eqs. 18-19), against
-numpy."""
+"""The expected utility matrix and its decisions (``ecjax._src.prob.expected_utility``; Dyrland et al. (2022)
+eqs. 18-19), against numpy."""
 
 import numpy as np
 

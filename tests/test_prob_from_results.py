@@ -1,4 +1,4 @@
-"""Comparisons from per-fold / per-dataset results (``ecjax.prob.from_results``).
+"""Comparisons from per-fold / per-dataset results (``ecjax._src.prob.from_results``).
 
 References: ``baycomp`` 1.0.3 (``CorrelatedTTest`` numbers to 1e-6; its
 ``HierarchicalTest`` needs pystan, absent here: its Stan model is

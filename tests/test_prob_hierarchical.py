@@ -1,4 +1,4 @@
-"""Several test sets: the hierarchical model fitted with NUTS (``ecjax.prob.hierarchical``).
+"""Several test sets: the hierarchical model fitted with NUTS (``ecjax._src.prob.hierarchical``).
 
 References: in the pooling limit (dispersion fixed huge) the population
 rates' posterior is the Beta posterior of the pooled counts (scipy); with a

@@ -128,7 +128,7 @@ def test_the_systems_say_what_they_hold():
     assert prob.Systems(labels, decisions) != prob.Systems(labels, decisions)  # arrays inside: compared by identity
 
 
-# ------------------------------------------------------------------ the canonical forms of ecjax.prob.inputs
+# ------------------------------------------------------------------ the canonical forms of ecjax._src.prob.inputs
 
 from ecjax._src.prob import inputs as pin  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""NUTS settings and runs of the hierarchical models (ecjax.prob.mcmc), against a conjugate closed form."""
+"""NUTS settings and runs of the hierarchical models (ecjax._src.prob.mcmc), against a conjugate closed form."""
 
 import numpy as np
 import pytest

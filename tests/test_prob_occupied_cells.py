@@ -1,6 +1,6 @@
-"""Draws over the occupied cells only (ecjax.prob.occupied_cells): the evaluation of eq. (1) against a dense scatter of
-the same draw, the sticks against their closed form, and compare's answers against every-cell draws and an
-independent numpy sampler, within their Monte Carlo errors."""
+"""Draws over the occupied cells only (ecjax._src.prob.occupied_cells): the evaluation of eq. (1) against a dense
+scatter of the same draw, the sticks against their closed form, and compare's answers against every-cell draws and
+an independent numpy sampler, within their Monte Carlo errors."""
 
 from __future__ import annotations
 

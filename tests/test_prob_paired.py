@@ -1,4 +1,4 @@
-"""Paired and clustered comparisons (``ecjax.prob.paired``), and paired against unpaired.
+"""Paired and clustered comparisons (``ecjax._src.prob.paired``), and paired against unpaired.
 
 References: the closed-form mean and variance of a Bayesian-bootstrap
 mean, the percentile bootstrap of ``confidence-intervals`` (with and

@@ -1,4 +1,4 @@
-"""Posterior of confusion rates and deployment priors (``ecjax.prob.rates``; NUTS against the conjugate sampler).
+"""Posterior of confusion rates and deployment priors (``ecjax._src.prob.rates``; NUTS against the conjugate sampler).
 
 References: scipy.stats.beta / dirichlet moments, a numpy rejection
 sampler, and NUTS (numpyro.infer.MCMC) on the same model with ArviZ

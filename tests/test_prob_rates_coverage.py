@@ -1,8 +1,8 @@
 """Frequentist coverage of the default rate priors, paired and unpaired.
 
 The defaults are chosen by coverage: ``A = 2`` pseudo-observations per
-confusion matrix (unpaired, :mod:`ecjax.prob.rates`) or per joint table
-(paired, :mod:`ecjax.prob.paired`), i.e. ``2 / (K D)`` per cell of each
+confusion matrix (unpaired, :mod:`~ecjax._src.prob.rates`) or per joint table
+(paired, :mod:`~ecjax._src.prob.paired`), i.e. ``2 / (K D)`` per cell of each
 system's matrix.  References: the known generators of the simulated test
 sets, exact binomial sums over scipy Beta HDIs, and a numpy HDI (the
 narrowest window of the sorted draws, arviz's rule) — never ecjax's own

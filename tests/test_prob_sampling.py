@@ -1,4 +1,4 @@
-"""The Gamma and Dirichlet samplers (``ecjax.prob.sampling``) against ``scipy.stats.gamma`` and the Dirichlet
+"""The Gamma and Dirichlet samplers (``ecjax._src.prob.sampling``) against ``scipy.stats.gamma`` and the Dirichlet
 moments."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""The samplers' Gamma work queue and repeated draws in blocks (``ecjax.prob.sampling``).
+"""The samplers' Gamma work queue and repeated draws in blocks (``ecjax._src.prob.sampling``).
 
 References: ``scipy.stats.gamma`` and ``scipy.stats.beta`` (the Dirichlet marginals), and the placement of each
 unit's rows written out here.

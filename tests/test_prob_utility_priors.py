@@ -1,4 +1,4 @@
-"""Utility priors (``ecjax.prob.utility_priors``), checked through the expected utility matrix they give.
+"""Utility priors (``ecjax._src.prob.utility_priors``), checked through the expected utility matrix they give.
 
 References: scipy.stats distributions (uniform, truncnorm, loguniform,
 lognorm, gamma), scipy.integrate.nested quad over the hexagon of Dyrland et al. (2022)
@@ -49,7 +49,7 @@ def test_intervals_uniform_entries_and_closed_form_mean():
     assert p.shape == (2, 3) and p.mean_method == "closed_form"
     np.testing.assert_allclose(p.mean, (low + high) / 2)
     # Not KEY: with it, entry (0, 1) of the counter-based uniforms has a KS p-value of 5e-4, the 1-in-2000 tail.
-    # Checked to be chance: 240 KS tests of ecjax.random_bits.uniform over 40 keys gave p-values uniform on [0, 1]
+    # Checked to be chance: 240 KS tests of ecjax._src.random_bits.uniform over 40 keys gave p-values uniform on [0, 1]
     # (KS of the p-values: p = 0.87; smallest 0.011).
     u = np.asarray(p.sample(jax.random.fold_in(KEY, 1), N_DRAWS), np.float64)
     assert u.shape == (N_DRAWS, 2, 3)

@@ -1,4 +1,4 @@
-"""The random primitives under every sampler (``ecjax.random_bits``): the unrolled threefry hash, uniforms,
+"""The random primitives under every sampler (``ecjax._src.random_bits``): the unrolled threefry hash, uniforms,
 compaction and the host-side key derivation.
 
 References: ``jax.extend.random.threefry_2x32`` (JAX's own hash, bit for

@@ -1,4 +1,4 @@
-"""Risk-coverage curves (``ecjax.scores.risk_coverage``) against a NumPy loop over the thresholds."""
+"""Risk-coverage curves (``ecjax._src.scores.risk_coverage``) against a NumPy loop over the thresholds."""
 
 import numpy as np
 import pytest

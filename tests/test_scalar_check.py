@@ -1,4 +1,4 @@
-"""The one scalar check of the input layer (issue 32.7): ``ecjax.inputs.as_scalar`` with its options, and the
+"""The one scalar check of the input layer (issue 32.7): ``ecjax._src.inputs.as_scalar`` with its options, and the
 named checks that are its common cases.  References: the bounds written out by hand, and Python's own comparisons."""
 import math
 

@@ -1,4 +1,4 @@
-"""EC against the threshold of binary scores (``ecjax.scores.bayes_decisions``), against brute-force numpy
+"""EC against the threshold of binary scores (``ecjax._src.scores.bayes_decisions``), against brute-force numpy
 computations."""
 
 import numpy as np

@@ -1,5 +1,5 @@
-"""Bayes-risk curves (``ecjax.scores.bayes_decisions``), ECE and reliability bins (``ecjax.scores.calibration_errors``;
-Ferrer (2022b) §4).
+"""Bayes-risk curves (``ecjax._src.scores.bayes_decisions``), ECE and reliability bins
+(``ecjax._src.scores.calibration_errors``; Ferrer (2022b) §4).
 
 References, never ecjax itself: ``psrcal`` (ECE, ECEbin, in float64), ``llreval`` (Brümmer's PAV/ROCCH: minimum
 and actual Bayes error rate), closed forms, and brute-force numpy computations written here.

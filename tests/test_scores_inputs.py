@@ -1,4 +1,4 @@
-"""Bad input to the score functions (the checks of ``ecjax.scores.inputs`` and of each function's own options):
+"""Bad input to the score functions (the checks of ``ecjax._src.scores.inputs`` and of each function's own options):
 each raises ``InputError`` with a message naming the problem."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ROC, AUC, EER and operating points (``ecjax.scores.roc``; Ferrer (2022b) §4).
+"""ROC, AUC, EER and operating points (``ecjax._src.scores.roc``; Ferrer (2022b) §4).
 
 References, never ecjax itself: scikit-learn (roc_curve, roc_auc_score), scipy (mannwhitneyu), ``llreval``
 (Brümmer's PAV/ROCCH: EER), and brute-force numpy searches written here.

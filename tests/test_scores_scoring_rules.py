@@ -1,4 +1,4 @@
-"""Proper scoring rules (``ecjax.scores.scoring_rules``: cross-entropy and Brier; Ferrer (2022b) §4.1).
+"""Proper scoring rules (``ecjax._src.scores.scoring_rules``: cross-entropy and Brier; Ferrer (2022b) §4.1).
 
 References, never ecjax itself: ``psrcal`` (LogLoss, Brier, in float64) and closed forms written here.
 """

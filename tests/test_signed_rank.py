@@ -1,4 +1,4 @@
-"""The Bayesian signed-rank test (``ecjax.prob.signed_rank``).
+"""The Bayesian signed-rank test (``ecjax._src.prob.signed_rank``).
 
 References: baycomp 1.0.3's ``SignedRankTest`` (its probabilities, each a
 Monte Carlo estimate: compared within 5 combined standard errors), and a

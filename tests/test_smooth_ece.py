@@ -1,4 +1,4 @@
-"""The smooth ECE (``ecjax.scores.smooth_calibration_error``, Błasiok & Nakkiran 2024).
+"""The smooth ECE (``ecjax._src.scores.smooth_calibration_error``, Błasiok & Nakkiran 2024).
 
 References: the authors' ``relplot`` 1.0.3 (``smECE``, ``smECE_sigma``,
 ``multiclass_logits_to_confidences``), and the definition computed directly

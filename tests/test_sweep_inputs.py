@@ -1,5 +1,5 @@
 """Bad input to the sweeps, the utility-space map, the ROC tangent criterion and the reliability study (the checks
-of ``ecjax.sweep.inputs`` and of each entry point's own options): each raises ``InputError`` naming the argument.
+of ``ecjax._src.sweep.inputs`` and of each entry point's own options): each raises ``InputError`` naming the argument.
 """
 
 from __future__ import annotations

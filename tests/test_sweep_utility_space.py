@@ -1,5 +1,5 @@
-"""The utility plane of Dyrland et al. (2022) Fig. 1 (``ecjax.sweep.utility_space``) and the ROC tangent criterion (eqs. 24-25,
-``ecjax.sweep.roc``).
+"""The utility plane of Dyrland et al. (2022) Fig. 1 (``ecjax._src.sweep.utility_space``) and the ROC tangent
+criterion (eqs. 24-25, ``ecjax._src.sweep.roc``).
 
 The tangent criterion is the map's ``decision_rule="optimal_threshold"``, and both are checked against the same
 references here, so the two modules share this file.

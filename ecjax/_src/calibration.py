@@ -1,7 +1,7 @@
 """Calibration: the public API over the table of calibrators, training protocols and calibration loss.
 
 The methods themselves (a row each: fitter, apply kernel, parameters, inputs) are :data:`CALIBRATORS` of
-:mod:`ecjax.calibrators`, re-exported here; this module validates the inputs, fits and applies a row, and runs the
+:mod:`~ecjax._src.calibrators`, re-exported here; this module validates the inputs, fits and applies a row, and runs the
 protocols over it.
 
 Ferrer (2022b) §4.2-4.3.  A calibrator maps a system's scores to new
@@ -300,8 +300,8 @@ def _bin_edges_for(method, s, sample_weight, settings):
 def _fit_kernel(s, labels, weights, sample_weight, log_prior_odds, penalties, tol, upper_log_edges, *, method, loss,
                 max_iter, num_bins):
     """Fit one calibrator on weighted samples (weights 0 = not in the training set): its method's ``fit``
-    (:data:`CALIBRATORS`) of the :class:`~ecjax.calibrators.FitProblem` of these arguments, ``(params, iterations,
-    gradient norm, objective)``.
+    (:data:`CALIBRATORS`) of the :class:`~ecjax._src.calibrators.problem.FitProblem` of these arguments,
+    ``(params, iterations, gradient norm, objective)``.
 
     ``weights`` are the objective's per-sample weights ``u_n P_i / W_i``;
     ``sample_weight`` the frequency weights ``u_n`` alone (1 without), which
@@ -622,7 +622,7 @@ def calibrate_cross_validated(scores: ArrayLike, labels: ArrayLike, *, key: jax.
 # --------------------------------------------------------- calibration loss
 
 def _epsr(metric, labels, scores, costs, priors, score_type, normalize, sample_weight=None):
-    """The EPSR ``metric`` (from :func:`~ecjax.scores.inputs.epsr_metric`) of ``scores``."""
+    """The EPSR ``metric`` (from :func:`~ecjax._src.scores.inputs.epsr_metric`) of ``scores``."""
     kw = dict(priors=priors, score_type=score_type, normalize=normalize, sample_weight=sample_weight)
     if metric == "xe":
         return cross_entropy(labels, scores, **kw)

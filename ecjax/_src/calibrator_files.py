@@ -42,7 +42,7 @@ from ecjax._src.io import DEFAULT_MAX_BYTES, load_array, load_document, said_of,
 FORMAT = "ecjax-calibrator"
 VERSION = 1
 DTYPES = ("float32", "float64")
-# The parameters of each method and their shapes (letters as in ecjax.inputs.check_shape: K classes, M knots or
+# The parameters of each method and their shapes (letters as in ecjax._src.inputs.check_shape: K classes, M knots or
 # bins, the same M within one calibrator): the rows of ecjax.calibration.CALIBRATORS.
 PARAMETER_SHAPES: dict[str, dict[str, str]] = {name: row.parameters for name, row in CALIBRATORS.items()}
 _KEYS = ("format", "version", "method", "num_classes", "input_type", "loss_name", "parameters", "fit")

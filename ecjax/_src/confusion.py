@@ -153,7 +153,7 @@ def confusion_matrix(labels: ArrayLike, decisions: ArrayLike, *, num_classes: in
         sample (scikit-learn's name and meaning): ``K_ij = sum_n w_n [y_n = i]
         [d_n = j]``, float weighted counts (an integer weight ``k`` counts the
         sample ``k`` times; summed in float64, see :func:`confusion_counts`), as ``sklearn.metrics.confusion_matrix(...,
-        sample_weight=)``.  :func:`ecjax.metrics.as_counts` accepts such float
+        sample_weight=)``.  :func:`~ecjax._src.metrics.as_counts` accepts such float
         counts, so they go to every metric that takes a count matrix.
 
     Returns:
@@ -361,7 +361,7 @@ def sparse_confusion_matrix(labels: ArrayLike, decisions: ArrayLike, *, num_clas
     """The counts of :func:`confusion_matrix` held sparsely: only the occupied ``(class, decision)`` cells.
 
     Memory ``O(N)`` whatever ``K x D`` (10^5 classes: 10^10 dense cells),
-    for the metrics of :mod:`ecjax.sparse_metrics` (``ecjax.expected_cost``
+    for the metrics of :mod:`~ecjax._src.sparse_metrics` (``ecjax.expected_cost``
     and the others accept the table as ``counts``).  ``decisions`` ``(M,
     N)`` (systems on the same samples) give the joint table of
     :func:`joint_outcome_table`; ``(N,)`` one system (its metrics are then

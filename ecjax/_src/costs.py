@@ -40,10 +40,10 @@ class StructuredCosts:
     ``a`` are ``wrong = s, abstain = s a`` (:func:`scale_rows`).  The
     ``K x D`` matrix is never built: memory is ``O(K)``, and the EC needs of
     the counts only, per class, the correct and the abstained decisions
-    (:mod:`ecjax.sparse_metrics`), so any ``K`` works.  A pytree: it passes
+    (:mod:`~ecjax._src.sparse_metrics`), so any ``K`` works.  A pytree: it passes
     through ``jit``.  :meth:`dense` builds the matrix (refused, with the
     reason, when it cannot be held); a function that needs the matrix
-    refuses structured costs (:func:`ecjax.inputs.as_array`).
+    refuses structured costs (:func:`~ecjax._src.inputs.as_array`).
     """
 
     correct: jax.Array
@@ -66,7 +66,7 @@ class StructuredCosts:
 
     def dense(self) -> jax.Array:
         """The ``(..., K, D)`` matrix; :class:`InputError` when it cannot be held (see
-        :func:`ecjax.inputs.check_dense_fits`)."""
+        :func:`~ecjax._src.inputs.check_dense_fits`)."""
         k, d = self.num_classes, self.num_decisions
         v.check_dense_fits(k, d, "costs", what="cost matrix", batch=int(np.prod(self.wrong.shape[:-1])))
         eye = jnp.eye(k, dtype=self.wrong.dtype)

@@ -2,7 +2,7 @@
 
 Scores follow DESIGN.md: ``(..., N, K)`` log-posteriors by default, or
 ``"logits"`` (log-softmax applied), ``"probabilities"`` (logged by the
-validator, see :func:`ecjax.inputs.as_scores`), ``"llr"`` (binary log-likelihood ratio
+validator, see :func:`~ecjax._src.inputs.as_scores`), ``"llr"`` (binary log-likelihood ratio
 ``log p(x|1) - log p(x|0)``, shape ``(..., N)``) and ``"log_likelihoods"``
 (combined with priors by Bayes' rule, Ferrer (2022b) eqs. 45-47).
 """
@@ -23,7 +23,7 @@ from ecjax._src.precision import argmin_of_products, check_precision, einsum
 
 def log_posteriors_kernel(scores: jax.Array, log_priors: jax.Array, score_type: str) -> jax.Array:
     """Kernel: ``(..., N, K)`` log-posteriors from validated scores, by their kind
-    (:data:`ecjax.inputs.KIND_OF_SCORE_TYPE` of ``score_type``, which may be a kind already).
+    (:data:`~ecjax._src.inputs.KIND_OF_SCORE_TYPE` of ``score_type``, which may be a kind already).
 
     ``log_priors`` is used only for likelihood-type scores.
     """
@@ -48,7 +48,7 @@ def class_one_log_odds_kernel(scores: jax.Array, score_type: str, log_priors: ja
     scores give ``log P(1|x) - log P(0|x)`` of :func:`log_posteriors_kernel`.
     The one place that turns binary scores into log-odds (ROC family,
     thresholds, sweeps).  Kernel: no validation; it branches on the kind of ``score_type``
-    (:data:`ecjax.inputs.KIND_OF_SCORE_TYPE`).
+    (:data:`~ecjax._src.inputs.KIND_OF_SCORE_TYPE`).
     """
     kind = v.KIND_OF_SCORE_TYPE[score_type]
     if kind == "llr":
@@ -144,7 +144,7 @@ def bayes_decisions_kernel(log_post: jax.Array, costs: jax.Array | StructuredCos
     ``log_post`` is ``(..., N, K)``, ``costs`` ``(..., K, D)``; their batch
     axes broadcast.  Ties go to the lowest decision index.  ``precision``:
     ``"exact"``, a float32 product on every backend
-    (:func:`ecjax.precision.argmin_of_products`).
+    (:func:`~ecjax._src.precision.argmin_of_products`).
 
     A sample whose log posteriors hold a NaN gets ``-1`` (the NaN contract
     of traced input, see :mod:`ecjax.inputs`): under ``jit``/``vmap``

@@ -207,7 +207,7 @@ def load_class_names(path: str | os.PathLike[str], classes: Sequence[str], *,
     ``.npy`` / ``.npz``: a vector of strings (NumPy's text dtype, saved
     without pickle); numbers are read as the names they spell (``--classes
     0,1`` for a file of 0s and 1s).  A name that is not one of ``classes``
-    is refused, naming it (:func:`ecjax.inputs.as_class_indices`).
+    is refused, naming it (:func:`~ecjax._src.inputs.as_class_indices`).
     """
     p = _existing_file(path)
     if p.suffix.lower() in (".csv", ".txt"):

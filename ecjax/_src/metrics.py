@@ -49,7 +49,8 @@ AVERAGES = ("binary", "macro", "micro", None)
 # ----------------------------------------------------------------- validation
 
 def as_counts(counts: ArrayLike, *, square: bool = False) -> jax.Array:
-    """Validated counts of the metrics, as floats (:func:`ecjax.inputs.as_counts`): each matrix must hold a sample."""
+    """Validated counts of the metrics, as floats (:func:`~ecjax._src.inputs.as_counts`): each matrix must hold a
+    sample."""
     return v.as_counts(counts, square=square, nonzero=True)
 
 
@@ -175,7 +176,7 @@ def expected_cost(counts: ArrayLike | JointOutcomeTable, costs: ArrayLike | Stru
     Many classes: ``counts`` may be a sparse table of the occupied cells
     (:func:`ecjax.sparse_confusion_matrix`; ``(M,)`` for ``M`` systems) and
     ``costs`` structured (:class:`ecjax.costs.StructuredCosts`); neither
-    builds a ``K x D`` array (:mod:`ecjax.sparse_metrics`).
+    builds a ``K x D`` array (:mod:`~ecjax._src.sparse_metrics`).
 
     Example:
       >>> round(float(expected_cost(jnp.array([[3, 1], [2, 4]]), 1 - jnp.eye(2))), 6)

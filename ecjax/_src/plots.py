@@ -264,14 +264,14 @@ def reliability_diagram(bins: ReliabilityBins | ReliabilityBands | Sequence[Arra
       would hold more than a quarter of the samples, as for an accurate
       multiclass system whose confidences crowd near 1), else equal-width.
     * ``reliability_diagram(bins)`` with a :class:`~ecjax.scores.ReliabilityBins`,
-      or with a :class:`~ecjax.scores.calibration_errors.ReliabilityBands`: its
+      or with a :class:`~ecjax.scores.ReliabilityBands`: its
       intervals of each bin's true frequency (its ``interval``) are
       drawn as a shaded band instead of the Wilson intervals.
     * ``reliability_diagram((confidence, frequency, count))`` with ``(B,)`` arrays.
 
     Args:
       bins: a :class:`~ecjax.scores.ReliabilityBins`, a
-        :class:`~ecjax.scores.calibration_errors.ReliabilityBands` or a
+        :class:`~ecjax.scores.ReliabilityBands` or a
         ``(confidence, frequency, count)`` tuple of ``(B,)`` arrays; or
         ``None`` with ``labels`` and ``scores``.
       variant: ``"binary"`` (posterior of class 1), ``"top_label"`` (confidence
@@ -528,7 +528,7 @@ def roc_with_iso_utility(fpr: Any, tpr: ArrayLike | Sequence[ArrayLike] | None =
         the class names are ``(negative, positive)`` (default "class 0", "class 1").
 
     A system's point is called best only if its yield beats every other
-    system's by more than float32 rounding (:data:`ecjax.report.TIE_RTOL`):
+    system's by more than float32 rounding (:data:`~ecjax._src.report.TIE_RTOL`):
     equal expected costs are a tie, said as such.
     """
     frame = _check_frame(frame, "roc_with_iso_utility", names_classes=True)

@@ -72,7 +72,7 @@ def calibration_refinement(labels: ArrayLike, scores: ArrayLike, *, protocol: An
         trained on it.
       method: the calibrator (:func:`ecjax.calibration.fit`), ``"affine"`` by default.
       priors: evaluation (and training) priors; default the data priors.
-      score_type: any of :data:`ecjax.inputs.SCORE_TYPES` but ``"llr"``.
+      score_type: any of :data:`~ecjax._src.inputs.SCORE_TYPES` but ``"llr"``.
       sample_weight: optional ``(N,)`` frequency weights of the samples.
 
     Returns:
@@ -93,11 +93,11 @@ def calibrated_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, protoco
                                 beta: float = 1.0, method: str = "affine", score_type: str = "log_posteriors",
                                 priors: ArrayLike | None = None,
                                 sample_weight: ArrayLike | None = None) -> MetricThreshold:
-    """:func:`~ecjax.scores.thresholds.optimal_metric_threshold` of the scores after calibration: the cost ratio a metric implies, honestly.
+    """:func:`~ecjax.scores.optimal_metric_threshold` of the scores after calibration: the cost ratio a metric implies, honestly.
 
     A threshold is the Bayes threshold of ``r = exp(-t)`` only where the
     posteriors are calibrated (Ferrer 2025, §4.1): on raw scores the
-    ``implied_cost_ratio`` of :func:`~ecjax.scores.thresholds.optimal_metric_threshold` is the ratio
+    ``implied_cost_ratio`` of :func:`~ecjax.scores.optimal_metric_threshold` is the ratio
     the *scores* would imply if they were probabilities (SST-2's GPT-2: 0.273
     raw, 1.41 after an in-sample affine fit of the same cut).  This
     calibrates ``scores`` under ``protocol`` (:func:`ecjax.calibration.calibrate`:
@@ -115,11 +115,11 @@ def calibrated_metric_threshold(labels: ArrayLike, scores: ArrayLike, *, protoco
         ``"train_on_test"``.
       method: the calibrator (:data:`ecjax.calibration.METHODS`; default
         ``"affine"``, Platt scaling of binary scores).
-      others: as in :func:`~ecjax.scores.thresholds.optimal_metric_threshold`; ``priors`` weigh the
+      others: as in :func:`~ecjax.scores.optimal_metric_threshold`; ``priors`` weigh the
       implied NEC (the calibrator is fitted with the data priors).
 
     Returns:
-      :class:`~ecjax.scores.thresholds.MetricThreshold` on the scale of the calibrated scores
+      :class:`~ecjax.scores.MetricThreshold` on the scale of the calibrated scores
       (posterior log-odds, or LLRs for ``score_type="llr"``).
     """
     from ecjax._src import calibration  # optax: only on this path

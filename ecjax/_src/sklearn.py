@@ -145,7 +145,7 @@ def utility_scorer(utilities: ArrayLike, *, priors: ArrayLike | None = None,
 # The checks of sklearn.utils.estimator_checks that cannot apply to a calibrator of scores, and why; marked
 # expected failures (scikit-learn's ``_xfail_checks`` tag; ``expected_failed_checks`` from 1.6), never skipped
 # silently.  Most feed X whose number of columns is neither the number of classes of y nor (binary y) one column:
-# such X is not the scores of one system, and fit refuses it (ecjax.inputs.check_score_columns).  Measured with
+# such X is not the scores of one system, and fit refuses it (ecjax._src.inputs.check_score_columns).  Measured with
 # scikit-learn 1.5.2: every other check passes (tests/test_sklearn.py).
 _NOT_SCORES = ("feeds X whose columns are not the scores of one system for the classes of y (F != K, and not one "
                "class-1 column of a binary y): ScoreCalibrator refuses such X by design; tests/test_sklearn.py "
@@ -181,7 +181,7 @@ def scores_of_columns(X: np.ndarray, num_classes: int, score_type: str) -> np.nd
     """The scores of one system from the columns of ``X`` (``(N, F)``): ``(N, K)`` when ``F == K``; for a binary
     problem with one class-1 column, ``(N,)`` LLRs for ``"llr"``, else ``(N, 2)`` rows: ``[1 - p, p]`` for
     probabilities, ``[0, s]`` for a log-odds given as ``"logits"``, ``[log(1 - e^s), s]`` for a class-1
-    log-posterior (:func:`ecjax.inputs.check_score_columns` says what is refused)."""
+    log-posterior (:func:`~ecjax._src.inputs.check_score_columns` says what is refused)."""
     v.check_score_columns(X.shape[1], num_classes, score_type)
     if X.shape[1] == num_classes and score_type != "llr":
         return X

@@ -16,7 +16,7 @@ a dense count matrix enters only through its diagonal and abstain column:
 
 With the data priors ``P_i = n_i / N`` eq. (1) is the mean cost per sample.
 Sums over cells and samples are compensated float32 chunk sums
-(:func:`ecjax.confusion.weight_totals`), so ``10^5`` cells keep float32's
+(:func:`~ecjax._src.confusion.weight_totals`), so ``10^5`` cells keep float32's
 relative accuracy.  :mod:`ecjax.metrics` sends a table or structured costs
 here, so ``ecjax.expected_cost(table, costs)`` is the same call as for dense
 counts.  Memory is ``O(C + K)`` for ``C`` occupied cells.
@@ -57,7 +57,8 @@ def cell_costs(costs: StructuredCosts | jax.Array, labels: jax.Array, decisions:
 
 
 def _compensated_total(x):
-    """``sum`` over the last axis by compensated float32 chunk sums (see :func:`ecjax.confusion.weight_totals`)."""
+    """``sum`` over the last axis by compensated float32 chunk sums (see
+    :func:`~ecjax._src.confusion.weight_totals`)."""
     return weight_totals(jnp.zeros(x.shape[-1:], jnp.int32), x, 1)[..., 0]
 
 
@@ -138,7 +139,7 @@ def _checked(counts: Counts, costs: Costs | None, priors: ArrayLike | None, name
 
 def _padded(table: JointOutcomeTable) -> tuple[np.ndarray, np.ndarray]:
     """The cells and counts padded with empty cells (class 0, decision 0, count 0: they add nothing) to
-    :func:`ecjax.inputs.bucket_length`, so that tables of similar sizes share one compiled kernel."""
+    :func:`~ecjax._src.inputs.bucket_length`, so that tables of similar sizes share one compiled kernel."""
     return (v.pad_to_bucket(np.asarray(table.cells), minimum=256),
             v.pad_to_bucket(np.asarray(table.counts), minimum=256))
 

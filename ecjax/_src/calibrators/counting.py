@@ -1,6 +1,6 @@
 """The calibrators that count instead of optimizing: histogram binning and isotonic regression.
 
-Both are computed exactly from weighted class totals (compensated sums, :func:`ecjax.confusion.weight_totals`):
+Both are computed exactly from weighted class totals (compensated sums, :func:`~ecjax._src.confusion.weight_totals`):
 histogram binning of the class-1 posterior (Ferrer 2022b, eq. 66), and isotonic regression of the class indicator on
 the class-1 log-odds by pool-adjacent-violators (one-vs-rest for ``K > 2``).  Their outputs are clipped to
 ``[ISOTONIC_CLIP, 1 - ISOTONIC_CLIP]``, so no log-posterior is ``-inf``.
@@ -249,7 +249,7 @@ def fit_histogram(problem: FitProblem, *, loss: str, max_iter: int, num_bins: in
     # Per-bin class totals of the frequency weights (exact counts unweighted), then the class
     # weights P_i / W_i: the (prior-weighted) class frequencies without a long float32 sum of weights.
     cw = _class_weights_of_fit(weights, sample_weight, labels)
-    # Compensated sums (ecjax.confusion.weight_totals): bin weight totals past 2^24 stay exact.
+    # Compensated sums (ecjax._src.confusion.weight_totals): bin weight totals past 2^24 stay exact.
     n = weight_totals(idx, (jax.nn.one_hot(labels, 2, dtype=dtype) * u[:, None]).T, num_bins).T  # (M, 2)
     w = cw * n
     w_all = w.sum(-1, keepdims=True)

@@ -43,7 +43,7 @@ def _affine_newton(labels, log_posteriors, weights, max_iter):
     objective of :func:`ecjax.calibration.fit` with ``method="affine"``, ``loss="xe"``, and its
     one fitter: :func:`ecjax.calibration.fit` and the protocols use it, and so does
     :func:`fit_affine_newton_kernel` inside ``vmap`` over many weight vectors
-    (the Bayesian bootstrap of :mod:`ecjax.prob.bootstrap`), where L-BFGS's
+    (the Bayesian bootstrap of :mod:`~ecjax._src.prob.bootstrap`), where L-BFGS's
     line search would cost more.
     ``f`` is convex (a multinomial logistic regression with one shared
     feature per class), with, for ``p = softmax(a s + b)`` and ``E_p`` the
@@ -134,7 +134,7 @@ def fit_affine_newton_kernel(labels: jax.Array, log_posteriors: jax.Array, weigh
 
     The fitter of :func:`ecjax.calibration.fit` with ``method="affine"``, ``loss="xe"`` (damped Newton,
     :func:`_affine_newton`), without validation, for use inside ``vmap`` over many weight vectors ``(N,)`` (the
-    Bayesian bootstrap of :mod:`ecjax.prob.bootstrap`); ``log_posteriors`` ``(N, K)``.
+    Bayesian bootstrap of :mod:`~ecjax._src.prob.bootstrap`); ``log_posteriors`` ``(N, K)``.
 
     Returns:
       ``(scale (), bias (K,), calibrated log-posteriors (N, K))``.

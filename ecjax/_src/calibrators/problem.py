@@ -1,6 +1,6 @@
 """What every calibrator's fitter reads: the training data and the objective's settings, as one record.
 
-A fitter (the ``fit`` of a row of :data:`ecjax.calibrators.CALIBRATORS`) is a kernel
+A fitter (the ``fit`` of a row of :data:`ecjax.calibration.CALIBRATORS`) is a kernel
 ``fit(problem, *, loss, max_iter, num_bins) -> (params, iterations, gradient norm, objective)``; each method reads
 the fields it needs.  The record is a pytree (a ``NamedTuple``), so it passes through ``jit``, ``vmap`` and
 ``lax.map`` as its arrays do.

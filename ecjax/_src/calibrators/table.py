@@ -3,8 +3,9 @@
 A row (:class:`CalibratorMethod`) holds a method's fitter and its apply kernel, the shapes of its parameters, the
 inputs it reads, and what kind of method it is (binary only, iterative, output type, bins); :mod:`ecjax.calibration`
 (fit, apply, the protocols), :mod:`ecjax.calibrator_files`, the command line and :mod:`ecjax.sklearn` read the row
-instead of branching on the method's name.  The fitters: :mod:`ecjax.calibrators.maps` (L-BFGS),
-:mod:`ecjax.calibrators.newton` (the affine cross-entropy), :mod:`ecjax.calibrators.counting` (histogram, isotonic).
+instead of branching on the method's name.  The fitters: :mod:`~ecjax._src.calibrators.maps` (L-BFGS),
+:mod:`~ecjax._src.calibrators.newton` (the affine cross-entropy), :mod:`~ecjax._src.calibrators.counting` (histogram,
+isotonic).
 """
 
 from __future__ import annotations
@@ -69,10 +70,10 @@ class CalibratorMethod(NamedTuple):
 
     Attributes:
       fit: kernel ``(problem, *, loss, max_iter, num_bins) -> (params, iterations, gradient norm, objective)``,
-        ``problem`` a :class:`~ecjax.calibrators.problem.FitProblem` whose ``s`` are the inputs of :attr:`inputs`
+        ``problem`` a :class:`~ecjax._src.calibrators.problem.FitProblem` whose ``s`` are the inputs of :attr:`inputs`
         (each method reads the fields it needs).
       apply: kernel ``(params, s) -> calibrated scores``: ``(N, K)`` log-posteriors, or ``(N,)`` LLRs.
-      parameters: name -> shape of each parameter (letters as in :func:`ecjax.inputs.check_shape`: ``K`` classes,
+      parameters: name -> shape of each parameter (letters as in :func:`~ecjax._src.inputs.check_shape`: ``K`` classes,
         ``M`` knots or bins), what a calibrator file holds (:mod:`ecjax.calibrator_files`).
       one_vs_rest_parameters: the shapes for ``K > 2`` where they differ (one binary calibrator per class).
       inputs: ``(log-posteriors or log-likelihoods (N, K), score_type) -> s``, what :attr:`fit` and :attr:`apply`

@@ -20,9 +20,9 @@ from ecjax._src.scores.inputs import likelihood_priors
 
 
 def _rough_seconds(args, kind, spec, arrays, k, d, paired):
-    """A duration of the comparison from constant rates (:func:`ecjax.prob.draw_plan.estimated_seconds`): only
+    """A duration of the comparison from constant rates (:func:`~ecjax._src.prob.draw_plan.estimated_seconds`): only
     whether a progress line is worth showing; the warning of a long run waits for the measured time
-    (:class:`ecjax.cli.progress.RunClock`)."""
+    (:class:`~ecjax._src.cli.progress.RunClock`)."""
     from ecjax._src.prob.draw_plan import estimated_seconds
 
     per_draw = _per_draw_decisions(args, kind, spec)
@@ -94,9 +94,9 @@ def _compare_sample_costs(args, run, kind, labels, arrays, names, spec, k):
 
 def _compare_nominal_decisions(spec, score_type, labels, scores, weights, num_classes):
     """:func:`_nominal_decisions` in `compare`, by the program that makes its fixed decisions
-    (:func:`ecjax.prob.compare.padded_bayes_decisions`; one compiled program for data of similar sizes): the scores
-    canonical already (:class:`ecjax.inputs.Scores`), or posterior-type ones re-weighted to likelihoods where
-    deployment priors are given (checked here)."""
+    (:func:`~ecjax._src.prob.draw_models.fixed_decisions.padded_bayes_decisions`; one compiled program for data of
+    similar sizes): the scores canonical already (:class:`ecjax.inputs.Scores`), or posterior-type ones re-weighted
+    to likelihoods where deployment priors are given (checked here)."""
     from ecjax._src.prob.compare import padded_bayes_decisions
 
     out = []

@@ -80,7 +80,7 @@ def same_samples(path, a, what, other_path, other, other_what):
 
 
 def within(path, a, upper, name, upper_is):
-    """The library's index check (:func:`ecjax.inputs.as_index_array` with ``upper``), said of the file."""
+    """The library's index check (:func:`~ecjax._src.inputs.as_index_array` with ``upper``), said of the file."""
     check_of(path, as_index_array, a, name, upper=upper, upper_is=upper_is)
 
 
@@ -92,7 +92,7 @@ def check_indices(a, path, what):
 
 def score_file(a, path, score_type):
     """A score file as one system's scores, ``(N,)`` (llr) or ``(N, K)`` (``(N,)`` class-1 probabilities become
-    ``(N, 2)``: :func:`ecjax.scores.inputs.one_system_scores`), said of the file; its values unchecked."""
+    ``(N, 2)``: :func:`~ecjax._src.scores.inputs.one_system_scores`), said of the file; its values unchecked."""
     from ecjax._src.scores.inputs import one_system_scores
 
     return check_of(path, one_system_scores, a, score_type)  # the library takes batches of systems; a file holds one

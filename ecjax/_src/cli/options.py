@@ -14,7 +14,7 @@ MAX_SEED = 2**32 - 1  # jax.random.key keeps 32 bits of the seed: larger seeds w
 # refuse them without it): metrics --bootstrap-draws, compare --max-draws.
 BOOTSTRAP_DRAWS = 2000
 MC_ERROR_MAX_DRAWS = 1_000_000
-# compare without --draws: the library's default precision target (ecjax.prob.adaptive_draws, which the parser does
+# compare without --draws: the library's default precision target (ecjax._src.prob.adaptive_draws, which the parser does
 # not import: it would import NumPyro for --help); tests/test_cli.py checks that they are the library's.
 FIRST_DRAWS, DEFAULT_MC_ERROR, DEFAULT_MAX_DRAWS = 1000, 0.005, 20_000
 # compare --sample-costs without --draws (its Bayesian bootstrap has no precision target).

@@ -79,13 +79,13 @@ def stdout_failed(command, error):
 
 
 def output_format(args):
-    """The format of standard output (:mod:`ecjax.formats`): --format, or json for --json, else the text table."""
+    """The format of standard output (:mod:`~ecjax._src.formats`): --format, or json for --json, else the text table."""
     return "json" if args.json else getattr(args, "format", None) or "table"
 
 
 def emit(args, run: Run, record, table_text, out_dir):
     """Write the queued files, then print the ``record`` in the --format asked: the text ``table_text`` (and the
-    files written), the JSON record, or its main table as CSV or markdown (:mod:`ecjax.formats`)."""
+    files written), the JSON record, or its main table as CSV or markdown (:mod:`~ecjax._src.formats`)."""
     if out_dir is not None:
         record.setdefault("files", []).append(str(out_dir / f"{args.command}.json"))
         run.defer(out_dir / f"{args.command}.json", dumps(record))

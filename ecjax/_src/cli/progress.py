@@ -189,7 +189,7 @@ def stderr_is_terminal():
 
 
 def sweep_progress(args):
-    """``--progress`` lines (:class:`ecjax.draw_runner.ProgressLines`); else a :class:`ChunkProgress` for a person
+    """``--progress`` lines (:class:`ecjax.prob.ProgressLines`); else a :class:`ChunkProgress` for a person
     watching (:func:`_watching`); else ``False``."""
     lines = progress_lines(args, "ecjax sweep")
     if lines is not None:

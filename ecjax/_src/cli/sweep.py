@@ -168,7 +168,7 @@ class _Swept(NamedTuple):
     scores: Any  # (M, N, K) for scores (ecjax.inputs.Scores, checked once), else None
     counts: Any  # (M, K, D) confusion counts for decisions, else None
     priors: Any  # the cost specification's priors (None: the data's)
-    score_priors: Any  # the priors of the score-based sweeps (ecjax.scores.inputs.score_priors)
+    score_priors: Any  # the priors of the score-based sweeps (ecjax._src.scores.inputs.score_priors)
     resolution: int
     settings: Any  # ecjax.sweep.SweepSettings, with the progress line
 

@@ -1,27 +1,27 @@
 """Uncertain costs and finite test sets: NumPyro models for ranking classifiers.
 
-* :mod:`~ecjax.prob.distributions`: NumPyro distributions with fast exact
+* :mod:`~ecjax._src.prob.distributions`: NumPyro distributions with fast exact
   samplers (the truncated normal of the cost priors).
-* :mod:`~ecjax.prob.utility_priors`: priors over utility/cost matrices as
+* :mod:`~ecjax._src.prob.utility_priors`: priors over utility/cost matrices as
   NumPyro models (intervals, truncated normal, binary cost ratios, Dyrland
   et al.'s (2022) two distributions over the normalized binary space, any user model).
-* :mod:`~ecjax.prob.expected_utility`: the expected utility matrix (Dyrland et al. (2022)
+* :mod:`~ecjax._src.prob.expected_utility`: the expected utility matrix (Dyrland et al. (2022)
   eqs. 18-19) and the decisions it implies.
-* :mod:`~ecjax.prob.rates`: Dirichlet-multinomial posterior of confusion
+* :mod:`~ecjax._src.prob.rates`: Dirichlet-multinomial posterior of confusion
   rates (conjugate sampler, and the same model for NUTS); deployment priors.
-* :mod:`~ecjax.prob.paired`: Dirichlet over joint outcome cells (Bayesian
+* :mod:`~ecjax._src.prob.paired`: Dirichlet over joint outcome cells (Bayesian
   bootstrap), the cluster bootstrap over groups of samples.
-* :mod:`~ecjax.prob.mcmc`: NUTS settings, runs and diagnostics of the
+* :mod:`~ecjax._src.prob.mcmc`: NUTS settings, runs and diagnostics of the
   hierarchical models.
-* :mod:`~ecjax.prob.hierarchical`: several test sets pooled by a
+* :mod:`~ecjax._src.prob.hierarchical`: several test sets pooled by a
   hierarchical model fitted with NUTS.
-* :mod:`~ecjax.prob.draw_plan`: the Monte Carlo settings, the decision rule
+* :mod:`~ecjax._src.prob.draw_plan`: the Monte Carlo settings, the decision rule
   and the memory plan of the posterior draws.
-* :mod:`~ecjax.prob.inputs`: :class:`Systems`, the classifiers' outputs on
+* :mod:`~ecjax._src.prob.inputs`: :class:`Systems`, the classifiers' outputs on
   their test samples, checked once.
-* :mod:`~ecjax.prob.label_shift`: deployment priors from unlabelled
+* :mod:`~ecjax._src.prob.label_shift`: deployment priors from unlabelled
   deployment scores (calibrated EM), with a Bayesian-bootstrap posterior.
-* :mod:`~ecjax.prob.curve_bands`: ROC and precision-recall curves with
+* :mod:`~ecjax._src.prob.curve_bands`: ROC and precision-recall curves with
   pointwise and simultaneous credible bands.
 * :func:`compare`: which classifier, and how sure are we.
 """

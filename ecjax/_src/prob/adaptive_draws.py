@@ -2,7 +2,7 @@
 
 A Monte Carlo probability ``p_hat`` from ``S`` draws has a standard error
 that falls as ``1 / sqrt(S)`` (its batch-means estimate,
-:func:`ecjax.prob.ranking.batch_means_error`, also counts the correlation
+:func:`~ecjax._src.prob.ranking.batch_means_error`, also counts the correlation
 of the draws).  So a clear winner (``P(best) = 1.000`` after a few hundred
 draws, error 0) needs no more, and a close call (``p = 0.5``: error
 ``0.5 / sqrt(S)``) needs ``S = 0.25 / e^2`` independent draws for an error

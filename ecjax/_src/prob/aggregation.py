@@ -15,7 +15,7 @@ the group sums are
 
 exactly, and ``yield_m = sum_i P_i sum_g u_ig R_m,ig``.  The same holds of
 the paired model's joint cells ``(i, d_1, ..., d_M)``
-(:mod:`ecjax.prob.paired` eq. 1, prior ``a_J`` per cell): cells whose
+(:mod:`~ecjax._src.prob.paired` eq. 1, prior ``a_J`` per cell): cells whose
 utility vectors ``(U_i,d_1, ..., U_i,d_M)`` are equal merge into the cell
 ``(i, g_1, ..., g_M)`` of concentration ``n + a_J prod_m s_i,g_m``, so ``M``
 paired systems under 0-1 costs need ``2^M`` cells per class, whatever ``D``.

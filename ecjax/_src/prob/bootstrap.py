@@ -19,7 +19,7 @@ ordinary bootstrap's ``sum_n (x_n - xbar)^2 / N^2`` up to a factor ``N / (N +
 draws are paired by construction: two systems that err on the same hard
 samples move together, and the posterior of their difference is as narrow as
 the data allow (the same pairing as the joint-outcome Dirichlet of
-:mod:`ecjax.prob.paired` with ``concentration=0``, for confusion-count
+:mod:`~ecjax._src.prob.paired` with ``concentration=0``, for confusion-count
 metrics).
 
 Clustered samples (several per patient, speaker or document, ``groups=``):
@@ -374,14 +374,15 @@ def _kernel_of(metric):
 # ------------------------------------------------------------------ validation
 
 def _metric_spec(metric, higher_is_better, score_type, priors, costs):
-    """The checked :class:`~ecjax.prob.inputs.MetricSpec` of a built-in name of this module or a user function."""
+    """The checked :class:`~ecjax._src.prob.inputs.MetricSpec` of a built-in name of this module or a user function."""
     return as_metric_spec(metric, higher_is_better, builtins=BUILTIN_METRICS, score_type=score_type, priors=priors,
                           costs=costs)
 
 
 class _DrawCounts(NamedTuple):
     """The draws the settings ask for: a fixed ``first`` (``target`` None), or rounds from ``first`` until every
-    reported probability has Monte Carlo error at most ``target``, at most ``cap`` draws (:mod:`~ecjax.prob.adaptive_draws`)."""
+    reported probability has Monte Carlo error at most ``target``, at most ``cap`` draws
+    (:mod:`~ecjax._src.prob.adaptive_draws`)."""
 
     first: int
     target: float | None
@@ -394,9 +395,9 @@ def _draw_settings(settings):
     """:class:`_DrawCounts` of the settings.
 
     ``num_draws`` alone: that many.  ``mc_error``: rounds from ``num_draws`` (default
-    :data:`~ecjax.prob.adaptive_draws.FIRST_DRAWS`) up to ``max_draws``.  Neither: the default target
-    :data:`~ecjax.prob.adaptive_draws.BOOTSTRAP_MC_ERROR` from the default first round, at most
-    :data:`~ecjax.prob.adaptive_draws.DEFAULT_MAX_DRAWS` draws.
+    :data:`~ecjax._src.prob.adaptive_draws.FIRST_DRAWS`) up to ``max_draws``.  Neither: the default target
+    :data:`~ecjax._src.prob.adaptive_draws.BOOTSTRAP_MC_ERROR` from the default first round, at most
+    :data:`~ecjax._src.prob.adaptive_draws.DEFAULT_MAX_DRAWS` draws.
     """
     settings = check_monte_carlo_settings(settings)
     if settings.mc_error is not None:
@@ -428,8 +429,8 @@ class _Scores(NamedTuple):
 
 def _validated_scores(labels, scores, spec, score_type, priors):
     """Validated ``(labels (N,), _Scores, evaluation priors or None)`` for the metric of ``spec`` (a
-    :class:`~ecjax.prob.inputs.MetricSpec` checked with ``score_type`` and ``priors``); ``scores`` made canonical
-    already (:class:`ecjax.inputs.Scores`, from :class:`~ecjax.prob.inputs.Systems`) are not checked again."""
+    :class:`~ecjax._src.prob.inputs.MetricSpec` checked with ``score_type`` and ``priors``); ``scores`` made canonical
+    already (:class:`ecjax.inputs.Scores`, from :class:`~ecjax.prob.Systems`) are not checked again."""
     metric = spec.metric
     likelihood = score_type in v.LIKELIHOOD_TYPES
     # Ranking metrics of likelihood scores need no priors: equal ones give log-odds equal to the LLR.
@@ -644,7 +645,7 @@ def _frequency_weighted_chunk(key, c, labels, scores, groups, options, sample_we
     """``(chunk_size, M)`` draws of (3): chunk ``c``, draws ``c * chunk_size`` to ``(c + 1) * chunk_size - 1``.
 
     The chunk draws its Gamma(s_n) weights with ``fold_in(key, c)`` through
-    :func:`ecjax.prob.sampling.gamma` (with clusters, the cluster weights ``G_g
+    :func:`~ecjax._src.prob.sampling.gamma` (with clusters, the cluster weights ``G_g
     ~ Exp(1)`` of (2) from ``fold_in(fold_in(key, c), 1)``, times ``s_n``), whose sampler is compiled once per
     process (a copy inlined into this program would cost seconds of
     compilation per call shape); the metric is evaluated by the compiled
@@ -826,7 +827,7 @@ class MetricPosterior(RankedSystems):
         rope), P(|difference| <= rope), P(b better by more than rope))`` or ``None``.
       recommendation: index of the best posterior mean (lowest index among ties).
       errors: batch-means Monte Carlo standard errors
-        (:func:`ecjax.prob.ranking.batch_means_error`) of ``mean``,
+        (:func:`~ecjax._src.prob.ranking.batch_means_error`) of ``mean``,
         ``p_best``, ``rank_probabilities``, ``pairwise`` and, with a rope,
         ``rope_probabilities``.
       info: how the draws were made.
@@ -966,7 +967,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
         draws in rounds from ``num_draws`` (default 1000) until every
         reported probability (P(best), pairwise, ROPE) has a Monte Carlo
         error at most ``mc_error``, at most ``max_draws``
-        (:func:`ecjax.prob.adaptive_draws.draw_until`: a round extends the draws
+        (:func:`~ecjax._src.prob.adaptive_draws.draw_until`: a round extends the draws
         already made, so the answer equals a fixed run of as many draws).
         Default (neither ``num_draws`` nor ``mc_error``): the target 0.01
         from 1000 draws, at most 20 000 (one system: 1000 draws);
@@ -1028,7 +1029,7 @@ def bootstrap_metric(systems: Systems, metric: str | _UserMetric, *, key: jax.Ar
     # Two threefry key words from any key type: the counter-based draws of _exponentials need them (on the host for
     # a threefry key: no programs to compile).
     words = random_bits.uint32_bits(key_weights, 2)
-    # The host loop's blocks (ecjax.draw_runner): whole chunks, one compiled call each, the last one cut to the
+    # The host loop's blocks (ecjax._src.draw_runner): whole chunks, one compiled call each, the last one cut to the
     # round.  Counter-based draws start anywhere: a block is the first round (one call per round, so one sort of a
     # ranking metric's scores), or with progress about 1/_PROGRESS_BLOCKS of it, a sort each, so that reports and the
     # measured time left come regularly.  Frequency-weighted draws take a key per chunk: a block is a chunk, and

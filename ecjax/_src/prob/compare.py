@@ -4,19 +4,19 @@
 best:
 
 * the utility (cost) matrix ``U`` is uncertain: a prior over utility matrices
-  (:mod:`ecjax.prob.utility_priors`), or a fixed matrix;
+  (:mod:`~ecjax._src.prob.utility_priors`), or a fixed matrix;
 * the deployment class priors ``P`` may be uncertain (a
   :class:`~ecjax.prob.PriorDistribution`) or fixed; by default they are the
   test set's class frequencies, whose uncertainty belongs to the test set;
 * the test set is finite: the posterior of each system's confusion rates
-  ``R`` (:mod:`ecjax.prob.rates`), paired through the joint outcome table
-  when the systems were scored on the same samples (:mod:`ecjax.prob.paired`).
+  ``R`` (:mod:`~ecjax._src.prob.rates`), paired through the joint outcome table
+  when the systems were scored on the same samples (:mod:`~ecjax._src.prob.paired`).
 
 Each posterior draw ``s`` pairs ``U_s``, ``P_s`` and ``R_s`` and gives every
 system ``m`` the utility yield (Dyrland et al. 2022, eq. 10, rows = true class; Ferrer (2022a)
 eq. 2 for the expected cost)
 
-    yield_sm = sum_ij U_s,ij P_s,i R_s,m,ij   (ecjax.metrics.expected_value),
+    yield_sm = sum_ij U_s,ij P_s,i R_s,m,ij   (ecjax._src.metrics.expected_value),
 
 from which come P(best), the rank distribution, pairwise probabilities and
 HDIs.
@@ -38,11 +38,11 @@ eq. 19).  With fixed decisions ``E[P_i R_m,ij]`` has a closed form and the
 expected yield is reported exactly:
 
 * unpaired: ``E[R_m,ij] = (n_m,ij + alpha) / (n_m,i* + D alpha)`` (the
-  Dirichlet posterior mean, :mod:`ecjax.prob.rates` eq. 1) times ``E[P_i]``:
+  Dirichlet posterior mean, :mod:`~ecjax._src.prob.rates` eq. 1) times ``E[P_i]``:
   the fixed or expected deployment prior, or ``(n_i + alpha_P) / (N + K
   alpha_P)`` for the test set's class frequencies;
 * paired: each system's joint weights are ``W_m ~ Dirichlet(n_m,ij +
-  alpha)`` over its ``K D`` cells (:mod:`ecjax.prob.paired` eq. 1, by
+  alpha)`` over its ``K D`` cells (:mod:`~ecjax._src.prob.paired` eq. 1, by
   aggregation), so ``E[P_i R_m,ij] = (n_m,ij + alpha) / (N + K D alpha)``
   for the test set's class frequencies, and with deployment priors
   ``E[R_m,ij] = (n_m,ij + alpha) / (n_m,i* + D alpha)`` (a Dirichlet's
@@ -71,7 +71,7 @@ to ``N``, or to the Kish effective sample size ``(sum_n w_n)^2 / sum_n
 w_n^2``.
 
 **Doubt decomposition** (:class:`~ecjax.prob.Doubt`): how sure the recommendation is with every source
-uncertain, and with the costs, the deployment priors or the rates alone uncertain (:mod:`ecjax.prob.doubt`).
+uncertain, and with the costs, the deployment priors or the rates alone uncertain (:mod:`~ecjax._src.prob.doubt`).
 
 **Draws in fixed memory.**  The draws are made in *blocks*: block ``b`` of
 ``B`` draws takes its random numbers from ``fold_in(key, b)`` (utilities,
@@ -85,15 +85,15 @@ array comes near ``2^31`` elements; and the numbers are the same for every
 chunk size.  Only the ``(S, M)`` draws of the yields (EC, NEC, and those of
 the doubt components) are kept.
 
-**The draw models** (:mod:`ecjax.prob.draw_models`, one module per model behind one protocol): unpaired,
+**The draw models** (:mod:`~ecjax._src.prob.draw_models`, one module per model behind one protocol): unpaired,
 paired (joint outcome cells), clustered, per-draw decisions; with a fixed utility matrix and fixed decisions the
-cells of equal utility are drawn merged (:mod:`~ecjax.prob.draw_models.merged`: exact, ``info["merged_cells"]``
+cells of equal utility are drawn merged (:mod:`~ecjax._src.prob.draw_models.merged`: exact, ``info["merged_cells"]``
 says so); with drawn utilities, a large confusion matrix's fixed counts are drawn over their occupied cells
-only (:mod:`~ecjax.prob.draw_models.occupied`, ``info["occupied_cells"]``) when that is the cheaper draw.
+only (:mod:`~ecjax._src.prob.draw_models.occupied`, ``info["occupied_cells"]``) when that is the cheaper draw.
 
 **How many draws.**  ``num_draws=None`` (the default) draws until every
 reported probability is precise to a standard error of 0.005 (at most
-20 000 draws, :mod:`ecjax.prob.adaptive_draws`); a number fixes ``S``.
+20 000 draws, :mod:`~ecjax._src.prob.adaptive_draws`); a number fixes ``S``.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def draw_to_precision(run: Callable[[int], ranking.Comparison], mc_error: float,
     sqrt(S)``, so after a run of ``S`` draws whose largest error is ``e >
     mc_error`` the next run has ``S (e / mc_error)^2`` draws (times
     ``1.2``, at least ``1.5 S``, at most ``max_draws``;
-    :func:`ecjax.prob.adaptive_draws.draw_until_precise`).  Each run starts
+    :func:`~ecjax._src.prob.adaptive_draws.draw_until_precise`).  Each run starts
     afresh from the same key (the draws of a larger run are not an
     extension of the smaller one's), so the result is one ordinary run.
     ``info`` records the target, whether it was met and the runs' sizes.
@@ -214,10 +214,10 @@ def _to_precision(function: Callable[..., ranking.Comparison], data: Any, settin
 
     ``settings.mc_error`` and ``max_draws`` when a target is given; without
     ``num_draws`` either, the default target
-    (:data:`~ecjax.prob.adaptive_draws.DEFAULT_MC_ERROR`, capped at
-    :data:`~ecjax.prob.adaptive_draws.DEFAULT_MAX_DRAWS`).  The first run
+    (:data:`~ecjax._src.prob.adaptive_draws.DEFAULT_MC_ERROR`, capped at
+    :data:`~ecjax._src.prob.adaptive_draws.DEFAULT_MAX_DRAWS`).  The first run
     has ``num_draws`` draws, or
-    :func:`~ecjax.prob.adaptive_draws.first_draws` (enough for the HDI).
+    :func:`~ecjax._src.prob.adaptive_draws.first_draws` (enough for the HDI).
     """
     def run(draws):
         return function(data, settings=dataclasses.replace(settings, num_draws=draws, mc_error=None),
@@ -256,11 +256,11 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
       key: ``jax.random`` key (required).
       concentration: Dirichlet concentration added to each cell of a
         system's ``(K, D)`` confusion matrix; default ``2 / (K D)``
-        (:func:`~ecjax.prob.rates.default_concentration`: a prior worth 2
+        (:func:`~ecjax._src.prob.rates.default_concentration`: a prior worth 2
         samples spread evenly over the cells) for the paired (joint) model
         and the unpaired one alike, the number ``info["concentration"]``
         reports; ``0`` gives the Bayesian bootstrap over occupied cells; see
-        :mod:`ecjax.prob.rates`.
+        :mod:`~ecjax._src.prob.rates`.
       rope: half-width of the region of practical equivalence, in yield units.
       hdi_prob: mass of the reported highest-density intervals; needs
         ``settings.num_draws >= 10 / (1 - hdi_prob)``.
@@ -268,7 +268,7 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
       settings: :class:`~ecjax.prob.MonteCarloSettings`: ``num_draws`` (``S``;
         default ``None``: adaptive, from 1000 draws until every reported
         probability has a Monte Carlo standard error of at most 0.005, at
-        most 20 000, :mod:`ecjax.prob.adaptive_draws`; ``num_draws`` says
+        most 20 000, :mod:`~ecjax._src.prob.adaptive_draws`; ``num_draws`` says
         how many were used); ``chunk_size``, the posterior draws whose outputs
         are collected at once (rounded up to whole blocks; ``None``:
         automatic: memory is bounded by it and by the block, not by ``S``,
@@ -276,12 +276,12 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
         docstring); ``progress``, ``True`` for a progress bar over the
         chunks (``tqdm``) or a callable ``total -> bar`` with ``update(n)``
         and ``close()`` (the one protocol of every chunked run,
-        :class:`ecjax.draw_runner.Progress`; :class:`ecjax.draw_runner.ProgressLines`
+        :class:`~ecjax._src.draw_runner.Progress`; :class:`ecjax.prob.ProgressLines`
         writes plain lines for logs), and optionally
         ``draws_done(done, yields)`` (the draws so far, after each chunk)
         and ``time_left(seconds)``: the duration of the rest of the run,
         called once, after the second block, from its measured time on
-        this machine (:func:`~ecjax.prob.draw_plan.block_seconds_left`;
+        this machine (:func:`~ecjax._src.draw_runner.block_seconds_left`;
         the blocks are the same programs on the same shapes, so the
         estimate holds on any backend); ``mc_error``, a target for
         the Monte Carlo standard errors of the reported probabilities
@@ -470,7 +470,7 @@ def _canonical_systems(systems, k, d):
 def _model_concentration(concentration, joint, k, d):
     """The Dirichlet concentration ``alpha`` of the model: given, or the paired or unpaired default."""
     if joint:
-        # The paired model's default lives in ecjax.prob.paired (per cell of each system's (K, D) matrix).
+        # The paired model's default lives in ecjax._src.prob.paired (per cell of each system's (K, D) matrix).
         return paired_mod.resolve_concentration(
             paired_mod.DEFAULT_CONCENTRATION if concentration is None else concentration, k, d)
     return default_concentration(d, k) if concentration is None else check_concentration(concentration)
@@ -591,7 +591,7 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
     group = 1 if per_draw_state is None else per_draw_state.rate_draws
     merged_model, columns = None, d
     if per_draw_state is None and not utilities_drawn:
-        # Fixed utilities: the cells of equal utility merge (ecjax.prob.aggregation); the blocks hold their draws.
+        # Fixed utilities: the cells of equal utility merge (ecjax._src.prob.aggregation); the blocks hold their draws.
         merged_model = merged.merge(source(np.asarray(prior, np.float64)), np.asarray(prior, np.float64), alpha)
         if merged_model.columns:
             elements, columns = merged_model.elements, merged_model.columns
@@ -624,7 +624,7 @@ def _run_compare(prior, class_priors, class_counts, *, k, d, alpha, joint, key, 
             if isinstance(model.state, occupied.CellsState) and u_method != "monte_carlo":
                 # Blocks sized by the occupied cells (U_hat came from no draw of the former plan's blocks), of an
                 # even number of draws: the utility draws then join their hashes' halves along the draws
-                # (ecjax.random_bits.uniform), 7 times faster at 1000 x 1000 on a CPU.
+                # (ecjax._src.random_bits.uniform), 7 times faster at 1000 x 1000 on a CPU.
                 plan = plan_draws(num_draws, model.elements + k * d, chunk_size, utility_cells=k * d, group=2)
         if model.merged is not None:
             centre = Centre(model.merged.utilities, centre.priors, model.merged.mean_weights)

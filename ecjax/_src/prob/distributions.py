@@ -1,4 +1,4 @@
-"""NumPyro distributions with exact samplers built on :mod:`ecjax.random_bits`.
+"""NumPyro distributions with exact samplers built on :mod:`~ecjax._src.random_bits`.
 
 NumPyro's own samplers draw through ``jax.random.uniform``, whose
 threefry hash JAX lowers on CPU as a rolled loop; the utility priors draw
@@ -26,7 +26,7 @@ class TruncatedStandardNormal(Distribution):
 
     Density ``phi(z) / Z`` on the interval, ``Z = Phi(high) - Phi(low)``.
     Sampling inverts the CDF on the side of the lower tail
-    (:func:`ecjax.random_bits.truncated_standard_normal`); ``Z`` is computed as
+    (:func:`~ecjax._src.random_bits.truncated_standard_normal`); ``Z`` is computed as
     a log-difference of ``log Phi`` for the same reason of precision.
     """
 

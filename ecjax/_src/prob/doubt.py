@@ -52,7 +52,7 @@ def best_or_tied(yields: ArrayLike, tie_labels: ArrayLike) -> tuple[np.ndarray, 
     In draw ``s`` the best system is ``t_s = argmax_m yield_sm``.  The draw
     is a *tie* when another system has ``t_s``'s confusion counts in that
     draw (``tie_labels[s, m] == tie_labels[s, t_s]``,
-    :func:`ecjax.prob.draw_models.outputs.tie_labels_of`): they made the same
+    :func:`~ecjax._src.prob.draw_models.outputs.tie_labels_of`): they made the same
     decisions, so their yields differ only by the noise of their rate draws
     (or not at all), and no system won.  Otherwise ``t_s`` won.  So
     ``p_best[m] = P(t_s = m, not a tie)``, ``p_tie = P(tie)`` and ``sum_m

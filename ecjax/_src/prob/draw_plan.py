@@ -3,7 +3,7 @@ and the plan of blocks and chunks.
 
 * :class:`MonteCarloSettings`: how many draws, in what chunks, until what precision (the settings of
   :func:`~ecjax.prob.compare`, :func:`~ecjax.prob.compare_counts` and
-  :func:`~ecjax.prob.bootstrap.bootstrap_metric`).
+  :func:`~ecjax.prob.bootstrap_metric`).
 * :class:`PerDraw` and :data:`DECISION_RULES`: how scores become decisions while the costs are uncertain.
 * :func:`plan_draws` and :func:`estimated_seconds`: the memory plan, and the duration measured per backend.
 """
@@ -27,15 +27,15 @@ class MonteCarloSettings:
 
     ``num_draws``: ``S``, the posterior draws (``None``: the function's default: for
     :func:`~ecjax.prob.compare` and :func:`~ecjax.prob.compare_counts` adaptive, until every reported probability
-    has a standard error of at most 0.005, from 1000 draws up to 20 000 (:mod:`ecjax.prob.adaptive_draws`);
-    :func:`~ecjax.prob.bootstrap.bootstrap_metric` draws until its probabilities have Monte Carlo error 0.01, from
+    has a standard error of at most 0.005, from 1000 draws up to 20 000 (:mod:`~ecjax._src.prob.adaptive_draws`);
+    :func:`~ecjax.prob.bootstrap_metric` draws until its probabilities have Monte Carlo error 0.01, from
     1000 draws up to 20 000).
     ``chunk_size``: draws computed and copied to the host together (memory; the numbers of
     :func:`~ecjax.prob.compare` do not depend on it).  ``progress``: ``True`` for a progress bar over the chunks
-    (``tqdm``), or a callable ``total -> reporter`` (:class:`ecjax.draw_runner.Progress`: ``update(n)``,
+    (``tqdm``), or a callable ``total -> reporter`` (:class:`~ecjax._src.draw_runner.Progress`: ``update(n)``,
     ``close()``, optionally ``time_left(seconds)``, measured on the machine, and ``draws_done(done, draws)``), e.g.
-    :class:`ecjax.draw_runner.ProgressLines` for a plain line every few seconds on standard error.  ``mc_error``: draw until every reported probability has a Monte Carlo
-    standard error at most this, in ``(0, 0.5)`` (:func:`~ecjax.prob.compare.draw_to_precision`), starting from
+    :class:`ecjax.prob.ProgressLines` for a plain line every few seconds on standard error.  ``mc_error``: draw until every reported probability has a Monte Carlo
+    standard error at most this, in ``(0, 0.5)`` (:func:`~ecjax.prob.draw_to_precision`), starting from
     ``num_draws`` and stopping at ``max_draws``.  Checked when made: a bad field raises
     :class:`~ecjax.InputError` naming it.
     """

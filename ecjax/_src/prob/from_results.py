@@ -30,7 +30,7 @@ classifiers through Bayesian analysis", JMLR 18(77)):
 * :func:`compare_results`: ``M`` systems on one data set.  The joint
   posterior of the ``M`` mean scores whose every pairwise marginal is the
   correlated t-test of that pair (a multivariate t), its ranking
-  (:mod:`ecjax.prob.ranking`) and the closed-form pairwise probabilities.
+  (:mod:`~ecjax._src.prob.ranking`) and the closed-form pairwise probabilities.
 * :func:`hierarchical_compare_results`: ``M`` systems on ``q`` data sets.
   The hierarchical model for all ``M`` at once
   (:func:`hierarchical_results_model`): each data set's likelihood is the
@@ -173,7 +173,7 @@ def correlated_t_statistics(differences: jax.Array | np.ndarray, rho: ArrayLike,
     1, loc, scale)``.  Working in units of ``u`` makes everything scale-free:
     results near ``1e-30`` or ``1e300`` give the probabilities of results
     near 1 (no square underflows or overflows).  A row whose spread is within
-    ``tolerance`` (its rounding, :func:`~ecjax.prob.inputs.flat_fold_rows`)
+    ``tolerance`` (its rounding, :func:`~ecjax._src.prob.inputs.flat_fold_rows`)
     gets ``scale = 0``, and ``loc = 0`` when it is also 0 up to rounding.
 
     Returns ``(loc, scale, u, t_left, t_right, degenerate)``: ``P(mu < -rope)
@@ -321,7 +321,7 @@ def correlated_t_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
     ``1e300`` give the probabilities of the same results near 1.
 
     Zero variance (every fold gives the same difference, up to the rounding
-    of the results: :func:`~ecjax.prob.inputs.flat_fold_rows`, 64 units in
+    of the results: :func:`~ecjax._src.prob.inputs.flat_fold_rows`, 64 units in
     the last place of their float type) is a limit of the
     model: the posterior of ``sigma`` collapses to 0.  When the difference
     is 0 on every fold (identical systems) the result is the point mass at
@@ -687,7 +687,7 @@ def hierarchical_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *,
     their mean, the posterior predictive probabilities.
 
     A data set whose differences are the same on every fold (up to the
-    rounding of the results, :func:`~ecjax.prob.inputs.flat_fold_rows`) has
+    rounding of the results, :func:`~ecjax._src.prob.inputs.flat_fold_rows`) has
     no within-set spread, and the model's likelihood grows without bound as
     its ``sigma`` goes to 0 (the prior allows 0): this raises
     :class:`InputError` (baycomp instead replaces that row by random numbers
@@ -829,10 +829,10 @@ def mean_score_draws(key: jax.Array, scores: ArrayLike, rho: float, *, num_draws
     units of the systems' differences (float32; all a ranking needs).  Identical
     systems get identical draws (exact ties).  Concrete input, no checks.
 
-    The draws are made in blocks (:func:`ecjax.prob.draw_plan.plan_draws`: at
+    The draws are made in blocks (:func:`~ecjax._src.prob.draw_plan.plan_draws`: at
     most ``2^22`` numbers a block; or blocks of ``block_size`` draws,
     whatever ``num_draws``: one compiled shape for runs of any length), block
-    ``b`` from ``fold_in(key, b)``, by :func:`ecjax.draw_runner.run_blocks`,
+    ``b`` from ``fold_in(key, b)``, by :func:`~ecjax._src.draw_runner.run_blocks`,
     which reports to ``progress`` (the ``relative`` draws so far to
     ``draws_done``).
     """
@@ -938,7 +938,7 @@ class ResultsComparison(ranking.BestMeanRecommended):
       errors: Monte Carlo standard errors of ``p_best``, ``sqrt(p (1 - p) / S)`` (the draws are independent,
         :func:`independent_draws_error`).
       precision: how the draws were made: ``None`` for a fixed ``num_draws``, else the target, the largest error
-        reached, whether it was met and the cap (:func:`~ecjax.prob.adaptive_draws.precision_record`).
+        reached, whether it was met and the cap (:func:`~ecjax._src.prob.adaptive_draws.precision_record`).
     """
 
     systems: tuple
@@ -1016,12 +1016,12 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
         ``mc_error``): adaptive, as :func:`~ecjax.prob.compare` (below).
       systems: names (default ``"system 0"``, ...).
       hdi_prob: mass of the highest-density intervals.
-      mc_error: draw in rounds (:func:`ecjax.prob.adaptive_draws.draw_until`,
+      mc_error: draw in rounds (:func:`~ecjax._src.prob.adaptive_draws.draw_until`,
         from 1000 draws, or what ``hdi_prob`` needs) until every P(best) has
         a Monte Carlo error ``sqrt(p (1 - p) / S)`` at most this, in ``(0,
         0.5)``, at most ``num_draws`` draws (default 20 000).  With neither
         ``mc_error`` nor ``num_draws`` the target is
-        :data:`~ecjax.prob.adaptive_draws.DEFAULT_MC_ERROR` (0.005): a clear
+        :data:`~ecjax._src.prob.adaptive_draws.DEFAULT_MC_ERROR` (0.005): a clear
         winner costs the first round, a close call up to 20 000 draws.
       progress: as in :class:`~ecjax.prob.MonteCarloSettings` (the draws
         of :func:`mean_score_draws`; of each round when adaptive).
@@ -1069,9 +1069,9 @@ def compare_results(scores: ArrayLike, *, rope: float = 0.0, runs: int = 1, test
 
 def _results_draw_counts(num_draws, mc_error, hdi_draws):
     """``(first, target, cap)`` of :func:`compare_results`: ``num_draws`` alone, that many (``target`` None);
-    otherwise rounds from :func:`~ecjax.prob.adaptive_draws.first_draws` of the ``hdi_draws`` the HDI needs (at
-    most the cap) to the target ``mc_error`` (default :data:`~ecjax.prob.adaptive_draws.DEFAULT_MC_ERROR`), at
-    most ``num_draws`` (default :data:`~ecjax.prob.adaptive_draws.DEFAULT_MAX_DRAWS`)."""
+    otherwise rounds from :func:`~ecjax._src.prob.adaptive_draws.first_draws` of the ``hdi_draws`` the HDI needs (at
+    most the cap) to the target ``mc_error`` (default :data:`~ecjax._src.prob.adaptive_draws.DEFAULT_MC_ERROR`), at
+    most ``num_draws`` (default :data:`~ecjax._src.prob.adaptive_draws.DEFAULT_MAX_DRAWS`)."""
     if num_draws is not None:
         num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
         if mc_error is None:
@@ -1092,7 +1092,7 @@ def _p_best_ties_split(draws: np.ndarray) -> np.ndarray:
 def _mean_score_draws_to_precision(key, results, rho, *, first, cap, mc_error, progress):
     """:func:`mean_score_draws` in rounds (round ``r`` from ``fold_in(key, start)``) from ``first`` draws until
     every P(best) has the independent-draws error ``sqrt(p (1 - p) / S)`` at most ``mc_error``, at most ``cap``
-    draws: the :class:`~ecjax.prob.adaptive_draws.DrawnUntil` of ``(draws, relative)``."""
+    draws: the :class:`~ecjax._src.prob.adaptive_draws.DrawnUntil` of ``(draws, relative)``."""
     def draw(start, count):  # blocks of the first round's size: every round runs the same compiled program
         return mean_score_draws(random_bits.fold_in(key, start), results, rho, num_draws=count, progress=progress,
                                 block_size=first)
@@ -1258,7 +1258,7 @@ def _check_within_sets(results, systems, within_prior: str, rtol: float) -> None
     """Refuse data sets whose fold differences have a singular sample covariance, or too few folds.
 
     A pair whose difference is the same non-zero number on every fold up to rounding (``rtol`` relative to the
-    results, :func:`~ecjax.prob.inputs.check_pair_spread`) is refused first, with the message of
+    results, :func:`~ecjax._src.prob.inputs.check_pair_spread`) is refused first, with the message of
     :func:`compare_results`.
     """
     m = results[0].shape[0]
@@ -1399,7 +1399,7 @@ def hierarchical_compare_results(scores: ArrayLike | Sequence[ArrayLike], *, rop
     pairwise fits would lose it); the data sets' mean results are drawn from
     a population whose systems each have their own spread.  Fitted with
     NUTS (non-centred).  From the draws of the population mean results:
-    P(best), rank probabilities (:mod:`ecjax.prob.ranking`, ties at random),
+    P(best), rank probabilities (:mod:`~ecjax._src.prob.ranking`, ties at random),
     HDIs, every pair's ``(P(left), P(rope), P(right))`` for the population
     mean and baycomp's probabilities for a new data set.  The prior is
     exchangeable: relabelling the systems relabels the result (up to Monte

@@ -161,7 +161,7 @@ class HierarchicalComparison(NUTSDiagnostics):
       diagnostics: ``arviz.summary`` of ``population_rates`` and ``dispersion`` (R-hat, ESS).
       samples: the NUTS draws, flattened over chains.
       max_rhat, min_ess_bulk, num_divergences, inference_data: the run's diagnostics
-        (:class:`~ecjax.prob.mcmc.NUTSDiagnostics`; R-hat and ESS over ``population_rates`` and ``dispersion``).
+        (:class:`~ecjax.prob.NUTSDiagnostics`; R-hat and ESS over ``population_rates`` and ``dispersion``).
     """
 
     comparison: ranking.Comparison

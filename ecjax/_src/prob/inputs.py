@@ -1,14 +1,14 @@
 """The inputs of :mod:`ecjax.prob`, made canonical once: the systems a comparison evaluates (:class:`Systems`), the
-metric of :func:`~ecjax.prob.bootstrap.bootstrap_metric` (:class:`MetricSpec`) and per-fold results.
+metric of :func:`~ecjax.prob.bootstrap_metric` (:class:`MetricSpec`) and per-fold results.
 
-:func:`~ecjax.prob.compare` and :func:`~ecjax.prob.bootstrap.bootstrap_metric` take their data as one
+:func:`~ecjax.prob.compare` and :func:`~ecjax.prob.bootstrap_metric` take their data as one
 :class:`Systems`: each classifier's decisions or scores on its test samples, with the labels, the names, whether
 the systems were run on the same samples (paired), cluster ids and frequency weights.  Everything about the data
 that does not depend on the function that evaluates it is checked here, when the object is made; what depends on
 it (labels below the utility matrix's ``K``, scores that are proper log-posteriors) is checked by that function.
 
 Per-fold results (:func:`as_fold_results`, :func:`fold_differences`, :func:`results_per_dataset`) are the inputs of
-:mod:`ecjax.prob.from_results`: one number per fold for each system, finite, at least 2 folds.
+:mod:`~ecjax._src.prob.from_results`: one number per fold for each system, finite, at least 2 folds.
 """
 
 from __future__ import annotations
@@ -137,8 +137,8 @@ class Systems:
     @cached_property
     def canonical(self) -> tuple[v.Scores, ...] | None:
         """The scores made canonical once (``None`` with decisions): one :class:`ecjax.inputs.Scores` per system,
-        checked by :func:`ecjax.inputs.as_scores` when first used (by :func:`~ecjax.prob.compare` or
-        :func:`~ecjax.prob.bootstrap.bootstrap_metric`, whose errors they stay) and kept, in the log domain with
+        checked by :func:`~ecjax._src.inputs.as_scores` when first used (by :func:`~ecjax.prob.compare` or
+        :func:`~ecjax.prob.bootstrap_metric`, whose errors they stay) and kept, in the log domain with
         their kind and ``K``; every consumer takes them as they are.  Values given as ``Scores`` are kept as given."""
         if self.scores is None:
             return None
@@ -158,7 +158,7 @@ class Systems:
 
 def check_decision_rule(decision_rule: object, scores_given: bool) -> str | PerDraw:
     """The ``decision_rule`` of a :class:`Systems`: how its scores become decisions (``None``: the default,
-    ``"expected_utility"``), checked by :func:`~ecjax.prob.draw_plan.as_decision_rule`.  Given decisions have no
+    ``"expected_utility"``), checked by :func:`~ecjax._src.prob.draw_plan.as_decision_rule`.  Given decisions have no
     rule to apply, so a rule given with them is refused rather than ignored."""
     if decision_rule is None:
         return "expected_utility"
@@ -172,7 +172,7 @@ def check_decision_rule(decision_rule: object, scores_given: bool) -> str | PerD
 def as_named_counts(counts: object, *, system_axis: int = 0) -> tuple[tuple[str, ...] | None, jax.Array]:
     """``(names or None, counts)``: confusion counts of ``M`` systems, given stacked or as a mapping ``{name:
     counts}`` whose values are stacked along ``system_axis`` (0 for ``(M, K, D)``, 1 for ``(T, M, K, D)``),
-    checked by :func:`ecjax.inputs.as_counts`."""
+    checked by :func:`~ecjax._src.inputs.as_counts`."""
     names = None
     if isinstance(counts, Mapping):
         if not counts:
@@ -308,7 +308,7 @@ def _check_paired_weights(weight_list):
 
 
 class PairedScores(NamedTuple):
-    """The data of :func:`~ecjax.prob.bootstrap.bootstrap_metric`: ``M`` systems' scores on one shared test set.
+    """The data of :func:`~ecjax.prob.bootstrap_metric`: ``M`` systems' scores on one shared test set.
 
     ``labels`` ``(N,)`` int32; ``scores`` stacked on the host as given, ``(M, N, K)`` (``(M, N)`` for ``"llr"``);
     ``groups`` and ``sample_weight`` ``(N,)`` or ``None``; ``names`` the ``M`` systems' names.
@@ -468,7 +468,7 @@ def check_structured_comparison(groups: object, *, scores_per_draw: bool) -> Non
 
 
 def check_curve_grid(grid: object, curve: str) -> np.ndarray:
-    """The grid of a curve band (:mod:`ecjax.prob.curve_bands`) as float64: one non-empty vector of finite numbers
+    """The grid of a curve band (:mod:`~ecjax._src.prob.curve_bands`) as float64: one non-empty vector of finite numbers
     in ``[0, 1]`` (false-alarm rates of a ROC), ``(0, 1]`` for the recalls of a precision-recall curve (no
     precision exists at recall 0)."""
     g = np.asarray(v.check_finite(v.as_array(grid, "grid", min_ndim=1), "grid"), np.float64)

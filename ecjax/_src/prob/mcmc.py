@@ -34,7 +34,7 @@ class NUTSSettings:
 
     ``target_accept_prob`` is NUTS's target acceptance rate in ``(0, 1)``: higher means smaller steps and fewer
     divergences, at more gradient evaluations per draw.  ``None`` leaves each model its own default (0.99 for the
-    hierarchical t models of :mod:`ecjax.prob.from_results`, NumPyro's 0.8 for :func:`compare_test_sets`).
+    hierarchical t models of :mod:`~ecjax._src.prob.from_results`, NumPyro's 0.8 for :func:`compare_test_sets`).
     """
 
     num_warmup: int = 500

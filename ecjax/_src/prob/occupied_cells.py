@@ -1,12 +1,12 @@
 """Rate draws over the occupied cells only: uncertain utilities at 100 and 1000 classes.
 
 When the utility matrix ``U_s`` is drawn, no two cells of a confusion
-matrix merge (:mod:`ecjax.prob.aggregation` needs a fixed ``U``), yet most
+matrix merge (:mod:`~ecjax._src.prob.aggregation` needs a fixed ``U``), yet most
 cells are empty: 100 samples of a class spread over 100 decisions occupy
 about 25 of them.  The posterior weights of a row still need not be drawn
 cell by cell.
 
-**Unpaired** (:mod:`ecjax.prob.rates` eq. 1).  Row ``r = (m, i)`` of system
+**Unpaired** (:mod:`~ecjax._src.prob.rates` eq. 1).  Row ``r = (m, i)`` of system
 ``m`` has ``R_r ~ Dirichlet(n_rj + alpha)`` over its ``D`` decisions, i.e.
 ``R_rj = g_rj / sum_j g_rj`` with independent ``g_rj ~ Gamma(n_rj +
 alpha)``.  Split each Gamma in two (additivity), ``g_rj = h_rj + e_rj``
@@ -29,7 +29,7 @@ looking at it).  A row without samples has ``R_r = pi_r`` (the limit of (1)
 as ``h -> 0``, used also when ``G_r`` underflows to 0 in float32:
 ``Gamma(2 / K)`` does, most of the time, for ``K = 1000``).
 
-**Paired** (:mod:`ecjax.prob.paired` eq. 1).  The same split over the joint
+**Paired** (:mod:`~ecjax._src.prob.paired` eq. 1).  The same split over the joint
 cells ``c = (i, d_1, ..., d_M)``: ``Gamma(n_c)`` on the occupied cells and
 the prior field ``Gamma(A) x DP(A, uniform on the cells)`` of that module,
 whose atoms draw their class and every system's decision uniformly.  With
@@ -39,7 +39,7 @@ deployment priors ``P``, ``sum_i P_i (sum_{c: i_c = i} w_c U_{i, d_mc}) /
 (sum_{c: i_c = i} w_c)``, class sums of ``O(C + T)`` terms.
 
 **Truncation.**  The sticks stop after ``T`` atoms
-(:func:`ecjax.prob.paired.stick_atoms`), the last taking the mass ``rho``
+(:func:`~ecjax._src.prob.paired.stick_atoms`), the last taking the mass ``rho``
 left by the first ``T - 1``, with ``E[rho] = (A / (1 + A))**(T-1) <=
 1e-12``.  Only the split of that mass changes (one cell instead of the rest
 of the DP), so a row's yield moves by at most ``rho (max_j U_ij - min_j
@@ -57,7 +57,7 @@ would be too narrow by the split's share.  The prior's mass is small
 **Cells of count one** (most errors at 100 classes) draw ``h = Exp(1) =
 -log(1 - u)``, those of count two ``Gamma(2) = -log((1 - u)(1 - v))`` (a
 sum of two ``Exp(1)``), the others ``Gamma(n_c)`` from
-:func:`ecjax.prob.sampling.gamma_draws`.
+:func:`~ecjax._src.prob.sampling.gamma_draws`.
 
 **NEC** (Ferrer 2022a, eq. 4) with the row-normalized costs ``max_j U_ij -
 U_ij``: rows of ``R`` sum to 1, so the EC is ``sum_i P_i max_j U_ij -
@@ -191,7 +191,7 @@ def joint_cells(cells: np.ndarray, cell_counts: np.ndarray, *, num_classes: int,
 
 
 def plan_elements(table: CellTable) -> int:
-    """Elements per draw to plan blocks of draws by (:func:`ecjax.prob.draw_plan.plan_draws`): at least
+    """Elements per draw to plan blocks of draws by (:func:`~ecjax._src.prob.draw_plan.plan_draws`): at least
     :attr:`CellTable.elements`, and enough that a block holds at most ``SMALL_UNIT / K`` draws.
 
     A block's class-prior draws (``B K`` Gamma variates, with the test set's
@@ -240,7 +240,7 @@ def cell_draw(key: jax.Array, shapes: jax.Array, counts: jax.Array, *, layout: C
               num_draws: int) -> CellDraw:
     """``num_draws`` draws over the occupied cells (eq. 1): ``Exp(1)`` for the unit cells, ``Gamma(2)`` as the sum of
     two ``Exp(1)`` for the cells of count 2, ``Gamma(n_c)`` for the others and ``Gamma`` of the prior masses
-    (``shapes``, :func:`ecjax.prob.sampling.gamma_draws`), the sticks."""
+    (``shapes``, :func:`~ecjax._src.prob.sampling.gamma_draws`), the sticks."""
     f = shapes.dtype
     b = num_draws
     key_gamma, key_unit, key_sticks, key_atoms, key_pairs = jax.random.split(key, 5)

@@ -14,13 +14,13 @@ joint (class, decision) probability ``W_m,kd`` is the sum of ``w_c`` over
 the ``D**(M-1)`` cells with ``c_0 = k`` and ``c_m = d``.  By the
 aggregation property of the Dirichlet, each system's ``W_m`` alone is
 ``Dirichlet(n_m,kd + a)`` over its ``K * D`` cells with ``a = a_J *
-D**(M-1)``: **the same law as the unpaired model** (:mod:`ecjax.prob.rates`
+D**(M-1)``: **the same law as the unpaired model** (:mod:`~ecjax._src.prob.rates`
 with deployment priors left to the data) when ``concentration = a`` is
 given per cell of a system's confusion matrix, which is how every function
-here takes it.  The default is :func:`ecjax.prob.rates.default_concentration`,
+here takes it.  The default is :func:`~ecjax._src.prob.rates.default_concentration`,
 ``a = A / (K D)`` with ``A = 2`` pseudo-observations spread evenly over the
 whole table (``a_J = A / L``); the reasons and the coverage numbers behind
-``A = 2`` are in :mod:`ecjax.prob.rates` and in the tests
+``A = 2`` are in :mod:`~ecjax._src.prob.rates` and in the tests
 (``tests/test_prob_rates_coverage.py``).  For paired systems that differ on few
 samples (``N = 100`` binary samples, accuracies 0.97 and 0.985,
 correlation 0.6 between their correctness: about two discordant samples
@@ -285,7 +285,7 @@ def _marginal_counts(weights, cells, num_classes, num_decisions):
     return jnp.stack(outs, 1)
 
 
-# Tables are padded to a power of two of cell slots (ecjax.inputs.bucket_length), at least this many, so tables of
+# Tables are padded to a power of two of cell slots (ecjax._src.inputs.bucket_length), at least this many, so tables of
 # similar size share one compiled kernel; the padding cells have count 0, whose Gamma(0) = 0 adds nothing.
 _MIN_CELL_BUCKET = 8
 
@@ -382,12 +382,12 @@ def sample_joint_confusions(key: jax.Array, table: JointOutcomeTable, *, num_dra
         matrix: the prior is ``Dirichlet(a / D**(M-1))`` over all ``K *
         D**M`` joint cells, whose per-system marginals are
         ``Dirichlet(a)``.  Default (``None``): ``2 / (K D)`` (two
-        pseudo-observations, :func:`ecjax.prob.rates.default_concentration`).
+        pseudo-observations, :func:`~ecjax._src.prob.rates.default_concentration`).
         ``0``: the Bayesian bootstrap over the occupied cells.
 
     Returns:
       ``(S, M, K, D)`` probabilities summing to 1 over ``(K, D)``: usable as
-      weighted counts by :func:`ecjax.metrics.expected_value` (rates are
+      weighted counts by :func:`~ecjax._src.metrics.expected_value` (rates are
       their row-normalization, data priors their row sums).
     """
     num_draws, k, d, alpha, plan = _checked(table, JointOutcomeTable, num_draws, concentration)
@@ -399,10 +399,10 @@ def sample_joint_confusions(key: jax.Array, table: JointOutcomeTable, *, num_dra
 @partial(jax.jit, static_argnames=("num_draws", "num_systems", "num_classes", "num_groups"))
 def merged_joint_confusions(key: jax.Array, concentration: jax.Array, *, num_draws: int, num_systems: int,
                             num_classes: int, num_groups: int) -> jax.Array:
-    """Posterior draws of eq. (1) over merged joint cells (:mod:`ecjax.prob.aggregation` eq. 1).  Kernel.
+    """Posterior draws of eq. (1) over merged joint cells (:mod:`~ecjax._src.prob.aggregation` eq. 1).  Kernel.
 
     ``concentration``: ``(K G^M,)`` Dirichlet concentrations of the cells
-    ``(i, g_1, ..., g_M)`` (:func:`ecjax.prob.aggregation.joint_concentration`),
+    ``(i, g_1, ..., g_M)`` (:func:`~ecjax._src.prob.aggregation.joint_concentration`),
     every one drawn (dense: ``K G^M`` is small by construction).  Returns the
     per-system marginals ``(S, M, K, G)``, summing to 1 over ``(K, G)`` as
     those of :func:`sample_joint_confusions` do over ``(K, D)``.

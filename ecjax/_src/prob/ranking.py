@@ -122,7 +122,7 @@ class RankedResult(Recommends):
     ``[m, r] = P(rank of m == r)``, rank 0 best; ``pairwise`` (``(M, M)`` ``P(a better than b)``, or for the
     fold-result comparisons ``(M, M, 3)`` ROPE probabilities); ``rope``; ``errors``, the Monte Carlo standard
     errors by name; the recommendation (:attr:`best`).  The NUTS-fitted members add
-    :class:`~ecjax.prob.mcmc.NUTSDiagnostics`.  And three exports: :meth:`to_dict` (the record the command line
+    :class:`~ecjax.prob.NUTSDiagnostics`.  And three exports: :meth:`to_dict` (the record the command line
     writes as JSON), :meth:`to_frame` (pandas) and :meth:`to_arviz`.
     """
 
@@ -184,7 +184,7 @@ class RankedResult(Recommends):
         """An ``arviz.InferenceData`` of the draws, dims ``(chain, draw, system)``; ``arviz.summary`` works on it.
 
         The draws are independent, so they are split into 4 "chains" (when their number allows,
-        :func:`~ecjax.result_formats.independent_chains`) only to let ArviZ compute R-hat, which should then be 1
+        :func:`~ecjax._src.result_formats.independent_chains`) only to let ArviZ compute R-hat, which should then be 1
         up to Monte Carlo noise.
         """
         variables, coords = self.posterior_variables()

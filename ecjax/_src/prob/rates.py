@@ -15,7 +15,7 @@ bootstrap (Rubin 1981) of each class.
 the joint ``Dirichlet(A / (K D))`` prior over the ``K D`` cells of the
 matrix (a Dirichlet's class totals and within-class proportions are
 independent Dirichlets, with concentrations the row sums and the rows), and
-the per-system marginal of the paired model (:mod:`ecjax.prob.paired`) with
+the per-system marginal of the paired model (:mod:`~ecjax._src.prob.paired`) with
 the same default, so unpaired and paired systems get the same prior.  Two
 properties choose it:
 
@@ -101,7 +101,7 @@ def default_concentration(num_decisions: int, num_classes: int | None = None) ->
 
     ``num_classes`` defaults to ``num_decisions`` (a square matrix).  The
     same number serves the paired model, per cell of each system's matrix
-    (:mod:`ecjax.prob.paired`).  See the module docstring for the choice.
+    (:mod:`~ecjax._src.prob.paired`).  See the module docstring for the choice.
     """
     k = num_decisions if num_classes is None else num_classes
     return PRIOR_PSEUDO_OBSERVATIONS / (k * num_decisions)
@@ -368,7 +368,7 @@ def sample_class_priors(key: jax.Array | tuple[jax.Array, ...], priors: PriorDis
     fixed vector: repeated; a :class:`PriorDistribution`: its draws.
     ``key`` may be a tuple of ``G`` keys: each key's ``S`` draws as if
     drawn alone, concatenated (``(G S, K)``); with ``priors=None`` and
-    concrete counts in one program (:func:`ecjax.prob.sampling.dirichlet_draws`).
+    concrete counts in one program (:func:`~ecjax._src.prob.sampling.dirichlet_draws`).
     """
     k = class_counts.shape[-1]
     if priors is None:

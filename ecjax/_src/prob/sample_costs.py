@@ -53,7 +53,7 @@ _DRAW_CHUNK = 256  # draws whose (chunk, N) bootstrap weights are made and reduc
 class SampleCostComparison(RankedSystems):
     """Posterior comparison of ``M`` systems' decisions under per-sample costs of uncertain scale.
 
-    Attributes (beyond :class:`~ecjax.prob.ranking.RankedSystems`, computed on ``-EC``: higher is better):
+    Attributes (beyond :class:`~ecjax._src.prob.ranking.RankedSystems`, computed on ``-EC``: higher is better):
       expected_costs: ``(S, M)`` draws of each system's EC.
       expected_cost: ``(M,)`` posterior mean EC (exact, see the module docstring).
       hdi_prob, hdi: ``(M, 2)`` highest-density intervals of the EC.

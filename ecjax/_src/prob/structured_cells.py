@@ -3,7 +3,7 @@
 Structured costs (:class:`ecjax.costs.StructuredCosts`) give each class row
 ``i`` at most three utilities: ``wrong_i`` for the ``K - 1`` wrong decisions,
 ``correct_i`` for ``d = i`` and ``abstain_i`` for ``d = K``.  By the
-Dirichlet's aggregation property (:mod:`ecjax.prob.aggregation` eq. 1) the
+Dirichlet's aggregation property (:mod:`~ecjax._src.prob.aggregation` eq. 1) the
 rates enter every yield only through the sums over these ``G`` (2 or 3)
 groups, with concentrations ``n_ig + s_ig alpha`` (``s_ig`` decisions in the
 group), and paired systems through the joint cells ``(i, g_1, ..., g_M)``
@@ -29,7 +29,7 @@ WRONG, CORRECT, ABSTAIN = 0, 1, 2
 
 def structured_groups(utilities: StructuredCosts) -> aggregation.UtilityGroups:
     """The groups of fixed ``(K,)`` structured utilities (no batch axes), as
-    :func:`ecjax.prob.aggregation.utility_groups` gives those of the dense matrix: in each row the groups in
+    :func:`~ecjax._src.prob.aggregation.utility_groups` gives those of the dense matrix: in each row the groups in
     increasing utility (stable order), so that the draws are those of the dense matrix, number for number, when
     the row's three values differ.  ``group_of[i, t]``: the group of the decisions of type ``t`` (:data:`WRONG`,
     :data:`CORRECT`, :data:`ABSTAIN`) in row ``i``; sizes ``K - 1``, 1, 1; utilities in float64."""
@@ -77,7 +77,7 @@ def tie_signature(labels: list, decisions: list, weights: list | None, num_decis
 
 def joint_concentration(labels: np.ndarray, decisions: np.ndarray, weights: np.ndarray | None,
                         groups: aggregation.UtilityGroups, cell_prior: float) -> np.ndarray:
-    """:func:`ecjax.prob.aggregation.joint_concentration` from the samples: ``(K G^M,)`` concentrations ``n + a_J
+    """:func:`~ecjax._src.prob.aggregation.joint_concentration` from the samples: ``(K G^M,)`` concentrations ``n + a_J
     prod_m s_i,g_m`` of the merged joint cells ``(i, g_1, ..., g_M)`` (class first), ``decisions`` ``(M, N)``:
     the occupied cells are those of the samples' decision types, ``O(N)`` of them."""
     k = groups.sizes.shape[0]

@@ -112,7 +112,7 @@ def interval_draws(low: ArrayLike, high: jax.Array, key: jax.Array, *, site: str
     """``num_draws`` forward draws of :func:`interval_model`: ``{"unit", site}`` (factors ignored, as by ``Predictive``).
 
     Equal in distribution to NumPyro's ``Predictive`` of the model, drawn
-    with :func:`ecjax.random_bits.uniform` (one counter-based hash per
+    with :func:`~ecjax._src.random_bits.uniform` (one counter-based hash per
     entry) instead of one split key per draw, whose threefry program takes
     about 1.5 s to compile on two CPU cores.
     """

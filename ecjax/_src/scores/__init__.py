@@ -3,29 +3,29 @@
 As scikit-learn splits its metrics by input kind, this package holds every evaluation that starts from scores, split
 by the question it answers:
 
-* :mod:`~ecjax.scores.inputs`: the canonical labels, log-domain scores, weights and priors all of them start from;
-* :mod:`~ecjax.scores.scoring_rules`: proper scoring rules (cross-entropy,
+* :mod:`~ecjax._src.scores.inputs`: the canonical labels, log-domain scores, weights and priors all of them start from;
+* :mod:`~ecjax._src.scores.scoring_rules`: proper scoring rules (cross-entropy,
   Brier score);
-* :mod:`~ecjax.scores.roc`: the ranking alone (ROC; the binary, one-vs-rest
+* :mod:`~ecjax._src.scores.roc`: the ranking alone (ROC; the binary, one-vs-rest
   and one-vs-one AUCs; EER; operating points);
-* :mod:`~ecjax.scores.ranking_curves`: the other ranking curves
+* :mod:`~ecjax._src.scores.ranking_curves`: the other ranking curves
   (precision-recall, DET, average precision);
-* :mod:`~ecjax.scores.bayes_decisions`: the EC of the Bayes decisions the
+* :mod:`~ecjax._src.scores.bayes_decisions`: the EC of the Bayes decisions the
   scores make for a cost matrix, and of the best threshold; Bayes-risk and
   decision curves;
 * :mod:`~ecjax.scores.sample_costs`: the same under per-sample costs (one
   cost matrix per sample), of decisions and of scores; its names stay in
   ``ecjax.scores.sample_costs``;
-* :mod:`~ecjax.scores.thresholds`: the thresholds F-beta, MCC or Youden's J
+* :mod:`~ecjax._src.scores.thresholds`: the thresholds F-beta, MCC or Youden's J
   choose, and the costs they imply;
-* :mod:`~ecjax.scores.calibration_errors`: the binned calibration errors
+* :mod:`~ecjax._src.scores.calibration_errors`: the binned calibration errors
   (ECE, MCE, RMS, classwise ECE, ACE), the bins they share, reliability bins
   and bands;
-* :mod:`~ecjax.scores.smooth_calibration_error`: the smooth ECE;
-* :mod:`~ecjax.scores.risk_coverage`: risk-coverage curves for abstention.
+* :mod:`~ecjax._src.scores.smooth_calibration_error`: the smooth ECE;
+* :mod:`~ecjax._src.scores.risk_coverage`: risk-coverage curves for abstention.
 
 All take ``(labels, scores, ..., *, priors, score_type, sample_weight)``
-and start from the canonical inputs of :mod:`ecjax.scores.inputs`.  Every
+and start from the canonical inputs of :mod:`~ecjax._src.scores.inputs`.  Every
 evaluation users call, with its result type, is importable from ``ecjax.scores``.
 """
 

@@ -155,11 +155,11 @@ def bin_sums(conf: jax.Array, hit: jax.Array, sample_weight: jax.Array | None = 
     """Kernel: the :class:`BinSums` of ``(N,)`` confidences and hits in the bins of :func:`bin_indices`.
 
     One kernel for every binned measure: :func:`ece`, :func:`reliability_bins`, the binned calibration errors of
-    this module and the bootstrap's ECE (:mod:`ecjax.prob.bootstrap`, under ``vmap`` over
+    this module and the bootstrap's ECE (:mod:`~ecjax._src.prob.bootstrap`, under ``vmap`` over
     weight vectors; equal-width bins depend on the confidences only, so they are found once).  In float32,
     summing the per-sample differences ``hit - conf`` keeps ~1e-7 accuracy, while subtracting the two sums over
     10^4 confidences near 1 loses ~1e-3 of the gap; compensated chunk sums
-    (:func:`ecjax.confusion.weight_totals`) keep weight totals past 2^24 exact, as counts are.
+    (:func:`~ecjax._src.confusion.weight_totals`) keep weight totals past 2^24 exact, as counts are.
     ``compensated=False`` sums all bins in one scatter instead (``jax.ops.segment_sum``; ``(N,)`` inputs only):
     the bootstrap's choice, for weights that sum to 1 in each of its draws, where the chunked sums cost 2.5-3.5x
     the time (``bootstrap_metric(..., "ece")``, 2 systems, 1000 draws at N = 10^4 / 10^5 on a loaded 2-core
@@ -349,7 +349,7 @@ def binned_calibration_error(labels: ArrayLike, scores: ArrayLike, *, norm: str 
       variant: ``"auto"`` (binary for K = 2, else top-label), ``"binary"``,
         ``"top_label"`` or ``"classwise"``.
       priors: only to turn likelihood-type scores into posteriors.
-      score_type: any of :data:`ecjax.inputs.SCORE_TYPES`.
+      score_type: any of :data:`~ecjax._src.inputs.SCORE_TYPES`.
       sample_weight: optional ``(N,)`` non-negative weights (scikit-learn's
         frequency weights): ``|B_m|`` and ``N`` become weight totals and the
         bin means weighted means; equal-mass bins split the cumulative weight

@@ -190,7 +190,7 @@ def posterior_inputs(labels: ArrayLike, scores: ArrayLike, priors: ArrayLike | N
     For ``"llr"`` and ``"log_likelihoods"`` the priors also turn scores into
     posteriors (and are required); for posterior-type scores they are only
     the evaluation (deployment) priors.  With ``sample_weight`` (already
-    validated by :func:`ecjax.inputs.as_sample_weight`) the class counts are the classes'
+    validated by :func:`~ecjax._src.inputs.as_sample_weight`) the class counts are the classes'
     weight totals, and the data priors their fractions.
     """
     a, neg_inf = v.as_log_domain_scores(scores, score_type)
@@ -212,7 +212,7 @@ def scores_ok(labels: jax.Array, log_post: jax.Array, n_i: jax.Array | None = No
               priors_given: bool = False) -> jax.Array:
     """Traced-input mask (the NaN contract of :mod:`ecjax.inputs`), one entry per system.
 
-    Invalid labels arrive as ``-1`` from :func:`ecjax.inputs.as_index_array`; NaN (or ``+inf``)
+    Invalid labels arrive as ``-1`` from :func:`~ecjax._src.inputs.as_index_array`; NaN (or ``+inf``)
     scores give NaN log-posteriors; deployment priors must be a distribution that gives no
     weight to a class absent from the data.
     """

@@ -2,7 +2,7 @@
 
 These complement :func:`ecjax.scores.roc_curve`, :func:`ecjax.scores.auc` and
 :func:`ecjax.scores.auc_one_vs_rest` (with :func:`ecjax.scores.auc_one_vs_one`,
-the AUCs are in :mod:`ecjax.scores.roc`).  The binary ones rank samples by the
+the AUCs are in :mod:`~ecjax._src.scores.roc`).  The binary ones rank samples by the
 class-1 log-odds of the scores exactly as those functions do (``"llr"`` as
 is, ``"log_likelihoods"`` as ``l_1 - l_0``, log-posteriors and probabilities
 as ``log P(1|x) - log P(0|x)``, logits after a log-softmax), so all of them
@@ -10,7 +10,7 @@ share one set of thresholds.  Ferrer (2025) App. C.3 and Ferrer (2022b) §4.5 ex
 what such threshold-free curves can and cannot tell (they ignore calibration
 and threshold selection); the decision curve, in contrast, is a family of
 expected costs of Bayes decisions (Ferrer 2025, App. C.1), in
-:mod:`ecjax.scores.bayes_decisions` (both take the binary inputs of :mod:`ecjax.scores.inputs`).
+:mod:`~ecjax._src.scores.bayes_decisions` (both take the binary inputs of :mod:`~ecjax._src.scores.inputs`).
 
 Curves with one point per distinct threshold have a data-dependent length:
 with ``padded=True`` they instead have one point per sample (its score as
@@ -44,7 +44,7 @@ def ranking_log_odds(s: jax.Array, score_type: str) -> jax.Array:
 
     Log-posteriors (and logged probabilities) give ``s_1 - s_0`` as they are,
     so the thresholds are the given scores' differences; logits are
-    normalized first (:func:`ecjax.decisions.class_one_log_odds_kernel`
+    normalized first (:func:`~ecjax._src.decisions.class_one_log_odds_kernel`
     also normalizes log-posteriors, which moves a threshold by an ulp).
     """
     if score_type == "llr":

@@ -126,7 +126,7 @@ class SampleWeights(NamedTuple):
 
     Kept factored so that sums over samples run per class first on the
     sample weights ``u_n`` (exact for integer values, compensated past 4096
-    samples: :func:`ecjax.confusion.weight_totals`) and meet the rounded
+    samples: :func:`~ecjax._src.confusion.weight_totals`) and meet the rounded
     ``P_i / W_i`` once per class, as :func:`ecjax.expected_cost` does.
     """
 
@@ -391,7 +391,7 @@ def sample_optimal_threshold_expected_cost(labels: ArrayLike, scores: ArrayLike,
     ``(N, 2, 2)`` costs or :class:`SampleCosts` with ``K = D = 2``.
 
     Returns:
-      :class:`~ecjax.scores.bayes_decisions.OptimalThreshold` ``(expected_cost, threshold)``.
+      :class:`~ecjax.scores.OptimalThreshold` ``(expected_cost, threshold)``.
     """
     y, s, log_p, c, w = score_inputs(labels, scores, costs, priors, score_type, sample_weight)
     v.check_binary(int(log_p.shape[-1]), "a threshold")

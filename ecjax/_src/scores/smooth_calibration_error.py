@@ -174,7 +174,7 @@ def smooth_ece(labels: ArrayLike, scores: ArrayLike, *, variant: str = "auto", b
       scores: ``(..., N, K)`` scores (``(..., N)`` for ``"llr"``); leading axes are systems.
       variant: ``"auto"`` (binary for K = 2, else top-label), ``"binary"``, ``"top_label"`` (relplot's
         ``multiclass_logits_to_confidences``) or ``"classwise"`` (the mean over the classes of each class's
-        smooth ECE), as in :func:`ecjax.scores.calibration_errors.binned_calibration_error`.
+        smooth ECE), as in :func:`ecjax.scores.binned_calibration_error`.
       bandwidth: a fixed ``sigma > 0`` (``smECE_sigma``) instead of the fixed point.
       grid_size: points of the grid on ``[0, 1]`` (odd keeps 0.5 on it).
       priors, score_type: to turn the scores into posteriors, as everywhere.

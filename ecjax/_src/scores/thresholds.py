@@ -30,7 +30,7 @@ from ecjax._src.scores.inputs import checked_beta
 
 METRICS = ("f1", "f_beta", "mcc", "youden")
 _METRIC_INDEX = {"f1": 0, "f_beta": 0, "mcc": 1, "youden": 2}  # rows of _metric_at_cuts
-# Samples are padded to a power of two (ecjax.inputs.bucket_length), at least this many, so that data of a
+# Samples are padded to a power of two (ecjax._src.inputs.bucket_length), at least this many, so that data of a
 # similar size (and every set up to this size) reach the same compiled program.
 _MIN_SAMPLE_BUCKET = 2048
 
@@ -187,7 +187,7 @@ def _class1_log_odds(scores, score_type):
     """``(..., N)`` class-1 log-odds: ``a_1 - a_0`` of the (log-domain) scores, or the LLR itself.
 
     For logits the log-softmax cancels in the difference; probabilities are
-    logged by :func:`ecjax.inputs.as_scores`; for ``"log_likelihoods"`` the
+    logged by :func:`~ecjax._src.inputs.as_scores`; for ``"log_likelihoods"`` the
     difference is the LLR.
     """
     a = v.as_scores(scores, score_type=score_type)

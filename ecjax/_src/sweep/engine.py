@@ -68,7 +68,7 @@ class SweepSettings:
         :func:`auto_chunk_size` (on a CPU a chunk that stays in cache, ``2^12`` to ``2^16`` points; on a GPU or
         TPU up to ``2^22``, as the device memory allows).
       devices: ``None`` (all visible devices), ``n`` (the first ``n``) or a sequence of devices
-        (:func:`ecjax.sweep.inputs.resolve_devices`).
+        (:func:`~ecjax._src.sweep.inputs.resolve_devices`).
       progress: a progress bar over the chunks (``True``, needs ``tqdm``), or a callable ``total -> bar`` with
         ``update(n)`` and ``close()``.
       return_values: keep the per-point values and winners (host memory ``O(points x S)``); ``False`` keeps only
@@ -230,7 +230,7 @@ def map_reduce(local_fn: Callable[[Any, jax.Array], Any], reduce_fn: Callable[[A
     state = {"acc": acc}
 
     def step(c):
-        # One step is one block of the chunked runner (ecjax.draw_runner): its per-point outputs and progress.
+        # One step is one block of the chunked runner (ecjax._src.draw_runner): its per-point outputs and progress.
         state["acc"], out = _step(args, state["acc"], np.int32(c * chunk), n_arr, plan=plan)
         return Block(draws=out if collect else None, state=state["acc"])
 

@@ -1,7 +1,7 @@
 """The clustered model: a cluster Bayesian bootstrap, one ``Dirichlet(1)`` weight per group of samples.
 
 Its posterior mean has no closed form: the draw loop sums the draws for their Monte Carlo mean
-(:attr:`~ecjax.prob.draw_models.protocol.FixedModel.mean_weights` is ``None``).
+(:attr:`~ecjax._src.prob.draw_models.protocol.FixedModel.mean_weights` is ``None``).
 """
 
 from __future__ import annotations

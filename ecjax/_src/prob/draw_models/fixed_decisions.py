@@ -1,8 +1,8 @@
 """Fixed decisions on the host: the Bayes decisions of scores made once, padded to a bucket of sizes, and their counts.
 
-The models of fixed counts (:mod:`~ecjax.prob.draw_models.unpaired`, :mod:`~ecjax.prob.draw_models.joint`,
-:mod:`~ecjax.prob.draw_models.clustered`, :mod:`~ecjax.prob.draw_models.merged`) start from these: given decisions,
-or the Bayes decisions (Ferrer 2025, eq. 7) of the expected utility matrix.
+The models of fixed counts (:mod:`~ecjax._src.prob.draw_models.unpaired`, :mod:`~ecjax._src.prob.draw_models.joint`,
+:mod:`~ecjax._src.prob.draw_models.clustered`, :mod:`~ecjax._src.prob.draw_models.merged`) start from these: given
+decisions, or the Bayes decisions (Ferrer 2025, eq. 7) of the expected utility matrix.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _decide_kernel(scores, costs, log_priors, *, score_type):
     return bayes_decisions_kernel(log_posteriors_kernel(scores, log_priors, score_type), costs)
 
 
-# Fixed decisions and their counts are computed on samples padded to a power of two (ecjax.inputs.bucket_length),
+# Fixed decisions and their counts are computed on samples padded to a power of two (ecjax._src.inputs.bucket_length),
 # at least this many, so that data of a similar size (9,000 or 10,000 samples) reach the same compiled programs.
 _MIN_SAMPLE_BUCKET = 1024
 
@@ -80,7 +80,7 @@ def mean_weights(counts: ArrayLike, alpha: float) -> np.ndarray:
 
     Row-normalized they are ``E[R_m,ij]`` (the Dirichlet mean, unpaired; the
     within-class proportions of the paired model's marginal ``W_m ~
-    Dirichlet(n_m + alpha)``, :mod:`ecjax.prob.paired` eq. 1); normalized as
+    Dirichlet(n_m + alpha)``, :mod:`~ecjax._src.prob.paired` eq. 1); normalized as
     a whole, ``E[P_i R_m,ij]`` of the paired model with the test set's class
     frequencies.
     """

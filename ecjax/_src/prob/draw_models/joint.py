@@ -1,7 +1,7 @@
 """The paired model of fixed decisions: a Dirichlet over the joint outcome cells (Bayesian bootstrap).
 
 Each system's joint weights are ``W_m ~ Dirichlet(n_m,ij + alpha)`` over its ``K D`` cells by aggregation
-(:mod:`ecjax.prob.paired` eq. 1), drawn together so that the systems' errors stay correlated.
+(:mod:`~ecjax._src.prob.paired` eq. 1), drawn together so that the systems' errors stay correlated.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Fixed counts drawn over their occupied cells only (:mod:`ecjax.prob.occupied_cells`), the empty ones' mass in
+"""Fixed counts drawn over their occupied cells only (:mod:`~ecjax._src.prob.occupied_cells`), the empty ones' mass in
 closed form: with drawn utilities nothing merges, but most cells of a large confusion matrix are empty.
 
 Each row's (or the joint table's) empty cells get their mass as a Gamma total split by stick breaking
-(:mod:`ecjax.prob.occupied_cells` eq. 1: exact in distribution up to a ``1e-12`` truncation of the sticks).  The
+(:mod:`~ecjax._src.prob.occupied_cells` eq. 1: exact in distribution up to a ``1e-12`` truncation of the sticks).  The
 draw never forms the ``(B, M, K, D)`` weights: :func:`block_outputs` draws and evaluates in one program.
 """
 
@@ -27,14 +27,14 @@ _OCCUPIED_CELLS = "auto"
 
 class CellsState(NamedTuple):
     """The occupied cells' ``table`` and the doubt components' fixed parts (computed once on the host, see
-    :func:`prepare` and :func:`ecjax.prob.occupied_cells.component_parts`)."""
+    :func:`prepare` and :func:`~ecjax._src.prob.occupied_cells.component_parts`)."""
 
     table: Any
     parts: occupied_cells.ComponentParts
 
 
 def prepare(model: FixedModel, u_hat: ArrayLike, p_bar: ArrayLike, alpha: float, joint_priors: bool) -> FixedModel:
-    """``model`` drawn over its occupied cells (:mod:`ecjax.prob.occupied_cells`) when that is the cheaper draw.
+    """``model`` drawn over its occupied cells (:mod:`~ecjax._src.prob.occupied_cells`) when that is the cheaper draw.
 
     The occupied-cell draw is exact (up to the sticks' ``1e-12``
     truncation) and is used when its random variates per draw (the padded

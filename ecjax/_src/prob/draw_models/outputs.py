@@ -3,7 +3,7 @@ and the systems' tie labels, from a block of matched draws of utilities, priors 
 
 ``yield_sm = sum_ij U_s,ij P_s,i R_s,m,ij`` (Dyrland et al. 2022, eq. 10; rows = true class); the EC is that of
 costs ``-U`` (Ferrer 2022a, eq. 2); the NEC (Ferrer 2022a, eq. 4) uses the row-normalized costs ``max_j U_ij - U_ij``
-(Ferrer 2025, §2).  The weights may be rates or joint probabilities (:func:`ecjax.metrics.expected_value`
+(Ferrer 2025, §2).  The weights may be rates or joint probabilities (:func:`~ecjax._src.metrics.expected_value`
 row-normalizes); with ``joint_priors`` the class priors are the class marginals of the paired model's joint weights
 (the test set's frequencies).
 """
@@ -27,7 +27,8 @@ from ecjax._src.metrics import expected_value
 
 def evaluate(utilities, weights, priors, naive_costs=None):
     """Yield, EC and NEC draws; ``naive_costs``: the ``(K, D)`` row-normalized costs of the naive EC when
-    ``utilities`` and ``weights`` are merged cells (:mod:`ecjax.prob.aggregation`), whose columns are no decisions."""
+    ``utilities`` and ``weights`` are merged cells (:mod:`~ecjax._src.prob.aggregation`), whose columns are no
+    decisions."""
     p = priors[..., None, :]
     yields = expected_value(weights, utilities[..., None, :, :], p)
     costs = normalize_rows(-utilities)
@@ -51,7 +52,7 @@ def evaluate_draws(utilities: ArrayLike, weights: ArrayLike, priors: ArrayLike, 
     Args:
       utilities: ``(S, K, D)`` utility matrices.
       weights: ``(S, M, K, D)`` confusion rates or joint probabilities (any
-        row scaling: :func:`ecjax.metrics.expected_value` row-normalizes).
+        row scaling: :func:`~ecjax._src.metrics.expected_value` row-normalizes).
       priors: ``(S, K)`` class priors.
       chunk_size: draws evaluated at once (default: as many as keep a
         chunk's ``(C, M, K, D)`` intermediates near ``2^22`` elements).  The
@@ -115,8 +116,8 @@ def fixed_outputs(weights: jax.Array, draws, centre, naive_costs=None, *, joint_
     """One program for a block of fixed counts: the ``all`` draws and the doubt components' yields.
 
     ``weights``: the block's ``(B, M, K, D)`` draws of the model; ``draws``:
-    its :class:`~ecjax.prob.draw_models.protocol.BlockDraws`; ``centre``:
-    the :class:`~ecjax.prob.draw_models.protocol.Centre`.  ``components``: the
+    its :class:`~ecjax._src.prob.draw_models.protocol.BlockDraws`; ``centre``:
+    the :class:`~ecjax._src.prob.draw_models.protocol.Centre`.  ``components``: the
     names among ``costs_only`` ``(U_s, E[P], mean weights)``, ``priors_only``
     ``(U_hat, P_s, mean weights)``, ``rates_only`` ``(U_hat, P_rates, W_s)``
     to compute (as :func:`component_yield`), in one compiled program instead

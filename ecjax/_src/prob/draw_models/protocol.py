@@ -9,12 +9,13 @@ Each model module has
   block's ``(B, K, D)`` utilities and ``(B, K)`` priors come in for the models whose weights depend on them (per-draw
   decisions decide with them); the models of fixed counts ignore them.
 
-The models of fixed counts (:mod:`~ecjax.prob.draw_models.unpaired`, :mod:`~ecjax.prob.draw_models.joint`,
-:mod:`~ecjax.prob.draw_models.clustered`, :mod:`~ecjax.prob.draw_models.merged`) prepare a :class:`FixedModel`,
-which carries its ``draw`` with its state, so that the draw loop calls ``model.draw(key, model.state, ...)`` without
-asking which model it holds.  The occupied-cell model (:mod:`~ecjax.prob.draw_models.occupied`) never forms the
-``(B, M, K, D)`` weights (that is its point): its ``block_outputs`` draws and evaluates in one program.  Per-draw
-decisions (:mod:`~ecjax.prob.draw_models.per_draw`) split ``draw`` into ``decide`` (the counts of each draw's Bayes
+The models of fixed counts (:mod:`~ecjax._src.prob.draw_models.unpaired`, :mod:`~ecjax._src.prob.draw_models.joint`,
+:mod:`~ecjax._src.prob.draw_models.clustered`, :mod:`~ecjax._src.prob.draw_models.merged`) prepare a
+:class:`FixedModel`, which carries its ``draw`` with its state, so that the draw loop calls
+``model.draw(key, model.state, ...)`` without asking which model it holds.  The occupied-cell model
+(:mod:`~ecjax._src.prob.draw_models.occupied`) never forms the ``(B, M, K, D)`` weights (that is its point): its
+``block_outputs`` draws and evaluates in one program.  Per-draw decisions
+(:mod:`~ecjax._src.prob.draw_models.per_draw`) split ``draw`` into ``decide`` (the counts of each draw's Bayes
 decisions) and ``draw_given`` (the posterior weights given them), which the doubt components reuse.
 """
 
@@ -62,7 +63,7 @@ class BlockDraws(NamedTuple):
 
 
 class Merged(NamedTuple):
-    """What merged cells (:mod:`ecjax.prob.aggregation`) change in the evaluation, on the device.
+    """What merged cells (:mod:`~ecjax._src.prob.aggregation`) change in the evaluation, on the device.
 
     ``utilities``: the ``(K, G)`` utilities of the groups; ``mean_weights``:
     their posterior mean weights; ``naive_costs``: the row-normalized costs

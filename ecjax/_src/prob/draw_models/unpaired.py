@@ -1,6 +1,6 @@
 """The unpaired model of fixed counts: independent Dirichlet posteriors of each system's rates, class by class.
 
-``R_m,i* ~ Dirichlet(n_m,i* + alpha)`` (:mod:`ecjax.prob.rates` eq. 1); the systems' test sets may differ.
+``R_m,i* ~ Dirichlet(n_m,i* + alpha)`` (:mod:`~ecjax._src.prob.rates` eq. 1); the systems' test sets may differ.
 """
 
 from __future__ import annotations
