@@ -4,10 +4,10 @@
 
 Three measures:
 
-* **validations per score array**: the calls of :func:`ecjax.inputs.as_scores` (the score check) while one
+* **validations per score array**: the calls of :func:`~ecjax._src.inputs.as_scores` (the score check) while one
   ``ecjax compare``, ``ecjax metrics`` or ``ecjax sweep`` run of two score files, one :class:`ecjax.prob.Systems`
   of two systems made and compared
-  (:func:`ecjax.prob.compare`) or bootstrapped (:func:`ecjax.prob.bootstrap.bootstrap_metric`), divided by the
+  (:func:`ecjax.prob.compare`) or bootstrapped (:func:`~ecjax.prob.bootstrap_metric`), divided by the
   number of arrays (2; 3 for ``ecjax calibrate`` of a held-out file with labels: the two score files and the
   calibrated scores its report measures); a :class:`ecjax.inputs.Scores` value passed through unchecked is not a check;
 * **hops of score_type**: the longest chain of nested calls each holding a ``score_type`` argument, from the

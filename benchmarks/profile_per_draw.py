@@ -11,7 +11,7 @@ into the steps ``compare`` runs for it, each jitted alone and timed after a comp
   which the unpaired model draws per block before deciding, with the concentrations on the device (as ``compare``
   passed them before session 20: a device-to-host copy a block) and on the host (as now); both draw a block's
   ``B K`` variates in one unit of the concrete sampler, ``2^12`` variates or, above that, ``2^18``
-  (``ecjax.prob.sampling.SMALL_UNIT``): the fixed cost a block of the class priors measured on the H100;
+  (``ecjax._src.prob.sampling.SMALL_UNIT``): the fixed cost a block of the class priors measured on the H100;
 - the whole block as ``compare`` runs it on an accelerator, one compiled program (``per_draw.block_program`` with
   ``per_draw.one_program`` true, decisions to yields; a CPU's ``compare`` runs the steps one by one), and as a CPU's
   ``compare`` runs it, step by step;

@@ -71,7 +71,7 @@ def summarize(log_dir: str, top: int = 15, min_gap_us: float = 20.0) -> str:
         kernels: collections.Counter[str] = collections.Counter()
         for e in own:
             kernels[e["name"][:90]] += e["dur"]
-        lines.append(f"  kernels and copies with the most time (ms): " + "; ".join(
+        lines.append("  kernels and copies with the most time (ms): " + "; ".join(
             f"{name} {1e-3 * t:.2f}" for name, t in kernels.most_common(top)))
         starts = [a for a, _ in gaps]
         during: collections.Counter[str] = collections.Counter()

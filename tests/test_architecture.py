@@ -940,11 +940,6 @@ def test_the_name_check_can_fail():
                                               ("b.py", "ecjax.prob.no_such_name")]
 
 
-# The lead mends these three (issue 34 edits them now); drop each from the list once its names resolve.
-CITATIONS_MENDED_ELSEWHERE = ("_src/prob/draw_models/per_draw.py", "_src/prob/draw_models/blocks.py",
-                              "_src/prob/sampling.py")
-
-
 def docstrings_and_comments(path):
     """One text of a module's docstrings (every string statement: those of the module, its classes, functions and
     attributes) and its comments: where the library cites its own names, for a reader and for Sphinx."""
@@ -972,8 +967,7 @@ def test_every_ecjax_name_the_library_cites_resolves():
     # path under ecjax._src; a path that moved (as every module did under ecjax/_src/) fails here.
     paths = {path.relative_to(ROOT).as_posix(): path for path in sorted(ROOT.rglob("*.py"))}
     assert len(paths) > 100
-    assert unresolved_citations({file: path for file, path in paths.items()
-                                 if file not in CITATIONS_MENDED_ELSEWHERE}) == []
+    assert unresolved_citations(paths) == []
 
 
 def test_the_citation_check_can_fail(tmp_path):

@@ -65,7 +65,40 @@ def test_gpu_check_runs_every_step_at_tiny_size(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = (tmp_path / "report.txt").read_text()
     steps = [line for line in report.splitlines() if line.startswith("--- ") and "skipped" not in line]
-    assert len(steps) == len(BENCHMARKS) + 1  # the seven tiny benchmarks, accuracy, bench_core, bench_chunks
+    # The seven tiny benchmarks, accuracy, bench_core, bench_chunks, bench_draws --ratio, profile_per_draw.
+    assert len(steps) == len(BENCHMARKS) + 2
     assert all(" rc 0 " in line for line in steps), "\n".join(steps)
     assert "gpu-accuracy: 7/7 checks pass" in report and "NEC / read =" in report
     assert len(list(tmp_path.iterdir())) <= 8  # what comes back from the device machine
+
+
+def test_trace_summary_reads_a_device_trace(tmp_path):
+    import gzip
+    import json
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import trace_summary
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    folder = tmp_path / "plugins" / "profile" / "run"
+    folder.mkdir(parents=True)
+    # Device kernels on two streams: busy [0, 150) and [400, 500) us, one idle gap [150, 400); a host event over
+    # [140, 440) overlaps the gap for 250 us, another at [0, 100) not at all.
+    events = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+              {"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "/host:CPU"}},
+              {"ph": "X", "pid": 1, "tid": 1, "ts": 0, "dur": 100, "name": "fusion"},
+              {"ph": "X", "pid": 1, "tid": 2, "ts": 50, "dur": 100, "name": "gemm"},
+              {"ph": "X", "pid": 1, "tid": 1, "ts": 400, "dur": 100, "name": "fusion"},
+              {"ph": "X", "pid": 2, "tid": 9, "ts": 140, "dur": 300, "name": "sample_class_priors"},
+              {"ph": "X", "pid": 2, "tid": 9, "ts": 0, "dur": 100, "name": "dispatch"}]
+    with gzip.open(folder / "perfetto_trace.json.gz", "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    text = trace_summary.summarize(str(tmp_path))
+    assert "span 0.50 ms, busy 0.25 ms (50 %), 1 idle gaps" in text and "the longest 0.250 ms" in text, text
+    assert "fusion 0.20; gemm 0.10" in text and "0.25  sample_class_priors" in text and "dispatch" not in text, text
+    # A CPU's trace has no device process.
+    events = [e for e in events if e["pid"] == 2]
+    with gzip.open(folder / "perfetto_trace.json.gz", "wt") as f:
+        json.dump({"traceEvents": events}, f)
+    assert "no device process" in trace_summary.summarize(str(tmp_path))

@@ -133,7 +133,7 @@ def _gamma_block(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH, tail=
 
     Once at most ``tail`` elements are pending, the batches compute only
     their first ``tail`` lanes (lane ``l`` of iteration ``it`` keeps its
-    uniforms, :func:`ecjax.random_bits.uniform_pair_head`): the same draws,
+    uniforms, :func:`~ecjax._src.random_bits.uniform_pair_head`): the same draws,
     without proposing ``batch`` lanes for the few retries (a unit of 4096
     class priors spent most of its time there).
     """
@@ -218,7 +218,7 @@ def _gamma_rounds(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH):
     (all full batches of the pending positions; the final, partial batch when
     fewer than ``batch`` are pending, as the queue takes it), each proposal
     with the uniforms its batch and lane had there
-    (:func:`ecjax.random_bits.folded_uniform_pair`), and appends the
+    (:func:`~ecjax._src.random_bits.folded_uniform_pair`), and appends the
     rejected in queue order.  About eight rounds whatever ``n``, and the same
     numbers on every backend for the same key.
     """

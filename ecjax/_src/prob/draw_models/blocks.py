@@ -2,7 +2,7 @@
 
 Block ``b`` of ``B`` draws takes its random numbers from ``fold_in(key, b)`` (utilities, priors and rates each from
 their own key), so the numbers are the same for every chunk size; the host loop, its chunks and its progress are
-:func:`ecjax.draw_runner.run_blocks`'s.  A block's outputs are ``(B, M)`` draws: yield, EC, NEC, the doubt
+:func:`~ecjax._src.draw_runner.run_blocks`'s.  A block's outputs are ``(B, M)`` draws: yield, EC, NEC, the doubt
 components' yields and (per-draw decisions) their tie labels.
 """
 
@@ -55,7 +55,7 @@ def block_outputs(b: int, keys: tuple[jax.Array, jax.Array], draws: BlockDraws, 
     of that shape, whatever its priors, components or chunk size.
     ``draws``: the block's :class:`BlockDraws` (a certain source broadcast
     at its mean); ``centre``: the :class:`Centre`.  ``model``: a prepared
-    :class:`FixedModel` or a :class:`~ecjax.prob.draw_models.per_draw.PerDrawState`.
+    :class:`FixedModel` or a :class:`~ecjax._src.prob.draw_models.per_draw.PerDrawState`.
     """
     bsz, jp = run.block, run.joint_priors
     key_all, key_rates = keys
@@ -100,7 +100,7 @@ def run_draws(model: FixedModel | per_draw.PerDrawState, run: Run, plan: DrawPla
               progress: ProgressOption) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
     """Per-block utility and prior draws in, ``(S, ...)`` numpy draws and the float64 ``mean_sum`` out.
 
-    The host loop, its chunks and its progress are :func:`ecjax.draw_runner.run_blocks`'s: device memory
+    The host loop, its chunks and its progress are :func:`~ecjax._src.draw_runner.run_blocks`'s: device memory
     holds one chunk's outputs, and a reporter gets the running yields (``draws_done``) and the measured time left.
     """
     key_all, key_rates = keys

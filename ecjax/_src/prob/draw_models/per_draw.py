@@ -4,7 +4,7 @@ scores, its own priors), then draws the rates given their counts.
 ``decide`` gives a block's counts ``(B, M, K, D)`` (unpaired) or, paired, the decisions themselves ``(B, M, N)``:
 the paired posterior needs which samples each pair of systems gets right together (``O(M N)`` per draw rather than a
 table of ``K D^M`` joint cells).  ``draw_given`` draws the posterior weights given them: independent Dirichlet rates
-(unpaired), or :mod:`ecjax.prob.paired` eq. (1) from the decisions.  With ``rate_draws = r > 1`` a block holds
+(unpaired), or :mod:`~ecjax._src.prob.paired` eq. (1) from the decisions.  With ``rate_draws = r > 1`` a block holds
 ``B / r`` utility draws, each repeated for ``r`` consecutive draws: their decisions are made once and ``r`` rate
 draws follow (:class:`~ecjax.prob.PerDraw`).
 """
@@ -157,7 +157,7 @@ def draw_given(key: jax.Array, state: PerDrawState, counts: jax.Array,
     """``(B, M, K, D)`` posterior weights given a block's :func:`decide` output.
 
     ``sample_gammas``: paired with sample weights, the block's
-    :func:`ecjax.prob.paired.weight_gammas` of ``key`` when already drawn.
+    :func:`~ecjax._src.prob.paired.weight_gammas` of ``key`` when already drawn.
     ``groups``: ``G > 1`` blocks in a row (``B = G b``), ``key`` their
     ``(G,)`` keys: each block's draws from its own key, as if drawn alone.
     """
@@ -168,7 +168,7 @@ def draw_given(key: jax.Array, state: PerDrawState, counts: jax.Array,
         w = jax.vmap(lambda k, c, e: draw_given(k, state, c, e))(key, by_block(counts), by_block(sample_gammas))
         return w.reshape((-1,) + w.shape[2:])
     if state.paired:
-        # Eq. (1) of ecjax.prob.paired from the decisions: memory O(M (N + K D)) per draw, whatever K D**M.
+        # Eq. (1) of ecjax._src.prob.paired from the decisions: memory O(M (N + K D)) per draw, whatever K D**M.
         return paired_mod.joint_confusions_per_draw_kernel(key, state.labels[0], counts, state.alpha,
                                                            num_classes=state.num_classes,
                                                            num_decisions=state.num_decisions,
