@@ -65,8 +65,13 @@ def test_gpu_check_runs_every_step_at_tiny_size(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = (tmp_path / "report.txt").read_text()
     steps = [line for line in report.splitlines() if line.startswith("--- ") and "skipped" not in line]
-    # The seven tiny benchmarks, accuracy, bench_core, bench_chunks, bench_draws --ratio, profile_per_draw.
-    assert len(steps) == len(BENCHMARKS) + 2
+    # The seven tiny benchmarks, then accuracy, bench_core, bench_chunks, bench_draws --ratio and profile_per_draw.
+    names = [line[4:].split(":")[0] for line in steps]
+    assert names == [f"{b} --tiny" for b in ("bench_sweep", "bench_ranking", "bench_calibration",
+                                             "bench_bootstrap_metric", "bench_rate_draws", "bench_interactive",
+                                             "bench_draws")] + [
+        "gpu_accuracy --size tiny", "bench_core --size tiny", "bench_chunks --size tiny",
+        "bench_draws --ratio --draws 200", "profile_per_draw --shape 200 5 --draws 64 --block 16 --trace"], names
     assert all(" rc 0 " in line for line in steps), "\n".join(steps)
     assert "gpu-accuracy: 7/7 checks pass" in report and "NEC / read =" in report
     assert len(list(tmp_path.iterdir())) <= 8  # what comes back from the device machine
