@@ -9,6 +9,7 @@ import pytest
 
 import jax
 
+import ecjax
 from ecjax import prob
 
 KEY = jax.random.key(11)
@@ -53,6 +54,47 @@ def test_signed_rank_ties_are_split_only_where_exact():
     ref = np.bincount(np.argmax(thetas, -1), minlength=3) / thetas.shape[0]  # no exact ties here
     error = np.sqrt(ref * (1 - ref) / 20_000 + p[1] * (1 - p[1]) / 4000)
     np.testing.assert_array_less(np.abs(p[1] - ref), 5 * error + 1e-9)
+
+
+# --------------------------------------------------- evidence past what a float32 posterior draw can hold
+
+LABELS = np.array([0, 1, 1, 0, 1, 0, 1, 1, 0, 0])
+DECISIONS = np.array([[0, 1, 1, 0, 1, 1, 1, 1, 0, 0], [0, 1, 0, 0, 1, 0, 0, 1, 1, 0]])
+FEW_DRAWS = prob.MonteCarloSettings(num_draws=1000)
+
+
+@pytest.mark.parametrize("call, argument", [
+    # Before: a ZeroDivisionError from the paired prior's stick breaking (log(A / (1 + A)) = 0 from A = 2^53).
+    (lambda: prob.compare(prob.Systems(LABELS, DECISIONS), costs=1 - np.eye(2), concentration=1e16, key=KEY,
+                          settings=FEW_DRAWS), "concentration"),
+    # Before: the float32 weighted counts overflowed to inf and the Gamma sampler never accepted (it hung).
+    (lambda: prob.compare(prob.Systems(LABELS, DECISIONS, sample_weight=np.full(10, 1e38)), costs=1 - np.eye(2),
+                          key=KEY, settings=FEW_DRAWS), "sample_weight"),
+    # Before: silently wrong: every yield draw 0 (HDIs [0, 0]) and P(best) 0.51 / 0.49 where it is 0.65 / 0.35.
+    (lambda: prob.compare_counts(np.array([[[1e38, 1], [1, 1e38]], [[1e38, 2], [1, 1e38]]]), costs=1 - np.eye(2),
+                                 key=KEY, settings=FEW_DRAWS), "counts"),
+    (lambda: prob.dirichlet_priors([1e38, 1e38]), "concentration"),
+    (lambda: prob.sample_rates(KEY, np.array([[1e38, 1.0], [1.0, 1e38]]), num_draws=10), "counts"),
+])
+def test_evidence_past_float32_raises_input_error(call, argument):
+    with pytest.raises(ecjax.InputError, match=f"`{argument}`.*above the"):
+        call()
+
+
+def test_counts_just_below_the_evidence_bound_give_the_closed_form():
+    # 2^49 samples per matrix: the posterior is a point mass (sd ~ 1e-8), so with fixed priors every yield draw is
+    # the expected cost sum_i P_i (n_i,wrong + a) / (n_i + 2 a) (numpy, float64) to float32 rounding, and the system
+    # with fewer errors wins every draw.
+    n = 2.0**48
+    counts = np.array([[[n - 1e12, 1e12], [2e12, n - 2e12]], [[n - 3e12, 3e12], [1e12, n - 1e12]]])
+    priors = np.array([0.3, 0.7])
+    res = prob.compare_counts(counts, costs=1 - np.eye(2), priors=priors, key=KEY, settings=FEW_DRAWS,
+                              decompose=False)
+    a = 0.5  # the default concentration 2 / (K D)
+    expected = -np.einsum("i,mi->m", priors, (counts[:, [0, 1], [1, 0]] + a) / (counts.sum(-1) + 2 * a))
+    y = np.asarray(res.yields, np.float64)
+    np.testing.assert_allclose(y, np.broadcast_to(expected, y.shape), rtol=1e-5)
+    np.testing.assert_array_equal(np.asarray(res.p_best), [0.0, 1.0] if expected[1] > expected[0] else [1.0, 0.0])
 
 
 # ------------------------------------------------------- Dirichlet draws whose concentrations are all small
