@@ -132,3 +132,19 @@ def test_unpaired_yields_of_an_empty_class_with_a_small_concentration_have_the_c
     expected = -np.einsum("i,ij,mij->m", mean_priors, costs, mean_rates)
     y = np.asarray(res.yields, np.float64)
     np.testing.assert_array_less(np.abs(y.mean(0) - expected), 5 * y.std(0) / np.sqrt(num_draws))
+
+
+# ------------------------------------------------------------------------------------------ hdi of bad draws
+
+@pytest.mark.parametrize("draws", [np.arange(200) > 100, np.exp(1j * np.arange(200.0))])
+def test_hdi_of_draws_that_are_not_real_numbers_raises_input_error(draws):
+    # Before: a TypeError from inside the kernel ("sub does not accept dtype bool", "lt ... complex64").
+    with pytest.raises(ecjax.InputError, match="`draws` must be numeric"):
+        prob.hdi(draws, 0.9)
+
+
+def test_hdi_of_real_draws_is_numpy_s_narrowest_interval():
+    x = np.random.default_rng(3).exponential(size=2000)
+    s, inside = np.sort(x), int(np.floor(0.9 * 2000))
+    k = int(np.argmin(s[inside:] - s[: 2000 - inside]))
+    np.testing.assert_allclose(np.asarray(prob.hdi(x, 0.9)), [s[k], s[k + inside]], rtol=1e-6)
