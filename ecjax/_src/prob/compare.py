@@ -134,7 +134,7 @@ from ecjax._src.prob.draw_plan import (
     check_monte_carlo_settings,
     plan_draws,
 )
-from ecjax._src.prob.inputs import (Systems, as_named_counts, check_decisions_matter, check_draws_fit,
+from ecjax._src.prob.inputs import (Systems, as_named_counts, check_decisions_matter, check_draws_fit, check_evidence,
                                     check_structured_comparison, check_systems)
 from ecjax._src.prob.utility_priors import UtilityPrior, resolve_utilities
 
@@ -374,6 +374,7 @@ def compare(systems: Systems, *, utilities: _Utilities | None = None, costs: _Ut
     s = _canonical_systems(systems, k, d)
     check_draws_fit(num_draws, _KEPT_BYTES_PER_DRAW_AND_SYSTEM * len(s.names))
     alpha = _model_concentration(concentration, s.joint, k, d)
+    check_evidence(alpha * k * d, "concentration", "the prior's pseudo-observations per system, concentration x K x D")
     class_priors = _check_class_priors(priors, k, s.class_counts, weighted=s.weight_info is not None)
     model_name = ("cluster Bayesian bootstrap" if s.groups is not None else
                   "paired: Dirichlet over joint outcome cells" if s.joint else "unpaired: Dirichlet per system and class")
@@ -550,7 +551,9 @@ def compare_counts(counts: ArrayLike | Mapping[str, ArrayLike], *, utilities: _U
     k, d = prior.shape if isinstance(prior, UtilityPrior) else tuple(prior.shape)
     v.check_shape(c, "counts", "(K, D)", "(M, K, D)", sizes={"K": k, "D": d}, why=" (the utility matrix's shape)")
     c = v.as_counts(c[None] if c.ndim == 2 else c, nonzero=True)  # every system has samples
+    check_evidence(np.asarray(c, np.float64).sum((-2, -1)).max(), "counts", "the largest matrix's total count")
     alpha = default_concentration(d, k) if concentration is None else check_concentration(concentration)
+    check_evidence(alpha * k * d, "concentration", "the prior's pseudo-observations per system, concentration x K x D")
     class_counts = np.asarray(c.sum(-1)).mean(0)
     class_priors = _check_class_priors(priors, k, class_counts)
     model = unpaired.prepare(np.asarray(c), alpha)

@@ -291,6 +291,7 @@ def _split_weights(sample_weight, label_list, names):
             raise v.InputError(f"{e}{where}") from None
         w = np.asarray(w, np.float64)
         v.check_some_weight(w, where)
+        check_evidence(w.sum(), "sample_weight", f"the total weight{where}")  # the weights are evidence
         out.append(w)
     return out
 
@@ -424,6 +425,25 @@ def check_class_support(class_totals: ArrayLike, priors: ArrayLike | None, *, bo
     if priors is not None and np.any((totals == 0) & (np.asarray(priors) > 0)):
         where = "whose samples all have `sample_weight` 0" if weighted else "with no sample in `labels`"
         raise v.InputError(f"`priors` give weight to a class {where}: its average is undefined")
+
+
+# The most evidence one Dirichlet posterior may hold: weighted samples, or the prior's pseudo-observations.  Past it the
+# posterior's spread, about 1 / sqrt(evidence) = 3e-8 at 2^50, is below float32's resolution (1.2e-7), so the draws
+# could not differ from the mean anyway; and far past it they fail without an error: float32 Gamma draws overflow
+# (3.4e38) into a sampler that never accepts (it hung) or rows of zeros, and the paired prior's stick breaking divides
+# by log(A / (1 + A)), which is 0 in float64 from A = 2^53 (a ZeroDivisionError).
+MAX_EVIDENCE = 2.0**50
+
+
+def check_evidence(total: float, name: str, what: str) -> None:
+    """``total`` evidence of a Dirichlet posterior (``what`` says whose, for the message) at most
+    :data:`MAX_EVIDENCE`, else :class:`InputError` naming ``name``."""
+    try:
+        v.as_scalar(total, name, high=MAX_EVIDENCE, finite=False)
+    except v.InputError:
+        raise v.InputError(f"`{name}`: {what} is {total:.3g}, above the {MAX_EVIDENCE:.3g} a posterior draw can hold "
+                           "in float32 (its spread would be below float32's resolution); scale it down",
+                           argument=name) from None
 
 
 def check_decisions_matter(low: ArrayLike | StructuredCosts, high: ArrayLike | None = None,

@@ -34,6 +34,15 @@ weighted labelled samples (so its uncertainty enters), and runs (2) with the
 weighted deployment samples.  The draws are the posterior; as deployment
 priors for :func:`ecjax.prob.compare` they are
 :meth:`LabelShiftPosterior.distribution` (uniform over the draws).
+
+With few deployment samples this posterior is too narrow: the maximum of
+(1) lies on an edge of the simplex in many resamples, and a bootstrap
+cannot see what the few samples do not show.  Measured (binary, calibrated
+scores, 1000 labelled samples, deployment prior 0.8, 60 deployment sets
+each, coverage +- about 0.05): the 90 % equal-tailed interval of the draws
+held the true prior in 0.55 of the sets with 3 deployment samples, 0.72
+with 10, 0.87 with 30 and with 100; with one deployment sample every draw
+is the same vertex of the simplex.
 """
 
 from __future__ import annotations

@@ -306,7 +306,7 @@ def hdi(draws: ArrayLike, prob: float = 0.9) -> jax.Array:
     (:func:`min_draws_for_hdi`: 10 inside and 10 outside) raise
     :class:`InputError`.
     """
-    draws = jnp.asarray(v.check_finite(v.as_array(draws, "draws", min_ndim=1), "draws"))
+    draws = jnp.asarray(v.check_numbers(v.as_array(draws, "draws", min_ndim=1), "draws"))  # booleans: no order
     p = check_hdi_prob(prob, draws.shape[0])
     return _hdi_kernel(draws, prob=p)
 

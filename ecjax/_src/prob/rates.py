@@ -89,6 +89,7 @@ if TYPE_CHECKING:
 # NumPyro is imported inside the models and the NUTS/Predictive functions: the samplers that `compare` and the
 # command line use do not need it, and importing it (with the scipy it pulls in) costs about 0.45 s per process.
 from ecjax._src import inputs as v
+from ecjax._src.prob.inputs import check_evidence
 from ecjax._src.prob.sampling import dirichlet_draws, rejection_sample
 
 
@@ -157,6 +158,9 @@ def sample_rates(key: jax.Array, counts: ArrayLike, *, num_draws: int,
     k, d = counts.shape[-2:]
     alpha = default_concentration(d, k) if concentration is None else check_concentration(concentration)
     check_rows_for_concentration(counts, alpha)
+    if not v.is_tracer(counts):
+        check_evidence(np.asarray(counts, np.float64).sum(-1).max() + alpha * d, "counts",
+                       "the largest row's count plus its concentration")
     return _rates_kernel(key, counts, alpha, num_draws=num_draws, small_shapes=0 < alpha < 1)
 
 
@@ -209,6 +213,7 @@ def dirichlet_priors(concentration: ArrayLike) -> PriorDistribution:
     a = v.as_array(concentration, "concentration", min_ndim=1)
     a = np.asarray(v.check_finite(a, "concentration"), dtype=np.float64)
     v.check_numbers(v.check_class_vector(a, "concentration"), "concentration", low=0.0, strict=True)
+    check_evidence(a.sum(), "concentration", "the sum of the concentrations")
     conc = jnp.asarray(a, jnp.result_type(float))
     draw = partial(_dirichlet_priors_draw, conc)
     return PriorDistribution(partial(_dirichlet_priors_model, conc), a.shape[0], conc / conc.sum(),

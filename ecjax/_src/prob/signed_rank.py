@@ -17,8 +17,12 @@ weights ``w ~ Dirichlet(s, 1, ..., 1)``.  For two independent draws
 
 with ``H(x) = 1{x > 0} + 1/2 1{x = 0}`` (baycomp's ``heaviside``).  The
 reported ``(p_left, p_rope, p_right)`` are baycomp's: the share of the
-posterior draws of ``w`` in which each ``theta`` is the largest (ties go to
-the leftmost region, NumPy's ``argmax``).  Draws are made with an explicit
+posterior draws of ``w`` in which each ``theta`` is the largest.  An exact tie
+between regions is split evenly between them: with every difference 0 and
+``rope = 0`` every sum is 0, so ``theta_left = theta_right = 1/2`` in every
+draw, and identical systems get ``p_left = p_right = 1/2`` (NumPy's
+``argmax``, as in baycomp, gave the leftmost region all of it: ``a``
+better with probability 1).  Draws are made with an explicit
 ``jax.random`` key; they are batched over any leading axes of the inputs.
 """
 
@@ -123,9 +127,10 @@ def signed_rank_draws(key: jax.Array, below: jax.Array, above: jax.Array, prior_
 
 @jax.jit
 def region_shares(draws: jax.Array) -> jax.Array:
-    """``(..., 3)``: the share of ``(S, ..., 3)`` draws in which each region has the largest probability (ties to
-    the first, as NumPy's ``argmax``)."""
-    return jnp.mean(jax.nn.one_hot(jnp.argmax(draws, -1), 3, dtype=draws.dtype), axis=0)
+    """``(..., 3)``: the share of ``(S, ..., 3)`` draws in which each region has the largest probability, a draw
+    whose largest probability several regions share counting ``1 / (their number)`` for each (module docstring)."""
+    at_top = (draws == jnp.max(draws, -1, keepdims=True)).astype(draws.dtype)
+    return jnp.mean(at_top / jnp.sum(at_top, -1, keepdims=True), axis=0)
 
 
 def signed_rank_test(scores_a: ArrayLike, scores_b: ArrayLike | None = None, *, rope: float = 0.0,
