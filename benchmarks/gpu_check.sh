@@ -100,7 +100,7 @@ DRAWS=4000; [ "$TINY" = "1" ] && DRAWS=200
 step "bench_draws --ratio --draws $DRAWS" "$OUT/bench_timed.log" 100 "$PY" bench_draws.py --ratio --draws "$DRAWS"
 # Where a per-draw draw goes: each step of a block, blocks grouped into one program or one a program, and a
 # jax.profiler trace of one compare call summarized (the device's idle gaps and what the host did meanwhile).
-PROFILE_ARGS="--draws 1000"; [ "$TINY" = "1" ] && PROFILE_ARGS="--shape 200 5 --draws 64 --block 16"
+PROFILE_ARGS="--draws 1000"; [ "$TINY" = "1" ] && PROFILE_ARGS="--shape 200 5 --draws 128 --block 16"
 step "profile_per_draw $PROFILE_ARGS --trace" "$OUT/bench_timed.log" 150 "$PY" profile_per_draw.py $PROFILE_ARGS \
   --trace "${TMPDIR:-/tmp}/ecjax_per_draw_trace"
 say "=== timed benchmarks (bench_timed.log)"

@@ -71,7 +71,7 @@ def test_gpu_check_runs_every_step_at_tiny_size(tmp_path):
                                              "bench_bootstrap_metric", "bench_rate_draws", "bench_interactive",
                                              "bench_draws")] + [
         "gpu_accuracy --size tiny", "bench_core --size tiny", "bench_chunks --size tiny",
-        "bench_draws --ratio --draws 200", "profile_per_draw --shape 200 5 --draws 64 --block 16 --trace"], names
+        "bench_draws --ratio --draws 200", "profile_per_draw --shape 200 5 --draws 128 --block 16 --trace"], names
     assert all(" rc 0 " in line for line in steps), "\n".join(steps)
     assert "gpu-accuracy: 7/7 checks pass" in report and "NEC / read =" in report
     assert len(list(tmp_path.iterdir())) <= 8  # what comes back from the device machine

@@ -25,9 +25,14 @@ def test_gamma_work_queue_is_exact_when_rejections_wrap_around_the_queue(batch):
     # retries, some of them retried again).
     n = 1 << 15
     shape = jnp.asarray(np.where(np.arange(n) % 2 == 0, 1e-3, 1.0), jnp.float32)
-    x = np.asarray(jax.jit(lambda k, s: _sampling._gamma_block(k, s, boost=True, batch=batch))(KEY, shape),
-                   np.float64)
+    raw = jax.jit(lambda k, s: _sampling._gamma_block(k, s, boost=True, batch=batch))(KEY, shape)
+    x = np.asarray(_sampling._decoded(raw), np.float64)
     assert np.all(np.isfinite(x)) and np.all(x >= 0)
+    # The variates below float32's smallest normal number come out as their logarithms (negative), so that a
+    # Dirichlet row of them can be normalized: -a log G = -log U - a log Gamma(1 + a) is Exp(1) up to O(a).
+    log_small = np.asarray(raw, np.float64)[0::2]
+    logs = np.where(log_small < 0, log_small, np.log(np.maximum(log_small, 1e-300)))
+    assert stats.kstest(-1e-3 * logs, stats.expon.cdf).pvalue > 1e-3
     assert stats.kstest(x[1::2], stats.gamma(1.0).cdf).pvalue > 1e-3
     # Gamma(0.001) is mostly below float32's smallest normal number; compare it on the log scale where it is not.
     small = x[0::2]
@@ -191,3 +196,18 @@ def test_on_an_accelerator_the_samplers_draw_the_same_numbers_in_a_few_rounds(mo
     assert cpu_rounds >= 9 * (1 if sampler == "dirichlet" else 3)  # 36,864 / 4096 batches at least (per block)
     assert accelerator_rounds <= 12  # one round for all full batches, then the rejected and the partial batches
 
+
+
+@pytest.mark.parametrize("traced", [False, True])
+def test_dirichlet_rows_of_small_concentrations_are_points_of_the_simplex(traced):
+    # Gamma(0.005) is below float32's smallest normal number with probability ~0.65 (exp(-87 a)): a row of three
+    # came back all zeros ~28 % of the time when the variates were normalized as numbers; normalized from their
+    # logarithms every row sums to 1, and by symmetry each coordinate is the largest a third of the time.
+    conc = jnp.full((6000, 3), 0.005, jnp.float32)
+    draw = jax.jit(_sampling.dirichlet) if traced else _sampling.dirichlet
+    x = np.asarray(draw(KEY, conc), np.float64)
+    np.testing.assert_allclose(x.sum(1), 1.0, atol=1e-5)
+    share = np.bincount(np.argmax(x, 1), minlength=3) / len(x)
+    assert np.all(np.abs(share - 1 / 3) < 5 * np.sqrt(2 / 9 / len(x))), share
+    # Dirichlet(a, a, a) with a -> 0 puts nearly all its mass on one coordinate: E[max] = 1 - O(a).
+    assert np.mean(x.max(1)) > 0.97

@@ -12,9 +12,11 @@ better), everything below is a Monte Carlo average over the draws:
 * highest-density intervals (the narrowest interval holding a given
   fraction of the draws).
 
-Exact ties (systems with identical decisions have identical yields in
-every draw) are broken uniformly at random, so tied systems share their
-probability of being best instead of favouring the lowest index.
+Exact ties (systems with identical decisions tie in every draw of the
+models whose draws follow their counts alone; the paired model's prior
+mass on discordant cells keeps them slightly apart) are broken uniformly at
+random, so tied systems share their probability of being best instead of
+favouring the lowest index.
 
 Every Monte Carlo average comes with its standard error, estimated by batch
 means (:func:`batch_means_error`): the draws are cut into consecutive

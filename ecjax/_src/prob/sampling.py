@@ -198,13 +198,36 @@ def _gamma_block(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH, tail=
     return _finish(value, log_free, shape, boost)
 
 
+# A variate below this (float32's smallest normal number) comes out of the sampler as its logarithm, a negative
+# number (:func:`_finish`): a Dirichlet row of small concentrations is normalized from the logarithms.
+_TINY = float(np.finfo(np.float32).tiny)
+# A Dirichlet row whose largest variate is below this is normalized in the log domain; above it, the variates the
+# sampler encoded as logarithms are below 2^-26 of the largest, under half a float32 unit of the normalized row.
+_LOG_ROWS = 2.0 ** -100
+
+
 def _finish(value, log_free, shape, boost):
+    """The variates of the proposals' ``value`` and free uniform: a variate below float32's smallest normal number
+    is returned as its (negative) logarithm, decoded by :func:`_decoded` or normalized by :func:`_normalize_last`.
+
+    ``Gamma(a) = Gamma(a + 1) U^(1/a)`` for ``a < 1``: ``U^(1/a)`` underflows
+    with probability about ``exp(-87 a)``, so a Dirichlet row of shapes all
+    below ~0.05 came back all zeros (no point of the simplex); its
+    logarithm ``log Gamma(a + 1) + log(U) / a`` does not underflow.
+    """
     if boost:
         small = shape < 1.0
         # Gamma(a) = Gamma(a + 1) U^(1/a), with U the proposal's free uniform (given in log).
-        value = jnp.where(small, value * jnp.exp(log_free / jnp.where(small, shape, 1.0)), value)
+        exponent = log_free / jnp.where(small, shape, 1.0)
+        scaled = value * jnp.exp(exponent)
+        value = jnp.where(small, jnp.where(scaled < _TINY, jnp.log(value) + exponent, scaled), value)
     # Shape 0 is the degenerate Gamma(0) = 0 (an empty cell of a Bayesian bootstrap).
     return jnp.where(shape > 0.0, value, 0.0)
+
+
+def _decoded(g):
+    """Gamma variates from the sampler's output (:func:`_finish`): the logarithms of the tiny ones exponentiated."""
+    return jnp.where(g < 0.0, jnp.exp(g), g)
 
 
 def _gamma_rounds(key, shape, *, boost, constants=None, batch=_QUEUE_BATCH):
@@ -377,7 +400,7 @@ def _assemble(units, *, rows, num_rows, shape, normalize):
     g = blocks[0] if len(blocks) == 1 else jnp.concatenate(
         [jnp.concatenate(blocks[:-1])[:num_rows - rows], blocks[-1]])
     g = g.reshape(shape)
-    return _normalize_last(g) if normalize else g
+    return _normalize_last(g) if normalize else _decoded(g)
 
 
 def _concrete_draws(key, flat, num_rows, boost, shape, normalize):
@@ -403,7 +426,7 @@ def _concrete_draws(key, flat, num_rows, boost, shape, normalize):
         return jax.device_put(np.zeros(shape, flat.dtype))
     if size > _BLOCK:
         g = _long_rows(key, flat, num_rows, boost).reshape(shape)
-        return _normalize_last(g) if normalize else g
+        return _normalize_last(g) if normalize else _decoded(g)
     tile, rows, count = _tiled(flat, num_rows)
     units = tuple(_gamma_unit(random_bits.fold_in(key, b), tile, boost=boost) for b in range(count))
     return _assembled(units, rows=rows, num_rows=num_rows, shape=tuple(shape), normalize=normalize)
@@ -446,14 +469,28 @@ def gamma(key: jax.Array, shape: ArrayLike, *, small_shapes: bool = True) -> jax
     if flat.shape[0] == 0:
         return shape
     if _is_traced(key, shape):
-        return _gamma_flat(key, flat, boost=bool(small_shapes)).reshape(shape.shape)
+        return _decoded(_gamma_flat(key, flat, boost=bool(small_shapes))).reshape(shape.shape)
     return _concrete_draws(key, np.asarray(flat), 1, bool(small_shapes), shape.shape, normalize=False)
 
 
 @jax.jit
 def _normalize_last(g):
-    total = g.sum(-1, keepdims=True)
-    return jnp.where(total > 0, g / jnp.where(total > 0, total, 1.0), 0.0)
+    """Rows of the sampler's output (:func:`_finish`) normalized over the last axis.
+
+    A row whose largest variate is at least ``2^-100`` is divided by its
+    sum, the variates below float32's smallest normal number counted as 0;
+    a smaller row is normalized from the logarithms (``exp(log g - max)``
+    over its sum), so it still sums to 1.  A row of zero shapes stays 0.
+    """
+    plain = jnp.maximum(g, 0.0)
+    total = plain.sum(-1, keepdims=True)
+    ratio = jnp.where(total > 0, plain / jnp.where(total > 0, total, 1.0), 0.0)
+    logs = jnp.where(g > 0, jnp.log(jnp.where(g > 0, g, 1.0)), jnp.where(g < 0, g, -jnp.inf))
+    top = logs.max(-1, keepdims=True)
+    weights = jnp.exp(logs - jnp.where(jnp.isfinite(top), top, 0.0))
+    mass = weights.sum(-1, keepdims=True)
+    from_logs = jnp.where(mass > 0, weights / jnp.where(mass > 0, mass, 1.0), 0.0)
+    return jnp.where(plain.max(-1, keepdims=True) >= _LOG_ROWS, ratio, from_logs)
 
 
 def dirichlet(key: jax.Array, concentration: ArrayLike, *, small_shapes: bool = True) -> jax.Array:
@@ -462,7 +499,14 @@ def dirichlet(key: jax.Array, concentration: ArrayLike, *, small_shapes: bool = 
     Rows whose concentrations are all 0 return all zeros (they carry no
     probability and are never used with a non-zero weight).  Kernel.
     """
-    return _normalize_last(gamma(key, concentration, small_shapes=small_shapes))
+    concentration = jnp.asarray(concentration, dtype=jnp.result_type(float))
+    flat = concentration.reshape(-1)
+    if flat.shape[0] == 0:
+        return concentration
+    if _is_traced(key, concentration):
+        boost = bool(small_shapes)
+        return _normalize_last(_gamma_flat(key, flat, boost=boost).reshape(concentration.shape))
+    return _concrete_draws(key, np.asarray(flat), 1, bool(small_shapes), concentration.shape, normalize=True)
 
 
 @partial(jax.jit, static_argnames=("num_draws", "boost", "normalize"))
@@ -485,7 +529,7 @@ def _repeated(key, shape, *, num_draws, boost, normalize):
 
     def draw_block(k, start):
         g = _gamma_exact(k, tile(flat), boost=boost, constants=(tile(d), tile(c))).reshape((rows,) + shape.shape)
-        return _normalize_last(g) if normalize else g
+        return _normalize_last(g) if normalize else _decoded(g)
 
     return _blocks_of_this_backend()(key, num_draws, rows, draw_block, shape.shape, flat.dtype)
 
