@@ -300,6 +300,10 @@ def test_compare_refuses_a_reversed_scale_and_one_row_of_decisions():
     c = sc.sample_costs(np.ones((2, 2)), np.ones(4), np.eye(2))
     with pytest.raises(ecjax.InputError, match="`scale` range must have lo <= hi"):
         prob.compare_sample_costs(y, np.stack([y, y]), c, scale=(2.0, 1.0), key=jax.random.key(0))
+    # A negative factor would turn the per-sample costs into gains (and the ranking upside down).
+    with pytest.raises(ecjax.InputError, match="`scale` range must have lo >= 0") as caught:
+        prob.compare_sample_costs(y, np.stack([y, y]), c, scale=(-1.0, 1.0), key=jax.random.key(0))
+    assert caught.value.argument == "scale"
     with pytest.raises(ecjax.InputError, match="`decisions` must be"):
         prob.compare_sample_costs(y, y, c, scale=(1.0, 2.0), key=jax.random.key(0))
 

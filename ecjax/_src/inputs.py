@@ -1354,17 +1354,17 @@ def as_range(lo: SupportsFloat | str, hi: SupportsFloat | str, name: str, *, min
     try:
         lo_f, hi_f = float(lo), float(hi)
     except (TypeError, ValueError):
-        raise InputError(f"`{name}` range must be two numbers, got ({lo!r}, {hi!r})") from None
+        raise InputError(f"`{name}` range must be two numbers, got ({lo!r}, {hi!r})", argument=name) from None
     if not (np.isfinite(lo_f) and np.isfinite(hi_f)):
-        raise InputError(f"`{name}` range must be finite, got ({lo!r}, {hi!r})")
+        raise InputError(f"`{name}` range must be finite, got ({lo!r}, {hi!r})", argument=name)
     if hi_f < lo_f:
-        raise InputError(f"`{name}` range must have lo <= hi, got ({lo_f}, {hi_f})")
+        raise InputError(f"`{name}` range must have lo <= hi, got ({lo_f}, {hi_f})", argument=name)
     above = minimum is None or (lo_f > minimum if exclusive else lo_f >= minimum)
     below = maximum is None or (hi_f < maximum if exclusive else hi_f <= maximum)
     if not (above and below):
         need = ([f"lo {'>' if exclusive else '>='} {minimum:g}"] if minimum is not None else []) + (
             [f"hi {'<' if exclusive else '<='} {maximum:g}"] if maximum is not None else [])
-        raise InputError(f"`{name}` range must have {' and '.join(need)}{why}, got ({lo_f}, {hi_f})")
+        raise InputError(f"`{name}` range must have {' and '.join(need)}{why}, got ({lo_f}, {hi_f})", argument=name)
     return lo_f, hi_f
 
 

@@ -121,7 +121,8 @@ def compare_sample_costs(labels: ArrayLike, decisions: ArrayLike, costs: SampleC
     y, d, c, weights = decision_inputs(labels, decisions, costs, priors, None)
     d = v.check_shape(d, "decisions", "(M, N)", why=" (the systems' decisions on the same samples)")
     bounds = v.check_shape(v.as_array(scale, "scale"), "scale", "(2,)", why=" (lo, hi)")
-    lo, hi = v.as_range(bounds[0], bounds[1], "scale")
+    # A scale of costs: below 0 the per-sample costs would turn into gains.
+    lo, hi = v.as_range(bounds[0], bounds[1], "scale", minimum=0.0, why=" (a factor of the per-sample costs)")
     num_draws = v.as_scalar(num_draws, "num_draws", integer=True, low=1)
     hdi_prob = check_hdi_prob(hdi_prob, num_draws)
     rope = check_rope(rope)
