@@ -485,12 +485,18 @@ def _normalize_last(g):
     plain = jnp.maximum(g, 0.0)
     total = plain.sum(-1, keepdims=True)
     ratio = jnp.where(total > 0, plain / jnp.where(total > 0, total, 1.0), 0.0)
-    logs = jnp.where(g > 0, jnp.log(jnp.where(g > 0, g, 1.0)), jnp.where(g < 0, g, -jnp.inf))
-    top = logs.max(-1, keepdims=True)
-    weights = jnp.exp(logs - jnp.where(jnp.isfinite(top), top, 0.0))
-    mass = weights.sum(-1, keepdims=True)
-    from_logs = jnp.where(mass > 0, weights / jnp.where(mass > 0, mass, 1.0), 0.0)
-    return jnp.where(plain.max(-1, keepdims=True) >= _LOG_ROWS, ratio, from_logs)
+    small = plain.max(-1, keepdims=True) < _LOG_ROWS
+
+    def with_log_rows(ratio):
+        logs = jnp.where(g > 0, jnp.log(jnp.where(g > 0, g, 1.0)), jnp.where(g < 0, g, -jnp.inf))
+        top = logs.max(-1, keepdims=True)
+        weights = jnp.exp(logs - jnp.where(jnp.isfinite(top), top, 0.0))
+        mass = weights.sum(-1, keepdims=True)
+        return jnp.where(small, jnp.where(mass > 0, weights / jnp.where(mass > 0, mass, 1.0), 0.0), ratio)
+
+    # The logarithms only when some row needs them (a row of zero shapes does not): they cost 4 times the division.
+    needed = jnp.any(small & jnp.any(g != 0.0, -1, keepdims=True))
+    return jax.lax.cond(needed, with_log_rows, lambda ratio: ratio, ratio)
 
 
 def dirichlet(key: jax.Array, concentration: ArrayLike, *, small_shapes: bool = True) -> jax.Array:
