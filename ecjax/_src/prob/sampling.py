@@ -210,10 +210,9 @@ def _finish(value, log_free, shape, boost):
     """The variates of the proposals' ``value`` and free uniform: a variate below float32's smallest normal number
     is returned as its (negative) logarithm, decoded by :func:`_decoded` or normalized by :func:`_normalize_last`.
 
-    ``Gamma(a) = Gamma(a + 1) U^(1/a)`` for ``a < 1``: ``U^(1/a)`` underflows
-    with probability about ``exp(-87 a)``, so a Dirichlet row of shapes all
-    below ~0.05 came back all zeros (no point of the simplex); its
-    logarithm ``log Gamma(a + 1) + log(U) / a`` does not underflow.
+    ``Gamma(a) = Gamma(a + 1) U^(1/a)`` for ``a < 1``: ``U^(1/a)`` underflows with probability about ``exp(-87 a)``,
+    so a Dirichlet row of shapes all below ~0.05 came back all zeros (no point of the simplex); its logarithm
+    ``log Gamma(a + 1) + log(U) / a`` does not underflow.
     """
     if boost:
         small = shape < 1.0
